@@ -1,0 +1,329 @@
+//! Provider configuration: which wire API, where, with which key, and the
+//! bounds (timeouts, retries, line size) of a call.
+//!
+//! The API key is an [`ApiKey`], whose `Debug` prints `ApiKey(<redacted>)`
+//! and which has no `Display`: it cannot reach a log line by accident.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rein_wire::{AgentError, error::codes};
+
+use crate::sse::SseLimits;
+
+/// The three wire APIs rein speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireApi {
+    /// Anthropic Messages (`POST /v1/messages`).
+    AnthropicMessages,
+    /// OpenAI Chat Completions (`POST /chat/completions`) and compatible servers.
+    OpenAiChat,
+    /// OpenAI Responses (`POST /responses`).
+    OpenAiResponses,
+}
+
+impl WireApi {
+    /// The name used on the command line and in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireApi::AnthropicMessages => "anthropic",
+            WireApi::OpenAiChat => "openai-chat",
+            WireApi::OpenAiResponses => "openai-responses",
+        }
+    }
+
+    /// The environment variable holding the default key.
+    pub fn key_variable(self) -> &'static str {
+        match self {
+            WireApi::AnthropicMessages => "ANTHROPIC_API_KEY",
+            WireApi::OpenAiChat | WireApi::OpenAiResponses => "OPENAI_API_KEY",
+        }
+    }
+
+    /// The default base URL.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            WireApi::AnthropicMessages => "https://api.anthropic.com",
+            WireApi::OpenAiChat | WireApi::OpenAiResponses => "https://api.openai.com/v1",
+        }
+    }
+}
+
+impl fmt::Display for WireApi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for WireApi {
+    type Err = AgentError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "anthropic" | "anthropic-messages" => Ok(WireApi::AnthropicMessages),
+            "openai-chat" | "openai" | "openai-compatible" => Ok(WireApi::OpenAiChat),
+            "openai-responses" | "responses" => Ok(WireApi::OpenAiResponses),
+            other => Err(AgentError::new(
+                codes::INVALID_INPUT,
+                format!(
+                    "unknown wire API `{other}`; expected anthropic, openai-chat or openai-responses"
+                ),
+            )),
+        }
+    }
+}
+
+/// A secret API key. `Debug` redacts it; there is no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wrap a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// The key's text, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Replace every occurrence of the key in `text`.
+    pub fn scrub(&self, text: &str) -> String {
+        if self.0.len() < 4 {
+            return text.to_owned();
+        }
+        text.replace(&self.0, "<redacted>")
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Time limits of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the connection (TCP + TLS).
+    pub connect: Duration,
+    /// From sending the request to the response headers.
+    pub first_byte: Duration,
+    /// Between two chunks of the body.
+    pub idle: Duration,
+    /// The whole call, retries included.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(90),
+            total: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+/// When and how often a failed call is tried again.
+///
+/// Retried: connect errors and timeouts, 408, 429, 5xx and overloaded
+/// errors — only while nothing has reached the caller. A `Retry-After`
+/// longer than `max_retry_after` is not waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: usize,
+    /// The first backoff delay.
+    pub min_delay: Duration,
+    /// The largest backoff delay.
+    pub max_delay: Duration,
+    /// The longest `Retry-After` rein waits for.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            min_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+}
+
+/// Whether `REIN_OFFLINE` asks for model calls to be refused
+/// (`1`, `true` or `yes`).
+pub fn offline_switch_on() -> bool {
+    std::env::var("REIN_OFFLINE")
+        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+        .unwrap_or(false)
+}
+
+/// Everything a provider needs to make calls.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    /// Which wire API.
+    pub api: WireApi,
+    /// The base URL (`https://api.openai.com/v1`, `http://127.0.0.1:8080/v1`, …).
+    pub base_url: String,
+    /// The key; `None` for servers that need none (a local model).
+    pub api_key: Option<ApiKey>,
+    /// Extra headers sent on every call (OpenRouter's `HTTP-Referer`, …).
+    /// Values are treated as secrets in `Debug`.
+    pub extra_headers: Vec<(String, String)>,
+    /// The header carrying the key: `None` for the API's usual one
+    /// (`x-api-key` for Anthropic, `Authorization: Bearer` for OpenAI);
+    /// `Some("api-key")` for Azure.
+    pub key_header: Option<String>,
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// SSE framing bounds.
+    pub sse: SseLimits,
+    /// Force the offline switch on or off; `None` reads `REIN_OFFLINE` at each call.
+    pub offline: Option<bool>,
+    /// The model's context window in tokens.
+    pub context_window: u32,
+    /// Send `max_tokens` instead of `max_completion_tokens` (OpenAI Chat):
+    /// most compatible servers only know the older name.
+    pub legacy_max_tokens: bool,
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<&str> = self.extra_headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ProviderConfig")
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("extra_headers", &headers)
+            .field("key_header", &self.key_header)
+            .field("timeouts", &self.timeouts)
+            .field("retry", &self.retry)
+            .field("offline", &self.offline)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderConfig {
+    /// A config for `api` at its default base URL, without a key.
+    pub fn new(api: WireApi) -> Self {
+        ProviderConfig {
+            api,
+            base_url: api.default_base_url().to_owned(),
+            api_key: None,
+            extra_headers: Vec::new(),
+            key_header: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            sse: SseLimits::default(),
+            offline: None,
+            context_window: match api {
+                WireApi::AnthropicMessages => 200_000,
+                WireApi::OpenAiChat | WireApi::OpenAiResponses => 128_000,
+            },
+            legacy_max_tokens: false,
+        }
+    }
+
+    /// A config for `api` with the key from its usual environment variable
+    /// (an unset or empty variable leaves no key).
+    pub fn from_env(api: WireApi) -> Self {
+        let mut config = ProviderConfig::new(api);
+        config.api_key = std::env::var(api.key_variable())
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .map(ApiKey::new);
+        config
+    }
+
+    /// Set the base URL (a trailing `/` is dropped).
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into().trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// Set the key.
+    pub fn with_api_key(mut self, key: ApiKey) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+
+    /// Whether calls are refused right now.
+    pub fn is_offline(&self) -> bool {
+        self.offline.unwrap_or_else(offline_switch_on)
+    }
+
+    /// The URL the call goes to.
+    pub fn endpoint(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match self.api {
+            WireApi::AnthropicMessages => {
+                if base.ends_with("/v1") {
+                    format!("{base}/messages")
+                } else {
+                    format!("{base}/v1/messages")
+                }
+            }
+            WireApi::OpenAiChat => format!("{base}/chat/completions"),
+            WireApi::OpenAiResponses => format!("{base}/responses"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_key_or_header_values() {
+        let mut config = ProviderConfig::new(WireApi::OpenAiChat)
+            .with_api_key(ApiKey::new("sk-canary-0123456789"));
+        config
+            .extra_headers
+            .push(("x-secret".into(), "hdr-canary-987".into()));
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("sk-canary-0123456789"), "{shown}");
+        assert!(!shown.contains("hdr-canary-987"), "{shown}");
+        assert!(shown.contains("x-secret"));
+    }
+
+    #[test]
+    fn endpoints() {
+        let a = ProviderConfig::new(WireApi::AnthropicMessages);
+        assert_eq!(a.endpoint(), "https://api.anthropic.com/v1/messages");
+        let o = ProviderConfig::new(WireApi::OpenAiChat).with_base_url("http://127.0.0.1:9/v1/");
+        assert_eq!(o.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+        let r = ProviderConfig::new(WireApi::OpenAiResponses);
+        assert_eq!(r.endpoint(), "https://api.openai.com/v1/responses");
+    }
+
+    #[test]
+    fn api_names_round_trip() {
+        for api in [
+            WireApi::AnthropicMessages,
+            WireApi::OpenAiChat,
+            WireApi::OpenAiResponses,
+        ] {
+            assert_eq!(api.as_str().parse::<WireApi>().ok(), Some(api));
+        }
+        assert!("grpc".parse::<WireApi>().is_err());
+    }
+}

@@ -1,0 +1,143 @@
+//! The Anthropic Messages request body.
+
+use rein_wire::{CacheTarget, ContentBlock, ImageSource, Request, Role};
+use serde_json::{Map, Value, json};
+
+/// Anthropic honours at most this many `cache_control` markers.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+fn image(source: &ImageSource) -> Value {
+    match source {
+        ImageSource::Base64 { media_type, data } => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+        }
+        ImageSource::Url { url } => json!({"type": "image", "source": {"type": "url", "url": url}}),
+    }
+}
+
+fn block(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Image { source } => image(source),
+        ContentBlock::ToolUse { id, name, input } => {
+            let input = if input.is_object() {
+                input.clone()
+            } else {
+                json!({})
+            };
+            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+        }
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } => {
+            let parts: Vec<Value> = content
+                .iter()
+                .filter(|b| matches!(b, ContentBlock::Text { .. } | ContentBlock::Image { .. }))
+                .map(self::block)
+                .collect();
+            let mut v =
+                json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": parts});
+            if *is_error {
+                v["is_error"] = Value::Bool(true);
+            }
+            v
+        }
+        ContentBlock::Thinking {
+            thinking,
+            signature,
+        } => {
+            json!({"type": "thinking", "thinking": thinking, "signature": signature.clone().unwrap_or_default()})
+        }
+        ContentBlock::RedactedThinking { data } => {
+            json!({"type": "redacted_thinking", "data": data})
+        }
+    }
+}
+
+fn mark(value: &mut Value) {
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    }
+}
+
+/// The body of a streamed `POST /v1/messages`.
+pub fn anthropic_body(request: &Request) -> Value {
+    let honoured: Vec<CacheTarget> = request
+        .cache_breakpoints
+        .iter()
+        .map(|b| b.target)
+        .take(MAX_BREAKPOINTS)
+        .collect();
+    if request.cache_breakpoints.len() > MAX_BREAKPOINTS {
+        tracing::debug!(
+            requested = request.cache_breakpoints.len(),
+            "more cache breakpoints than Anthropic allows; the first four are sent"
+        );
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("max_tokens".into(), json!(request.max_output_tokens));
+    body.insert("stream".into(), json!(true));
+    if !request.system.is_empty() {
+        let system: Vec<Value> = request
+            .system
+            .iter()
+            .enumerate()
+            .map(|(index, b)| {
+                let mut v = json!({"type": "text", "text": b.text});
+                if honoured.contains(&CacheTarget::System { index }) {
+                    mark(&mut v);
+                }
+                v
+            })
+            .collect();
+        body.insert("system".into(), Value::Array(system));
+    }
+    if !request.tools.is_empty() {
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        if honoured.contains(&CacheTarget::Tools)
+            && let Some(last) = tools.last_mut()
+        {
+            mark(last);
+        }
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(index, m)| {
+            let mut content: Vec<Value> = m.content.iter().map(block).collect();
+            if honoured.contains(&CacheTarget::Message { index })
+                && let Some(last) = content.last_mut()
+            {
+                mark(last);
+            }
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": content})
+        })
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(t) = request.sampling.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = request.sampling.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !request.stop_sequences.is_empty() {
+        body.insert("stop_sequences".into(), json!(request.stop_sequences));
+    }
+    if let Some(session) = &request.metadata.session_id {
+        body.insert("metadata".into(), json!({"user_id": session}));
+    }
+    Value::Object(body)
+}

@@ -1,0 +1,111 @@
+//! The OpenAI Responses request body.
+
+use rein_wire::{ContentBlock, ImageSource, Request, Role};
+use serde_json::{Map, Value, json};
+
+use super::{joined_system, result_text};
+
+fn image_url(source: &ImageSource) -> String {
+    match source {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+    }
+}
+
+/// The body of a streamed `POST /responses`. Nothing is stored on the
+/// provider's side (`store: false`): rein's log is the record.
+pub fn openai_responses_body(request: &Request) -> Value {
+    let mut input = Vec::new();
+    for m in &request.messages {
+        let mut parts = Vec::new();
+        for block in &m.content {
+            match (m.role, block) {
+                (Role::User, ContentBlock::Text { text }) => {
+                    parts.push(json!({"type": "input_text", "text": text}));
+                }
+                (Role::User, ContentBlock::Image { source }) => {
+                    parts.push(json!({"type": "input_image", "image_url": image_url(source)}));
+                }
+                (Role::Assistant, ContentBlock::Text { text }) => {
+                    parts.push(json!({"type": "output_text", "text": text}));
+                }
+                (
+                    _,
+                    ContentBlock::ToolUse {
+                        id,
+                        name,
+                        input: args,
+                    },
+                ) => {
+                    flush(&mut input, m.role, &mut parts);
+                    let arguments = if args.is_object() {
+                        args.to_string()
+                    } else {
+                        "{}".to_owned()
+                    };
+                    input.push(json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments}));
+                }
+                (
+                    _,
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    },
+                ) => {
+                    flush(&mut input, m.role, &mut parts);
+                    input.push(json!({"type": "function_call_output", "call_id": tool_use_id, "output": result_text(content)}));
+                }
+                _ => {}
+            }
+        }
+        flush(&mut input, m.role, &mut parts);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("stream".into(), json!(true));
+    body.insert("store".into(), json!(false));
+    if !request.system.is_empty() {
+        body.insert("instructions".into(), json!(joined_system(request)));
+    }
+    body.insert("input".into(), Value::Array(input));
+    body.insert("max_output_tokens".into(), json!(request.max_output_tokens));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "name": t.name, "description": t.description,
+                       "parameters": t.input_schema, "strict": t.strict})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(t) = request.sampling.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = request.sampling.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if let Some(schema) = &request.output_schema {
+        body.insert(
+            "text".into(),
+            json!({"format": {"type": "json_schema", "name": schema.name, "schema": schema.schema, "strict": true}}),
+        );
+    }
+    if let Some(key) = &request.metadata.prompt_cache_key {
+        body.insert("prompt_cache_key".into(), json!(key));
+    }
+    Value::Object(body)
+}
+
+fn flush(input: &mut Vec<Value>, role: Role, parts: &mut Vec<Value>) {
+    if parts.is_empty() {
+        return;
+    }
+    let role = match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    input.push(json!({"role": role, "content": std::mem::take(parts)}));
+}

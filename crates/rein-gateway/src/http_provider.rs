@@ -1,0 +1,433 @@
+//! [`HttpProvider`]: the streamed call over HTTP, with retries and timeouts.
+//!
+//! One call is: refuse if offline; write the body once; then per attempt,
+//! POST it, wait for headers (connect and first-byte timeouts), and decode
+//! the body (idle timeout between chunks), all under one total deadline.
+//!
+//! Events that carry no output (message start, usage) are held back until
+//! the first output event, so an attempt that fails before any output
+//! reached the caller can be retried cleanly. Once output has been yielded,
+//! a failure is never retried; the error says so
+//! (`detail.output_delivered: true`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use rein_wire::{AgentError, ErrorCode, Request, StreamEvent, error::codes};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::config::{ProviderConfig, WireApi};
+use crate::decode::decode_stream;
+use crate::encode::body_for;
+use crate::provider::{CachingStyle, Capabilities, EventStream, Provider};
+
+/// How much of an error response body is read.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// A [`Provider`] speaking one wire API over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpProvider {
+    config: Arc<ProviderConfig>,
+    client: reqwest::Client,
+}
+
+impl HttpProvider {
+    /// A provider for `config`. Builds the HTTP client (rustls with the
+    /// ring crypto provider; no OpenSSL).
+    pub fn new(config: ProviderConfig) -> Result<Self, AgentError> {
+        // Installing twice is harmless: the first install wins.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .tls_backend_rustls()
+            .connect_timeout(config.timeouts.connect)
+            .build()
+            .map_err(|err| {
+                AgentError::new(
+                    codes::INTERNAL,
+                    format!("could not build the HTTP client: {}", err.without_url()),
+                )
+            })?;
+        Ok(HttpProvider {
+            config: Arc::new(config),
+            client,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+}
+
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        self.config.api.as_str()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let explicit = self.config.api == WireApi::AnthropicMessages;
+        Capabilities {
+            caching: if explicit {
+                CachingStyle::Explicit
+            } else {
+                CachingStyle::Automatic
+            },
+            max_cache_breakpoints: if explicit { 4 } else { 0 },
+            context_window: self.config.context_window,
+            structured_output: !explicit,
+            token_counting: false,
+        }
+    }
+
+    fn stream(&self, request: Request) -> EventStream {
+        let span = tracing::info_span!(
+            "model_call",
+            api = self.config.api.as_str(),
+            model = %request.model,
+        );
+        let config = self.config.clone();
+        let client = self.client.clone();
+        let inner = call(config.clone(), client, request, span);
+        // Every error leaving the provider is scrubbed of the key.
+        Box::pin(inner.map(move |item| item.map_err(|err| scrub(&config, err))))
+    }
+}
+
+fn scrub(config: &ProviderConfig, mut err: AgentError) -> AgentError {
+    if let Some(key) = &config.api_key {
+        err.message = key.scrub(&err.message);
+        if let Some(detail) = &err.detail {
+            let text = detail.to_string();
+            let clean = key.scrub(&text);
+            if clean != text {
+                err.detail = serde_json::from_str(&clean).ok();
+            }
+        }
+    }
+    err
+}
+
+fn call(
+    config: Arc<ProviderConfig>,
+    client: reqwest::Client,
+    request: Request,
+    span: tracing::Span,
+) -> impl futures::Stream<Item = Result<StreamEvent, AgentError>> + Send {
+    async_stream::stream! {
+        if config.is_offline() {
+            yield Err(AgentError::new(codes::OFFLINE, "model calls are refused: REIN_OFFLINE is set"));
+            return;
+        }
+        let body = match serde_json::to_vec(&body_for(&config, &request)) {
+            Ok(body) => Bytes::from(body),
+            Err(err) => {
+                yield Err(AgentError::new(codes::INTERNAL, format!("could not write the request body: {err}")));
+                return;
+            }
+        };
+        let deadline = Instant::now() + config.timeouts.total;
+        let mut backoff = backoff_delays(&config);
+        let mut attempt: usize = 0;
+        loop {
+            attempt += 1;
+            tracing::debug!(parent: &span, attempt, bytes = body.len(), "sending model request");
+            let failure: AgentError;
+            let retry_after: Option<Duration>;
+            match send(&config, &client, body.clone(), deadline).await {
+                Err(err) => {
+                    failure = err;
+                    retry_after = None;
+                }
+                Ok(response) if !response.status().is_success() => {
+                    retry_after = retry_after_of(response.headers());
+                    failure = status_error(response, &config, deadline).await;
+                }
+                Ok(response) => {
+                    let bytes = body_chunks(response, config.timeouts.idle, deadline);
+                    let mut events = Box::pin(decode_stream(config.api, bytes, config.sse));
+                    let mut held: Vec<StreamEvent> = Vec::new();
+                    let mut delivered = false;
+                    let outcome = loop {
+                        match events.next().await {
+                            Some(Ok(StreamEvent::Error { code, message, retryable })) => {
+                                break Some(AgentError::new(ErrorCode::new(code), message).retryable(retryable));
+                            }
+                            Some(Ok(event)) => {
+                                if delivered {
+                                    yield Ok(event);
+                                } else if event.is_output() || matches!(event, StreamEvent::Stop { .. }) {
+                                    delivered = true;
+                                    for held_event in held.drain(..) {
+                                        yield Ok(held_event);
+                                    }
+                                    yield Ok(event);
+                                } else {
+                                    held.push(event);
+                                }
+                            }
+                            Some(Err(err)) => break Some(err),
+                            None => break None,
+                        }
+                    };
+                    match outcome {
+                        None => {
+                            for held_event in held.drain(..) {
+                                yield Ok(held_event);
+                            }
+                            tracing::debug!(parent: &span, attempt, "model call complete");
+                            return;
+                        }
+                        Some(err) if delivered => {
+                            tracing::warn!(parent: &span, code = %err.code, "model stream failed after output; not retried");
+                            let message = format!("{} (not retried: output had already reached the caller)", err.message);
+                            let mut err = err.with_field("output_delivered", true).with_field("attempts", attempt);
+                            err.message = message;
+                            err.retryable = false;
+                            yield Err(err);
+                            return;
+                        }
+                        Some(err) => {
+                            failure = err;
+                            retry_after = None;
+                        }
+                    }
+                }
+            }
+            // Decide whether to try again.
+            if failure.retryable && attempt <= config.retry.max_retries {
+                let planned = backoff.next().unwrap_or(config.retry.max_delay);
+                if let Some(wait) = retry_after
+                    && wait > config.retry.max_retry_after
+                {
+                    yield Err(failure
+                        .with_field("attempts", attempt)
+                        .with_field("retry_after_s", wait.as_secs_f64())
+                        .retryable(true));
+                    return;
+                }
+                // The server's word beats our schedule.
+                let delay = retry_after.unwrap_or(planned);
+                if Instant::now() + delay >= deadline {
+                    yield Err(failure.with_field("attempts", attempt));
+                    return;
+                }
+                tracing::warn!(parent: &span, code = %failure.code, attempt, delay_ms = delay.as_millis() as u64, "model call failed; retrying");
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+            yield Err(failure.with_field("attempts", attempt));
+            return;
+        }
+    }
+}
+
+/// The backoff delays (exponential with jitter), from `backon`.
+fn backoff_delays(config: &ProviderConfig) -> impl Iterator<Item = Duration> + Send + use<> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(config.retry.min_delay)
+        .with_max_delay(config.retry.max_delay)
+        .with_max_times(config.retry.max_retries)
+        .with_jitter()
+        .build()
+}
+
+async fn send(
+    config: &ProviderConfig,
+    client: &reqwest::Client,
+    body: Bytes,
+    deadline: Instant,
+) -> Result<reqwest::Response, AgentError> {
+    let mut builder = client
+        .post(config.endpoint())
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(body);
+    if config.api == WireApi::AnthropicMessages {
+        builder = builder.header("anthropic-version", "2023-06-01");
+    }
+    if let Some(key) = &config.api_key {
+        builder = match (&config.key_header, config.api) {
+            (Some(header), _) => builder.header(header.as_str(), key.expose()),
+            (None, WireApi::AnthropicMessages) => builder.header("x-api-key", key.expose()),
+            (None, _) => builder.bearer_auth(key.expose()),
+        };
+    }
+    for (name, value) in &config.extra_headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let first_byte = Instant::now() + config.timeouts.connect + config.timeouts.first_byte;
+    let limit = first_byte.min(deadline);
+    match tokio::time::timeout_at(limit, builder.send()).await {
+        Err(_) if limit == deadline => Err(AgentError::new(
+            codes::TIMEOUT_TOTAL,
+            "the model call ran out of time waiting for the provider",
+        )),
+        Err(_) => Err(AgentError::new(
+            codes::TIMEOUT_FIRST_BYTE,
+            format!(
+                "the provider did not answer within {:?}",
+                config.timeouts.first_byte
+            ),
+        )),
+        Ok(Err(err)) => Err(transport_error(&err)),
+        Ok(Ok(response)) => Ok(response),
+    }
+}
+
+fn transport_error(err: &reqwest::Error) -> AgentError {
+    // `without_url`: a base URL may carry a key in its query string.
+    let text = format!("{}", ErrorChain(err));
+    if err.is_timeout() {
+        AgentError::new(
+            codes::TIMEOUT_CONNECT,
+            format!("connecting to the provider timed out: {text}"),
+        )
+    } else if err.is_connect() {
+        AgentError::new(
+            codes::CONNECT_FAILED,
+            format!("could not connect to the provider: {text}"),
+        )
+    } else {
+        AgentError::new(codes::STREAM_IO, format!("the request failed: {text}"))
+    }
+}
+
+/// Displays an error and its sources, without any URL.
+struct ErrorChain<'a>(&'a reqwest::Error);
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut source = std::error::Error::source(self.0);
+        let mut first = true;
+        while let Some(err) = source {
+            if !first {
+                f.write_str(": ")?;
+            }
+            write!(f, "{err}")?;
+            first = false;
+            source = err.source();
+        }
+        if first {
+            f.write_str("request error")?;
+        }
+        Ok(())
+    }
+}
+
+fn retry_after_of(headers: &http::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// The error for a non-2xx answer, with the provider's message.
+async fn status_error(
+    response: reqwest::Response,
+    config: &ProviderConfig,
+    deadline: Instant,
+) -> AgentError {
+    let status = response.status().as_u16();
+    let idle = Instant::now() + config.timeouts.idle;
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < ERROR_BODY_LIMIT {
+        match tokio::time::timeout_at(idle.min(deadline), stream.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let kind = error
+        .and_then(|e| {
+            e.get("code")
+                .filter(|c| !c.is_null())
+                .or_else(|| e.get("type"))
+        })
+        .and_then(|k| {
+            k.as_str()
+                .map(str::to_owned)
+                .or_else(|| k.as_u64().map(|n| n.to_string()))
+        });
+    let provider_message = error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
+    let by_kind = kind.as_deref().map(crate::decode::classify_provider_error);
+    let code = match (status, by_kind) {
+        (_, Some(code))
+            if code == codes::INSUFFICIENT_QUOTA || code == codes::CONTEXT_WINDOW_EXCEEDED =>
+        {
+            code
+        }
+        (401 | 403, _) => codes::PROVIDER_AUTH,
+        (404, _) => codes::PROVIDER_NOT_FOUND,
+        (408, _) => codes::TIMEOUT_FIRST_BYTE,
+        (429, _) => codes::RATE_LIMITED,
+        (529, _) => codes::PROVIDER_OVERLOADED,
+        (500..=599, Some(code)) if code == codes::PROVIDER_OVERLOADED => code,
+        (500..=599, _) => codes::PROVIDER_UNAVAILABLE,
+        (400 | 413 | 422, _) => codes::PROVIDER_BAD_REQUEST,
+        _ => codes::PROVIDER_ERROR,
+    };
+    let mut err = AgentError::new(
+        code,
+        format!("the provider answered HTTP {status}: {provider_message}"),
+    )
+    .with_field("status", status);
+    if let Some(kind) = kind {
+        err = err.with_field("provider_code", kind);
+    }
+    err
+}
+
+/// The response body as chunks, under the idle timeout and the deadline.
+fn body_chunks(
+    response: reqwest::Response,
+    idle: Duration,
+    deadline: Instant,
+) -> impl futures::Stream<Item = Result<Bytes, AgentError>> + Send + 'static {
+    async_stream::stream! {
+        let mut chunks = response.bytes_stream();
+        loop {
+            let limit = (Instant::now() + idle).min(deadline);
+            match tokio::time::timeout_at(limit, chunks.next()).await {
+                Err(_) if limit == deadline => {
+                    yield Err(AgentError::new(codes::TIMEOUT_TOTAL, "the model call ran out of time mid-stream"));
+                    return;
+                }
+                Err(_) => {
+                    yield Err(AgentError::new(codes::TIMEOUT_IDLE, format!("no data from the provider for {idle:?}"))
+                        .with_field("idle_timeout_ms", idle.as_millis() as u64));
+                    return;
+                }
+                Ok(None) => return,
+                Ok(Some(Ok(bytes))) => yield Ok(bytes),
+                Ok(Some(Err(err))) => {
+                    yield Err(AgentError::new(
+                        codes::STREAM_TRUNCATED,
+                        format!("the connection failed mid-stream: {}", ErrorChain(&err)),
+                    ));
+                    return;
+                }
+            }
+        }
+    }
+}

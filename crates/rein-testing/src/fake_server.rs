@@ -1,0 +1,316 @@
+//! [`FakeServer`]: scripted HTTP on loopback.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// One piece of a response body, sent after an optional pause.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    /// Wait this long before sending it.
+    pub delay: Duration,
+    /// The bytes.
+    pub bytes: Bytes,
+}
+
+/// What the server answers one request with.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: Vec<(String, String)>,
+    /// The body, in chunks.
+    pub chunks: Vec<Chunk>,
+    /// Cut the connection after the last chunk instead of ending the body.
+    pub cut: bool,
+}
+
+impl Reply {
+    /// A 200 `text/event-stream` reply with this body in one chunk.
+    pub fn sse(body: impl Into<String>) -> Self {
+        Reply::sse_chunks(vec![body.into()])
+    }
+
+    /// A 200 `text/event-stream` reply sent in these chunks.
+    pub fn sse_chunks(chunks: Vec<String>) -> Self {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            chunks: chunks
+                .into_iter()
+                .map(|c| Chunk {
+                    delay: Duration::ZERO,
+                    bytes: Bytes::from(c),
+                })
+                .collect(),
+            cut: false,
+        }
+    }
+
+    /// A 200 SSE reply whose body is split every `size` bytes (byte-wise,
+    /// so UTF-8 sequences and CRLF pairs may be split too).
+    pub fn sse_split(body: &str, size: usize) -> Self {
+        let size = size.max(1);
+        let bytes = Bytes::copy_from_slice(body.as_bytes());
+        let mut reply = Reply::sse_chunks(Vec::new());
+        let mut at = 0;
+        while at < bytes.len() {
+            let end = (at + size).min(bytes.len());
+            reply.chunks.push(Chunk {
+                delay: Duration::ZERO,
+                bytes: bytes.slice(at..end),
+            });
+            at = end;
+        }
+        reply
+    }
+
+    /// A reply with this status and a JSON (or text) body.
+    pub fn status(status: u16, body: impl Into<String>) -> Self {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            chunks: vec![Chunk {
+                delay: Duration::ZERO,
+                bytes: Bytes::from(body.into()),
+            }],
+            cut: false,
+        }
+    }
+
+    /// Add a header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Pause before chunk `index`.
+    pub fn delay_before(mut self, index: usize, delay: Duration) -> Self {
+        if let Some(chunk) = self.chunks.get_mut(index) {
+            chunk.delay = delay;
+        }
+        self
+    }
+
+    /// Cut the connection after the chunks are sent.
+    pub fn cut(mut self) -> Self {
+        self.cut = true;
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    /// The method.
+    pub method: String,
+    /// The path and query.
+    pub path: String,
+    /// The headers, names lower-case.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl RecordedRequest {
+    /// The body parsed as JSON (`Null` if it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    script: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    connections: AtomicUsize,
+}
+
+/// A scripted HTTP server on `127.0.0.1`. Stops when dropped.
+pub struct FakeServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    accept: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for FakeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl FakeServer {
+    /// Start a server that answers requests with `script`, in order. A
+    /// request beyond the script gets a 500 saying so.
+    pub async fn start(script: Vec<Reply>) -> std::io::Result<FakeServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        state
+            .script
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(script);
+        let accept_state = state.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                accept_state.connections.fetch_add(1, Ordering::SeqCst);
+                let state = accept_state.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(state.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(FakeServer {
+            addr,
+            state,
+            accept,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Add replies to the end of the script.
+    pub fn push(&self, reply: Reply) {
+        self.state
+            .script
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(reply);
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// How many TCP connections were accepted.
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+type BoxBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<BoxBody>, Infallible> {
+    let method = req.method().to_string();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.to_string());
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = match req.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    state
+        .requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(RecordedRequest {
+            method,
+            path,
+            headers,
+            body,
+        });
+    let reply = state
+        .script
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .pop_front()
+        .unwrap_or_else(|| {
+            Reply::status(500, r#"{"error":{"message":"fake server: script exhausted","type":"script_exhausted"}}"#)
+        });
+    let mut response = Response::builder().status(reply.status);
+    for (name, value) in &reply.headers {
+        response = response.header(name.as_str(), value.as_str());
+    }
+    let cut = reply.cut;
+    let chunks = reply.chunks;
+    let stream =
+        futures::stream::unfold((chunks.into_iter(), cut), |(mut chunks, cut)| async move {
+            match chunks.next() {
+                Some(chunk) => {
+                    if !chunk.delay.is_zero() {
+                        tokio::time::sleep(chunk.delay).await;
+                    }
+                    Some((Ok(Frame::data(chunk.bytes)), (chunks, cut)))
+                }
+                None if cut => Some((
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionReset,
+                        "fake server cut the connection",
+                    )),
+                    (chunks, false),
+                )),
+                None => None,
+            }
+        });
+    let body = BodyExt::boxed(StreamBody::new(stream));
+    Ok(response.body(body).unwrap_or_else(|_| {
+        Response::new(BodyExt::boxed(
+            http_body_util::Empty::new().map_err(|never| match never {}),
+        ))
+    }))
+}

@@ -1,0 +1,25 @@
+//! Fakes for testing rein over real transports.
+//!
+//! - [`FakeServer`]: a hyper server on `127.0.0.1:0` that answers each
+//!   request with the next scripted [`Reply`] — SSE bodies of any of the
+//!   three wire APIs, chunked and paced as the script says, or faults (a
+//!   status with `Retry-After`, a connection cut mid-chunk, a stall longer
+//!   than the idle timeout). It records every request it got.
+//! - [`wire`]: write a [`ScriptedMessage`] as the SSE body each wire API
+//!   would send, so one script drives all three decoders.
+//! - [`FakeProvider`]: an in-process [`Provider`](rein_gateway::Provider)
+//!   that yields scripted events with no transport at all.
+//! - [`ScriptedBrain`]: a deterministic, rule-driven model for demos, evals
+//!   and `rein chat` without an API key.
+//!
+//! These are test tools: they favour clear failures over robustness.
+
+mod fake_provider;
+mod fake_server;
+mod scripted_brain;
+pub mod wire;
+
+pub use fake_provider::FakeProvider;
+pub use fake_server::{Chunk, FakeServer, RecordedRequest, Reply};
+pub use scripted_brain::{Rule, ScriptedBrain};
+pub use wire::{ScriptedCall, ScriptedMessage};

@@ -1,0 +1,352 @@
+//! [`AgentError`] and the registry of stable error codes.
+//!
+//! Every error that reaches a person or a model carries a stable code from
+//! this registry, a message saying what happened, optional structured
+//! detail, and whether trying again may help. Codes are part of rein's
+//! contract: they are never renamed. Products register their own codes with
+//! [`register`]; a code may be registered once.
+//!
+//! An error renders as RFC 9457 problem details with [`AgentError::to_problem`],
+//! which is what the HTTP surface and `rein` commands print.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{OnceLock, RwLock};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// A stable, machine-readable error code (`snake_case`).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(Cow<'static, str>);
+
+impl ErrorCode {
+    /// A code known at compile time.
+    pub const fn from_static(code: &'static str) -> Self {
+        ErrorCode(Cow::Borrowed(code))
+    }
+
+    /// A code made at run time (for products' own codes).
+    pub fn new(code: impl Into<String>) -> Self {
+        ErrorCode(Cow::Owned(code.into()))
+    }
+
+    /// The code's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What the registry knows about a code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CodeInfo {
+    /// The code.
+    pub code: ErrorCode,
+    /// A short human title.
+    pub title: Cow<'static, str>,
+    /// The HTTP status a surface answers with.
+    pub status: u16,
+    /// Whether errors with this code are retryable by default.
+    pub retryable: bool,
+    /// What to do next.
+    pub hint: Cow<'static, str>,
+}
+
+macro_rules! registry {
+    ($( $konst:ident = $code:literal, $status:literal, $retry:literal, $title:literal, $hint:literal; )*) => {
+        /// rein's own error codes.
+        pub mod codes {
+            use super::ErrorCode;
+            $(
+                #[doc = $title]
+                pub const $konst: ErrorCode = ErrorCode::from_static($code);
+            )*
+        }
+
+        fn builtin() -> Vec<CodeInfo> {
+            vec![$(CodeInfo {
+                code: codes::$konst,
+                title: Cow::Borrowed($title),
+                status: $status,
+                retryable: $retry,
+                hint: Cow::Borrowed($hint),
+            }),*]
+        }
+    };
+}
+
+registry! {
+    INVALID_INPUT = "invalid_input", 400, false,
+        "The input is not valid", "Correct the input named in the detail and try again.";
+    INTERNAL = "internal", 500, false,
+        "An internal error in rein", "This is a bug; please report it with the detail.";
+    CANCELLED = "cancelled", 499, false,
+        "The operation was cancelled", "Nothing to do; it was stopped on request.";
+    OFFLINE = "offline", 503, false,
+        "Model calls are switched off (REIN_OFFLINE=1)",
+        "Unset REIN_OFFLINE to call a provider, or use the offline scripted model.";
+    MISSING_API_KEY = "missing_api_key", 401, false,
+        "No API key is configured for the provider",
+        "Set the provider's key variable (ANTHROPIC_API_KEY or OPENAI_API_KEY) or its config entry.";
+    PROVIDER_AUTH = "provider_auth", 401, false,
+        "The provider rejected the credentials", "Check the API key and its permissions.";
+    PROVIDER_BAD_REQUEST = "provider_bad_request", 400, false,
+        "The provider rejected the request", "Read the provider's message in the detail; the request needs changing.";
+    PROVIDER_NOT_FOUND = "provider_not_found", 404, false,
+        "The provider does not know the model or endpoint", "Check the model name and the base URL.";
+    RATE_LIMITED = "rate_limited", 429, true,
+        "The provider is rate limiting", "Wait and try again; rein already retried with backoff.";
+    PROVIDER_OVERLOADED = "provider_overloaded", 529, true,
+        "The provider is overloaded", "Try again later; rein already retried with backoff.";
+    PROVIDER_UNAVAILABLE = "provider_unavailable", 502, true,
+        "The provider answered with a server error", "Try again later; rein already retried with backoff.";
+    PROVIDER_ERROR = "provider_error", 502, false,
+        "The provider reported an error", "Read the provider's message in the detail.";
+    INSUFFICIENT_QUOTA = "insufficient_quota", 402, false,
+        "The provider account has no quota left", "Add credit or raise the quota with the provider.";
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded", 400, false,
+        "The conversation does not fit the model's context window", "Compact the conversation or start a new one.";
+    CONNECT_FAILED = "connect_failed", 502, true,
+        "Could not connect to the provider", "Check the base URL and the network.";
+    TIMEOUT_CONNECT = "timeout_connect", 504, true,
+        "Connecting to the provider timed out", "Check the network; raise the connect timeout if it is slow.";
+    TIMEOUT_FIRST_BYTE = "timeout_first_byte", 504, true,
+        "The provider did not start answering in time", "Try again; raise the first-byte timeout for slow models.";
+    TIMEOUT_IDLE = "timeout_idle", 504, true,
+        "The provider's stream stalled between chunks", "Try again; raise the idle timeout for slow models.";
+    TIMEOUT_TOTAL = "timeout_total", 504, false,
+        "The model call took longer than its total time limit", "Raise the total timeout or lower the output limit.";
+    STREAM_TRUNCATED = "stream_truncated", 502, true,
+        "The stream ended before its terminal event", "Try again; the connection was cut or the server stopped early.";
+    STREAM_IO = "stream_io", 502, true,
+        "Reading the provider's stream failed", "Try again; the connection failed mid-stream.";
+    STREAM_MALFORMED = "stream_malformed", 502, false,
+        "The provider sent data rein cannot read", "Capture the stream (`rein wire decode`) and report it.";
+    STREAM_LINE_TOO_LONG = "stream_line_too_long", 502, false,
+        "A line of the stream exceeded the size bound", "Raise the gateway's max line size if the provider legitimately sends such lines.";
+    TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
+        "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
+}
+
+fn registry() -> &'static RwLock<BTreeMap<ErrorCode, CodeInfo>> {
+    static REGISTRY: OnceLock<RwLock<BTreeMap<ErrorCode, CodeInfo>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        RwLock::new(
+            builtin()
+                .into_iter()
+                .map(|info| (info.code.clone(), info))
+                .collect(),
+        )
+    })
+}
+
+/// Register a product's own code. Registering a code that already exists
+/// with a different definition is refused with `invalid_input`; registering
+/// the identical definition again is a no-op.
+pub fn register(info: CodeInfo) -> Result<(), AgentError> {
+    let clash = {
+        let mut map = registry()
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner());
+        match map.get(&info.code) {
+            Some(existing) => *existing != info,
+            None => {
+                map.insert(info.code.clone(), info.clone());
+                false
+            }
+        }
+    };
+    // The lock is released before building the error: `AgentError::new`
+    // reads the registry.
+    if clash {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            format!("error code `{}` is already registered", info.code),
+        ));
+    }
+    Ok(())
+}
+
+/// What the registry knows about `code`.
+pub fn lookup(code: &ErrorCode) -> Option<CodeInfo> {
+    let map = registry()
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner());
+    map.get(code).cloned()
+}
+
+/// Every registered code, sorted.
+pub fn all_codes() -> Vec<CodeInfo> {
+    let map = registry()
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner());
+    map.values().cloned().collect()
+}
+
+/// An error with a stable code, for people and models.
+#[derive(Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct AgentError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// What happened, in a sentence.
+    pub message: String,
+    /// Structured context (status, provider message, attempts, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
+    /// Whether trying again may succeed.
+    pub retryable: bool,
+}
+
+impl fmt::Debug for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentError")
+            .field("code", &self.code)
+            .field("message", &self.message)
+            .field("detail", &self.detail)
+            .field("retryable", &self.retryable)
+            .finish()
+    }
+}
+
+impl AgentError {
+    /// An error with `code`; retryable as the registry says for that code.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let retryable = lookup(&code).is_some_and(|info| info.retryable);
+        AgentError {
+            code,
+            message: message.into(),
+            detail: None,
+            retryable,
+        }
+    }
+
+    /// Set the structured detail.
+    pub fn with_detail(mut self, detail: Value) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    /// Add one field to the detail object (creating it if needed).
+    pub fn with_field(mut self, key: &str, value: impl Into<Value>) -> Self {
+        let mut map = match self.detail.take() {
+            Some(Value::Object(map)) => map,
+            Some(other) => {
+                let mut map = Map::new();
+                map.insert("value".into(), other);
+                map
+            }
+            None => Map::new(),
+        };
+        map.insert(key.to_owned(), value.into());
+        self.detail = Some(Value::Object(map));
+        self
+    }
+
+    /// Override whether it is retryable.
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Whether the error has this code.
+    pub fn is(&self, code: &ErrorCode) -> bool {
+        &self.code == code
+    }
+
+    /// RFC 9457 problem details (`application/problem+json`).
+    pub fn to_problem(&self) -> Value {
+        let info = lookup(&self.code);
+        let mut problem = json!({
+            "type": format!("urn:rein:error:{}", self.code),
+            "title": info.as_ref().map_or("Error", |i| &i.title),
+            "status": info.as_ref().map_or(500, |i| i.status),
+            "detail": self.message,
+            "code": self.code,
+            "retryable": self.retryable,
+        });
+        if let Some(map) = problem.as_object_mut() {
+            if let Some(info) = &info {
+                map.insert("hint".into(), Value::String(info.hint.to_string()));
+            }
+            if let Some(detail) = &self.detail {
+                map.insert("context".into(), detail.clone());
+            }
+        }
+        problem
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_codes_carry_their_retry_default() {
+        assert!(AgentError::new(codes::RATE_LIMITED, "x").retryable);
+        assert!(!AgentError::new(codes::PROVIDER_AUTH, "x").retryable);
+        assert!(!AgentError::new(ErrorCode::new("never_registered"), "x").retryable);
+    }
+
+    #[test]
+    fn products_register_codes_once() {
+        let info = CodeInfo {
+            code: ErrorCode::new("acme_widget_jammed"),
+            title: "The widget jammed".into(),
+            status: 409,
+            retryable: true,
+            hint: "Unjam it.".into(),
+        };
+        assert!(register(info.clone()).is_ok());
+        assert!(register(info.clone()).is_ok());
+        let clash = CodeInfo {
+            status: 500,
+            ..info
+        };
+        let err = register(clash).err();
+        assert_eq!(err.map(|e| e.code), Some(codes::INVALID_INPUT));
+        let e = AgentError::new(ErrorCode::new("acme_widget_jammed"), "jammed");
+        assert!(e.retryable);
+        assert_eq!(e.to_problem()["status"], 409);
+    }
+
+    #[test]
+    fn problem_json_shape() {
+        let e = AgentError::new(codes::RATE_LIMITED, "slow down").with_field("status", 429);
+        let p = e.to_problem();
+        assert_eq!(p["type"], "urn:rein:error:rate_limited");
+        assert_eq!(p["status"], 429);
+        assert_eq!(p["detail"], "slow down");
+        assert_eq!(p["code"], "rate_limited");
+        assert_eq!(p["retryable"], true);
+        assert_eq!(p["context"]["status"], 429);
+        assert!(p["hint"].as_str().is_some_and(|h| !h.is_empty()));
+    }
+
+    #[test]
+    fn codes_are_unique_snake_case() {
+        let all = all_codes();
+        for info in &all {
+            let code = info.code.as_str();
+            assert!(
+                code.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{code}"
+            );
+        }
+        assert!(all.len() >= 20);
+    }
+}

@@ -1,0 +1,28 @@
+//! The vocabulary every rein crate speaks.
+//!
+//! `rein-wire` holds the plain data types that cross crate boundaries: the
+//! messages and content blocks of a conversation, the provider-neutral
+//! [`Request`] envelope, the normalised [`StreamEvent`]s a model call yields,
+//! [`Usage`] and its cost in integer micro-USD, canonical JSON (RFC 8785),
+//! sortable ids, and [`AgentError`] with its registry of stable codes.
+//!
+//! It is *not* a client: nothing here opens a socket, reads a file or knows a
+//! provider's wire format. Those live in `rein-gateway`.
+
+mod assemble;
+pub mod canonical;
+pub mod error;
+mod event;
+pub mod ids;
+mod message;
+mod request;
+mod usage;
+
+pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
+pub use error::{AgentError, ErrorCode};
+pub use event::{StopReason, StreamEvent};
+pub use message::{ContentBlock, ImageSource, Message, Role};
+pub use request::{
+    CacheBreakpoint, CacheTarget, Metadata, OutputSchema, Request, Sampling, SystemBlock, ToolSpec,
+};
+pub use usage::{ModelPrice, PriceTable, Usage};

@@ -1,0 +1,148 @@
+//! The provider-neutral request envelope.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::Message;
+
+/// One block of the system prompt. Kept as separate blocks so the cache
+/// planner can put a breakpoint after any of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemBlock {
+    /// The block's text.
+    pub text: String,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name (what the model calls).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub input_schema: Value,
+    /// Ask the provider to enforce the schema strictly where it can.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+}
+
+/// Sampling settings; `None` leaves the provider's default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// Temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+}
+
+/// A JSON schema the answer must follow (structured output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// A short name for the schema (OpenAI requires one).
+    pub name: String,
+    /// The schema itself.
+    pub schema: Value,
+}
+
+/// Where a cache breakpoint goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "at", rename_all = "snake_case")]
+pub enum CacheTarget {
+    /// After the last tool definition.
+    Tools,
+    /// After the system block with this index.
+    System {
+        /// Index into [`Request::system`].
+        index: usize,
+    },
+    /// After the last content block of the message with this index.
+    Message {
+        /// Index into [`Request::messages`].
+        index: usize,
+    },
+}
+
+/// A prompt-cache breakpoint. Providers with explicit caching (Anthropic)
+/// get a `cache_control` marker there; others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CacheBreakpoint {
+    /// Where it goes.
+    pub target: CacheTarget,
+}
+
+/// Request metadata: ids for tracing and cache routing. Never sent as prompt text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// The session this call belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The task (orchestrator) this call serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// A cache routing key (OpenAI `prompt_cache_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
+    /// Anything else, sorted for stable bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// One model call, provider-neutral.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The model name as the provider knows it.
+    pub model: String,
+    /// System prompt blocks, in order.
+    #[serde(default)]
+    pub system: Vec<SystemBlock>,
+    /// Tools the model may call.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The output limit in tokens.
+    pub max_output_tokens: u32,
+    /// Sampling settings.
+    #[serde(default)]
+    pub sampling: Sampling,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop_sequences: Vec<String>,
+    /// A schema the answer must follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
+    /// Prompt-cache breakpoints (at most four are honoured by Anthropic).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_breakpoints: Vec<CacheBreakpoint>,
+    /// Ids for tracing and cache routing.
+    #[serde(default)]
+    pub metadata: Metadata,
+}
+
+impl Request {
+    /// A request with one user message and defaults elsewhere.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Request {
+            model: model.into(),
+            system: Vec::new(),
+            tools: Vec::new(),
+            messages,
+            max_output_tokens: 4096,
+            sampling: Sampling::default(),
+            stop_sequences: Vec::new(),
+            output_schema: None,
+            cache_breakpoints: Vec::new(),
+            metadata: Metadata::default(),
+        }
+    }
+
+    /// Whether a breakpoint targets this place.
+    pub fn has_breakpoint(&self, target: CacheTarget) -> bool {
+        self.cache_breakpoints.iter().any(|b| b.target == target)
+    }
+}

@@ -1,0 +1,137 @@
+//! rein's maintainer tasks: `cargo xtask lint | test | ci | bench`.
+//!
+//! Each task is a sequence of cargo commands; the first failure stops it
+//! with that command's exit status.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "xtask", about = "rein's maintainer tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// rustfmt check, clippy -D warnings on all targets, rustdoc warnings, cargo-deny when installed.
+    Lint,
+    /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
+    Test,
+    /// Lint, then test: what CI runs.
+    Ci,
+    /// Run the criterion benchmarks.
+    Bench {
+        /// Only benchmarks whose names contain this.
+        filter: Option<String>,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root()?;
+    std::env::set_current_dir(&root).context("cannot enter the workspace root")?;
+    match cli.task {
+        Task::Lint => lint(),
+        Task::Test => test(),
+        Task::Ci => {
+            check_fixtures()?;
+            lint()?;
+            test()
+        }
+        Task::Bench { filter } => {
+            let mut args = vec!["bench", "--workspace"];
+            if let Some(filter) = filter.as_deref() {
+                args.extend(["--", filter]);
+            }
+            cargo(&args, &[])
+        }
+    }
+}
+
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .context("xtask has no parent directory")
+}
+
+fn lint() -> Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo(
+        &["doc", "--workspace", "--no-deps", "--locked"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    if has_cargo_subcommand("deny") {
+        cargo(&["deny", "check"], &[])?;
+    } else {
+        eprintln!("xtask: cargo-deny is not installed; skipping `cargo deny check`");
+    }
+    Ok(())
+}
+
+fn test() -> Result<()> {
+    if has_cargo_subcommand("nextest") {
+        cargo(
+            &[
+                "nextest",
+                "run",
+                "--workspace",
+                "--locked",
+                "--no-fail-fast",
+            ],
+            &[],
+        )?;
+    } else {
+        cargo(&["test", "--workspace", "--locked", "--no-fail-fast"], &[])?;
+    }
+    // nextest does not run doc tests.
+    cargo(&["test", "--workspace", "--locked", "--doc"], &[])
+}
+
+/// CI must never skip the wire-capture tests for want of their folder.
+fn check_fixtures() -> Result<()> {
+    let dir = std::env::var("REIN_WIRE_FIXTURES")
+        .unwrap_or_else(|_| "../shared/fixtures/wire".to_owned());
+    if !Path::new(&dir).join("README.md").is_file() {
+        bail!("the wire captures are not at {dir} (set REIN_WIRE_FIXTURES); CI must not skip them");
+    }
+    Ok(())
+}
+
+fn has_cargo_subcommand(name: &str) -> bool {
+    Command::new("cargo")
+        .args([name, "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new("cargo")
+        .args(args)
+        .envs(env.iter().copied())
+        .status()
+        .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
