@@ -23,7 +23,12 @@ fn synthetic() -> ScriptedMessage {
     let mut message = ScriptedMessage::text(&refs);
     for i in 0..20 {
         let args = json!({"path": format!("src/file_{i}.rs"), "content": "x".repeat(4000)});
-        message = message.with_call(ScriptedCall::new(&format!("call_{i}"), "write_file", args, 200));
+        message = message.with_call(ScriptedCall::new(
+            &format!("call_{i}"),
+            "write_file",
+            args,
+            200,
+        ));
     }
     message
 }
@@ -60,8 +65,15 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("rein/{api}"), |b| {
             b.iter(|| {
                 runtime.block_on(async {
-                    let stream = decode_stream(*api, futures::stream::iter(chunks(&bytes)), SseLimits::default());
-                    let count = stream.filter(|e| futures::future::ready(e.is_ok())).count().await;
+                    let stream = decode_stream(
+                        *api,
+                        futures::stream::iter(chunks(&bytes)),
+                        SseLimits::default(),
+                    );
+                    let count = stream
+                        .filter(|e| futures::future::ready(e.is_ok()))
+                        .count()
+                        .await;
                     assert!(count > 20_000);
                     count
                 })

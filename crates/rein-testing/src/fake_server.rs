@@ -124,6 +124,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Bytes,
+    /// When it arrived.
+    pub received_at: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -142,11 +144,33 @@ impl RecordedRequest {
     }
 }
 
-#[derive(Default)]
 struct State {
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<RecordedRequest>>,
     connections: AtomicUsize,
+    /// How many response bodies have ended: sent in full, cut, or dropped
+    /// because the client went away.
+    bodies_ended: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            script: Mutex::default(),
+            requests: Mutex::default(),
+            connections: AtomicUsize::new(0),
+            bodies_ended: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+/// Counts a response body as ended when it is dropped.
+struct BodyEndGuard(Arc<State>);
+
+impl Drop for BodyEndGuard {
+    fn drop(&mut self) {
+        self.0.bodies_ended.send_modify(|n| *n += 1);
+    }
 }
 
 /// A scripted HTTP server on `127.0.0.1`. Stops when dropped.
@@ -227,6 +251,13 @@ impl FakeServer {
             .clone()
     }
 
+    /// Wait until `n` response bodies have ended (sent, cut, or dropped
+    /// because the client closed the connection).
+    pub async fn bodies_ended(&self, n: usize) {
+        let mut rx = self.state.bodies_ended.subscribe();
+        let _ = rx.wait_for(|ended| *ended >= n).await;
+    }
+
     /// How many TCP connections were accepted.
     pub fn connections(&self) -> usize {
         self.state.connections.load(Ordering::SeqCst)
@@ -273,6 +304,7 @@ async fn handle(
             path,
             headers,
             body,
+            received_at: std::time::Instant::now(),
         });
     let reply = state
         .script
@@ -288,25 +320,33 @@ async fn handle(
     }
     let cut = reply.cut;
     let chunks = reply.chunks;
-    let stream =
-        futures::stream::unfold((chunks.into_iter(), cut), |(mut chunks, cut)| async move {
+    let guard = BodyEndGuard(state.clone());
+    let stream = futures::stream::unfold(
+        (chunks.into_iter(), cut, guard),
+        |(mut chunks, cut, guard)| async move {
             match chunks.next() {
                 Some(chunk) => {
                     if !chunk.delay.is_zero() {
                         tokio::time::sleep(chunk.delay).await;
                     }
-                    Some((Ok(Frame::data(chunk.bytes)), (chunks, cut)))
+                    Some((Ok(Frame::data(chunk.bytes)), (chunks, cut, guard)))
                 }
-                None if cut => Some((
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::ConnectionReset,
-                        "fake server cut the connection",
-                    )),
-                    (chunks, false),
-                )),
+                None if cut => {
+                    // Let hyper flush what was sent before the cut, so the
+                    // client really receives the partial body.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Some((
+                        Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionReset,
+                            "fake server cut the connection",
+                        )),
+                        (chunks, false, guard),
+                    ))
+                }
                 None => None,
             }
-        });
+        },
+    );
     let body = BodyExt::boxed(StreamBody::new(stream));
     Ok(response.body(body).unwrap_or_else(|_| {
         Response::new(BodyExt::boxed(
