@@ -140,6 +140,24 @@ registry! {
         "A line of the stream exceeded the size bound", "Raise the gateway's max line size if the provider legitimately sends such lines.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
+    SESSION_NOT_FOUND = "session_not_found", 404, false,
+        "No session has this id", "Check the id with `rein sessions list`.";
+    TURN_NOT_FOUND = "turn_not_found", 404, false,
+        "No turn has this id", "Check the id with `rein sessions tree SESSION`.";
+    TURN_NOT_IN_SESSION = "turn_not_in_session", 409, false,
+        "The turn belongs to another session", "Branch from a turn of the same session.";
+    SESSION_LOCKED = "session_locked", 423, true,
+        "Another writer holds the session", "Wait for it to finish, or for its lease to expire if it died.";
+    LEASE_LOST = "lease_lost", 409, false,
+        "This writer's lease on the session expired or was taken over", "Reopen the session and take the lock again.";
+    STORE_SCHEMA_NEWER = "store_schema_newer", 409, false,
+        "The store was written by a newer rein", "Upgrade rein; the store was left unchanged.";
+    STORE_UNAVAILABLE = "store_unavailable", 503, true,
+        "The store could not be read or written", "Check the store's path, permissions and free space.";
+    ARTIFACT_NOT_FOUND = "artifact_not_found", 404, false,
+        "No artifact has this hash", "Check the reference; artifacts are addressed by their blake3 hash.";
+    GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
+        "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
 }
 
 fn registry() -> &'static RwLock<BTreeMap<ErrorCode, CodeInfo>> {

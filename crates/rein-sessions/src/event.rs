@@ -1,0 +1,390 @@
+//! The session event: one enum for everything that happens in a session.
+//!
+//! Events are stored as `(kind, version, data)`: a dotted kind name
+//! (`tool.called`), a schema version, and the JSON data. A kind or version
+//! this build does not know is read back as [`Event::Unknown`] with its data
+//! intact — never dropped — so an older rein can open a log a newer one
+//! wrote and write it back unchanged.
+
+use rein_wire::{Message, StopReason, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The schema version of every kind this build writes.
+pub const EVENT_VERSION: u32 = 1;
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// It succeeded.
+    Ok,
+    /// It failed (the result says why).
+    Error,
+}
+
+/// Where a tool result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultSource {
+    /// The tool ran.
+    Live,
+    /// The tool-result cache answered.
+    Cache,
+    /// The tool ran and its result was stored as an artifact.
+    Offload,
+    /// The process died before the tool finished; recorded on resume.
+    Interrupted,
+}
+
+/// Everything that can happen in a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "data")]
+pub enum Event {
+    /// The session was opened.
+    #[serde(rename = "session.created")]
+    SessionCreated {
+        /// The application's opaque metadata.
+        metadata: Value,
+    },
+    /// A person's turn began.
+    #[serde(rename = "turn.started")]
+    TurnStarted {
+        /// The new turn's id.
+        turn_id: String,
+        /// The turn it follows (`None` for the first).
+        parent: Option<String>,
+        /// What the person said.
+        prompt: String,
+    },
+    /// The next turn will follow `from_turn` (or start a new root when
+    /// `None`); nothing before is rewritten.
+    #[serde(rename = "branch.created")]
+    BranchCreated {
+        /// The turn the branch grows from.
+        from_turn: Option<String>,
+    },
+    /// A run (the work of a turn) began.
+    #[serde(rename = "run.started")]
+    RunStarted {
+        /// The run's id.
+        run_id: String,
+        /// The turn it serves.
+        turn_id: String,
+        /// Its budgets.
+        #[serde(default)]
+        budgets: Value,
+        /// A snapshot of the profile it runs with.
+        #[serde(default)]
+        profile: Value,
+    },
+    /// A model call was sent.
+    #[serde(rename = "model.requested")]
+    ModelRequested {
+        /// The call's id.
+        call_id: String,
+        /// The stable prefix's fingerprint.
+        prefix_fingerprint: String,
+        /// A digest of the whole request.
+        request_digest: String,
+        /// The estimated prompt tokens.
+        estimated_tokens: u64,
+    },
+    /// A model call finished.
+    #[serde(rename = "model.completed")]
+    ModelCompleted {
+        /// The call's id.
+        call_id: String,
+        /// The model that answered.
+        model: String,
+        /// The assistant message.
+        message: Message,
+        /// Token usage.
+        usage: Option<Usage>,
+        /// Cost in micro-USD (absent when unknown).
+        cost_micro_usd: Option<u64>,
+        /// Why it stopped.
+        stop_reason: Option<StopReason>,
+        /// The cache monitor's verdict (`cold`, `hit`, `miss`, `uncached`).
+        cache_verdict: Option<String>,
+        /// Wall time of the call.
+        latency_ms: u64,
+    },
+    /// A tool call is about to run (recorded before it runs).
+    #[serde(rename = "tool.called")]
+    ToolCalled {
+        /// The model's call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+        /// Its permission class for these arguments.
+        permission: String,
+    },
+    /// A person must decide before a call runs.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        /// The approval's id.
+        approval_id: String,
+        /// The call waiting for it.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+        /// Its permission class.
+        permission: String,
+    },
+    /// A person decided (or the approval expired or the run stopped).
+    #[serde(rename = "approval.decided")]
+    ApprovalDecided {
+        /// The approval's id.
+        approval_id: String,
+        /// `approved`, `denied`, `expired` or `stopped`.
+        decision: String,
+        /// Who decided (a surface and a person).
+        by: String,
+        /// The lease granted with an approval (`once`, `tool`, `run`).
+        lease: Option<String>,
+    },
+    /// A tool call's one result.
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// Success or failure.
+        status: ToolStatus,
+        /// Where it came from.
+        source: ResultSource,
+        /// The (bounded) result.
+        content: Value,
+        /// The artifact holding the full result, if offloaded.
+        artifact: Option<String>,
+        /// The backend's operation id.
+        operation_id: Option<String>,
+        /// Whether the operation can be undone.
+        undo: bool,
+        /// Wall time of the call.
+        duration_ms: u64,
+    },
+    /// A person said something mid-turn.
+    #[serde(rename = "steer.said")]
+    SteerSaid {
+        /// What they said.
+        text: String,
+    },
+    /// A person interrupted the turn.
+    #[serde(rename = "steer.interrupted")]
+    SteerInterrupted {
+        /// Why, if given.
+        reason: Option<String>,
+    },
+    /// Older history was summarised for the model; the log is unchanged.
+    #[serde(rename = "compaction.created")]
+    CompactionCreated {
+        /// First sequence number covered.
+        from_seq: u64,
+        /// Last sequence number covered.
+        to_seq: u64,
+        /// The structured state and summary.
+        summary: Value,
+        /// The token target it aimed at.
+        target_tokens: u64,
+    },
+    /// A sub-agent began.
+    #[serde(rename = "agent.started")]
+    AgentStarted {
+        /// The sub-agent's path.
+        agent_path: String,
+        /// What it was asked to do.
+        task: String,
+    },
+    /// A sub-agent finished.
+    #[serde(rename = "agent.finished")]
+    AgentFinished {
+        /// The sub-agent's path.
+        agent_path: String,
+        /// How it ended.
+        outcome: String,
+    },
+    /// A turn ended.
+    #[serde(rename = "turn.finished")]
+    TurnFinished {
+        /// The turn.
+        turn_id: String,
+        /// How it ended (`finished`, `budget`, `interrupted`, …).
+        outcome: String,
+        /// The final reply text.
+        reply: Option<String>,
+    },
+    /// A run ended.
+    #[serde(rename = "run.finished")]
+    RunFinished {
+        /// The run.
+        run_id: String,
+        /// How it ended.
+        outcome: String,
+        /// Totals (tokens, cost, steps).
+        #[serde(default)]
+        totals: Value,
+    },
+    /// The session was paused.
+    #[serde(rename = "control.paused")]
+    Paused {
+        /// Who paused it.
+        by: String,
+    },
+    /// The session was resumed.
+    #[serde(rename = "control.resumed")]
+    Resumed {
+        /// Who resumed it.
+        by: String,
+    },
+    /// The session was stopped.
+    #[serde(rename = "control.stopped")]
+    Stopped {
+        /// Who stopped it.
+        by: String,
+    },
+    /// A kind (or version) this build does not know, kept verbatim.
+    #[serde(skip)]
+    Unknown {
+        /// The kind name.
+        kind: String,
+        /// Its version.
+        version: u32,
+        /// Its data.
+        data: Value,
+    },
+}
+
+impl Event {
+    /// The dotted kind name.
+    pub fn kind(&self) -> &str {
+        match self {
+            Event::SessionCreated { .. } => "session.created",
+            Event::TurnStarted { .. } => "turn.started",
+            Event::BranchCreated { .. } => "branch.created",
+            Event::RunStarted { .. } => "run.started",
+            Event::ModelRequested { .. } => "model.requested",
+            Event::ModelCompleted { .. } => "model.completed",
+            Event::ToolCalled { .. } => "tool.called",
+            Event::ApprovalRequested { .. } => "approval.requested",
+            Event::ApprovalDecided { .. } => "approval.decided",
+            Event::ToolResult { .. } => "tool.result",
+            Event::SteerSaid { .. } => "steer.said",
+            Event::SteerInterrupted { .. } => "steer.interrupted",
+            Event::CompactionCreated { .. } => "compaction.created",
+            Event::AgentStarted { .. } => "agent.started",
+            Event::AgentFinished { .. } => "agent.finished",
+            Event::TurnFinished { .. } => "turn.finished",
+            Event::RunFinished { .. } => "run.finished",
+            Event::Paused { .. } => "control.paused",
+            Event::Resumed { .. } => "control.resumed",
+            Event::Stopped { .. } => "control.stopped",
+            Event::Unknown { kind, .. } => kind,
+        }
+    }
+
+    /// The schema version.
+    pub fn version(&self) -> u32 {
+        match self {
+            Event::Unknown { version, .. } => *version,
+            _ => EVENT_VERSION,
+        }
+    }
+
+    /// The data part (what is stored beside the kind).
+    pub fn data(&self) -> Value {
+        if let Event::Unknown { data, .. } = self {
+            return data.clone();
+        }
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut map)) => map.remove("data").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Rebuild an event from its stored parts. Unknown kinds, newer
+    /// versions and data that does not fit the kind become
+    /// [`Event::Unknown`]: nothing is lost.
+    pub fn from_parts(kind: &str, version: u32, data: Value) -> Event {
+        if version == EVENT_VERSION {
+            let tagged = serde_json::json!({"kind": kind, "data": data});
+            if let Ok(event) = serde_json::from_value::<Event>(tagged) {
+                return event;
+            }
+        }
+        Event::Unknown {
+            kind: kind.to_owned(),
+            version,
+            data,
+        }
+    }
+}
+
+/// An event with its place in the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    /// The session.
+    pub session_id: String,
+    /// Its sequence number: 1, 2, 3, … without gaps.
+    pub seq: u64,
+    /// When it was appended, in milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// Which agent wrote it: `root`, or `root/…` for sub-agents.
+    pub agent_path: String,
+    /// The event.
+    pub event: Event,
+}
+
+/// An event to append, with the agent that writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// Which agent writes it.
+    pub agent_path: String,
+    /// The event.
+    pub event: Event,
+}
+
+impl NewEvent {
+    /// An event written by the root agent.
+    pub fn root(event: Event) -> Self {
+        NewEvent {
+            agent_path: "root".into(),
+            event,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_kinds_round_trip_through_parts() {
+        let e = Event::TurnStarted {
+            turn_id: "t1".into(),
+            parent: None,
+            prompt: "hi".into(),
+        };
+        assert_eq!(e.kind(), "turn.started");
+        let back = Event::from_parts(e.kind(), e.version(), e.data());
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn unknown_kinds_and_versions_are_kept_not_dropped() {
+        let data = serde_json::json!({"x": [1, 2]});
+        let e = Event::from_parts("hologram.projected", 1, data.clone());
+        assert_eq!(e.kind(), "hologram.projected");
+        assert_eq!(e.data(), data);
+        let newer = Event::from_parts("turn.started", 2, data.clone());
+        assert!(matches!(newer, Event::Unknown { version: 2, .. }));
+        assert_eq!(newer.data(), data);
+        // A known kind whose data does not fit is kept too.
+        let odd = Event::from_parts("turn.started", 1, serde_json::json!("?"));
+        assert!(matches!(odd, Event::Unknown { .. }));
+    }
+}

@@ -1,0 +1,32 @@
+//! Durable sessions: the append-only event log and what is projected from it.
+//!
+//! Every session is a log of [`Event`]s numbered without gaps; the log is
+//! the truth, and everything else — the transcript, the turn tree, the
+//! control record, traces — is derived from it. This crate holds the
+//! [`Store`] trait, its SQLite implementation (the embedded default,
+//! [`SqliteStore`]) and an in-memory one ([`MemoryStore`]), the session
+//! lock (a lease with heartbeat and expiry), content-addressed artifacts,
+//! and the recovery scan that finds work a crashed process left unfinished.
+//!
+//! It is *not* the agent loop: it records what `rein-runner` does and
+//! enforces nothing about a turn's meaning beyond the turn tree's shape.
+
+mod artifact;
+mod event;
+pub mod home;
+mod memory;
+mod projection;
+pub mod recovery;
+mod sqlite;
+mod store;
+mod subscribe;
+mod validate;
+
+pub use artifact::hash_hex;
+pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
+pub use memory::MemoryStore;
+pub use projection::history;
+pub use sqlite::{Durability, SqliteStore};
+pub use store::{
+    ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,
+};

@@ -1,0 +1,258 @@
+//! [`MemoryStore`]: the [`Store`] semantics in memory, for tests and
+//! short-lived embedding. Nothing survives the process.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rein_wire::{AgentError, error::codes};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::artifact::{check_hash, hash_hex, slice_of};
+use crate::event::{Event, NewEvent, StoredEvent};
+use crate::projection::{TurnChange, apply};
+use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
+use crate::validate::{check_append, now_ms};
+
+#[derive(Default)]
+struct Session {
+    info: Option<SessionInfo>,
+    events: Vec<StoredEvent>,
+    turns: Vec<TurnInfo>,
+    control: ControlRecord,
+    lease: Option<Lease>,
+}
+
+#[derive(Default)]
+struct Inner {
+    sessions: HashMap<String, Session>,
+    order: Vec<String>,
+    artifacts: HashMap<String, (ArtifactRef, Vec<u8>)>,
+    /// Turn id -> session id.
+    turn_owner: HashMap<String, String>,
+}
+
+/// An in-memory [`Store`].
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    channels: crate::subscribe::Channels,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn not_found(id: &str) -> AgentError {
+    AgentError::new(codes::SESSION_NOT_FOUND, format!("no session has the id `{id}`"))
+}
+
+fn append_locked(
+    inner: &mut Inner,
+    session_id: &str,
+    events: Vec<NewEvent>,
+) -> Result<Vec<StoredEvent>, AgentError> {
+    let Inner {
+        sessions, turn_owner, ..
+    } = inner;
+    let session = sessions.get_mut(session_id).ok_or_else(|| not_found(session_id))?;
+    let info = session.info.as_mut().ok_or_else(|| not_found(session_id))?;
+    let owner = |turn: &str| turn_owner.get(turn).cloned();
+    check_append(session_id, &events, &owner)?;
+    let at_ms = now_ms();
+    let mut head_turn = info.head_turn.clone();
+    let mut control = session.control.clone();
+    let mut turns = session.turns.clone();
+    let mut stored = Vec::with_capacity(events.len());
+    for (i, new) in events.into_iter().enumerate() {
+        let event = StoredEvent {
+            session_id: session_id.to_owned(),
+            seq: info.head_seq + 1 + i as u64,
+            at_ms,
+            agent_path: new.agent_path,
+            event: new.event,
+        };
+        match apply(&event, &mut head_turn, &mut control) {
+            Some(TurnChange::Started(turn)) => turns.push(turn),
+            Some(TurnChange::Finished { id, seq, outcome }) => {
+                if let Some(turn) = turns.iter_mut().find(|t| t.id == id) {
+                    turn.finished_seq = Some(seq);
+                    turn.outcome = Some(outcome);
+                }
+            }
+            None => {}
+        }
+        stored.push(event);
+    }
+    // All checks passed: commit.
+    for turn in &turns[session.turns.len()..] {
+        turn_owner.insert(turn.id.clone(), session_id.to_owned());
+    }
+    info.head_seq += stored.len() as u64;
+    info.head_turn = head_turn;
+    session.control = control;
+    session.turns = turns;
+    session.events.extend(stored.iter().cloned());
+    Ok(stored)
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn create_session(&self, metadata: Value) -> Result<SessionInfo, AgentError> {
+        let id = rein_wire::ids::new_id();
+        let stored = {
+            let mut inner = self.lock();
+            inner.sessions.insert(
+                id.clone(),
+                Session {
+                    info: Some(SessionInfo {
+                        id: id.clone(),
+                        created_ms: now_ms(),
+                        metadata: metadata.clone(),
+                        head_seq: 0,
+                        head_turn: None,
+                    }),
+                    ..Session::default()
+                },
+            );
+            inner.order.push(id.clone());
+            append_locked(&mut inner, &id, vec![NewEvent::root(Event::SessionCreated { metadata })])?
+        };
+        self.channels.publish(&id, &stored);
+        self.session(&id).await
+    }
+
+    async fn session(&self, id: &str) -> Result<SessionInfo, AgentError> {
+        self.lock()
+            .sessions
+            .get(id)
+            .and_then(|s| s.info.clone())
+            .ok_or_else(|| not_found(id))
+    }
+
+    async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, AgentError> {
+        let inner = self.lock();
+        Ok(inner
+            .order
+            .iter()
+            .rev()
+            .take(limit)
+            .filter_map(|id| inner.sessions.get(id).and_then(|s| s.info.clone()))
+            .collect())
+    }
+
+    async fn append(&self, lease: &Lease, events: Vec<NewEvent>) -> Result<Vec<StoredEvent>, AgentError> {
+        let stored = {
+            let mut inner = self.lock();
+            let session = inner
+                .sessions
+                .get(&lease.session_id)
+                .ok_or_else(|| not_found(&lease.session_id))?;
+            let held = session
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.token == lease.token && l.expires_ms > now_ms());
+            if !held {
+                return Err(crate::validate::lease_lost(&lease.session_id));
+            }
+            append_locked(&mut inner, &lease.session_id, events)?
+        };
+        self.channels.publish(&lease.session_id, &stored);
+        Ok(stored)
+    }
+
+    async fn read(&self, session: &str, from: u64, limit: usize) -> Result<Vec<StoredEvent>, AgentError> {
+        let inner = self.lock();
+        let s = inner.sessions.get(session).ok_or_else(|| not_found(session))?;
+        let start = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX).min(s.events.len());
+        Ok(s.events[start..].iter().take(limit).cloned().collect())
+    }
+
+    fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {
+        self.channels.subscribe(session)
+    }
+
+    async fn turns(&self, session: &str) -> Result<Vec<TurnInfo>, AgentError> {
+        let inner = self.lock();
+        Ok(inner.sessions.get(session).ok_or_else(|| not_found(session))?.turns.clone())
+    }
+
+    async fn control(&self, session: &str) -> Result<ControlRecord, AgentError> {
+        let inner = self.lock();
+        Ok(inner.sessions.get(session).ok_or_else(|| not_found(session))?.control.clone())
+    }
+
+    async fn acquire(&self, session: &str, holder: &str, ttl: Duration) -> Result<Lease, AgentError> {
+        let mut inner = self.lock();
+        let s = inner.sessions.get_mut(session).ok_or_else(|| not_found(session))?;
+        let now = now_ms();
+        if let Some(current) = &s.lease
+            && current.expires_ms > now
+        {
+            return Err(crate::validate::locked(current));
+        }
+        let lease = crate::validate::new_lease(session, holder, ttl, now);
+        s.lease = Some(lease.clone());
+        Ok(lease)
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
+        let mut inner = self.lock();
+        let s = inner
+            .sessions
+            .get_mut(&lease.session_id)
+            .ok_or_else(|| not_found(&lease.session_id))?;
+        let now = now_ms();
+        match &mut s.lease {
+            Some(current) if current.token == lease.token && current.expires_ms > now => {
+                current.expires_ms = now + crate::validate::ttl_ms(ttl);
+                Ok(current.clone())
+            }
+            _ => Err(crate::validate::lease_lost(&lease.session_id)),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), AgentError> {
+        let mut inner = self.lock();
+        if let Some(s) = inner.sessions.get_mut(&lease.session_id)
+            && s.lease.as_ref().is_some_and(|l| l.token == lease.token)
+        {
+            s.lease = None;
+        }
+        Ok(())
+    }
+
+    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, AgentError> {
+        let hash = hash_hex(bytes);
+        let mut inner = self.lock();
+        let entry = inner.artifacts.entry(hash.clone()).or_insert_with(|| {
+            (
+                ArtifactRef {
+                    hash,
+                    size: bytes.len() as u64,
+                    media_type: media_type.to_owned(),
+                },
+                bytes.to_vec(),
+            )
+        });
+        Ok(entry.0.clone())
+    }
+
+    async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError> {
+        check_hash(hash)?;
+        let inner = self.lock();
+        let (_, bytes) = inner.artifacts.get(hash).ok_or_else(|| {
+            AgentError::new(codes::ARTIFACT_NOT_FOUND, format!("no artifact has the hash {hash}"))
+        })?;
+        Ok(slice_of(bytes, slice))
+    }
+}

@@ -1,0 +1,126 @@
+//! Projections kept in step with the log: the head turn, the turn tree and
+//! the control record. Pure functions, shared by every store so that each
+//! keeps the same rules; the store applies them inside its append
+//! transaction.
+
+use crate::event::{Event, StoredEvent};
+use crate::store::{ControlRecord, PendingApproval, TurnInfo};
+
+/// A change to the turn tree caused by one event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TurnChange {
+    /// A turn began.
+    Started(TurnInfo),
+    /// A turn ended.
+    Finished {
+        /// The turn.
+        id: String,
+        /// The `turn.finished` sequence number.
+        seq: u64,
+        /// How it ended.
+        outcome: String,
+    },
+}
+
+/// Apply one stored event to the head turn and the control record; return
+/// the change to the turn tree, if any.
+pub(crate) fn apply(
+    stored: &StoredEvent,
+    head_turn: &mut Option<String>,
+    control: &mut ControlRecord,
+) -> Option<TurnChange> {
+    match &stored.event {
+        Event::TurnStarted {
+            turn_id,
+            parent,
+            prompt,
+        } => {
+            *head_turn = Some(turn_id.clone());
+            control.stopped = false;
+            Some(TurnChange::Started(TurnInfo {
+                id: turn_id.clone(),
+                parent: parent.clone(),
+                prompt: prompt.clone(),
+                started_seq: stored.seq,
+                finished_seq: None,
+                outcome: None,
+            }))
+        }
+        Event::TurnFinished {
+            turn_id, outcome, ..
+        } => Some(TurnChange::Finished {
+            id: turn_id.clone(),
+            seq: stored.seq,
+            outcome: outcome.clone(),
+        }),
+        Event::BranchCreated { from_turn } => {
+            head_turn.clone_from(from_turn);
+            None
+        }
+        Event::ApprovalRequested {
+            approval_id,
+            call_id,
+            tool,
+            permission,
+            ..
+        } => {
+            control.pending.push(PendingApproval {
+                approval_id: approval_id.clone(),
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                permission: permission.clone(),
+                requested_seq: stored.seq,
+            });
+            control.paused = true;
+            control.paused_by = Some("approval".into());
+            None
+        }
+        Event::ApprovalDecided { approval_id, .. } => {
+            control.pending.retain(|p| &p.approval_id != approval_id);
+            if control.pending.is_empty() && control.paused_by.as_deref() == Some("approval") {
+                control.paused = false;
+                control.paused_by = None;
+            }
+            None
+        }
+        Event::Paused { by } => {
+            control.paused = true;
+            control.paused_by = Some(by.clone());
+            None
+        }
+        Event::Resumed { .. } => {
+            if control.pending.is_empty() {
+                control.paused = false;
+                control.paused_by = None;
+            } else {
+                control.paused_by = Some("approval".into());
+            }
+            None
+        }
+        Event::Stopped { .. } => {
+            control.stopped = true;
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The path of turns from the root to `head`, root first.
+pub fn history(turns: &[TurnInfo], head: &str) -> Vec<TurnInfo> {
+    let by_id: std::collections::HashMap<&str, &TurnInfo> =
+        turns.iter().map(|t| (t.id.as_str(), t)).collect();
+    let mut path = Vec::new();
+    let mut at = Some(head);
+    // A turn's parent always started before it, so the walk ends; the
+    // bound guards against a corrupted store.
+    while let Some(id) = at {
+        let Some(turn) = by_id.get(id) else { break };
+        path.push((*turn).clone());
+        if path.len() > turns.len() {
+            break;
+        }
+        at = turn.parent.as_deref();
+    }
+    path.reverse();
+    path
+}

@@ -1,0 +1,101 @@
+//! What a crashed process left unfinished, read from the log.
+//!
+//! After a process dies mid-turn, the log is consistent (appends are
+//! atomic) but may end with work in flight: a tool call with no result, a
+//! run or turn with no end, approvals still pending. [`dangling`] lists
+//! them so the runner can resume by the recovery rules: an `interrupted`
+//! result for each call, pending approvals kept.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::event::{Event, StoredEvent};
+
+/// A tool call recorded as called with no result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DanglingCall {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its permission class (a read may be re-run; a write never silently).
+    pub permission: String,
+    /// The sequence number of its `tool.called`.
+    pub seq: u64,
+}
+
+/// The unfinished work in a session's log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Dangling {
+    /// Calls with no result.
+    pub tool_calls: Vec<DanglingCall>,
+    /// Runs with no `run.finished`.
+    pub runs: Vec<String>,
+    /// Turns with no `turn.finished`.
+    pub turns: Vec<String>,
+    /// Approvals requested and not decided.
+    pub approvals: Vec<String>,
+}
+
+impl Dangling {
+    /// Whether nothing is unfinished.
+    pub fn is_clean(&self) -> bool {
+        self.tool_calls.is_empty()
+            && self.runs.is_empty()
+            && self.turns.is_empty()
+            && self.approvals.is_empty()
+    }
+}
+
+/// Scan a whole log for unfinished work.
+pub fn dangling(events: &[StoredEvent]) -> Dangling {
+    let mut calls: BTreeMap<String, DanglingCall> = BTreeMap::new();
+    let mut runs: BTreeMap<u64, String> = BTreeMap::new();
+    let mut turns: BTreeMap<u64, String> = BTreeMap::new();
+    let mut approvals: BTreeMap<u64, String> = BTreeMap::new();
+    for stored in events {
+        match &stored.event {
+            Event::ToolCalled {
+                call_id,
+                tool,
+                permission,
+                ..
+            } => {
+                calls.insert(
+                    call_id.clone(),
+                    DanglingCall {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        permission: permission.clone(),
+                        seq: stored.seq,
+                    },
+                );
+            }
+            Event::ToolResult { call_id, .. } => {
+                calls.remove(call_id);
+            }
+            Event::RunStarted { run_id, .. } => {
+                runs.insert(stored.seq, run_id.clone());
+            }
+            Event::RunFinished { run_id, .. } => runs.retain(|_, r| r != run_id),
+            Event::TurnStarted { turn_id, .. } => {
+                turns.insert(stored.seq, turn_id.clone());
+            }
+            Event::TurnFinished { turn_id, .. } => turns.retain(|_, t| t != turn_id),
+            Event::ApprovalRequested { approval_id, .. } => {
+                approvals.insert(stored.seq, approval_id.clone());
+            }
+            Event::ApprovalDecided { approval_id, .. } => approvals.retain(|_, a| a != approval_id),
+            _ => {}
+        }
+    }
+    let mut tool_calls: Vec<DanglingCall> = calls.into_values().collect();
+    tool_calls.sort_by_key(|c| c.seq);
+    Dangling {
+        tool_calls,
+        runs: runs.into_values().collect(),
+        turns: turns.into_values().collect(),
+        approvals: approvals.into_values().collect(),
+    }
+}

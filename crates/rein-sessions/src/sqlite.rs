@@ -1,0 +1,555 @@
+//! [`SqliteStore`]: the embedded default store, one SQLite file in WAL mode.
+//!
+//! Appends run in `BEGIN IMMEDIATE` transactions, so the write lock is
+//! taken up front and two processes never deadlock upgrading a read. The
+//! projections (head turn, turns, control record) are updated in the same
+//! transaction as the events, so they never disagree with the log, even
+//! after a `kill -9` at any point.
+//!
+//! Opening checks the schema first, read-only: a database written by a
+//! newer rein is refused with `store_schema_newer` and left untouched.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rein_wire::{AgentError, error::codes};
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Connection, Row};
+use tokio::sync::broadcast;
+
+use crate::artifact::{check_hash, hash_hex, slice_of};
+use crate::event::{Event, NewEvent, StoredEvent};
+use crate::projection::{TurnChange, apply};
+use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
+use crate::subscribe::Channels;
+use crate::validate::{check_append, lease_lost, locked, new_lease, now_ms, ttl_ms};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// How hard a commit works to survive a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Survives the process dying and the machine losing power
+    /// (`synchronous = FULL`). The default.
+    #[default]
+    Full,
+    /// Survives the process dying; the last commits may be lost if the
+    /// machine loses power (`synchronous = NORMAL`). Faster.
+    Process,
+}
+
+/// The embedded SQLite [`Store`].
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: PathBuf,
+    channels: Channels,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+    }
+}
+
+fn db_error(err: sqlx::Error) -> AgentError {
+    AgentError::new(codes::STORE_UNAVAILABLE, format!("the store failed: {err}"))
+}
+
+fn not_found(id: &str) -> AgentError {
+    AgentError::new(codes::SESSION_NOT_FOUND, format!("no session has the id `{id}`"))
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the store at `path` with full durability.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, AgentError> {
+        SqliteStore::open_with(path, Durability::Full).await
+    }
+
+    /// Open the store in the home directory (`home/rein.db`), creating the
+    /// directory if needed.
+    pub async fn open_home(home: &Path) -> Result<Self, AgentError> {
+        std::fs::create_dir_all(home).map_err(|err| {
+            AgentError::new(
+                codes::STORE_UNAVAILABLE,
+                format!("cannot create {}: {err}", home.display()),
+            )
+        })?;
+        SqliteStore::open(home.join(crate::home::DB_FILE)).await
+    }
+
+    /// Open the store at `path` with the given durability.
+    pub async fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, AgentError> {
+        let path = path.as_ref().to_path_buf();
+        check_schema(&path).await?;
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(match durability {
+                Durability::Full => SqliteSynchronous::Full,
+                Durability::Process => SqliteSynchronous::Normal,
+            })
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(db_error)?;
+        MIGRATOR.run(&pool).await.map_err(|err| {
+            AgentError::new(codes::STORE_UNAVAILABLE, format!("cannot prepare the store: {err}"))
+        })?;
+        tracing::debug!(path = %path.display(), "store open");
+        Ok(SqliteStore {
+            pool,
+            path,
+            channels: Channels::default(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Close the pool (waits for connections to be returned).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Refuse a database written by a newer schema, without changing it.
+async fn check_schema(path: &Path) -> Result<(), AgentError> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let url = format!("sqlite://{}", path.display());
+    let options = SqliteConnectOptions::from_str(&url)
+        .map_err(db_error)?
+        .read_only(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .map_err(db_error)?;
+    let has_table: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_optional(&mut conn)
+    .await
+    .map_err(db_error)?;
+    let newest_known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    if has_table.is_some() {
+        let newest_applied: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+            .fetch_one(&mut conn)
+            .await
+            .map_err(db_error)?;
+        if let Some(applied) = newest_applied
+            && applied > newest_known
+        {
+            let _ = conn.close().await;
+            return Err(AgentError::new(
+                codes::STORE_SCHEMA_NEWER,
+                format!(
+                    "{} has schema {applied}, newer than this rein's {newest_known}; it was not changed",
+                    path.display()
+                ),
+            )
+            .with_field("schema", applied)
+            .with_field("known", newest_known));
+        }
+    }
+    let _ = conn.close().await;
+    Ok(())
+}
+
+fn info_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionInfo, AgentError> {
+    let metadata: String = row.try_get("metadata").map_err(db_error)?;
+    Ok(SessionInfo {
+        id: row.try_get("id").map_err(db_error)?,
+        created_ms: row.try_get("created_ms").map_err(db_error)?,
+        metadata: serde_json::from_str(&metadata).unwrap_or(Value::Null),
+        head_seq: to_u64(row.try_get("head_seq").map_err(db_error)?),
+        head_turn: row.try_get("head_turn").map_err(db_error)?,
+    })
+}
+
+fn event_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<StoredEvent, AgentError> {
+    let kind: String = row.try_get("kind").map_err(db_error)?;
+    let version: i64 = row.try_get("version").map_err(db_error)?;
+    let data: String = row.try_get("data").map_err(db_error)?;
+    let data: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
+    Ok(StoredEvent {
+        session_id: row.try_get("session_id").map_err(db_error)?,
+        seq: to_u64(row.try_get("seq").map_err(db_error)?),
+        at_ms: row.try_get("at_ms").map_err(db_error)?,
+        agent_path: row.try_get("agent_path").map_err(db_error)?,
+        event: Event::from_parts(&kind, u32::try_from(version).unwrap_or(u32::MAX), data),
+    })
+}
+
+/// Append inside an open transaction; the caller commits.
+async fn append_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    session_id: &str,
+    events: Vec<NewEvent>,
+) -> Result<Vec<StoredEvent>, AgentError> {
+    let row = sqlx::query("SELECT head_seq, head_turn, control FROM sessions WHERE id = ?")
+        .bind(session_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error)?
+        .ok_or_else(|| not_found(session_id))?;
+    let head_seq = to_u64(row.try_get("head_seq").map_err(db_error)?);
+    let mut head_turn: Option<String> = row.try_get("head_turn").map_err(db_error)?;
+    let control_text: String = row.try_get("control").map_err(db_error)?;
+    let mut control: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
+
+    // Which session each referenced turn belongs to.
+    let mut owners: HashMap<String, String> = HashMap::new();
+    for new in &events {
+        let refs: Vec<&str> = match &new.event {
+            Event::TurnStarted { turn_id, parent, .. } => {
+                let mut v = vec![turn_id.as_str()];
+                v.extend(parent.as_deref());
+                v
+            }
+            Event::BranchCreated { from_turn } => from_turn.as_deref().into_iter().collect(),
+            _ => Vec::new(),
+        };
+        for turn in refs {
+            let owner: Option<String> = sqlx::query_scalar("SELECT session_id FROM turns WHERE id = ?")
+                .bind(turn)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(db_error)?;
+            if let Some(owner) = owner {
+                owners.insert(turn.to_owned(), owner);
+            }
+        }
+    }
+    check_append(session_id, &events, &|turn| owners.get(turn).cloned())?;
+
+    let at_ms = now_ms();
+    let mut stored = Vec::with_capacity(events.len());
+    for (i, new) in events.into_iter().enumerate() {
+        let event = StoredEvent {
+            session_id: session_id.to_owned(),
+            seq: head_seq + 1 + i as u64,
+            at_ms,
+            agent_path: new.agent_path,
+            event: new.event,
+        };
+        let data = serde_json::to_string(&event.event.data())
+            .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}")))?;
+        sqlx::query(
+            "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(to_i64(event.seq))
+        .bind(at_ms)
+        .bind(&event.agent_path)
+        .bind(event.event.kind())
+        .bind(i64::from(event.event.version()))
+        .bind(data)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        match apply(&event, &mut head_turn, &mut control) {
+            Some(TurnChange::Started(turn)) => {
+                sqlx::query(
+                    "INSERT INTO turns (id, session_id, parent, prompt, started_seq) VALUES (?, ?, ?, ?, ?)",
+                )
+                .bind(&turn.id)
+                .bind(session_id)
+                .bind(&turn.parent)
+                .bind(&turn.prompt)
+                .bind(to_i64(turn.started_seq))
+                .execute(&mut **tx)
+                .await
+                .map_err(db_error)?;
+            }
+            Some(TurnChange::Finished { id, seq, outcome }) => {
+                sqlx::query("UPDATE turns SET finished_seq = ?, outcome = ? WHERE id = ? AND session_id = ?")
+                    .bind(to_i64(seq))
+                    .bind(outcome)
+                    .bind(id)
+                    .bind(session_id)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_error)?;
+            }
+            None => {}
+        }
+        stored.push(event);
+    }
+    let control_text = serde_json::to_string(&control)
+        .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write the control record: {err}")))?;
+    sqlx::query("UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?")
+        .bind(to_i64(head_seq + stored.len() as u64))
+        .bind(head_turn)
+        .bind(control_text)
+        .bind(session_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+    Ok(stored)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, metadata: Value) -> Result<SessionInfo, AgentError> {
+        let id = rein_wire::ids::new_id();
+        let metadata_text = serde_json::to_string(&metadata)
+            .map_err(|err| AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}")))?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+        sqlx::query("INSERT INTO sessions (id, created_ms, metadata) VALUES (?, ?, ?)")
+            .bind(&id)
+            .bind(now_ms())
+            .bind(metadata_text)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let stored = append_in(&mut tx, &id, vec![NewEvent::root(Event::SessionCreated { metadata })]).await?;
+        tx.commit().await.map_err(db_error)?;
+        self.channels.publish(&id, &stored);
+        self.session(&id).await
+    }
+
+    async fn session(&self, id: &str) -> Result<SessionInfo, AgentError> {
+        let row = sqlx::query("SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?
+            .ok_or_else(|| not_found(id))?;
+        info_from_row(&row)
+    }
+
+    async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, AgentError> {
+        let rows = sqlx::query(
+            "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions ORDER BY id DESC LIMIT ?",
+        )
+        .bind(to_i64(limit as u64))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(info_from_row).collect()
+    }
+
+    async fn append(&self, lease: &Lease, events: Vec<NewEvent>) -> Result<Vec<StoredEvent>, AgentError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+        let held: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
+        )
+        .bind(&lease.session_id)
+        .bind(&lease.token)
+        .bind(now_ms())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if held.is_none() {
+            // Distinguish a missing session from a lost lease.
+            self.session(&lease.session_id).await?;
+            return Err(lease_lost(&lease.session_id));
+        }
+        let stored = append_in(&mut tx, &lease.session_id, events).await?;
+        tx.commit().await.map_err(db_error)?;
+        self.channels.publish(&lease.session_id, &stored);
+        Ok(stored)
+    }
+
+    async fn read(&self, session: &str, from: u64, limit: usize) -> Result<Vec<StoredEvent>, AgentError> {
+        let rows = sqlx::query(
+            "SELECT session_id, seq, at_ms, agent_path, kind, version, data FROM events \
+             WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+        )
+        .bind(session)
+        .bind(to_i64(from))
+        .bind(to_i64(limit as u64))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if rows.is_empty() {
+            self.session(session).await?;
+        }
+        rows.iter().map(event_from_row).collect()
+    }
+
+    fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {
+        self.channels.subscribe(session)
+    }
+
+    async fn turns(&self, session: &str) -> Result<Vec<TurnInfo>, AgentError> {
+        self.session(session).await?;
+        let rows = sqlx::query(
+            "SELECT id, parent, prompt, started_seq, finished_seq, outcome FROM turns \
+             WHERE session_id = ? ORDER BY started_seq",
+        )
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|row| {
+                Ok(TurnInfo {
+                    id: row.try_get("id").map_err(db_error)?,
+                    parent: row.try_get("parent").map_err(db_error)?,
+                    prompt: row.try_get("prompt").map_err(db_error)?,
+                    started_seq: to_u64(row.try_get("started_seq").map_err(db_error)?),
+                    finished_seq: row
+                        .try_get::<Option<i64>, _>("finished_seq")
+                        .map_err(db_error)?
+                        .map(to_u64),
+                    outcome: row.try_get("outcome").map_err(db_error)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn control(&self, session: &str) -> Result<ControlRecord, AgentError> {
+        let text: String = sqlx::query_scalar("SELECT control FROM sessions WHERE id = ?")
+            .bind(session)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?
+            .ok_or_else(|| not_found(session))?;
+        Ok(serde_json::from_str(&text).unwrap_or_default())
+    }
+
+    async fn acquire(&self, session: &str, holder: &str, ttl: Duration) -> Result<Lease, AgentError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = ?")
+            .bind(session)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        if exists.is_none() {
+            return Err(not_found(session));
+        }
+        let now = now_ms();
+        if let Some(row) = sqlx::query(
+            "SELECT holder, token, acquired_ms, expires_ms FROM session_locks WHERE session_id = ?",
+        )
+        .bind(session)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?
+        {
+            let current = Lease {
+                session_id: session.to_owned(),
+                holder: row.try_get("holder").map_err(db_error)?,
+                token: row.try_get("token").map_err(db_error)?,
+                acquired_ms: row.try_get("acquired_ms").map_err(db_error)?,
+                expires_ms: row.try_get("expires_ms").map_err(db_error)?,
+            };
+            if current.expires_ms > now {
+                return Err(locked(&current));
+            }
+            tracing::info!(session, previous = %current.holder, "taking over an expired session lease");
+        }
+        let lease = new_lease(session, holder, ttl, now);
+        sqlx::query(
+            "INSERT INTO session_locks (session_id, holder, token, acquired_ms, expires_ms) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token, \
+             acquired_ms = excluded.acquired_ms, expires_ms = excluded.expires_ms",
+        )
+        .bind(session)
+        .bind(&lease.holder)
+        .bind(&lease.token)
+        .bind(lease.acquired_ms)
+        .bind(lease.expires_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(lease)
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
+        let now = now_ms();
+        let expires = now.saturating_add(ttl_ms(ttl));
+        let done = sqlx::query(
+            "UPDATE session_locks SET expires_ms = ? WHERE session_id = ? AND token = ? AND expires_ms > ?",
+        )
+        .bind(expires)
+        .bind(&lease.session_id)
+        .bind(&lease.token)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(lease_lost(&lease.session_id));
+        }
+        Ok(Lease {
+            expires_ms: expires,
+            ..lease.clone()
+        })
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), AgentError> {
+        sqlx::query("DELETE FROM session_locks WHERE session_id = ? AND token = ?")
+            .bind(&lease.session_id)
+            .bind(&lease.token)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, AgentError> {
+        let hash = hash_hex(bytes);
+        sqlx::query("INSERT INTO artifacts (hash, size, media_type, bytes) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING")
+            .bind(&hash)
+            .bind(to_i64(bytes.len() as u64))
+            .bind(media_type)
+            .bind(bytes)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let row = sqlx::query("SELECT size, media_type FROM artifacts WHERE hash = ?")
+            .bind(&hash)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(ArtifactRef {
+            hash,
+            size: to_u64(row.try_get("size").map_err(db_error)?),
+            media_type: row.try_get("media_type").map_err(db_error)?,
+        })
+    }
+
+    async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError> {
+        check_hash(hash)?;
+        let bytes: Option<Vec<u8>> = match slice {
+            // Byte ranges are cut by SQLite, without loading the whole blob.
+            Slice::Bytes { offset, len } => sqlx::query_scalar(
+                "SELECT substr(bytes, ?, ?) FROM artifacts WHERE hash = ?",
+            )
+            .bind(to_i64(offset.saturating_add(1)))
+            .bind(to_i64(len))
+            .bind(hash)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?,
+            _ => sqlx::query_scalar("SELECT bytes FROM artifacts WHERE hash = ?")
+                .bind(hash)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error)?
+                .map(|b: Vec<u8>| slice_of(&b, slice)),
+        };
+        bytes.ok_or_else(|| AgentError::new(codes::ARTIFACT_NOT_FOUND, format!("no artifact has the hash {hash}")))
+    }
+}

@@ -1,0 +1,180 @@
+//! The [`Store`] trait: the durable record of sessions.
+//!
+//! A store keeps, per session, an append-only log of [`StoredEvent`]s
+//! numbered 1, 2, 3, … without gaps, and — updated in the same transaction
+//! as each append — the projections callers ask for often: the turn tree,
+//! the control record, the writer's lease. Artifacts (content-addressed
+//! blobs) live beside the logs.
+//!
+//! Semantics every implementation keeps (SQLite today, Postgres later,
+//! memory for tests):
+//! - An append is all or nothing, and only the lease holder may append.
+//! - Sequence numbers are gapless per session; a read from `seq` returns
+//!   events in order.
+//! - Subscribers in the same process get every committed event, in order,
+//!   without polling.
+//! - Nothing rewrites the log: branching, compaction and recovery append.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rein_wire::AgentError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::event::{NewEvent, StoredEvent};
+
+/// A session, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Its id (UUIDv7: sorts by creation).
+    pub id: String,
+    /// When it was created (ms since the epoch).
+    pub created_ms: i64,
+    /// The application's metadata.
+    pub metadata: Value,
+    /// The last sequence number.
+    pub head_seq: u64,
+    /// The turn the next turn follows.
+    pub head_turn: Option<String>,
+}
+
+/// A node of the turn tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnInfo {
+    /// The turn's id.
+    pub id: String,
+    /// The turn it follows.
+    pub parent: Option<String>,
+    /// What the person said.
+    pub prompt: String,
+    /// The sequence number of its `turn.started`.
+    pub started_seq: u64,
+    /// The sequence number of its `turn.finished`, once finished.
+    pub finished_seq: Option<u64>,
+    /// How it ended, once finished.
+    pub outcome: Option<String>,
+}
+
+/// A pending approval, as the control record holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The approval's id.
+    pub approval_id: String,
+    /// The call waiting for it.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The permission class.
+    pub permission: String,
+    /// The sequence number of its request.
+    pub requested_seq: u64,
+}
+
+/// Whether a session may proceed, kept in step with the log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Who or what paused it (`approval`, a person).
+    pub paused_by: Option<String>,
+    /// Whether it was stopped.
+    pub stopped: bool,
+    /// Approvals waiting for a person.
+    pub pending: Vec<PendingApproval>,
+}
+
+/// A writer's hold on a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The session.
+    pub session_id: String,
+    /// Who holds it (process and purpose, for the error others see).
+    pub holder: String,
+    /// A secret token proving this holder.
+    pub token: String,
+    /// When it was first taken (ms since the epoch).
+    pub acquired_ms: i64,
+    /// When it lapses unless renewed (ms since the epoch).
+    pub expires_ms: i64,
+}
+
+/// A stored artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    /// The blake3 hash of its bytes, in hex.
+    pub hash: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its media type.
+    pub media_type: String,
+}
+
+/// A part of an artifact to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slice {
+    /// All of it.
+    Whole,
+    /// `len` bytes from byte `offset` (clamped to the end).
+    Bytes {
+        /// First byte.
+        offset: u64,
+        /// How many bytes.
+        len: u64,
+    },
+    /// `count` lines from line `start` (0-based, clamped to the end).
+    Lines {
+        /// First line.
+        start: u64,
+        /// How many lines.
+        count: u64,
+    },
+}
+
+/// The durable record of sessions. See the module docs for the semantics.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Open a new session with the application's metadata; appends
+    /// `session.created`.
+    async fn create_session(&self, metadata: Value) -> Result<SessionInfo, AgentError>;
+
+    /// A session by id; `session_not_found` when there is none.
+    async fn session(&self, id: &str) -> Result<SessionInfo, AgentError>;
+
+    /// Sessions, newest first.
+    async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, AgentError>;
+
+    /// Append events in one transaction. Only the holder of `lease` may
+    /// append (`lease_lost` otherwise). Returns them with their numbers.
+    async fn append(&self, lease: &Lease, events: Vec<NewEvent>) -> Result<Vec<StoredEvent>, AgentError>;
+
+    /// Events with `seq >= from`, in order, at most `limit`.
+    async fn read(&self, session: &str, from: u64, limit: usize) -> Result<Vec<StoredEvent>, AgentError>;
+
+    /// New events of `session` as they are committed in this process.
+    fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent>;
+
+    /// The turns of a session, in the order they started.
+    async fn turns(&self, session: &str) -> Result<Vec<TurnInfo>, AgentError>;
+
+    /// The control record.
+    async fn control(&self, session: &str) -> Result<ControlRecord, AgentError>;
+
+    /// Take the session's lock for `ttl`. Another live holder means
+    /// `session_locked`, naming it and since when; an expired lease is
+    /// taken over.
+    async fn acquire(&self, session: &str, holder: &str, ttl: Duration) -> Result<Lease, AgentError>;
+
+    /// Extend the lease by its time to live (the heartbeat).
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError>;
+
+    /// Give the lock up.
+    async fn release(&self, lease: &Lease) -> Result<(), AgentError>;
+
+    /// Store bytes; the same bytes are stored once.
+    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, AgentError>;
+
+    /// Read an artifact, whole or a slice.
+    async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError>;
+}

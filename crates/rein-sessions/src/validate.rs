@@ -1,0 +1,113 @@
+//! Checks and helpers every store shares: what an append may contain, and
+//! the lease errors.
+
+use std::time::Duration;
+
+use rein_wire::{AgentError, error::codes};
+
+use crate::event::{Event, NewEvent};
+use crate::store::Lease;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2).max(1)
+}
+
+pub(crate) fn new_lease(session: &str, holder: &str, ttl: Duration, now: i64) -> Lease {
+    Lease {
+        session_id: session.to_owned(),
+        holder: holder.to_owned(),
+        token: rein_wire::ids::new_id(),
+        acquired_ms: now,
+        expires_ms: now.saturating_add(ttl_ms(ttl)),
+    }
+}
+
+pub(crate) fn locked(current: &Lease) -> AgentError {
+    AgentError::new(
+        codes::SESSION_LOCKED,
+        format!(
+            "session {} is locked by `{}` since {} (lease expires at {})",
+            current.session_id,
+            current.holder,
+            format_ms(current.acquired_ms),
+            format_ms(current.expires_ms)
+        ),
+    )
+    .with_field("holder", current.holder.clone())
+    .with_field("since_ms", current.acquired_ms)
+    .with_field("expires_ms", current.expires_ms)
+}
+
+pub(crate) fn lease_lost(session: &str) -> AgentError {
+    AgentError::new(
+        codes::LEASE_LOST,
+        format!("this writer no longer holds session {session}: its lease expired or was taken over"),
+    )
+}
+
+/// Seconds since the epoch with milliseconds, for messages.
+fn format_ms(ms: i64) -> String {
+    format!("{}.{:03}s after the epoch", ms / 1000, ms.rem_euclid(1000))
+}
+
+/// Check an append before it is written: the session's own events only
+/// (`session.created` is written by the store), and turns that belong to
+/// this session. `owner` says which session a turn belongs to.
+pub(crate) fn check_append(
+    session: &str,
+    events: &[NewEvent],
+    owner: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), AgentError> {
+    let mut new_turns: Vec<&str> = Vec::new();
+    for new in events {
+        if new.agent_path.is_empty() || new.agent_path.len() > 1024 {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "an event's agent path must be 1 to 1024 characters",
+            ));
+        }
+        let turn_ref = match &new.event {
+            Event::TurnStarted {
+                turn_id, parent, ..
+            } => {
+                if owner(turn_id).is_some() || new_turns.contains(&turn_id.as_str()) {
+                    return Err(AgentError::new(
+                        codes::INVALID_INPUT,
+                        format!("turn `{turn_id}` already exists"),
+                    ));
+                }
+                new_turns.push(turn_id);
+                parent.as_deref()
+            }
+            Event::BranchCreated { from_turn } => from_turn.as_deref(),
+            _ => None,
+        };
+        if let Some(turn) = turn_ref
+            && !new_turns.contains(&turn)
+        {
+            match owner(turn) {
+                Some(s) if s == session => {}
+                Some(_) => {
+                    return Err(AgentError::new(
+                        codes::TURN_NOT_IN_SESSION,
+                        format!("turn `{turn}` belongs to another session"),
+                    ));
+                }
+                None => {
+                    return Err(AgentError::new(
+                        codes::TURN_NOT_FOUND,
+                        format!("no turn has the id `{turn}`"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
