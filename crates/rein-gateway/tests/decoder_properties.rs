@@ -22,9 +22,15 @@ fn decode(api: WireApi, body: &[u8], cuts: &[usize]) -> (Vec<StreamEvent>, Optio
             at = p;
         }
     }
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     runtime.block_on(async {
-        let mut stream = Box::pin(decode_stream(api, futures::stream::iter(chunks), SseLimits::default()));
+        let mut stream = Box::pin(decode_stream(
+            api,
+            futures::stream::iter(chunks),
+            SseLimits::default(),
+        ));
         let mut events = Vec::new();
         while let Some(item) = stream.next().await {
             match item {
@@ -59,7 +65,11 @@ fn sse_like() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(line, 0..40).prop_map(|lines| lines.concat().into_bytes())
 }
 
-const APIS: [WireApi; 3] = [WireApi::AnthropicMessages, WireApi::OpenAiChat, WireApi::OpenAiResponses];
+const APIS: [WireApi; 3] = [
+    WireApi::AnthropicMessages,
+    WireApi::OpenAiChat,
+    WireApi::OpenAiResponses,
+];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]

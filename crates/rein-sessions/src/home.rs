@@ -16,7 +16,11 @@ pub fn resolve(explicit: Option<PathBuf>) -> Result<PathBuf, AgentError> {
     if let Some(dir) = explicit {
         return Ok(dir);
     }
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(dir) = var("REIN_HOME") {
         return Ok(dir);
     }

@@ -53,7 +53,10 @@ impl MemoryStore {
 }
 
 fn not_found(id: &str) -> AgentError {
-    AgentError::new(codes::SESSION_NOT_FOUND, format!("no session has the id `{id}`"))
+    AgentError::new(
+        codes::SESSION_NOT_FOUND,
+        format!("no session has the id `{id}`"),
+    )
 }
 
 fn append_locked(
@@ -62,9 +65,13 @@ fn append_locked(
     events: Vec<NewEvent>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
     let Inner {
-        sessions, turn_owner, ..
+        sessions,
+        turn_owner,
+        ..
     } = inner;
-    let session = sessions.get_mut(session_id).ok_or_else(|| not_found(session_id))?;
+    let session = sessions
+        .get_mut(session_id)
+        .ok_or_else(|| not_found(session_id))?;
     let info = session.info.as_mut().ok_or_else(|| not_found(session_id))?;
     let owner = |turn: &str| turn_owner.get(turn).cloned();
     check_append(session_id, &events, &owner)?;
@@ -125,7 +132,11 @@ impl Store for MemoryStore {
                 },
             );
             inner.order.push(id.clone());
-            append_locked(&mut inner, &id, vec![NewEvent::root(Event::SessionCreated { metadata })])?
+            append_locked(
+                &mut inner,
+                &id,
+                vec![NewEvent::root(Event::SessionCreated { metadata })],
+            )?
         };
         self.channels.publish(&id, &stored);
         self.session(&id).await
@@ -150,7 +161,11 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn append(&self, lease: &Lease, events: Vec<NewEvent>) -> Result<Vec<StoredEvent>, AgentError> {
+    async fn append(
+        &self,
+        lease: &Lease,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
         let stored = {
             let mut inner = self.lock();
             let session = inner
@@ -170,10 +185,20 @@ impl Store for MemoryStore {
         Ok(stored)
     }
 
-    async fn read(&self, session: &str, from: u64, limit: usize) -> Result<Vec<StoredEvent>, AgentError> {
+    async fn read(
+        &self,
+        session: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
         let inner = self.lock();
-        let s = inner.sessions.get(session).ok_or_else(|| not_found(session))?;
-        let start = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX).min(s.events.len());
+        let s = inner
+            .sessions
+            .get(session)
+            .ok_or_else(|| not_found(session))?;
+        let start = usize::try_from(from.saturating_sub(1))
+            .unwrap_or(usize::MAX)
+            .min(s.events.len());
         Ok(s.events[start..].iter().take(limit).cloned().collect())
     }
 
@@ -183,17 +208,35 @@ impl Store for MemoryStore {
 
     async fn turns(&self, session: &str) -> Result<Vec<TurnInfo>, AgentError> {
         let inner = self.lock();
-        Ok(inner.sessions.get(session).ok_or_else(|| not_found(session))?.turns.clone())
+        Ok(inner
+            .sessions
+            .get(session)
+            .ok_or_else(|| not_found(session))?
+            .turns
+            .clone())
     }
 
     async fn control(&self, session: &str) -> Result<ControlRecord, AgentError> {
         let inner = self.lock();
-        Ok(inner.sessions.get(session).ok_or_else(|| not_found(session))?.control.clone())
+        Ok(inner
+            .sessions
+            .get(session)
+            .ok_or_else(|| not_found(session))?
+            .control
+            .clone())
     }
 
-    async fn acquire(&self, session: &str, holder: &str, ttl: Duration) -> Result<Lease, AgentError> {
+    async fn acquire(
+        &self,
+        session: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Lease, AgentError> {
         let mut inner = self.lock();
-        let s = inner.sessions.get_mut(session).ok_or_else(|| not_found(session))?;
+        let s = inner
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| not_found(session))?;
         let now = now_ms();
         if let Some(current) = &s.lease
             && current.expires_ms > now
@@ -231,7 +274,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, AgentError> {
+    async fn put_artifact(
+        &self,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<ArtifactRef, AgentError> {
         let hash = hash_hex(bytes);
         let mut inner = self.lock();
         let entry = inner.artifacts.entry(hash.clone()).or_insert_with(|| {
@@ -251,7 +298,10 @@ impl Store for MemoryStore {
         check_hash(hash)?;
         let inner = self.lock();
         let (_, bytes) = inner.artifacts.get(hash).ok_or_else(|| {
-            AgentError::new(codes::ARTIFACT_NOT_FOUND, format!("no artifact has the hash {hash}"))
+            AgentError::new(
+                codes::ARTIFACT_NOT_FOUND,
+                format!("no artifact has the hash {hash}"),
+            )
         })?;
         Ok(slice_of(bytes, slice))
     }

@@ -17,7 +17,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rein_wire::{AgentError, error::codes};
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{Connection, Row};
 use tokio::sync::broadcast;
 
@@ -51,7 +53,9 @@ pub struct SqliteStore {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -60,7 +64,10 @@ fn db_error(err: sqlx::Error) -> AgentError {
 }
 
 fn not_found(id: &str) -> AgentError {
-    AgentError::new(codes::SESSION_NOT_FOUND, format!("no session has the id `{id}`"))
+    AgentError::new(
+        codes::SESSION_NOT_FOUND,
+        format!("no session has the id `{id}`"),
+    )
 }
 
 fn to_i64(n: u64) -> i64 {
@@ -90,7 +97,10 @@ impl SqliteStore {
     }
 
     /// Open the store at `path` with the given durability.
-    pub async fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, AgentError> {
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        durability: Durability,
+    ) -> Result<Self, AgentError> {
         let path = path.as_ref().to_path_buf();
         check_schema(&path).await?;
         let options = SqliteConnectOptions::new()
@@ -109,7 +119,10 @@ impl SqliteStore {
             .await
             .map_err(db_error)?;
         MIGRATOR.run(&pool).await.map_err(|err| {
-            AgentError::new(codes::STORE_UNAVAILABLE, format!("cannot prepare the store: {err}"))
+            AgentError::new(
+                codes::STORE_UNAVAILABLE,
+                format!("cannot prepare the store: {err}"),
+            )
         })?;
         tracing::debug!(path = %path.display(), "store open");
         Ok(SqliteStore {
@@ -150,10 +163,11 @@ async fn check_schema(path: &Path) -> Result<(), AgentError> {
     .map_err(db_error)?;
     let newest_known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
     if has_table.is_some() {
-        let newest_applied: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
-            .fetch_one(&mut conn)
-            .await
-            .map_err(db_error)?;
+        let newest_applied: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+                .fetch_one(&mut conn)
+                .await
+                .map_err(db_error)?;
         if let Some(applied) = newest_applied
             && applied > newest_known
         {
@@ -219,7 +233,9 @@ async fn append_in(
     let mut owners: HashMap<String, String> = HashMap::new();
     for new in &events {
         let refs: Vec<&str> = match &new.event {
-            Event::TurnStarted { turn_id, parent, .. } => {
+            Event::TurnStarted {
+                turn_id, parent, ..
+            } => {
                 let mut v = vec![turn_id.as_str()];
                 v.extend(parent.as_deref());
                 v
@@ -228,11 +244,12 @@ async fn append_in(
             _ => Vec::new(),
         };
         for turn in refs {
-            let owner: Option<String> = sqlx::query_scalar("SELECT session_id FROM turns WHERE id = ?")
-                .bind(turn)
-                .fetch_optional(&mut **tx)
-                .await
-                .map_err(db_error)?;
+            let owner: Option<String> =
+                sqlx::query_scalar("SELECT session_id FROM turns WHERE id = ?")
+                    .bind(turn)
+                    .fetch_optional(&mut **tx)
+                    .await
+                    .map_err(db_error)?;
             if let Some(owner) = owner {
                 owners.insert(turn.to_owned(), owner);
             }
@@ -250,8 +267,9 @@ async fn append_in(
             agent_path: new.agent_path,
             event: new.event,
         };
-        let data = serde_json::to_string(&event.event.data())
-            .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}")))?;
+        let data = serde_json::to_string(&event.event.data()).map_err(|err| {
+            AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}"))
+        })?;
         sqlx::query(
             "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
@@ -293,8 +311,12 @@ async fn append_in(
         }
         stored.push(event);
     }
-    let control_text = serde_json::to_string(&control)
-        .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write the control record: {err}")))?;
+    let control_text = serde_json::to_string(&control).map_err(|err| {
+        AgentError::new(
+            codes::INTERNAL,
+            format!("cannot write the control record: {err}"),
+        )
+    })?;
     sqlx::query("UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?")
         .bind(to_i64(head_seq + stored.len() as u64))
         .bind(head_turn)
@@ -310,9 +332,14 @@ async fn append_in(
 impl Store for SqliteStore {
     async fn create_session(&self, metadata: Value) -> Result<SessionInfo, AgentError> {
         let id = rein_wire::ids::new_id();
-        let metadata_text = serde_json::to_string(&metadata)
-            .map_err(|err| AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}")))?;
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+        let metadata_text = serde_json::to_string(&metadata).map_err(|err| {
+            AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
+        })?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)?;
         sqlx::query("INSERT INTO sessions (id, created_ms, metadata) VALUES (?, ?, ?)")
             .bind(&id)
             .bind(now_ms())
@@ -320,19 +347,26 @@ impl Store for SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        let stored = append_in(&mut tx, &id, vec![NewEvent::root(Event::SessionCreated { metadata })]).await?;
+        let stored = append_in(
+            &mut tx,
+            &id,
+            vec![NewEvent::root(Event::SessionCreated { metadata })],
+        )
+        .await?;
         tx.commit().await.map_err(db_error)?;
         self.channels.publish(&id, &stored);
         self.session(&id).await
     }
 
     async fn session(&self, id: &str) -> Result<SessionInfo, AgentError> {
-        let row = sqlx::query("SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?
-            .ok_or_else(|| not_found(id))?;
+        let row = sqlx::query(
+            "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?
+        .ok_or_else(|| not_found(id))?;
         info_from_row(&row)
     }
 
@@ -347,8 +381,16 @@ impl Store for SqliteStore {
         rows.iter().map(info_from_row).collect()
     }
 
-    async fn append(&self, lease: &Lease, events: Vec<NewEvent>) -> Result<Vec<StoredEvent>, AgentError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+    async fn append(
+        &self,
+        lease: &Lease,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)?;
         let held: Option<i64> = sqlx::query_scalar(
             "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
         )
@@ -369,7 +411,12 @@ impl Store for SqliteStore {
         Ok(stored)
     }
 
-    async fn read(&self, session: &str, from: u64, limit: usize) -> Result<Vec<StoredEvent>, AgentError> {
+    async fn read(
+        &self,
+        session: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
         let rows = sqlx::query(
             "SELECT session_id, seq, at_ms, agent_path, kind, version, data FROM events \
              WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
@@ -427,8 +474,17 @@ impl Store for SqliteStore {
         Ok(serde_json::from_str(&text).unwrap_or_default())
     }
 
-    async fn acquire(&self, session: &str, holder: &str, ttl: Duration) -> Result<Lease, AgentError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+    async fn acquire(
+        &self,
+        session: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Lease, AgentError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)?;
         let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = ?")
             .bind(session)
             .fetch_optional(&mut *tx)
@@ -508,7 +564,11 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, AgentError> {
+    async fn put_artifact(
+        &self,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<ArtifactRef, AgentError> {
         let hash = hash_hex(bytes);
         sqlx::query("INSERT INTO artifacts (hash, size, media_type, bytes) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING")
             .bind(&hash)
@@ -534,15 +594,15 @@ impl Store for SqliteStore {
         check_hash(hash)?;
         let bytes: Option<Vec<u8>> = match slice {
             // Byte ranges are cut by SQLite, without loading the whole blob.
-            Slice::Bytes { offset, len } => sqlx::query_scalar(
-                "SELECT substr(bytes, ?, ?) FROM artifacts WHERE hash = ?",
-            )
-            .bind(to_i64(offset.saturating_add(1)))
-            .bind(to_i64(len))
-            .bind(hash)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?,
+            Slice::Bytes { offset, len } => {
+                sqlx::query_scalar("SELECT substr(bytes, ?, ?) FROM artifacts WHERE hash = ?")
+                    .bind(to_i64(offset.saturating_add(1)))
+                    .bind(to_i64(len))
+                    .bind(hash)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error)?
+            }
             _ => sqlx::query_scalar("SELECT bytes FROM artifacts WHERE hash = ?")
                 .bind(hash)
                 .fetch_optional(&self.pool)
@@ -550,6 +610,11 @@ impl Store for SqliteStore {
                 .map_err(db_error)?
                 .map(|b: Vec<u8>| slice_of(&b, slice)),
         };
-        bytes.ok_or_else(|| AgentError::new(codes::ARTIFACT_NOT_FOUND, format!("no artifact has the hash {hash}")))
+        bytes.ok_or_else(|| {
+            AgentError::new(
+                codes::ARTIFACT_NOT_FOUND,
+                format!("no artifact has the hash {hash}"),
+            )
+        })
     }
 }

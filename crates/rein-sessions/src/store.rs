@@ -147,10 +147,19 @@ pub trait Store: Send + Sync {
 
     /// Append events in one transaction. Only the holder of `lease` may
     /// append (`lease_lost` otherwise). Returns them with their numbers.
-    async fn append(&self, lease: &Lease, events: Vec<NewEvent>) -> Result<Vec<StoredEvent>, AgentError>;
+    async fn append(
+        &self,
+        lease: &Lease,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<StoredEvent>, AgentError>;
 
     /// Events with `seq >= from`, in order, at most `limit`.
-    async fn read(&self, session: &str, from: u64, limit: usize) -> Result<Vec<StoredEvent>, AgentError>;
+    async fn read(
+        &self,
+        session: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, AgentError>;
 
     /// New events of `session` as they are committed in this process.
     fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent>;
@@ -164,7 +173,12 @@ pub trait Store: Send + Sync {
     /// Take the session's lock for `ttl`. Another live holder means
     /// `session_locked`, naming it and since when; an expired lease is
     /// taken over.
-    async fn acquire(&self, session: &str, holder: &str, ttl: Duration) -> Result<Lease, AgentError>;
+    async fn acquire(
+        &self,
+        session: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Lease, AgentError>;
 
     /// Extend the lease by its time to live (the heartbeat).
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError>;
@@ -173,7 +187,8 @@ pub trait Store: Send + Sync {
     async fn release(&self, lease: &Lease) -> Result<(), AgentError>;
 
     /// Store bytes; the same bytes are stored once.
-    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, AgentError>;
+    async fn put_artifact(&self, bytes: &[u8], media_type: &str)
+    -> Result<ArtifactRef, AgentError>;
 
     /// Read an artifact, whole or a slice.
     async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError>;

@@ -16,7 +16,9 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 pub(crate) fn ttl_ms(ttl: Duration) -> i64 {
-    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2).max(1)
+    i64::try_from(ttl.as_millis())
+        .unwrap_or(i64::MAX / 2)
+        .max(1)
 }
 
 pub(crate) fn new_lease(session: &str, holder: &str, ttl: Duration, now: i64) -> Lease {
@@ -48,7 +50,9 @@ pub(crate) fn locked(current: &Lease) -> AgentError {
 pub(crate) fn lease_lost(session: &str) -> AgentError {
     AgentError::new(
         codes::LEASE_LOST,
-        format!("this writer no longer holds session {session}: its lease expired or was taken over"),
+        format!(
+            "this writer no longer holds session {session}: its lease expired or was taken over"
+        ),
     )
 }
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_sessions::{
-    Event, Lease, MemoryStore, NewEvent, ResultSource, Slice, SqliteStore, Store, ToolStatus, history,
+    Event, Lease, MemoryStore, NewEvent, ResultSource, Slice, SqliteStore, Store, ToolStatus,
+    history,
 };
 use rein_wire::error::codes;
 use serde_json::json;
@@ -18,7 +19,11 @@ async fn stores() -> Vec<(&'static str, Arc<dyn Store>, Option<tempfile::TempDir
     let dir = tempfile::tempdir().unwrap();
     let sqlite = SqliteStore::open(dir.path().join("rein.db")).await.unwrap();
     vec![
-        ("memory", Arc::new(MemoryStore::new()) as Arc<dyn Store>, None),
+        (
+            "memory",
+            Arc::new(MemoryStore::new()) as Arc<dyn Store>,
+            None,
+        ),
         ("sqlite", Arc::new(sqlite) as Arc<dyn Store>, Some(dir)),
     ]
 }
@@ -41,26 +46,49 @@ fn finish(id: &str) -> NewEvent {
 
 async fn open(store: &dyn Store) -> (String, Lease) {
     let session = store.create_session(json!({"app": "test"})).await.unwrap();
-    let lease = store.acquire(&session.id, "test-writer", TTL).await.unwrap();
+    let lease = store
+        .acquire(&session.id, "test-writer", TTL)
+        .await
+        .unwrap();
     (session.id, lease)
 }
 
 #[tokio::test]
 async fn sessions_open_reopen_and_list() {
     for (name, store, _dir) in stores().await {
-        let a = store.create_session(json!({"title": "first", "nested": {"k": [1]}})).await.unwrap();
+        let a = store
+            .create_session(json!({"title": "first", "nested": {"k": [1]}}))
+            .await
+            .unwrap();
         let b = store.create_session(json!(null)).await.unwrap();
         let again = store.session(&a.id).await.unwrap();
-        assert_eq!(again.metadata, json!({"title": "first", "nested": {"k": [1]}}), "{name}");
+        assert_eq!(
+            again.metadata,
+            json!({"title": "first", "nested": {"k": [1]}}),
+            "{name}"
+        );
         assert_eq!(again.head_seq, 1, "{name}: session.created is event 1");
-        let listed: Vec<String> = store.list_sessions(10).await.unwrap().into_iter().map(|s| s.id).collect();
-        assert_eq!(listed, vec![b.id.clone(), a.id.clone()], "{name}: newest first");
+        let listed: Vec<String> = store
+            .list_sessions(10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(
+            listed,
+            vec![b.id.clone(), a.id.clone()],
+            "{name}: newest first"
+        );
         let err = store.session("no-such-session").await.unwrap_err();
         assert_eq!(err.code, codes::SESSION_NOT_FOUND, "{name}");
         let err = store.read("no-such-session", 1, 10).await.unwrap_err();
         assert_eq!(err.code, codes::SESSION_NOT_FOUND, "{name}");
         let first = store.read(&a.id, 1, 10).await.unwrap();
-        assert!(matches!(first[0].event, Event::SessionCreated { .. }), "{name}");
+        assert!(
+            matches!(first[0].event, Event::SessionCreated { .. }),
+            "{name}"
+        );
     }
 }
 
@@ -70,7 +98,12 @@ async fn appends_are_gapless_ordered_and_readable_from_any_point() {
         let (id, lease) = open(store.as_ref()).await;
         for batch in 0..10 {
             let events: Vec<NewEvent> = (0..7)
-                .map(|i| NewEvent { agent_path: format!("root/w{i}"), event: Event::SteerSaid { text: format!("{batch}-{i}") } })
+                .map(|i| NewEvent {
+                    agent_path: format!("root/w{i}"),
+                    event: Event::SteerSaid {
+                        text: format!("{batch}-{i}"),
+                    },
+                })
                 .collect();
             let stored = store.append(&lease, events).await.unwrap();
             assert_eq!(stored.len(), 7);
@@ -81,7 +114,11 @@ async fn appends_are_gapless_ordered_and_readable_from_any_point() {
             assert_eq!(e.seq, i as u64 + 1, "{name}: gapless");
         }
         let tail = store.read(&id, 60, 5).await.unwrap();
-        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![60, 61, 62, 63, 64], "{name}");
+        assert_eq!(
+            tail.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![60, 61, 62, 63, 64],
+            "{name}"
+        );
         // seq 60 is the 59th appended event: (60 - 2) % 7 = 2.
         assert_eq!(tail[0].agent_path, "root/w2", "{name}");
         assert!(store.read(&id, 1000, 5).await.unwrap().is_empty());
@@ -97,14 +134,27 @@ async fn a_failing_batch_leaves_nothing_behind() {
         let before = store.read(&id, 1, 100).await.unwrap();
         // The second event of the batch refers to a turn that does not exist.
         let err = store
-            .append(&lease, vec![NewEvent::root(Event::SteerSaid { text: "x".into() }), turn("t2", Some("nope"))])
+            .append(
+                &lease,
+                vec![
+                    NewEvent::root(Event::SteerSaid { text: "x".into() }),
+                    turn("t2", Some("nope")),
+                ],
+            )
             .await
             .unwrap_err();
         assert_eq!(err.code, codes::TURN_NOT_FOUND, "{name}");
-        assert_eq!(store.read(&id, 1, 100).await.unwrap(), before, "{name}: nothing appended");
+        assert_eq!(
+            store.read(&id, 1, 100).await.unwrap(),
+            before,
+            "{name}: nothing appended"
+        );
         assert_eq!(store.turns(&id).await.unwrap().len(), 1, "{name}");
         // A duplicate turn id is refused too.
-        let err = store.append(&lease, vec![turn("t1", None)]).await.unwrap_err();
+        let err = store
+            .append(&lease, vec![turn("t1", None)])
+            .await
+            .unwrap_err();
         assert_eq!(err.code, codes::INVALID_INPUT, "{name}");
     }
 }
@@ -114,9 +164,24 @@ async fn subscribers_get_every_committed_event_in_order() {
     for (name, store, _dir) in stores().await {
         let (id, lease) = open(store.as_ref()).await;
         let mut rx = store.subscribe(&id);
-        store.append(&lease, vec![turn("s1", None), finish("s1")]).await.unwrap();
-        store.append(&lease, vec![NewEvent::root(Event::SteerSaid { text: "more".into() })]).await.unwrap();
-        let got: Vec<u64> = vec![rx.recv().await.unwrap().seq, rx.recv().await.unwrap().seq, rx.recv().await.unwrap().seq];
+        store
+            .append(&lease, vec![turn("s1", None), finish("s1")])
+            .await
+            .unwrap();
+        store
+            .append(
+                &lease,
+                vec![NewEvent::root(Event::SteerSaid {
+                    text: "more".into(),
+                })],
+            )
+            .await
+            .unwrap();
+        let got: Vec<u64> = vec![
+            rx.recv().await.unwrap().seq,
+            rx.recv().await.unwrap().seq,
+            rx.recv().await.unwrap().seq,
+        ];
         assert_eq!(got, vec![2, 3, 4], "{name}");
     }
 }
@@ -129,17 +194,61 @@ async fn the_turn_tree_branches_without_rewriting() {
         //        └─ d ─ e
         //   a ─ f
         //   g (a second root)
-        store.append(&lease, vec![turn("a", None), finish("a")]).await.unwrap();
-        store.append(&lease, vec![turn("b", Some("a")), finish("b")]).await.unwrap();
-        store.append(&lease, vec![turn("c", Some("b")), finish("c")]).await.unwrap();
+        store
+            .append(&lease, vec![turn("a", None), finish("a")])
+            .await
+            .unwrap();
+        store
+            .append(&lease, vec![turn("b", Some("a")), finish("b")])
+            .await
+            .unwrap();
+        store
+            .append(&lease, vec![turn("c", Some("b")), finish("c")])
+            .await
+            .unwrap();
         let before_branch = store.read(&id, 1, 1000).await.unwrap();
-        store.append(&lease, vec![NewEvent::root(Event::BranchCreated { from_turn: Some("b".into()) })]).await.unwrap();
-        assert_eq!(store.session(&id).await.unwrap().head_turn.as_deref(), Some("b"), "{name}");
-        store.append(&lease, vec![turn("d", Some("b")), finish("d")]).await.unwrap();
-        store.append(&lease, vec![turn("e", Some("d"))]).await.unwrap();
-        store.append(&lease, vec![NewEvent::root(Event::BranchCreated { from_turn: Some("a".into()) })]).await.unwrap();
-        store.append(&lease, vec![turn("f", Some("a")), finish("f")]).await.unwrap();
-        store.append(&lease, vec![NewEvent::root(Event::BranchCreated { from_turn: None })]).await.unwrap();
+        store
+            .append(
+                &lease,
+                vec![NewEvent::root(Event::BranchCreated {
+                    from_turn: Some("b".into()),
+                })],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store.session(&id).await.unwrap().head_turn.as_deref(),
+            Some("b"),
+            "{name}"
+        );
+        store
+            .append(&lease, vec![turn("d", Some("b")), finish("d")])
+            .await
+            .unwrap();
+        store
+            .append(&lease, vec![turn("e", Some("d"))])
+            .await
+            .unwrap();
+        store
+            .append(
+                &lease,
+                vec![NewEvent::root(Event::BranchCreated {
+                    from_turn: Some("a".into()),
+                })],
+            )
+            .await
+            .unwrap();
+        store
+            .append(&lease, vec![turn("f", Some("a")), finish("f")])
+            .await
+            .unwrap();
+        store
+            .append(
+                &lease,
+                vec![NewEvent::root(Event::BranchCreated { from_turn: None })],
+            )
+            .await
+            .unwrap();
         store.append(&lease, vec![turn("g", None)]).await.unwrap();
 
         // Nothing before the branch changed.
@@ -147,8 +256,16 @@ async fn the_turn_tree_branches_without_rewriting() {
         assert_eq!(&after[..before_branch.len()], &before_branch[..], "{name}");
 
         let turns = store.turns(&id).await.unwrap();
-        assert_eq!(turns.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["a", "b", "c", "d", "e", "f", "g"]);
-        let path = |head: &str| history(&turns, head).into_iter().map(|t| t.id).collect::<Vec<_>>();
+        assert_eq!(
+            turns.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "c", "d", "e", "f", "g"]
+        );
+        let path = |head: &str| {
+            history(&turns, head)
+                .into_iter()
+                .map(|t| t.id)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(path("c"), ["a", "b", "c"], "{name}");
         assert_eq!(path("e"), ["a", "b", "d", "e"], "{name}");
         assert_eq!(path("f"), ["a", "f"], "{name}");
@@ -157,18 +274,31 @@ async fn the_turn_tree_branches_without_rewriting() {
         assert!(e.finished_seq.is_none() && e.outcome.is_none(), "{name}");
         let d = turns.iter().find(|t| t.id == "d").unwrap();
         assert_eq!(d.outcome.as_deref(), Some("finished"));
-        assert_eq!(store.session(&id).await.unwrap().head_turn.as_deref(), Some("g"));
+        assert_eq!(
+            store.session(&id).await.unwrap().head_turn.as_deref(),
+            Some("g")
+        );
 
         // A branch from another session's turn is refused, and changes nothing.
         let (other, other_lease) = open(store.as_ref()).await;
         let err = store
-            .append(&other_lease, vec![NewEvent::root(Event::BranchCreated { from_turn: Some("b".into()) })])
+            .append(
+                &other_lease,
+                vec![NewEvent::root(Event::BranchCreated {
+                    from_turn: Some("b".into()),
+                })],
+            )
             .await
             .unwrap_err();
         assert_eq!(err.code, codes::TURN_NOT_IN_SESSION, "{name}");
         assert_eq!(store.session(&other).await.unwrap().head_seq, 1);
         let err = store
-            .append(&other_lease, vec![NewEvent::root(Event::BranchCreated { from_turn: Some("zz".into()) })])
+            .append(
+                &other_lease,
+                vec![NewEvent::root(Event::BranchCreated {
+                    from_turn: Some("zz".into()),
+                })],
+            )
             .await
             .unwrap_err();
         assert_eq!(err.code, codes::TURN_NOT_FOUND, "{name}");
@@ -189,19 +319,44 @@ async fn the_control_record_moves_with_the_log() {
             })
         };
         let decide = |a: &str| {
-            NewEvent::root(Event::ApprovalDecided { approval_id: a.into(), decision: "approved".into(), by: "terminal".into(), lease: None })
+            NewEvent::root(Event::ApprovalDecided {
+                approval_id: a.into(),
+                decision: "approved".into(),
+                by: "terminal".into(),
+                lease: None,
+            })
         };
-        store.append(&lease, vec![request("ap1"), request("ap2")]).await.unwrap();
+        store
+            .append(&lease, vec![request("ap1"), request("ap2")])
+            .await
+            .unwrap();
         let c = store.control(&id).await.unwrap();
         assert!(c.paused, "{name}");
         assert_eq!(c.paused_by.as_deref(), Some("approval"));
-        assert_eq!(c.pending.iter().map(|p| p.approval_id.as_str()).collect::<Vec<_>>(), ["ap1", "ap2"]);
+        assert_eq!(
+            c.pending
+                .iter()
+                .map(|p| p.approval_id.as_str())
+                .collect::<Vec<_>>(),
+            ["ap1", "ap2"]
+        );
         store.append(&lease, vec![decide("ap1")]).await.unwrap();
-        assert!(store.control(&id).await.unwrap().paused, "{name}: one still pending");
+        assert!(
+            store.control(&id).await.unwrap().paused,
+            "{name}: one still pending"
+        );
         store.append(&lease, vec![decide("ap2")]).await.unwrap();
         let c = store.control(&id).await.unwrap();
         assert!(!c.paused && c.pending.is_empty(), "{name}");
-        store.append(&lease, vec![NewEvent::root(Event::Stopped { by: "person".into() })]).await.unwrap();
+        store
+            .append(
+                &lease,
+                vec![NewEvent::root(Event::Stopped {
+                    by: "person".into(),
+                })],
+            )
+            .await
+            .unwrap();
         assert!(store.control(&id).await.unwrap().stopped, "{name}");
     }
 }
@@ -210,28 +365,79 @@ async fn the_control_record_moves_with_the_log() {
 async fn one_writer_per_session_with_expiring_leases() {
     for (name, store, _dir) in stores().await {
         let session = store.create_session(json!({})).await.unwrap();
-        let first = store.acquire(&session.id, "writer-one (pid 1)", Duration::from_millis(300)).await.unwrap();
-        let err = store.acquire(&session.id, "writer-two", TTL).await.unwrap_err();
+        let first = store
+            .acquire(
+                &session.id,
+                "writer-one (pid 1)",
+                Duration::from_millis(300),
+            )
+            .await
+            .unwrap();
+        let err = store
+            .acquire(&session.id, "writer-two", TTL)
+            .await
+            .unwrap_err();
         assert_eq!(err.code, codes::SESSION_LOCKED, "{name}");
         assert_eq!(err.detail.as_ref().unwrap()["holder"], "writer-one (pid 1)");
         assert_eq!(err.detail.as_ref().unwrap()["since_ms"], first.acquired_ms);
         assert!(err.message.contains("writer-one"));
         // A heartbeat keeps it.
-        let first = store.renew(&first, Duration::from_millis(300)).await.unwrap();
-        store.append(&first, vec![NewEvent::root(Event::SteerSaid { text: "mine".into() })]).await.unwrap();
+        let first = store
+            .renew(&first, Duration::from_millis(300))
+            .await
+            .unwrap();
+        store
+            .append(
+                &first,
+                vec![NewEvent::root(Event::SteerSaid {
+                    text: "mine".into(),
+                })],
+            )
+            .await
+            .unwrap();
         // Let it lapse, then a second writer takes over.
         tokio::time::sleep(Duration::from_millis(400)).await;
         let second = store.acquire(&session.id, "writer-two", TTL).await.unwrap();
-        let err = store.append(&first, vec![NewEvent::root(Event::SteerSaid { text: "late".into() })]).await.unwrap_err();
+        let err = store
+            .append(
+                &first,
+                vec![NewEvent::root(Event::SteerSaid {
+                    text: "late".into(),
+                })],
+            )
+            .await
+            .unwrap_err();
         assert_eq!(err.code, codes::LEASE_LOST, "{name}");
-        assert_eq!(store.renew(&first, TTL).await.unwrap_err().code, codes::LEASE_LOST);
-        store.append(&second, vec![NewEvent::root(Event::SteerSaid { text: "ours".into() })]).await.unwrap();
+        assert_eq!(
+            store.renew(&first, TTL).await.unwrap_err().code,
+            codes::LEASE_LOST
+        );
+        store
+            .append(
+                &second,
+                vec![NewEvent::root(Event::SteerSaid {
+                    text: "ours".into(),
+                })],
+            )
+            .await
+            .unwrap();
         // Releasing frees it at once; a stale release does nothing.
         store.release(&first).await.unwrap();
-        assert!(store.acquire(&session.id, "writer-three", TTL).await.is_err());
+        assert!(
+            store
+                .acquire(&session.id, "writer-three", TTL)
+                .await
+                .is_err()
+        );
         store.release(&second).await.unwrap();
-        store.acquire(&session.id, "writer-three", TTL).await.unwrap();
-        assert_eq!(store.acquire("nope", "w", TTL).await.unwrap_err().code, codes::SESSION_NOT_FOUND);
+        store
+            .acquire(&session.id, "writer-three", TTL)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.acquire("nope", "w", TTL).await.unwrap_err().code,
+            codes::SESSION_NOT_FOUND
+        );
     }
 }
 
@@ -239,20 +445,85 @@ async fn one_writer_per_session_with_expiring_leases() {
 async fn artifacts_are_content_addressed_and_sliceable() {
     for (name, store, _dir) in stores().await {
         let text = (0..1000).map(|i| format!("line {i}\n")).collect::<String>();
-        let a = store.put_artifact(text.as_bytes(), "text/plain").await.unwrap();
-        let b = store.put_artifact(text.as_bytes(), "text/plain").await.unwrap();
+        let a = store
+            .put_artifact(text.as_bytes(), "text/plain")
+            .await
+            .unwrap();
+        let b = store
+            .put_artifact(text.as_bytes(), "text/plain")
+            .await
+            .unwrap();
         assert_eq!(a, b, "{name}: stored once");
         assert_eq!(a.hash, rein_sessions::hash_hex(text.as_bytes()));
         assert_eq!(a.size, text.len() as u64);
-        assert_eq!(store.read_artifact(&a.hash, Slice::Whole).await.unwrap(), text.as_bytes());
-        assert_eq!(store.read_artifact(&a.hash, Slice::Lines { start: 10, count: 2 }).await.unwrap(), b"line 10\nline 11\n");
-        assert_eq!(store.read_artifact(&a.hash, Slice::Bytes { offset: 7, len: 6 }).await.unwrap(), b"line 1", "{name}");
-        assert_eq!(store.read_artifact(&a.hash, Slice::Bytes { offset: 1 << 40, len: 6 }).await.unwrap(), b"", "{name}");
+        assert_eq!(
+            store.read_artifact(&a.hash, Slice::Whole).await.unwrap(),
+            text.as_bytes()
+        );
+        assert_eq!(
+            store
+                .read_artifact(
+                    &a.hash,
+                    Slice::Lines {
+                        start: 10,
+                        count: 2
+                    }
+                )
+                .await
+                .unwrap(),
+            b"line 10\nline 11\n"
+        );
+        assert_eq!(
+            store
+                .read_artifact(&a.hash, Slice::Bytes { offset: 7, len: 6 })
+                .await
+                .unwrap(),
+            b"line 1",
+            "{name}"
+        );
+        assert_eq!(
+            store
+                .read_artifact(
+                    &a.hash,
+                    Slice::Bytes {
+                        offset: 1 << 40,
+                        len: 6
+                    }
+                )
+                .await
+                .unwrap(),
+            b"",
+            "{name}"
+        );
         let missing = rein_sessions::hash_hex(b"never stored");
-        assert_eq!(store.read_artifact(&missing, Slice::Whole).await.unwrap_err().code, codes::ARTIFACT_NOT_FOUND);
-        assert_eq!(store.read_artifact("../../etc", Slice::Whole).await.unwrap_err().code, codes::INVALID_INPUT);
-        let empty = store.put_artifact(b"", "application/octet-stream").await.unwrap();
-        assert_eq!(store.read_artifact(&empty.hash, Slice::Whole).await.unwrap(), b"", "{name}");
+        assert_eq!(
+            store
+                .read_artifact(&missing, Slice::Whole)
+                .await
+                .unwrap_err()
+                .code,
+            codes::ARTIFACT_NOT_FOUND
+        );
+        assert_eq!(
+            store
+                .read_artifact("../../etc", Slice::Whole)
+                .await
+                .unwrap_err()
+                .code,
+            codes::INVALID_INPUT
+        );
+        let empty = store
+            .put_artifact(b"", "application/octet-stream")
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .read_artifact(&empty.hash, Slice::Whole)
+                .await
+                .unwrap(),
+            b"",
+            "{name}"
+        );
     }
 }
 
@@ -262,31 +533,83 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
         let (id, lease) = open(store.as_ref()).await;
         let events = vec![
             turn("k1", None),
-            NewEvent::root(Event::RunStarted { run_id: "r1".into(), turn_id: "k1".into(), budgets: json!({"steps": 100}), profile: json!({}) }),
-            NewEvent::root(Event::ModelRequested { call_id: "m1".into(), prefix_fingerprint: "0123456789abcdef".into(), request_digest: "d".into(), estimated_tokens: 42 }),
+            NewEvent::root(Event::RunStarted {
+                run_id: "r1".into(),
+                turn_id: "k1".into(),
+                budgets: json!({"steps": 100}),
+                profile: json!({}),
+            }),
+            NewEvent::root(Event::ModelRequested {
+                call_id: "m1".into(),
+                prefix_fingerprint: "0123456789abcdef".into(),
+                request_digest: "d".into(),
+                estimated_tokens: 42,
+            }),
             NewEvent::root(Event::ModelCompleted {
                 call_id: "m1".into(),
                 model: "claude-x".into(),
                 message: rein_wire::Message::assistant("hi"),
-                usage: Some(rein_wire::Usage { input: 1, output: 2, cache_read: 3, cache_write: 4, reasoning: 0 }),
+                usage: Some(rein_wire::Usage {
+                    input: 1,
+                    output: 2,
+                    cache_read: 3,
+                    cache_write: 4,
+                    reasoning: 0,
+                }),
                 cost_micro_usd: None,
                 stop_reason: Some(rein_wire::StopReason::ToolUse),
                 cache_verdict: Some("cold".into()),
                 latency_ms: 12,
             }),
-            NewEvent::root(Event::ToolCalled { call_id: "c1".into(), tool: "read".into(), arguments: json!({"p": 1}), permission: "read".into() }),
-            NewEvent::root(Event::ToolResult {
-                call_id: "c1".into(), status: ToolStatus::Ok, source: ResultSource::Cache, content: json!("x"),
-                artifact: None, operation_id: Some("op".into()), undo: true, duration_ms: 3,
+            NewEvent::root(Event::ToolCalled {
+                call_id: "c1".into(),
+                tool: "read".into(),
+                arguments: json!({"p": 1}),
+                permission: "read".into(),
             }),
-            NewEvent { agent_path: "root/researcher".into(), event: Event::AgentStarted { agent_path: "root/researcher".into(), task: "look".into() } },
-            NewEvent::root(Event::CompactionCreated { from_seq: 2, to_seq: 5, summary: json!({"files": []}), target_tokens: 1000 }),
-            NewEvent::root(Event::Unknown { kind: "future.thing".into(), version: 3, data: json!({"keep": ["me"]}) }),
-            NewEvent::root(Event::RunFinished { run_id: "r1".into(), outcome: "finished".into(), totals: json!({}) }),
+            NewEvent::root(Event::ToolResult {
+                call_id: "c1".into(),
+                status: ToolStatus::Ok,
+                source: ResultSource::Cache,
+                content: json!("x"),
+                artifact: None,
+                operation_id: Some("op".into()),
+                undo: true,
+                duration_ms: 3,
+            }),
+            NewEvent {
+                agent_path: "root/researcher".into(),
+                event: Event::AgentStarted {
+                    agent_path: "root/researcher".into(),
+                    task: "look".into(),
+                },
+            },
+            NewEvent::root(Event::CompactionCreated {
+                from_seq: 2,
+                to_seq: 5,
+                summary: json!({"files": []}),
+                target_tokens: 1000,
+            }),
+            NewEvent::root(Event::Unknown {
+                kind: "future.thing".into(),
+                version: 3,
+                data: json!({"keep": ["me"]}),
+            }),
+            NewEvent::root(Event::RunFinished {
+                run_id: "r1".into(),
+                outcome: "finished".into(),
+                totals: json!({}),
+            }),
         ];
         let written: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
         store.append(&lease, events).await.unwrap();
-        let back: Vec<Event> = store.read(&id, 2, 100).await.unwrap().into_iter().map(|e| e.event).collect();
+        let back: Vec<Event> = store
+            .read(&id, 2, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.event)
+            .collect();
         assert_eq!(back, written, "{name}");
     }
 }
