@@ -1,0 +1,17 @@
+//! The local trace: what a session did and what it cost, read from its log.
+//!
+//! - [`report`]: totals per session and per run — model calls, input,
+//!   output, cache-read and cache-write tokens, cost in micro-USD, cache
+//!   verdict counts and the cache read share, tool calls by outcome,
+//!   durations.
+//! - [`golden`]: a session as a golden trace — canonical JSONL with the
+//!   volatile values (ids, times, durations) replaced by stable tokens — and
+//!   back into a store.
+//!
+//! It only reads logs (and, for import, appends a new one); it never changes
+//! what a session recorded.
+
+pub mod golden;
+mod report;
+
+pub use report::{RunReport, ToolCounts, Totals, TraceReport, report};
