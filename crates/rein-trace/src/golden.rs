@@ -59,11 +59,11 @@ fn normalise(value: &mut Value, tokens: &mut Tokens) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
-                if ID_KEYS.contains(&key.as_str()) {
-                    if let Value::String(s) = v {
-                        *s = tokens.token(s);
-                        continue;
-                    }
+                if ID_KEYS.contains(&key.as_str())
+                    && let Value::String(s) = v
+                {
+                    *s = tokens.token(s);
+                    continue;
                 }
                 if DURATION_KEYS.contains(&key.as_str()) && v.is_number() {
                     *v = Value::String(DURATION.into());
