@@ -6,18 +6,26 @@
 //! cost. With no key it says how to set one and offers the offline
 //! scripted model, which needs nothing.
 //!
-//! This first version keeps the conversation in memory; the durable store,
-//! tools and approvals come with `rein-sessions` and `rein-runner`.
+//! Every turn is recorded in the embedded store (`REIN_HOME/rein.db`):
+//! `turn.started`, `run.started`, `model.requested`, `model.completed`,
+//! `turn.finished`, `run.finished`. `--session ID` continues a session from
+//! its head turn; a turn that failed is left in the log and the next one
+//! branches from the last good turn, so nothing is rewritten. Tools and
+//! approvals arrive with `rein-runner`.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
+use rein_sessions::{Event, Lease, NewEvent, Store, StoredEvent, history};
 use rein_testing::ScriptedBrain;
 use rein_wire::{
-    AgentError, Assembler, Message, PriceTable, Request, StreamEvent, SystemBlock, error::codes,
+    AgentError, AssembledMessage, Assembler, Message, PriceTable, Request, StreamEvent,
+    SystemBlock, error::codes,
 };
+use serde_json::json;
 
 /// What the person asked for on the command line.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +42,8 @@ pub struct ChatOptions {
     pub prompt: Option<String>,
     /// The system prompt.
     pub system: Option<String>,
+    /// Continue this session instead of starting a new one.
+    pub session: Option<String>,
 }
 
 /// The provider and model a chat runs with.
@@ -116,10 +126,118 @@ pub fn resolve(options: &ChatOptions) -> Result<Option<Resolved>, AgentError> {
     Ok(None)
 }
 
+/// How long the chat's hold on its session lasts between renewals.
+const LEASE_TTL: Duration = Duration::from_secs(120);
+
+/// The session a chat writes to, and its lease.
+pub struct Recorder {
+    store: Arc<dyn Store>,
+    session_id: String,
+    holder: String,
+    lease: Lease,
+    /// The turn the next one follows: the last turn that succeeded.
+    last_good: Option<String>,
+}
+
+impl Recorder {
+    /// Start a new session, or continue `existing`, and take its lock.
+    pub async fn open(
+        store: Arc<dyn Store>,
+        existing: Option<&str>,
+        metadata: serde_json::Value,
+    ) -> Result<Self, AgentError> {
+        let info = match existing {
+            Some(id) => store.session(id).await?,
+            None => store.create_session(metadata).await?,
+        };
+        let holder = format!("rein chat (pid {})", std::process::id());
+        let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
+        Ok(Recorder {
+            store,
+            session_id: info.id,
+            holder,
+            lease,
+            last_good: info.head_turn,
+        })
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The conversation so far: the path from the first turn to the head,
+    /// each turn's prompt followed by its answers.
+    pub async fn history(&self) -> Result<Vec<Message>, AgentError> {
+        let Some(head) = &self.last_good else {
+            return Ok(Vec::new());
+        };
+        let turns = self.store.turns(&self.session_id).await?;
+        let events = crate::sessions_cmd::whole_log(self.store.as_ref(), &self.session_id).await?;
+        Ok(messages_along(&history(&turns, head), &events))
+    }
+
+    /// Renew the lease, or take it again if it lapsed and nobody else has.
+    async fn ensure_lease(&mut self) -> Result<(), AgentError> {
+        match self.store.renew(&self.lease, LEASE_TTL).await {
+            Ok(lease) => self.lease = lease,
+            Err(err) if err.code == codes::LEASE_LOST => {
+                self.lease = self
+                    .store
+                    .acquire(&self.session_id, &self.holder, LEASE_TTL)
+                    .await?;
+            }
+            Err(err) => return Err(err),
+        }
+        Ok(())
+    }
+
+    async fn append(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
+        self.ensure_lease().await?;
+        self.store
+            .append(
+                &self.lease,
+                events.into_iter().map(NewEvent::root).collect(),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Give the session's lock back.
+    pub async fn close(self) {
+        let _ = self.store.release(&self.lease).await;
+    }
+}
+
+/// The messages of `path` (turns, root first), rebuilt from the log.
+fn messages_along(path: &[rein_sessions::TurnInfo], events: &[StoredEvent]) -> Vec<Message> {
+    let mut by_turn: std::collections::HashMap<&str, Vec<Message>> =
+        std::collections::HashMap::new();
+    let mut current: Option<&str> = None;
+    for stored in events {
+        match &stored.event {
+            Event::TurnStarted { turn_id, .. } => current = Some(turn_id),
+            Event::ModelCompleted { message, .. } => {
+                if let Some(turn) = current {
+                    by_turn.entry(turn).or_default().push(message.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut messages = Vec::new();
+    for turn in path {
+        messages.push(Message::user(turn.prompt.clone()));
+        messages.extend(by_turn.remove(turn.id.as_str()).unwrap_or_default());
+    }
+    messages
+}
+
 /// Run the chat, reading lines from `input` and writing to `out` (answers)
-/// and `info` (status lines).
+/// and `info` (status lines). Turns are recorded in `store`.
 pub async fn run(
     options: ChatOptions,
+    store: Arc<dyn Store>,
     mut input: impl BufRead,
     out: &mut impl Write,
     info: &mut impl Write,
@@ -145,89 +263,242 @@ pub async fn run(
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat. Answer concisely.".to_owned()
     });
-    let mut history: Vec<Message> = Vec::new();
-    if let Some(prompt) = options.prompt {
-        history.push(Message::user(prompt));
-        return turn(&resolved, &system, &mut history, &prices, out, info).await;
-    }
-    say(
-        info,
-        &format!(
-            "rein chat · {} via {} · /exit or Ctrl-D to leave",
-            resolved.model,
-            resolved.provider.name()
-        ),
-    )?;
-    loop {
-        say_inline(info, "you> ")?;
-        let mut line = String::new();
-        if input.read_line(&mut line).map_err(io_error)? == 0 {
-            say(info, "")?;
-            return Ok(());
+    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model});
+    let mut recorder = Recorder::open(store, options.session.as_deref(), metadata).await?;
+    let mut history = recorder.history().await?;
+    let result = async {
+        if let Some(prompt) = options.prompt.clone() {
+            return turn(
+                &resolved,
+                &system,
+                &mut recorder,
+                &mut history,
+                prompt,
+                &prices,
+                out,
+                info,
+            )
+            .await;
         }
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
+        say(
+            info,
+            &format!(
+                "rein chat · {} via {} · session {} · /exit or Ctrl-D to leave",
+                resolved.model,
+                resolved.provider.name(),
+                recorder.session_id()
+            ),
+        )?;
+        if !history.is_empty() {
+            say(
+                info,
+                &format!("(continuing: {} earlier messages)", history.len()),
+            )?;
         }
-        if line == "/exit" || line == "/quit" {
-            return Ok(());
-        }
-        history.push(Message::user(line));
-        if let Err(err) = turn(&resolved, &system, &mut history, &prices, out, info).await {
-            // The failed question is taken back so the history stays a
-            // valid alternation; the person can ask again.
-            history.pop();
-            say(info, &format!("error[{}]: {}", err.code, err.message))?;
-            if let Some(hint) = rein_wire::error::lookup(&err.code) {
-                say(info, &format!("  {}", hint.hint))?;
+        loop {
+            say_inline(info, "you> ")?;
+            let mut line = String::new();
+            if input.read_line(&mut line).map_err(io_error)? == 0 {
+                say(info, "")?;
+                return Ok(());
+            }
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if line == "/exit" || line == "/quit" {
+                return Ok(());
+            }
+            if let Err(err) = turn(
+                &resolved,
+                &system,
+                &mut recorder,
+                &mut history,
+                line.to_owned(),
+                &prices,
+                out,
+                info,
+            )
+            .await
+            {
+                say(info, &format!("error[{}]: {}", err.code, err.message))?;
+                if let Some(hint) = rein_wire::error::lookup(&err.code) {
+                    say(info, &format!("  {}", hint.hint))?;
+                }
+                if err.code == codes::LEASE_LOST || err.code == codes::SESSION_LOCKED {
+                    return Err(err);
+                }
             }
         }
     }
+    .await;
+    say(
+        info,
+        &format!(
+            "session {} (continue with: rein chat --session {})",
+            recorder.session_id(),
+            recorder.session_id()
+        ),
+    )?;
+    recorder.close().await;
+    result
 }
 
+/// One turn: record it, stream the answer, record the answer (or the
+/// failure, after which the next turn branches from the last good one).
+#[allow(clippy::too_many_arguments)] // One call site; a struct would only rename them.
 async fn turn(
     resolved: &Resolved,
     system: &str,
+    recorder: &mut Recorder,
     history: &mut Vec<Message>,
+    prompt: String,
     prices: &PriceTable,
     out: &mut impl Write,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let mut request = Request::new(resolved.model.clone(), history.clone());
+    let turn_id = rein_wire::ids::new_id();
+    let run_id = rein_wire::ids::new_id();
+    let call_id = rein_wire::ids::new_id();
+    let mut messages = history.clone();
+    messages.push(Message::user(prompt.clone()));
+    let mut request = Request::new(resolved.model.clone(), messages);
     request.system = vec![SystemBlock {
         text: system.to_owned(),
     }];
+    request.metadata.session_id = Some(recorder.session_id().to_owned());
+    let prefix = rein_wire::canonical::to_vec(&(&request.system, &request.tools))?;
+    let digest = rein_wire::canonical::to_vec(&request)?;
+    recorder
+        .append(vec![
+            Event::TurnStarted {
+                turn_id: turn_id.clone(),
+                parent: recorder.last_good.clone(),
+                prompt: prompt.clone(),
+            },
+            Event::RunStarted {
+                run_id: run_id.clone(),
+                turn_id: turn_id.clone(),
+                budgets: json!({"steps": 1}),
+                profile: json!({"surface": "terminal"}),
+            },
+            Event::ModelRequested {
+                call_id: call_id.clone(),
+                prefix_fingerprint: blake3::hash(&prefix).to_hex()[..16].to_owned(),
+                request_digest: blake3::hash(&digest).to_hex().to_string(),
+                estimated_tokens: (digest.len() as u64).div_ceil(4),
+            },
+        ])
+        .await?;
+    let started = Instant::now();
+    let outcome = stream_answer(resolved, request, out).await;
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match outcome {
+        Ok(message) => {
+            let model = message
+                .model
+                .clone()
+                .unwrap_or_else(|| resolved.model.clone());
+            let cost = message
+                .usage
+                .as_ref()
+                .and_then(|u| prices.cost_micro_usd(&model, u));
+            let reply = message.text();
+            recorder
+                .append(vec![
+                    Event::ModelCompleted {
+                        call_id,
+                        model: model.clone(),
+                        message: message.to_message(),
+                        usage: message.usage,
+                        cost_micro_usd: cost,
+                        stop_reason: message.stop_reason.clone(),
+                        cache_verdict: None,
+                        latency_ms,
+                    },
+                    Event::TurnFinished {
+                        turn_id: turn_id.clone(),
+                        outcome: "finished".into(),
+                        reply: Some(reply),
+                    },
+                    Event::RunFinished {
+                        run_id,
+                        outcome: "finished".into(),
+                        totals: json!({"model_calls": 1, "cost_micro_usd": cost}),
+                    },
+                ])
+                .await?;
+            recorder.last_good = Some(turn_id);
+            history.push(Message::user(prompt));
+            history.push(message.to_message());
+            if let Some(usage) = message.usage {
+                let cost = cost.map_or_else(
+                    || "cost unknown".to_owned(),
+                    |c| format!("${:.6}", c as f64 / 1e6),
+                );
+                say(
+                    info,
+                    &format!(
+                        "  [{} in · {} out · cache {} read / {} written · {cost}]",
+                        usage.input, usage.output, usage.cache_read, usage.cache_write
+                    ),
+                )?;
+            }
+            Ok(())
+        }
+        Err(err) => {
+            let back_to = recorder.last_good.clone();
+            recorder
+                .append(vec![
+                    Event::TurnFinished {
+                        turn_id,
+                        outcome: "error".into(),
+                        reply: None,
+                    },
+                    Event::RunFinished {
+                        run_id,
+                        outcome: "error".into(),
+                        totals: json!({"error": err.code}),
+                    },
+                    Event::BranchCreated { from_turn: back_to },
+                ])
+                .await?;
+            Err(err)
+        }
+    }
+}
+
+async fn stream_answer(
+    resolved: &Resolved,
+    request: Request,
+    out: &mut impl Write,
+) -> Result<AssembledMessage, AgentError> {
     let mut stream = resolved.provider.stream(request);
     let mut assembler = Assembler::new();
+    let mut printed = false;
     while let Some(item) = stream.next().await {
-        let event = item?;
+        let event = match item {
+            Ok(event) => event,
+            Err(err) => {
+                if printed {
+                    writeln!(out).map_err(io_error)?;
+                }
+                return Err(err);
+            }
+        };
         if let StreamEvent::TextDelta { text } = &event {
             out.write_all(text.as_bytes()).map_err(io_error)?;
             out.flush().map_err(io_error)?;
+            printed = true;
         }
         assembler.push(&event);
     }
     writeln!(out).map_err(io_error)?;
     let message = assembler.finish();
-    if let Some(err) = message.first_error() {
-        return Err(err.clone());
+    match message.first_error() {
+        Some(err) => Err(err.clone()),
+        None => Ok(message),
     }
-    if let Some(usage) = message.usage {
-        let model = message.model.as_deref().unwrap_or(&resolved.model);
-        let cost = prices.cost_micro_usd(model, &usage).map_or_else(
-            || "cost unknown".to_owned(),
-            |c| format!("${:.6}", c as f64 / 1e6),
-        );
-        say(
-            info,
-            &format!(
-                "  [{} in · {} out · cache {} read / {} written · {cost}]",
-                usage.input, usage.output, usage.cache_read, usage.cache_write
-            ),
-        )?;
-    }
-    history.push(message.to_message());
-    Ok(())
 }
 
 fn io_error(err: std::io::Error) -> AgentError {

@@ -3,24 +3,31 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use rein::chat::{ChatOptions, run};
 use rein::decode_cmd::decode_to;
 use rein::gateway::WireApi;
+use rein::sessions::{SqliteStore, Store};
+use rein::sessions_cmd;
 use rein::wire::{AgentError, error::codes};
 
 /// rein, an agent harness runtime.
 #[derive(Debug, Parser)]
 #[command(name = "rein", version, about)]
 struct Cli {
+    /// Where rein keeps its data (default: $REIN_HOME, else
+    /// $XDG_DATA_HOME/rein, else ~/.local/share/rein).
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Chat with a model in the terminal.
+    /// Chat with a model in the terminal; every turn is recorded.
     Chat {
         /// The wire API: anthropic, openai-chat, openai-responses or scripted.
         #[arg(long)]
@@ -40,11 +47,72 @@ enum Command {
         /// The system prompt.
         #[arg(long)]
         system: Option<String>,
+        /// Continue this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Recorded sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+    /// Traces read from the log.
+    Trace {
+        #[command(subcommand)]
+        command: TraceCommand,
     },
     /// Tools for the wire formats.
     Wire {
         #[command(subcommand)]
         command: WireCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// List sessions, newest first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's transcript.
+    Show {
+        /// The session id.
+        id: String,
+    },
+    /// Print a session's turn tree.
+    Tree {
+        /// The session id.
+        id: String,
+    },
+    /// Export a session as a golden trace (canonical JSONL, volatile values tokenised).
+    Export {
+        /// The session id.
+        id: String,
+        /// Write here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import a golden trace as a new session.
+    Import {
+        /// The golden trace file, or `-` for stdin.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TraceCommand {
+    /// Tokens, cost, cache and tool calls of a session and each of its runs.
+    Report {
+        /// The session id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -79,7 +147,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli.command)) {
+    match runtime.block_on(dispatch(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error[{}]: {}", err.code, err.message);
@@ -91,8 +159,14 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(command: Command) -> Result<(), AgentError> {
-    match command {
+async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError> {
+    let home = rein::sessions::home::resolve(home)?;
+    Ok(Arc::new(SqliteStore::open_home(&home).await?))
+}
+
+async fn dispatch(cli: Cli) -> Result<(), AgentError> {
+    let stdout = &mut std::io::stdout();
+    match cli.command {
         Command::Chat {
             provider,
             model,
@@ -100,6 +174,7 @@ async fn dispatch(command: Command) -> Result<(), AgentError> {
             scripted,
             prompt,
             system,
+            session,
         } => {
             let options = ChatOptions {
                 provider,
@@ -108,22 +183,67 @@ async fn dispatch(command: Command) -> Result<(), AgentError> {
                 scripted,
                 prompt,
                 system,
+                session,
             };
+            let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();
-            run(
-                options,
-                stdin.lock(),
-                &mut std::io::stdout(),
-                &mut std::io::stderr(),
-            )
-            .await
+            run(options, store, stdin.lock(), stdout, &mut std::io::stderr()).await
+        }
+        Command::Sessions { command } => {
+            let store = open_store(cli.home).await?;
+            let store = store.as_ref();
+            match command {
+                SessionsCommand::List { limit, json } => {
+                    sessions_cmd::list(store, limit, json, stdout).await
+                }
+                SessionsCommand::Show { id } => sessions_cmd::show(store, &id, stdout).await,
+                SessionsCommand::Tree { id } => sessions_cmd::tree(store, &id, stdout).await,
+                SessionsCommand::Export { id, out } => {
+                    let text = sessions_cmd::export(store, &id).await?;
+                    match out {
+                        Some(path) => std::fs::write(&path, text).map_err(|err| {
+                            AgentError::new(
+                                codes::INVALID_INPUT,
+                                format!("cannot write {}: {err}", path.display()),
+                            )
+                        }),
+                        None => {
+                            use std::io::Write;
+                            stdout.write_all(text.as_bytes()).map_err(|err| {
+                                AgentError::new(
+                                    codes::INTERNAL,
+                                    format!("could not write output: {err}"),
+                                )
+                            })
+                        }
+                    }
+                }
+                SessionsCommand::Import { file } => {
+                    let bytes = read_input(&file)?;
+                    let text = String::from_utf8(bytes).map_err(|_| {
+                        AgentError::new(
+                            codes::GOLDEN_TRACE_INVALID,
+                            "the golden trace is not UTF-8",
+                        )
+                    })?;
+                    let id = rein::trace::golden::import(store, &text).await?;
+                    println!("{id}");
+                    Ok(())
+                }
+            }
+        }
+        Command::Trace {
+            command: TraceCommand::Report { id, json },
+        } => {
+            let store = open_store(cli.home).await?;
+            sessions_cmd::report(store.as_ref(), &id, json, stdout).await
         }
         Command::Wire {
             command: WireCommand::Decode { api, file },
         } => {
             let api: WireApi = api.parse()?;
             let body = read_input(&file)?;
-            decode_to(api, body, &mut std::io::stdout().lock()).await
+            decode_to(api, body, &mut stdout.lock()).await
         }
     }
 }

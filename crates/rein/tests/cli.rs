@@ -10,9 +10,17 @@ use std::process::{Command, Output, Stdio};
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 use serde_json::{Value, json};
 
+/// A `rein` command with its own empty home, so tests never touch the
+/// user's store.
 fn rein() -> Command {
+    let home = tempfile::tempdir().unwrap().keep();
+    rein_at(&home)
+}
+
+fn rein_at(home: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
-    cmd.env_remove("ANTHROPIC_API_KEY")
+    cmd.env("REIN_HOME", home)
+        .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("REIN_OFFLINE")
         .env_remove("REIN_LOG");
@@ -272,4 +280,255 @@ async fn rein_offline_opens_no_socket() {
     assert!(err.contains("error[offline]"), "{err}");
     assert!(!err.contains("sk-offline-test"));
     assert_eq!(server.connections(), 0);
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn chat_turns_are_recorded_and_the_sessions_commands_read_them() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted"]);
+    let out = run_with_stdin(cmd, b"hello\nwhat is two plus two\n/exit\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let id = err
+        .split("rein chat --session ")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(id.len(), 36, "{err}");
+
+    let out = rein_at(home.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["metadata"]["surface"], "terminal");
+
+    let out = rein_at(home.path())
+        .args(["sessions", "show", &id])
+        .output()
+        .unwrap();
+    let shown = stdout(&out);
+    assert!(shown.contains("you> hello"), "{shown}");
+    assert!(
+        shown.contains("rein> Hello! I am rein's offline scripted model."),
+        "{shown}"
+    );
+    assert!(shown.contains("you> what is two plus two"), "{shown}");
+
+    let out = rein_at(home.path())
+        .args(["sessions", "tree", &id])
+        .output()
+        .unwrap();
+    let tree = stdout(&out);
+    assert_eq!(
+        tree.lines().filter(|l| l.contains("[finished]")).count(),
+        2,
+        "{tree}"
+    );
+    assert!(tree.contains("<- head"));
+    // The second turn is a child of the first.
+    let depth = |needle: &str| {
+        tree.lines().find(|l| l.contains(needle)).unwrap().len()
+            - tree
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap()
+                .trim_start()
+                .len()
+    };
+    assert!(depth("what is two plus two") > depth("hello"), "{tree}");
+
+    let out = rein_at(home.path())
+        .args(["trace", "report", &id, "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["totals"]["model_calls"], 2);
+    assert_eq!(report["turns"], 2);
+    assert_eq!(report["runs"].as_array().unwrap().len(), 2);
+    assert!(report["totals"]["usage"]["output"].as_u64().unwrap() > 0);
+    let out = rein_at(home.path())
+        .args(["trace", "report", &id])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("model calls   2"), "{}", stdout(&out));
+
+    // export -> import -> export is byte-identical, through the command line.
+    let golden = home.path().join("golden.jsonl");
+    let out = rein_at(home.path())
+        .args(["sessions", "export", &id, "--out"])
+        .arg(&golden)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = rein_at(home.path())
+        .args(["sessions", "import"])
+        .arg(&golden)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let imported = stdout(&out).trim().to_owned();
+    assert_ne!(imported, id);
+    let again = rein_at(home.path())
+        .args(["sessions", "export", &imported])
+        .output()
+        .unwrap();
+    assert_eq!(again.stdout, std::fs::read(&golden).unwrap());
+}
+
+#[test]
+fn unknown_ids_and_a_newer_store_give_coded_errors() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["sessions", "show", "0190-nope"],
+        vec!["sessions", "tree", "0190-nope"],
+        vec!["sessions", "export", "0190-nope"],
+        vec!["trace", "report", "0190-nope"],
+        vec!["chat", "--scripted", "--session", "0190-nope", "-p", "hi"],
+    ] {
+        let out = rein_at(home.path()).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains("error[session_not_found]"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = rein_at(home.path())
+        .args(["sessions", "import", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("error[golden_trace_invalid]"),
+        "{}",
+        stderr(&out)
+    );
+    // A store from a newer rein is refused, and --home is honoured.
+    let other = tempfile::tempdir().unwrap();
+    let out = rein()
+        .arg("--home")
+        .arg(other.path())
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(other.path().join("rein.db").exists());
+    let status = Command::new("sqlite3")
+        .arg(other.path().join("rein.db"))
+        .arg("INSERT INTO _sqlx_migrations (version, description, installed_on, success, checksum, execution_time) VALUES (4242, 'future', CURRENT_TIMESTAMP, 1, x'00', 0);")
+        .status();
+    if status.is_ok_and(|s| s.success()) {
+        let out = rein()
+            .arg("--home")
+            .arg(other.path())
+            .args(["sessions", "list"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("error[store_schema_newer]"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continued_session_sends_its_history_and_a_failed_turn_is_branched_around() {
+    let first = ScriptedMessage::text(&["Blue."]);
+    let third = ScriptedMessage::text(&["You asked about the sky."]);
+    let server = FakeServer::start(vec![
+        Reply::sse(first.openai_chat_sse()),
+        Reply::status(
+            400,
+            r#"{"error":{"message":"nope","type":"invalid_request_error"}}"#,
+        ),
+        Reply::sse(third.openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let h = home.path().to_owned();
+    let run = move |args: Vec<String>| {
+        let h = h.clone();
+        tokio::task::spawn_blocking(move || rein_at(&h).args(args).output().unwrap())
+    };
+    let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let out = run(a(&["chat", "--base-url", &url, "-p", "colour of the sky?"]))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let id = err
+        .split("rein chat --session ")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let out = run(a(&[
+        "chat",
+        "--base-url",
+        &url,
+        "--session",
+        &id,
+        "-p",
+        "this one fails",
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("error[provider_bad_request]"));
+    let out = run(a(&[
+        "chat",
+        "--base-url",
+        &url,
+        "--session",
+        &id,
+        "-p",
+        "what did I ask?",
+    ]))
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "You asked about the sky.");
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3);
+    // The third request carries the first exchange but not the failed turn.
+    let messages = sent[2].json()["messages"].clone();
+    let texts: Vec<String> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        texts[1..],
+        ["colour of the sky?", "Blue.", "what did I ask?"],
+        "{texts:?}"
+    );
+    // The failed turn is still in the log, on its own branch.
+    let out = run(a(&["sessions", "tree", &id])).await.unwrap();
+    let tree = stdout(&out);
+    assert!(tree.contains("[error] this one fails"), "{tree}");
+    assert!(tree.contains("[finished] what did I ask?"), "{tree}");
 }
