@@ -12,14 +12,19 @@
 //! - [`ScriptedBrain`]: a deterministic, rule-driven model for demos, evals
 //!   and `rein chat` without an API key.
 //!
+//! - [`FakeToolBackend`]: the reference tool backend (files with revisions,
+//!   reads, reversible and source-file writes, destructive deletes).
+//!
 //! These are test tools: they favour clear failures over robustness.
 
 mod fake_provider;
 mod fake_server;
+mod fake_tools;
 mod scripted_brain;
 pub mod wire;
 
 pub use fake_provider::FakeProvider;
 pub use fake_server::{Chunk, FakeServer, RecordedRequest, Reply};
+pub use fake_tools::{FakeToolBackend, Project};
 pub use scripted_brain::{Rule, ScriptedBrain};
 pub use wire::{ScriptedCall, ScriptedMessage};

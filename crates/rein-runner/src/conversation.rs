@@ -1,0 +1,1009 @@
+//! [`Conversation`]: one session, its turns, and the step loop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rein_approvals::{
+    Answer, Leases, PermissionClass, Policy, Surface, Verdict, gate, refusal_text,
+};
+use rein_gateway::Provider;
+use rein_sessions::recovery::dangling;
+use rein_sessions::{
+    Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus, history,
+};
+use rein_tools::{Bounds, Outcome, ResultCache, ToolBackend, ToolContext, bound};
+use rein_wire::{
+    AgentError, AssembledMessage, AssembledToolCall, Assembler, PriceTable, Request, StreamEvent,
+    SystemBlock, error::codes,
+};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::outcome::{TurnOutcome, UiEvent, UiKind};
+use crate::project::project;
+use crate::steering::Steering;
+
+/// The agent path of the conversation itself.
+const MAIN: &str = "main";
+/// How long the conversation's hold on its session lasts between renewals.
+const LEASE_TTL: Duration = Duration::from_secs(120);
+
+/// The product's words: its prompt, names and wording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The product's name for its assistant.
+    pub name: String,
+    /// System prompt blocks, in order.
+    pub system: Vec<String>,
+    /// The model to call.
+    pub model: String,
+    /// The output limit per call.
+    pub max_output_tokens: u32,
+}
+
+/// Limits on one turn. Every one is finite by default except cost and
+/// tokens, which have no sensible universal default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budgets {
+    /// Model calls per turn.
+    pub max_steps: u32,
+    /// Tokens (prompt + output) per turn.
+    pub max_tokens: Option<u64>,
+    /// Cost per turn in micro-USD.
+    pub max_cost_micro_usd: Option<u64>,
+    /// Wall time per turn.
+    pub max_wall: Duration,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_steps: 100,
+            max_tokens: None,
+            max_cost_micro_usd: None,
+            max_wall: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// The same call repeated this many times with the same result earns a nudge…
+const LOOP_NUDGE: u32 = 3;
+/// …and this many ends the turn.
+const LOOP_STOP: u32 = 5;
+
+/// One session, driven turn by turn.
+pub struct Conversation {
+    store: Arc<dyn Store>,
+    provider: Arc<dyn Provider>,
+    backend: Arc<dyn ToolBackend>,
+    profile: Profile,
+    /// The conversation's policy.
+    pub policy: Policy,
+    /// The per-turn budgets.
+    pub budgets: Budgets,
+    /// Bounds on what a tool result shows the model.
+    pub bounds: Bounds,
+    prices: PriceTable,
+    session_id: String,
+    holder: String,
+    lease: Lease,
+    cache: ResultCache,
+    leases: Leases,
+    ui: broadcast::Sender<UiEvent>,
+    steering: Steering,
+}
+
+fn tool_error_content(code: &str, message: &str) -> Value {
+    json!({"error": {"code": code, "message": message}})
+}
+
+impl Conversation {
+    /// Open a new session (or continue `existing`), take its lock, and
+    /// recover what a crashed process left: every tool call recorded
+    /// without a result gets an `interrupted` result (it is never re-run).
+    pub async fn open(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        existing: Option<&str>,
+    ) -> Result<Self, AgentError> {
+        let info = match existing {
+            Some(id) => store.session(id).await?,
+            None => {
+                store
+                    .create_session(json!({"assistant": profile.name, "model": profile.model}))
+                    .await?
+            }
+        };
+        let holder = format!("rein runner (pid {})", std::process::id());
+        let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
+        let (ui, _) = broadcast::channel(1024);
+        let mut conversation = Conversation {
+            store,
+            provider,
+            backend,
+            profile,
+            policy: Policy::default(),
+            budgets: Budgets::default(),
+            bounds: Bounds::default(),
+            prices: PriceTable::builtin(),
+            session_id: info.id,
+            holder,
+            lease,
+            cache: ResultCache::default(),
+            leases: Leases::default(),
+            ui,
+            steering: Steering::default(),
+        };
+        conversation.recover().await?;
+        Ok(conversation)
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Watch what happens.
+    pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
+        self.ui.subscribe()
+    }
+
+    /// A handle to steer from anywhere.
+    pub fn steering(&self) -> Steering {
+        self.steering.clone()
+    }
+
+    /// Give the session's lock back.
+    pub async fn close(self) -> Result<(), AgentError> {
+        self.store.release(&self.lease).await
+    }
+
+    fn emit(&self, kind: UiKind) {
+        let _ = self.ui.send(UiEvent {
+            agent: MAIN.into(),
+            kind,
+        });
+    }
+
+    async fn append(&mut self, events: Vec<Event>) -> Result<Vec<StoredEvent>, AgentError> {
+        match self.store.renew(&self.lease, LEASE_TTL).await {
+            Ok(lease) => self.lease = lease,
+            Err(err) if err.code == codes::LEASE_LOST => {
+                self.lease = self
+                    .store
+                    .acquire(&self.session_id, &self.holder, LEASE_TTL)
+                    .await?;
+            }
+            Err(err) => return Err(err),
+        }
+        let batch = events
+            .into_iter()
+            .map(|event| NewEvent {
+                agent_path: MAIN.into(),
+                event,
+            })
+            .collect();
+        self.store.append(&self.lease, batch).await
+    }
+
+    async fn log(&self) -> Result<Vec<StoredEvent>, AgentError> {
+        let mut events = Vec::new();
+        loop {
+            let page = self
+                .store
+                .read(&self.session_id, events.len() as u64 + 1, 10_000)
+                .await?;
+            if page.is_empty() {
+                return Ok(events);
+            }
+            events.extend(page);
+        }
+    }
+
+    async fn recover(&mut self) -> Result<(), AgentError> {
+        let events = self.log().await?;
+        let open = dangling(&events);
+        let mut results = Vec::new();
+        for call in open.tool_calls {
+            tracing::warn!(call = %call.call_id, tool = %call.tool, "recording an interrupted tool call");
+            results.push(Event::ToolResult {
+                call_id: call.call_id,
+                status: ToolStatus::Error,
+                source: ResultSource::Interrupted,
+                content: tool_error_content(
+                    "interrupted",
+                    "The process stopped while this call ran. It was not run again; check its effect before repeating it.",
+                ),
+                artifact: None,
+                operation_id: None,
+                undo: false,
+                duration_ms: 0,
+            });
+        }
+        if !results.is_empty() {
+            self.append(results).await?;
+        }
+        Ok(())
+    }
+
+    /// Decide a pending approval from a person's surface in this process
+    /// (the terminal's y/N). Other processes use [`rein_approvals::decide`].
+    pub async fn decide(
+        &mut self,
+        approval_id: &str,
+        answer: Answer,
+        surface: &Surface,
+    ) -> Result<(), AgentError> {
+        let control = self.store.control(&self.session_id).await?;
+        if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                format!("approval `{approval_id}` is not pending"),
+            ));
+        }
+        let (decision, lease) = match answer {
+            Answer::Approve(scope) => ("approved", Some(scope.as_str().to_owned())),
+            Answer::Deny => ("denied", None),
+        };
+        self.append(vec![Event::ApprovalDecided {
+            approval_id: approval_id.to_owned(),
+            decision: decision.into(),
+            by: surface.name().to_owned(),
+            lease,
+        }])
+        .await?;
+        self.emit(UiKind::ApprovalDecided {
+            approval_id: approval_id.to_owned(),
+            decision: decision.into(),
+        });
+        Ok(())
+    }
+
+    /// Start a turn with what the person said, and run it.
+    pub async fn turn(&mut self, text: &str) -> Result<TurnOutcome, AgentError> {
+        let info = self.store.session(&self.session_id).await?;
+        let turn_id = rein_wire::ids::new_id();
+        let run_id = rein_wire::ids::new_id();
+        self.leases = Leases::default();
+        self.append(vec![
+            Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
+            Event::RunStarted {
+                run_id,
+                turn_id,
+                budgets: json!({"max_steps": self.budgets.max_steps, "max_tokens": self.budgets.max_tokens,
+                                "max_cost_micro_usd": self.budgets.max_cost_micro_usd, "max_wall_s": self.budgets.max_wall.as_secs()}),
+                profile: json!({"name": self.profile.name, "model": self.profile.model}),
+            },
+        ])
+        .await?;
+        self.run().await
+    }
+
+    /// Continue the open turn: after an approval was decided, or after a
+    /// crash. Without an open turn there is nothing to do (`invalid_input`).
+    pub async fn resume(&mut self) -> Result<TurnOutcome, AgentError> {
+        let events = self.log().await?;
+        let open = dangling(&events);
+        if open.turns.is_empty() {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "there is no unfinished turn to resume",
+            ));
+        }
+        // Leases granted earlier in this run still hold.
+        self.leases = Leases::default();
+        for stored in &events {
+            if let Event::ApprovalDecided {
+                approval_id,
+                decision,
+                lease: Some(scope),
+                ..
+            } = &stored.event
+                && decision == "approved"
+                && let Some(tool) = approval_tool(&events, approval_id)
+            {
+                let scope = match scope.as_str() {
+                    "tool" => rein_approvals::LeaseScope::Tool,
+                    "run" => rein_approvals::LeaseScope::Run,
+                    _ => rein_approvals::LeaseScope::Once,
+                };
+                self.leases.grant(&tool, scope);
+            }
+        }
+        self.run().await
+    }
+
+    /// The step loop of the open turn.
+    async fn run(&mut self) -> Result<TurnOutcome, AgentError> {
+        let started = Instant::now();
+        let mut steps: u32 = 0;
+        let mut tokens: u64 = 0;
+        let mut cost: u64 = 0;
+        let mut repeats: HashMap<String, u32> = HashMap::new();
+        loop {
+            let events = self.log().await?;
+            // Tool calls of the last message that still need running.
+            if let Some((message_calls, _)) = last_calls(&events) {
+                match self.run_calls(&events, message_calls, &mut repeats).await? {
+                    Some(outcome) => return self.finish(outcome).await,
+                    None => continue,
+                }
+            }
+            // The step boundary: interrupts, what was said, budgets.
+            if self.steering.take_interrupt() {
+                self.append(vec![Event::SteerInterrupted { reason: None }])
+                    .await?;
+                return self.finish(TurnOutcome::Interrupted).await;
+            }
+            let said = self.steering.take_said();
+            if !said.is_empty() {
+                self.append(
+                    said.into_iter()
+                        .map(|text| Event::SteerSaid { text })
+                        .collect(),
+                )
+                .await?;
+                continue;
+            }
+            if let Some(which) = self.over_budget(steps, tokens, cost, started) {
+                return self
+                    .finish(TurnOutcome::Budget {
+                        which: which.into(),
+                    })
+                    .await;
+            }
+            steps += 1;
+            let message = match self.call_model(&events).await {
+                Ok(message) => message,
+                Err(err) => {
+                    self.emit(UiKind::Error {
+                        code: err.code.to_string(),
+                        message: err.message.clone(),
+                    });
+                    return self.finish(TurnOutcome::Error { error: err }).await;
+                }
+            };
+            if let Some(usage) = &message.usage {
+                tokens = tokens.saturating_add(usage.prompt_total() + usage.output);
+                let model = message.model.as_deref().unwrap_or(&self.profile.model);
+                cost = cost.saturating_add(self.prices.cost_micro_usd(model, usage).unwrap_or(0));
+            }
+            if message.tool_calls.is_empty() {
+                return self
+                    .finish(TurnOutcome::Finished {
+                        reply: message.text(),
+                    })
+                    .await;
+            }
+        }
+    }
+
+    fn over_budget(
+        &self,
+        steps: u32,
+        tokens: u64,
+        cost: u64,
+        started: Instant,
+    ) -> Option<&'static str> {
+        if steps >= self.budgets.max_steps {
+            return Some("steps");
+        }
+        if self.budgets.max_tokens.is_some_and(|max| tokens >= max) {
+            return Some("tokens");
+        }
+        if self
+            .budgets
+            .max_cost_micro_usd
+            .is_some_and(|max| cost >= max)
+        {
+            return Some("cost");
+        }
+        if started.elapsed() >= self.budgets.max_wall {
+            return Some("wall_time");
+        }
+        None
+    }
+
+    async fn finish(&mut self, outcome: TurnOutcome) -> Result<TurnOutcome, AgentError> {
+        if let TurnOutcome::AwaitingApproval { .. } = outcome {
+            // The turn stays open; the log and control record say why.
+            self.emit(UiKind::Paused);
+            return Ok(outcome);
+        }
+        let events = self.log().await?;
+        let open = dangling(&events);
+        let reply = match &outcome {
+            TurnOutcome::Finished { reply } => Some(reply.clone()),
+            _ => None,
+        };
+        let mut closing = Vec::new();
+        for turn_id in open.turns {
+            closing.push(Event::TurnFinished {
+                turn_id,
+                outcome: outcome.name().into(),
+                reply: reply.clone(),
+            });
+        }
+        for run_id in open.runs {
+            let totals = match &outcome {
+                TurnOutcome::Error { error } => json!({"error": error.code}),
+                TurnOutcome::Budget { which } => json!({"budget": which}),
+                _ => json!({}),
+            };
+            closing.push(Event::RunFinished {
+                run_id,
+                outcome: outcome.name().into(),
+                totals,
+            });
+        }
+        self.append(closing).await?;
+        self.emit(UiKind::TurnFinished {
+            outcome: outcome.name().into(),
+        });
+        Ok(outcome)
+    }
+
+    fn request(&self, events: &[StoredEvent]) -> Result<Request, AgentError> {
+        let turns_path = current_path(events);
+        let mut request = Request::new(self.profile.model.clone(), project(events, &turns_path));
+        request.system = self
+            .profile
+            .system
+            .iter()
+            .map(|text| SystemBlock { text: text.clone() })
+            .collect();
+        request.tools = self
+            .backend
+            .catalog(&self.policy)
+            .into_iter()
+            .filter_map(|t| self.backend.definition(&t.name))
+            .collect();
+        request.max_output_tokens = self.profile.max_output_tokens;
+        request.metadata.session_id = Some(self.session_id.clone());
+        Ok(request)
+    }
+
+    async fn call_model(&mut self, events: &[StoredEvent]) -> Result<AssembledMessage, AgentError> {
+        let request = self.request(events)?;
+        let call_id = rein_wire::ids::new_id();
+        let prefix = rein_wire::canonical::to_vec(&(&request.system, &request.tools))?;
+        let digest = rein_wire::canonical::to_vec(&request)?;
+        self.append(vec![Event::ModelRequested {
+            call_id: call_id.clone(),
+            prefix_fingerprint: blake3::hash(&prefix).to_hex()[..16].to_owned(),
+            request_digest: blake3::hash(&digest).to_hex().to_string(),
+            estimated_tokens: (digest.len() as u64 * 2).div_ceil(7),
+        }])
+        .await?;
+        let started = Instant::now();
+        let mut stream = self.provider.stream(request);
+        let mut assembler = Assembler::new();
+        while let Some(item) = stream.next().await {
+            let event = item?;
+            if let StreamEvent::TextDelta { text } = &event {
+                self.emit(UiKind::TextDelta { text: text.clone() });
+            }
+            assembler.push(&event);
+        }
+        let message = assembler.finish();
+        if let Some(err) = &message.error {
+            return Err(err.clone());
+        }
+        let model = message
+            .model
+            .clone()
+            .unwrap_or_else(|| self.profile.model.clone());
+        let cost = message
+            .usage
+            .as_ref()
+            .and_then(|u| self.prices.cost_micro_usd(&model, u));
+        if let Some(usage) = message.usage {
+            self.emit(UiKind::Usage {
+                usage,
+                cost_micro_usd: cost,
+            });
+        }
+        self.append(vec![Event::ModelCompleted {
+            call_id,
+            model,
+            message: message.to_message(),
+            usage: message.usage,
+            cost_micro_usd: cost,
+            stop_reason: message.stop_reason.clone(),
+            cache_verdict: None,
+            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }])
+        .await?;
+        // Malformed calls are answered at once with an error the model can read.
+        let broken: Vec<&AssembledToolCall> = message
+            .tool_calls
+            .iter()
+            .filter(|c| c.error.is_some())
+            .collect();
+        if !broken.is_empty() {
+            let mut results = Vec::new();
+            for call in broken {
+                let err = call
+                    .error
+                    .as_ref()
+                    .map(|e| (e.code.to_string(), e.message.clone()))
+                    .unwrap_or_default();
+                results.push(Event::ToolCalled {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: Value::Null,
+                    permission: "none".into(),
+                });
+                results.push(error_result(&call.id, &err.0, &err.1));
+            }
+            self.append(results).await?;
+        }
+        Ok(message)
+    }
+
+    /// Run the calls of the last assistant message that have no result
+    /// yet. `Some(outcome)` ends (or pauses) the turn.
+    async fn run_calls(
+        &mut self,
+        events: &[StoredEvent],
+        calls: Vec<(String, String, Value)>,
+        repeats: &mut HashMap<String, u32>,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        let mut reads: Vec<(String, String, Value)> = Vec::new();
+        for (call_id, tool, args) in calls {
+            let class = match self.backend.permission(&tool, &args) {
+                Ok(class) => class,
+                Err(err) => {
+                    self.append(vec![
+                        Event::ToolCalled {
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args.clone(),
+                            permission: "none".into(),
+                        },
+                        error_result(&call_id, err.code.as_str(), &err.message),
+                    ])
+                    .await?;
+                    self.emit(UiKind::ToolResult {
+                        call_id,
+                        ok: false,
+                        source: "live".into(),
+                        undo: None,
+                    });
+                    continue;
+                }
+            };
+            if class.is_read() {
+                reads.push((call_id, tool, args));
+                continue;
+            }
+            // A write: first the reads before it, then it, in order.
+            self.run_reads(std::mem::take(&mut reads), repeats).await?;
+            let elevated = match gate(class, &tool, &self.policy, &self.leases) {
+                Verdict::Run { elevated } => elevated,
+                Verdict::Refuse { reason } => {
+                    self.append(vec![
+                        Event::ToolCalled {
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args.clone(),
+                            permission: class.as_str().into(),
+                        },
+                        error_result(&call_id, "policy_refused", &reason),
+                    ])
+                    .await?;
+                    continue;
+                }
+                Verdict::Ask => match approval_state(events, &call_id) {
+                    ApprovalState::Approved { scope } => {
+                        self.leases.grant(&tool, scope);
+                        self.policy.elevate_approved
+                    }
+                    ApprovalState::Refused { decision } => {
+                        self.append(vec![
+                            Event::ToolCalled {
+                                call_id: call_id.clone(),
+                                tool: tool.clone(),
+                                arguments: args.clone(),
+                                permission: class.as_str().into(),
+                            },
+                            error_result(&call_id, "not_approved", &refusal_text(&tool, &decision)),
+                        ])
+                        .await?;
+                        self.emit(UiKind::ToolResult {
+                            call_id,
+                            ok: false,
+                            source: "live".into(),
+                            undo: None,
+                        });
+                        continue;
+                    }
+                    ApprovalState::Pending { approval_id } => {
+                        return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
+                    }
+                    ApprovalState::None => {
+                        let approval_id = rein_wire::ids::new_id();
+                        self.append(vec![Event::ApprovalRequested {
+                            approval_id: approval_id.clone(),
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args.clone(),
+                            permission: class.as_str().into(),
+                        }])
+                        .await?;
+                        self.emit(UiKind::ApprovalRequested {
+                            approval_id: approval_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args,
+                            permission: class.as_str().into(),
+                        });
+                        return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
+                    }
+                },
+            };
+            let result = self.run_one(call_id, tool, args, class, elevated).await?;
+            if let Some(outcome) = self.note_repeat(repeats, &result).await? {
+                return Ok(Some(outcome));
+            }
+        }
+        self.run_reads(reads, repeats).await
+    }
+
+    /// Run reads in parallel: one `tool.called` batch, the invocations at
+    /// once, then the results in call order.
+    async fn run_reads(
+        &mut self,
+        reads: Vec<(String, String, Value)>,
+        repeats: &mut HashMap<String, u32>,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        if reads.is_empty() {
+            return Ok(None);
+        }
+        let revision = self.backend.revision();
+        let mut called = Vec::new();
+        for (call_id, tool, args) in &reads {
+            called.push(Event::ToolCalled {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                arguments: args.clone(),
+                permission: PermissionClass::Read.as_str().into(),
+            });
+            self.emit(UiKind::ToolCall {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                arguments: args.clone(),
+            });
+        }
+        self.append(called).await?;
+        let backend = self.backend.clone();
+        let policy = self.policy.clone();
+        let cached: Vec<Option<Value>> = reads
+            .iter()
+            .map(|(_, tool, args)| {
+                if backend.cacheable(tool) {
+                    self.cache.get(tool, args, &revision).cloned()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let runs = reads
+            .iter()
+            .zip(&cached)
+            .map(|((call_id, tool, args), hit)| {
+                let backend = backend.clone();
+                let ctx = ToolContext {
+                    call_id: call_id.clone(),
+                    elevated: false,
+                    policy: policy.clone(),
+                };
+                let hit = hit.clone();
+                async move {
+                    let started = Instant::now();
+                    let outcome = match hit {
+                        Some(result) => Outcome::ok(result),
+                        None => backend.invoke(tool, args.clone(), &ctx).await,
+                    };
+                    (outcome, started.elapsed())
+                }
+            });
+        let outcomes = futures::future::join_all(runs).await;
+        let mut results = Vec::new();
+        let mut fingerprints = Vec::new();
+        for (((call_id, tool, args), hit), (outcome, took)) in
+            reads.iter().zip(cached).zip(outcomes)
+        {
+            let source = if hit.is_some() {
+                ResultSource::Cache
+            } else {
+                ResultSource::Live
+            };
+            if hit.is_none()
+                && backend.cacheable(tool)
+                && let Outcome::Ok { result, .. } = &outcome
+            {
+                self.cache.put(tool, args, &revision, result.clone());
+            }
+            let event = self.result_event(call_id, outcome, source, took).await?;
+            fingerprints.push(fingerprint(tool, args, &event));
+            results.push(event);
+        }
+        self.append(results).await?;
+        for fp in fingerprints {
+            if let Some(outcome) = self.count_repeat(repeats, fp).await? {
+                return Ok(Some(outcome));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn run_one(
+        &mut self,
+        call_id: String,
+        tool: String,
+        args: Value,
+        class: PermissionClass,
+        elevated: bool,
+    ) -> Result<String, AgentError> {
+        self.append(vec![Event::ToolCalled {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            arguments: args.clone(),
+            permission: class.as_str().into(),
+        }])
+        .await?;
+        self.emit(UiKind::ToolCall {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            arguments: args.clone(),
+        });
+        let ctx = ToolContext {
+            call_id: call_id.clone(),
+            elevated,
+            policy: self.policy.clone(),
+        };
+        let started = Instant::now();
+        let outcome = self.backend.invoke(&tool, args.clone(), &ctx).await;
+        let event = self
+            .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
+            .await?;
+        let fp = fingerprint(&tool, &args, &event);
+        self.append(vec![event]).await?;
+        Ok(fp)
+    }
+
+    async fn note_repeat(
+        &mut self,
+        repeats: &mut HashMap<String, u32>,
+        fp: &str,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        self.count_repeat(repeats, fp.to_owned()).await
+    }
+
+    async fn count_repeat(
+        &mut self,
+        repeats: &mut HashMap<String, u32>,
+        fp: String,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        let n = repeats.entry(fp).or_insert(0);
+        *n += 1;
+        if *n >= LOOP_STOP {
+            return Ok(Some(TurnOutcome::LoopDetected));
+        }
+        if *n == LOOP_NUDGE {
+            self.steering.say("(rein) You have made the same call with the same arguments and got the same result three times. Try a different approach or answer with what you have.");
+        }
+        Ok(None)
+    }
+
+    /// The `tool.result` for an outcome, bounded (offloaded when too big).
+    async fn result_event(
+        &self,
+        call_id: &str,
+        outcome: Outcome,
+        source: ResultSource,
+        took: Duration,
+    ) -> Result<Event, AgentError> {
+        let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        let event = match outcome {
+            Outcome::Ok {
+                result,
+                operation_id,
+                undo,
+                ..
+            } => {
+                let (content, artifact) = bound(self.store.as_ref(), result, &self.bounds).await?;
+                let source = if artifact.is_some() {
+                    ResultSource::Offload
+                } else {
+                    source
+                };
+                self.emit(UiKind::ToolResult {
+                    call_id: call_id.to_owned(),
+                    ok: true,
+                    source: format!("{source:?}").to_lowercase(),
+                    undo: if undo { operation_id.clone() } else { None },
+                });
+                Event::ToolResult {
+                    call_id: call_id.to_owned(),
+                    status: ToolStatus::Ok,
+                    source,
+                    content,
+                    artifact,
+                    operation_id,
+                    undo,
+                    duration_ms,
+                }
+            }
+            Outcome::Failed { code, message, .. } => {
+                self.emit(UiKind::ToolResult {
+                    call_id: call_id.to_owned(),
+                    ok: false,
+                    source: "live".into(),
+                    undo: None,
+                });
+                Event::ToolResult {
+                    call_id: call_id.to_owned(),
+                    status: ToolStatus::Error,
+                    source,
+                    content: tool_error_content(&code, &message),
+                    artifact: None,
+                    operation_id: None,
+                    undo: false,
+                    duration_ms,
+                }
+            }
+        };
+        Ok(event)
+    }
+}
+
+fn error_result(call_id: &str, code: &str, message: &str) -> Event {
+    Event::ToolResult {
+        call_id: call_id.to_owned(),
+        status: ToolStatus::Error,
+        source: ResultSource::Live,
+        content: tool_error_content(code, message),
+        artifact: None,
+        operation_id: None,
+        undo: false,
+        duration_ms: 0,
+    }
+}
+
+fn fingerprint(tool: &str, args: &Value, result: &Event) -> String {
+    let args = rein_wire::canonical::to_string(args).unwrap_or_default();
+    let content = match result {
+        Event::ToolResult { content, .. } => content.to_string(),
+        _ => String::new(),
+    };
+    blake3::hash(format!("{tool}\u{0}{args}\u{0}{content}").as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// The turn ids from the root to the open (or last) turn.
+fn current_path(events: &[StoredEvent]) -> Vec<String> {
+    let mut turns: Vec<rein_sessions::TurnInfo> = Vec::new();
+    let mut last: Option<String> = None;
+    for stored in events {
+        if let Event::TurnStarted {
+            turn_id,
+            parent,
+            prompt,
+        } = &stored.event
+        {
+            turns.push(rein_sessions::TurnInfo {
+                id: turn_id.clone(),
+                parent: parent.clone(),
+                prompt: prompt.clone(),
+                started_seq: stored.seq,
+                finished_seq: None,
+                outcome: None,
+            });
+            last = Some(turn_id.clone());
+        }
+    }
+    last.map(|head| history(&turns, &head).into_iter().map(|t| t.id).collect())
+        .unwrap_or_default()
+}
+
+/// The tool calls of the last assistant message of the open turn that have
+/// no result yet: (call id, tool, arguments), in order.
+#[allow(clippy::type_complexity)] // A private helper's tuple; named fields would add nothing.
+fn last_calls(events: &[StoredEvent]) -> Option<(Vec<(String, String, Value)>, u64)> {
+    let (seq, message) = events.iter().rev().find_map(|e| match &e.event {
+        Event::ModelCompleted { message, .. } => Some((e.seq, message)),
+        Event::TurnStarted { .. } => Some((0, &EMPTY)),
+        _ => None,
+    })?;
+    if seq == 0 {
+        return None;
+    }
+    let done: std::collections::HashSet<&str> = events
+        .iter()
+        .filter(|e| e.seq > seq)
+        .filter_map(|e| match &e.event {
+            Event::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<(String, String, Value)> = message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            rein_wire::ContentBlock::ToolUse { id, name, input } if !done.contains(id.as_str()) => {
+                Some((id.clone(), name.clone(), input.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if calls.is_empty() {
+        None
+    } else {
+        Some((calls, seq))
+    }
+}
+
+static EMPTY: rein_wire::Message = rein_wire::Message {
+    role: rein_wire::Role::Assistant,
+    content: Vec::new(),
+};
+
+enum ApprovalState {
+    None,
+    Pending { approval_id: String },
+    Approved { scope: rein_approvals::LeaseScope },
+    Refused { decision: String },
+}
+
+fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalState {
+    let Some(approval_id) = events.iter().rev().find_map(|e| match &e.event {
+        Event::ApprovalRequested {
+            approval_id,
+            call_id: c,
+            ..
+        } if c == call_id => Some(approval_id.clone()),
+        _ => None,
+    }) else {
+        return ApprovalState::None;
+    };
+    for e in events {
+        if let Event::ApprovalDecided {
+            approval_id: a,
+            decision,
+            lease,
+            ..
+        } = &e.event
+            && *a == approval_id
+        {
+            if decision == "approved" {
+                let scope = match lease.as_deref() {
+                    Some("tool") => rein_approvals::LeaseScope::Tool,
+                    Some("run") => rein_approvals::LeaseScope::Run,
+                    _ => rein_approvals::LeaseScope::Once,
+                };
+                return ApprovalState::Approved { scope };
+            }
+            return ApprovalState::Refused {
+                decision: decision.clone(),
+            };
+        }
+    }
+    ApprovalState::Pending { approval_id }
+}
+
+fn approval_tool(events: &[StoredEvent], approval_id: &str) -> Option<String> {
+    events.iter().find_map(|e| match &e.event {
+        Event::ApprovalRequested {
+            approval_id: a,
+            tool,
+            ..
+        } if a == approval_id => Some(tool.clone()),
+        _ => None,
+    })
+}

@@ -1,0 +1,21 @@
+//! The conversational agent: a turn, step by step.
+//!
+//! A [`Conversation`] owns one session (it holds the session's lease) and
+//! runs turns: it builds each request from the profile and the log, streams
+//! the model, runs the tool calls (reads of one message in parallel, writes
+//! in order), asks a person where the permission class says so — suspending
+//! durably — and records everything in the log before it matters. Surfaces
+//! watch a stream of [`UiEvent`]s and steer with a [`Steering`] handle.
+//!
+//! It is *not* a surface: it never reads a terminal or serves HTTP, and it
+//! cannot approve anything itself.
+
+mod conversation;
+mod outcome;
+mod project;
+mod steering;
+
+pub use conversation::{Budgets, Conversation, Profile};
+pub use outcome::{TurnOutcome, UiEvent};
+pub use project::project;
+pub use steering::Steering;

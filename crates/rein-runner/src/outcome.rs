@@ -1,0 +1,132 @@
+//! How a turn ends, and what surfaces see while it runs.
+
+use rein_wire::{AgentError, Usage};
+use serde::Serialize;
+use serde_json::Value;
+
+/// How a turn ended (or paused).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// The model answered.
+    Finished {
+        /// The answer text.
+        reply: String,
+    },
+    /// A budget ran out.
+    Budget {
+        /// Which: `steps`, `tokens`, `cost`, `wall_time`.
+        which: String,
+    },
+    /// The model repeated itself without progress.
+    LoopDetected,
+    /// A person interrupted.
+    Interrupted,
+    /// A call waits for a person; the turn resumes after the decision.
+    AwaitingApproval {
+        /// The approval.
+        approval_id: String,
+        /// The tool waiting.
+        tool: String,
+    },
+    /// The turn failed.
+    Error {
+        /// Why.
+        error: AgentError,
+    },
+}
+
+impl TurnOutcome {
+    /// The name recorded in `turn.finished`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TurnOutcome::Finished { .. } => "finished",
+            TurnOutcome::Budget { .. } => "budget",
+            TurnOutcome::LoopDetected => "loop_detected",
+            TurnOutcome::Interrupted => "interrupted",
+            TurnOutcome::AwaitingApproval { .. } => "awaiting_approval",
+            TurnOutcome::Error { .. } => "error",
+        }
+    }
+}
+
+/// What a surface sees while a turn runs. Every event names the agent it
+/// comes from (`main` for the conversation itself).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UiEvent {
+    /// The agent's path.
+    pub agent: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: UiKind,
+}
+
+/// The kinds of [`UiEvent`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UiKind {
+    /// A piece of answer text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A tool call is about to run.
+    ToolCall {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+    /// A tool call's result.
+    ToolResult {
+        /// The call.
+        call_id: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// `live`, `cache`, `offload`, `interrupted`.
+        source: String,
+        /// The operation id a person can undo, for reversible writes.
+        undo: Option<String>,
+    },
+    /// A call waits for a person.
+    ApprovalRequested {
+        /// The approval.
+        approval_id: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+        /// Its permission class.
+        permission: String,
+    },
+    /// A person decided.
+    ApprovalDecided {
+        /// The approval.
+        approval_id: String,
+        /// `approved` or `denied`.
+        decision: String,
+    },
+    /// Tokens and cost of a model call.
+    Usage {
+        /// The usage.
+        usage: Usage,
+        /// Its cost, when known.
+        cost_micro_usd: Option<u64>,
+    },
+    /// The conversation paused (waiting for a person).
+    Paused,
+    /// Something failed.
+    Error {
+        /// The code.
+        code: String,
+        /// The message.
+        message: String,
+    },
+    /// The turn ended.
+    TurnFinished {
+        /// How.
+        outcome: String,
+    },
+}

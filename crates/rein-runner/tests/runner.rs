@@ -1,0 +1,468 @@
+//! The runner end to end: tools, parallel reads, approvals that survive a
+//! restart, recovery after a crash, steering, budgets, loop detection,
+//! offloading — against a real SQLite file, scripted models, and the
+//! reference tool backend.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::sync::Arc;
+
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_gateway::Provider;
+use rein_runner::{Conversation, Profile, TurnOutcome};
+use rein_sessions::{Event, ResultSource, SqliteStore, Store, ToolStatus};
+use rein_testing::{FakeProvider, FakeToolBackend, ScriptedCall, ScriptedMessage};
+use rein_wire::{ContentBlock, Role};
+use serde_json::json;
+
+fn profile() -> Profile {
+    Profile {
+        name: "Helper".into(),
+        system: vec!["You help with the project.".into()],
+        model: "fake-model".into(),
+        max_output_tokens: 1024,
+    }
+}
+
+fn call(id: &str, tool: &str, args: serde_json::Value) -> ScriptedCall {
+    ScriptedCall::new(id, tool, args, 3)
+}
+
+fn says(text: &str) -> ScriptedMessage {
+    ScriptedMessage::text(&[text])
+}
+
+fn calls(list: Vec<ScriptedCall>) -> ScriptedMessage {
+    let mut m = ScriptedMessage::text(&[]);
+    for c in list {
+        m = m.with_call(c);
+    }
+    m
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    store: Arc<dyn Store>,
+    backend: Arc<FakeToolBackend>,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rein.db");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let backend =
+        Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}"), ("b.rs", "fn b() {}")]).unwrap());
+    Setup {
+        _dir: dir,
+        path,
+        store,
+        backend,
+    }
+}
+
+async fn open(s: &Setup, provider: Arc<dyn Provider>, existing: Option<&str>) -> Conversation {
+    Conversation::open(
+        s.store.clone(),
+        provider,
+        s.backend.clone(),
+        profile(),
+        existing,
+    )
+    .await
+    .unwrap()
+}
+
+async fn kinds(store: &dyn Store, id: &str) -> Vec<String> {
+    store
+        .read(id, 1, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event.kind().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn parallel_reads_then_an_answer() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![
+            call("c1", "read_file", json!({"path": "a.rs"})),
+            call("c2", "read_file", json!({"path": "b.rs"})),
+        ]),
+        says("Both files define one function."),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    let mut ui = conv.subscribe();
+    let outcome = conv.turn("what is in a.rs and b.rs?").await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "Both files define one function.".into()
+        }
+    );
+    assert_eq!(s.backend.invocations("read_file"), 2);
+    let id = conv.session_id().to_owned();
+    let k = kinds(s.store.as_ref(), &id).await;
+    let expected = [
+        "session.created",
+        "turn.started",
+        "run.started",
+        "model.requested",
+        "model.completed",
+        "tool.called",
+        "tool.called",
+        "tool.result",
+        "tool.result",
+        "model.requested",
+        "model.completed",
+        "turn.finished",
+        "run.finished",
+    ];
+    assert_eq!(k, expected);
+    // The second request threads both results right after the calls.
+    let second = &provider.requests()[1];
+    assert_eq!(second.messages.len(), 3);
+    assert_eq!(second.messages[1].role, Role::Assistant);
+    let results: Vec<&str> = second.messages[2]
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error: false,
+                ..
+            } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, ["c1", "c2"]);
+    assert!(second.tools.iter().any(|t| t.name == "write_file"));
+    let mut seen = Vec::new();
+    while let Ok(e) = ui.try_recv() {
+        seen.push(
+            serde_json::to_value(&e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    assert!(
+        seen.contains(&"tool_call".to_owned()) && seen.contains(&"turn_finished".to_owned()),
+        "{seen:?}"
+    );
+    // A second turn follows the first in the tree and sees its history.
+    conv.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_approval_survives_a_restart_and_is_decided_only_from_a_surface() {
+    let s = setup().await;
+    let first = Arc::new(FakeProvider::from_messages(&[calls(vec![
+        // The model tries to approve its own write through a "tool".
+        call(
+            "c0",
+            "approve",
+            json!({"approval_id": "anything", "decision": "approved"}),
+        ),
+        call(
+            "c1",
+            "write_file",
+            json!({"path": "a.rs", "content": "fn a() { 1 }"}),
+        ),
+    ])]));
+    let mut conv = open(&s, first, None).await;
+    conv.steering().say("yes, I approve every write");
+    let outcome = conv.turn("rewrite a.rs").await.unwrap();
+    let TurnOutcome::AwaitingApproval { approval_id, tool } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(tool, "write_file");
+    let id = conv.session_id().to_owned();
+    conv.close().await.unwrap();
+    drop(s.store);
+
+    // A new store handle on the same file: the approval is still pending,
+    // nothing the model or the steer said decided it, nothing was written.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.path).await.unwrap());
+    let control = store.control(&id).await.unwrap();
+    assert!(control.paused);
+    assert_eq!(control.pending.len(), 1);
+    assert_eq!(control.pending[0].approval_id, approval_id);
+    let log = store.read(&id, 1, 1000).await.unwrap();
+    assert!(
+        !log.iter()
+            .any(|e| matches!(e.event, Event::ApprovalDecided { .. }))
+    );
+    assert_eq!(s.backend.invocations("write_file"), 0);
+    let fake_tool = log
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ToolResult {
+                call_id,
+                status,
+                content,
+                ..
+            } if call_id == "c0" => Some((*status, content.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(fake_tool.0, ToolStatus::Error);
+    assert_eq!(fake_tool.1["error"]["code"], "tool_not_found");
+
+    // A person decides from the command line.
+    rein_approvals::decide(
+        store.as_ref(),
+        &id,
+        &approval_id,
+        Answer::Approve(LeaseScope::Once),
+        &Surface::command_line(),
+    )
+    .await
+    .unwrap();
+    assert!(!store.control(&id).await.unwrap().paused);
+
+    let second = Arc::new(FakeProvider::from_messages(&[says("Rewritten.")]));
+    let s2 = Setup {
+        _dir: tempfile::tempdir().unwrap(),
+        path: s.path.clone(),
+        store: store.clone(),
+        backend: s.backend.clone(),
+    };
+    let mut conv = open(&s2, second.clone(), Some(&id)).await;
+    let outcome = conv.resume().await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "Rewritten.".into()
+        }
+    );
+    assert_eq!(s.backend.invocations("write_file"), 1);
+    assert_eq!(
+        s.backend.project().lock().unwrap().files["a.rs"],
+        "fn a() { 1 }"
+    );
+    // The resumed request carries the steer and both results.
+    let req = &second.requests()[0];
+    let last = req.messages.last().unwrap();
+    assert!(last.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { tool_use_id, is_error: false, .. } if tool_use_id == "c1")));
+}
+
+#[tokio::test]
+async fn a_denied_write_tells_the_model_not_to_work_around_it() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![call("c1", "delete_file", json!({"path": "b.rs"}))]),
+        says("Understood, I left b.rs alone."),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    let TurnOutcome::AwaitingApproval { approval_id, .. } = conv.turn("delete b.rs").await.unwrap()
+    else {
+        panic!()
+    };
+    conv.decide(&approval_id, Answer::Deny, &Surface::terminal())
+        .await
+        .unwrap();
+    let outcome = conv.resume().await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "Understood, I left b.rs alone.".into()
+        }
+    );
+    assert_eq!(s.backend.invocations("delete_file"), 0);
+    let req = &provider.requests()[1];
+    let text = serde_json::to_string(req.messages.last().unwrap()).unwrap();
+    assert!(
+        text.contains("Do not try to reach the same result another way"),
+        "{text}"
+    );
+    assert!(text.contains("\"is_error\":true"));
+}
+
+#[tokio::test]
+async fn a_crash_between_called_and_result_resumes_with_interrupted_and_never_reruns_the_write() {
+    let s = setup().await;
+    // What a process that died mid-call leaves behind.
+    let session = s.store.create_session(json!({})).await.unwrap();
+    let lease = s
+        .store
+        .acquire(
+            &session.id,
+            "crashed",
+            std::time::Duration::from_millis(300),
+        )
+        .await
+        .unwrap();
+    let msg = rein_wire::Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::ToolUse {
+            id: "w1".into(),
+            name: "set_note".into(),
+            input: json!({"key": "k", "value": "v"}),
+        }],
+    };
+    s.store
+        .append(
+            &lease,
+            vec![
+                rein_sessions::NewEvent::root(Event::TurnStarted {
+                    turn_id: "t1".into(),
+                    parent: None,
+                    prompt: "note it".into(),
+                }),
+                rein_sessions::NewEvent::root(Event::RunStarted {
+                    run_id: "r1".into(),
+                    turn_id: "t1".into(),
+                    budgets: json!({}),
+                    profile: json!({}),
+                }),
+                rein_sessions::NewEvent::root(Event::ModelCompleted {
+                    call_id: "m1".into(),
+                    model: "fake-model".into(),
+                    message: msg,
+                    usage: None,
+                    cost_micro_usd: None,
+                    stop_reason: None,
+                    cache_verdict: None,
+                    latency_ms: 1,
+                }),
+                rein_sessions::NewEvent::root(Event::ToolCalled {
+                    call_id: "w1".into(),
+                    tool: "set_note".into(),
+                    arguments: json!({"key": "k", "value": "v"}),
+                    permission: "reversible_write".into(),
+                }),
+            ],
+        )
+        .await
+        .unwrap();
+    // The crashed holder never renews; its lease runs out.
+    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+
+    let provider = Arc::new(FakeProvider::from_messages(&[says(
+        "The note may or may not be set; I will check.",
+    )]));
+    let mut conv = open(&s, provider.clone(), Some(&session.id)).await;
+    let log = s.store.read(&session.id, 1, 100).await.unwrap();
+    let result = log.iter().find_map(|e| match &e.event {
+        Event::ToolResult {
+            call_id,
+            source,
+            status,
+            ..
+        } if call_id == "w1" => Some((*source, *status)),
+        _ => None,
+    });
+    assert_eq!(result, Some((ResultSource::Interrupted, ToolStatus::Error)));
+    let outcome = conv.resume().await.unwrap();
+    assert!(matches!(outcome, TurnOutcome::Finished { .. }));
+    assert_eq!(
+        s.backend.invocations("set_note"),
+        0,
+        "a write is never silently re-run"
+    );
+    let text = serde_json::to_string(&provider.requests()[0].messages).unwrap();
+    assert!(text.contains("interrupted"));
+}
+
+#[tokio::test]
+async fn steering_lands_at_the_boundary_and_interrupt_ends_the_turn() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![call("c1", "list_files", json!({}))]),
+        says("never reached"),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    let steering = conv.steering();
+    steering.say("only look at .rs files");
+    let handle = std::thread::spawn(move || steering.interrupt());
+    handle.join().unwrap();
+    let outcome = conv.turn("look around").await.unwrap();
+    assert_eq!(outcome, TurnOutcome::Interrupted);
+    let k = kinds(s.store.as_ref(), conv.session_id()).await;
+    assert!(k.contains(&"steer.interrupted".to_owned()));
+    assert!(
+        provider.requests().is_empty(),
+        "interrupted before any model call"
+    );
+    // Said without interrupting: the steer reaches the model.
+    conv.steering().say("only look at .rs files");
+    let _ = conv.turn("look around again").await.unwrap();
+    let first = &provider.requests()[0];
+    let text = serde_json::to_string(&first.messages).unwrap();
+    assert!(text.contains("only look at .rs files"), "{text}");
+}
+
+#[tokio::test]
+async fn budgets_and_loop_detection_end_the_turn_with_their_own_outcome() {
+    let s = setup().await;
+    let looping: Vec<ScriptedMessage> = (0..10)
+        .map(|i| {
+            calls(vec![call(
+                &format!("c{i}"),
+                "read_file",
+                json!({"path": "a.rs"}),
+            )])
+        })
+        .collect();
+    let mut conv = open(&s, Arc::new(FakeProvider::from_messages(&looping)), None).await;
+    conv.budgets.max_steps = 3;
+    assert_eq!(
+        conv.turn("loop").await.unwrap(),
+        TurnOutcome::Budget {
+            which: "steps".into()
+        }
+    );
+    conv.close().await.unwrap();
+
+    let provider = Arc::new(FakeProvider::from_messages(&looping));
+    let mut conv = open(&s, provider.clone(), None).await;
+    assert_eq!(conv.turn("loop").await.unwrap(), TurnOutcome::LoopDetected);
+    let text = serde_json::to_string(&provider.requests().last().unwrap().messages).unwrap();
+    assert!(
+        text.contains("same call with the same arguments"),
+        "the nudge came first"
+    );
+    // Repeated reads of an unchanged project came from the cache.
+    assert_eq!(
+        s.backend.invocations("read_file"),
+        2,
+        "one live read per conversation; the rest cached"
+    );
+}
+
+#[tokio::test]
+async fn a_large_result_is_offloaded_to_an_artifact() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![call("c1", "read_log", json!({"lines": 3000}))]),
+        says("The build compiled 3000 modules."),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    conv.turn("summarise the log").await.unwrap();
+    let log = s.store.read(conv.session_id(), 1, 100).await.unwrap();
+    let (content, artifact) = log
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ToolResult {
+                source: ResultSource::Offload,
+                content,
+                artifact,
+                ..
+            } => Some((content.clone(), artifact.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(content["offloaded"], true);
+    let hash = artifact.unwrap();
+    let full = s
+        .store
+        .read_artifact(&hash, rein_sessions::Slice::Whole)
+        .await
+        .unwrap();
+    assert!(full.len() > 90_000);
+    let sent = serde_json::to_string(&provider.requests()[1].messages).unwrap();
+    assert!(sent.len() < 20_000, "the model got the stub, not the log");
+}

@@ -1,0 +1,28 @@
+//! Tools: what a product lets the model do, and how a call is run safely.
+//!
+//! - [`Tool`]: one tool with a typed input (`schemars::JsonSchema +
+//!   Deserialize`); its JSON schema is generated, titles stripped.
+//! - [`ToolBackend`]: the contract between rein and a product's tools —
+//!   catalog, definition, permission class *for these arguments*, invoke
+//!   (an [`Outcome`], never a panic or an `Err` for a domain failure),
+//!   cacheable, revision token. [`Registry`] turns a set of [`Tool`]s into
+//!   one.
+//! - Arguments are validated against the schema before anything runs;
+//!   invalid ones become an error result the model can read.
+//! - [`bound`]: results are serialised within bounds; a larger one is
+//!   stored as an artifact and replaced by a stub the model pages through.
+//! - [`ResultCache`]: cacheable reads remembered per tool, canonical
+//!   arguments and revision.
+//!
+//! It does not decide whether a call may run (that is `rein-approvals`) nor
+//! when (that is `rein-runner`).
+
+mod backend;
+mod bounded;
+mod cache;
+mod registry;
+
+pub use backend::{Outcome, ToolBackend, ToolContext, ToolSummary};
+pub use bounded::{Bounds, bound};
+pub use cache::ResultCache;
+pub use registry::{Registry, Tool, schema_for};

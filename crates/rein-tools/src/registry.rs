@@ -1,0 +1,229 @@
+//! [`Tool`] and the [`Registry`] that makes a backend of them.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use rein_approvals::{PermissionClass, Policy};
+use rein_wire::{AgentError, ErrorCode, ToolSpec};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::backend::{Outcome, ToolBackend, ToolContext, ToolSummary};
+
+/// The error code for arguments that do not fit the schema.
+pub const ARGUMENTS_INVALID: &str = "tool_arguments_invalid";
+/// The error code for a tool that does not exist.
+pub const NOT_FOUND: &str = "tool_not_found";
+
+/// One tool with a typed input.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The input; its JSON schema is what the model sees.
+    type Input: JsonSchema + DeserializeOwned + Send;
+
+    /// The name the model calls.
+    fn name(&self) -> &str;
+
+    /// What it does, for the model (the first line is its catalog purpose).
+    fn description(&self) -> &str;
+
+    /// The permission class of a call with `input`.
+    fn permission(&self, input: &Self::Input) -> PermissionClass;
+
+    /// Whether its results may be cached per revision (reads only).
+    fn cacheable(&self) -> bool {
+        false
+    }
+
+    /// Run it.
+    async fn invoke(&self, input: Self::Input, ctx: &ToolContext) -> Outcome;
+}
+
+/// The schema of `T` as the model sees it: generated, titles and the
+/// `$schema` marker stripped (they cost tokens and tell the model nothing).
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let mut value = schemars::SchemaGenerator::default()
+        .into_root_schema_for::<T>()
+        .to_value();
+    strip(&mut value);
+    value
+}
+
+fn strip(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("title");
+            map.remove("$schema");
+            for (key, v) in map.iter_mut() {
+                // Property names may be called "title"; only schema keywords go.
+                if key == "properties" {
+                    if let Value::Object(props) = v {
+                        props.values_mut().for_each(strip);
+                    }
+                } else {
+                    strip(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+#[async_trait]
+trait ErasedTool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn check(&self, args: &Value) -> Result<PermissionClass, AgentError>;
+    fn cacheable(&self) -> bool;
+    async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome;
+}
+
+struct Typed<T: Tool> {
+    tool: T,
+    spec: ToolSpec,
+    validator: jsonschema::Validator,
+}
+
+fn invalid(tool: &str, why: String) -> AgentError {
+    AgentError::new(
+        ErrorCode::new(ARGUMENTS_INVALID),
+        format!("the arguments for `{tool}` are not valid: {why}"),
+    )
+}
+
+#[async_trait]
+impl<T: Tool> ErasedTool for Typed<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn check(&self, args: &Value) -> Result<PermissionClass, AgentError> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(invalid(self.tool.name(), problems.join("; ")));
+        }
+        let input: T::Input = serde_json::from_value(args.clone())
+            .map_err(|e| invalid(self.tool.name(), e.to_string()))?;
+        Ok(self.tool.permission(&input))
+    }
+
+    fn cacheable(&self) -> bool {
+        self.tool.cacheable()
+    }
+
+    async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome {
+        match serde_json::from_value::<T::Input>(args) {
+            Ok(input) => self.tool.invoke(input, ctx).await,
+            Err(e) => Outcome::from_error(&invalid(self.tool.name(), e.to_string())),
+        }
+    }
+}
+
+/// A [`ToolBackend`] made of [`Tool`]s. Its revision token is constant:
+/// tools that change shared state should live in a backend with a real one.
+#[derive(Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Box<dyn ErasedTool>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Add a tool. Its schema must compile; a name may be used once.
+    pub fn with<T: Tool>(mut self, tool: T) -> Result<Self, AgentError> {
+        let name = tool.name().to_owned();
+        if self.tools.contains_key(&name) {
+            return Err(AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("a tool named `{name}` is already registered"),
+            ));
+        }
+        let schema = schema_for::<T::Input>();
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("the schema of `{name}` does not compile: {e}"),
+            )
+        })?;
+        let spec = ToolSpec {
+            name: name.clone(),
+            description: tool.description().to_owned(),
+            input_schema: schema,
+            strict: false,
+        };
+        self.tools.insert(
+            name,
+            Box::new(Typed {
+                tool,
+                spec,
+                validator,
+            }),
+        );
+        Ok(self)
+    }
+
+    fn get(&self, name: &str) -> Result<&dyn ErasedTool, AgentError> {
+        self.tools.get(name).map(|t| t.as_ref()).ok_or_else(|| {
+            let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+            AgentError::new(
+                ErrorCode::new(NOT_FOUND),
+                format!(
+                    "there is no tool `{name}`; the tools are: {}",
+                    known.join(", ")
+                ),
+            )
+        })
+    }
+}
+
+#[async_trait]
+impl ToolBackend for Registry {
+    fn catalog(&self, _policy: &Policy) -> Vec<ToolSummary> {
+        self.tools
+            .values()
+            .map(|t| ToolSummary {
+                name: t.spec().name.clone(),
+                purpose: t.spec().description.lines().next().unwrap_or("").to_owned(),
+            })
+            .collect()
+    }
+
+    fn definition(&self, name: &str) -> Option<ToolSpec> {
+        self.tools.get(name).map(|t| t.spec().clone())
+    }
+
+    fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
+        self.get(name)?.check(args)
+    }
+
+    async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
+        match self.get(name) {
+            Ok(tool) => tool.invoke(args, ctx).await,
+            Err(err) => Outcome::from_error(&err),
+        }
+    }
+
+    fn cacheable(&self, name: &str) -> bool {
+        self.tools.get(name).is_some_and(|t| t.cacheable())
+    }
+
+    fn revision(&self) -> String {
+        "static".into()
+    }
+}
