@@ -110,13 +110,23 @@ impl Conversation {
         profile: Profile,
         existing: Option<&str>,
     ) -> Result<Self, AgentError> {
+        let metadata = json!({"assistant": profile.name, "model": profile.model});
+        Conversation::open_with(store, provider, backend, profile, existing, metadata).await
+    }
+
+    /// Like [`Conversation::open`], with the application's metadata for a
+    /// new session.
+    pub async fn open_with(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        existing: Option<&str>,
+        metadata: Value,
+    ) -> Result<Self, AgentError> {
         let info = match existing {
             Some(id) => store.session(id).await?,
-            None => {
-                store
-                    .create_session(json!({"assistant": profile.name, "model": profile.model}))
-                    .await?
-            }
+            None => store.create_session(metadata).await?,
         };
         let holder = format!("rein runner (pid {})", std::process::id());
         let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
@@ -188,6 +198,11 @@ impl Conversation {
             })
             .collect();
         self.store.append(&self.lease, batch).await
+    }
+
+    /// The session's whole log.
+    pub async fn log_events(&self) -> Result<Vec<StoredEvent>, AgentError> {
+        self.log().await
     }
 
     async fn log(&self) -> Result<Vec<StoredEvent>, AgentError> {
@@ -421,9 +436,9 @@ impl Conversation {
             _ => None,
         };
         let mut closing = Vec::new();
-        for turn_id in open.turns {
+        for turn_id in &open.turns {
             closing.push(Event::TurnFinished {
-                turn_id,
+                turn_id: turn_id.clone(),
                 outcome: outcome.name().into(),
                 reply: reply.clone(),
             });
@@ -438,6 +453,21 @@ impl Conversation {
                 run_id,
                 outcome: outcome.name().into(),
                 totals,
+            });
+        }
+        // A failed turn stays in the log, but the next turn grows from the
+        // turn before it, so the failure is not part of later context.
+        if let TurnOutcome::Error { .. } = outcome
+            && let Some(failed) = open.turns.last()
+        {
+            let parent = events.iter().find_map(|e| match &e.event {
+                Event::TurnStarted {
+                    turn_id, parent, ..
+                } if turn_id == failed => Some(parent.clone()),
+                _ => None,
+            });
+            closing.push(Event::BranchCreated {
+                from_turn: parent.flatten(),
             });
         }
         self.append(closing).await?;

@@ -16,6 +16,6 @@ mod project;
 mod steering;
 
 pub use conversation::{Budgets, Conversation, Profile};
-pub use outcome::{TurnOutcome, UiEvent};
+pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

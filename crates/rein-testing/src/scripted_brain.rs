@@ -21,6 +21,8 @@ pub struct Rule {
     pub reply: String,
     /// A tool call to make: name and arguments.
     pub tool: Option<(String, Value)>,
+    /// Put the word after the phrase into this argument of the call.
+    pub word_into: Option<String>,
 }
 
 impl Rule {
@@ -30,6 +32,24 @@ impl Rule {
             phrase: phrase.to_lowercase(),
             reply: reply.into(),
             tool: None,
+            word_into: None,
+        }
+    }
+
+    /// A rule that calls `tool` with `arguments`, the word after the phrase
+    /// put into the argument `word_into` (if given).
+    pub fn call(
+        phrase: &str,
+        reply: &str,
+        tool: &str,
+        arguments: Value,
+        word_into: Option<&str>,
+    ) -> Self {
+        Rule {
+            phrase: phrase.to_lowercase(),
+            reply: reply.into(),
+            tool: Some((tool.into(), arguments)),
+            word_into: word_into.map(str::to_owned),
         }
     }
 }
@@ -59,14 +79,81 @@ impl ScriptedBrain {
                 "hello",
                 "Hello! I am rein's offline scripted model. I answer by fixed rules, so you can try the chat without an API key.",
             ),
+            Rule::call(
+                "list files",
+                "Listing the files.",
+                "list_files",
+                serde_json::json!({}),
+                None,
+            ),
+            Rule::call(
+                "search ",
+                "Searching.",
+                "search",
+                serde_json::json!({}),
+                Some("query"),
+            ),
+            Rule::call(
+                "read ",
+                "Reading it.",
+                "read_file",
+                serde_json::json!({}),
+                Some("path"),
+            ),
+            Rule::call(
+                "write ",
+                "Writing it.",
+                "write_file",
+                serde_json::json!({"content": "written by rein's scripted model\n"}),
+                Some("path"),
+            ),
+            Rule::call(
+                "delete ",
+                "Deleting it.",
+                "delete_file",
+                serde_json::json!({}),
+                Some("path"),
+            ),
             Rule::reply(
                 "help",
-                "Type a message and press Enter; /exit or Ctrl-D ends the chat. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server) and start rein chat again.",
+                "Type a message and press Enter; /exit or Ctrl-D ends the chat. Try: list files, read PATH, search WORD, write PATH, delete PATH. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server) and start rein chat again.",
             ),
         ])
     }
 
     fn answer(&self, request: &Request) -> (String, Option<(String, Value)>) {
+        // After tool results, say what came back instead of calling again.
+        if let Some(last) = request.messages.last()
+            && last.role == Role::User
+        {
+            let results: Vec<String> = last
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult {
+                        content, is_error, ..
+                    } => {
+                        let text: String = content
+                            .iter()
+                            .filter_map(|c| match c {
+                                ContentBlock::Text { text } => Some(text.as_str()),
+                                _ => None,
+                            })
+                            .collect();
+                        let shown: String = text.chars().take(300).collect();
+                        Some(if *is_error {
+                            format!("That did not work: {shown}")
+                        } else {
+                            format!("Done. The result: {shown}")
+                        })
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !results.is_empty() {
+                return (results.join("\n"), None);
+            }
+        }
         let last_user = request
             .messages
             .iter()
@@ -80,8 +167,33 @@ impl ScriptedBrain {
             .map(|m| m.text())
             .unwrap_or_default();
         let lower = last_user.to_lowercase();
-        if let Some(rule) = self.rules.iter().find(|r| lower.contains(&r.phrase)) {
-            return (rule.reply.clone(), rule.tool.clone());
+        let offered = |name: &str| request.tools.iter().any(|t| t.name == name);
+        for rule in &self.rules {
+            let Some(at) = lower.find(&rule.phrase) else {
+                continue;
+            };
+            let Some((tool, mut arguments)) = rule.tool.clone() else {
+                return (rule.reply.clone(), None);
+            };
+            if !offered(&tool) {
+                continue;
+            }
+            if let Some(field) = &rule.word_into {
+                // `lower` may differ in byte length from the original; never panic.
+                let rest = last_user.get(at + rule.phrase.len()..).unwrap_or("");
+                let word = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .trim_matches(|c: char| c == '"' || c == '\'' || c == '?' || c == ',');
+                if word.is_empty() {
+                    continue;
+                }
+                if let Some(map) = arguments.as_object_mut() {
+                    map.insert(field.clone(), Value::String(word.to_owned()));
+                }
+            }
+            return (rule.reply.clone(), Some((tool, arguments)));
         }
         let shown: String = last_user.chars().take(200).collect();
         (

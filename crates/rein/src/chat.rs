@@ -6,25 +6,25 @@
 //! cost. With no key it says how to set one and offers the offline
 //! scripted model, which needs nothing.
 //!
-//! Every turn is recorded in the embedded store (`REIN_HOME/rein.db`):
-//! `turn.started`, `run.started`, `model.requested`, `model.completed`,
-//! `turn.finished`, `run.finished`. `--session ID` continues a session from
-//! its head turn; a turn that failed is left in the log and the next one
-//! branches from the last good turn, so nothing is rewritten. Tools and
-//! approvals arrive with `rein-runner`.
+//! Turns run through `rein-runner` with the working directory's files as
+//! tools (read, list, search; write and delete ask `approve? [y/N]`), and
+//! are recorded in the embedded store (`REIN_HOME/rein.db`). `--session ID`
+//! (or `--resume ID`) continues a session: a pending approval is asked
+//! again, a turn a crash cut short is resumed. An approval left unanswered
+//! (stdin closed) can be decided later with `rein approve`. Ctrl-C during
+//! an answer interrupts it at the next step.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
-use rein_sessions::{Event, Lease, NewEvent, Store, StoredEvent, history};
+use rein_runner::{Conversation, Profile, TurnOutcome, UiEvent, UiKind};
+use rein_sessions::recovery::dangling;
+use rein_sessions::{Event, Store};
 use rein_testing::ScriptedBrain;
-use rein_wire::{
-    AgentError, AssembledMessage, Assembler, Message, PriceTable, Request, StreamEvent,
-    SystemBlock, error::codes,
-};
+use rein_wire::{AgentError, error::codes};
 use serde_json::json;
 
 /// What the person asked for on the command line.
@@ -44,6 +44,8 @@ pub struct ChatOptions {
     pub system: Option<String>,
     /// Continue this session instead of starting a new one.
     pub session: Option<String>,
+    /// The folder the file tools work in (default: the current directory).
+    pub root: Option<PathBuf>,
 }
 
 /// The provider and model a chat runs with.
@@ -126,115 +128,203 @@ pub fn resolve(options: &ChatOptions) -> Result<Option<Resolved>, AgentError> {
     Ok(None)
 }
 
-/// How long the chat's hold on its session lasts between renewals.
-const LEASE_TTL: Duration = Duration::from_secs(120);
-
-/// The session a chat writes to, and its lease.
-pub struct Recorder {
-    store: Arc<dyn Store>,
-    session_id: String,
-    holder: String,
-    lease: Lease,
-    /// The turn the next one follows: the last turn that succeeded.
-    last_good: Option<String>,
+/// What a person answered to `approve? [y/N]`.
+fn ask_approval(
+    input: &mut impl BufRead,
+    info: &mut impl Write,
+    tool: &str,
+    arguments: &serde_json::Value,
+) -> Result<Option<Answer>, AgentError> {
+    let shown: String = arguments.to_string().chars().take(300).collect();
+    say_inline(
+        info,
+        &format!("  {tool} {shown}\n  approve? [y/N/a = always for {tool} this turn] "),
+    )?;
+    let mut line = String::new();
+    if input.read_line(&mut line).map_err(io_error)? == 0 {
+        say(info, "")?;
+        return Ok(None);
+    }
+    Ok(Some(match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Approve(LeaseScope::Once),
+        "a" | "always" => Answer::Approve(LeaseScope::Tool),
+        _ => Answer::Deny,
+    }))
 }
 
-impl Recorder {
-    /// Start a new session, or continue `existing`, and take its lock.
-    pub async fn open(
-        store: Arc<dyn Store>,
-        existing: Option<&str>,
-        metadata: serde_json::Value,
-    ) -> Result<Self, AgentError> {
-        let info = match existing {
-            Some(id) => store.session(id).await?,
-            None => store.create_session(metadata).await?,
-        };
-        let holder = format!("rein chat (pid {})", std::process::id());
-        let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
-        Ok(Recorder {
-            store,
-            session_id: info.id,
-            holder,
-            lease,
-            last_good: info.head_turn,
-        })
-    }
-
-    /// The session's id.
-    pub fn session_id(&self) -> &str {
-        &self.session_id
-    }
-
-    /// The conversation so far: the path from the first turn to the head,
-    /// each turn's prompt followed by its answers.
-    pub async fn history(&self) -> Result<Vec<Message>, AgentError> {
-        let Some(head) = &self.last_good else {
-            return Ok(Vec::new());
-        };
-        let turns = self.store.turns(&self.session_id).await?;
-        let events = crate::sessions_cmd::whole_log(self.store.as_ref(), &self.session_id).await?;
-        Ok(messages_along(&history(&turns, head), &events))
-    }
-
-    /// Renew the lease, or take it again if it lapsed and nobody else has.
-    async fn ensure_lease(&mut self) -> Result<(), AgentError> {
-        match self.store.renew(&self.lease, LEASE_TTL).await {
-            Ok(lease) => self.lease = lease,
-            Err(err) if err.code == codes::LEASE_LOST => {
-                self.lease = self
-                    .store
-                    .acquire(&self.session_id, &self.holder, LEASE_TTL)
-                    .await?;
-            }
-            Err(err) => return Err(err),
+fn print_event(
+    event: &UiEvent,
+    out: &mut impl Write,
+    info: &mut impl Write,
+    cost: &mut (u64, bool),
+    midline: &mut bool,
+) -> Result<(), AgentError> {
+    let mut line = |text: String, midline: &mut bool| -> Result<(), AgentError> {
+        if *midline {
+            writeln!(out).map_err(io_error)?;
+            *midline = false;
         }
-        Ok(())
+        say(info, &text)
+    };
+    match &event.kind {
+        UiKind::TextDelta { text } => {
+            out.write_all(text.as_bytes()).map_err(io_error)?;
+            out.flush().map_err(io_error)?;
+            *midline = !text.ends_with('\n');
+        }
+        UiKind::ToolCall {
+            tool, arguments, ..
+        } => {
+            let shown: String = arguments.to_string().chars().take(200).collect();
+            line(format!("  -> {tool} {shown}"), midline)?;
+        }
+        UiKind::ToolResult {
+            ok, source, undo, ..
+        } => {
+            let undo = undo
+                .as_ref()
+                .map(|op| format!(" (undo: {op})"))
+                .unwrap_or_default();
+            line(
+                format!("  <- {} [{source}]{undo}", if *ok { "ok" } else { "error" }),
+                midline,
+            )?;
+        }
+        UiKind::Usage { cost_micro_usd, .. } => match cost_micro_usd {
+            Some(c) => cost.0 += c,
+            None => cost.1 = true,
+        },
+        UiKind::Error { code, message } => line(format!("  error[{code}]: {message}"), midline)?,
+        _ => {}
     }
-
-    async fn append(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
-        self.ensure_lease().await?;
-        self.store
-            .append(
-                &self.lease,
-                events.into_iter().map(NewEvent::root).collect(),
-            )
-            .await
-            .map(|_| ())
-    }
-
-    /// Give the session's lock back.
-    pub async fn close(self) {
-        let _ = self.store.release(&self.lease).await;
-    }
+    Ok(())
 }
 
-/// The messages of `path` (turns, root first), rebuilt from the log.
-fn messages_along(path: &[rein_sessions::TurnInfo], events: &[StoredEvent]) -> Vec<Message> {
-    let mut by_turn: std::collections::HashMap<&str, Vec<Message>> =
-        std::collections::HashMap::new();
-    let mut current: Option<&str> = None;
-    for stored in events {
-        match &stored.event {
-            Event::TurnStarted { turn_id, .. } => current = Some(turn_id),
-            Event::ModelCompleted { message, .. } => {
-                if let Some(turn) = current {
-                    by_turn.entry(turn).or_default().push(message.clone());
+/// Run one turn (or resume one) while printing what happens.
+async fn drive(
+    conversation: &mut Conversation,
+    prompt: Option<&str>,
+    out: &mut impl Write,
+    info: &mut impl Write,
+    cost: &mut (u64, bool),
+) -> Result<TurnOutcome, AgentError> {
+    let mut events = conversation.subscribe();
+    let steering = conversation.steering();
+    let interactive = std::io::stdin().is_terminal();
+    let mut midline = false;
+    let result = {
+        let work = async {
+            match prompt {
+                Some(text) => conversation.turn(text).await,
+                None => conversation.resume().await,
+            }
+        };
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                event = events.recv() => {
+                    if let Ok(event) = event {
+                        print_event(&event, out, info, cost, &mut midline)?;
+                    }
+                }
+                _ = tokio::signal::ctrl_c(), if interactive => {
+                    steering.interrupt();
+                    say(info, "\n  (interrupting at the next step)")?;
+                }
+                result = &mut work => break result,
+            }
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        print_event(&event, out, info, cost, &mut midline)?;
+    }
+    if midline {
+        writeln!(out).map_err(io_error)?;
+    }
+    result
+}
+
+/// Run turns until the turn is done, asking for approvals on the way.
+/// `Ok(false)`: an approval was left pending (stdin ended).
+async fn settle(
+    conversation: &mut Conversation,
+    mut outcome: TurnOutcome,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+    info: &mut impl Write,
+    cost: &mut (u64, bool),
+) -> Result<bool, AgentError> {
+    loop {
+        match outcome {
+            TurnOutcome::AwaitingApproval { approval_id, tool } => {
+                let arguments = pending_arguments(conversation, &approval_id).await?;
+                match ask_approval(input, info, &tool, &arguments)? {
+                    Some(answer) => {
+                        conversation
+                            .decide(&approval_id, answer, &Surface::terminal())
+                            .await?;
+                        outcome = drive(conversation, None, out, info, cost).await?;
+                    }
+                    None => {
+                        let id = conversation.session_id().to_owned();
+                        say(
+                            info,
+                            &format!(
+                                "  approval {approval_id} is pending. Decide with: rein approve {id} {approval_id} yes|no"
+                            ),
+                        )?;
+                        say(
+                            info,
+                            &format!("  then continue with: rein chat --session {id}"),
+                        )?;
+                        return Ok(false);
+                    }
                 }
             }
-            _ => {}
+            TurnOutcome::Finished { .. } => break,
+            TurnOutcome::Error { error } => {
+                say(info, &format!("error[{}]: {}", error.code, error.message))?;
+                if let Some(hint) = rein_wire::error::lookup(&error.code) {
+                    say(info, &format!("  {}", hint.hint))?;
+                }
+                return Err(error);
+            }
+            other => {
+                say(info, &format!("  [turn ended: {}]", other.name()))?;
+                break;
+            }
         }
     }
-    let mut messages = Vec::new();
-    for turn in path {
-        messages.push(Message::user(turn.prompt.clone()));
-        messages.extend(by_turn.remove(turn.id.as_str()).unwrap_or_default());
-    }
-    messages
+    let total = if cost.1 {
+        format!("${:.6} + unknown", cost.0 as f64 / 1e6)
+    } else {
+        format!("${:.6}", cost.0 as f64 / 1e6)
+    };
+    say(info, &format!("  [session cost so far: {total}]"))?;
+    Ok(true)
 }
 
-/// Run the chat, reading lines from `input` and writing to `out` (answers)
-/// and `info` (status lines). Turns are recorded in `store`.
+async fn pending_arguments(
+    conversation: &Conversation,
+    approval_id: &str,
+) -> Result<serde_json::Value, AgentError> {
+    let events = conversation.log_events().await?;
+    Ok(events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ApprovalRequested {
+                approval_id: a,
+                arguments,
+                ..
+            } if a == approval_id => Some(arguments.clone()),
+            _ => None,
+        })
+        .unwrap_or(serde_json::Value::Null))
+}
+
+/// Run the chat, reading lines from `input` and writing answers to `out`
+/// and status lines to `info`. Turns are recorded in `store`.
 pub async fn run(
     options: ChatOptions,
     store: Arc<dyn Store>,
@@ -259,42 +349,69 @@ pub async fn run(
             scripted()
         }
     };
-    let prices = PriceTable::builtin();
+    let root_dir = match &options.root {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            AgentError::new(codes::INVALID_INPUT, format!("no current directory: {e}"))
+        })?,
+    };
+    let root = Arc::new(crate::files::Root::new(&root_dir)?);
+    let backend = Arc::new(crate::files::file_tools(root)?);
     let system = options.system.clone().unwrap_or_else(|| {
-        "You are a helpful assistant in a terminal chat. Answer concisely.".to_owned()
+        "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
-    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model});
-    let mut recorder = Recorder::open(store, options.session.as_deref(), metadata).await?;
-    let mut history = recorder.history().await?;
+    let profile = Profile {
+        name: "rein".into(),
+        system: vec![system],
+        model: resolved.model.clone(),
+        max_output_tokens: 4096,
+    };
+    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string()});
+    let mut conversation = Conversation::open_with(
+        store.clone(),
+        resolved.provider.clone(),
+        backend,
+        profile,
+        options.session.as_deref(),
+        metadata,
+    )
+    .await?;
+    let id = conversation.session_id().to_owned();
+    let mut cost = (0u64, false);
     let result = async {
+        // A continued session may have a turn waiting: an approval, or a
+        // turn a crash cut short.
+        let events = conversation.log_events().await?;
+        let open = dangling(&events);
+        if !open.turns.is_empty() {
+            let control = store.control(&id).await?;
+            let outcome = match control.pending.first() {
+                Some(p) => TurnOutcome::AwaitingApproval {
+                    approval_id: p.approval_id.clone(),
+                    tool: p.tool.clone(),
+                },
+                None => {
+                    say(info, "(resuming the unfinished turn)")?;
+                    drive(&mut conversation, None, out, info, &mut cost).await?
+                }
+            };
+            if !settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await? {
+                return Ok(());
+            }
+        }
         if let Some(prompt) = options.prompt.clone() {
-            return turn(
-                &resolved,
-                &system,
-                &mut recorder,
-                &mut history,
-                prompt,
-                &prices,
-                out,
-                info,
-            )
-            .await;
+            let outcome = drive(&mut conversation, Some(&prompt), out, info, &mut cost).await?;
+            settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await?;
+            return Ok(());
         }
         say(
             info,
             &format!(
-                "rein chat · {} via {} · session {} · /exit or Ctrl-D to leave",
+                "rein chat · {} via {} · session {id} · /exit or Ctrl-D to leave",
                 resolved.model,
-                resolved.provider.name(),
-                recorder.session_id()
+                resolved.provider.name()
             ),
         )?;
-        if !history.is_empty() {
-            say(
-                info,
-                &format!("(continuing: {} earlier messages)", history.len()),
-            )?;
-        }
         loop {
             say_inline(info, "you> ")?;
             let mut line = String::new();
@@ -306,199 +423,27 @@ pub async fn run(
             if line.is_empty() {
                 continue;
             }
-            if line == "/exit" || line == "/quit" {
+            if line == "/exit" || line == "/quit" || line == "exit" {
                 return Ok(());
             }
-            if let Err(err) = turn(
-                &resolved,
-                &system,
-                &mut recorder,
-                &mut history,
-                line.to_owned(),
-                &prices,
-                out,
-                info,
-            )
-            .await
-            {
-                say(info, &format!("error[{}]: {}", err.code, err.message))?;
-                if let Some(hint) = rein_wire::error::lookup(&err.code) {
-                    say(info, &format!("  {}", hint.hint))?;
-                }
-                if err.code == codes::LEASE_LOST || err.code == codes::SESSION_LOCKED {
+            let outcome = drive(&mut conversation, Some(line), out, info, &mut cost).await?;
+            match settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(err) if err.code == codes::LEASE_LOST || err.code == codes::SESSION_LOCKED => {
                     return Err(err);
                 }
+                Err(_) => {}
             }
         }
     }
     .await;
     say(
         info,
-        &format!(
-            "session {} (continue with: rein chat --session {})",
-            recorder.session_id(),
-            recorder.session_id()
-        ),
+        &format!("session {id} (continue with: rein chat --session {id})"),
     )?;
-    recorder.close().await;
+    conversation.close().await?;
     result
-}
-
-/// One turn: record it, stream the answer, record the answer (or the
-/// failure, after which the next turn branches from the last good one).
-#[allow(clippy::too_many_arguments)] // One call site; a struct would only rename them.
-async fn turn(
-    resolved: &Resolved,
-    system: &str,
-    recorder: &mut Recorder,
-    history: &mut Vec<Message>,
-    prompt: String,
-    prices: &PriceTable,
-    out: &mut impl Write,
-    info: &mut impl Write,
-) -> Result<(), AgentError> {
-    let turn_id = rein_wire::ids::new_id();
-    let run_id = rein_wire::ids::new_id();
-    let call_id = rein_wire::ids::new_id();
-    let mut messages = history.clone();
-    messages.push(Message::user(prompt.clone()));
-    let mut request = Request::new(resolved.model.clone(), messages);
-    request.system = vec![SystemBlock {
-        text: system.to_owned(),
-    }];
-    request.metadata.session_id = Some(recorder.session_id().to_owned());
-    let prefix = rein_wire::canonical::to_vec(&(&request.system, &request.tools))?;
-    let digest = rein_wire::canonical::to_vec(&request)?;
-    recorder
-        .append(vec![
-            Event::TurnStarted {
-                turn_id: turn_id.clone(),
-                parent: recorder.last_good.clone(),
-                prompt: prompt.clone(),
-            },
-            Event::RunStarted {
-                run_id: run_id.clone(),
-                turn_id: turn_id.clone(),
-                budgets: json!({"steps": 1}),
-                profile: json!({"surface": "terminal"}),
-            },
-            Event::ModelRequested {
-                call_id: call_id.clone(),
-                prefix_fingerprint: blake3::hash(&prefix).to_hex()[..16].to_owned(),
-                request_digest: blake3::hash(&digest).to_hex().to_string(),
-                estimated_tokens: (digest.len() as u64).div_ceil(4),
-            },
-        ])
-        .await?;
-    let started = Instant::now();
-    let outcome = stream_answer(resolved, request, out).await;
-    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    match outcome {
-        Ok(message) => {
-            let model = message
-                .model
-                .clone()
-                .unwrap_or_else(|| resolved.model.clone());
-            let cost = message
-                .usage
-                .as_ref()
-                .and_then(|u| prices.cost_micro_usd(&model, u));
-            let reply = message.text();
-            recorder
-                .append(vec![
-                    Event::ModelCompleted {
-                        call_id,
-                        model: model.clone(),
-                        message: message.to_message(),
-                        usage: message.usage,
-                        cost_micro_usd: cost,
-                        stop_reason: message.stop_reason.clone(),
-                        cache_verdict: None,
-                        latency_ms,
-                    },
-                    Event::TurnFinished {
-                        turn_id: turn_id.clone(),
-                        outcome: "finished".into(),
-                        reply: Some(reply),
-                    },
-                    Event::RunFinished {
-                        run_id,
-                        outcome: "finished".into(),
-                        totals: json!({"model_calls": 1, "cost_micro_usd": cost}),
-                    },
-                ])
-                .await?;
-            recorder.last_good = Some(turn_id);
-            history.push(Message::user(prompt));
-            history.push(message.to_message());
-            if let Some(usage) = message.usage {
-                let cost = cost.map_or_else(
-                    || "cost unknown".to_owned(),
-                    |c| format!("${:.6}", c as f64 / 1e6),
-                );
-                say(
-                    info,
-                    &format!(
-                        "  [{} in · {} out · cache {} read / {} written · {cost}]",
-                        usage.input, usage.output, usage.cache_read, usage.cache_write
-                    ),
-                )?;
-            }
-            Ok(())
-        }
-        Err(err) => {
-            let back_to = recorder.last_good.clone();
-            recorder
-                .append(vec![
-                    Event::TurnFinished {
-                        turn_id,
-                        outcome: "error".into(),
-                        reply: None,
-                    },
-                    Event::RunFinished {
-                        run_id,
-                        outcome: "error".into(),
-                        totals: json!({"error": err.code}),
-                    },
-                    Event::BranchCreated { from_turn: back_to },
-                ])
-                .await?;
-            Err(err)
-        }
-    }
-}
-
-async fn stream_answer(
-    resolved: &Resolved,
-    request: Request,
-    out: &mut impl Write,
-) -> Result<AssembledMessage, AgentError> {
-    let mut stream = resolved.provider.stream(request);
-    let mut assembler = Assembler::new();
-    let mut printed = false;
-    while let Some(item) = stream.next().await {
-        let event = match item {
-            Ok(event) => event,
-            Err(err) => {
-                if printed {
-                    writeln!(out).map_err(io_error)?;
-                }
-                return Err(err);
-            }
-        };
-        if let StreamEvent::TextDelta { text } = &event {
-            out.write_all(text.as_bytes()).map_err(io_error)?;
-            out.flush().map_err(io_error)?;
-            printed = true;
-        }
-        assembler.push(&event);
-    }
-    writeln!(out).map_err(io_error)?;
-    let message = assembler.finish();
-    match message.first_error() {
-        Some(err) => Err(err.clone()),
-        None => Ok(message),
-    }
 }
 
 fn io_error(err: std::io::Error) -> AgentError {

@@ -48,8 +48,23 @@ enum Command {
         #[arg(long)]
         system: Option<String>,
         /// Continue this session.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, visible_alias = "resume", value_name = "ID")]
         session: Option<String>,
+        /// The folder the file tools work in (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Decide a pending approval (yes or no).
+    Approve {
+        /// The session.
+        session: String,
+        /// The approval.
+        approval: String,
+        /// yes or no.
+        decision: String,
+        /// With yes: also approve this tool for the rest of the turn.
+        #[arg(long)]
+        always: bool,
     },
     /// Recorded sessions.
     Sessions {
@@ -175,6 +190,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             prompt,
             system,
             session,
+            root,
         } => {
             let options = ChatOptions {
                 provider,
@@ -184,10 +200,43 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 prompt,
                 system,
                 session,
+                root,
             };
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();
             run(options, store, stdin.lock(), stdout, &mut std::io::stderr()).await
+        }
+        Command::Approve {
+            session,
+            approval,
+            decision,
+            always,
+        } => {
+            let answer = match decision.to_ascii_lowercase().as_str() {
+                "yes" | "y" => rein_approvals::Answer::Approve(if always {
+                    rein_approvals::LeaseScope::Tool
+                } else {
+                    rein_approvals::LeaseScope::Once
+                }),
+                "no" | "n" => rein_approvals::Answer::Deny,
+                other => {
+                    return Err(AgentError::new(
+                        codes::INVALID_INPUT,
+                        format!("the decision must be yes or no, not `{other}`"),
+                    ));
+                }
+            };
+            let store = open_store(cli.home).await?;
+            rein_approvals::decide(
+                store.as_ref(),
+                &session,
+                &approval,
+                answer,
+                &rein_approvals::Surface::command_line(),
+            )
+            .await?;
+            println!("decided; continue with: rein chat --session {session}");
+            Ok(())
         }
         Command::Sessions { command } => {
             let store = open_store(cli.home).await?;

@@ -532,3 +532,127 @@ async fn a_continued_session_sends_its_history_and_a_failed_turn_is_branched_aro
     assert!(tree.contains("[error] this one fails"), "{tree}");
     assert!(tree.contains("[finished] what did I ask?"), "{tree}");
 }
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "beta\n").unwrap();
+    dir
+}
+
+#[test]
+fn piped_chat_runs_tools_and_asks_before_writes() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--provider", "scripted", "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(
+        cmd,
+        b"list files\nwrite notes.txt\ny\ndelete a.txt\nn\nread ../../etc/passwd\n/exit\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    let err = stderr(&out);
+    assert!(said.contains("a.txt") && said.contains("b.txt"), "{said}");
+    assert_eq!(err.matches("approve? [y/N").count(), 2, "{err}");
+    assert!(err.contains("-> write_file"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        "written by rein's scripted model\n"
+    );
+    assert!(
+        root.path().join("a.txt").exists(),
+        "the denied delete did not run"
+    );
+    assert!(said.contains("That did not work"), "{said}");
+    assert!(
+        said.contains("outside the project root") || said.contains("not a path inside"),
+        "{said}"
+    );
+}
+
+#[test]
+fn an_approval_survives_the_process_and_is_decided_by_rein_approve() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project();
+    // Process 1: the turn pauses for approval; stdin ends; the process exits.
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "-p", "write later.txt", "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(cmd, b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("Decide with: rein approve"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "approve").unwrap();
+    let (session, approval) = (words[at + 1].to_owned(), words[at + 2].to_owned());
+    assert!(!root.path().join("later.txt").exists());
+
+    // Nothing but a person's surface decides: a bad answer is refused.
+    let out = rein_at(home.path())
+        .args(["approve", &session, &approval, "maybe"])
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("error[invalid_input]"));
+    let out = rein_at(home.path())
+        .args(["approve", &session, "no-such-approval", "yes"])
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("error[invalid_input]"));
+    // Process 2: a person approves.
+    let out = rein_at(home.path())
+        .args(["approve", &session, &approval, "yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !root.path().join("later.txt").exists(),
+        "deciding does not run the tool by itself"
+    );
+    // Process 3: the session continues and the write runs.
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session, "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(cmd, b"/exit\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(root.path().join("later.txt").exists(), "{}", stderr(&out));
+    let out = rein_at(home.path())
+        .args(["sessions", "show", &session])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("approval approved by rein approve"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn chat_in_a_pseudo_terminal_with_y_and_n_approvals() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("NOTICE: skipping: util-linux `script` (for a pseudo-terminal) is not installed");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let root = project();
+    let command = format!(
+        "{} chat --scripted --root {}",
+        env!("CARGO_BIN_EXE_rein"),
+        root.path().display()
+    );
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &command, "/dev/null"])
+        .env("REIN_HOME", home.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY");
+    let out = run_with_stdin(cmd, b"write tty.txt\ny\ndelete b.txt\nn\n/exit\n");
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("approve? [y/N"), "{all}");
+    assert!(root.path().join("tty.txt").exists(), "{all}");
+    assert!(root.path().join("b.txt").exists(), "{all}");
+}
