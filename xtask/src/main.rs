@@ -1,4 +1,4 @@
-//! rein's maintainer tasks: `cargo xtask lint | test | ci | bench`.
+//! rein's maintainer tasks: `cargo xtask lint | test | ci | golden | bench`.
 //!
 //! Each task is a sequence of cargo commands; the first failure stops it
 //! with that command's exit status.
@@ -22,8 +22,14 @@ enum Task {
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
-    /// Lint, then test: what CI runs.
+    /// Lint, then test: what CI runs (the golden replay is part of the tests).
     Ci,
+    /// Replay the golden traces in tests/golden through the runner.
+    Golden {
+        /// Rewrite them from the scenarios' scripted models (after a reviewed change).
+        #[arg(long)]
+        bless: bool,
+    },
     /// Run the criterion benchmarks.
     Bench {
         /// Only benchmarks whose names contain this.
@@ -42,6 +48,17 @@ fn main() -> Result<()> {
             check_fixtures()?;
             lint()?;
             test()
+        }
+        Task::Golden { bless } => {
+            let env: &[(&str, &str)] = if bless {
+                &[("REIN_GOLDEN_BLESS", "1")]
+            } else {
+                &[]
+            };
+            cargo(
+                &["test", "--locked", "-p", "rein-runner", "--test", "golden"],
+                env,
+            )
         }
         Task::Bench { filter } => {
             let mut args = vec!["bench", "--workspace"];

@@ -492,8 +492,8 @@ impl Conversation {
             .into_iter()
             .filter_map(|t| self.backend.definition(&t.name))
             .collect();
+        request.tools.push(read_result_spec());
         request.max_output_tokens = self.profile.max_output_tokens;
-        request.metadata.session_id = Some(self.session_id.clone());
         Ok(request)
     }
 
@@ -501,7 +501,10 @@ impl Conversation {
         let request = self.request(events)?;
         let call_id = rein_wire::ids::new_id();
         let prefix = rein_wire::canonical::to_vec(&(&request.system, &request.tools))?;
+        // The digest covers what the model sees, not the routing metadata.
         let digest = rein_wire::canonical::to_vec(&request)?;
+        let mut request = request;
+        request.metadata.session_id = Some(self.session_id.clone());
         self.append(vec![Event::ModelRequested {
             call_id: call_id.clone(),
             prefix_fingerprint: blake3::hash(&prefix).to_hex()[..16].to_owned(),
@@ -585,7 +588,12 @@ impl Conversation {
     ) -> Result<Option<TurnOutcome>, AgentError> {
         let mut reads: Vec<(String, String, Value)> = Vec::new();
         for (call_id, tool, args) in calls {
-            let class = match self.backend.permission(&tool, &args) {
+            let checked = if tool == READ_RESULT {
+                check_read_result(&args).map(|_| PermissionClass::Read)
+            } else {
+                self.backend.permission(&tool, &args)
+            };
+            let class = match checked {
                 Ok(class) => class,
                 Err(err) => {
                     self.append(vec![
@@ -726,6 +734,7 @@ impl Conversation {
             .zip(&cached)
             .map(|((call_id, tool, args), hit)| {
                 let backend = backend.clone();
+                let store = self.store.clone();
                 let ctx = ToolContext {
                     call_id: call_id.clone(),
                     elevated: false,
@@ -736,6 +745,7 @@ impl Conversation {
                     let started = Instant::now();
                     let outcome = match hit {
                         Some(result) => Outcome::ok(result),
+                        None if tool == READ_RESULT => read_result(store.as_ref(), args).await,
                         None => backend.invoke(tool, args.clone(), &ctx).await,
                     };
                     (outcome, started.elapsed())
@@ -1036,4 +1046,75 @@ fn approval_tool(events: &[StoredEvent], approval_id: &str) -> Option<String> {
         } if a == approval_id => Some(tool.clone()),
         _ => None,
     })
+}
+
+/// The built-in tool that pages through an offloaded result.
+const READ_RESULT: &str = "read_result";
+
+fn read_result_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: READ_RESULT.into(),
+        description: "Read part of a tool result that was too large to show whole (it was stored as an artifact).".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "artifact": {"type": "string", "description": "The artifact hash from the result's stub."},
+                "offset": {"type": "integer", "minimum": 0, "description": "First character to read."},
+                "length": {"type": "integer", "minimum": 1, "maximum": 8000, "description": "How many characters to read."}
+            },
+            "required": ["artifact", "offset", "length"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+fn check_read_result(args: &Value) -> Result<(String, usize, usize), AgentError> {
+    let bad = |why: &str| {
+        AgentError::new(
+            rein_wire::ErrorCode::new("tool_arguments_invalid"),
+            format!("the arguments for `read_result` are not valid: {why}"),
+        )
+    };
+    let artifact = args
+        .get("artifact")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("`artifact` must be a string"))?;
+    let offset = args
+        .get("offset")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("`offset` must be a non-negative integer"))?;
+    let length = args
+        .get("length")
+        .and_then(Value::as_u64)
+        .filter(|l| (1..=8000).contains(l))
+        .ok_or_else(|| bad("`length` must be 1 to 8000"))?;
+    Ok((
+        artifact.to_owned(),
+        usize::try_from(offset).unwrap_or(usize::MAX),
+        usize::try_from(length).unwrap_or(8000),
+    ))
+}
+
+async fn read_result(store: &dyn Store, args: &Value) -> Outcome {
+    let (artifact, offset, length) = match check_read_result(args) {
+        Ok(parts) => parts,
+        Err(err) => return Outcome::from_error(&err),
+    };
+    match store
+        .read_artifact(&artifact, rein_sessions::Slice::Whole)
+        .await
+    {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let total = text.chars().count();
+            let start = offset.min(total);
+            let part: String = text.chars().skip(start).take(length).collect();
+            let end = start + part.chars().count();
+            Outcome::ok(
+                json!({"artifact": artifact, "offset": start, "end": end, "total_chars": total, "text": part}),
+            )
+        }
+        Err(err) => Outcome::from_error(&err),
+    }
 }

@@ -93,7 +93,11 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
                         .unwrap()
                         .contains("fn a() {}")
                 );
-                assert_eq!(body["tools"].as_array().unwrap().len(), 6);
+                assert_eq!(
+                    body["tools"].as_array().unwrap().len(),
+                    7,
+                    "six tools and read_result"
+                );
                 assert_eq!(body["system"][0]["text"], "Be brief.");
             }
             _ => {

@@ -8,7 +8,8 @@
 //! - ids — string values under the keys in [`ID_KEYS`] — become `<id:N>`,
 //!   numbered by first appearance, so references between events survive;
 //! - the time of each event is left out;
-//! - durations (`latency_ms`, `duration_ms`) become `<duration>`.
+//! - durations (`latency_ms`, `duration_ms`) become `<duration>`;
+//! - request digests (which hash content that includes ids) become `<digest>`.
 //!
 //! Import appends the events to a new session with fresh ids for the
 //! tokens (the same token, the same id) and zero durations, so exporting
@@ -36,6 +37,11 @@ pub const ID_KEYS: &[&str] = &[
 
 /// Keys whose values are durations.
 pub const DURATION_KEYS: &[&str] = &["duration_ms", "latency_ms"];
+
+/// Keys whose values are digests of content that includes ids (and so
+/// change with them); they are left out of comparisons.
+pub const DIGEST_KEYS: &[&str] = &["request_digest"];
+const DIGEST: &str = "<digest>";
 
 const HEADER: &str = r#"{"format":"rein-golden","version":1}"#;
 const DURATION: &str = "<duration>";
@@ -67,6 +73,10 @@ fn normalise(value: &mut Value, tokens: &mut Tokens) {
                 }
                 if DURATION_KEYS.contains(&key.as_str()) && v.is_number() {
                     *v = Value::String(DURATION.into());
+                    continue;
+                }
+                if DIGEST_KEYS.contains(&key.as_str()) && v.is_string() {
+                    *v = Value::String(DIGEST.into());
                     continue;
                 }
                 normalise(v, tokens);
