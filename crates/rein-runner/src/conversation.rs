@@ -91,6 +91,8 @@ pub struct Conversation {
     lease: Lease,
     cache: ResultCache,
     leases: Leases,
+    /// Revision guards moved by this message's own writes: (scope, before) -> after.
+    carried: HashMap<(String, String), String>,
     ui: broadcast::Sender<UiEvent>,
     steering: Steering,
 }
@@ -145,6 +147,7 @@ impl Conversation {
             lease,
             cache: ResultCache::default(),
             leases: Leases::default(),
+            carried: HashMap::new(),
             ui,
             steering: Steering::default(),
         };
@@ -526,6 +529,7 @@ impl Conversation {
         if let Some(err) = &message.error {
             return Err(err.clone());
         }
+        self.carried.clear();
         let model = message
             .model
             .clone()
@@ -789,6 +793,7 @@ impl Conversation {
         class: PermissionClass,
         elevated: bool,
     ) -> Result<String, AgentError> {
+        let args = self.carry_revision(args);
         self.append(vec![Event::ToolCalled {
             call_id: call_id.clone(),
             tool: tool.clone(),
@@ -808,12 +813,67 @@ impl Conversation {
         };
         let started = Instant::now();
         let outcome = self.backend.invoke(&tool, args.clone(), &ctx).await;
+        if let Outcome::Ok {
+            advanced: Some(moved),
+            ..
+        } = &outcome
+        {
+            self.carried.insert(
+                (moved.scope.clone(), moved.before.clone()),
+                moved.after.clone(),
+            );
+        }
         let event = self
             .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
             .await?;
         let fp = fingerprint(&tool, &args, &event);
         self.append(vec![event]).await?;
         Ok(fp)
+    }
+
+    /// Carry a write's expected revision past the revisions this message's
+    /// own earlier writes moved it through (and only those).
+    fn carry_revision(&self, mut args: Value) -> Value {
+        let Some(guard) = self.backend.revision_guard() else {
+            return args;
+        };
+        let scope = guard
+            .scope_arg
+            .as_ref()
+            .and_then(|a| args.get(a))
+            .map_or_else(
+                || "default".to_owned(),
+                |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+            );
+        let Some(expected) = args.get(&guard.expected_arg).cloned() else {
+            return args;
+        };
+        let as_text = expected
+            .as_str()
+            .map_or_else(|| expected.to_string(), str::to_owned);
+        let mut current = as_text.clone();
+        let mut hops = 0;
+        while let Some(next) = self.carried.get(&(scope.clone(), current.clone())) {
+            current = next.clone();
+            hops += 1;
+            if hops > self.carried.len() {
+                break;
+            }
+        }
+        if current != as_text
+            && let Some(map) = args.as_object_mut()
+        {
+            // Keep the argument's JSON type: a number stays a number.
+            let carried = if expected.is_number() {
+                current
+                    .parse::<u64>()
+                    .map_or(Value::String(current.clone()), Value::from)
+            } else {
+                Value::String(current)
+            };
+            map.insert(guard.expected_arg.clone(), carried);
+        }
+        args
     }
 
     async fn note_repeat(

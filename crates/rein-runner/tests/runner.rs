@@ -466,3 +466,62 @@ async fn a_large_result_is_offloaded_to_an_artifact() {
     let sent = serde_json::to_string(&provider.requests()[1].messages).unwrap();
     assert!(sent.len() < 20_000, "the model got the stub, not the log");
 }
+
+#[tokio::test]
+async fn revision_guards_are_carried_past_the_messages_own_writes() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![
+            call(
+                "w1",
+                "write_file",
+                json!({"path": "a.rs", "content": "one", "expected_revision": 0}),
+            ),
+            call(
+                "w2",
+                "write_file",
+                json!({"path": "b.rs", "content": "two", "expected_revision": 0}),
+            ),
+            // A stale revision the turn's own writes did not produce is not touched.
+            call(
+                "w3",
+                "write_file",
+                json!({"path": "c.rs", "content": "three", "expected_revision": 7}),
+            ),
+        ]),
+        says("Wrote what I could."),
+    ]));
+    let mut conv = open(&s, provider, None).await;
+    let TurnOutcome::AwaitingApproval { approval_id, .. } = conv.turn("write both").await.unwrap()
+    else {
+        panic!()
+    };
+    // "Always for this tool": the second and third writes need no new approval.
+    conv.decide(
+        &approval_id,
+        Answer::Approve(LeaseScope::Tool),
+        &Surface::terminal(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        conv.resume().await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    let files = s.backend.project().lock().unwrap().files.clone();
+    assert_eq!(files["a.rs"], "one");
+    assert_eq!(files["b.rs"], "two", "w2 was carried from revision 0 to 1");
+    assert!(!files.contains_key("c.rs"), "w3's stale guard still fails");
+    let log = s.store.read(conv.session_id(), 1, 1000).await.unwrap();
+    let called = log.iter().find_map(|e| match &e.event {
+        Event::ToolCalled {
+            call_id, arguments, ..
+        } if call_id == "w2" => Some(arguments.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        called.unwrap()["expected_revision"],
+        1,
+        "the carried revision is what was recorded and run"
+    );
+}

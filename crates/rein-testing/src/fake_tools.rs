@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rein_approvals::{PermissionClass, Policy};
-use rein_tools::{Outcome, Registry, Tool, ToolBackend, ToolContext, ToolSummary};
+use rein_tools::{
+    Advanced, Outcome, Registry, RevisionGuard, Tool, ToolBackend, ToolContext, ToolSummary,
+};
 use rein_wire::{AgentError, ToolSpec};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -100,6 +102,12 @@ impl ToolBackend for FakeToolBackend {
     }
     fn revision(&self) -> String {
         format!("r{}", lock(&self.project).revision)
+    }
+    fn revision_guard(&self) -> Option<RevisionGuard> {
+        Some(RevisionGuard {
+            scope_arg: None,
+            expected_arg: "expected_revision".into(),
+        })
     }
 }
 
@@ -204,12 +212,17 @@ impl Tool for WriteFile {
             );
         }
         p.files.insert(input.path.clone(), input.content);
+        let before = p.revision;
         p.revision += 1;
         Outcome::Ok {
             result: json!({"written": input.path, "revision": p.revision}),
             operation_id: None,
             undo: false,
-            revision_advanced: true,
+            advanced: Some(Advanced {
+                scope: "default".into(),
+                before: before.to_string(),
+                after: p.revision.to_string(),
+            }),
         }
     }
 }
@@ -248,7 +261,7 @@ impl Tool for SetNote {
             result: json!({"set": input.key}),
             operation_id: Some(op),
             undo: true,
-            revision_advanced: true,
+            advanced: None,
         }
     }
 }
@@ -277,7 +290,7 @@ impl Tool for DeleteFile {
                     result: json!({"deleted": input.path}),
                     operation_id: None,
                     undo: false,
-                    revision_advanced: true,
+                    advanced: None,
                 }
             }
             None => Outcome::failed("not_found", format!("there is no file `{}`", input.path)),

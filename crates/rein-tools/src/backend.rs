@@ -27,6 +27,29 @@ pub struct ToolContext {
     pub policy: Policy,
 }
 
+/// A write's move of a revision guard: `scope` went from `before` to `after`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Advanced {
+    /// What the revision counts (a project, a table, …).
+    pub scope: String,
+    /// The revision the write started from.
+    pub before: String,
+    /// The revision it left.
+    pub after: String,
+}
+
+/// A backend's optimistic-concurrency guard: the arguments of a write that
+/// name the scope and the revision it expects. Writes a model sends together
+/// each name the revision it read before the first ran; the runner carries
+/// each one forward past the turn's own earlier writes, and only those.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisionGuard {
+    /// The argument naming the scope (`None`: one scope, `default`).
+    pub scope_arg: Option<String>,
+    /// The argument carrying the expected revision.
+    pub expected_arg: String,
+}
+
 /// How a call ended. Domain failures are outcomes, not `Err`s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -39,8 +62,8 @@ pub enum Outcome {
         operation_id: Option<String>,
         /// Whether it can be undone with that id.
         undo: bool,
-        /// Whether it changed what the backend's revision token covers.
-        revision_advanced: bool,
+        /// The revision guard it moved, if it moved one.
+        advanced: Option<Advanced>,
     },
     /// It failed.
     Failed {
@@ -62,7 +85,7 @@ impl Outcome {
             result,
             operation_id: None,
             undo: false,
-            revision_advanced: false,
+            advanced: None,
         }
     }
 
@@ -114,4 +137,16 @@ pub trait ToolBackend: Send + Sync {
 
     /// A token that changes whenever anything a cacheable read could see changes.
     fn revision(&self) -> String;
+
+    /// What a tool does, for the person approving a call (default: its
+    /// description's first line).
+    fn purpose(&self, name: &str) -> Option<String> {
+        self.definition(name)
+            .map(|d| d.description.lines().next().unwrap_or("").to_owned())
+    }
+
+    /// The write guard, if the backend's writes carry one.
+    fn revision_guard(&self) -> Option<RevisionGuard> {
+        None
+    }
 }

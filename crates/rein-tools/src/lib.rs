@@ -22,7 +22,7 @@ mod bounded;
 mod cache;
 mod registry;
 
-pub use backend::{Outcome, ToolBackend, ToolContext, ToolSummary};
+pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
 pub use bounded::{Bounds, bound};
 pub use cache::ResultCache;
 pub use registry::{Registry, Tool, schema_for};

@@ -47,17 +47,14 @@ impl Root {
     }
 
     /// Resolve a relative path inside the root, or say why not.
-    fn resolve(&self, path: &str) -> Result<PathBuf, Outcome> {
+    fn resolve(&self, path: &str) -> Result<PathBuf, String> {
         let rel = Path::new(path);
         if rel.is_absolute()
             || rel
                 .components()
                 .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
         {
-            return Err(Outcome::failed(
-                "outside_root",
-                format!("`{path}` is not a path inside the project root"),
-            ));
+            return Err(format!("`{path}` is not a path inside the project root"));
         }
         let full = self.dir.join(rel);
         // Follow symbolic links of what exists and check it stays inside.
@@ -69,10 +66,7 @@ impl Root {
         }
         match probe.canonicalize() {
             Ok(real) if real.starts_with(&self.dir) => Ok(full),
-            _ => Err(Outcome::failed(
-                "outside_root",
-                format!("`{path}` leads outside the project root"),
-            )),
+            _ => Err(format!("`{path}` leads outside the project root")),
         }
     }
 
@@ -118,7 +112,7 @@ impl Tool for ReadFile {
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
         let path = match self.0.resolve(&input.path) {
             Ok(p) => p,
-            Err(o) => return o,
+            Err(why) => return Outcome::failed("outside_root", why),
         };
         match std::fs::metadata(&path) {
             Ok(m) if m.len() > MAX_FILE_BYTES => {
@@ -270,7 +264,7 @@ impl Tool for WriteFile {
     async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
         let path = match self.0.resolve(&input.path) {
             Ok(p) => p,
-            Err(o) => return o,
+            Err(why) => return Outcome::failed("outside_root", why),
         };
         if let Some(parent) = path.parent()
             && let Err(e) = std::fs::create_dir_all(parent)
@@ -287,7 +281,7 @@ impl Tool for WriteFile {
                     result: json!({"written": input.path, "bytes": input.content.len()}),
                     operation_id: None,
                     undo: false,
-                    revision_advanced: true,
+                    advanced: None,
                 }
             }
             Err(e) => Outcome::failed(
@@ -315,7 +309,7 @@ impl Tool for DeleteFile {
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
         let path = match self.0.resolve(&input.path) {
             Ok(p) => p,
-            Err(o) => return o,
+            Err(why) => return Outcome::failed("outside_root", why),
         };
         match std::fs::remove_file(&path) {
             Ok(()) => {
@@ -324,7 +318,7 @@ impl Tool for DeleteFile {
                     result: json!({"deleted": input.path}),
                     operation_id: None,
                     undo: false,
-                    revision_advanced: true,
+                    advanced: None,
                 }
             }
             Err(e) => Outcome::failed(
