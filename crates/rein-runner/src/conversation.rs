@@ -41,6 +41,29 @@ pub struct Profile {
     pub model: String,
     /// The output limit per call.
     pub max_output_tokens: u32,
+    /// How the model gets the tools.
+    pub tools: ToolLoading,
+}
+
+/// How tools reach the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolLoading {
+    /// Every tool's full definition in every request.
+    Native,
+    /// The stable prefix lists the catalog (name and purpose, sorted); the
+    /// model fetches a schema with `load_tool` and calls with `call_tool`.
+    Deferred,
+    /// Native up to this many tools, deferred beyond.
+    Auto {
+        /// The largest catalog given natively.
+        max_native: usize,
+    },
+}
+
+impl Default for ToolLoading {
+    fn default() -> Self {
+        ToolLoading::Auto { max_native: 16 }
+    }
 }
 
 /// Limits on one turn. Every one is finite by default except cost and
@@ -68,6 +91,31 @@ impl Default for Budgets {
     }
 }
 
+/// A command that must exit 0 for a turn to count as a success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    /// The program and its arguments (run directly, not through a shell).
+    pub command: Vec<String>,
+    /// Where to run it.
+    pub cwd: Option<std::path::PathBuf>,
+    /// How many failed checks the model gets to fix before the turn fails.
+    pub attempts: u32,
+    /// How long one check may run.
+    pub timeout: Duration,
+}
+
+impl Verification {
+    /// Run `command` (at most 2 fixes, 5 minutes per check).
+    pub fn new(command: &[&str]) -> Self {
+        Verification {
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            cwd: None,
+            attempts: 2,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
 /// The same call repeated this many times with the same result earns a nudge…
 const LOOP_NUDGE: u32 = 3;
 /// …and this many ends the turn.
@@ -85,12 +133,16 @@ pub struct Conversation {
     pub budgets: Budgets,
     /// Bounds on what a tool result shows the model.
     pub bounds: Bounds,
+    /// A check each turn must pass to count as finished.
+    pub verification: Option<Verification>,
     prices: PriceTable,
     session_id: String,
     holder: String,
     lease: Lease,
     cache: ResultCache,
     leases: Leases,
+    /// The schema of a structured answer being asked for.
+    answer_schema: Option<rein_wire::OutputSchema>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
     carried: HashMap<(String, String), String>,
     ui: broadcast::Sender<UiEvent>,
@@ -141,6 +193,7 @@ impl Conversation {
             policy: Policy::default(),
             budgets: Budgets::default(),
             bounds: Bounds::default(),
+            verification: None,
             prices: PriceTable::builtin(),
             session_id: info.id,
             holder,
@@ -148,6 +201,7 @@ impl Conversation {
             cache: ResultCache::default(),
             leases: Leases::default(),
             carried: HashMap::new(),
+            answer_schema: None,
             ui,
             steering: Steering::default(),
         };
@@ -301,6 +355,74 @@ impl Conversation {
         self.run().await
     }
 
+    /// Ask for a structured answer: the reply must be JSON following `T`'s
+    /// schema. The provider's native structured output is used where it has
+    /// one; otherwise the schema is given in the prompt. An answer that does
+    /// not validate gets one repair turn; then `structured_answer_invalid`.
+    pub async fn ask<T: schemars::JsonSchema + serde::de::DeserializeOwned>(
+        &mut self,
+        text: &str,
+    ) -> Result<T, AgentError> {
+        let schema = rein_tools::schema_for::<T>();
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            AgentError::new(
+                codes::INVALID_INPUT,
+                format!("the answer schema does not compile: {e}"),
+            )
+        })?;
+        let native = self.provider.capabilities().structured_output;
+        self.answer_schema = native.then(|| rein_wire::OutputSchema {
+            name: "answer".into(),
+            schema: schema.clone(),
+        });
+        let mut prompt = text.to_owned();
+        if !native {
+            prompt.push_str(&format!("\n\nAnswer with only a JSON value that follows this JSON schema, and nothing else:\n{schema}"));
+        }
+        let result = async {
+            let mut problem = String::new();
+            for attempt in 0..2 {
+                let outcome = if attempt == 0 {
+                    self.turn(&prompt).await?
+                } else {
+                    self.turn(&format!(
+                        "Your answer did not follow the schema: {problem}. Answer again with only the JSON value."
+                    ))
+                    .await?
+                };
+                let reply = match outcome {
+                    TurnOutcome::Finished { reply } => reply,
+                    TurnOutcome::Error { error } => return Err(error),
+                    other => {
+                        return Err(AgentError::new(
+                            codes::STRUCTURED_ANSWER_INVALID,
+                            format!("the turn ended without an answer ({})", other.name()),
+                        ));
+                    }
+                };
+                match parse_answer(&reply) {
+                    Ok(value) => {
+                        let errors: Vec<String> = validator.iter_errors(&value).take(5).map(|e| e.to_string()).collect();
+                        if errors.is_empty() {
+                            return serde_json::from_value::<T>(value).map_err(|e| {
+                                AgentError::new(codes::STRUCTURED_ANSWER_INVALID, format!("the answer does not fit: {e}"))
+                            });
+                        }
+                        problem = errors.join("; ");
+                    }
+                    Err(e) => problem = e,
+                }
+            }
+            Err(AgentError::new(
+                codes::STRUCTURED_ANSWER_INVALID,
+                format!("the answer did not follow the schema after one repair: {problem}"),
+            ))
+        }
+        .await;
+        self.answer_schema = None;
+        result
+    }
+
     /// Continue the open turn: after an approval was decided, or after a
     /// crash. Without an open turn there is nothing to do (`invalid_input`).
     pub async fn resume(&mut self) -> Result<TurnOutcome, AgentError> {
@@ -342,6 +464,7 @@ impl Conversation {
         let mut tokens: u64 = 0;
         let mut cost: u64 = 0;
         let mut repeats: HashMap<String, u32> = HashMap::new();
+        let mut failed_checks: u32 = 0;
         loop {
             let events = self.log().await?;
             // Tool calls of the last message that still need running.
@@ -391,6 +514,34 @@ impl Conversation {
                 cost = cost.saturating_add(self.prices.cost_micro_usd(model, usage).unwrap_or(0));
             }
             if message.tool_calls.is_empty() {
+                if let Some(check) = self.verification.clone() {
+                    match run_check(&check).await {
+                        Ok(()) => {}
+                        Err(report) => {
+                            failed_checks += 1;
+                            if failed_checks > check.attempts {
+                                let error = AgentError::new(
+                                    codes::VERIFICATION_FAILED,
+                                    format!(
+                                        "`{}` still fails after {} fixes",
+                                        check.command.join(" "),
+                                        check.attempts
+                                    ),
+                                )
+                                .with_field("output", report.clone());
+                                return self.finish(TurnOutcome::Error { error }).await;
+                            }
+                            self.append(vec![Event::SteerSaid {
+                                text: format!(
+                                    "(rein) The check `{}` failed, so the task is not done yet:\n{report}\nFix the cause, then answer again.",
+                                    check.command.join(" ")
+                                ),
+                            }])
+                            .await?;
+                            continue;
+                        }
+                    }
+                }
                 return self
                     .finish(TurnOutcome::Finished {
                         reply: message.text(),
@@ -489,15 +640,38 @@ impl Conversation {
             .iter()
             .map(|text| SystemBlock { text: text.clone() })
             .collect();
-        request.tools = self
-            .backend
-            .catalog(&self.policy)
-            .into_iter()
-            .filter_map(|t| self.backend.definition(&t.name))
-            .collect();
+        let catalog = self.backend.catalog(&self.policy);
+        if self.deferred(catalog.len()) {
+            // The catalog is sorted by name and has no volatile parts, so
+            // this block stays byte-stable across steps and turns.
+            let mut lines = String::from(
+                "Tools: call load_tool with a name to get its arguments, then call_tool with the name and arguments.\n",
+            );
+            for tool in &catalog {
+                lines.push_str(&format!("- {}: {}\n", tool.name, tool.purpose));
+            }
+            request.system.push(SystemBlock { text: lines });
+            request.tools = vec![load_tool_spec(), call_tool_spec()];
+        } else {
+            request.tools = catalog
+                .into_iter()
+                .filter_map(|t| self.backend.definition(&t.name))
+                .collect();
+        }
         request.tools.push(read_result_spec());
         request.max_output_tokens = self.profile.max_output_tokens;
+        if let Some(schema) = &self.answer_schema {
+            request.output_schema = Some(schema.clone());
+        }
         Ok(request)
+    }
+
+    fn deferred(&self, tools: usize) -> bool {
+        match self.profile.tools {
+            ToolLoading::Native => false,
+            ToolLoading::Deferred => true,
+            ToolLoading::Auto { max_native } => tools > max_native,
+        }
     }
 
     async fn call_model(&mut self, events: &[StoredEvent]) -> Result<AssembledMessage, AgentError> {
@@ -592,8 +766,34 @@ impl Conversation {
     ) -> Result<Option<TurnOutcome>, AgentError> {
         let mut reads: Vec<(String, String, Value)> = Vec::new();
         for (call_id, tool, args) in calls {
+            // `call_tool` is the deferred form of a direct call.
+            let (tool, args) = if tool == CALL_TOOL {
+                match (
+                    args.get("name").and_then(Value::as_str),
+                    args.get("arguments"),
+                ) {
+                    (Some(name), Some(inner)) => (name.to_owned(), inner.clone()),
+                    (Some(name), None) => (name.to_owned(), json!({})),
+                    _ => (tool, args),
+                }
+            } else {
+                (tool, args)
+            };
             let checked = if tool == READ_RESULT {
                 check_read_result(&args).map(|_| PermissionClass::Read)
+            } else if tool == LOAD_TOOL {
+                match args.get("name").and_then(Value::as_str) {
+                    Some(_) => Ok(PermissionClass::Read),
+                    None => Err(AgentError::new(
+                        rein_wire::ErrorCode::new("tool_arguments_invalid"),
+                        "load_tool needs the `name` of a tool",
+                    )),
+                }
+            } else if tool == CALL_TOOL {
+                Err(AgentError::new(
+                    rein_wire::ErrorCode::new("tool_arguments_invalid"),
+                    "call_tool needs the `name` of a tool and its `arguments`",
+                ))
             } else {
                 self.backend.permission(&tool, &args)
             };
@@ -750,6 +950,7 @@ impl Conversation {
                     let outcome = match hit {
                         Some(result) => Outcome::ok(result),
                         None if tool == READ_RESULT => read_result(store.as_ref(), args).await,
+                        None if tool == LOAD_TOOL => load_tool(backend.as_ref(), args),
                         None => backend.invoke(tool, args.clone(), &ctx).await,
                     };
                     (outcome, started.elapsed())
@@ -1177,4 +1378,108 @@ async fn read_result(store: &dyn Store, args: &Value) -> Outcome {
         }
         Err(err) => Outcome::from_error(&err),
     }
+}
+
+/// The built-in tool that fetches a deferred tool's definition.
+const LOAD_TOOL: &str = "load_tool";
+/// The built-in tool that calls a deferred tool.
+const CALL_TOOL: &str = "call_tool";
+
+fn load_tool_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: LOAD_TOOL.into(),
+        description: "Get a tool's description and the JSON schema of its arguments.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The tool's name, from the list."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+fn call_tool_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: CALL_TOOL.into(),
+        description: "Call a tool by name with arguments that follow its schema (get it with load_tool first).".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name."},
+                "arguments": {"type": "object", "description": "Its arguments."}
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+fn load_tool(backend: &dyn ToolBackend, args: &Value) -> Outcome {
+    let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+    match backend.definition(name) {
+        Some(spec) => Outcome::ok(
+            json!({"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}),
+        ),
+        None => Outcome::failed("tool_not_found", format!("there is no tool `{name}`")),
+    }
+}
+
+/// The JSON in a reply: the whole text, or the inside of a ``` fence.
+fn parse_answer(reply: &str) -> Result<Value, String> {
+    let text = reply.trim();
+    let inner = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(text)
+        .trim();
+    serde_json::from_str(inner).map_err(|e| format!("the answer is not JSON ({e})"))
+}
+
+/// Run a verification command; `Err` carries the exit status and the tail
+/// of its output.
+async fn run_check(check: &Verification) -> Result<(), String> {
+    let Some((program, args)) = check.command.split_first() else {
+        return Err("no command was given".into());
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::null());
+    if let Some(dir) = &check.cwd {
+        command.current_dir(dir);
+    }
+    let output = match tokio::time::timeout(check.timeout, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(format!("it could not be started: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "it ran longer than {:?} and was stopped",
+                check.timeout
+            ));
+        }
+    };
+    if output.status.success() {
+        return Ok(());
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let tail: String = text
+        .chars()
+        .rev()
+        .take(2000)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    Err(format!(
+        "exit status {}; output (last 2000 characters):\n{tail}",
+        output
+            .status
+            .code()
+            .map_or("signal".to_owned(), |c| c.to_string())
+    ))
 }

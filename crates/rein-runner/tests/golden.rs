@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_runner::{Conversation, Profile, TurnOutcome};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{MemoryStore, Store};
 use rein_testing::{FakeProvider, FakeToolBackend, ScriptedCall, ScriptedMessage};
 use rein_trace::golden;
@@ -223,6 +223,7 @@ async fn run(scenario: &Scenario, provider: FakeProvider, mut decisions: Vec<boo
         system: vec!["You help with a small project.".into()],
         model: "fake-model".into(),
         max_output_tokens: 1024,
+        tools: ToolLoading::default(),
     };
     let mut conv = Conversation::open(store.clone(), Arc::new(provider), backend, profile, None)
         .await

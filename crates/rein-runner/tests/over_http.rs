@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, WireApi};
-use rein_runner::{Conversation, Profile, TurnOutcome};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{SqliteStore, Store};
 use rein_testing::{FakeServer, FakeToolBackend, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
@@ -58,6 +58,7 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
             system: vec!["Be brief.".into()],
             model: "m".into(),
             max_output_tokens: 512,
+            tools: ToolLoading::default(),
         };
         let mut conv = Conversation::open(store, provider, backend.clone(), profile, None)
             .await

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::Provider;
-use rein_runner::{Conversation, Profile, TurnOutcome};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, ResultSource, SqliteStore, Store, ToolStatus};
 use rein_testing::{FakeProvider, FakeToolBackend, ScriptedCall, ScriptedMessage};
 use rein_wire::{ContentBlock, Role};
@@ -21,6 +21,7 @@ fn profile() -> Profile {
         system: vec!["You help with the project.".into()],
         model: "fake-model".into(),
         max_output_tokens: 1024,
+        tools: ToolLoading::default(),
     }
 }
 
@@ -524,4 +525,151 @@ async fn revision_guards_are_carried_past_the_messages_own_writes() {
         1,
         "the carried revision is what was recorded and run"
     );
+}
+
+#[tokio::test]
+async fn deferred_tools_are_listed_loaded_and_called() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![call("l1", "load_tool", json!({"name": "read_file"}))]),
+        calls(vec![call(
+            "c1",
+            "call_tool",
+            json!({"name": "read_file", "arguments": {"path": "a.rs"}}),
+        )]),
+        says("a.rs defines a()."),
+    ]));
+    let mut p = profile();
+    p.tools = ToolLoading::Deferred;
+    let mut conv = Conversation::open(
+        s.store.clone(),
+        provider.clone(),
+        s.backend.clone(),
+        p,
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        conv.turn("what is in a.rs?").await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    let requests = provider.requests();
+    let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["load_tool", "call_tool", "read_result"]);
+    let catalog = &requests[0].system.last().unwrap().text;
+    let listed: Vec<&str> = catalog
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "delete_file",
+            "list_files",
+            "read_file",
+            "read_log",
+            "set_note",
+            "write_file"
+        ],
+        "sorted"
+    );
+    // The prefix is byte-stable across the turn's steps.
+    assert!(
+        requests
+            .windows(2)
+            .all(|w| w[0].system == w[1].system && w[0].tools == w[1].tools)
+    );
+    let loaded = serde_json::to_string(&requests[1].messages).unwrap();
+    assert!(
+        loaded.contains("input_schema") && loaded.contains("path"),
+        "load_tool returned the schema"
+    );
+    assert_eq!(s.backend.invocations("read_file"), 1);
+    let log = s.store.read(conv.session_id(), 1, 100).await.unwrap();
+    assert!(
+        log.iter()
+            .any(|e| matches!(&e.event, Event::ToolCalled { tool, .. } if tool == "read_file"))
+    );
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema, PartialEq)]
+struct FileCount {
+    count: u32,
+    names: Vec<String>,
+}
+
+#[tokio::test]
+async fn structured_answers_are_validated_with_one_repair() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        says("There are two files."),
+        says("```json\n{\"count\": 2, \"names\": [\"a.rs\", \"b.rs\"]}\n```"),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    let answer: FileCount = conv.ask("how many files are there?").await.unwrap();
+    assert_eq!(
+        answer,
+        FileCount {
+            count: 2,
+            names: vec!["a.rs".into(), "b.rs".into()]
+        }
+    );
+    let first = serde_json::to_string(&provider.requests()[0].messages).unwrap();
+    assert!(
+        first.contains("JSON schema"),
+        "no native structured output: the schema is in the prompt"
+    );
+    let repair = serde_json::to_string(&provider.requests()[1].messages).unwrap();
+    assert!(repair.contains("did not follow the schema"));
+
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        says("{\"count\": \"two\"}"),
+        says("still no"),
+    ]));
+    let mut conv = open(&s, provider, None).await;
+    let err = conv.ask::<FileCount>("how many?").await.unwrap_err();
+    assert_eq!(err.code, rein_wire::error::codes::STRUCTURED_ANSWER_INVALID);
+}
+
+#[tokio::test]
+async fn a_verification_gate_must_pass_for_the_turn_to_finish() {
+    let s = setup().await;
+    let work = tempfile::tempdir().unwrap();
+    // Fails the first time it runs, passes the second.
+    let script = "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; echo check run $n; test $n -ge 2";
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        says("first try"),
+        says("second try"),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    let mut check = rein_runner::Verification::new(&["sh", "-c", script]);
+    check.cwd = Some(work.path().to_owned());
+    conv.verification = Some(check);
+    assert_eq!(
+        conv.turn("fix it").await.unwrap(),
+        TurnOutcome::Finished {
+            reply: "second try".into()
+        }
+    );
+    let second = serde_json::to_string(&provider.requests()[1].messages).unwrap();
+    assert!(
+        second.contains("failed") && second.contains("check run 1"),
+        "{second}"
+    );
+
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        says("a"),
+        says("b"),
+        says("c"),
+    ]));
+    let mut conv = open(&s, provider, None).await;
+    let mut check = rein_runner::Verification::new(&["false"]);
+    check.attempts = 1;
+    conv.verification = Some(check);
+    let TurnOutcome::Error { error } = conv.turn("fix it").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(error.code, rein_wire::error::codes::VERIFICATION_FAILED);
 }

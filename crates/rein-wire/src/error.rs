@@ -156,6 +156,10 @@ registry! {
         "The store could not be read or written", "Check the store's path, permissions and free space.";
     ARTIFACT_NOT_FOUND = "artifact_not_found", 404, false,
         "No artifact has this hash", "Check the reference; artifacts are addressed by their blake3 hash.";
+    STRUCTURED_ANSWER_INVALID = "structured_answer_invalid", 502, false,
+        "The model's answer did not follow the requested schema, even after one repair", "Simplify the schema or ask again.";
+    VERIFICATION_FAILED = "verification_failed", 422, false,
+        "The turn's verification command kept failing", "Read the command's output in the detail and fix the cause.";
     GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
         "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
 }

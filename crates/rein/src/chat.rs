@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
-use rein_runner::{Conversation, Profile, TurnOutcome, UiEvent, UiKind};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, UiEvent, UiKind};
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
 use rein_testing::ScriptedBrain;
@@ -365,6 +365,7 @@ pub async fn run(
         system: vec![system],
         model: resolved.model.clone(),
         max_output_tokens: 4096,
+        tools: ToolLoading::default(),
     };
     let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string()});
     let mut conversation = Conversation::open_with(
