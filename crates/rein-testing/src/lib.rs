@@ -17,6 +17,7 @@
 //!
 //! These are test tools: they favour clear failures over robustness.
 
+pub mod contract;
 mod fake_provider;
 mod fake_server;
 mod fake_tools;

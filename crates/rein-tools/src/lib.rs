@@ -25,4 +25,4 @@ mod registry;
 pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
 pub use bounded::{Bounds, bound};
 pub use cache::ResultCache;
-pub use registry::{Registry, Tool, schema_for};
+pub use registry::{Registry, Tool, schema_for, strict_variant};

@@ -71,6 +71,66 @@ fn strip(value: &mut Value) {
     }
 }
 
+/// The strict-mode variant of a schema (OpenAI `strict: true`): every
+/// object closes (`additionalProperties: false`) and lists every property
+/// as required; a property that was optional may instead be `null`.
+pub fn strict_variant(schema: &Value) -> Value {
+    let mut out = schema.clone();
+    make_strict(&mut out);
+    out
+}
+
+fn make_strict(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let is_object = map.get("type").and_then(Value::as_str) == Some("object")
+                || map.contains_key("properties");
+            if is_object {
+                let required: Vec<String> = map
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| {
+                        r.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let Some(Value::Object(props)) = map.get_mut("properties") {
+                    for (name, prop) in props.iter_mut() {
+                        if !required.contains(name) {
+                            allow_null(prop);
+                        }
+                    }
+                    let all: Vec<Value> = props.keys().map(|k| Value::String(k.clone())).collect();
+                    map.insert("required".into(), Value::Array(all));
+                }
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            for v in map.values_mut() {
+                make_strict(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(make_strict),
+        _ => {}
+    }
+}
+
+fn allow_null(prop: &mut Value) {
+    let Some(map) = prop.as_object_mut() else {
+        return;
+    };
+    match map.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = t.clone();
+            map.insert("type".into(), serde_json::json!([t, "null"]));
+        }
+        Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
+            types.push(Value::String("null".into()))
+        }
+        _ => {}
+    }
+}
+
 #[async_trait]
 trait ErasedTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
@@ -137,6 +197,7 @@ impl<T: Tool> ErasedTool for Typed<T> {
 #[derive(Default)]
 pub struct Registry {
     tools: BTreeMap<String, Box<dyn ErasedTool>>,
+    strict: bool,
 }
 
 impl Registry {
@@ -178,6 +239,13 @@ impl Registry {
         Ok(self)
     }
 
+    /// Offer the strict-mode variant of every schema (for OpenAI's
+    /// `strict: true`). Arguments are still validated against the original.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
     fn get(&self, name: &str) -> Result<&dyn ErasedTool, AgentError> {
         self.tools.get(name).map(|t| t.as_ref()).ok_or_else(|| {
             let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
@@ -205,7 +273,14 @@ impl ToolBackend for Registry {
     }
 
     fn definition(&self, name: &str) -> Option<ToolSpec> {
-        self.tools.get(name).map(|t| t.spec().clone())
+        self.tools.get(name).map(|t| {
+            let mut spec = t.spec().clone();
+            if self.strict {
+                spec.input_schema = strict_variant(&spec.input_schema);
+                spec.strict = true;
+            }
+            spec
+        })
     }
 
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {

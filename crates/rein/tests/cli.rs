@@ -656,3 +656,58 @@ fn chat_in_a_pseudo_terminal_with_y_and_n_approvals() {
     assert!(root.path().join("tty.txt").exists(), "{all}");
     assert!(root.path().join("b.txt").exists(), "{all}");
 }
+
+#[tokio::test]
+async fn the_file_tools_meet_the_backend_contract_and_stay_inside_the_root() {
+    use rein_approvals::PermissionClass;
+    use rein_testing::contract::{ContractCase, check_backend};
+    let root = project();
+    let backend = rein::files::file_tools(std::sync::Arc::new(
+        rein::files::Root::new(root.path()).unwrap(),
+    ))
+    .unwrap();
+    let cases = [
+        ContractCase::new("read_file", json!({"path": "a.txt"}), PermissionClass::Read),
+        ContractCase::new("list_files", json!({}), PermissionClass::Read),
+        ContractCase::new("search", json!({"query": "alpha"}), PermissionClass::Read),
+        ContractCase::new(
+            "write_file",
+            json!({"path": "sub/c.txt", "content": "gamma"}),
+            PermissionClass::SourceFileWrite,
+        ),
+        ContractCase::new(
+            "delete_file",
+            json!({"path": "b.txt"}),
+            PermissionClass::Destructive,
+        ),
+    ];
+    check_backend(&backend, &cases).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("sub/c.txt")).unwrap(),
+        "gamma"
+    );
+    // Nothing outside the root, by .., absolute path or symbolic link.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "s").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
+    let ctx = rein_tools::ToolContext {
+        call_id: "c".into(),
+        elevated: true,
+        policy: rein_approvals::Policy::default(),
+    };
+    use rein_tools::ToolBackend;
+    for path in ["../x", "/etc/passwd", "link/secret", "sub/../../x"] {
+        let read = backend
+            .invoke("read_file", json!({"path": path}), &ctx)
+            .await;
+        assert!(!read.is_ok(), "{path}");
+        let write = backend
+            .invoke("write_file", json!({"path": path, "content": "no"}), &ctx)
+            .await;
+        assert!(!write.is_ok(), "{path}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+        "s"
+    );
+}
