@@ -135,6 +135,9 @@ pub struct Conversation {
     pub bounds: Bounds,
     /// A check each turn must pass to count as finished.
     pub verification: Option<Verification>,
+    /// How long a pending approval waits for a person before it expires
+    /// (checked when the turn resumes).
+    pub approval_ttl: Duration,
     prices: PriceTable,
     session_id: String,
     holder: String,
@@ -194,6 +197,7 @@ impl Conversation {
             budgets: Budgets::default(),
             bounds: Bounds::default(),
             verification: None,
+            approval_ttl: Duration::from_secs(24 * 60 * 60),
             prices: PriceTable::builtin(),
             session_id: info.id,
             holder,
@@ -333,6 +337,69 @@ impl Conversation {
             decision: decision.into(),
         });
         Ok(())
+    }
+
+    /// Stop the open turn from a person's surface: every pending approval
+    /// is decided `stopped` (its call gets an error result telling the model
+    /// not to work around it) and the turn ends as `interrupted`.
+    pub async fn stop(&mut self, surface: &Surface) -> Result<TurnOutcome, AgentError> {
+        let control = self.store.control(&self.session_id).await?;
+        let events = self.log().await?;
+        let mut stopping = vec![Event::Stopped {
+            by: surface.name().to_owned(),
+        }];
+        for pending in &control.pending {
+            stopping.push(Event::ApprovalDecided {
+                approval_id: pending.approval_id.clone(),
+                decision: "stopped".into(),
+                by: surface.name().to_owned(),
+                lease: None,
+            });
+            let arguments = events
+                .iter()
+                .find_map(|e| match &e.event {
+                    Event::ApprovalRequested {
+                        approval_id,
+                        arguments,
+                        ..
+                    } if *approval_id == pending.approval_id => Some(arguments.clone()),
+                    _ => None,
+                })
+                .unwrap_or(Value::Null);
+            stopping.push(Event::ToolCalled {
+                call_id: pending.call_id.clone(),
+                tool: pending.tool.clone(),
+                arguments,
+                permission: pending.permission.clone(),
+            });
+            stopping.push(error_result(
+                &pending.call_id,
+                "not_approved",
+                &refusal_text(&pending.tool, "stopped"),
+            ));
+        }
+        // Calls of the same message that never ran get a result too, so the
+        // history stays well formed.
+        if let Some((calls, _)) = last_calls(&events) {
+            for (call_id, tool, arguments) in calls {
+                if control.pending.iter().any(|p| p.call_id == call_id) {
+                    continue;
+                }
+                stopping.push(Event::ToolCalled {
+                    call_id: call_id.clone(),
+                    tool,
+                    arguments,
+                    permission: "none".into(),
+                });
+                stopping.push(error_result(
+                    &call_id,
+                    "stopped",
+                    "The turn was stopped before this call ran.",
+                ));
+            }
+        }
+        self.append(stopping).await?;
+        self.finish(TurnOutcome::Interrupted).await
     }
 
     /// Start a turn with what the person said, and run it.
@@ -865,6 +932,40 @@ impl Conversation {
                         continue;
                     }
                     ApprovalState::Pending { approval_id } => {
+                        let asked_ms = events.iter().find_map(|e| match &e.event {
+                            Event::ApprovalRequested { approval_id: a, .. }
+                                if *a == approval_id =>
+                            {
+                                Some(e.at_ms)
+                            }
+                            _ => None,
+                        });
+                        let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
+                        if age_ms > i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
+                        {
+                            // Nobody decided in time: the call is refused.
+                            self.append(vec![
+                                Event::ApprovalDecided {
+                                    approval_id,
+                                    decision: "expired".into(),
+                                    by: "rein".into(),
+                                    lease: None,
+                                },
+                                Event::ToolCalled {
+                                    call_id: call_id.clone(),
+                                    tool: tool.clone(),
+                                    arguments: args.clone(),
+                                    permission: class.as_str().into(),
+                                },
+                                error_result(
+                                    &call_id,
+                                    "not_approved",
+                                    &refusal_text(&tool, "let expire"),
+                                ),
+                            ])
+                            .await?;
+                            continue;
+                        }
                         return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
                     }
                     ApprovalState::None => {
@@ -1482,4 +1583,10 @@ async fn run_check(check: &Verification) -> Result<(), String> {
             .code()
             .map_or("signal".to_owned(), |c| c.to_string())
     ))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -673,3 +673,61 @@ async fn a_verification_gate_must_pass_for_the_turn_to_finish() {
     };
     assert_eq!(error.code, rein_wire::error::codes::VERIFICATION_FAILED);
 }
+
+#[tokio::test]
+async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![call(
+            "w1",
+            "write_file",
+            json!({"path": "a.rs", "content": "late"}),
+        )]),
+        says("Nobody approved, so I did not write it."),
+        calls(vec![
+            call("d1", "delete_file", json!({"path": "a.rs"})),
+            call("r1", "read_file", json!({"path": "b.rs"})),
+        ]),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    assert!(matches!(
+        conv.turn("write a.rs").await.unwrap(),
+        TurnOutcome::AwaitingApproval { .. }
+    ));
+    conv.approval_ttl = std::time::Duration::ZERO;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let outcome = conv.resume().await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "Nobody approved, so I did not write it.".into()
+        }
+    );
+    assert_eq!(s.backend.invocations("write_file"), 0);
+    let text = serde_json::to_string(&provider.requests()[1].messages).unwrap();
+    assert!(
+        text.contains("let expire")
+            && text.contains("Do not try to reach the same result another way"),
+        "{text}"
+    );
+
+    conv.approval_ttl = std::time::Duration::from_secs(3600);
+    assert!(matches!(
+        conv.turn("delete a.rs").await.unwrap(),
+        TurnOutcome::AwaitingApproval { .. }
+    ));
+    assert_eq!(
+        conv.stop(&Surface::terminal()).await.unwrap(),
+        TurnOutcome::Interrupted
+    );
+    let id = conv.session_id().to_owned();
+    let control = s.store.control(&id).await.unwrap();
+    assert!(control.pending.is_empty() && control.stopped);
+    assert_eq!(s.backend.invocations("delete_file"), 0);
+    // Every call of the stopped message has its one result.
+    let log = s.store.read(&id, 1, 1000).await.unwrap();
+    let open = rein_sessions::recovery::dangling(&log);
+    assert!(open.is_clean(), "{open:?}");
+    let results = log.iter().filter(|e| matches!(&e.event, Event::ToolResult { call_id, .. } if call_id == "d1" || call_id == "r1")).count();
+    assert_eq!(results, 2);
+}
