@@ -726,6 +726,17 @@ impl Conversation {
                 .collect();
         }
         request.tools.push(read_result_spec());
+        let mut skills = self.backend.skills();
+        if !skills.is_empty() {
+            skills.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut lines =
+                String::from("Skills: read one with read_skill when it applies to the task.\n");
+            for skill in &skills {
+                lines.push_str(&format!("- {}: {}\n", skill.name, skill.purpose));
+            }
+            request.system.push(SystemBlock { text: lines });
+            request.tools.push(read_skill_spec());
+        }
         request.max_output_tokens = self.profile.max_output_tokens;
         if let Some(schema) = &self.answer_schema {
             request.output_schema = Some(schema.clone());
@@ -848,6 +859,14 @@ impl Conversation {
             };
             let checked = if tool == READ_RESULT {
                 check_read_result(&args).map(|_| PermissionClass::Read)
+            } else if tool == READ_SKILL {
+                match args.get("name").and_then(Value::as_str) {
+                    Some(_) => Ok(PermissionClass::Read),
+                    None => Err(AgentError::new(
+                        rein_wire::ErrorCode::new("tool_arguments_invalid"),
+                        "read_skill needs the `name` of a skill",
+                    )),
+                }
             } else if tool == LOAD_TOOL {
                 match args.get("name").and_then(Value::as_str) {
                     Some(_) => Ok(PermissionClass::Read),
@@ -1052,6 +1071,16 @@ impl Conversation {
                         Some(result) => Outcome::ok(result),
                         None if tool == READ_RESULT => read_result(store.as_ref(), args).await,
                         None if tool == LOAD_TOOL => load_tool(backend.as_ref(), args),
+                        None if tool == READ_SKILL => {
+                            let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                            match backend.read_skill(name) {
+                                Some(text) => Outcome::ok(json!({"skill": name, "text": text})),
+                                None => Outcome::failed(
+                                    "skill_not_found",
+                                    format!("there is no skill `{name}`"),
+                                ),
+                            }
+                        }
                         None => backend.invoke(tool, args.clone(), &ctx).await,
                     };
                     (outcome, started.elapsed())
@@ -1589,4 +1618,21 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The built-in tool that reads one of the product's skills.
+const READ_SKILL: &str = "read_skill";
+
+fn read_skill_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: READ_SKILL.into(),
+        description: "Read one of the skills listed in the instructions.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
 }

@@ -19,6 +19,32 @@ fn result_text(content: &Value) -> String {
     }
 }
 
+/// A result's content blocks: its JSON as text, its `_images` as images.
+fn result_blocks(content: &Value) -> Vec<ContentBlock> {
+    let Some(images) = content.get("_images").and_then(Value::as_array) else {
+        return vec![ContentBlock::text(result_text(content))];
+    };
+    let mut rest = content.clone();
+    if let Some(map) = rest.as_object_mut() {
+        map.remove("_images");
+    }
+    let mut blocks = vec![ContentBlock::text(result_text(&rest))];
+    for img in images {
+        if let (Some(media_type), Some(data)) = (
+            img.get("media_type").and_then(Value::as_str),
+            img.get("data").and_then(Value::as_str),
+        ) {
+            blocks.push(ContentBlock::Image {
+                source: rein_wire::ImageSource::Base64 {
+                    media_type: media_type.to_owned(),
+                    data: data.to_owned(),
+                },
+            });
+        }
+    }
+    blocks
+}
+
 /// The messages for the turns in `path` (turn ids), from `events`.
 pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
     let on_path: HashSet<&str> = path.iter().map(String::as_str).collect();
@@ -55,7 +81,7 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
                     &mut messages,
                     ContentBlock::ToolResult {
                         tool_use_id: call_id.clone(),
-                        content: vec![ContentBlock::text(result_text(content))],
+                        content: result_blocks(content),
                         is_error: *status == ToolStatus::Error,
                     },
                 );

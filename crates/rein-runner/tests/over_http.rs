@@ -96,8 +96,8 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
                 );
                 assert_eq!(
                     body["tools"].as_array().unwrap().len(),
-                    7,
-                    "six tools and read_result"
+                    9,
+                    "seven tools, read_result and read_skill"
                 );
                 assert_eq!(body["system"][0]["text"], "Be brief.");
             }

@@ -556,8 +556,11 @@ async fn deferred_tools_are_listed_loaded_and_called() {
     ));
     let requests = provider.requests();
     let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["load_tool", "call_tool", "read_result"]);
-    let catalog = &requests[0].system.last().unwrap().text;
+    assert_eq!(
+        names,
+        ["load_tool", "call_tool", "read_result", "read_skill"]
+    );
+    let catalog = &requests[0].system[1].text;
     let listed: Vec<&str> = catalog
         .lines()
         .filter_map(|l| l.strip_prefix("- "))
@@ -730,4 +733,44 @@ async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
     assert!(open.is_clean(), "{open:?}");
     let results = log.iter().filter(|e| matches!(&e.event, Event::ToolResult { call_id, .. } if call_id == "d1" || call_id == "r1")).count();
     assert_eq!(results, 2);
+}
+
+#[tokio::test]
+async fn skills_are_listed_and_read_and_images_travel_as_image_content() {
+    let s = setup().await;
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        calls(vec![
+            call("k1", "read_skill", json!({"name": "style"})),
+            call("p1", "snapshot", json!({})),
+        ]),
+        says("Short functions, and the window looks fine."),
+    ]));
+    let mut conv = open(&s, provider.clone(), None).await;
+    assert!(matches!(
+        conv.turn("how should I write code here, and how does the window look?")
+            .await
+            .unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    let first = &provider.requests()[0];
+    assert!(first.system.iter().any(|b| {
+        b.text
+            .contains("- style: How code in this project is written.")
+    }));
+    let second = &provider.requests()[1];
+    let results = &second.messages.last().unwrap().content;
+    let skill = serde_json::to_string(&results[0]).unwrap();
+    assert!(skill.contains("Functions are short"), "{skill}");
+    let ContentBlock::ToolResult { content, .. } = &results[1] else {
+        panic!()
+    };
+    assert!(
+        matches!(&content[1], ContentBlock::Image { source: rein_wire::ImageSource::Base64 { media_type, .. } } if media_type == "image/png")
+    );
+    assert!(
+        !serde_json::to_string(&content[0])
+            .unwrap()
+            .contains("iVBOR"),
+        "the image is not in the text"
+    );
 }

@@ -64,7 +64,8 @@ impl FakeToolBackend {
             .with(WriteFile(project.clone()))?
             .with(SetNote(project.clone()))?
             .with(DeleteFile(project.clone()))?
-            .with(BigRead(project.clone()))?;
+            .with(BigRead(project.clone()))?
+            .with(Snapshot(project.clone()))?;
         Ok(FakeToolBackend { registry, project })
     }
 
@@ -102,6 +103,18 @@ impl ToolBackend for FakeToolBackend {
     }
     fn revision(&self) -> String {
         format!("r{}", lock(&self.project).revision)
+    }
+    fn skills(&self) -> Vec<ToolSummary> {
+        vec![ToolSummary {
+            name: "style".into(),
+            purpose: "How code in this project is written.".into(),
+        }]
+    }
+    fn read_skill(&self, name: &str) -> Option<String> {
+        (name == "style").then(|| {
+            "Functions are short; every file starts with a comment saying what it is for."
+                .to_owned()
+        })
     }
     fn revision_guard(&self) -> Option<RevisionGuard> {
         Some(RevisionGuard {
@@ -325,5 +338,29 @@ impl Tool for BigRead {
             .map(|i| format!("line {i}: compiling module_{i}\n"))
             .collect();
         Outcome::ok(json!({"log": log}))
+    }
+}
+
+struct Snapshot(Shared);
+
+#[async_trait]
+impl Tool for Snapshot {
+    type Input = NoInput;
+    fn name(&self) -> &str {
+        "snapshot"
+    }
+    fn description(&self) -> &str {
+        "Take a picture of the project's window."
+    }
+    fn permission(&self, _: &NoInput) -> PermissionClass {
+        PermissionClass::Read
+    }
+    async fn invoke(&self, _: NoInput, _: &ToolContext) -> Outcome {
+        count(&self.0, "snapshot");
+        // A 1x1 PNG.
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        Outcome::ok(
+            json!({"window": "main", "_images": [{"media_type": "image/png", "data": png}]}),
+        )
     }
 }

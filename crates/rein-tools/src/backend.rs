@@ -149,4 +149,15 @@ pub trait ToolBackend: Send + Sync {
     fn revision_guard(&self) -> Option<RevisionGuard> {
         None
     }
+
+    /// The product's runtime skills: named instructions the model may read
+    /// when it needs them (listed by name and summary, sorted).
+    fn skills(&self) -> Vec<ToolSummary> {
+        Vec::new()
+    }
+
+    /// A skill's text.
+    fn read_skill(&self, _name: &str) -> Option<String> {
+        None
+    }
 }

@@ -5,6 +5,12 @@
 //! Otherwise the whole JSON text is stored as an artifact and the model gets
 //! a stub: the artifact's hash and size, a preview, and how to page through
 //! the rest with `read_result` (offset and length in characters).
+//!
+//! Images travel separately: a result object may carry `_images`, a list of
+//! `{media_type, data}` (base64). They are kept out of the size accounting,
+//! checked (an `image/*` type, at most [`MAX_IMAGES`] of at most
+//! [`MAX_IMAGE_BYTES`] each) and put back under `_images` for the
+//! transcript to send as image content.
 
 use rein_sessions::Store;
 use rein_wire::AgentError;
@@ -46,8 +52,59 @@ fn within(value: &Value, bounds: &Bounds, depth: usize) -> bool {
     }
 }
 
+/// The most images one result may carry.
+pub const MAX_IMAGES: usize = 4;
+/// The largest image (base64 characters) one result may carry.
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// Take the images out of a result, keeping the acceptable ones.
+fn split_images(result: &mut Value) -> (Vec<Value>, usize) {
+    let Some(images) = result.as_object_mut().and_then(|m| m.remove("_images")) else {
+        return (Vec::new(), 0);
+    };
+    let all = images.as_array().cloned().unwrap_or_default();
+    let total = all.len();
+    let kept: Vec<Value> = all
+        .into_iter()
+        .filter(|img| {
+            let media = img.get("media_type").and_then(Value::as_str).unwrap_or("");
+            let data = img.get("data").and_then(Value::as_str).unwrap_or("");
+            media.starts_with("image/") && !data.is_empty() && data.len() <= MAX_IMAGE_BYTES
+        })
+        .take(MAX_IMAGES)
+        .collect();
+    let dropped = total - kept.len();
+    (kept, dropped)
+}
+
 /// The content for the model, and the artifact hash when offloaded.
 pub async fn bound(
+    store: &dyn Store,
+    mut result: Value,
+    bounds: &Bounds,
+) -> Result<(Value, Option<String>), AgentError> {
+    let (images, dropped) = split_images(&mut result);
+    let (mut content, artifact) = bound_json(store, result, bounds).await?;
+    if !images.is_empty() || dropped > 0 {
+        if !content.is_object() {
+            content = json!({"result": content});
+        }
+        if let Some(map) = content.as_object_mut() {
+            if !images.is_empty() {
+                map.insert("_images".into(), Value::Array(images));
+            }
+            if dropped > 0 {
+                map.insert(
+                    "images_dropped".into(),
+                    json!(format!("{dropped} image(s) were left out: not image/*, empty, over {MAX_IMAGE_BYTES} bytes, or beyond {MAX_IMAGES}")),
+                );
+            }
+        }
+    }
+    Ok((content, artifact))
+}
+
+async fn bound_json(
     store: &dyn Store,
     result: Value,
     bounds: &Bounds,

@@ -24,6 +24,14 @@ fn user_messages(content: &[ContentBlock], out: &mut Vec<Value>) {
                 ..
             } => {
                 out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": result_text(content)}));
+                // Tool messages carry text only; images follow as user content.
+                for block in content {
+                    if let ContentBlock::Image { source } = block {
+                        parts.push(
+                            json!({"type": "image_url", "image_url": {"url": image_url(source)}}),
+                        );
+                    }
+                }
             }
             ContentBlock::Text { text } => parts.push(json!({"type": "text", "text": text})),
             ContentBlock::Image { source } => {
