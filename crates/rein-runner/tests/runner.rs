@@ -574,6 +574,7 @@ async fn deferred_tools_are_listed_loaded_and_called() {
             "read_file",
             "read_log",
             "set_note",
+            "snapshot",
             "write_file"
         ],
         "sorted"
