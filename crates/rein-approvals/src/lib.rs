@@ -207,13 +207,6 @@ pub enum Answer {
     Deny,
 }
 
-/// The message a model gets when a call was not approved.
-pub fn refusal_text(tool: &str, decision: &str) -> String {
-    format!(
-        "The person {decision} the call to `{tool}`. It was not run. Do not try to reach the same result another way; ask the person what they want instead."
-    )
-}
-
 /// Settle a pending approval of `session` from a person's `surface`:
 /// takes the session's lock, checks the approval is pending, appends
 /// `approval.decided`, releases. Errors: `session_locked` while a runner

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use rein_approvals::{
-    Answer, Leases, PermissionClass, Policy, Surface, Verdict, gate, refusal_text,
-};
+use rein_approvals::{Answer, Leases, PermissionClass, Policy, Surface, Verdict, gate};
 use rein_gateway::Provider;
 use rein_sessions::recovery::dangling;
 use rein_sessions::{
@@ -43,6 +41,44 @@ pub struct Profile {
     pub max_output_tokens: u32,
     /// How the model gets the tools.
     pub tools: ToolLoading,
+    /// What rein itself says to the model, in the product's words.
+    pub wording: Wording,
+}
+
+/// The sentences rein says to the model on the product's behalf. `{tool}`,
+/// `{decision}`, `{command}` and `{report}` are filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wording {
+    /// A call a person did not approve (denied, let expire, stopped).
+    pub not_approved: String,
+    /// The nudge when the model repeats a call without progress.
+    pub loop_nudge: String,
+    /// A verification check that failed.
+    pub check_failed: String,
+    /// The header of the deferred tool catalog.
+    pub tool_catalog: String,
+    /// The header of the skills list.
+    pub skills: String,
+}
+
+impl Default for Wording {
+    fn default() -> Self {
+        Wording {
+            not_approved: "The person {decision} the call to `{tool}`. It was not run. Do not try to reach the same result another way; ask the person what they want instead.".into(),
+            loop_nudge: "(rein) You have made the same call with the same arguments and got the same result three times. Try a different approach or answer with what you have.".into(),
+            check_failed: "(rein) The check `{command}` failed, so the task is not done yet:\n{report}\nFix the cause, then answer again.".into(),
+            tool_catalog: "Tools: call load_tool with a name to get its arguments, then call_tool with the name and arguments.".into(),
+            skills: "Skills: read one with read_skill when it applies to the task.".into(),
+        }
+    }
+}
+
+impl Wording {
+    fn not_approved(&self, tool: &str, decision: &str) -> String {
+        self.not_approved
+            .replace("{tool}", tool)
+            .replace("{decision}", decision)
+    }
 }
 
 /// How tools reach the model.
@@ -375,7 +411,7 @@ impl Conversation {
             stopping.push(error_result(
                 &pending.call_id,
                 "not_approved",
-                &refusal_text(&pending.tool, "stopped"),
+                &self.profile.wording.not_approved(&pending.tool, "stopped"),
             ));
         }
         // Calls of the same message that never ran get a result too, so the
@@ -599,10 +635,12 @@ impl Conversation {
                                 return self.finish(TurnOutcome::Error { error }).await;
                             }
                             self.append(vec![Event::SteerSaid {
-                                text: format!(
-                                    "(rein) The check `{}` failed, so the task is not done yet:\n{report}\nFix the cause, then answer again.",
-                                    check.command.join(" ")
-                                ),
+                                text: self
+                                    .profile
+                                    .wording
+                                    .check_failed
+                                    .replace("{command}", &check.command.join(" "))
+                                    .replace("{report}", &report),
                             }])
                             .await?;
                             continue;
@@ -711,9 +749,7 @@ impl Conversation {
         if self.deferred(catalog.len()) {
             // The catalog is sorted by name and has no volatile parts, so
             // this block stays byte-stable across steps and turns.
-            let mut lines = String::from(
-                "Tools: call load_tool with a name to get its arguments, then call_tool with the name and arguments.\n",
-            );
+            let mut lines = format!("{}\n", self.profile.wording.tool_catalog);
             for tool in &catalog {
                 lines.push_str(&format!("- {}: {}\n", tool.name, tool.purpose));
             }
@@ -729,8 +765,7 @@ impl Conversation {
         let mut skills = self.backend.skills();
         if !skills.is_empty() {
             skills.sort_by(|a, b| a.name.cmp(&b.name));
-            let mut lines =
-                String::from("Skills: read one with read_skill when it applies to the task.\n");
+            let mut lines = format!("{}\n", self.profile.wording.skills);
             for skill in &skills {
                 lines.push_str(&format!("- {}: {}\n", skill.name, skill.purpose));
             }
@@ -939,7 +974,11 @@ impl Conversation {
                                 arguments: args.clone(),
                                 permission: class.as_str().into(),
                             },
-                            error_result(&call_id, "not_approved", &refusal_text(&tool, &decision)),
+                            error_result(
+                                &call_id,
+                                "not_approved",
+                                &self.profile.wording.not_approved(&tool, &decision),
+                            ),
                         ])
                         .await?;
                         self.emit(UiKind::ToolResult {
@@ -979,7 +1018,7 @@ impl Conversation {
                                 error_result(
                                     &call_id,
                                     "not_approved",
-                                    &refusal_text(&tool, "let expire"),
+                                    &self.profile.wording.not_approved(&tool, "let expire"),
                                 ),
                             ])
                             .await?;
@@ -1226,7 +1265,7 @@ impl Conversation {
             return Ok(Some(TurnOutcome::LoopDetected));
         }
         if *n == LOOP_NUDGE {
-            self.steering.say("(rein) You have made the same call with the same arguments and got the same result three times. Try a different approach or answer with what you have.");
+            self.steering.say(self.profile.wording.loop_nudge.clone());
         }
         Ok(None)
     }

@@ -15,7 +15,7 @@ mod outcome;
 mod project;
 mod steering;
 
-pub use conversation::{Budgets, Conversation, Profile, ToolLoading, Verification};
+pub use conversation::{Budgets, Conversation, Profile, ToolLoading, Verification, Wording};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

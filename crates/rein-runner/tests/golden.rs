@@ -224,6 +224,7 @@ async fn run(scenario: &Scenario, provider: FakeProvider, mut decisions: Vec<boo
         model: "fake-model".into(),
         max_output_tokens: 1024,
         tools: ToolLoading::default(),
+        wording: rein_runner::Wording::default(),
     };
     let mut conv = Conversation::open(store.clone(), Arc::new(provider), backend, profile, None)
         .await

@@ -59,6 +59,7 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
             model: "m".into(),
             max_output_tokens: 512,
             tools: ToolLoading::default(),
+            wording: rein_runner::Wording::default(),
         };
         let mut conv = Conversation::open(store, provider, backend.clone(), profile, None)
             .await

@@ -22,6 +22,7 @@ fn profile() -> Profile {
         model: "fake-model".into(),
         max_output_tokens: 1024,
         tools: ToolLoading::default(),
+        wording: rein_runner::Wording::default(),
     }
 }
 

@@ -366,6 +366,7 @@ pub async fn run(
         model: resolved.model.clone(),
         max_output_tokens: 4096,
         tools: ToolLoading::default(),
+        wording: rein_runner::Wording::default(),
     };
     let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string()});
     let mut conversation = Conversation::open_with(
