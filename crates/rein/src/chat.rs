@@ -128,23 +128,78 @@ pub fn resolve(options: &ChatOptions) -> Result<Option<Resolved>, AgentError> {
     Ok(None)
 }
 
+/// Where the person's lines come from.
+pub trait Lines {
+    /// Show `prompt` and read one line; `None` at the end of input.
+    fn line(&mut self, prompt: &str, info: &mut dyn Write) -> Result<Option<String>, AgentError>;
+}
+
+/// Lines from any reader (piped stdin, tests): the prompt is printed, one
+/// line is read.
+pub struct Plain<R>(pub R);
+
+impl<R: BufRead> Lines for Plain<R> {
+    fn line(&mut self, prompt: &str, info: &mut dyn Write) -> Result<Option<String>, AgentError> {
+        write!(info, "{prompt}").map_err(io_error)?;
+        info.flush().map_err(io_error)?;
+        let mut line = String::new();
+        if self.0.read_line(&mut line).map_err(io_error)? == 0 {
+            writeln!(info).map_err(io_error)?;
+            return Ok(None);
+        }
+        Ok(Some(line.trim_end_matches(['\n', '\r']).to_owned()))
+    }
+}
+
+/// Lines from a terminal, with editing and history (rustyline).
+pub struct Editor(rustyline::DefaultEditor);
+
+impl Editor {
+    /// An editor on the terminal.
+    pub fn new() -> Result<Self, AgentError> {
+        rustyline::DefaultEditor::new()
+            .map(Editor)
+            .map_err(|e| AgentError::new(codes::INTERNAL, format!("cannot use the terminal: {e}")))
+    }
+}
+
+impl Lines for Editor {
+    fn line(&mut self, prompt: &str, _info: &mut dyn Write) -> Result<Option<String>, AgentError> {
+        match self.0.readline(prompt) {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = self.0.add_history_entry(line.as_str());
+                }
+                Ok(Some(line))
+            }
+            // Ctrl-D, or Ctrl-C at the prompt: leave.
+            Err(
+                rustyline::error::ReadlineError::Eof | rustyline::error::ReadlineError::Interrupted,
+            ) => Ok(None),
+            Err(e) => Err(AgentError::new(
+                codes::INTERNAL,
+                format!("terminal input failed: {e}"),
+            )),
+        }
+    }
+}
+
 /// What a person answered to `approve? [y/N]`.
 fn ask_approval(
-    input: &mut impl BufRead,
+    input: &mut impl Lines,
     info: &mut impl Write,
     tool: &str,
     arguments: &serde_json::Value,
 ) -> Result<Option<Answer>, AgentError> {
     let shown: String = arguments.to_string().chars().take(300).collect();
-    say_inline(
+    say(info, &format!("  {tool} {shown}"))?;
+    let Some(line) = input.line(
+        &format!("  approve? [y/N/a = always for {tool} this turn] "),
         info,
-        &format!("  {tool} {shown}\n  approve? [y/N/a = always for {tool} this turn] "),
-    )?;
-    let mut line = String::new();
-    if input.read_line(&mut line).map_err(io_error)? == 0 {
-        say(info, "")?;
+    )?
+    else {
         return Ok(None);
-    }
+    };
     Ok(Some(match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Answer::Approve(LeaseScope::Once),
         "a" | "always" => Answer::Approve(LeaseScope::Tool),
@@ -250,7 +305,7 @@ async fn drive(
 async fn settle(
     conversation: &mut Conversation,
     mut outcome: TurnOutcome,
-    input: &mut impl BufRead,
+    input: &mut impl Lines,
     out: &mut impl Write,
     info: &mut impl Write,
     cost: &mut (u64, bool),
@@ -328,7 +383,7 @@ async fn pending_arguments(
 pub async fn run(
     options: ChatOptions,
     store: Arc<dyn Store>,
-    mut input: impl BufRead,
+    mut input: impl Lines,
     out: &mut impl Write,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
@@ -339,11 +394,12 @@ pub async fn run(
             if options.prompt.is_some() {
                 return Err(missing_key());
             }
-            say_inline(info, "Start the offline scripted model now? [Y/n] ")?;
-            let mut answer = String::new();
-            let read = input.read_line(&mut answer).map_err(io_error)?;
+            let Some(answer) = input.line("Start the offline scripted model now? [Y/n] ", info)?
+            else {
+                return Err(missing_key());
+            };
             let answer = answer.trim().to_ascii_lowercase();
-            if read == 0 || !(answer.is_empty() || answer == "y" || answer == "yes") {
+            if !(answer.is_empty() || answer == "y" || answer == "yes") {
                 return Err(missing_key());
             }
             scripted()
@@ -415,12 +471,9 @@ pub async fn run(
             ),
         )?;
         loop {
-            say_inline(info, "you> ")?;
-            let mut line = String::new();
-            if input.read_line(&mut line).map_err(io_error)? == 0 {
-                say(info, "")?;
+            let Some(line) = input.line("you> ", info)? else {
                 return Ok(());
-            }
+            };
             let line = line.trim();
             if line.is_empty() {
                 continue;
@@ -454,9 +507,4 @@ fn io_error(err: std::io::Error) -> AgentError {
 
 fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
     writeln!(info, "{text}").map_err(io_error)
-}
-
-fn say_inline(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
-    write!(info, "{text}").map_err(io_error)?;
-    info.flush().map_err(io_error)
 }

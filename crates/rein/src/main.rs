@@ -1,6 +1,6 @@
 //! The `rein` command.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -204,7 +204,19 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             };
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();
-            run(options, store, stdin.lock(), stdout, &mut std::io::stderr()).await
+            if stdin.is_terminal() && options.prompt.is_none() {
+                let editor = rein::chat::Editor::new()?;
+                run(options, store, editor, stdout, &mut std::io::stderr()).await
+            } else {
+                run(
+                    options,
+                    store,
+                    rein::chat::Plain(stdin.lock()),
+                    stdout,
+                    &mut std::io::stderr(),
+                )
+                .await
+            }
         }
         Command::Approve {
             session,
