@@ -236,7 +236,7 @@ pub async fn decide(
         store
             .append(
                 &lease,
-                vec![NewEvent::root(Event::ApprovalDecided {
+                vec![NewEvent::main(Event::ApprovalDecided {
                     approval_id: approval_id.to_owned(),
                     decision: decision.into(),
                     by: surface.name().to_owned(),

@@ -309,18 +309,18 @@ async fn a_crash_between_called_and_result_resumes_with_interrupted_and_never_re
         .append(
             &lease,
             vec![
-                rein_sessions::NewEvent::root(Event::TurnStarted {
+                rein_sessions::NewEvent::main(Event::TurnStarted {
                     turn_id: "t1".into(),
                     parent: None,
                     prompt: "note it".into(),
                 }),
-                rein_sessions::NewEvent::root(Event::RunStarted {
+                rein_sessions::NewEvent::main(Event::RunStarted {
                     run_id: "r1".into(),
                     turn_id: "t1".into(),
                     budgets: json!({}),
                     profile: json!({}),
                 }),
-                rein_sessions::NewEvent::root(Event::ModelCompleted {
+                rein_sessions::NewEvent::main(Event::ModelCompleted {
                     call_id: "m1".into(),
                     model: "fake-model".into(),
                     message: msg,
@@ -330,7 +330,7 @@ async fn a_crash_between_called_and_result_resumes_with_interrupted_and_never_re
                     cache_verdict: None,
                     latency_ms: 1,
                 }),
-                rein_sessions::NewEvent::root(Event::ToolCalled {
+                rein_sessions::NewEvent::main(Event::ToolCalled {
                     call_id: "w1".into(),
                     tool: "set_note".into(),
                     arguments: json!({"key": "k", "value": "v"}),

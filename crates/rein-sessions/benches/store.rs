@@ -14,7 +14,7 @@ use rein_sessions::{Durability, Event, Lease, NewEvent, SqliteStore, Store};
 use serde_json::json;
 
 fn event(i: usize) -> NewEvent {
-    NewEvent::root(Event::ToolResult {
+    NewEvent::main(Event::ToolResult {
         call_id: format!("call-{i}"),
         status: rein_sessions::ToolStatus::Ok,
         source: rein_sessions::ResultSource::Live,

@@ -333,7 +333,7 @@ pub struct StoredEvent {
     pub seq: u64,
     /// When it was appended, in milliseconds since the Unix epoch.
     pub at_ms: i64,
-    /// Which agent wrote it: `root`, or `root/…` for sub-agents.
+    /// Which agent wrote it: `main`, or `main/…` for sub-agents.
     pub agent_path: String,
     /// The event.
     pub event: Event,
@@ -349,10 +349,11 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    /// An event written by the root agent.
-    pub fn root(event: Event) -> Self {
+    /// An event written by the conversation itself (agent path `main`;
+    /// sub-agents write under `main/…`).
+    pub fn main(event: Event) -> Self {
         NewEvent {
-            agent_path: "root".into(),
+            agent_path: "main".into(),
             event,
         }
     }

@@ -135,7 +135,7 @@ impl Store for MemoryStore {
             append_locked(
                 &mut inner,
                 &id,
-                vec![NewEvent::root(Event::SessionCreated { metadata })],
+                vec![NewEvent::main(Event::SessionCreated { metadata })],
             )?
         };
         self.channels.publish(&id, &stored);

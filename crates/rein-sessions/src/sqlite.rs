@@ -350,7 +350,7 @@ impl Store for SqliteStore {
         let stored = append_in(
             &mut tx,
             &id,
-            vec![NewEvent::root(Event::SessionCreated { metadata })],
+            vec![NewEvent::main(Event::SessionCreated { metadata })],
         )
         .await?;
         tx.commit().await.map_err(db_error)?;

@@ -29,7 +29,7 @@ async fn stores() -> Vec<(&'static str, Arc<dyn Store>, Option<tempfile::TempDir
 }
 
 fn turn(id: &str, parent: Option<&str>) -> NewEvent {
-    NewEvent::root(Event::TurnStarted {
+    NewEvent::main(Event::TurnStarted {
         turn_id: id.into(),
         parent: parent.map(str::to_owned),
         prompt: format!("prompt {id}"),
@@ -37,7 +37,7 @@ fn turn(id: &str, parent: Option<&str>) -> NewEvent {
 }
 
 fn finish(id: &str) -> NewEvent {
-    NewEvent::root(Event::TurnFinished {
+    NewEvent::main(Event::TurnFinished {
         turn_id: id.into(),
         outcome: "finished".into(),
         reply: Some(format!("reply {id}")),
@@ -99,7 +99,7 @@ async fn appends_are_gapless_ordered_and_readable_from_any_point() {
         for batch in 0..10 {
             let events: Vec<NewEvent> = (0..7)
                 .map(|i| NewEvent {
-                    agent_path: format!("root/w{i}"),
+                    agent_path: format!("main/w{i}"),
                     event: Event::SteerSaid {
                         text: format!("{batch}-{i}"),
                     },
@@ -120,7 +120,7 @@ async fn appends_are_gapless_ordered_and_readable_from_any_point() {
             "{name}"
         );
         // seq 60 is the 59th appended event: (60 - 2) % 7 = 2.
-        assert_eq!(tail[0].agent_path, "root/w2", "{name}");
+        assert_eq!(tail[0].agent_path, "main/w2", "{name}");
         assert!(store.read(&id, 1000, 5).await.unwrap().is_empty());
         assert_eq!(store.session(&id).await.unwrap().head_seq, 71);
     }
@@ -137,7 +137,7 @@ async fn a_failing_batch_leaves_nothing_behind() {
             .append(
                 &lease,
                 vec![
-                    NewEvent::root(Event::SteerSaid { text: "x".into() }),
+                    NewEvent::main(Event::SteerSaid { text: "x".into() }),
                     turn("t2", Some("nope")),
                 ],
             )
@@ -171,7 +171,7 @@ async fn subscribers_get_every_committed_event_in_order() {
         store
             .append(
                 &lease,
-                vec![NewEvent::root(Event::SteerSaid {
+                vec![NewEvent::main(Event::SteerSaid {
                     text: "more".into(),
                 })],
             )
@@ -210,7 +210,7 @@ async fn the_turn_tree_branches_without_rewriting() {
         store
             .append(
                 &lease,
-                vec![NewEvent::root(Event::BranchCreated {
+                vec![NewEvent::main(Event::BranchCreated {
                     from_turn: Some("b".into()),
                 })],
             )
@@ -232,7 +232,7 @@ async fn the_turn_tree_branches_without_rewriting() {
         store
             .append(
                 &lease,
-                vec![NewEvent::root(Event::BranchCreated {
+                vec![NewEvent::main(Event::BranchCreated {
                     from_turn: Some("a".into()),
                 })],
             )
@@ -245,7 +245,7 @@ async fn the_turn_tree_branches_without_rewriting() {
         store
             .append(
                 &lease,
-                vec![NewEvent::root(Event::BranchCreated { from_turn: None })],
+                vec![NewEvent::main(Event::BranchCreated { from_turn: None })],
             )
             .await
             .unwrap();
@@ -284,7 +284,7 @@ async fn the_turn_tree_branches_without_rewriting() {
         let err = store
             .append(
                 &other_lease,
-                vec![NewEvent::root(Event::BranchCreated {
+                vec![NewEvent::main(Event::BranchCreated {
                     from_turn: Some("b".into()),
                 })],
             )
@@ -295,7 +295,7 @@ async fn the_turn_tree_branches_without_rewriting() {
         let err = store
             .append(
                 &other_lease,
-                vec![NewEvent::root(Event::BranchCreated {
+                vec![NewEvent::main(Event::BranchCreated {
                     from_turn: Some("zz".into()),
                 })],
             )
@@ -310,7 +310,7 @@ async fn the_control_record_moves_with_the_log() {
     for (name, store, _dir) in stores().await {
         let (id, lease) = open(store.as_ref()).await;
         let request = |a: &str| {
-            NewEvent::root(Event::ApprovalRequested {
+            NewEvent::main(Event::ApprovalRequested {
                 approval_id: a.into(),
                 call_id: format!("call-{a}"),
                 tool: "write_file".into(),
@@ -319,7 +319,7 @@ async fn the_control_record_moves_with_the_log() {
             })
         };
         let decide = |a: &str| {
-            NewEvent::root(Event::ApprovalDecided {
+            NewEvent::main(Event::ApprovalDecided {
                 approval_id: a.into(),
                 decision: "approved".into(),
                 by: "terminal".into(),
@@ -351,7 +351,7 @@ async fn the_control_record_moves_with_the_log() {
         store
             .append(
                 &lease,
-                vec![NewEvent::root(Event::Stopped {
+                vec![NewEvent::main(Event::Stopped {
                     by: "person".into(),
                 })],
             )
@@ -389,7 +389,7 @@ async fn one_writer_per_session_with_expiring_leases() {
         store
             .append(
                 &first,
-                vec![NewEvent::root(Event::SteerSaid {
+                vec![NewEvent::main(Event::SteerSaid {
                     text: "mine".into(),
                 })],
             )
@@ -401,7 +401,7 @@ async fn one_writer_per_session_with_expiring_leases() {
         let err = store
             .append(
                 &first,
-                vec![NewEvent::root(Event::SteerSaid {
+                vec![NewEvent::main(Event::SteerSaid {
                     text: "late".into(),
                 })],
             )
@@ -415,7 +415,7 @@ async fn one_writer_per_session_with_expiring_leases() {
         store
             .append(
                 &second,
-                vec![NewEvent::root(Event::SteerSaid {
+                vec![NewEvent::main(Event::SteerSaid {
                     text: "ours".into(),
                 })],
             )
@@ -533,19 +533,19 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
         let (id, lease) = open(store.as_ref()).await;
         let events = vec![
             turn("k1", None),
-            NewEvent::root(Event::RunStarted {
+            NewEvent::main(Event::RunStarted {
                 run_id: "r1".into(),
                 turn_id: "k1".into(),
                 budgets: json!({"steps": 100}),
                 profile: json!({}),
             }),
-            NewEvent::root(Event::ModelRequested {
+            NewEvent::main(Event::ModelRequested {
                 call_id: "m1".into(),
                 prefix_fingerprint: "0123456789abcdef".into(),
                 request_digest: "d".into(),
                 estimated_tokens: 42,
             }),
-            NewEvent::root(Event::ModelCompleted {
+            NewEvent::main(Event::ModelCompleted {
                 call_id: "m1".into(),
                 model: "claude-x".into(),
                 message: rein_wire::Message::assistant("hi"),
@@ -561,13 +561,13 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 cache_verdict: Some("cold".into()),
                 latency_ms: 12,
             }),
-            NewEvent::root(Event::ToolCalled {
+            NewEvent::main(Event::ToolCalled {
                 call_id: "c1".into(),
                 tool: "read".into(),
                 arguments: json!({"p": 1}),
                 permission: "read".into(),
             }),
-            NewEvent::root(Event::ToolResult {
+            NewEvent::main(Event::ToolResult {
                 call_id: "c1".into(),
                 status: ToolStatus::Ok,
                 source: ResultSource::Cache,
@@ -578,24 +578,24 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 duration_ms: 3,
             }),
             NewEvent {
-                agent_path: "root/researcher".into(),
+                agent_path: "main/researcher".into(),
                 event: Event::AgentStarted {
-                    agent_path: "root/researcher".into(),
+                    agent_path: "main/researcher".into(),
                     task: "look".into(),
                 },
             },
-            NewEvent::root(Event::CompactionCreated {
+            NewEvent::main(Event::CompactionCreated {
                 from_seq: 2,
                 to_seq: 5,
                 summary: json!({"files": []}),
                 target_tokens: 1000,
             }),
-            NewEvent::root(Event::Unknown {
+            NewEvent::main(Event::Unknown {
                 kind: "future.thing".into(),
                 version: 3,
                 data: json!({"keep": ["me"]}),
             }),
-            NewEvent::root(Event::RunFinished {
+            NewEvent::main(Event::RunFinished {
                 run_id: "r1".into(),
                 outcome: "finished".into(),
                 totals: json!({}),

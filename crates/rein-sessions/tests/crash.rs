@@ -93,13 +93,13 @@ async fn helper_append_loop() {
         let size = 1 + (batch % 5) as usize;
         let mut events: Vec<NewEvent> = (0..size)
             .map(|i| {
-                NewEvent::root(Event::SteerSaid {
+                NewEvent::main(Event::SteerSaid {
                     text: format!("b{batch}:{i}/{size}"),
                 })
             })
             .collect();
         if batch % 3 == 0 {
-            events.push(NewEvent::root(Event::ToolCalled {
+            events.push(NewEvent::main(Event::ToolCalled {
                 call_id: format!("call-{batch}"),
                 tool: "write_file".into(),
                 arguments: json!({"batch": batch}),
@@ -270,7 +270,7 @@ async fn a_killed_holder_is_taken_over_after_expiry() {
     store
         .append(
             &lease,
-            vec![NewEvent::root(Event::SteerSaid {
+            vec![NewEvent::main(Event::SteerSaid {
                 text: "taken over".into(),
             })],
         )

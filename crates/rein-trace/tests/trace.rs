@@ -24,7 +24,7 @@ fn model(
             input: json!({"path": "a.rs"}),
         });
     }
-    NewEvent::root(Event::ModelCompleted {
+    NewEvent::main(Event::ModelCompleted {
         call_id: call.into(),
         model: "claude-sonnet-4-5".into(),
         message: Message {
@@ -45,13 +45,13 @@ fn model(
 
 fn tool(call: &str, status: ToolStatus, source: ResultSource) -> Vec<NewEvent> {
     vec![
-        NewEvent::root(Event::ToolCalled {
+        NewEvent::main(Event::ToolCalled {
             call_id: call.into(),
             tool: "read_file".into(),
             arguments: json!({"path": "a.rs"}),
             permission: "read".into(),
         }),
-        NewEvent::root(Event::ToolResult {
+        NewEvent::main(Event::ToolResult {
             call_id: call.into(),
             status,
             source,
@@ -83,18 +83,18 @@ async fn build(store: &dyn Store) -> String {
         reasoning: 0,
     };
     let mut events = vec![
-        NewEvent::root(Event::TurnStarted {
+        NewEvent::main(Event::TurnStarted {
             turn_id: "t-1".into(),
             parent: None,
             prompt: "read a.rs".into(),
         }),
-        NewEvent::root(Event::RunStarted {
+        NewEvent::main(Event::RunStarted {
             run_id: "r-1".into(),
             turn_id: "t-1".into(),
             budgets: json!({"steps": 100}),
             profile: json!({}),
         }),
-        NewEvent::root(Event::ModelRequested {
+        NewEvent::main(Event::ModelRequested {
             call_id: "m-1".into(),
             prefix_fingerprint: "00112233aabbccdd".into(),
             request_digest: "x".into(),
@@ -110,12 +110,12 @@ async fn build(store: &dyn Store) -> String {
     ];
     events.extend(tool("toolu_1", ToolStatus::Ok, ResultSource::Live));
     events.push(model("m-2", u(50, 30, 800, 0), Some(900), "hit", None));
-    events.push(NewEvent::root(Event::TurnFinished {
+    events.push(NewEvent::main(Event::TurnFinished {
         turn_id: "t-1".into(),
         outcome: "finished".into(),
         reply: Some("done".into()),
     }));
-    events.push(NewEvent::root(Event::RunFinished {
+    events.push(NewEvent::main(Event::RunFinished {
         run_id: "r-1".into(),
         outcome: "finished".into(),
         totals: json!({}),
@@ -123,15 +123,15 @@ async fn build(store: &dyn Store) -> String {
     store.append(&lease, events).await.unwrap();
 
     let mut second = vec![
-        NewEvent::root(Event::BranchCreated {
+        NewEvent::main(Event::BranchCreated {
             from_turn: Some("t-1".into()),
         }),
-        NewEvent::root(Event::TurnStarted {
+        NewEvent::main(Event::TurnStarted {
             turn_id: "t-2".into(),
             parent: Some("t-1".into()),
             prompt: "again".into(),
         }),
-        NewEvent::root(Event::RunStarted {
+        NewEvent::main(Event::RunStarted {
             run_id: "r-2".into(),
             turn_id: "t-2".into(),
             budgets: json!({}),
@@ -148,18 +148,18 @@ async fn build(store: &dyn Store) -> String {
         ResultSource::Interrupted,
     ));
     second.push(NewEvent {
-        agent_path: "root/helper".into(),
+        agent_path: "main/helper".into(),
         event: Event::AgentStarted {
-            agent_path: "root/helper".into(),
+            agent_path: "main/helper".into(),
             task: "look".into(),
         },
     });
-    second.push(NewEvent::root(Event::Unknown {
+    second.push(NewEvent::main(Event::Unknown {
         kind: "future.kind".into(),
         version: 7,
         data: json!({"call_id": "toolu_2", "x": 1}),
     }));
-    second.push(NewEvent::root(Event::CompactionCreated {
+    second.push(NewEvent::main(Event::CompactionCreated {
         from_seq: 2,
         to_seq: 9,
         summary: json!({"files": ["a.rs"]}),
@@ -252,14 +252,14 @@ async fn export_import_export_is_byte_identical() {
 
 #[test]
 fn a_broken_golden_trace_is_refused_with_a_code() {
-    let good = "{\"format\":\"rein-golden\",\"version\":1}\n{\"agent\":\"root\",\"data\":{\"metadata\":null},\"kind\":\"session.created\",\"seq\":1,\"version\":1}\n";
+    let good = "{\"format\":\"rein-golden\",\"version\":1}\n{\"agent\":\"main\",\"data\":{\"metadata\":null},\"kind\":\"session.created\",\"seq\":1,\"version\":1}\n";
     assert!(golden::parse(good).is_ok());
     for bad in [
         "",
         "{\"format\":\"other\"}\n",
-        "{\"format\":\"rein-golden\",\"version\":1}\n{\"seq\":1, \"agent\":\"root\"}\n",
-        "{\"format\":\"rein-golden\",\"version\":1}\n{\"agent\":\"root\",\"data\":{},\"kind\":\"session.created\",\"seq\":2,\"version\":1}\n",
-        "{\"format\":\"rein-golden\",\"version\":1}\n{\"agent\":\"root\",\"data\":{},\"kind\":\"steer.said\",\"seq\":1,\"version\":1}\n",
+        "{\"format\":\"rein-golden\",\"version\":1}\n{\"seq\":1, \"agent\":\"main\"}\n",
+        "{\"format\":\"rein-golden\",\"version\":1}\n{\"agent\":\"main\",\"data\":{},\"kind\":\"session.created\",\"seq\":2,\"version\":1}\n",
+        "{\"format\":\"rein-golden\",\"version\":1}\n{\"agent\":\"main\",\"data\":{},\"kind\":\"steer.said\",\"seq\":1,\"version\":1}\n",
         "{\"format\":\"rein-golden\",\"version\":1}\nnot json\n",
     ] {
         let err = golden::parse(bad).unwrap_err();
