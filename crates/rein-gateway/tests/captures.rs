@@ -7,61 +7,9 @@
 
 use std::path::PathBuf;
 
-use bytes::Bytes;
-use futures::StreamExt;
-use rein_gateway::{WireApi, decode_stream, sse::SseLimits};
-use rein_wire::{AgentError, AssembledMessage, Assembler, StopReason, StreamEvent};
+use rein_gateway::WireApi;
+use rein_wire::{AssembledMessage, Assembler, StopReason, StreamEvent};
 use serde_json::json;
-
-/// The captures folder, or `None` (with a notice) where it is absent and
-/// not required.
-pub fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var("REIN_WIRE_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/wire")
-        });
-    if dir.join("README.md").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("REIN_REQUIRE_FIXTURES").is_ok_and(|v| v == "1") {
-        panic!(
-            "the wire captures are required but absent at {}",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "NOTICE: skipping: wire captures not found at {} (set REIN_WIRE_FIXTURES)",
-        dir.display()
-    );
-    None
-}
-
-fn decode(api: WireApi, body: &[u8], chunk: usize) -> (Vec<StreamEvent>, Option<AgentError>) {
-    let body = Bytes::copy_from_slice(body);
-    let chunks: Vec<Result<Bytes, AgentError>> = (0..body.len())
-        .step_by(chunk)
-        .map(|at| Ok(body.slice(at..(at + chunk).min(body.len()))))
-        .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut stream = Box::pin(decode_stream(
-            api,
-            futures::stream::iter(chunks),
-            SseLimits::default(),
-        ));
-        let mut events = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(e) => events.push(e),
-                Err(err) => return (events, Some(err)),
-            }
-        }
-        (events, None)
-    })
-}
 
 fn assemble(events: &[StreamEvent]) -> AssembledMessage {
     let mut a = Assembler::new();
@@ -85,8 +33,8 @@ fn files(dir: &std::path::Path, folder: &str) -> Vec<PathBuf> {
 /// first problem (stream error, provider error or malformed call).
 fn outcome(api: WireApi, path: &std::path::Path) -> (AssembledMessage, Option<String>) {
     let body = std::fs::read(path).unwrap();
-    let (whole, whole_err) = decode(api, &body, body.len().max(1));
-    let (split, split_err) = decode(api, &body, 3);
+    let (whole, whole_err) = rein_testing::fixtures::decode_chunked(api, &body, body.len().max(1));
+    let (split, split_err) = rein_testing::fixtures::decode_chunked(api, &body, 3);
     assert_eq!(
         whole,
         split,
@@ -108,7 +56,9 @@ fn outcome(api: WireApi, path: &std::path::Path) -> (AssembledMessage, Option<St
 
 #[test]
 fn every_capture_decodes_identically_whole_and_split_without_panic() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     let mut seen = 0;
     for (folder, api) in [
         ("anthropic-messages", WireApi::AnthropicMessages),
@@ -167,7 +117,9 @@ fn check(dir: &std::path::Path, folder: &str, api: WireApi, expect: &[Expect]) {
 
 #[test]
 fn anthropic_captures_mean_what_they_show() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     check(
         &dir,
         "anthropic-messages",
@@ -267,7 +219,7 @@ fn anthropic_captures_mean_what_they_show() {
 
 /// The cut-by-max-tokens capture reports its final output count late.
 fn m_usage(input: u64, _: Option<()>) -> Option<(u64, u64, u64, u64)> {
-    let dir = fixtures()?;
+    let dir = rein_testing::fixtures::wire_dir()?;
     let body = std::fs::read_to_string(
         dir.join("anthropic-messages/anthropic-sdk-python__tool-use-cut-by-max-tokens.sse"),
     )
@@ -284,7 +236,9 @@ fn m_usage(input: u64, _: Option<()>) -> Option<(u64, u64, u64, u64)> {
 
 #[test]
 fn openai_chat_captures_mean_what_they_show() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     check(
         &dir,
         "openai-chat",
@@ -418,7 +372,9 @@ fn m_openai(dir: &std::path::Path, file: &str) -> Option<(u64, u64, u64, u64)> {
 
 #[test]
 fn openai_responses_captures_mean_what_they_show() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     check(
         &dir,
         "openai-responses",
@@ -510,7 +466,9 @@ fn openai_responses_captures_mean_what_they_show() {
 
 #[test]
 fn thinking_and_its_signature_are_kept() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     let (m, problem) = outcome(
         WireApi::AnthropicMessages,
         &dir.join("anthropic-messages/vercel-ai__thinking-signature-text.sse"),

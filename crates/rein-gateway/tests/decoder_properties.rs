@@ -3,44 +3,10 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use bytes::Bytes;
 use futures::StreamExt;
 use proptest::prelude::*;
-use rein_gateway::{WireApi, decode_stream, sse::SseLimits};
-use rein_wire::{AgentError, StreamEvent};
-
-fn decode(api: WireApi, body: &[u8], cuts: &[usize]) -> (Vec<StreamEvent>, Option<String>) {
-    let body = Bytes::copy_from_slice(body);
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
-    points.sort_unstable();
-    points.dedup();
-    let mut chunks: Vec<Result<Bytes, AgentError>> = Vec::new();
-    let mut at = 0;
-    for p in points.into_iter().chain(std::iter::once(body.len())) {
-        if p > at {
-            chunks.push(Ok(body.slice(at..p)));
-            at = p;
-        }
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut stream = Box::pin(decode_stream(
-            api,
-            futures::stream::iter(chunks),
-            SseLimits::default(),
-        ));
-        let mut events = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(e) => events.push(e),
-                Err(err) => return (events, Some(err.code.to_string())),
-            }
-        }
-        (events, None)
-    })
-}
+use rein_gateway::WireApi;
+use rein_wire::StreamEvent;
 
 /// Event-shaped lines: real event types with random payload fragments.
 fn sse_like() -> impl Strategy<Value = Vec<u8>> {
@@ -80,8 +46,8 @@ proptest! {
         cuts in prop::collection::vec(any::<usize>(), 0..12),
     ) {
         for api in APIS {
-            let whole = decode(api, &body, &[]);
-            let split = decode(api, &body, &cuts);
+            let whole = rein_testing::fixtures::decode_cut(api, &body, &[]);
+            let split = rein_testing::fixtures::decode_cut(api, &body, &cuts);
             prop_assert_eq!(whole, split);
         }
     }
@@ -92,8 +58,8 @@ proptest! {
         cuts in prop::collection::vec(any::<usize>(), 0..12),
     ) {
         for api in APIS {
-            let whole = decode(api, &body, &[]);
-            let split = decode(api, &body, &cuts);
+            let whole = rein_testing::fixtures::decode_cut(api, &body, &[]);
+            let split = rein_testing::fixtures::decode_cut(api, &body, &cuts);
             prop_assert_eq!(&whole, &split);
             // A stream ends in its terminal event or a coded error.
             if whole.1.is_none() {

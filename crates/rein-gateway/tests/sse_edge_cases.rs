@@ -15,28 +15,6 @@ use rein_gateway::sse::{SseFrame, SseLimits, frames};
 use rein_wire::AgentError;
 use serde_json::Value;
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var("REIN_WIRE_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/wire")
-        });
-    if dir.join("README.md").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("REIN_REQUIRE_FIXTURES").is_ok_and(|v| v == "1") {
-        panic!(
-            "the wire captures are required but absent at {}",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "NOTICE: skipping: wire captures not found at {}",
-        dir.display()
-    );
-    None
-}
-
 fn run(chunks: Vec<Vec<u8>>) -> Vec<SseFrame> {
     let items: Vec<Result<Bytes, AgentError>> =
         chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
@@ -63,7 +41,9 @@ const NOT_DISPATCHED: &[&str] = &["openai-python__event-without-data"];
 
 #[test]
 fn every_framing_vector_matches_its_source_except_the_documented_departures() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join("sse-edge-cases"))
         .unwrap()
         .map(|e| e.unwrap().path())

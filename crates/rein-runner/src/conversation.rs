@@ -892,32 +892,8 @@ impl Conversation {
             } else {
                 (tool, args)
             };
-            let checked = if tool == READ_RESULT {
-                check_read_result(&args).map(|_| PermissionClass::Read)
-            } else if tool == READ_SKILL {
-                match args.get("name").and_then(Value::as_str) {
-                    Some(_) => Ok(PermissionClass::Read),
-                    None => Err(AgentError::new(
-                        rein_wire::ErrorCode::new("tool_arguments_invalid"),
-                        "read_skill needs the `name` of a skill",
-                    )),
-                }
-            } else if tool == LOAD_TOOL {
-                match args.get("name").and_then(Value::as_str) {
-                    Some(_) => Ok(PermissionClass::Read),
-                    None => Err(AgentError::new(
-                        rein_wire::ErrorCode::new("tool_arguments_invalid"),
-                        "load_tool needs the `name` of a tool",
-                    )),
-                }
-            } else if tool == CALL_TOOL {
-                Err(AgentError::new(
-                    rein_wire::ErrorCode::new("tool_arguments_invalid"),
-                    "call_tool needs the `name` of a tool and its `arguments`",
-                ))
-            } else {
-                self.backend.permission(&tool, &args)
-            };
+            let checked = builtin_permission(&tool, &args)
+                .unwrap_or_else(|| self.backend.permission(&tool, &args));
             let class = match checked {
                 Ok(class) => class,
                 Err(err) => {
@@ -1674,4 +1650,24 @@ fn read_skill_spec() -> rein_wire::ToolSpec {
         }),
         strict: false,
     }
+}
+
+/// The permission of a built-in tool's call (`None`: not a built-in).
+fn builtin_permission(tool: &str, args: &Value) -> Option<Result<PermissionClass, AgentError>> {
+    let invalid = |why: &str| {
+        Err(AgentError::new(
+            rein_wire::ErrorCode::new("tool_arguments_invalid"),
+            format!("{tool} needs {why}"),
+        ))
+    };
+    let named = || args.get("name").and_then(Value::as_str).is_some();
+    Some(match tool {
+        READ_RESULT => check_read_result(args).map(|_| PermissionClass::Read),
+        READ_SKILL if named() => Ok(PermissionClass::Read),
+        READ_SKILL => invalid("the `name` of a skill"),
+        LOAD_TOOL if named() => Ok(PermissionClass::Read),
+        LOAD_TOOL => invalid("the `name` of a tool"),
+        CALL_TOOL => invalid("the `name` of a tool and its `arguments`"),
+        _ => return None,
+    })
 }

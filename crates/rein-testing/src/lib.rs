@@ -21,6 +21,7 @@ pub mod contract;
 mod fake_provider;
 mod fake_server;
 mod fake_tools;
+pub mod fixtures;
 mod scripted_brain;
 pub mod wire;
 

@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
@@ -45,31 +44,11 @@ fn lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var("REIN_WIRE_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/wire")
-        });
-    if dir.join("README.md").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("REIN_REQUIRE_FIXTURES").is_ok_and(|v| v == "1") {
-        panic!(
-            "the wire captures are required but absent at {}",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "NOTICE: skipping: wire captures not found at {}",
-        dir.display()
-    );
-    None
-}
-
 #[test]
 fn wire_decode_prints_events_and_a_summary_for_each_api() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
     for (api, file, tool, args) in [
         (
             "anthropic",
