@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use futures::StreamExt;
 use proptest::prelude::*;
 use rein_gateway::WireApi;
 use rein_wire::StreamEvent;
