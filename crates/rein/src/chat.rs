@@ -331,7 +331,7 @@ async fn settle(
                         )?;
                         say(
                             info,
-                            &format!("  then continue with: rein chat --session {id}"),
+                            &format!("  then continue with: rein chat --resume {id}"),
                         )?;
                         return Ok(false);
                     }
@@ -495,7 +495,7 @@ pub async fn run(
     .await;
     say(
         info,
-        &format!("session {id} (continue with: rein chat --session {id})"),
+        &format!("session {id} (continue with: rein chat --resume {id})"),
     )?;
     conversation.close().await?;
     result

@@ -247,7 +247,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 &rein_approvals::Surface::command_line(),
             )
             .await?;
-            println!("decided; continue with: rein chat --session {session}");
+            println!("decided; continue with: rein chat --resume {session}");
             Ok(())
         }
         Command::Sessions { command } => {

@@ -278,7 +278,7 @@ fn chat_turns_are_recorded_and_the_sessions_commands_read_them() {
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     let id = err
-        .split("rein chat --session ")
+        .split("rein chat --resume ")
         .nth(1)
         .unwrap()
         .split(')')
@@ -455,7 +455,7 @@ async fn a_continued_session_sends_its_history_and_a_failed_turn_is_branched_aro
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     let id = err
-        .split("rein chat --session ")
+        .split("rein chat --resume ")
         .nth(1)
         .unwrap()
         .split(')')
