@@ -180,6 +180,13 @@ pub struct Conversation {
     lease: Lease,
     cache: ResultCache,
     leases: Leases,
+    /// Verdicts on the prompt cache, call by call.
+    monitor: rein_cache::CacheMonitor,
+    /// Model calls made by this conversation (the first is cold).
+    model_calls: u64,
+    /// The stable prefix (system blocks and tools), frozen at the first
+    /// request so it stays byte-identical for the whole conversation.
+    frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
@@ -242,6 +249,9 @@ impl Conversation {
             leases: Leases::default(),
             carried: HashMap::new(),
             answer_schema: None,
+            monitor: rein_cache::CacheMonitor::new(),
+            model_calls: 0,
+            frozen: None,
             ui,
             steering: Steering::default(),
         };
@@ -736,32 +746,66 @@ impl Conversation {
         Ok(outcome)
     }
 
-    fn request(&self, events: &[StoredEvent]) -> Result<Request, AgentError> {
+    fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
         let turns_path = current_path(events);
         let mut request = Request::new(self.profile.model.clone(), project(events, &turns_path));
-        request.system = self
+        let (system, tools) = match self.frozen.clone() {
+            Some(frozen) => {
+                // The stability guard (debug builds): the prefix must not
+                // drift within a conversation (no timestamps, sorted maps
+                // and tools).
+                if cfg!(debug_assertions) {
+                    let fresh = self.prefix();
+                    debug_assert!(
+                        frozen == fresh,
+                        "the stable prefix changed within a conversation: {} -> {}",
+                        rein_cache::fingerprint(&frozen.0, &frozen.1),
+                        rein_cache::fingerprint(&fresh.0, &fresh.1)
+                    );
+                }
+                frozen
+            }
+            None => {
+                let fresh = self.prefix();
+                self.frozen = Some(fresh.clone());
+                fresh
+            }
+        };
+        request.system = system;
+        request.tools = tools;
+        request.max_output_tokens = self.profile.max_output_tokens;
+        if let Some(schema) = &self.answer_schema {
+            request.output_schema = Some(schema.clone());
+        }
+        Ok(request)
+    }
+
+    /// The stable prefix as the profile and backend give it now.
+    fn prefix(&self) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
+        let mut system: Vec<SystemBlock> = self
             .profile
             .system
             .iter()
             .map(|text| SystemBlock { text: text.clone() })
             .collect();
+        let mut tools = Vec::new();
         let catalog = self.backend.catalog(&self.policy);
         if self.deferred(catalog.len()) {
-            // The catalog is sorted by name and has no volatile parts, so
-            // this block stays byte-stable across steps and turns.
+            // The catalog is sorted by name and has no volatile parts.
             let mut lines = format!("{}\n", self.profile.wording.tool_catalog);
             for tool in &catalog {
                 lines.push_str(&format!("- {}: {}\n", tool.name, tool.purpose));
             }
-            request.system.push(SystemBlock { text: lines });
-            request.tools = vec![load_tool_spec(), call_tool_spec()];
+            system.push(SystemBlock { text: lines });
+            tools = vec![load_tool_spec(), call_tool_spec()];
         } else {
-            request.tools = catalog
-                .into_iter()
-                .filter_map(|t| self.backend.definition(&t.name))
-                .collect();
+            tools.extend(
+                catalog
+                    .into_iter()
+                    .filter_map(|t| self.backend.definition(&t.name)),
+            );
         }
-        request.tools.push(read_result_spec());
+        tools.push(read_result_spec());
         let mut skills = self.backend.skills();
         if !skills.is_empty() {
             skills.sort_by(|a, b| a.name.cmp(&b.name));
@@ -769,14 +813,10 @@ impl Conversation {
             for skill in &skills {
                 lines.push_str(&format!("- {}: {}\n", skill.name, skill.purpose));
             }
-            request.system.push(SystemBlock { text: lines });
-            request.tools.push(read_skill_spec());
+            system.push(SystemBlock { text: lines });
+            tools.push(read_skill_spec());
         }
-        request.max_output_tokens = self.profile.max_output_tokens;
-        if let Some(schema) = &self.answer_schema {
-            request.output_schema = Some(schema.clone());
-        }
-        Ok(request)
+        (system, tools)
     }
 
     fn deferred(&self, tools: usize) -> bool {
@@ -788,16 +828,17 @@ impl Conversation {
     }
 
     async fn call_model(&mut self, events: &[StoredEvent]) -> Result<AssembledMessage, AgentError> {
-        let request = self.request(events)?;
+        let mut request = self.request(events)?;
         let call_id = rein_wire::ids::new_id();
-        let prefix = rein_wire::canonical::to_vec(&(&request.system, &request.tools))?;
+        let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
+        let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
+        rein_cache::plan(&mut request, &self.provider.capabilities());
         // The digest covers what the model sees, not the routing metadata.
         let digest = rein_wire::canonical::to_vec(&request)?;
-        let mut request = request;
         request.metadata.session_id = Some(self.session_id.clone());
         self.append(vec![Event::ModelRequested {
             call_id: call_id.clone(),
-            prefix_fingerprint: blake3::hash(&prefix).to_hex()[..16].to_owned(),
+            prefix_fingerprint: fingerprint.clone(),
             request_digest: blake3::hash(&digest).to_hex().to_string(),
             estimated_tokens: (digest.len() as u64 * 2).div_ceil(7),
         }])
@@ -821,6 +862,13 @@ impl Conversation {
             .model
             .clone()
             .unwrap_or_else(|| self.profile.model.clone());
+        let verdict = self.monitor.observe(
+            &fingerprint,
+            prefix_tokens,
+            &message.usage.unwrap_or_default(),
+            self.model_calls > 0,
+        );
+        self.model_calls += 1;
         let cost = message
             .usage
             .as_ref()
@@ -838,7 +886,7 @@ impl Conversation {
             usage: message.usage,
             cost_micro_usd: cost,
             stop_reason: message.stop_reason.clone(),
-            cache_verdict: None,
+            cache_verdict: Some(verdict.as_str().to_owned()),
             latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }])
         .await?;

@@ -126,3 +126,115 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
         }
     }
 }
+
+#[tokio::test]
+async fn cache_usage_reported_by_the_server_drives_every_verdict() {
+    // Four calls in one turn: tool, tool, tool, answer. The server reports
+    // Anthropic-style cache usage: a write, a read of the prefix, a miss, a
+    // read of only the template's opening tokens.
+    let u = |input, cache_read, cache_write| rein_wire::Usage {
+        input,
+        output: 5,
+        cache_read,
+        cache_write,
+        reasoning: 0,
+    };
+    let step = |i: usize, usage| {
+        ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::new(
+                &format!("c{i}"),
+                "list_files",
+                json!({}),
+                1,
+            ))
+            .with_usage(usage)
+    };
+    let bodies = [
+        step(1, u(40, 0, 3000)),
+        step(2, u(60, 3000, 0)),
+        step(3, u(3100, 0, 0)),
+        ScriptedMessage::text(&["done"]).with_usage(u(3100, 20, 0)),
+    ];
+    let server = FakeServer::start(
+        bodies
+            .iter()
+            .map(|m| Reply::sse(m.anthropic_sse()))
+            .collect(),
+    )
+    .await
+    .unwrap();
+    let mut config = ProviderConfig::new(WireApi::AnthropicMessages)
+        .with_base_url(server.base_url())
+        .with_api_key(ApiKey::new("sk-test"));
+    config.offline = Some(false);
+    config.retry = RetryPolicy::none();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
+    let profile = Profile {
+        name: "Helper".into(),
+        system: vec!["Be brief.".into()],
+        model: "claude-sonnet-4-5".into(),
+        max_output_tokens: 512,
+        tools: ToolLoading::default(),
+        wording: rein_runner::Wording::default(),
+    };
+    let mut conv = Conversation::open(
+        store.clone(),
+        Arc::new(HttpProvider::new(config).unwrap()),
+        backend,
+        profile,
+        None,
+    )
+    .await
+    .unwrap();
+    // The repeated list_files calls come from the cache after the first;
+    // loop detection allows up to four.
+    conv.turn("look").await.unwrap();
+    let log = store.read(conv.session_id(), 1, 1000).await.unwrap();
+    let verdicts: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            rein_sessions::Event::ModelCompleted { cache_verdict, .. } => cache_verdict.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["cold", "hit", "miss", "miss"],
+        "the 20-token read is the template's opening, not a hit"
+    );
+    // The report counts them and the read share.
+    let report = rein_trace::report(conv.session_id(), &log);
+    assert_eq!(report.totals.cache_verdicts.get("miss"), Some(&2));
+    assert!(report.totals.cache_read_share > 0.0);
+    // Breakpoints landed on the last tool and on the recent user messages.
+    let last = server.requests().last().unwrap().json();
+    let tools = last["tools"].as_array().unwrap();
+    assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral");
+    let marked = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.last().is_some_and(|b| b.get("cache_control").is_some()))
+        })
+        .count();
+    assert_eq!(marked, 2);
+    // Every request of the conversation carried the same prefix bytes.
+    let prefixes: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let mut tools = r.json()["tools"].clone();
+            for t in tools.as_array_mut().unwrap() {
+                t.as_object_mut().unwrap().remove("cache_control");
+            }
+            format!("{}{}", r.json()["system"], tools)
+        })
+        .collect();
+    assert!(prefixes.windows(2).all(|w| w[0] == w[1]));
+}
