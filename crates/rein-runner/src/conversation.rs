@@ -187,6 +187,8 @@ pub struct Conversation {
     /// The stable prefix (system blocks and tools), frozen at the first
     /// request so it stays byte-identical for the whole conversation.
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    /// The log as far as this conversation has read it.
+    known: std::sync::Mutex<Arc<Vec<StoredEvent>>>,
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
@@ -249,6 +251,7 @@ impl Conversation {
             leases: Leases::default(),
             carried: HashMap::new(),
             answer_schema: None,
+            known: std::sync::Mutex::new(Arc::new(Vec::new())),
             monitor: rein_cache::CacheMonitor::new(),
             model_calls: 0,
             frozen: None,
@@ -309,21 +312,35 @@ impl Conversation {
 
     /// The session's whole log.
     pub async fn log_events(&self) -> Result<Vec<StoredEvent>, AgentError> {
-        self.log().await
+        Ok(self.log().await?.as_ref().clone())
     }
 
-    async fn log(&self) -> Result<Vec<StoredEvent>, AgentError> {
-        let mut events = Vec::new();
+    /// The log, read incrementally: only events after the last one known
+    /// are fetched from the store.
+    async fn log(&self) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
+        let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+        let mut fresh: Vec<StoredEvent> = Vec::new();
         loop {
             let page = self
                 .store
-                .read(&self.session_id, events.len() as u64 + 1, 10_000)
+                .read(&self.session_id, known_len + fresh.len() as u64 + 1, 10_000)
                 .await?;
             if page.is_empty() {
-                return Ok(events);
+                break;
             }
-            events.extend(page);
+            fresh.extend(page);
         }
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if !fresh.is_empty() {
+            // Cheap when no earlier snapshot is still held (the usual case).
+            let events = Arc::make_mut(&mut known);
+            for event in fresh {
+                if event.seq == events.len() as u64 + 1 {
+                    events.push(event);
+                }
+            }
+        }
+        Ok(Arc::clone(&known))
     }
 
     async fn recover(&mut self) -> Result<(), AgentError> {
@@ -549,7 +566,7 @@ impl Conversation {
         }
         // Leases granted earlier in this run still hold.
         self.leases = Leases::default();
-        for stored in &events {
+        for stored in events.iter() {
             if let Event::ApprovalDecided {
                 approval_id,
                 decision,

@@ -776,3 +776,54 @@ async fn skills_are_listed_and_read_and_images_travel_as_image_content() {
         "the image is not in the text"
     );
 }
+
+#[tokio::test]
+async fn the_prefix_is_byte_stable_over_a_long_session() {
+    let s = setup().await;
+    // 30 turns of 10 steps each (9 tool calls, then an answer): 300 model calls.
+    let mut script = Vec::new();
+    for turn in 0..30 {
+        for step in 0..9 {
+            // Distinct arguments each time: this is work, not a loop.
+            let path = format!("src/f{}.rs", turn * 10 + step);
+            script.push(calls(vec![call(
+                &format!("t{turn}s{step}"),
+                "read_file",
+                json!({"path": path}),
+            )]));
+        }
+        script.push(says(&format!("answer {turn}")));
+    }
+    let provider = Arc::new(FakeProvider::from_messages(&script));
+    let mut conv = open(&s, provider.clone(), None).await;
+    for turn in 0..30 {
+        let outcome = conv.turn(&format!("question {turn}")).await.unwrap();
+        assert_eq!(
+            outcome,
+            TurnOutcome::Finished {
+                reply: format!("answer {turn}")
+            }
+        );
+    }
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 300);
+    let first = rein_cache::prefix_bytes(&requests[0].system, &requests[0].tools);
+    for (i, r) in requests.iter().enumerate() {
+        assert_eq!(
+            rein_cache::prefix_bytes(&r.system, &r.tools),
+            first,
+            "request {i} changed the prefix"
+        );
+    }
+    let log = s.store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let fingerprints: std::collections::BTreeSet<String> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ModelRequested {
+                prefix_fingerprint, ..
+            } => Some(prefix_fingerprint.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fingerprints.len(), 1);
+}
