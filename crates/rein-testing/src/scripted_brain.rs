@@ -75,10 +75,6 @@ impl ScriptedBrain {
     /// The brain `rein chat` offers when no API key is set.
     pub fn demo() -> Self {
         ScriptedBrain::new(vec![
-            Rule::reply(
-                "hello",
-                "Hello! I am rein's offline scripted model. I answer by fixed rules, so you can try the chat without an API key.",
-            ),
             Rule::call(
                 "list files",
                 "Listing the files.",
@@ -113,6 +109,10 @@ impl ScriptedBrain {
                 "delete_file",
                 serde_json::json!({}),
                 Some("path"),
+            ),
+            Rule::reply(
+                "hello",
+                "Hello! I am rein's offline scripted model. I answer by fixed rules, so you can try the chat without an API key.",
             ),
             Rule::reply(
                 "help",

@@ -351,10 +351,10 @@ async fn settle(
             }
         }
     }
-    let total = if cost.1 {
-        format!("${:.6} + unknown", cost.0 as f64 / 1e6)
-    } else {
-        format!("${:.6}", cost.0 as f64 / 1e6)
+    let total = match *cost {
+        (0, true) => "unknown (no price for this model)".to_owned(),
+        (micro, true) => format!("${:.6} + calls of unknown cost", micro as f64 / 1e6),
+        (micro, false) => format!("${:.6}", micro as f64 / 1e6),
     };
     say(info, &format!("  [session cost so far: {total}]"))?;
     Ok(true)
