@@ -169,6 +169,8 @@ pub struct Conversation {
     pub budgets: Budgets,
     /// Bounds on what a tool result shows the model.
     pub bounds: Bounds,
+    /// How the context window is kept (soft pruning, hard compaction).
+    pub context: crate::context::ContextPolicy,
     /// A check each turn must pass to count as finished.
     pub verification: Option<Verification>,
     /// How long a pending approval waits for a person before it expires
@@ -242,6 +244,7 @@ impl Conversation {
             budgets: Budgets::default(),
             bounds: Bounds::default(),
             verification: None,
+            context: crate::context::ContextPolicy::default(),
             approval_ttl: Duration::from_secs(24 * 60 * 60),
             prices: PriceTable::builtin(),
             session_id: info.id,
@@ -846,6 +849,27 @@ impl Conversation {
 
     async fn call_model(&mut self, events: &[StoredEvent]) -> Result<AssembledMessage, AgentError> {
         let mut request = self.request(events)?;
+        let window = self
+            .context
+            .window
+            .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
+        let share =
+            |request: &Request| crate::context::estimate(request) as f64 / window.max(1) as f64;
+        if share(&request) > self.context.soft && self.soft_prune(window).await? {
+            request = self.request(&self.log().await?)?;
+        }
+        if share(&request) > self.context.hard {
+            self.compact(window).await?;
+            request = self.request(&self.log().await?)?;
+            if share(&request) > self.context.hard {
+                return Err(AgentError::new(
+                    codes::CONTEXT_WINDOW_EXCEEDED,
+                    "the conversation does not fit the context window even after compaction",
+                )
+                .with_field("estimated_tokens", crate::context::estimate(&request))
+                .with_field("window", window));
+            }
+        }
         let call_id = rein_wire::ids::new_id();
         let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
         let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
@@ -932,6 +956,149 @@ impl Conversation {
             self.append(results).await?;
         }
         Ok(message)
+    }
+
+    /// Set old read results aside as artifacts. `true` when a batch was made.
+    async fn soft_prune(&mut self, window: u64) -> Result<bool, AgentError> {
+        use crate::context::{group_starts, on_path, prunable};
+        let events = self.log().await?;
+        let path = current_path(&events);
+        let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
+        let edits = crate::project::Edits::collect(&events, &path_set);
+        let visible: Vec<&StoredEvent> = on_path(&events, &path)
+            .into_iter()
+            .filter(|e| edits.covering(e.seq).is_none())
+            .collect();
+        let groups = group_starts(&visible);
+        if groups.len() <= self.context.keep_groups {
+            return Ok(false);
+        }
+        let tail_start = groups[groups.len() - self.context.keep_groups];
+        let already: std::collections::HashSet<String> = edits.pruned.keys().cloned().collect();
+        let candidates = prunable(&visible, tail_start, &already);
+        let reclaimed: u64 = candidates.iter().map(|c| c.2).sum();
+        if candidates.is_empty() || reclaimed < self.context.min_reclaim {
+            return Ok(false);
+        }
+        let mut calls = Vec::new();
+        for (call_id, content, _, _) in &candidates {
+            let artifact = self
+                .store
+                .put_artifact(content.to_string().as_bytes(), "application/json")
+                .await?;
+            calls.push(json!({"call_id": call_id, "artifact": artifact.hash}));
+        }
+        let from_seq = candidates.iter().map(|c| c.3).min().unwrap_or(0);
+        let to_seq = candidates.iter().map(|c| c.3).max().unwrap_or(0);
+        tracing::info!(
+            results = calls.len(),
+            reclaimed,
+            "soft pruning old read results"
+        );
+        self.append(vec![Event::CompactionCreated {
+            from_seq,
+            to_seq,
+            summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
+            target_tokens: (self.context.soft * window as f64) as u64,
+        }])
+        .await?;
+        Ok(true)
+    }
+
+    /// Replace older complete groups by a structured state and a summary the
+    /// model writes, keeping a raw recent tail.
+    async fn compact(&mut self, window: u64) -> Result<(), AgentError> {
+        use crate::context::{group_starts, on_path, state};
+        let events = self.log().await?;
+        let path = current_path(&events);
+        let visible = on_path(&events, &path);
+        let groups = group_starts(&visible);
+        let by_share = (groups.len() as f64 * self.context.tail_share).ceil() as usize;
+        let tail = by_share
+            .min(self.context.tail_cap)
+            .max(self.context.keep_groups);
+        if groups.len() <= tail {
+            return Err(AgentError::new(
+                codes::CONTEXT_WINDOW_EXCEEDED,
+                "the conversation does not fit the context window and its recent part cannot be compacted",
+            )
+            .with_field("groups", groups.len())
+            .with_field("window", window));
+        }
+        let cut = groups[groups.len() - tail];
+        let from_seq = visible.first().map_or(0, |e| e.seq);
+        let to_seq = visible
+            .iter()
+            .map(|e| e.seq)
+            .filter(|s| *s < cut)
+            .max()
+            .unwrap_or(from_seq);
+        let covered: Vec<&StoredEvent> = visible
+            .iter()
+            .copied()
+            .filter(|e| e.seq <= to_seq)
+            .collect();
+        let pending: Vec<String> = self
+            .store
+            .control(&self.session_id)
+            .await?
+            .pending
+            .into_iter()
+            .map(|p| p.approval_id)
+            .collect();
+        let state = state(&covered, &pending);
+        let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
+        let transcript = serde_json::to_string(&project(&before, &path)).unwrap_or_default();
+        let written = self.summarise(&transcript).await;
+        let text = format!(
+            "[Earlier conversation, summarised to save room]\nState: {state}\nSummary: {written}"
+        );
+        tracing::info!(
+            from_seq,
+            to_seq,
+            groups = groups.len() - tail,
+            "compacting older history"
+        );
+        self.append(vec![Event::CompactionCreated {
+            from_seq,
+            to_seq,
+            summary: json!({
+                "kind": "compact",
+                "state": state,
+                "text": text,
+                "groups_covered": groups.len() - tail,
+                "groups_kept": tail,
+            }),
+            target_tokens: (self.context.target * window as f64) as u64,
+        }])
+        .await?;
+        Ok(())
+    }
+
+    /// The model's summary of a transcript ("" when the call fails: the
+    /// structured state still stands).
+    async fn summarise(&self, transcript: &str) -> String {
+        let shown: String = transcript.chars().take(60_000).collect();
+        let mut request = Request::new(
+            self.profile.model.clone(),
+            vec![rein_wire::Message::user(shown)],
+        );
+        request.system = vec![SystemBlock {
+            text: SUMMARY_INSTRUCTIONS.into(),
+        }];
+        request.max_output_tokens = 1024;
+        let mut stream = self.provider.stream(request);
+        let mut assembler = Assembler::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => assembler.push(&event),
+                Err(err) => {
+                    tracing::warn!(code = %err.code, "the summary call failed; compacting with the state alone");
+                    return String::new();
+                }
+            }
+        }
+        assembler.finish().text()
     }
 
     /// Run the calls of the last assistant message that have no result
@@ -1736,3 +1903,6 @@ fn builtin_permission(tool: &str, args: &Value) -> Option<Result<PermissionClass
         _ => return None,
     })
 }
+
+/// What the model is asked when it summarises older history.
+pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Be brief and concrete.";

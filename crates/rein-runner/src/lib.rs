@@ -10,11 +10,13 @@
 //! It is *not* a surface: it never reads a terminal or serves HTTP, and it
 //! cannot approve anything itself.
 
+mod context;
 mod conversation;
 mod outcome;
 mod project;
 mod steering;
 
+pub use context::{ContextPolicy, estimate};
 pub use conversation::{Budgets, Conversation, Profile, ToolLoading, Verification, Wording};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;

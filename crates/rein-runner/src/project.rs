@@ -48,8 +48,10 @@ fn result_blocks(content: &Value) -> Vec<ContentBlock> {
 /// The messages for the turns in `path` (turn ids), from `events`.
 pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
     let on_path: HashSet<&str> = path.iter().map(String::as_str).collect();
+    let edits = Edits::collect(events, &on_path);
     let mut messages: Vec<Message> = Vec::new();
     let mut current: Option<&str> = None;
+    let mut summarised: HashSet<u64> = HashSet::new();
     let user_blocks = |messages: &mut Vec<Message>, block: ContentBlock| match messages.last_mut() {
         Some(m) if m.role == Role::User => m.content.push(block),
         _ => messages.push(Message {
@@ -58,16 +60,23 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
         }),
     };
     for stored in events {
-        match &stored.event {
-            Event::TurnStarted {
-                turn_id, prompt, ..
-            } => {
-                current = on_path.get(turn_id.as_str()).copied();
-                if current.is_some() {
-                    user_blocks(&mut messages, ContentBlock::text(prompt.clone()));
-                }
+        if let Event::TurnStarted { turn_id, .. } = &stored.event {
+            current = on_path.get(turn_id.as_str()).copied();
+        }
+        if current.is_none() {
+            continue;
+        }
+        // Events a compaction covers are replaced by its summary, once.
+        if let Some((from, text)) = edits.covering(stored.seq) {
+            if summarised.insert(from) {
+                user_blocks(&mut messages, ContentBlock::text(text.to_owned()));
             }
-            _ if current.is_none() => {}
+            continue;
+        }
+        match &stored.event {
+            Event::TurnStarted { prompt, .. } => {
+                user_blocks(&mut messages, ContentBlock::text(prompt.clone()));
+            }
             Event::ModelCompleted { message, .. } if !message.content.is_empty() => {
                 messages.push(message.clone());
             }
@@ -77,11 +86,15 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
                 content,
                 ..
             } => {
+                let content = match edits.pruned.get(call_id.as_str()) {
+                    Some(artifact) => vec![ContentBlock::text(pruned_stub(artifact))],
+                    None => result_blocks(content),
+                };
                 user_blocks(
                     &mut messages,
                     ContentBlock::ToolResult {
                         tool_use_id: call_id.clone(),
-                        content: result_blocks(content),
+                        content,
                         is_error: *status == ToolStatus::Error,
                     },
                 );
@@ -93,4 +106,74 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
         }
     }
     messages
+}
+
+/// What a pruned result shows the model.
+pub(crate) fn pruned_stub(artifact: &str) -> String {
+    format!(
+        "{{\"pruned\":true,\"artifact\":\"{artifact}\",\"note\":\"This older result was set aside to save room; read it with read_result if it is needed again.\"}}"
+    )
+}
+
+/// The compactions that apply to a path: pruned results and summarised ranges.
+#[derive(Debug, Default)]
+pub(crate) struct Edits {
+    /// Call id -> the artifact holding its result.
+    pub(crate) pruned: std::collections::HashMap<String, String>,
+    /// (from seq, to seq, summary text).
+    pub(crate) ranges: Vec<(u64, u64, String)>,
+}
+
+impl Edits {
+    /// The edits recorded by `compaction.created` events of turns on the path.
+    pub(crate) fn collect(events: &[StoredEvent], on_path: &HashSet<&str>) -> Self {
+        let mut edits = Edits::default();
+        let mut current = false;
+        for stored in events {
+            match &stored.event {
+                Event::TurnStarted { turn_id, .. } => current = on_path.contains(turn_id.as_str()),
+                Event::CompactionCreated {
+                    from_seq,
+                    to_seq,
+                    summary,
+                    ..
+                } if current => match summary.get("kind").and_then(Value::as_str) {
+                    Some("prune") => {
+                        for call in summary
+                            .get("calls")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let (Some(id), Some(artifact)) = (
+                                call.get("call_id").and_then(Value::as_str),
+                                call.get("artifact").and_then(Value::as_str),
+                            ) {
+                                edits.pruned.insert(id.to_owned(), artifact.to_owned());
+                            }
+                        }
+                    }
+                    Some("compact") => {
+                        let text = summary
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        edits.ranges.push((*from_seq, *to_seq, text.to_owned()));
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        edits
+    }
+
+    /// The compaction covering `seq`, if any: its start and its summary.
+    pub(crate) fn covering(&self, seq: u64) -> Option<(u64, &str)> {
+        self.ranges
+            .iter()
+            .rev()
+            .find(|(from, to, _)| (*from..=*to).contains(&seq))
+            .map(|(from, _, text)| (*from, text.as_str()))
+    }
 }

@@ -1,0 +1,195 @@
+//! Context pressure: keep the request inside the model's context window
+//! without rewriting the log.
+//!
+//! The whole request is estimated (canonical characters / 3.5, plus the
+//! reserved output). Above the soft threshold (70% by default), old
+//! successful read results are set aside as artifacts (the model can read
+//! them back with `read_result`); a batch is only made if it reclaims
+//! enough. Above the hard threshold (85%), older complete groups are
+//! replaced by a structured state derived from the log plus a summary the
+//! model writes, keeping a raw recent tail. Both are recorded as
+//! `compaction.created`; the projection applies them, so a branch from
+//! before a compaction still sees the full history. If one compaction
+//! cannot bring the request under the hard threshold, the turn ends with
+//! `context_window_exceeded` — it never loops.
+
+use std::collections::{BTreeSet, HashSet};
+
+use rein_sessions::{Event, StoredEvent, ToolStatus};
+use rein_wire::Request;
+use serde_json::{Value, json};
+
+/// Thresholds and shapes of context management.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContextPolicy {
+    /// The window in tokens (`None`: what the provider says).
+    pub window: Option<u64>,
+    /// Soft pruning starts above this share of the window.
+    pub soft: f64,
+    /// Hard compaction starts above this share.
+    pub hard: f64,
+    /// Hard compaction aims at this share.
+    pub target: f64,
+    /// A pruning batch must reclaim at least this many tokens.
+    pub min_reclaim: u64,
+    /// Complete groups (a model message and its results) always kept raw.
+    pub keep_groups: usize,
+    /// Share of the groups kept raw as the recent tail…
+    pub tail_share: f64,
+    /// …but at most this many.
+    pub tail_cap: usize,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        ContextPolicy {
+            window: None,
+            soft: 0.70,
+            hard: 0.85,
+            target: 0.60,
+            min_reclaim: 500,
+            keep_groups: 4,
+            tail_share: 0.2,
+            tail_cap: 40,
+        }
+    }
+}
+
+/// The local estimate of a request's size in tokens, output reserved.
+pub fn estimate(request: &Request) -> u64 {
+    let chars = rein_wire::canonical::to_vec(request).map_or(0, |b| b.len());
+    (chars as f64 / 3.5) as u64 + u64::from(request.max_output_tokens)
+}
+
+/// Events of turns on the path, in order.
+pub(crate) fn on_path<'a>(events: &'a [StoredEvent], path: &[String]) -> Vec<&'a StoredEvent> {
+    let path: HashSet<&str> = path.iter().map(String::as_str).collect();
+    let mut current = false;
+    events
+        .iter()
+        .filter(|e| {
+            if let Event::TurnStarted { turn_id, .. } = &e.event {
+                current = path.contains(turn_id.as_str());
+            }
+            current
+        })
+        .collect()
+}
+
+/// The sequence numbers at which groups (model calls) begin, on the path.
+pub(crate) fn group_starts(events: &[&StoredEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| matches!(e.event, Event::ModelRequested { .. }))
+        .map(|e| e.seq)
+        .collect()
+}
+
+/// Read results that may be set aside: successful, read-only, not yet
+/// pruned, before `before`, larger than a stub. (call id, content, tokens, seq)
+pub(crate) fn prunable(
+    events: &[&StoredEvent],
+    before: u64,
+    pruned: &HashSet<String>,
+) -> Vec<(String, Value, u64, u64)> {
+    let reads: HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCalled {
+                call_id,
+                permission,
+                ..
+            } if permission == "read" => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    events
+        .iter()
+        .filter(|e| e.seq < before)
+        .filter_map(|e| match &e.event {
+            Event::ToolResult {
+                call_id,
+                status: ToolStatus::Ok,
+                content,
+                ..
+            } if reads.contains(call_id.as_str()) && !pruned.contains(call_id) => {
+                let size = content.to_string().len();
+                (size > 400).then(|| {
+                    (
+                        call_id.clone(),
+                        content.clone(),
+                        (size as f64 / 3.5) as u64,
+                        e.seq,
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The structured state of the covered events, derived from the log alone.
+pub(crate) fn state(covered: &[&StoredEvent], pending: &[String]) -> Value {
+    let mut prompts = Vec::new();
+    let mut files = BTreeSet::new();
+    let mut failures = Vec::new();
+    let mut decisions = Vec::new();
+    let mut artifacts = BTreeSet::new();
+    let mut agents = BTreeSet::new();
+    let mut tools_by_call = std::collections::HashMap::new();
+    for e in covered {
+        match &e.event {
+            Event::TurnStarted { prompt, .. } => prompts.push(prompt.clone()),
+            Event::ToolCalled {
+                call_id,
+                tool,
+                arguments,
+                ..
+            } => {
+                tools_by_call.insert(call_id.clone(), tool.clone());
+                for key in ["path", "file", "table", "object"] {
+                    if let Some(v) = arguments.get(key).and_then(Value::as_str) {
+                        files.insert(v.to_owned());
+                    }
+                }
+            }
+            Event::ToolResult {
+                call_id,
+                status: ToolStatus::Error,
+                content,
+                artifact,
+                ..
+            } => {
+                let code = content
+                    .pointer("/error/code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error");
+                failures.push(json!({"tool": tools_by_call.get(call_id), "code": code}));
+                if let Some(a) = artifact {
+                    artifacts.insert(a.clone());
+                }
+            }
+            Event::ToolResult {
+                artifact: Some(a), ..
+            } => {
+                artifacts.insert(a.clone());
+            }
+            Event::ApprovalDecided { decision, by, .. } => {
+                decisions.push(json!({"decision": decision, "by": by}))
+            }
+            Event::AgentStarted { agent_path, .. } => {
+                agents.insert(agent_path.clone());
+            }
+            _ => {}
+        }
+    }
+    json!({
+        "prompts": prompts,
+        "touched": files,
+        "failures": failures,
+        "decisions": decisions,
+        "pending_approvals": pending,
+        "agents": agents,
+        "artifacts": artifacts,
+    })
+}

@@ -1,0 +1,257 @@
+//! Context pressure over a long scripted session: soft pruning, repeated
+//! hard compaction, and a session that cannot fit.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rein_gateway::{CachingStyle, Capabilities, EventStream, Provider};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, estimate};
+use rein_sessions::{Event, SqliteStore, Store};
+use rein_testing::FakeToolBackend;
+use rein_wire::{Request, StopReason, StreamEvent, Usage};
+use serde_json::json;
+
+/// A model that reads file after file, then answers; and writes summaries
+/// when asked to. It records the largest request it was sent.
+struct Worker {
+    window: u32,
+    steps: usize,
+    next: Mutex<usize>,
+    summaries: AtomicUsize,
+    largest: AtomicU64,
+}
+
+impl Provider for Worker {
+    fn name(&self) -> &str {
+        "worker"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            caching: CachingStyle::None,
+            max_cache_breakpoints: 0,
+            context_window: self.window,
+            structured_output: false,
+            token_counting: false,
+        }
+    }
+    fn stream(&self, request: Request) -> EventStream {
+        let mut events = vec![StreamEvent::MessageStart {
+            id: None,
+            model: "worker".into(),
+        }];
+        if request
+            .system
+            .first()
+            .is_some_and(|b| b.text.starts_with("Summarise"))
+        {
+            let n = self.summaries.fetch_add(1, Ordering::SeqCst) + 1;
+            events.push(StreamEvent::TextDelta {
+                text: format!("Summary {n}: read files one by one."),
+            });
+            events.push(StreamEvent::Stop {
+                reason: StopReason::EndTurn,
+            });
+        } else {
+            self.largest.fetch_max(estimate(&request), Ordering::SeqCst);
+            let mut next = self.next.lock().unwrap();
+            let step = *next;
+            *next += 1;
+            if step < self.steps {
+                events.push(StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: format!("c{step}"),
+                    name: "read_file".into(),
+                });
+                events.push(StreamEvent::ToolCallDelta {
+                    index: 0,
+                    fragment: json!({"path": format!("f{step}.txt")}).to_string(),
+                });
+                events.push(StreamEvent::ToolCallEnd { index: 0 });
+                events.push(StreamEvent::Stop {
+                    reason: StopReason::ToolUse,
+                });
+            } else {
+                events.push(StreamEvent::TextDelta {
+                    text: "All files read.".into(),
+                });
+                events.push(StreamEvent::Stop {
+                    reason: StopReason::EndTurn,
+                });
+            }
+        }
+        events.push(StreamEvent::Usage {
+            usage: Usage {
+                input: 100,
+                output: 10,
+                ..Usage::default()
+            },
+        });
+        Box::pin(futures::stream::iter(events.into_iter().map(Ok)))
+    }
+}
+
+fn files(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("f{i}.txt"),
+                format!("file {i}: {}\n", "lorem ipsum dolor sit amet ".repeat(40)),
+            )
+        })
+        .collect()
+}
+
+fn profile() -> Profile {
+    Profile {
+        name: "Reader".into(),
+        system: vec!["Read the files.".into()],
+        model: "worker".into(),
+        max_output_tokens: 1000,
+        tools: ToolLoading::Native,
+        wording: rein_runner::Wording::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let owned = files(310);
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let worker = Arc::new(Worker {
+        window: 16_000,
+        steps: 3,
+        next: Mutex::new(0),
+        summaries: AtomicUsize::new(0),
+        largest: AtomicU64::new(0),
+    });
+    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
+        .await
+        .unwrap();
+    // A short first turn: nothing to compact yet.
+    assert_eq!(
+        conv.turn("read three").await.unwrap(),
+        TurnOutcome::Finished {
+            reply: "All files read.".into()
+        }
+    );
+    let first_turn_end = store.session(conv.session_id()).await.unwrap().head_seq;
+    // A long second turn: 300 more reads.
+    *worker.next.lock().unwrap() = 0;
+    let long = Arc::new(Worker {
+        window: 16_000,
+        steps: 300,
+        next: Mutex::new(0),
+        summaries: AtomicUsize::new(0),
+        largest: AtomicU64::new(0),
+    });
+    let id = conv.session_id().to_owned();
+    conv.close().await.unwrap();
+    let owned = files(310);
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let mut conv = Conversation::open(store.clone(), long.clone(), backend, profile(), Some(&id))
+        .await
+        .unwrap();
+    conv.budgets.max_steps = 400;
+    let outcome = conv.turn("now read all of them").await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "All files read.".into()
+        }
+    );
+
+    let log = store.read(&id, 1, 100_000).await.unwrap();
+    let kinds: Vec<&str> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
+            _ => None,
+        })
+        .collect();
+    let prunes = kinds.iter().filter(|k| **k == "prune").count();
+    let compactions = kinds.iter().filter(|k| **k == "compact").count();
+    assert!(prunes >= 1, "{kinds:?}");
+    assert!(compactions >= 2, "{kinds:?}");
+    assert_eq!(
+        long.summaries.load(Ordering::SeqCst),
+        compactions,
+        "one summary per compaction"
+    );
+    // Every request the model saw fit the window.
+    assert!(
+        long.largest.load(Ordering::SeqCst) <= 16_000,
+        "{}",
+        long.largest.load(Ordering::SeqCst)
+    );
+    // The log was never rewritten: every read has its call and its result.
+    let results = log
+        .iter()
+        .filter(|e| matches!(e.event, Event::ToolResult { .. }))
+        .count();
+    assert_eq!(results, 303);
+    // The report counts the compactions.
+    let report = rein_trace::report(&id, &log);
+    assert_eq!(report.totals.compactions as usize, prunes + compactions);
+    // A view from before the long turn still sees the uncompacted history.
+    let first_turn: Vec<String> = store
+        .turns(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .take(1)
+        .map(|t| t.id)
+        .collect();
+    let early: Vec<_> = log
+        .iter()
+        .filter(|e| e.seq <= first_turn_end)
+        .cloned()
+        .collect();
+    let later_view = rein_runner::project(&log, &first_turn);
+    assert_eq!(later_view, rein_runner::project(&early, &first_turn));
+    assert!(
+        !serde_json::to_string(&later_view)
+            .unwrap()
+            .contains("[Earlier conversation")
+    );
+}
+
+#[tokio::test]
+async fn a_session_that_cannot_fit_ends_with_context_window_exceeded_after_one_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.txt", "a")]).unwrap());
+    // The tools alone are larger than this window.
+    let worker = Arc::new(Worker {
+        window: 800,
+        steps: 5,
+        next: Mutex::new(0),
+        summaries: AtomicUsize::new(0),
+        largest: AtomicU64::new(0),
+    });
+    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
+        .await
+        .unwrap();
+    let TurnOutcome::Error { error } = conv.turn("read").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(error.code, rein_wire::error::codes::CONTEXT_WINDOW_EXCEEDED);
+    assert_eq!(
+        worker.largest.load(Ordering::SeqCst),
+        0,
+        "nothing too large was sent"
+    );
+    assert!(worker.summaries.load(Ordering::SeqCst) <= 1);
+}
