@@ -41,6 +41,67 @@ struct Scenario {
     name: &'static str,
     turns: Vec<Turn>,
     brain: Vec<ScriptedMessage>,
+    /// A context window small enough to make pruning or compaction happen.
+    window: Option<u64>,
+}
+
+/// A scripted model that also answers summary requests (compaction), from
+/// its own queue: the recorded summaries on replay, fixed ones to bless.
+struct WithSummaries {
+    inner: FakeProvider,
+    summaries: std::sync::Mutex<std::collections::VecDeque<String>>,
+}
+
+impl rein_gateway::Provider for WithSummaries {
+    fn name(&self) -> &str {
+        "golden"
+    }
+    fn capabilities(&self) -> rein_gateway::Capabilities {
+        self.inner.capabilities()
+    }
+    fn stream(&self, request: rein_wire::Request) -> rein_gateway::EventStream {
+        if request
+            .system
+            .first()
+            .is_some_and(|b| b.text.starts_with("Summarise"))
+        {
+            let text = self
+                .summaries
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| "Earlier work, summarised.".into());
+            let events = vec![
+                Ok(StreamEvent::MessageStart {
+                    id: None,
+                    model: "fake-model".into(),
+                }),
+                Ok(StreamEvent::TextDelta { text }),
+                Ok(StreamEvent::Stop {
+                    reason: StopReason::EndTurn,
+                }),
+            ];
+            return Box::pin(futures::stream::iter(events));
+        }
+        self.inner.stream(request)
+    }
+}
+
+fn recorded_summaries(trace: &str) -> Vec<String> {
+    golden::parse(trace)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "compaction.created" && e.data["summary"]["kind"] == "compact")
+        .map(|e| {
+            let text = e.data["summary"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            text.rsplit_once("\nSummary: ")
+                .map(|(_, s)| s.to_owned())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 fn says(text: &str) -> ScriptedMessage {
@@ -69,6 +130,7 @@ fn scenarios() -> Vec<Scenario> {
             name: "plain_answer",
             turns: vec![turn("hello")],
             brain: vec![says("Hello! How can I help?")],
+            window: None,
         },
         Scenario {
             name: "parallel_reads",
@@ -80,6 +142,7 @@ fn scenarios() -> Vec<Scenario> {
                 ]),
                 says("a.rs defines a(); b.rs defines b()."),
             ],
+            window: None,
         },
         Scenario {
             name: "write_approved",
@@ -96,6 +159,7 @@ fn scenarios() -> Vec<Scenario> {
                 )]),
                 says("a.rs now returns 1."),
             ],
+            window: None,
         },
         Scenario {
             name: "write_denied",
@@ -112,6 +176,7 @@ fn scenarios() -> Vec<Scenario> {
                 )]),
                 says("I left b.rs in place."),
             ],
+            window: None,
         },
         Scenario {
             name: "offload_read_by_slices",
@@ -137,6 +202,7 @@ fn scenarios() -> Vec<Scenario> {
                 )]),
                 says("It ends with module_2999."),
             ],
+            window: None,
         },
         Scenario {
             name: "steer_and_interrupt",
@@ -159,6 +225,41 @@ fn scenarios() -> Vec<Scenario> {
                 )]),
                 says("a.rs defines a()."),
             ],
+            window: None,
+        },
+        Scenario {
+            name: "soft_prune",
+            turns: vec![turn("read the build log in parts")],
+            brain: (0..9)
+                .map(|i| {
+                    calls(vec![ScriptedCall::new(
+                        &format!("p{i}"),
+                        "read_log",
+                        json!({"lines": 40 + i}),
+                        1,
+                    )])
+                })
+                .chain(std::iter::once(says(
+                    "The log grows by one module per line.",
+                )))
+                .collect(),
+            window: Some(5200),
+        },
+        Scenario {
+            name: "hard_compaction",
+            turns: vec![turn("read the build log in parts")],
+            brain: (0..12)
+                .map(|i| {
+                    calls(vec![ScriptedCall::new(
+                        &format!("h{i}"),
+                        "read_log",
+                        json!({"lines": 40 + i}),
+                        1,
+                    )])
+                })
+                .chain(std::iter::once(says("Done reading.")))
+                .collect(),
+            window: Some(4300),
         },
     ]
 }
@@ -214,7 +315,16 @@ fn recorded_decisions(trace: &str) -> Vec<bool> {
 }
 
 /// Run a scenario with these model outputs and approvals; return its trace.
-async fn run(scenario: &Scenario, provider: FakeProvider, mut decisions: Vec<bool>) -> String {
+async fn run(
+    scenario: &Scenario,
+    provider: FakeProvider,
+    mut decisions: Vec<bool>,
+    summaries: Vec<String>,
+) -> String {
+    let provider = WithSummaries {
+        inner: provider,
+        summaries: std::sync::Mutex::new(summaries.into()),
+    };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let backend =
         Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}"), ("b.rs", "fn b() {}")]).unwrap());
@@ -229,6 +339,7 @@ async fn run(scenario: &Scenario, provider: FakeProvider, mut decisions: Vec<boo
     let mut conv = Conversation::open(store.clone(), Arc::new(provider), backend, profile, None)
         .await
         .unwrap();
+    conv.context.window = scenario.window;
     decisions.reverse();
     for t in &scenario.turns {
         if let Some(text) = t.say_before {
@@ -270,10 +381,14 @@ async fn golden_traces_replay_byte_for_byte() {
                 .iter()
                 .flat_map(|t| t.decisions.clone())
                 .collect();
+            let fixed: Vec<String> = (1..=20)
+                .map(|n| format!("Summary {n}: the log was read in parts."))
+                .collect();
             let first = run(
                 &scenario,
                 FakeProvider::from_messages(&scenario.brain),
                 decisions,
+                fixed,
             )
             .await;
             // Replay once so the file is the fixed point replays reproduce.
@@ -281,6 +396,7 @@ async fn golden_traces_replay_byte_for_byte() {
                 &scenario,
                 FakeProvider::new(recorded_calls(&first)),
                 recorded_decisions(&first),
+                recorded_summaries(&first),
             )
             .await;
             std::fs::write(&path, &fixed).unwrap();
@@ -297,6 +413,7 @@ async fn golden_traces_replay_byte_for_byte() {
             &scenario,
             FakeProvider::new(recorded_calls(&expected)),
             recorded_decisions(&expected),
+            recorded_summaries(&expected),
         )
         .await;
         if replayed != expected {
@@ -343,6 +460,16 @@ fn there_are_golden_traces_for_every_scenario() {
                 assert!(text.contains("\"offload\"") && text.contains("read_result"))
             }
             "steer_and_interrupt" => assert!(has("steer.said") && has("steer.interrupted")),
+            "soft_prune" => assert!(
+                text.contains("\"kind\":\"prune\""),
+                "no soft prune in {}",
+                path.display()
+            ),
+            "hard_compaction" => assert!(
+                text.contains("\"kind\":\"compact\""),
+                "no compaction in {}",
+                path.display()
+            ),
             _ => {}
         }
         let _ = Value::Null;
