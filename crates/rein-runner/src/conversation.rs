@@ -275,6 +275,11 @@ impl Conversation {
         self.ui.subscribe()
     }
 
+    /// The prompt-cache monitor: verdict counts, read share, logged misses.
+    pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
+        &self.monitor
+    }
+
     /// A handle to steer from anywhere.
     pub fn steering(&self) -> Steering {
         self.steering.clone()

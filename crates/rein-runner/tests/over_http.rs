@@ -205,6 +205,11 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
         ["cold", "hit", "miss", "miss"],
         "the 20-token read is the template's opening, not a hit"
     );
+    assert_eq!(
+        conv.cache_monitor().warnings(),
+        1,
+        "a miss is logged once per prefix, then counted"
+    );
     // The report counts them and the read share.
     let report = rein_trace::report(conv.session_id(), &log);
     assert_eq!(report.totals.cache_verdicts.get("miss"), Some(&2));
@@ -237,4 +242,78 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
         })
         .collect();
     assert!(prefixes.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[tokio::test]
+async fn a_provider_that_never_caches_is_uncached_and_gets_a_cache_key() {
+    let step = |i: usize| {
+        ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::new(
+                &format!("c{i}"),
+                "read_file",
+                json!({"path": "a.rs"}),
+                1,
+            ))
+            .with_usage(rein_wire::Usage {
+                input: 900,
+                output: 5,
+                ..rein_wire::Usage::default()
+            })
+    };
+    let bodies = [step(1), step(2), ScriptedMessage::text(&["ok"])];
+    let server = FakeServer::start(
+        bodies
+            .iter()
+            .map(|m| Reply::sse(m.openai_chat_sse()))
+            .collect(),
+    )
+    .await
+    .unwrap();
+    let mut config = ProviderConfig::new(WireApi::OpenAiChat)
+        .with_base_url(format!("{}/v1", server.base_url()))
+        .with_api_key(ApiKey::new("sk-test"));
+    config.offline = Some(false);
+    config.retry = RetryPolicy::none();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
+    let profile = Profile {
+        name: "Helper".into(),
+        system: vec!["Be brief.".into()],
+        model: "gpt-4.1-mini".into(),
+        max_output_tokens: 512,
+        tools: ToolLoading::default(),
+        wording: rein_runner::Wording::default(),
+    };
+    let mut conv = Conversation::open(
+        store.clone(),
+        Arc::new(HttpProvider::new(config).unwrap()),
+        backend,
+        profile,
+        None,
+    )
+    .await
+    .unwrap();
+    conv.turn("look").await.unwrap();
+    let log = store.read(conv.session_id(), 1, 1000).await.unwrap();
+    let verdicts: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            rein_sessions::Event::ModelCompleted { cache_verdict, .. } => cache_verdict.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(verdicts, ["cold", "uncached", "uncached"]);
+    assert_eq!(conv.cache_monitor().warnings(), 0, "uncached is not a miss");
+    let keys: Vec<serde_json::Value> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["prompt_cache_key"].clone())
+        .collect();
+    assert!(keys[0].as_str().is_some_and(|k| k.len() == 16));
+    assert!(
+        keys.windows(2).all(|w| w[0] == w[1]),
+        "one key for the conversation's prefix"
+    );
 }
