@@ -275,6 +275,15 @@ impl Conversation {
         self.ui.subscribe()
     }
 
+    /// The request the next step would send (prefix, projected history,
+    /// breakpoints), without sending it or recording anything.
+    pub async fn next_request(&mut self) -> Result<Request, AgentError> {
+        let events = self.log().await?;
+        let mut request = self.request(&events)?;
+        rein_cache::plan(&mut request, &self.provider.capabilities());
+        Ok(request)
+    }
+
     /// The prompt-cache monitor: verdict counts, read share, logged misses.
     pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
         &self.monitor
