@@ -54,13 +54,7 @@ pub struct AssembledMessage {
 impl AssembledMessage {
     /// All answer text, concatenated.
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.content {
-            if let ContentBlock::Text { text } = block {
-                out.push_str(text);
-            }
-        }
-        out
+        crate::message::text_of(&self.content)
     }
 
     /// The assistant message to put in the history.

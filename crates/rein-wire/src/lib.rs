@@ -21,7 +21,7 @@ mod usage;
 pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
-pub use message::{ContentBlock, ImageSource, Message, Role};
+pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
 pub use request::{
     CacheBreakpoint, CacheTarget, Metadata, OutputSchema, Request, Sampling, SystemBlock, ToolSpec,
 };

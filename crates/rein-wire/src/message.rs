@@ -119,12 +119,17 @@ impl Message {
 
     /// The concatenated text blocks of this message.
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.content {
-            if let ContentBlock::Text { text } = block {
-                out.push_str(text);
-            }
-        }
-        out
+        text_of(&self.content)
     }
+}
+
+/// The text blocks of `blocks`, concatenated.
+pub fn text_of(blocks: &[ContentBlock]) -> String {
+    let mut out = String::new();
+    for block in blocks {
+        if let ContentBlock::Text { text } = block {
+            out.push_str(text);
+        }
+    }
+    out
 }

@@ -9,7 +9,7 @@ mod anthropic;
 mod openai_chat;
 mod openai_responses;
 
-use rein_wire::{ContentBlock, Request};
+use rein_wire::{ContentBlock, ImageSource, Request};
 use serde_json::Value;
 
 use crate::config::{ProviderConfig, WireApi};
@@ -38,6 +38,14 @@ pub(crate) fn result_text(content: &[ContentBlock]) -> String {
         }
     }
     out
+}
+
+/// An image as a URL: its own, or a `data:` URL for inline bytes.
+pub(crate) fn image_url(source: &ImageSource) -> String {
+    match source {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+    }
 }
 
 /// The system blocks joined with blank lines.

@@ -1,16 +1,9 @@
 //! The OpenAI Chat Completions request body.
 
-use rein_wire::{ContentBlock, ImageSource, Request, Role};
+use rein_wire::{ContentBlock, Request, Role};
 use serde_json::{Map, Value, json};
 
-use super::{joined_system, result_text};
-
-fn image_url(source: &ImageSource) -> String {
-    match source {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-    }
-}
+use super::{image_url, joined_system, result_text};
 
 fn user_messages(content: &[ContentBlock], out: &mut Vec<Value>) {
     // Tool results are messages of their own, and must come right after

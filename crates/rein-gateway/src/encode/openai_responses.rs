@@ -1,16 +1,9 @@
 //! The OpenAI Responses request body.
 
-use rein_wire::{ContentBlock, ImageSource, Request, Role};
+use rein_wire::{ContentBlock, Request, Role};
 use serde_json::{Map, Value, json};
 
-use super::{joined_system, result_text};
-
-fn image_url(source: &ImageSource) -> String {
-    match source {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-    }
-}
+use super::{image_url, joined_system, result_text};
 
 /// The body of a streamed `POST /responses`. Nothing is stored on the
 /// provider's side (`store: false`): rein's log is the record.
