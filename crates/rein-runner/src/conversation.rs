@@ -307,15 +307,20 @@ impl Conversation {
     }
 
     async fn append(&mut self, events: Vec<Event>) -> Result<Vec<StoredEvent>, AgentError> {
-        match self.store.renew(&self.lease, LEASE_TTL).await {
-            Ok(lease) => self.lease = lease,
-            Err(err) if err.code == codes::LEASE_LOST => {
-                self.lease = self
-                    .store
-                    .acquire(&self.session_id, &self.holder, LEASE_TTL)
-                    .await?;
+        // Renew the lease once half of it has run (not on every append: that
+        // would double the writes); take it again if it lapsed meanwhile.
+        let half = i64::try_from(LEASE_TTL.as_millis() / 2).unwrap_or(i64::MAX);
+        if now_ms() > self.lease.expires_ms.saturating_sub(half) {
+            match self.store.renew(&self.lease, LEASE_TTL).await {
+                Ok(lease) => self.lease = lease,
+                Err(err) if err.code == codes::LEASE_LOST => {
+                    self.lease = self
+                        .store
+                        .acquire(&self.session_id, &self.holder, LEASE_TTL)
+                        .await?;
+                }
+                Err(err) => return Err(err),
             }
-            Err(err) => return Err(err),
         }
         let batch = events
             .into_iter()
