@@ -317,3 +317,75 @@ async fn a_provider_that_never_caches_is_uncached_and_gets_a_cache_key() {
         "one key for the conversation's prefix"
     );
 }
+
+#[tokio::test]
+async fn the_cache_read_share_over_a_200_step_session() {
+    let cache = Arc::new(rein_testing::AnthropicCache::new());
+    let server = FakeServer::start(Vec::new()).await.unwrap();
+    let sim = cache.clone();
+    server.respond_with(Arc::new(move |request, position| {
+        let mut usage = sim.usage(&request.json());
+        usage.output = 20;
+        let message = if position < 199 {
+            ScriptedMessage::text(&["Next file."]).with_call(ScriptedCall::new(
+                &format!("c{position}"),
+                "read_file",
+                json!({"path": format!("src/f{position}.rs")}),
+                1,
+            ))
+        } else {
+            ScriptedMessage::text(&["Read them all."])
+        };
+        Reply::sse(message.with_usage(usage).anthropic_sse())
+    }));
+    let mut config = ProviderConfig::new(WireApi::AnthropicMessages)
+        .with_base_url(server.base_url())
+        .with_api_key(ApiKey::new("sk-test"));
+    config.offline = Some(false);
+    config.retry = RetryPolicy::none();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
+    let profile = Profile {
+        name: "Reader".into(),
+        system: vec!["Read every file you are asked about.".into()],
+        model: "claude-sonnet-4-5".into(),
+        max_output_tokens: 512,
+        tools: ToolLoading::default(),
+        wording: rein_runner::Wording::default(),
+    };
+    let mut conv = Conversation::open(
+        store.clone(),
+        Arc::new(HttpProvider::new(config).unwrap()),
+        backend,
+        profile,
+        None,
+    )
+    .await
+    .unwrap();
+    conv.budgets.max_steps = 250;
+    let outcome = conv.turn("read src/f0.rs to src/f198.rs").await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "Read them all.".into()
+        }
+    );
+    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let report = rein_trace::report(conv.session_id(), &log);
+    let share = report.totals.cache_read_share;
+    eprintln!(
+        "cache read share over 200 steps: {:.3} ({:?})",
+        share, report.totals.cache_verdicts
+    );
+    // With the prefix and rolling breakpoints, almost every prompt token of
+    // a later step was written by an earlier one.
+    assert!(share > 0.9, "read share {share}");
+    assert_eq!(
+        report.totals.cache_verdicts.get("miss"),
+        None,
+        "{:?}",
+        report.totals.cache_verdicts
+    );
+}

@@ -144,8 +144,13 @@ impl RecordedRequest {
     }
 }
 
+/// Computes a reply from the request (and its position, from 0): for
+/// servers whose answer depends on what was sent, like a prompt cache.
+pub type Responder = Arc<dyn Fn(&RecordedRequest, usize) -> Reply + Send + Sync>;
+
 struct State {
     script: Mutex<VecDeque<Reply>>,
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<RecordedRequest>>,
     connections: AtomicUsize,
     /// How many response bodies have ended: sent in full, cut, or dropped
@@ -157,6 +162,7 @@ impl Default for State {
     fn default() -> Self {
         State {
             script: Mutex::default(),
+            responder: Mutex::default(),
             requests: Mutex::default(),
             connections: AtomicUsize::new(0),
             bodies_ended: tokio::sync::watch::channel(0).0,
@@ -242,6 +248,15 @@ impl FakeServer {
             .push_back(reply);
     }
 
+    /// Answer requests beyond the script with `responder`.
+    pub fn respond_with(&self, responder: Responder) {
+        *self
+            .state
+            .responder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(responder);
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state
@@ -295,22 +310,30 @@ async fn handle(
         Ok(collected) => collected.to_bytes(),
         Err(_) => Bytes::new(),
     };
-    state
-        .requests
+    let recorded = RecordedRequest {
+        method,
+        path,
+        headers,
+        body,
+        received_at: std::time::Instant::now(),
+    };
+    let position = {
+        let mut requests = state.requests.lock().unwrap_or_else(|p| p.into_inner());
+        requests.push(recorded.clone());
+        requests.len() - 1
+    };
+    let responder = state
+        .responder
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push(RecordedRequest {
-            method,
-            path,
-            headers,
-            body,
-            received_at: std::time::Instant::now(),
-        });
-    let reply = state
+        .clone();
+    let scripted = state
         .script
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .pop_front()
+        .pop_front();
+    let reply = scripted
+        .or_else(|| responder.map(|respond| respond(&recorded, position)))
         .unwrap_or_else(|| {
             Reply::status(500, r#"{"error":{"message":"fake server: script exhausted","type":"script_exhausted"}}"#)
         });
