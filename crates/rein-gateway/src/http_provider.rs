@@ -78,8 +78,80 @@ impl Provider for HttpProvider {
             max_cache_breakpoints: if explicit { 4 } else { 0 },
             context_window: self.config.context_window,
             structured_output: !explicit,
-            token_counting: false,
+            token_counting: explicit,
         }
+    }
+
+    fn count_tokens(&self, request: Request) -> crate::provider::CountFuture {
+        let config = self.config.clone();
+        let client = self.client.clone();
+        Box::pin(async move {
+            if config.api != WireApi::AnthropicMessages {
+                return Ok(None);
+            }
+            if config.is_offline() {
+                return Err(AgentError::new(
+                    codes::OFFLINE,
+                    "model calls are refused: REIN_OFFLINE is set",
+                ));
+            }
+            // The count endpoint takes the request without the streaming and
+            // output fields.
+            let mut body = body_for(&config, &request);
+            if let Some(map) = body.as_object_mut() {
+                map.remove("stream");
+                map.remove("max_tokens");
+                map.remove("stop_sequences");
+                map.remove("temperature");
+                map.remove("top_p");
+                map.remove("metadata");
+            }
+            let url = format!("{}/count_tokens", config.endpoint());
+            let mut builder = client
+                .post(url)
+                .header("content-type", "application/json")
+                .header("anthropic-version", "2023-06-01")
+                .json(&body);
+            if let Some(key) = &config.api_key {
+                builder = match &config.key_header {
+                    Some(header) => builder.header(header.as_str(), key.expose()),
+                    None => builder.header("x-api-key", key.expose()),
+                };
+            }
+            for (name, value) in &config.extra_headers {
+                builder = builder.header(name.as_str(), value.as_str());
+            }
+            let limit = config.timeouts.connect + config.timeouts.first_byte;
+            let response = match tokio::time::timeout(limit, builder.send()).await {
+                Err(_) => {
+                    return Err(AgentError::new(
+                        codes::TIMEOUT_FIRST_BYTE,
+                        "counting tokens timed out",
+                    ));
+                }
+                Ok(Err(err)) => return Err(scrub(&config, transport_error(&err))),
+                Ok(Ok(response)) => response,
+            };
+            if !response.status().is_success() {
+                let status = response.status().as_u16();
+                return Err(AgentError::new(
+                    codes::PROVIDER_ERROR,
+                    format!("counting tokens failed with HTTP {status}"),
+                )
+                .with_field("status", status));
+            }
+            let value: Value =
+                match tokio::time::timeout(config.timeouts.idle, response.json()).await {
+                    Ok(Ok(value)) => value,
+                    _ => {
+                        return Err(AgentError::new(
+                            codes::STREAM_MALFORMED,
+                            "the token count answer is not JSON",
+                        ));
+                    }
+                };
+            Ok(value.get("input_tokens").and_then(Value::as_u64))
+        })
     }
 
     fn stream(&self, request: Request) -> EventStream {

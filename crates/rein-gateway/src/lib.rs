@@ -28,4 +28,4 @@ pub mod sse;
 pub use config::{ApiKey, ProviderConfig, RetryPolicy, Timeouts, WireApi, offline_switch_on};
 pub use decode::decode_stream;
 pub use http_provider::HttpProvider;
-pub use provider::{CachingStyle, Capabilities, EventStream, Provider};
+pub use provider::{CachingStyle, Capabilities, CountFuture, EventStream, Provider};

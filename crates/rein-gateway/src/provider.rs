@@ -51,4 +51,15 @@ pub trait Provider: Send + Sync {
 
     /// Start the call. Nothing happens until the stream is polled.
     fn stream(&self, request: Request) -> EventStream;
+
+    /// Count the request's input tokens with the provider's own counter,
+    /// where it has one (`Ok(None)`: it has none; callers fall back to an
+    /// estimate, also on `Err`).
+    fn count_tokens(&self, _request: Request) -> CountFuture {
+        Box::pin(async { Ok(None) })
+    }
 }
+
+/// The answer of [`Provider::count_tokens`].
+pub type CountFuture =
+    Pin<Box<dyn std::future::Future<Output = Result<Option<u64>, AgentError>> + Send>>;

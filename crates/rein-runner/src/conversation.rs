@@ -872,15 +872,15 @@ impl Conversation {
             .context
             .window
             .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
-        let share =
-            |request: &Request| crate::context::estimate(request) as f64 / window.max(1) as f64;
-        if share(&request) > self.context.soft && self.soft_prune(window).await? {
+        if self.measure(&request, window).await > self.context.soft
+            && self.soft_prune(window).await?
+        {
             request = self.request(&self.log().await?)?;
         }
-        if share(&request) > self.context.hard {
+        if self.measure(&request, window).await > self.context.hard {
             self.compact(window).await?;
             request = self.request(&self.log().await?)?;
-            if share(&request) > self.context.hard {
+            if self.measure(&request, window).await > self.context.hard {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
                     "the conversation does not fit the context window even after compaction",
@@ -975,6 +975,27 @@ impl Conversation {
             self.append(results).await?;
         }
         Ok(message)
+    }
+
+    /// The request's share of the window: the local estimate, or — near a
+    /// threshold, where precision matters — the provider's own count when it
+    /// has one (falling back to the estimate if counting fails).
+    async fn measure(&self, request: &Request, window: u64) -> f64 {
+        let local = crate::context::estimate(request);
+        let near = (local as f64) >= 0.9 * self.context.soft * window as f64;
+        let tokens = if near && self.provider.capabilities().token_counting {
+            match self.provider.count_tokens(request.clone()).await {
+                Ok(Some(counted)) => counted + u64::from(request.max_output_tokens),
+                Ok(None) => local,
+                Err(err) => {
+                    tracing::warn!(code = %err.code, "counting tokens failed; using the local estimate");
+                    local
+                }
+            }
+        } else {
+            local
+        };
+        tokens as f64 / window.max(1) as f64
     }
 
     /// Set old read results aside as artifacts. `true` when a batch was made.

@@ -389,3 +389,82 @@ async fn the_cache_read_share_over_a_200_step_session() {
         report.totals.cache_verdicts
     );
 }
+
+#[tokio::test]
+async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_back() {
+    for count_works in [true, false] {
+        let server = FakeServer::start(Vec::new()).await.unwrap();
+        server.respond_with(Arc::new(move |request, _| {
+            if request.path.ends_with("/count_tokens") {
+                return if count_works {
+                    Reply::status(200, r#"{"input_tokens": 200}"#)
+                } else {
+                    Reply::status(
+                        500,
+                        r#"{"type":"error","error":{"type":"api_error","message":"down"}}"#,
+                    )
+                };
+            }
+            Reply::sse(ScriptedMessage::text(&["fits"]).anthropic_sse())
+        }));
+        let mut config = ProviderConfig::new(WireApi::AnthropicMessages)
+            .with_base_url(server.base_url())
+            .with_api_key(ApiKey::new("sk-test"));
+        config.offline = Some(false);
+        config.retry = RetryPolicy::none();
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+        let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
+        let profile = Profile {
+            name: "Helper".into(),
+            system: vec!["Be brief.".into()],
+            model: "claude-sonnet-4-5".into(),
+            max_output_tokens: 512,
+            tools: ToolLoading::default(),
+            wording: rein_runner::Wording::default(),
+        };
+        let mut conv = Conversation::open(
+            store.clone(),
+            Arc::new(HttpProvider::new(config).unwrap()),
+            backend,
+            profile,
+            None,
+        )
+        .await
+        .unwrap();
+        // The local estimate (tool schemas count heavily) says this does not fit.
+        conv.context.window = Some(1200);
+        let outcome = conv.turn("hi").await.unwrap();
+        let counted = server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/count_tokens"))
+            .count();
+        assert!(counted >= 1, "the count endpoint was asked");
+        let count_body = server
+            .requests()
+            .iter()
+            .find(|r| r.path.ends_with("/count_tokens"))
+            .unwrap()
+            .json();
+        assert!(count_body.get("stream").is_none() && count_body["messages"].is_array());
+        if count_works {
+            assert_eq!(
+                outcome,
+                TurnOutcome::Finished {
+                    reply: "fits".into()
+                }
+            );
+        } else {
+            let TurnOutcome::Error { error } = outcome else {
+                panic!("{outcome:?}")
+            };
+            assert_eq!(
+                error.code,
+                rein_wire::error::codes::CONTEXT_WINDOW_EXCEEDED,
+                "fell back to the estimate"
+            );
+        }
+    }
+}
