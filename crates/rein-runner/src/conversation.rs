@@ -189,6 +189,8 @@ pub struct Conversation {
     /// The stable prefix (system blocks and tools), frozen at the first
     /// request so it stays byte-identical for the whole conversation.
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    /// The transcript so far, extended step by step.
+    projector: Option<crate::project::Projector>,
     /// The log as far as this conversation has read it.
     known: std::sync::Mutex<Arc<Vec<StoredEvent>>>,
     /// The schema of a structured answer being asked for.
@@ -255,6 +257,7 @@ impl Conversation {
             carried: HashMap::new(),
             answer_schema: None,
             known: std::sync::Mutex::new(Arc::new(Vec::new())),
+            projector: None,
             monitor: rein_cache::CacheMonitor::new(),
             model_calls: 0,
             frozen: None,
@@ -787,7 +790,10 @@ impl Conversation {
 
     fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
         let turns_path = current_path(events);
-        let mut request = Request::new(self.profile.model.clone(), project(events, &turns_path));
+        let mut request = Request::new(
+            self.profile.model.clone(),
+            self.messages(events, &turns_path),
+        );
         let (system, tools) = match self.frozen.clone() {
             Some(frozen) => {
                 // The stability guard (debug builds): the prefix must not
@@ -817,6 +823,30 @@ impl Conversation {
             request.output_schema = Some(schema.clone());
         }
         Ok(request)
+    }
+
+    /// The transcript for `path`, fed only what is new since the last step
+    /// when the path merely grew and nothing was compacted; rebuilt otherwise.
+    fn messages(&mut self, events: &[StoredEvent], path: &[String]) -> Vec<rein_wire::Message> {
+        let mut projector = match self.projector.take() {
+            Some(mut p) if p.covers(events, path) => {
+                p.extend_path(path);
+                p
+            }
+            _ => crate::project::Projector::new(events, path),
+        };
+        let start = events.partition_point(|e| e.seq <= projector.seen);
+        for stored in &events[start..] {
+            projector.feed(stored);
+        }
+        debug_assert_eq!(
+            projector.messages,
+            project(events, path),
+            "the incremental projection drifted from the full one"
+        );
+        let messages = projector.messages.clone();
+        self.projector = Some(projector);
+        messages
     }
 
     /// The stable prefix as the profile and backend give it now.

@@ -47,38 +47,99 @@ fn result_blocks(content: &Value) -> Vec<ContentBlock> {
 
 /// The messages for the turns in `path` (turn ids), from `events`.
 pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
-    let on_path: HashSet<&str> = path.iter().map(String::as_str).collect();
-    let edits = Edits::collect(events, &on_path);
-    let mut messages: Vec<Message> = Vec::new();
-    let mut current: Option<&str> = None;
-    let mut summarised: HashSet<u64> = HashSet::new();
-    let user_blocks = |messages: &mut Vec<Message>, block: ContentBlock| match messages.last_mut() {
-        Some(m) if m.role == Role::User => m.content.push(block),
-        _ => messages.push(Message {
-            role: Role::User,
-            content: vec![block],
-        }),
-    };
+    let mut projector = Projector::new(events, path);
     for stored in events {
-        if let Event::TurnStarted { turn_id, .. } = &stored.event {
-            current = on_path.get(turn_id.as_str()).copied();
+        projector.feed(stored);
+    }
+    projector.messages
+}
+
+/// The projection as a fold: fed the log in order, it keeps the messages so
+/// far, so the next step only feeds what is new. It stays valid while the
+/// path only grows and no compaction is recorded ([`Projector::covers`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Projector {
+    path: Vec<String>,
+    on_path: HashSet<String>,
+    edits: Edits,
+    compactions: usize,
+    current: bool,
+    summarised: HashSet<u64>,
+    /// The last sequence number fed.
+    pub(crate) seen: u64,
+    /// The messages so far.
+    pub(crate) messages: Vec<Message>,
+}
+
+fn compaction_count(events: &[StoredEvent]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e.event, Event::CompactionCreated { .. }))
+        .count()
+}
+
+impl Projector {
+    /// A projector for `path`, with the compactions recorded in `events`.
+    pub(crate) fn new(events: &[StoredEvent], path: &[String]) -> Self {
+        let on_path: HashSet<String> = path.iter().cloned().collect();
+        let refs: HashSet<&str> = on_path.iter().map(String::as_str).collect();
+        Projector {
+            path: path.to_vec(),
+            edits: Edits::collect(events, &refs),
+            compactions: compaction_count(events),
+            on_path,
+            current: false,
+            summarised: HashSet::new(),
+            seen: 0,
+            messages: Vec::new(),
         }
-        if current.is_none() {
-            continue;
+    }
+
+    /// Whether this projector can continue to `path` over `events`: the
+    /// path extends its own and no compaction was recorded since.
+    pub(crate) fn covers(&self, events: &[StoredEvent], path: &[String]) -> bool {
+        path.starts_with(&self.path) && compaction_count(events) == self.compactions
+    }
+
+    /// Extend to a longer path (new turns below the old head).
+    pub(crate) fn extend_path(&mut self, path: &[String]) {
+        for turn in &path[self.path.len()..] {
+            self.on_path.insert(turn.clone());
+        }
+        self.path = path.to_vec();
+    }
+
+    fn user(&mut self, block: ContentBlock) {
+        match self.messages.last_mut() {
+            Some(m) if m.role == Role::User => m.content.push(block),
+            _ => self.messages.push(Message {
+                role: Role::User,
+                content: vec![block],
+            }),
+        }
+    }
+
+    /// Feed the next event of the log.
+    pub(crate) fn feed(&mut self, stored: &StoredEvent) {
+        self.seen = stored.seq;
+        if let Event::TurnStarted { turn_id, .. } = &stored.event {
+            self.current = self.on_path.contains(turn_id);
+        }
+        if !self.current {
+            return;
         }
         // Events a compaction covers are replaced by its summary, once.
-        if let Some((from, text)) = edits.covering(stored.seq) {
-            if summarised.insert(from) {
-                user_blocks(&mut messages, ContentBlock::text(text.to_owned()));
+        if let Some((from, text)) = self.edits.covering(stored.seq) {
+            let text = text.to_owned();
+            if self.summarised.insert(from) {
+                self.user(ContentBlock::text(text));
             }
-            continue;
+            return;
         }
         match &stored.event {
-            Event::TurnStarted { prompt, .. } => {
-                user_blocks(&mut messages, ContentBlock::text(prompt.clone()));
-            }
+            Event::TurnStarted { prompt, .. } => self.user(ContentBlock::text(prompt.clone())),
             Event::ModelCompleted { message, .. } if !message.content.is_empty() => {
-                messages.push(message.clone());
+                self.messages.push(message.clone());
             }
             Event::ToolResult {
                 call_id,
@@ -86,26 +147,20 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
                 content,
                 ..
             } => {
-                let content = match edits.pruned.get(call_id.as_str()) {
+                let content = match self.edits.pruned.get(call_id.as_str()) {
                     Some(artifact) => vec![ContentBlock::text(pruned_stub(artifact))],
                     None => result_blocks(content),
                 };
-                user_blocks(
-                    &mut messages,
-                    ContentBlock::ToolResult {
-                        tool_use_id: call_id.clone(),
-                        content,
-                        is_error: *status == ToolStatus::Error,
-                    },
-                );
+                self.user(ContentBlock::ToolResult {
+                    tool_use_id: call_id.clone(),
+                    content,
+                    is_error: *status == ToolStatus::Error,
+                });
             }
-            Event::SteerSaid { text } => {
-                user_blocks(&mut messages, ContentBlock::text(text.clone()))
-            }
+            Event::SteerSaid { text } => self.user(ContentBlock::text(text.clone())),
             _ => {}
         }
     }
-    messages
 }
 
 /// What a pruned result shows the model.
@@ -116,7 +171,7 @@ pub(crate) fn pruned_stub(artifact: &str) -> String {
 }
 
 /// The compactions that apply to a path: pruned results and summarised ranges.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Edits {
     /// Call id -> the artifact holding its result.
     pub(crate) pruned: std::collections::HashMap<String, String>,
