@@ -124,6 +124,47 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // Compaction of a long history (the summary call answered at once, so
+    // this is rein's own cost: the derived state, the summary request, the
+    // record).
+    let mut group = c.benchmark_group("compaction");
+    group.sample_size(10);
+    for steps in [100usize, 1000] {
+        group.bench_function(format!("compact/{steps}_steps"), |b| {
+            b.iter_batched(
+                || {
+                    rt.block_on(async {
+                        let (store, id) = session(steps).await;
+                        let profile = Profile {
+                            name: "b".into(),
+                            system: vec!["You help.".into()],
+                            model: "m".into(),
+                            max_output_tokens: 1024,
+                            tools: ToolLoading::Native,
+                            wording: rein_runner::Wording::default(),
+                        };
+                        let backend = Arc::new(FakeToolBackend::new(&[]).unwrap());
+                        let summary = vec![Ok(rein_wire::StreamEvent::TextDelta {
+                            text: "Read many files.".into(),
+                        })];
+                        Conversation::open(
+                            store,
+                            Arc::new(FakeProvider::new(vec![summary])),
+                            backend,
+                            profile,
+                            Some(&id),
+                        )
+                        .await
+                        .unwrap()
+                    })
+                },
+                |mut conv| rt.block_on(conv.compact_now()).unwrap(),
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

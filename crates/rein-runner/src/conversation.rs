@@ -287,6 +287,17 @@ impl Conversation {
         Ok(request)
     }
 
+    /// Compact the history now (a person asked, or a product decided), as
+    /// hard compaction would: older complete groups become a derived state
+    /// and a model-written summary; the recent tail stays raw.
+    pub async fn compact_now(&mut self) -> Result<(), AgentError> {
+        let window = self
+            .context
+            .window
+            .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
+        self.compact(window).await
+    }
+
     /// The prompt-cache monitor: verdict counts, read share, logged misses.
     pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
         &self.monitor

@@ -827,3 +827,48 @@ async fn the_prefix_is_byte_stable_over_a_long_session() {
         .collect();
     assert_eq!(fingerprints.len(), 1);
 }
+
+#[tokio::test]
+async fn compacting_on_request_summarises_older_groups_and_keeps_the_tail() {
+    let s = setup().await;
+    let mut script: Vec<ScriptedMessage> = (0..10)
+        .map(|i| {
+            calls(vec![call(
+                &format!("c{i}"),
+                "read_file",
+                json!({"path": format!("f{i}.rs")}),
+            )])
+        })
+        .collect();
+    script.push(says("done"));
+    script.push(says("Ten reads, all of missing files."));
+    let provider = Arc::new(FakeProvider::from_messages(&script));
+    let mut conv = open(&s, provider, None).await;
+    assert!(matches!(
+        conv.turn("read ten files").await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    conv.compact_now().await.unwrap();
+    let request = conv.next_request().await.unwrap();
+    let first = serde_json::to_string(&request.messages[0]).unwrap();
+    assert!(
+        first.contains("[Earlier conversation, summarised to save room]")
+            && first.contains("Ten reads"),
+        "{first}"
+    );
+    // At least four complete groups stay raw after the summary.
+    let raw_calls = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    assert!(raw_calls >= 4, "{raw_calls}");
+    // The log kept everything.
+    let log = s.store.read(conv.session_id(), 1, 1000).await.unwrap();
+    assert_eq!(
+        log.iter()
+            .filter(|e| matches!(e.event, Event::ToolResult { .. }))
+            .count(),
+        10
+    );
+}
