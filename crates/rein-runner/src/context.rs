@@ -61,6 +61,20 @@ pub fn estimate(request: &Request) -> u64 {
     (chars as f64 / 3.5) as u64 + u64::from(request.max_output_tokens)
 }
 
+/// Tokens of `text` by the model's own tokenizer, where one is known
+/// locally (OpenAI's o200k and cl100k families); `None` otherwise.
+pub fn count_local(model: &str, text: &str) -> Option<u64> {
+    let o200k = ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o"];
+    let bpe = if o200k.iter().any(|p| model.starts_with(p)) {
+        tiktoken_rs::o200k_base_singleton()
+    } else if model.starts_with("gpt-4") || model.starts_with("gpt-3.5") {
+        tiktoken_rs::cl100k_base_singleton()
+    } else {
+        return None;
+    };
+    Some(bpe.encode_ordinary(text).len() as u64)
+}
+
 /// Events of turns on the path, in order.
 pub(crate) fn on_path<'a>(events: &'a [StoredEvent], path: &[String]) -> Vec<&'a StoredEvent> {
     let path: HashSet<&str> = path.iter().map(String::as_str).collect();
@@ -192,4 +206,19 @@ pub(crate) fn state(covered: &[&StoredEvent], pending: &[String]) -> Value {
         "agents": agents,
         "artifacts": artifacts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_models_are_counted_by_their_tokenizer() {
+        assert_eq!(count_local("gpt-4o-2024-08-06", "hello world"), Some(2));
+        assert_eq!(count_local("gpt-4-turbo", "hello world"), Some(2));
+        assert_eq!(count_local("claude-sonnet-4-5", "hello world"), None);
+        let text = "fn main() { println!(\"{}\", 1 + 2); }\n".repeat(50);
+        let counted = count_local("gpt-4.1-mini", &text).unwrap_or(0);
+        assert!(counted > 100 && counted < text.len() as u64, "{counted}");
+    }
 }

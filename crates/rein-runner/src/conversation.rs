@@ -1020,13 +1020,17 @@ impl Conversation {
 
     /// The request's share of the window: the local estimate, or — near a
     /// threshold, where precision matters — the provider's own count when it
-    /// has one (falling back to the estimate if counting fails).
+    /// has one (falling back to the estimate if counting fails), else the
+    /// model's tokenizer where one is known locally.
     async fn measure(&self, request: &Request, window: u64) -> f64 {
         let local = crate::context::estimate(request);
         let near = (local as f64) >= 0.9 * self.context.soft * window as f64;
-        let tokens = if near && self.provider.capabilities().token_counting {
+        let reserved = u64::from(request.max_output_tokens);
+        let tokens = if !near {
+            local
+        } else if self.provider.capabilities().token_counting {
             match self.provider.count_tokens(request.clone()).await {
-                Ok(Some(counted)) => counted + u64::from(request.max_output_tokens),
+                Ok(Some(counted)) => counted + reserved,
                 Ok(None) => local,
                 Err(err) => {
                     tracing::warn!(code = %err.code, "counting tokens failed; using the local estimate");
@@ -1034,7 +1038,9 @@ impl Conversation {
                 }
             }
         } else {
-            local
+            // The model's own tokenizer, where one is known locally.
+            let text = rein_wire::canonical::to_string(request).unwrap_or_default();
+            crate::context::count_local(&request.model, &text).map_or(local, |n| n + reserved)
         };
         tokens as f64 / window.max(1) as f64
     }
