@@ -212,6 +212,10 @@ async fn the_report_counts_tokens_cost_cache_and_tools_per_session_and_run() {
     let text = r.render();
     assert!(text.contains("cache read 1600"), "{text}");
     assert!(
+        text.contains("cold 1, hit 1, miss 1 · read share 61.3%"),
+        "{text}"
+    );
+    assert!(
         text.contains("$0.004400 + 1 calls of unknown cost"),
         "{text}"
     );
