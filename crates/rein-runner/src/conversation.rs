@@ -465,14 +465,11 @@ impl Conversation {
                     _ => None,
                 })
                 .unwrap_or(Value::Null);
-            stopping.push(Event::ToolCalled {
-                call_id: pending.call_id.clone(),
-                tool: pending.tool.clone(),
+            stopping.extend(refused(
+                pending.call_id.clone(),
+                pending.tool.clone(),
                 arguments,
-                permission: pending.permission.clone(),
-            });
-            stopping.push(error_result(
-                &pending.call_id,
+                &pending.permission,
                 "not_approved",
                 &self.profile.wording.not_approved(&pending.tool, "stopped"),
             ));
@@ -484,14 +481,11 @@ impl Conversation {
                 if control.pending.iter().any(|p| p.call_id == call_id) {
                     continue;
                 }
-                stopping.push(Event::ToolCalled {
-                    call_id: call_id.clone(),
+                stopping.extend(refused(
+                    call_id,
                     tool,
                     arguments,
-                    permission: "none".into(),
-                });
-                stopping.push(error_result(
-                    &call_id,
+                    "none",
                     "stopped",
                     "The turn was stopped before this call ran.",
                 ));
@@ -1005,13 +999,14 @@ impl Conversation {
                     .as_ref()
                     .map(|e| (e.code.to_string(), e.message.clone()))
                     .unwrap_or_default();
-                results.push(Event::ToolCalled {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    arguments: Value::Null,
-                    permission: "none".into(),
-                });
-                results.push(error_result(&call.id, &err.0, &err.1));
+                results.extend(refused(
+                    call.id.clone(),
+                    call.name.clone(),
+                    Value::Null,
+                    "none",
+                    &err.0,
+                    &err.1,
+                ));
             }
             self.append(results).await?;
         }
@@ -1216,15 +1211,17 @@ impl Conversation {
             let class = match checked {
                 Ok(class) => class,
                 Err(err) => {
-                    self.append(vec![
-                        Event::ToolCalled {
-                            call_id: call_id.clone(),
-                            tool: tool.clone(),
-                            arguments: args.clone(),
-                            permission: "none".into(),
-                        },
-                        error_result(&call_id, err.code.as_str(), &err.message),
-                    ])
+                    self.append(
+                        refused(
+                            call_id.clone(),
+                            tool.clone(),
+                            args.clone(),
+                            "none",
+                            err.code.as_str(),
+                            &err.message,
+                        )
+                        .into(),
+                    )
                     .await?;
                     self.emit(UiKind::ToolResult {
                         call_id,
@@ -1244,15 +1241,17 @@ impl Conversation {
             let elevated = match gate(class, &tool, &self.policy, &self.leases) {
                 Verdict::Run { elevated } => elevated,
                 Verdict::Refuse { reason } => {
-                    self.append(vec![
-                        Event::ToolCalled {
-                            call_id: call_id.clone(),
-                            tool: tool.clone(),
-                            arguments: args.clone(),
-                            permission: class.as_str().into(),
-                        },
-                        error_result(&call_id, "policy_refused", &reason),
-                    ])
+                    self.append(
+                        refused(
+                            call_id.clone(),
+                            tool.clone(),
+                            args.clone(),
+                            class.as_str(),
+                            "policy_refused",
+                            &reason,
+                        )
+                        .into(),
+                    )
                     .await?;
                     continue;
                 }
@@ -1262,19 +1261,17 @@ impl Conversation {
                         self.policy.elevate_approved
                     }
                     ApprovalState::Refused { decision } => {
-                        self.append(vec![
-                            Event::ToolCalled {
-                                call_id: call_id.clone(),
-                                tool: tool.clone(),
-                                arguments: args.clone(),
-                                permission: class.as_str().into(),
-                            },
-                            error_result(
-                                &call_id,
+                        self.append(
+                            refused(
+                                call_id.clone(),
+                                tool.clone(),
+                                args.clone(),
+                                class.as_str(),
                                 "not_approved",
                                 &self.profile.wording.not_approved(&tool, &decision),
-                            ),
-                        ])
+                            )
+                            .into(),
+                        )
                         .await?;
                         self.emit(UiKind::ToolResult {
                             call_id,
@@ -1297,25 +1294,24 @@ impl Conversation {
                         if age_ms > i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
                         {
                             // Nobody decided in time: the call is refused.
-                            self.append(vec![
-                                Event::ApprovalDecided {
+                            self.append(
+                                vec![Event::ApprovalDecided {
                                     approval_id,
                                     decision: "expired".into(),
                                     by: "rein".into(),
                                     lease: None,
-                                },
-                                Event::ToolCalled {
-                                    call_id: call_id.clone(),
-                                    tool: tool.clone(),
-                                    arguments: args.clone(),
-                                    permission: class.as_str().into(),
-                                },
-                                error_result(
-                                    &call_id,
+                                }]
+                                .into_iter()
+                                .chain(refused(
+                                    call_id.clone(),
+                                    tool.clone(),
+                                    args.clone(),
+                                    class.as_str(),
                                     "not_approved",
                                     &self.profile.wording.not_approved(&tool, "let expire"),
-                                ),
-                            ])
+                                ))
+                                .collect(),
+                            )
                             .await?;
                             continue;
                         }
@@ -1993,3 +1989,25 @@ fn builtin_permission(tool: &str, args: &Value) -> Option<Result<PermissionClass
 
 /// What the model is asked when it summarises older history.
 pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Be brief and concrete.";
+
+/// A call that did not run: its `tool.called` and its one error result.
+fn refused(
+    call_id: impl Into<String>,
+    tool: impl Into<String>,
+    arguments: Value,
+    permission: &str,
+    code: &str,
+    message: &str,
+) -> [Event; 2] {
+    let call_id = call_id.into();
+    let result = error_result(&call_id, code, message);
+    [
+        Event::ToolCalled {
+            call_id,
+            tool: tool.into(),
+            arguments,
+            permission: permission.to_owned(),
+        },
+        result,
+    ]
+}
