@@ -74,18 +74,26 @@ async fn helper_append_loop() {
     };
     let store = SqliteStore::open(&db).await.unwrap();
     let holder = format!("append-loop pid {}", std::process::id());
-    let mut lease = loop {
-        match store
-            .acquire(&session, &holder, Duration::from_millis(300))
-            .await
-        {
-            Ok(lease) => break lease,
-            Err(err) if err.code == codes::SESSION_LOCKED => {
-                tokio::time::sleep(Duration::from_millis(20)).await
+    // Under a loaded machine the short lease can lapse between appends; the
+    // helper then takes it again (nothing is lost: appends are atomic).
+    let acquire = || async {
+        loop {
+            match store
+                .acquire(&session, &holder, Duration::from_millis(300))
+                .await
+            {
+                Ok(lease) => return lease,
+                Err(err)
+                    if err.code == codes::SESSION_LOCKED
+                        || err.code == codes::STORE_UNAVAILABLE =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                Err(err) => panic!("{err}"),
             }
-            Err(err) => panic!("{err}"),
         }
     };
+    let mut lease = acquire().await;
     let start = store.session(&session).await.unwrap().head_seq;
     let mut batch = start;
     loop {
@@ -106,12 +114,20 @@ async fn helper_append_loop() {
                 permission: "source_file_write".into(),
             }));
         }
-        store.append(&lease, events).await.unwrap();
-        if batch % 4 == 0 {
-            lease = store
-                .renew(&lease, Duration::from_millis(300))
-                .await
-                .unwrap();
+        loop {
+            match store.append(&lease, events.clone()).await {
+                Ok(_) => break,
+                Err(err) if err.code == codes::LEASE_LOST => lease = acquire().await,
+                Err(err) if err.code == codes::STORE_UNAVAILABLE => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                Err(err) => panic!("{err}"),
+            }
+        }
+        if batch % 4 == 0
+            && let Ok(renewed) = store.renew(&lease, Duration::from_millis(300)).await
+        {
+            lease = renewed;
         }
         if batch == start + 1 {
             println!("appending");
