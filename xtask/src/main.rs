@@ -1,4 +1,4 @@
-//! rein's maintainer tasks: `cargo xtask lint | test | ci | golden | bench`.
+//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench`.
 //!
 //! Each task is a sequence of cargo commands; the first failure stops it
 //! with that command's exit status.
@@ -22,8 +22,16 @@ enum Task {
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
-    /// Lint, then test: what CI runs (the golden replay is part of the tests).
+    /// Lint, test, then the offline evals against their baseline: what CI
+    /// runs (the golden replay is part of the tests).
     Ci,
+    /// Run the eval suites in tests/evals (offline by default); arguments go
+    /// to `rein-eval` (`--provider`, `--base-url`, `--model`, `--baseline`, ...).
+    Eval {
+        /// Arguments for rein-eval.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Replay the golden traces in tests/golden through the runner.
     Golden {
         /// Rewrite them from the scenarios' scripted models (after a reviewed change).
@@ -47,8 +55,10 @@ fn main() -> Result<()> {
         Task::Ci => {
             check_fixtures()?;
             lint()?;
-            test()
+            test()?;
+            eval(&["--baseline".to_owned(), EVAL_BASELINE.to_owned()])
         }
+        Task::Eval { args } => eval(&args),
         Task::Golden { bless } => {
             let env: &[(&str, &str)] = if bless {
                 &[("REIN_GOLDEN_BLESS", "1")]
@@ -68,6 +78,16 @@ fn main() -> Result<()> {
             cargo(&args, &[])
         }
     }
+}
+
+/// The eval report CI compares against (`cargo xtask eval --write-baseline`
+/// refreshes it after a reviewed change).
+const EVAL_BASELINE: &str = "tests/eval_baseline.json";
+
+fn eval(args: &[String]) -> Result<()> {
+    let mut all = vec!["run", "--locked", "-q", "-p", "rein-eval", "--"];
+    all.extend(args.iter().map(String::as_str));
+    cargo(&all, &[])
 }
 
 fn workspace_root() -> Result<PathBuf> {

@@ -192,6 +192,14 @@ impl Surface {
         }
     }
 
+    /// An eval run's simulated person, giving the answers its case
+    /// scripts (`cargo xtask eval`).
+    pub fn simulated_person() -> Self {
+        Surface {
+            name: "eval (simulated person)".into(),
+        }
+    }
+
     /// Who decides, as recorded.
     pub fn name(&self) -> &str {
         &self.name

@@ -523,7 +523,24 @@ impl Conversation {
         &mut self,
         text: &str,
     ) -> Result<T, AgentError> {
-        let schema = rein_tools::schema_for::<T>();
+        let value = self
+            .ask_with_schema(text, rein_tools::schema_for::<T>())
+            .await?;
+        serde_json::from_value::<T>(value).map_err(|e| {
+            AgentError::new(
+                codes::STRUCTURED_ANSWER_INVALID,
+                format!("the answer does not fit: {e}"),
+            )
+        })
+    }
+
+    /// [`Conversation::ask`] with the schema given as JSON (a product or an
+    /// eval that has no Rust type for it): the validated answer.
+    pub async fn ask_with_schema(
+        &mut self,
+        text: &str,
+        schema: Value,
+    ) -> Result<Value, AgentError> {
         let validator = jsonschema::validator_for(&schema).map_err(|e| {
             AgentError::new(
                 codes::INVALID_INPUT,
@@ -564,9 +581,7 @@ impl Conversation {
                     Ok(value) => {
                         let errors: Vec<String> = validator.iter_errors(&value).take(5).map(|e| e.to_string()).collect();
                         if errors.is_empty() {
-                            return serde_json::from_value::<T>(value).map_err(|e| {
-                                AgentError::new(codes::STRUCTURED_ANSWER_INVALID, format!("the answer does not fit: {e}"))
-                            });
+                            return Ok(value);
                         }
                         problem = errors.join("; ");
                     }

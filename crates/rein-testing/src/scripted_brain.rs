@@ -2,27 +2,71 @@
 //!
 //! Rules over the conversation decide its answer: the first rule whose
 //! phrase appears in the last user text (case-insensitive) gives the reply
-//! and, optionally, a tool call. With no matching rule it says what it is
+//! and, optionally, tool calls — several in one message, repeated for a
+//! number of steps. After the last step's results it says what came back
+//! (or the rule's `done` text). With no matching rule it says what it is
 //! and echoes the question. Replies stream word by word, with usage
 //! estimated from the characters (about four per token), so a whole
 //! conversation is reproducible byte for byte.
+//!
+//! Which rule a tool loop belongs to, and its step, travel in the call ids
+//! it makes (`call-r{rule}s{step}c{n}-…`), so the loop continues correctly
+//! even after compaction has summarised the prompt away.
+//!
+//! It is not a language model: it never reads tool results for meaning.
 
 use rein_gateway::{CachingStyle, Capabilities, EventStream, Provider};
-use rein_wire::{ContentBlock, Request, Role, StopReason, StreamEvent, Usage};
+use rein_wire::{ContentBlock, Message, Request, Role, StopReason, StreamEvent, Usage};
+use serde::Deserialize;
 use serde_json::Value;
 
-/// One rule: when the last user text contains `phrase`, answer `reply`
-/// (and call `tool` with `arguments`, if set).
-#[derive(Debug, Clone)]
-pub struct Rule {
-    /// The phrase to look for, lower-case.
-    pub phrase: String,
-    /// The answer text.
-    pub reply: String,
-    /// A tool call to make: name and arguments.
-    pub tool: Option<(String, Value)>,
-    /// Put the word after the phrase into this argument of the call.
+use crate::cache_sim::AnthropicCache;
+
+/// One tool call a rule makes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleCall {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments; `{step}` in a string is replaced by the step number
+    /// (from 0).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// Put the word after the phrase into this argument.
+    #[serde(default)]
     pub word_into: Option<String>,
+    /// Make this call only at this step (default: at every step).
+    #[serde(default)]
+    pub at_step: Option<u32>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One rule: when the last user text contains `phrase`, answer `reply`
+/// and make `calls` (if any), for `steps` steps.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// The phrase to look for (compared case-insensitively).
+    pub phrase: String,
+    /// The answer text (said with the calls, when there are calls).
+    #[serde(default)]
+    pub reply: String,
+    /// Tool calls made together in one message.
+    #[serde(default)]
+    pub calls: Vec<RuleCall>,
+    /// How many messages of calls before the final answer.
+    #[serde(default = "one")]
+    pub steps: u32,
+    /// The final answer after the last results (default: what came back).
+    #[serde(default)]
+    pub done: Option<String>,
 }
 
 impl Rule {
@@ -31,8 +75,9 @@ impl Rule {
         Rule {
             phrase: phrase.to_lowercase(),
             reply: reply.into(),
-            tool: None,
-            word_into: None,
+            calls: Vec::new(),
+            steps: 1,
+            done: None,
         }
     }
 
@@ -46,10 +91,13 @@ impl Rule {
         word_into: Option<&str>,
     ) -> Self {
         Rule {
-            phrase: phrase.to_lowercase(),
-            reply: reply.into(),
-            tool: Some((tool.into(), arguments)),
-            word_into: word_into.map(str::to_owned),
+            calls: vec![RuleCall {
+                tool: tool.into(),
+                arguments,
+                word_into: word_into.map(str::to_owned),
+                at_step: None,
+            }],
+            ..Rule::reply(phrase, reply)
         }
     }
 }
@@ -58,6 +106,8 @@ impl Rule {
 #[derive(Debug, Clone)]
 pub struct ScriptedBrain {
     rules: Vec<Rule>,
+    model: String,
+    cache: Option<std::sync::Arc<AnthropicCache>>,
 }
 
 impl Default for ScriptedBrain {
@@ -66,10 +116,31 @@ impl Default for ScriptedBrain {
     }
 }
 
+/// What the brain says in one message: text and calls (id, tool, arguments).
+type Answer = (String, Vec<(String, String, Value)>);
+
 impl ScriptedBrain {
     /// A brain with these rules.
     pub fn new(rules: Vec<Rule>) -> Self {
-        ScriptedBrain { rules }
+        ScriptedBrain {
+            rules,
+            model: "rein-scripted".into(),
+            cache: None,
+        }
+    }
+
+    /// Report this model name (so a price table can cost the calls).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Behave like a provider with Anthropic's prompt cache: rein places
+    /// `cache_control` breakpoints, and the usage reported is what
+    /// [`AnthropicCache`] (a model of that cache) makes of them.
+    pub fn with_anthropic_cache(mut self) -> Self {
+        self.cache = Some(std::sync::Arc::new(AnthropicCache::new()));
+        self
     }
 
     /// The brain `rein chat` offers when no API key is set.
@@ -121,37 +192,69 @@ impl ScriptedBrain {
         ])
     }
 
-    fn answer(&self, request: &Request) -> (String, Option<(String, Value)>) {
-        // After tool results, say what came back instead of calling again.
+    /// The calls of `rule` (number `index`) at `step`, or `None` when the
+    /// rule does not apply (a tool is not offered, the word is missing).
+    fn calls(
+        &self,
+        request: &Request,
+        index: usize,
+        step: u32,
+        word: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<Vec<(String, String, Value)>> {
+        let rule = self.rules.get(index)?;
+        let mut made = Vec::new();
+        let now = rule
+            .calls
+            .iter()
+            .filter(|c| c.at_step.is_none_or(|at| at == step));
+        for (n, call) in now.enumerate() {
+            if !request.tools.iter().any(|t| t.name == call.tool) {
+                return None;
+            }
+            let mut arguments = with_step(&call.arguments, step);
+            if let Some(field) = &call.word_into {
+                let word = word(field).filter(|w| !w.is_empty())?;
+                if let Some(map) = arguments.as_object_mut() {
+                    map.insert(field.clone(), Value::String(word));
+                }
+            }
+            let id = format!("call-r{index}s{step}c{n}-{}", rein_wire::ids::new_id());
+            made.push((id, call.tool.clone(), arguments));
+        }
+        (!made.is_empty()).then_some(made)
+    }
+
+    /// After tool results: the next step of the loop they belong to, or the
+    /// final answer.
+    fn after_results(&self, request: &Request, results: Vec<String>) -> Answer {
+        if let Some((index, step, previous)) = last_loop(request)
+            && let Some(rule) = self.rules.get(index)
+        {
+            if step + 1 < rule.steps {
+                let word = |field: &str| {
+                    previous
+                        .iter()
+                        .find_map(|args| args.get(field).and_then(Value::as_str))
+                        .map(str::to_owned)
+                };
+                if let Some(calls) = self.calls(request, index, step + 1, &word) {
+                    return (rule.reply.clone(), calls);
+                }
+            }
+            if let Some(done) = &rule.done {
+                return (done.clone(), Vec::new());
+            }
+        }
+        (results.join("\n"), Vec::new())
+    }
+
+    fn answer(&self, request: &Request) -> Answer {
         if let Some(last) = request.messages.last()
             && last.role == Role::User
         {
-            let results: Vec<String> = last
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolResult {
-                        content, is_error, ..
-                    } => {
-                        let text: String = content
-                            .iter()
-                            .filter_map(|c| match c {
-                                ContentBlock::Text { text } => Some(text.as_str()),
-                                _ => None,
-                            })
-                            .collect();
-                        let shown: String = text.chars().take(300).collect();
-                        Some(if *is_error {
-                            format!("That did not work: {shown}")
-                        } else {
-                            format!("Done. The result: {shown}")
-                        })
-                    }
-                    _ => None,
-                })
-                .collect();
+            let results = result_lines(last);
             if !results.is_empty() {
-                return (results.join("\n"), None);
+                return self.after_results(request, results);
             }
         }
         let last_user = request
@@ -164,44 +267,108 @@ impl ScriptedBrain {
                         .iter()
                         .any(|b| matches!(b, ContentBlock::Text { .. }))
             })
-            .map(|m| m.text())
+            .map(Message::text)
             .unwrap_or_default();
         let lower = last_user.to_lowercase();
-        let offered = |name: &str| request.tools.iter().any(|t| t.name == name);
-        for rule in &self.rules {
-            let Some(at) = lower.find(&rule.phrase) else {
+        for (index, rule) in self.rules.iter().enumerate() {
+            let phrase = rule.phrase.to_lowercase();
+            let Some(at) = lower.find(&phrase) else {
                 continue;
             };
-            let Some((tool, mut arguments)) = rule.tool.clone() else {
-                return (rule.reply.clone(), None);
-            };
-            if !offered(&tool) {
-                continue;
+            if rule.calls.is_empty() {
+                return (rule.reply.clone(), Vec::new());
             }
-            if let Some(field) = &rule.word_into {
+            let word = |_: &str| {
                 // `lower` may differ in byte length from the original; never panic.
-                let rest = last_user.get(at + rule.phrase.len()..).unwrap_or("");
+                let rest = last_user.get(at + phrase.len()..).unwrap_or("");
                 let word = rest
                     .split_whitespace()
                     .next()
                     .unwrap_or("")
                     .trim_matches(|c: char| c == '"' || c == '\'' || c == '?' || c == ',');
-                if word.is_empty() {
-                    continue;
-                }
-                if let Some(map) = arguments.as_object_mut() {
-                    map.insert(field.clone(), Value::String(word.to_owned()));
-                }
+                Some(word.to_owned())
+            };
+            if let Some(calls) = self.calls(request, index, 0, &word) {
+                return (rule.reply.clone(), calls);
             }
-            return (rule.reply.clone(), Some((tool, arguments)));
         }
         let shown: String = last_user.chars().take(200).collect();
         (
             format!(
                 "(offline scripted model) You said: \"{shown}\". I follow fixed rules rather than a language model; say \"help\" to see how to connect a real one."
             ),
-            None,
+            Vec::new(),
         )
+    }
+}
+
+/// What each tool result in `message` says, as the brain reports it.
+fn result_lines(message: &Message) -> Vec<String> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => {
+                let text: String = content
+                    .iter()
+                    .filter_map(|c| match c {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let shown: String = text.chars().take(300).collect();
+                Some(if *is_error {
+                    format!("That did not work: {shown}")
+                } else {
+                    format!("Done. The result: {shown}")
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The rule, step and call arguments of the brain's last message of calls.
+fn last_loop(request: &Request) -> Option<(usize, u32, Vec<Value>)> {
+    let message = request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)?;
+    let mut found = None;
+    let mut arguments = Vec::new();
+    for block in &message.content {
+        if let ContentBlock::ToolUse { id, input, .. } = block {
+            if found.is_none() {
+                found = parse_call_id(id);
+            }
+            arguments.push(input.clone());
+        }
+    }
+    found.map(|(index, step)| (index, step, arguments))
+}
+
+/// `call-r{rule}s{step}c{n}-…` → (rule, step).
+fn parse_call_id(id: &str) -> Option<(usize, u32)> {
+    let rest = id.strip_prefix("call-r")?;
+    let (rule, rest) = rest.split_once('s')?;
+    let (step, _) = rest.split_once('c')?;
+    Some((rule.parse().ok()?, step.parse().ok()?))
+}
+
+/// `value` with `{step}` in every string replaced by `step`.
+fn with_step(value: &Value, step: u32) -> Value {
+    match value {
+        Value::String(s) => Value::String(s.replace("{step}", &step.to_string())),
+        Value::Array(items) => Value::Array(items.iter().map(|v| with_step(v, step)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), with_step(v, step)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -215,9 +382,14 @@ impl Provider for ScriptedBrain {
     }
 
     fn capabilities(&self) -> Capabilities {
+        let cached = self.cache.is_some();
         Capabilities {
-            caching: CachingStyle::None,
-            max_cache_breakpoints: 0,
+            caching: if cached {
+                CachingStyle::Explicit
+            } else {
+                CachingStyle::None
+            },
+            max_cache_breakpoints: if cached { 4 } else { 0 },
             context_window: 200_000,
             structured_output: false,
             token_counting: false,
@@ -225,20 +397,34 @@ impl Provider for ScriptedBrain {
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let (reply, tool) = self.answer(&request);
-        let prompt_chars: usize = request.system.iter().map(|b| b.text.len()).sum::<usize>()
-            + request
-                .messages
-                .iter()
-                .flat_map(|m| m.content.iter())
-                .map(|b| match b {
-                    ContentBlock::Text { text } => text.len(),
-                    other => serde_json::to_string(other).map_or(0, |s| s.len()),
-                })
-                .sum::<usize>();
+        let (reply, calls) = self.answer(&request);
+        let usage = match &self.cache {
+            Some(cache) => Usage {
+                output: estimate_tokens(reply.len()),
+                ..cache.usage(&rein_gateway::encode::anthropic_body(&request))
+            },
+            None => {
+                let prompt_chars: usize =
+                    request.system.iter().map(|b| b.text.len()).sum::<usize>()
+                        + request
+                            .messages
+                            .iter()
+                            .flat_map(|m| m.content.iter())
+                            .map(|b| match b {
+                                ContentBlock::Text { text } => text.len(),
+                                other => serde_json::to_string(other).map_or(0, |s| s.len()),
+                            })
+                            .sum::<usize>();
+                Usage {
+                    input: estimate_tokens(prompt_chars),
+                    output: estimate_tokens(reply.len()),
+                    ..Usage::default()
+                }
+            }
+        };
         let mut events = vec![StreamEvent::MessageStart {
             id: None,
-            model: "rein-scripted".into(),
+            model: self.model.clone(),
         }];
         let mut rest = reply.as_str();
         while !rest.is_empty() {
@@ -253,27 +439,41 @@ impl Provider for ScriptedBrain {
             rest = &rest[cut..];
         }
         let mut stop = StopReason::EndTurn;
-        if let Some((name, arguments)) = tool {
+        for (index, (id, name, arguments)) in calls.into_iter().enumerate() {
             stop = StopReason::ToolUse;
-            events.push(StreamEvent::ToolCallStart {
-                index: 0,
-                id: rein_wire::ids::new_prefixed("call"),
-                name,
-            });
+            let index = index as u32;
+            events.push(StreamEvent::ToolCallStart { index, id, name });
             events.push(StreamEvent::ToolCallDelta {
-                index: 0,
+                index,
                 fragment: arguments.to_string(),
             });
-            events.push(StreamEvent::ToolCallEnd { index: 0 });
+            events.push(StreamEvent::ToolCallEnd { index });
         }
         events.push(StreamEvent::Stop { reason: stop });
-        events.push(StreamEvent::Usage {
-            usage: Usage {
-                input: estimate_tokens(prompt_chars),
-                output: estimate_tokens(reply.len()),
-                ..Usage::default()
-            },
-        });
+        events.push(StreamEvent::Usage { usage });
         Box::pin(futures::stream::iter(events.into_iter().map(Ok)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn call_ids_carry_rule_and_step() {
+        assert_eq!(parse_call_id("call-r3s12c0-0190abcd"), Some((3, 12)));
+        assert_eq!(parse_call_id("call_0190abcd"), None);
+        assert_eq!(parse_call_id("call-rxs1c0-"), None);
+    }
+
+    #[test]
+    fn step_is_put_into_strings() {
+        let v = serde_json::json!({"path": "f{step}.txt", "n": 3, "deep": ["{step}"]});
+        assert_eq!(
+            with_step(&v, 7),
+            serde_json::json!({"path": "f7.txt", "n": 3, "deep": ["7"]})
+        );
     }
 }

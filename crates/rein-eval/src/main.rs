@@ -1,0 +1,158 @@
+//! `rein-eval`: run the eval suites, print the table, write the JSON report.
+//! `cargo xtask eval` runs it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use rein_eval::{ModelChoice, Report, load, regressions, run_case};
+use rein_gateway::{HttpProvider, ProviderConfig, WireApi};
+
+#[derive(Debug, Parser)]
+#[command(name = "rein-eval", about = "Run rein's eval suites")]
+struct Cli {
+    /// A folder of suites (or one suite file).
+    #[arg(long, default_value = "tests/evals")]
+    suites: PathBuf,
+    /// Only cases whose name or suite contains this.
+    #[arg(long)]
+    filter: Option<String>,
+    /// `scripted` (offline, each case's rules), `anthropic`, `openai-chat`,
+    /// `openai-responses`. With `--base-url` and no provider: `openai-chat`.
+    #[arg(long, default_value = "scripted")]
+    provider: String,
+    /// The provider's base URL (an OpenAI-compatible server, a proxy).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// The model to call (real providers).
+    #[arg(long)]
+    model: Option<String>,
+    /// Where the JSON report goes.
+    #[arg(long, default_value = "target/eval/report.json")]
+    report: PathBuf,
+    /// Fail on a regression against this earlier report.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Also write the report here (to make it the new baseline).
+    #[arg(long)]
+    write_baseline: Option<PathBuf>,
+    /// Exit 0 even when cases fail (measuring a real model's pass rate).
+    #[arg(long)]
+    score_only: bool,
+}
+
+fn model_choice(cli: &Cli) -> Result<ModelChoice> {
+    let name = if cli.provider == "scripted" && cli.base_url.is_some() {
+        "openai-chat"
+    } else {
+        cli.provider.as_str()
+    };
+    if name == "scripted" {
+        return Ok(ModelChoice::Scripted);
+    }
+    let api: WireApi = name
+        .parse()
+        .map_err(|e: rein_wire::AgentError| anyhow::anyhow!("{} ({})", e.message, e.code))?;
+    let mut config = ProviderConfig::from_env(api);
+    if let Some(url) = &cli.base_url {
+        config = config.with_base_url(url.clone());
+        config.legacy_max_tokens = api == WireApi::OpenAiChat;
+    } else if config.api_key.is_none() {
+        bail!(
+            "no API key for {name}: set {} or pass --base-url",
+            api.key_variable()
+        );
+    }
+    let model = cli
+        .model
+        .clone()
+        .context("--model is needed with a real provider")?;
+    let provider = HttpProvider::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    Ok(ModelChoice::Real {
+        provider: Arc::new(provider),
+        label: format!(
+            "{name} {model}{}",
+            cli.base_url
+                .as_deref()
+                .map(|u| format!(" at {u}"))
+                .unwrap_or_default()
+        ),
+        model,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("REIN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let model = model_choice(&cli)?;
+    let mut cases = load(&cli.suites)?;
+    if let Some(filter) = &cli.filter {
+        cases
+            .retain(|c| c.case.name.contains(filter.as_str()) || c.suite.contains(filter.as_str()));
+    }
+    if cases.is_empty() {
+        bail!("no eval cases found in {}", cli.suites.display());
+    }
+    let mut results = Vec::with_capacity(cases.len());
+    for loaded in &cases {
+        let result = run_case(loaded, &model).await;
+        eprintln!(
+            "eval: {:<32} {}",
+            result.name,
+            if result.skipped {
+                "skip"
+            } else if result.passed {
+                "pass"
+            } else {
+                "FAIL"
+            }
+        );
+        results.push(result);
+    }
+    let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let report = Report::new(model.label(), date, results);
+    print!("{}", report.table());
+    let json = serde_json::to_string_pretty(&report)?;
+    for path in std::iter::once(&cli.report).chain(cli.write_baseline.as_ref()) {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    println!("report: {}", cli.report.display());
+    let mut failed = report.passed < report.ran;
+    if let Some(path) = &cli.baseline {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the baseline {}", path.display()))?;
+        let mut baseline: Report = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not an eval report", path.display()))?;
+        // A filtered run is compared on the cases it ran.
+        baseline
+            .cases
+            .retain(|b| report.cases.iter().any(|c| c.name == b.name) || cli.filter.is_none());
+        let found = regressions(&baseline, &report);
+        if found.is_empty() {
+            println!("no regressions against {}", path.display());
+        } else {
+            println!("regressions against {}:", path.display());
+            for line in &found {
+                println!("  - {line}");
+            }
+            failed = true;
+        }
+    }
+    if failed && !cli.score_only {
+        bail!("the eval failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,466 @@
+//! Running one case: a real SQLite file, the reference tool backend, the
+//! scripted model (or a real provider), a simulated person for approvals,
+//! then the checks against the log and the backend.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_gateway::Provider;
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, Wording};
+use rein_sessions::{Event, SqliteStore, Store, StoredEvent, ToolStatus};
+use rein_testing::{FakeToolBackend, ScriptedBrain};
+use rein_wire::AgentError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::suite::{Case, LoadedCase};
+
+/// The model the cases run against.
+#[derive(Clone)]
+pub enum ModelChoice {
+    /// Each case's own scripted rules (offline, deterministic).
+    Scripted,
+    /// One real provider for every case.
+    Real {
+        /// The provider.
+        provider: Arc<dyn Provider>,
+        /// The model name.
+        model: String,
+        /// How the report names it.
+        label: String,
+    },
+}
+
+impl ModelChoice {
+    /// How the report names the model.
+    pub fn label(&self) -> String {
+        match self {
+            ModelChoice::Scripted => "scripted".into(),
+            ModelChoice::Real { label, .. } => label.clone(),
+        }
+    }
+}
+
+/// What one case did and whether it passed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// The suite.
+    pub suite: String,
+    /// The case.
+    pub name: String,
+    /// The area it covers.
+    pub covers: String,
+    /// Not run against this model (the case is scripted-only).
+    pub skipped: bool,
+    /// Every check held.
+    pub passed: bool,
+    /// The checks that did not hold, in words.
+    pub failures: Vec<String>,
+    /// How the last turn ended.
+    pub outcome: String,
+    /// The final answer (or structured answer as JSON).
+    pub answer: String,
+    /// Model calls, all turns.
+    pub steps: u64,
+    /// Prompt and output tokens, all calls.
+    pub tokens: u64,
+    /// Cost in micro-USD (calls with a known price).
+    pub cost_micro_usd: u64,
+    /// Share of prompt tokens read from the cache.
+    pub cache_read_share: f64,
+    /// Compactions recorded.
+    pub compactions: u64,
+    /// Approvals requested.
+    pub approvals: u64,
+    /// Tool results.
+    pub tool_results: u64,
+    /// Wall time of the case in milliseconds.
+    pub ms: u64,
+}
+
+fn outcome_name(outcome: &TurnOutcome) -> String {
+    match outcome {
+        TurnOutcome::Budget { which } => format!("budget:{which}"),
+        TurnOutcome::Error { error } => format!("error:{}", error.code),
+        other => other.name().to_owned(),
+    }
+}
+
+/// Run `loaded` against `model`.
+pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
+    let case = &loaded.case;
+    let mut result = CaseResult {
+        suite: loaded.suite.clone(),
+        name: case.name.clone(),
+        covers: case.covers.clone(),
+        skipped: false,
+        passed: false,
+        failures: Vec::new(),
+        outcome: String::new(),
+        answer: String::new(),
+        steps: 0,
+        tokens: 0,
+        cost_micro_usd: 0,
+        cache_read_share: 0.0,
+        compactions: 0,
+        approvals: 0,
+        tool_results: 0,
+        ms: 0,
+    };
+    if matches!(model, ModelChoice::Real { .. }) && !case.real {
+        result.skipped = true;
+        result.passed = true;
+        result.outcome = "skipped".into();
+        return result;
+    }
+    let started = Instant::now();
+    match execute(case, model, &mut result).await {
+        Ok(()) => {}
+        Err(err) => result.failures.push(format!(
+            "the case could not run: {} ({})",
+            err.message, err.code
+        )),
+    }
+    result.ms = started.elapsed().as_millis() as u64;
+    result.passed = result.failures.is_empty();
+    result
+}
+
+fn files_of(case: &Case) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = case
+        .backend
+        .files
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for i in 0..case.backend.generated {
+        let line = format!("file {i}: lorem ipsum dolor sit amet, consectetur adipiscing. ");
+        let body = line.repeat(case.backend.generated_bytes.div_ceil(line.len()).max(1));
+        files.push((format!("f{i}.txt"), body));
+    }
+    files
+}
+
+async fn execute(
+    case: &Case,
+    model: &ModelChoice,
+    result: &mut CaseResult,
+) -> Result<(), AgentError> {
+    let dir = tempfile::tempdir().map_err(|e| {
+        AgentError::new(
+            rein_wire::error::codes::INTERNAL,
+            format!("no temporary folder: {e}"),
+        )
+    })?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("rein.db")).await?);
+    let files = files_of(case);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs)?);
+    let (provider, model_name): (Arc<dyn Provider>, String) = match model {
+        ModelChoice::Scripted => {
+            let mut brain =
+                ScriptedBrain::new(case.model.rules.clone()).with_model(case.model.name.clone());
+            if case.model.anthropic_cache {
+                brain = brain.with_anthropic_cache();
+            }
+            (Arc::new(brain), case.model.name.clone())
+        }
+        ModelChoice::Real {
+            provider, model, ..
+        } => (provider.clone(), model.clone()),
+    };
+    let profile = Profile {
+        name: "Eval".into(),
+        system: vec![case.system.clone()],
+        model: model_name,
+        max_output_tokens: 1024,
+        tools: if case.tools == "deferred" {
+            ToolLoading::Deferred
+        } else {
+            ToolLoading::Native
+        },
+        wording: Wording::default(),
+    };
+    let mut conv =
+        Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;
+    if let Some(steps) = case.limits.max_steps {
+        conv.budgets.max_steps = steps;
+    }
+    if let Some(window) = case.limits.context_window {
+        conv.context.window = Some(window);
+    }
+    if let Some(chars) = case.limits.result_chars {
+        conv.bounds.max_chars = chars;
+        conv.bounds.max_string = conv.bounds.max_string.max(chars);
+    }
+    let mut answers: VecDeque<String> = case.approvals.iter().cloned().collect();
+    let mut outcome = String::new();
+    let mut answer = String::new();
+    for text in &case.turns {
+        let first = conv.turn(text).await;
+        let last = settle(&mut conv, first, &mut answers).await;
+        match last {
+            Ok(done) => {
+                outcome = outcome_name(&done);
+                answer = match done {
+                    TurnOutcome::Finished { reply } => reply,
+                    _ => String::new(),
+                };
+            }
+            Err(err) => {
+                outcome = format!("error:{}", err.code);
+                answer.clear();
+                break;
+            }
+        }
+        if outcome != "finished" {
+            break;
+        }
+    }
+    if let Some(ask) = &case.ask
+        && (outcome.is_empty() || outcome == "finished")
+    {
+        match conv.ask_with_schema(&ask.prompt, ask.schema.clone()).await {
+            Ok(value) => {
+                outcome = "finished".into();
+                answer = value.to_string();
+            }
+            Err(err) => {
+                outcome = format!("error:{}", err.code);
+                answer.clear();
+            }
+        }
+    }
+    if !answers.is_empty() {
+        result.failures.push(format!(
+            "{} scripted approval answer(s) were never asked for",
+            answers.len()
+        ));
+    }
+    let session = conv.session_id().to_owned();
+    conv.close().await?;
+    let events = store.read(&session, 0, usize::MAX).await?;
+    let report = rein_trace::report(&session, &events);
+    let totals = &report.totals;
+    result.outcome = outcome;
+    result.answer = answer;
+    result.steps = totals.model_calls;
+    result.tokens = totals.usage.prompt_total() + totals.usage.output;
+    result.cost_micro_usd = totals.cost_micro_usd;
+    result.cache_read_share = totals.cache_read_share;
+    result.compactions = totals.compactions;
+    result.tool_results = totals.tools.total;
+    result.approvals = events
+        .iter()
+        .filter(|e| matches!(e.event, Event::ApprovalRequested { .. }))
+        .count() as u64;
+    let ran = ran_counts(&events, &backend);
+    let final_files: BTreeMap<String, String> = backend
+        .project()
+        .lock()
+        .map(|p| p.files.clone())
+        .unwrap_or_default();
+    check(case, result, totals, &ran, &final_files);
+    Ok(())
+}
+
+/// Answer approvals as the case scripts them until the turn ends or the
+/// script runs out of answers.
+async fn settle(
+    conv: &mut Conversation,
+    mut outcome: Result<TurnOutcome, AgentError>,
+    answers: &mut VecDeque<String>,
+) -> Result<TurnOutcome, AgentError> {
+    loop {
+        let Ok(TurnOutcome::AwaitingApproval { approval_id, .. }) = &outcome else {
+            return outcome;
+        };
+        let Some(said) = answers.pop_front() else {
+            return outcome;
+        };
+        let answer = match said.as_str() {
+            "yes" => Answer::Approve(LeaseScope::Once),
+            "always" => Answer::Approve(LeaseScope::Tool),
+            _ => Answer::Deny,
+        };
+        let id = approval_id.clone();
+        conv.decide(&id, answer, &Surface::simulated_person())
+            .await?;
+        outcome = conv.resume().await;
+    }
+}
+
+/// How many times each tool ran: the backend's own count for its tools,
+/// successful results in the log for the runner's built-ins.
+fn ran_counts(events: &[StoredEvent], backend: &FakeToolBackend) -> HashMap<String, u64> {
+    let mut tools: HashMap<&str, &str> = HashMap::new();
+    let mut ran: HashMap<String, u64> = HashMap::new();
+    for stored in events {
+        match &stored.event {
+            Event::ToolCalled { call_id, tool, .. } => {
+                tools.insert(call_id, tool);
+            }
+            Event::ToolResult {
+                call_id,
+                status: ToolStatus::Ok,
+                ..
+            } => {
+                if let Some(tool) = tools.get(call_id.as_str())
+                    && matches!(
+                        *tool,
+                        "read_result" | "load_tool" | "call_tool" | "read_skill"
+                    )
+                {
+                    *ran.entry((*tool).to_owned()).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Ok(project) = backend.project().lock() {
+        for (tool, n) in &project.invocations {
+            ran.insert(tool.clone(), *n);
+        }
+    }
+    ran
+}
+
+fn check(
+    case: &Case,
+    result: &mut CaseResult,
+    totals: &rein_trace::Totals,
+    ran: &HashMap<String, u64>,
+    files: &BTreeMap<String, String>,
+) {
+    let expect = &case.expect;
+    let fail = &mut result.failures;
+    if let Some(want) = &expect.outcome
+        && *want != result.outcome
+    {
+        fail.push(format!("outcome is `{}`, not `{want}`", result.outcome));
+    }
+    let lower = result.answer.to_lowercase();
+    for text in &expect.answer_contains {
+        if !lower.contains(&text.to_lowercase()) {
+            fail.push(format!("the answer does not contain `{text}`"));
+        }
+    }
+    for text in &expect.answer_lacks {
+        if lower.contains(&text.to_lowercase()) {
+            fail.push(format!("the answer contains `{text}`"));
+        }
+    }
+    if let Some(pattern) = &expect.answer_matches
+        && let Ok(re) = regex::Regex::new(pattern)
+        && !re.is_match(&result.answer)
+    {
+        fail.push(format!("the answer does not match /{pattern}/"));
+    }
+    if !expect.answer_fields.is_empty() {
+        match serde_json::from_str::<Value>(&result.answer) {
+            Ok(value) => {
+                for (pointer, want) in &expect.answer_fields {
+                    let got = value.pointer(pointer);
+                    if got != Some(want) {
+                        fail.push(format!(
+                            "answer field {pointer} is {}, not {want}",
+                            got.map_or("absent".to_owned(), Value::to_string)
+                        ));
+                    }
+                }
+            }
+            Err(_) => fail.push("the answer is not JSON".into()),
+        }
+    }
+    let times = |tool: &str| ran.get(tool).copied().unwrap_or(0);
+    for tool in &expect.called {
+        if times(tool) == 0 {
+            fail.push(format!("`{tool}` never ran"));
+        }
+    }
+    for tool in &expect.not_called {
+        if times(tool) > 0 {
+            fail.push(format!("`{tool}` ran {} time(s)", times(tool)));
+        }
+    }
+    for (tool, want) in &expect.calls {
+        if times(tool) != *want {
+            fail.push(format!("`{tool}` ran {} time(s), not {want}", times(tool)));
+        }
+    }
+    let mut at_most = |what: &str, got: u64, max: Option<u64>| {
+        if let Some(max) = max
+            && got > max
+        {
+            fail.push(format!("{what} {got} > {max}"));
+        }
+    };
+    at_most("steps", result.steps, expect.steps_at_most);
+    at_most("tokens", result.tokens, expect.tokens_at_most);
+    at_most(
+        "cost (micro-USD)",
+        result.cost_micro_usd,
+        expect.cost_at_most_micro_usd,
+    );
+    let mut at_least = |what: &str, got: u64, min: Option<u64>| {
+        if let Some(min) = min
+            && got < min
+        {
+            fail.push(format!("{what} {got} < {min}"));
+        }
+    };
+    at_least("steps", result.steps, expect.steps_at_least);
+    at_least(
+        "compactions",
+        result.compactions,
+        expect.compactions_at_least,
+    );
+    at_least(
+        "offloaded results",
+        totals.tools.offloaded,
+        expect.offloaded_at_least,
+    );
+    at_least(
+        "cached results",
+        totals.tools.cached,
+        expect.cached_at_least,
+    );
+    at_least(
+        "tool errors",
+        totals.tools.error,
+        expect.tool_errors_at_least,
+    );
+    if let Some(want) = expect.approvals_requested
+        && result.approvals != want
+    {
+        fail.push(format!(
+            "{} approval(s) requested, not {want}",
+            result.approvals
+        ));
+    }
+    if let Some(min) = expect.cache_read_share_at_least
+        && result.cache_read_share < min
+    {
+        fail.push(format!(
+            "cache read share {:.3} < {min}",
+            result.cache_read_share
+        ));
+    }
+    for (path, want) in &expect.files {
+        match files.get(path) {
+            None => fail.push(format!("`{path}` does not exist")),
+            Some(got) if got != want => fail.push(format!("`{path}` has other content")),
+            Some(_) => {}
+        }
+    }
+    for path in &expect.absent {
+        if files.contains_key(path) {
+            fail.push(format!("`{path}` exists"));
+        }
+    }
+}

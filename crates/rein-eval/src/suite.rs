@@ -1,0 +1,326 @@
+//! The eval suite format: TOML (or JSON) files of cases.
+//!
+//! A case is one conversation: the files the tool backend starts with, the
+//! person's turns (or a structured question), the answers a simulated person
+//! gives when asked to approve, the offline model's rules, and the checks.
+//! Unknown fields are refused, so a misspelt check never silently passes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rein_testing::Rule;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A file of cases.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteFile {
+    /// What the suite is about.
+    #[serde(default)]
+    pub about: String,
+    /// Its cases.
+    #[serde(rename = "case", default)]
+    pub cases: Vec<Case>,
+}
+
+/// One eval case.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// A unique name (within all suites).
+    pub name: String,
+    /// The area it covers (`loop`, `approvals`, `offload`, ...).
+    #[serde(default)]
+    pub covers: String,
+    /// Run it against a real provider too (some cases only make sense
+    /// against the scripted model: a simulated cache, a tiny window).
+    #[serde(default = "yes")]
+    pub real: bool,
+    /// The product's system prompt.
+    #[serde(default = "default_system")]
+    pub system: String,
+    /// The tool backend scenario.
+    #[serde(default)]
+    pub backend: Backend,
+    /// How tools reach the model: `native` or `deferred`.
+    #[serde(default = "native")]
+    pub tools: String,
+    /// The person's messages, one turn each.
+    #[serde(default)]
+    pub turns: Vec<String>,
+    /// A structured question asked after the turns.
+    #[serde(default)]
+    pub ask: Option<Ask>,
+    /// The simulated person's answers to approvals, in order: `yes`
+    /// (this call), `always` (this tool for the conversation), `no`.
+    #[serde(default)]
+    pub approvals: Vec<String>,
+    /// Limits and windows.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The offline model.
+    #[serde(default)]
+    pub model: ScriptedModel,
+    /// What must hold afterwards.
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn native() -> String {
+    "native".into()
+}
+
+fn default_system() -> String {
+    "You are a careful assistant working on a small software project. Use the tools to look before you answer; be brief.".into()
+}
+
+/// The tool backend a case runs against.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    /// The project's files (path → content) for the reference backend.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Generated files: this many `f{i}.txt` of about `generated_bytes`.
+    #[serde(default)]
+    pub generated: usize,
+    /// The size of each generated file.
+    #[serde(default = "generated_bytes")]
+    pub generated_bytes: usize,
+}
+
+fn generated_bytes() -> usize {
+    1_000
+}
+
+/// A structured question.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ask {
+    /// The question.
+    pub prompt: String,
+    /// The JSON schema the answer must follow.
+    pub schema: Value,
+}
+
+/// Limits of the case's conversation.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Model calls per turn (default: the runner's).
+    pub max_steps: Option<u32>,
+    /// The context window in tokens (default: the provider's).
+    pub context_window: Option<u64>,
+    /// Characters of a tool result the model sees before it is offloaded.
+    pub result_chars: Option<usize>,
+}
+
+/// The scripted model used offline.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedModel {
+    /// The model name it reports (prices are looked up by it).
+    #[serde(default = "scripted_name")]
+    pub name: String,
+    /// Behave like a provider with Anthropic's prompt cache (a model of it).
+    #[serde(default)]
+    pub anthropic_cache: bool,
+    /// Its rules, first match wins.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+impl Default for ScriptedModel {
+    fn default() -> Self {
+        ScriptedModel {
+            name: scripted_name(),
+            anthropic_cache: false,
+            rules: Vec::new(),
+        }
+    }
+}
+
+fn scripted_name() -> String {
+    "rein-scripted".into()
+}
+
+/// The checks. Every one left out is not checked.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// How the last turn ended: `finished`, `budget:steps`, `loop_detected`,
+    /// `awaiting_approval`, `error:CODE`, ...
+    pub outcome: Option<String>,
+    /// Texts the final answer contains (case-insensitive).
+    #[serde(default)]
+    pub answer_contains: Vec<String>,
+    /// Texts the final answer does not contain (case-insensitive).
+    #[serde(default)]
+    pub answer_lacks: Vec<String>,
+    /// A regular expression the final answer matches.
+    pub answer_matches: Option<String>,
+    /// Fields of a structured answer: JSON pointer → value.
+    #[serde(default)]
+    pub answer_fields: BTreeMap<String, Value>,
+    /// Tools that ran at least once.
+    #[serde(default)]
+    pub called: Vec<String>,
+    /// Tools that never ran.
+    #[serde(default)]
+    pub not_called: Vec<String>,
+    /// How many times tools ran: tool → count.
+    #[serde(default)]
+    pub calls: BTreeMap<String, u64>,
+    /// Approvals requested, exactly.
+    pub approvals_requested: Option<u64>,
+    /// Model calls (all turns), at most.
+    pub steps_at_most: Option<u64>,
+    /// Model calls (all turns), at least.
+    pub steps_at_least: Option<u64>,
+    /// Tokens (prompt and output, all calls), at most.
+    pub tokens_at_most: Option<u64>,
+    /// Cost in micro-USD, at most.
+    pub cost_at_most_micro_usd: Option<u64>,
+    /// Share of prompt tokens read from the cache, at least.
+    pub cache_read_share_at_least: Option<f64>,
+    /// Compactions recorded, at least.
+    pub compactions_at_least: Option<u64>,
+    /// Results offloaded to artifacts, at least.
+    pub offloaded_at_least: Option<u64>,
+    /// Results answered from the result cache, at least.
+    pub cached_at_least: Option<u64>,
+    /// Tool results that were errors, at least.
+    pub tool_errors_at_least: Option<u64>,
+    /// The backend's files afterwards: path → content.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Files that must not exist afterwards.
+    #[serde(default)]
+    pub absent: Vec<String>,
+}
+
+/// A case with the suite it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedCase {
+    /// The suite's file stem.
+    pub suite: String,
+    /// The case.
+    pub case: Case,
+}
+
+/// Why suites could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not a valid suite.
+    #[error("{path} is not a valid eval suite: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two cases share a name.
+    #[error("two cases are named `{0}`; names must be unique")]
+    Duplicate(String),
+}
+
+/// Load every `.toml` and `.json` suite in `dir` (sorted by name), or the
+/// one file `dir` names.
+pub fn load(dir: &Path) -> Result<Vec<LoadedCase>, LoadError> {
+    let mut files = Vec::new();
+    if dir.is_file() {
+        files.push(dir.to_path_buf());
+    } else {
+        let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("toml" | "json")
+            ) {
+                files.push(path);
+            }
+        }
+        files.sort();
+    }
+    let mut cases: Vec<LoadedCase> = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let suite: SuiteFile = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            toml::from_str(&text).map_err(|e| e.to_string())
+        }
+        .map_err(|message| LoadError::Parse {
+            path: path.clone(),
+            message,
+        })?;
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("suite")
+            .to_owned();
+        for case in suite.cases {
+            if cases.iter().any(|c| c.case.name == case.name) {
+                return Err(LoadError::Duplicate(case.name));
+            }
+            if let Some(pattern) = &case.expect.answer_matches
+                && let Err(e) = regex::Regex::new(pattern)
+            {
+                return Err(LoadError::Parse {
+                    path: path.clone(),
+                    message: format!("case `{}`: answer_matches: {e}", case.name),
+                });
+            }
+            if let Some(bad) = case
+                .approvals
+                .iter()
+                .find(|a| !matches!(a.as_str(), "yes" | "no" | "always"))
+            {
+                return Err(LoadError::Parse {
+                    path: path.clone(),
+                    message: format!(
+                        "case `{}`: approval answer `{bad}` is not yes, no or always",
+                        case.name
+                    ),
+                });
+            }
+            if !matches!(case.tools.as_str(), "native" | "deferred") {
+                return Err(LoadError::Parse {
+                    path: path.clone(),
+                    message: format!("case `{}`: tools must be native or deferred", case.name),
+                });
+            }
+            if case.turns.is_empty() && case.ask.is_none() {
+                return Err(LoadError::Parse {
+                    path: path.clone(),
+                    message: format!("case `{}` has neither turns nor ask", case.name),
+                });
+            }
+            cases.push(LoadedCase {
+                suite: stem.clone(),
+                case,
+            });
+        }
+    }
+    Ok(cases)
+}
