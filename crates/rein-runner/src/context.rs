@@ -1,7 +1,7 @@
 //! Context pressure: keep the request inside the model's context window
 //! without rewriting the log.
 //!
-//! The whole request is estimated (canonical characters / 3.5, plus the
+//! The whole request is estimated (characters of its JSON / 3.5, plus the
 //! reserved output). Above the soft threshold (70% by default), old
 //! successful read results are set aside as artifacts (the model can read
 //! them back with `read_result`); a batch is only made if it reclaims
@@ -57,8 +57,61 @@ impl Default for ContextPolicy {
 
 /// The local estimate of a request's size in tokens, output reserved.
 pub fn estimate(request: &Request) -> u64 {
-    let chars = rein_wire::canonical::to_vec(request).map_or(0, |b| b.len());
-    (chars as f64 / 3.5) as u64 + u64::from(request.max_output_tokens)
+    let mut counter = Counting::new(std::io::sink());
+    let bytes = serde_json::to_writer(&mut counter, request).map_or(0, |()| counter.bytes);
+    estimate_from_bytes(bytes, request.max_output_tokens)
+}
+
+/// The estimate for a request of `bytes` of JSON with this output limit.
+pub(crate) fn estimate_from_bytes(bytes: u64, max_output_tokens: u32) -> u64 {
+    (bytes as f64 / 3.5) as u64 + u64::from(max_output_tokens)
+}
+
+/// A request's JSON size in bytes and its blake3 digest, in one pass and
+/// without building the text.
+///
+/// The JSON is `serde_json`'s, not canonical (RFC 8785): a `Request` always
+/// writes the same bytes for the same value (struct fields in declaration
+/// order, JSON maps sorted), so the digest is stable without the canonical
+/// writer, which cost more than everything else in a step (measured:
+/// two canonical writes of the request were ~70% of a step's CPU at 200
+/// steps of history; `cargo xtask bench --peers`).
+pub(crate) fn size_and_digest(request: &Request) -> (u64, String) {
+    // Buffered: blake3 is fast on large updates and slow on the many small
+    // writes serde_json makes.
+    let mut counter = Counting::new(std::io::BufWriter::with_capacity(
+        64 * 1024,
+        blake3::Hasher::new(),
+    ));
+    let written = serde_json::to_writer(&mut counter, request);
+    let bytes = counter.bytes;
+    match (written, counter.inner.into_inner()) {
+        (Ok(()), Ok(hasher)) => (bytes, hasher.finalize().to_hex().to_string()),
+        _ => (0, String::new()),
+    }
+}
+
+/// A writer that counts what passes through it.
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W> Counting<W> {
+    fn new(inner: W) -> Self {
+        Counting { inner, bytes: 0 }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Tokens of `text` by the model's own tokenizer, where one is known

@@ -922,35 +922,43 @@ impl Conversation {
             .context
             .window
             .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
-        if self.measure(&request, window).await > self.context.soft
-            && self.soft_prune(window).await?
-        {
+        // One pass over the request gives its size (for the estimate) and its
+        // digest (for the record); it is redone only when the request changes.
+        let (mut bytes, mut digest) = crate::context::size_and_digest(&request);
+        let mut share = self.measure(&request, bytes, window).await;
+        if share > self.context.soft && self.soft_prune(window).await? {
             request = self.request(&self.log().await?)?;
+            (bytes, digest) = crate::context::size_and_digest(&request);
+            share = self.measure(&request, bytes, window).await;
         }
-        if self.measure(&request, window).await > self.context.hard {
+        if share > self.context.hard {
             self.compact(window).await?;
             request = self.request(&self.log().await?)?;
-            if self.measure(&request, window).await > self.context.hard {
+            (bytes, digest) = crate::context::size_and_digest(&request);
+            if self.measure(&request, bytes, window).await > self.context.hard {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
                     "the conversation does not fit the context window even after compaction",
                 )
-                .with_field("estimated_tokens", crate::context::estimate(&request))
+                .with_field(
+                    "estimated_tokens",
+                    crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
+                )
                 .with_field("window", window));
             }
         }
         let call_id = rein_wire::ids::new_id();
         let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
         let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
+        // The digest covers what the model sees before breakpoints are
+        // planned (they follow from it) and without the routing metadata.
         rein_cache::plan(&mut request, &self.provider.capabilities());
-        // The digest covers what the model sees, not the routing metadata.
-        let digest = rein_wire::canonical::to_vec(&request)?;
         request.metadata.session_id = Some(self.session_id.clone());
         self.append(vec![Event::ModelRequested {
             call_id: call_id.clone(),
             prefix_fingerprint: fingerprint.clone(),
-            request_digest: blake3::hash(&digest).to_hex().to_string(),
-            estimated_tokens: (digest.len() as u64 * 2).div_ceil(7),
+            request_digest: digest,
+            estimated_tokens: (bytes * 2).div_ceil(7),
         }])
         .await?;
         let started = Instant::now();
@@ -1032,8 +1040,8 @@ impl Conversation {
     /// threshold, where precision matters — the provider's own count when it
     /// has one (falling back to the estimate if counting fails), else the
     /// model's tokenizer where one is known locally.
-    async fn measure(&self, request: &Request, window: u64) -> f64 {
-        let local = crate::context::estimate(request);
+    async fn measure(&self, request: &Request, bytes: u64, window: u64) -> f64 {
+        let local = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
         let near = (local as f64) >= 0.9 * self.context.soft * window as f64;
         let reserved = u64::from(request.max_output_tokens);
         let tokens = if !near {
