@@ -9,6 +9,10 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+mod criterion_summary;
+mod docs;
+mod peers;
+
 #[derive(Debug, Parser)]
 #[command(name = "xtask", about = "rein's maintainer tasks")]
 struct Cli {
@@ -38,10 +42,28 @@ enum Task {
         #[arg(long)]
         bless: bool,
     },
-    /// Run the criterion benchmarks.
+    /// Run the criterion benchmarks and write their summary table (and the
+    /// scale benchmark's) to docs/BENCHMARKS.md; with `--peers`, run rein
+    /// beside the Python agent SDKs instead.
     Bench {
-        /// Only benchmarks whose names contain this.
+        /// Only benchmarks whose names contain this (the table is then not
+        /// rewritten).
         filter: Option<String>,
+        /// Run the side-by-side with the peer SDKs (../shared/bench/peers).
+        #[arg(long)]
+        peers: bool,
+        /// Steps per peer run.
+        #[arg(long, value_delimiter = ',', default_value = "50,200,500")]
+        ns: Vec<usize>,
+        /// Repetitions of each peer configuration.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Frameworks of the peer run.
+        #[arg(long, value_delimiter = ',', default_value = peers::DEFAULT_FRAMEWORKS)]
+        frameworks: Vec<String>,
+        /// The mock's port for the peer run.
+        #[arg(long, default_value_t = 18093)]
+        port: u16,
     },
 }
 
@@ -70,13 +92,23 @@ fn main() -> Result<()> {
                 env,
             )
         }
-        Task::Bench { filter } => {
-            let mut args = vec!["bench", "--workspace"];
-            if let Some(filter) = filter.as_deref() {
-                args.extend(["--", filter]);
-            }
-            cargo(&args, &[])
-        }
+        Task::Bench {
+            peers: true,
+            ns,
+            reps,
+            frameworks,
+            port,
+            ..
+        } => peers::bench(
+            &root,
+            &peers::Options {
+                ns,
+                reps,
+                frameworks,
+                port,
+            },
+        ),
+        Task::Bench { filter, .. } => bench(&root, filter.as_deref()),
     }
 }
 
@@ -88,6 +120,26 @@ fn eval(args: &[String]) -> Result<()> {
     let mut all = vec!["run", "--locked", "-q", "-p", "rein-eval", "--"];
     all.extend(args.iter().map(String::as_str));
     cargo(&all, &[])
+}
+
+fn bench(root: &Path, filter: Option<&str>) -> Result<()> {
+    let machine = docs::machine_line();
+    let mut args = vec!["bench", "--workspace", "--locked"];
+    if let Some(filter) = filter {
+        args.extend(["--", filter]);
+    }
+    cargo(&args, &[])?;
+    if filter.is_some() {
+        return Ok(());
+    }
+    let table = criterion_summary::table(root)?;
+    println!("{table}");
+    let body = format!(
+        "Measured {machine}, with `cargo xtask bench` (criterion, release profile with debug info; means).\n\n{table}"
+    );
+    docs::replace_section(&root.join(docs::BENCHMARKS), "criterion", &body)?;
+    eprintln!("xtask: wrote the table to {}", docs::BENCHMARKS);
+    Ok(())
 }
 
 fn workspace_root() -> Result<PathBuf> {
@@ -160,7 +212,7 @@ fn has_cargo_subcommand(name: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("xtask: cargo {}", args.join(" "));
     let status = Command::new("cargo")
         .args(args)

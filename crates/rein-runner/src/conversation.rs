@@ -193,6 +193,12 @@ pub struct Conversation {
     projector: Option<crate::project::Projector>,
     /// The log as far as this conversation has read it.
     known: std::sync::Mutex<Arc<Vec<StoredEvent>>>,
+    /// This conversation's own appends not yet added to `known`. While the
+    /// lease is held nobody else can append, so when `in_sync` is set these
+    /// are all that is new and the next read of the log needs no query.
+    written: std::sync::Mutex<Vec<StoredEvent>>,
+    /// Whether `known` and `written` together hold the whole log.
+    in_sync: std::sync::atomic::AtomicBool,
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
@@ -257,6 +263,8 @@ impl Conversation {
             carried: HashMap::new(),
             answer_schema: None,
             known: std::sync::Mutex::new(Arc::new(Vec::new())),
+            written: std::sync::Mutex::new(Vec::new()),
+            in_sync: std::sync::atomic::AtomicBool::new(false),
             projector: None,
             monitor: rein_cache::CacheMonitor::new(),
             model_calls: 0,
@@ -343,7 +351,28 @@ impl Conversation {
                 event,
             })
             .collect();
-        self.store.append(&self.lease, batch).await
+        let stored = match self.store.append(&self.lease, batch).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                self.in_sync
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                return Err(err);
+            }
+        };
+        // What was just written extends the known log at the next read, so
+        // it is not read back from the store.
+        let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let next = known_len + written.len() as u64 + 1;
+        let contiguous = stored.first().is_some_and(|first| first.seq == next);
+        if contiguous && self.in_sync.load(std::sync::atomic::Ordering::Relaxed) {
+            written.extend(stored.iter().cloned());
+        } else {
+            written.clear();
+            self.in_sync
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(stored)
     }
 
     /// The session's whole log.
@@ -354,6 +383,19 @@ impl Conversation {
     /// The log, read incrementally: only events after the last one known
     /// are fetched from the store.
     async fn log(&self) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
+        if self.in_sync.load(std::sync::atomic::Ordering::Relaxed) {
+            let fresh =
+                std::mem::take(&mut *self.written.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            if !fresh.is_empty() {
+                Arc::make_mut(&mut known).extend(fresh);
+            }
+            return Ok(Arc::clone(&known));
+        }
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
         let mut fresh: Vec<StoredEvent> = Vec::new();
         loop {
@@ -376,6 +418,8 @@ impl Conversation {
                 }
             }
         }
+        self.in_sync
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(Arc::clone(&known))
     }
 
