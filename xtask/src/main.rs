@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod criterion_summary;
 mod docs;
 mod peers;
+mod scale;
 
 #[derive(Debug, Parser)]
 #[command(name = "xtask", about = "rein's maintainer tasks")]
@@ -46,8 +47,8 @@ enum Task {
     /// scale benchmark's) to docs/BENCHMARKS.md; with `--peers`, run rein
     /// beside the Python agent SDKs instead.
     Bench {
-        /// Only benchmarks whose names contain this (the table is then not
-        /// rewritten).
+        /// Only benchmarks whose names contain this (the tables are then not
+        /// rewritten); `scale` runs only the scale benchmark.
         filter: Option<String>,
         /// Run the side-by-side with the peer SDKs (../shared/bench/peers).
         #[arg(long)]
@@ -123,6 +124,9 @@ fn eval(args: &[String]) -> Result<()> {
 }
 
 fn bench(root: &Path, filter: Option<&str>) -> Result<()> {
+    if filter == Some("scale") {
+        return scale::bench(root, 18094);
+    }
     let machine = docs::machine_line();
     let mut args = vec!["bench", "--workspace", "--locked"];
     if let Some(filter) = filter {
@@ -138,7 +142,8 @@ fn bench(root: &Path, filter: Option<&str>) -> Result<()> {
         "Measured {machine}, with `cargo xtask bench` (criterion, release profile with debug info; means).\n\n{table}"
     );
     docs::replace_section(&root.join(docs::BENCHMARKS), "criterion", &body)?;
-    eprintln!("xtask: wrote the table to {}", docs::BENCHMARKS);
+    scale::bench(root, 18094)?;
+    eprintln!("xtask: wrote the tables to {}", docs::BENCHMARKS);
     Ok(())
 }
 

@@ -32,7 +32,7 @@ pub struct Options {
 pub const DEFAULT_FRAMEWORKS: &str =
     "rein,rein+sqlite,raw_httpx,raw,oai_agents,pydantic_ai,langchain";
 
-fn peers_dir() -> PathBuf {
+pub(crate) fn peers_dir() -> PathBuf {
     std::env::var_os("REIN_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("../shared/bench/peers"))
@@ -70,7 +70,7 @@ fn run(command: &mut Command) -> Result<()> {
 }
 
 /// The mock, stopped when dropped.
-struct Mock(Child);
+pub(crate) struct Mock(Child);
 
 impl Drop for Mock {
     fn drop(&mut self) {
@@ -79,7 +79,7 @@ impl Drop for Mock {
     }
 }
 
-fn start_mock(python: &Path, peers: &Path, port: u16) -> Result<Mock> {
+pub(crate) fn start_mock(python: &Path, peers: &Path, port: u16) -> Result<Mock> {
     let mut child = Command::new(python)
         .arg(peers.join("mock_server.py"))
         .args(["--port", &port.to_string()])

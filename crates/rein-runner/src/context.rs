@@ -67,27 +67,27 @@ pub(crate) fn estimate_from_bytes(bytes: u64, max_output_tokens: u32) -> u64 {
     (bytes as f64 / 3.5) as u64 + u64::from(max_output_tokens)
 }
 
-/// A request's JSON size in bytes and its blake3 digest, in one pass and
-/// without building the text.
+/// A value's JSON size in bytes and the blake3 hash of that JSON, in one
+/// pass and without building the text.
 ///
-/// The JSON is `serde_json`'s, not canonical (RFC 8785): a `Request` always
-/// writes the same bytes for the same value (struct fields in declaration
-/// order, JSON maps sorted), so the digest is stable without the canonical
-/// writer, which cost more than everything else in a step (measured:
-/// two canonical writes of the request were ~70% of a step's CPU at 200
-/// steps of history; `cargo xtask bench --peers`).
-pub(crate) fn size_and_digest(request: &Request) -> (u64, String) {
+/// The JSON is `serde_json`'s, not canonical (RFC 8785): rein's request
+/// types always write the same bytes for the same value (struct fields in
+/// declaration order, JSON maps sorted), so the hash is stable without the
+/// canonical writer, which cost more than everything else in a step
+/// (measured with perf on `cargo xtask bench --peers`: two canonical writes
+/// of the request were ~70% of a step's CPU at 200 steps of history).
+pub(crate) fn size_and_hash<T: serde::Serialize + ?Sized>(value: &T) -> (u64, blake3::Hash) {
     // Buffered: blake3 is fast on large updates and slow on the many small
     // writes serde_json makes.
     let mut counter = Counting::new(std::io::BufWriter::with_capacity(
-        64 * 1024,
+        16 * 1024,
         blake3::Hasher::new(),
     ));
-    let written = serde_json::to_writer(&mut counter, request);
+    let written = serde_json::to_writer(&mut counter, value);
     let bytes = counter.bytes;
     match (written, counter.inner.into_inner()) {
-        (Ok(()), Ok(hasher)) => (bytes, hasher.finalize().to_hex().to_string()),
-        _ => (0, String::new()),
+        (Ok(()), Ok(hasher)) => (bytes, hasher.finalize()),
+        _ => (0, blake3::Hasher::new().finalize()),
     }
 }
 

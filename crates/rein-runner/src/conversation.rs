@@ -25,6 +25,8 @@ use crate::steering::Steering;
 
 /// The agent path of the conversation itself.
 const MAIN: &str = "main";
+/// UI events a slow subscriber may fall behind by before it misses some.
+const UI_BUFFER: usize = 1024;
 /// How long the conversation's hold on its session lasts between renewals.
 const LEASE_TTL: Duration = Duration::from_secs(120);
 
@@ -191,6 +193,10 @@ pub struct Conversation {
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
     /// The transcript so far, extended step by step.
     projector: Option<crate::project::Projector>,
+    /// JSON size and digest of each message of the transcript but the last
+    /// (the projector only ever extends the last one), so a step measures
+    /// only what is new; cleared whenever the projector is rebuilt.
+    sealed: Vec<(u64, blake3::Hash)>,
     /// The log as far as this conversation has read it.
     known: std::sync::Mutex<Arc<Vec<StoredEvent>>>,
     /// This conversation's own appends not yet added to `known`. While the
@@ -203,7 +209,9 @@ pub struct Conversation {
     answer_schema: Option<rein_wire::OutputSchema>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
     carried: HashMap<(String, String), String>,
-    ui: broadcast::Sender<UiEvent>,
+    /// Made at the first subscription: its buffer is the largest part of
+    /// an idle conversation, and most conversations are not watched.
+    ui: std::sync::OnceLock<broadcast::Sender<UiEvent>>,
     steering: Steering,
 }
 
@@ -242,7 +250,6 @@ impl Conversation {
         };
         let holder = format!("rein runner (pid {})", std::process::id());
         let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
-        let (ui, _) = broadcast::channel(1024);
         let mut conversation = Conversation {
             store,
             provider,
@@ -266,10 +273,11 @@ impl Conversation {
             written: std::sync::Mutex::new(Vec::new()),
             in_sync: std::sync::atomic::AtomicBool::new(false),
             projector: None,
+            sealed: Vec::new(),
             monitor: rein_cache::CacheMonitor::new(),
             model_calls: 0,
             frozen: None,
-            ui,
+            ui: std::sync::OnceLock::new(),
             steering: Steering::default(),
         };
         conversation.recover().await?;
@@ -283,7 +291,9 @@ impl Conversation {
 
     /// Watch what happens.
     pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
-        self.ui.subscribe()
+        self.ui
+            .get_or_init(|| broadcast::channel(UI_BUFFER).0)
+            .subscribe()
     }
 
     /// The request the next step would send (prefix, projected history,
@@ -322,10 +332,12 @@ impl Conversation {
     }
 
     fn emit(&self, kind: UiKind) {
-        let _ = self.ui.send(UiEvent {
-            agent: MAIN.into(),
-            kind,
-        });
+        if let Some(ui) = self.ui.get() {
+            let _ = ui.send(UiEvent {
+                agent: MAIN.into(),
+                kind,
+            });
+        }
     }
 
     async fn append(&mut self, events: Vec<Event>) -> Result<Vec<StoredEvent>, AgentError> {
@@ -897,7 +909,10 @@ impl Conversation {
                 p.extend_path(path);
                 p
             }
-            _ => crate::project::Projector::new(events, path),
+            _ => {
+                self.sealed.clear();
+                crate::project::Projector::new(events, path)
+            }
         };
         let start = events.partition_point(|e| e.seq <= projector.seen);
         for stored in &events[start..] {
@@ -911,6 +926,43 @@ impl Conversation {
         let messages = projector.messages.clone();
         self.projector = Some(projector);
         messages
+    }
+
+    /// The request's JSON size and a digest of it, computed from the sealed
+    /// messages' cached sizes and digests plus what is new: the last
+    /// message and the rest of the request. The size is exactly that of the
+    /// request's JSON; the digest is blake3 over the parts' digests.
+    fn size_and_digest(&mut self, request: &mut Request) -> (u64, String) {
+        let n = request.messages.len();
+        self.sealed.truncate(n.saturating_sub(1));
+        while self.sealed.len() + 1 < n {
+            let message = &request.messages[self.sealed.len()];
+            self.sealed.push(crate::context::size_and_hash(message));
+        }
+        let mut hasher = blake3::Hasher::new();
+        let mut bytes: u64 = 0;
+        for (size, hash) in &self.sealed {
+            bytes += size;
+            hasher.update(hash.as_bytes());
+        }
+        if let Some(last) = request.messages.last() {
+            let (size, hash) = crate::context::size_and_hash(last);
+            bytes += size;
+            hasher.update(hash.as_bytes());
+        }
+        // `"messages":[]` in the rest becomes `[m1,m2,...]`: add the commas.
+        bytes += n.saturating_sub(1) as u64;
+        let messages = std::mem::take(&mut request.messages);
+        let (size, hash) = crate::context::size_and_hash(&*request);
+        request.messages = messages;
+        bytes += size;
+        hasher.update(hash.as_bytes());
+        debug_assert_eq!(
+            Some(bytes),
+            serde_json::to_vec(&*request).ok().map(|b| b.len() as u64),
+            "the incremental request size drifted from the request's JSON"
+        );
+        (bytes, hasher.finalize().to_hex().to_string())
     }
 
     /// The stable prefix as the profile and backend give it now.
@@ -968,17 +1020,17 @@ impl Conversation {
             .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
-        let (mut bytes, mut digest) = crate::context::size_and_digest(&request);
+        let (mut bytes, mut digest) = self.size_and_digest(&mut request);
         let mut share = self.measure(&request, bytes, window).await;
         if share > self.context.soft && self.soft_prune(window).await? {
             request = self.request(&self.log().await?)?;
-            (bytes, digest) = crate::context::size_and_digest(&request);
+            (bytes, digest) = self.size_and_digest(&mut request);
             share = self.measure(&request, bytes, window).await;
         }
         if share > self.context.hard {
             self.compact(window).await?;
             request = self.request(&self.log().await?)?;
-            (bytes, digest) = crate::context::size_and_digest(&request);
+            (bytes, digest) = self.size_and_digest(&mut request);
             if self.measure(&request, bytes, window).await > self.context.hard {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
