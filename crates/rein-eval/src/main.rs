@@ -37,6 +37,12 @@ struct Cli {
     /// Also write the report here (to make it the new baseline).
     #[arg(long)]
     write_baseline: Option<PathBuf>,
+    /// Model calls per turn against a real model, where a case sets none.
+    #[arg(long, default_value_t = 10)]
+    max_steps: u32,
+    /// The output limit per call against a real model.
+    #[arg(long, default_value_t = 512)]
+    max_output_tokens: u32,
     /// Exit 0 even when cases fail (measuring a real model's pass rate).
     #[arg(long)]
     score_only: bool,
@@ -79,6 +85,8 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
                 .unwrap_or_default()
         ),
         model,
+        max_steps: cli.max_steps,
+        max_output_tokens: cli.max_output_tokens,
     })
 }
 

@@ -30,6 +30,11 @@ pub enum ModelChoice {
         model: String,
         /// How the report names it.
         label: String,
+        /// Model calls per turn where a case sets none (a real model that
+        /// keeps calling tools should not run for a hundred slow steps).
+        max_steps: u32,
+        /// The output limit per call.
+        max_output_tokens: u32,
     },
 }
 
@@ -161,6 +166,8 @@ async fn execute(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let backend = Arc::new(FakeToolBackend::new(&refs)?);
+    let mut default_steps = None;
+    let mut max_output_tokens = 1024;
     let (provider, model_name): (Arc<dyn Provider>, String) = match model {
         ModelChoice::Scripted => {
             let mut brain =
@@ -171,14 +178,22 @@ async fn execute(
             (Arc::new(brain), case.model.name.clone())
         }
         ModelChoice::Real {
-            provider, model, ..
-        } => (provider.clone(), model.clone()),
+            provider,
+            model,
+            max_steps,
+            max_output_tokens: output,
+            ..
+        } => {
+            default_steps = Some(*max_steps);
+            max_output_tokens = *output;
+            (provider.clone(), model.clone())
+        }
     };
     let profile = Profile {
         name: "Eval".into(),
         system: vec![case.system.clone()],
         model: model_name,
-        max_output_tokens: 1024,
+        max_output_tokens,
         tools: if case.tools == "deferred" {
             ToolLoading::Deferred
         } else {
@@ -188,7 +203,7 @@ async fn execute(
     };
     let mut conv =
         Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;
-    if let Some(steps) = case.limits.max_steps {
+    if let Some(steps) = case.limits.max_steps.or(default_steps) {
         conv.budgets.max_steps = steps;
     }
     if let Some(window) = case.limits.context_window {
