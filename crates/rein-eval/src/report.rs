@@ -165,6 +165,7 @@ mod tests {
             cache_read_share: 0.5,
             compactions: 0,
             approvals: 0,
+            agents: 0,
             tool_results: 0,
             ms: 3,
         }

@@ -79,6 +79,9 @@ pub struct CaseResult {
     pub compactions: u64,
     /// Approvals requested.
     pub approvals: u64,
+    /// Sub-agents started.
+    #[serde(default)]
+    pub agents: u64,
     /// Tool results.
     pub tool_results: u64,
     /// Wall time of the case in milliseconds.
@@ -111,6 +114,7 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
         cache_read_share: 0.0,
         compactions: 0,
         approvals: 0,
+        agents: 0,
         tool_results: 0,
         ms: 0,
     };
@@ -209,6 +213,9 @@ async fn execute(
     if let Some(window) = case.limits.context_window {
         conv.context.window = Some(window);
     }
+    if case.subagents {
+        conv.delegation = Some(rein_runner::Delegation::default());
+    }
     if let Some(chars) = case.limits.result_chars {
         conv.bounds.max_chars = chars;
         conv.bounds.max_string = conv.bounds.max_string.max(chars);
@@ -274,6 +281,10 @@ async fn execute(
         .iter()
         .filter(|e| matches!(e.event, Event::ApprovalRequested { .. }))
         .count() as u64;
+    result.agents = events
+        .iter()
+        .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
+        .count() as u64;
     let ran = ran_counts(&events, &backend);
     let final_files: BTreeMap<String, String> = backend
         .project()
@@ -328,7 +339,7 @@ fn ran_counts(events: &[StoredEvent], backend: &FakeToolBackend) -> HashMap<Stri
                 if let Some(tool) = tools.get(call_id.as_str())
                     && matches!(
                         *tool,
-                        "read_result" | "load_tool" | "call_tool" | "read_skill"
+                        "read_result" | "load_tool" | "call_tool" | "read_skill" | "delegate"
                     )
                 {
                     *ran.entry((*tool).to_owned()).or_default() += 1;
@@ -456,6 +467,14 @@ fn check(
         fail.push(format!(
             "{} approval(s) requested, not {want}",
             result.approvals
+        ));
+    }
+    if let Some(want) = expect.agents
+        && result.agents != want
+    {
+        fail.push(format!(
+            "{} sub-agent(s) started, not {want}",
+            result.agents
         ));
     }
     if let Some(min) = expect.cache_read_share_at_least

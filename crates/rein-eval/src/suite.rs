@@ -43,6 +43,9 @@ pub struct Case {
     /// The tool backend scenario.
     #[serde(default)]
     pub backend: Backend,
+    /// Whether the model may hand tasks to sub-agents (`delegate`).
+    #[serde(default)]
+    pub subagents: bool,
     /// How tools reach the model: `native` or `deferred`.
     #[serde(default = "native")]
     pub tools: String,
@@ -178,6 +181,8 @@ pub struct Expect {
     pub calls: BTreeMap<String, u64>,
     /// Approvals requested, exactly.
     pub approvals_requested: Option<u64>,
+    /// Sub-agents started, exactly.
+    pub agents: Option<u64>,
     /// Model calls (all turns), at most.
     pub steps_at_most: Option<u64>,
     /// Model calls (all turns), at least.

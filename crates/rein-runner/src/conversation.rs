@@ -175,6 +175,13 @@ pub struct Conversation {
     pub context: crate::context::ContextPolicy,
     /// A check each turn must pass to count as finished.
     pub verification: Option<Verification>,
+    /// Whether the model may hand tasks to sub-agents (`delegate`); set
+    /// before the first turn (the tool is part of the frozen prefix).
+    pub delegation: Option<crate::subagent::Delegation>,
+    /// Sub-agents started in this turn.
+    delegated: u32,
+    /// This conversation's agent path (`main`, or `main/agent-N`).
+    agent: String,
     /// How long a pending approval waits for a person before it expires
     /// (checked when the turn resumes).
     pub approval_ttl: Duration,
@@ -259,6 +266,9 @@ impl Conversation {
             budgets: Budgets::default(),
             bounds: Bounds::default(),
             verification: None,
+            delegation: None,
+            delegated: 0,
+            agent: MAIN.into(),
             context: crate::context::ContextPolicy::default(),
             approval_ttl: Duration::from_secs(24 * 60 * 60),
             prices: PriceTable::builtin(),
@@ -282,6 +292,11 @@ impl Conversation {
         };
         conversation.recover().await?;
         Ok(conversation)
+    }
+
+    /// Run as a sub-agent with this path (its events and UI events carry it).
+    pub(crate) fn set_agent_path(&mut self, path: &str) {
+        self.agent = path.to_owned();
     }
 
     /// The session's id.
@@ -334,7 +349,7 @@ impl Conversation {
     fn emit(&self, kind: UiKind) {
         if let Some(ui) = self.ui.get() {
             let _ = ui.send(UiEvent {
-                agent: MAIN.into(),
+                agent: self.agent.clone(),
                 kind,
             });
         }
@@ -359,7 +374,7 @@ impl Conversation {
         let batch = events
             .into_iter()
             .map(|event| NewEvent {
-                agent_path: MAIN.into(),
+                agent_path: self.agent.clone(),
                 event,
             })
             .collect();
@@ -557,6 +572,7 @@ impl Conversation {
         let turn_id = rein_wire::ids::new_id();
         let run_id = rein_wire::ids::new_id();
         self.leases = Leases::default();
+        self.delegated = 0;
         self.append(vec![
             Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
             Event::RunStarted {
@@ -991,6 +1007,9 @@ impl Conversation {
             );
         }
         tools.push(read_result_spec());
+        if self.delegation.is_some() {
+            tools.push(crate::subagent::delegate_spec());
+        }
         let mut skills = self.backend.skills();
         if !skills.is_empty() {
             skills.sort_by(|a, b| a.name.cmp(&b.name));
@@ -1476,6 +1495,8 @@ impl Conversation {
         }
         let revision = self.backend.revision();
         let mut called = Vec::new();
+        // Each delegate call gets its sub-agent's path, or none past the bound.
+        let mut agents: Vec<Option<String>> = Vec::with_capacity(reads.len());
         for (call_id, tool, args) in &reads {
             called.push(Event::ToolCalled {
                 call_id: call_id.clone(),
@@ -1483,6 +1504,21 @@ impl Conversation {
                 arguments: args.clone(),
                 permission: PermissionClass::Read.as_str().into(),
             });
+            let agent = match (&self.delegation, tool == crate::subagent::DELEGATE) {
+                (Some(delegation), true) if self.delegated < delegation.max_per_turn => {
+                    self.delegated += 1;
+                    let path = format!("{}/agent-{}", self.agent, self.delegated);
+                    called.push(Event::AgentStarted {
+                        agent_path: path.clone(),
+                        task: crate::subagent::task_of(args)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    });
+                    Some(path)
+                }
+                _ => None,
+            };
+            agents.push(agent);
             self.emit(UiKind::ToolCall {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
@@ -1505,9 +1541,24 @@ impl Conversation {
         let runs = reads
             .iter()
             .zip(&cached)
-            .map(|((call_id, tool, args), hit)| {
+            .zip(&agents)
+            .map(|(((call_id, tool, args), hit), agent)| {
                 let backend = backend.clone();
                 let store = self.store.clone();
+                let sub = match (agent, &self.delegation) {
+                    (Some(path), Some(delegation)) => Some((
+                        crate::subagent::Parent {
+                            store: self.store.clone(),
+                            provider: self.provider.clone(),
+                            backend: self.backend.clone(),
+                            profile: self.profile.clone(),
+                            session_id: self.session_id.clone(),
+                            delegation: delegation.clone(),
+                        },
+                        path.clone(),
+                    )),
+                    _ => None,
+                };
                 let ctx = ToolContext {
                     call_id: call_id.clone(),
                     elevated: false,
@@ -1518,6 +1569,16 @@ impl Conversation {
                     let started = Instant::now();
                     let outcome = match hit {
                         Some(result) => Outcome::ok(result),
+                        None if tool == crate::subagent::DELEGATE => match sub {
+                            Some((parent, path)) => {
+                                let task = crate::subagent::task_of(args).unwrap_or_default();
+                                crate::subagent::run(parent, path, task.to_owned()).await
+                            }
+                            None => Outcome::failed(
+                                "delegation_refused",
+                                "no more sub-agents can be started in this turn (or delegation is off); do the task yourself",
+                            ),
+                        },
                         None if tool == READ_RESULT => read_result(store.as_ref(), args).await,
                         None if tool == LOAD_TOOL => load_tool(backend.as_ref(), args),
                         None if tool == READ_SKILL => {
@@ -1538,9 +1599,18 @@ impl Conversation {
         let outcomes = futures::future::join_all(runs).await;
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
-        for (((call_id, tool, args), hit), (outcome, took)) in
-            reads.iter().zip(cached).zip(outcomes)
+        for ((((call_id, tool, args), hit), (outcome, took)), agent) in
+            reads.iter().zip(cached).zip(outcomes).zip(agents)
         {
+            if let Some(agent_path) = agent {
+                results.push(Event::AgentFinished {
+                    agent_path,
+                    outcome: match &outcome {
+                        Outcome::Ok { .. } => "finished".into(),
+                        Outcome::Failed { code, .. } => code.clone(),
+                    },
+                });
+            }
             let source = if hit.is_some() {
                 ResultSource::Cache
             } else {
@@ -2123,6 +2193,10 @@ fn builtin_permission(tool: &str, args: &Value) -> Option<Result<PermissionClass
         LOAD_TOOL if named() => Ok(PermissionClass::Read),
         LOAD_TOOL => invalid("the `name` of a tool"),
         CALL_TOOL => invalid("the `name` of a tool and its `arguments`"),
+        crate::subagent::DELEGATE if crate::subagent::task_of(args).is_some() => {
+            Ok(PermissionClass::Read)
+        }
+        crate::subagent::DELEGATE => invalid("a `task`"),
         _ => return None,
     })
 }

@@ -15,9 +15,11 @@ mod conversation;
 mod outcome;
 mod project;
 mod steering;
+mod subagent;
 
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{Budgets, Conversation, Profile, ToolLoading, Verification, Wording};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;
+pub use subagent::Delegation;
