@@ -22,7 +22,7 @@ pub fn replace_section(file: &Path, name: &str, body: &str) -> Result<()> {
         (Some(b), Some(e)) if e > b => {
             format!("{}{section}{}", &text[..b], &text[e + end.len()..])
         }
-        _ => format!("{}\n{section}\n", text.trim_end()),
+        _ => format!("{}\n\n{section}\n", text.trim_end()),
     };
     std::fs::write(file, updated).with_context(|| format!("cannot write {}", file.display()))
 }
@@ -59,4 +59,36 @@ pub fn machine_line() -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     format!("{date}; {cores} cores ({cpu}), {mem_gib:.0} GiB; load average {load} at the start")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_section_is_replaced_whole_and_the_rest_kept() {
+        let dir = std::env::temp_dir().join(format!("xtask-docs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("B.md");
+        std::fs::write(
+            &file,
+            "# B\n\nintro\n\n<!-- t:begin -->\nold\n<!-- t:end -->\n\nafter\n",
+        )
+        .unwrap();
+        replace_section(&file, "t", "new table\n").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            text,
+            "# B\n\nintro\n\n<!-- t:begin -->\nnew table\n<!-- t:end -->\n\nafter\n"
+        );
+        replace_section(&file, "u", "appended").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.ends_with("after\n\n<!-- u:begin -->\nappended\n<!-- u:end -->\n"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
