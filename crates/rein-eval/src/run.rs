@@ -492,6 +492,11 @@ fn check(
             Some(_) => {}
         }
     }
+    for path in &expect.present {
+        if !files.contains_key(path) {
+            fail.push(format!("`{path}` does not exist"));
+        }
+    }
     for path in &expect.absent {
         if files.contains_key(path) {
             fail.push(format!("`{path}` exists"));

@@ -79,7 +79,7 @@ fn native() -> String {
 }
 
 fn default_system() -> String {
-    "You are a careful assistant working on a small software project. Use the tools to look before you answer; be brief.".into()
+    "You are a careful assistant working on a small software project. Use the tools to look before you answer. Call a tool once for each thing you need; when its result answers the question, answer with it instead of calling again. Be brief.".into()
 }
 
 /// The tool backend a case runs against.
@@ -204,6 +204,9 @@ pub struct Expect {
     /// The backend's files afterwards: path → content.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Files that must exist afterwards (any content).
+    #[serde(default)]
+    pub present: Vec<String>,
     /// Files that must not exist afterwards.
     #[serde(default)]
     pub absent: Vec<String>,
