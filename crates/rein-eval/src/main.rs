@@ -43,6 +43,9 @@ struct Cli {
     /// The output limit per call against a real model.
     #[arg(long, default_value_t = 512)]
     max_output_tokens: u32,
+    /// The real model takes no images: send a text note in their place.
+    #[arg(long)]
+    text_only: bool,
     /// Exit 0 even when cases fail (measuring a real model's pass rate).
     #[arg(long)]
     score_only: bool,
@@ -70,6 +73,7 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
             api.key_variable()
         );
     }
+    config.images = !cli.text_only;
     let model = cli
         .model
         .clone()

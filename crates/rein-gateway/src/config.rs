@@ -203,6 +203,11 @@ pub struct ProviderConfig {
     /// Send `max_tokens` instead of `max_completion_tokens` (OpenAI Chat):
     /// most compatible servers only know the older name.
     pub legacy_max_tokens: bool,
+    /// Whether the model takes images. When it does not, every image in a
+    /// request is sent as a short text note instead, so a text-only model is
+    /// not refused the whole call (a local server answers such a request
+    /// with an error).
+    pub images: bool,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -218,6 +223,7 @@ impl fmt::Debug for ProviderConfig {
             .field("retry", &self.retry)
             .field("offline", &self.offline)
             .field("context_window", &self.context_window)
+            .field("images", &self.images)
             .finish_non_exhaustive()
     }
 }
@@ -240,6 +246,7 @@ impl ProviderConfig {
                 WireApi::OpenAiChat | WireApi::OpenAiResponses => 128_000,
             },
             legacy_max_tokens: false,
+            images: true,
         }
     }
 

@@ -18,13 +18,66 @@ pub use anthropic::anthropic_body;
 pub use openai_chat::openai_chat_body;
 pub use openai_responses::openai_responses_body;
 
-/// The JSON body for `request` on `config`'s API.
+/// What a text-only model is sent in place of an image.
+pub const IMAGE_NOTE: &str = "[an image was here; this model cannot see images]";
+
+/// The JSON body for `request` on `config`'s API (images as a text note
+/// where the model takes none).
 pub fn body_for(config: &ProviderConfig, request: &Request) -> Value {
+    if !config.images && has_images(request) {
+        return body_for_api(config, &without_images(request));
+    }
+    body_for_api(config, request)
+}
+
+fn body_for_api(config: &ProviderConfig, request: &Request) -> Value {
     match config.api {
         WireApi::AnthropicMessages => anthropic_body(request),
         WireApi::OpenAiChat => openai_chat_body(request, config.legacy_max_tokens),
         WireApi::OpenAiResponses => openai_responses_body(request),
     }
+}
+
+fn is_image(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Image { .. } => true,
+        ContentBlock::ToolResult { content, .. } => content.iter().any(is_image),
+        _ => false,
+    }
+}
+
+fn has_images(request: &Request) -> bool {
+    request
+        .messages
+        .iter()
+        .any(|m| m.content.iter().any(is_image))
+}
+
+fn strip(block: &ContentBlock) -> ContentBlock {
+    match block {
+        ContentBlock::Image { .. } => ContentBlock::Text {
+            text: IMAGE_NOTE.into(),
+        },
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } => ContentBlock::ToolResult {
+            tool_use_id: tool_use_id.clone(),
+            content: content.iter().map(strip).collect(),
+            is_error: *is_error,
+        },
+        other => other.clone(),
+    }
+}
+
+/// `request` with every image replaced by [`IMAGE_NOTE`].
+pub fn without_images(request: &Request) -> Request {
+    let mut out = request.clone();
+    for message in &mut out.messages {
+        message.content = message.content.iter().map(strip).collect();
+    }
+    out
 }
 
 /// The text of tool-result content, images left as a marker.
@@ -56,4 +109,60 @@ pub(crate) fn joined_system(request: &Request) -> String {
         .map(|b| b.text.as_str())
         .collect::<Vec<_>>()
         .join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use rein_wire::{Message, Role};
+
+    use super::*;
+
+    fn with_image() -> Request {
+        let image = ContentBlock::Image {
+            source: ImageSource::Base64 {
+                media_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into(),
+            },
+        };
+        let mut request = Request::new("m", vec![Message::user("look")]);
+        request.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: "c1".into(),
+                name: "snapshot".into(),
+                input: serde_json::json!({}),
+            }],
+        });
+        request.messages.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "c1".into(),
+                content: vec![ContentBlock::text("the window"), image],
+                is_error: false,
+            }],
+        });
+        request
+    }
+
+    #[test]
+    fn a_text_only_model_gets_a_note_instead_of_an_image() {
+        // (Responses never sends images inside a call's output.)
+        for api in [WireApi::AnthropicMessages, WireApi::OpenAiChat] {
+            let mut config = ProviderConfig::new(api);
+            let seen = body_for(&config, &with_image()).to_string();
+            assert!(seen.contains("iVBORw0KGgo="), "{api}: {seen}");
+            config.images = false;
+            let text_only = body_for(&config, &with_image()).to_string();
+            assert!(!text_only.contains("iVBORw0KGgo="), "{api}: {text_only}");
+            assert!(text_only.contains(IMAGE_NOTE), "{api}: {text_only}");
+            assert!(text_only.contains("the window"), "{api}: {text_only}");
+        }
+        // Without images nothing is copied or changed.
+        let mut config = ProviderConfig::new(WireApi::OpenAiChat);
+        config.images = false;
+        let plain = Request::new("m", vec![Message::user("hi")]);
+        assert_eq!(body_for(&config, &plain), openai_chat_body(&plain, false));
+    }
 }
