@@ -367,6 +367,9 @@ impl Conversation {
                         .store
                         .acquire(&self.session_id, &self.holder, LEASE_TTL)
                         .await?;
+                    // Someone may have written while the lease had lapsed.
+                    self.in_sync
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
                 }
                 Err(err) => return Err(err),
             }
