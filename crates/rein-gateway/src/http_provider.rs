@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::config::{ProviderConfig, WireApi};
 use crate::decode::decode_stream;
-use crate::encode::body_for;
+use crate::encode::{body_bytes, body_for};
 use crate::provider::{CachingStyle, Capabilities, EventStream, Provider};
 
 /// How much of an error response body is read.
@@ -193,7 +193,7 @@ fn call(
             yield Err(AgentError::new(codes::OFFLINE, "model calls are refused: REIN_OFFLINE is set"));
             return;
         }
-        let body = match serde_json::to_vec(&body_for(&config, &request)) {
+        let body = match body_bytes(&config, &request) {
             Ok(body) => Bytes::from(body),
             Err(err) => {
                 yield Err(AgentError::new(codes::INTERNAL, format!("could not write the request body: {err}")));

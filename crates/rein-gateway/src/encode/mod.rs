@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::config::{ProviderConfig, WireApi};
 
 pub use anthropic::anthropic_body;
-pub use openai_chat::openai_chat_body;
+pub use openai_chat::{openai_chat_body, openai_chat_bytes};
 pub use openai_responses::openai_responses_body;
 
 /// What a text-only model is sent in place of an image.
@@ -28,6 +28,25 @@ pub fn body_for(config: &ProviderConfig, request: &Request) -> Value {
         return body_for_api(config, &without_images(request));
     }
     body_for_api(config, request)
+}
+
+/// The bytes of the body for `request` on `config`'s API: what is sent
+/// (OpenAI Chat written straight from the request, without a JSON tree).
+pub fn body_bytes(
+    config: &ProviderConfig,
+    request: &Request,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let stripped;
+    let request = if !config.images && has_images(request) {
+        stripped = without_images(request);
+        &stripped
+    } else {
+        request
+    };
+    match config.api {
+        WireApi::OpenAiChat => openai_chat_bytes(request, config.legacy_max_tokens),
+        _ => serde_json::to_vec(&body_for_api(config, request)),
+    }
 }
 
 fn body_for_api(config: &ProviderConfig, request: &Request) -> Value {
@@ -155,6 +174,9 @@ mod tests {
             assert!(seen.contains("iVBORw0KGgo="), "{api}: {seen}");
             config.images = false;
             let text_only = body_for(&config, &with_image()).to_string();
+            let sent: Value =
+                serde_json::from_slice(&body_bytes(&config, &with_image()).unwrap()).unwrap();
+            assert_eq!(sent.to_string(), text_only, "{api}");
             assert!(!text_only.contains("iVBORw0KGgo="), "{api}: {text_only}");
             assert!(text_only.contains(IMAGE_NOTE), "{api}: {text_only}");
             assert!(text_only.contains("the window"), "{api}: {text_only}");
