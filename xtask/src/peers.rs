@@ -127,15 +127,11 @@ fn one_run(
         (true, Some(line)) => Ok(serde_json::from_str(line)?),
         _ => {
             let stderr = String::from_utf8_lossy(&output.stderr);
-            let tail: String = stderr
-                .chars()
-                .rev()
-                .take(800)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            bail!("{framework} n={n} failed: {tail}")
+            let cut = stderr.len().saturating_sub(800);
+            let start = (cut..=stderr.len())
+                .find(|&i| stderr.is_char_boundary(i))
+                .unwrap_or(stderr.len());
+            bail!("{framework} n={n} failed: {}", &stderr[start..])
         }
     }
 }

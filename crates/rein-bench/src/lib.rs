@@ -68,11 +68,9 @@ impl Tool for Add {
 /// A backend with only `add`, and the call times it records.
 pub fn add_backend() -> anyhow::Result<(Registry, Arc<Mutex<Vec<Instant>>>)> {
     let times = Arc::new(Mutex::new(Vec::new()));
-    let registry = Registry::new()
-        .with(Add {
-            times: times.clone(),
-        })
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let registry = Registry::new().with(Add {
+        times: times.clone(),
+    })?;
     Ok((registry, times))
 }
 
@@ -96,7 +94,7 @@ pub fn mock_provider(port: u16) -> anyhow::Result<HttpProvider> {
         .with_api_key(ApiKey::new("sk-mock"));
     config.offline = Some(false);
     config.retry = RetryPolicy::none();
-    HttpProvider::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))
+    Ok(HttpProvider::new(config)?)
 }
 
 /// Process CPU (user, system) in seconds and peak RSS in MiB.

@@ -60,9 +60,7 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
     if name == "scripted" {
         return Ok(ModelChoice::Scripted);
     }
-    let api: WireApi = name
-        .parse()
-        .map_err(|e: rein_wire::AgentError| anyhow::anyhow!("{} ({})", e.message, e.code))?;
+    let api: WireApi = name.parse()?;
     let mut config = ProviderConfig::from_env(api);
     if let Some(url) = &cli.base_url {
         config = config.with_base_url(url.clone());
@@ -78,7 +76,7 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
         .model
         .clone()
         .context("--model is needed with a real provider")?;
-    let provider = HttpProvider::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let provider = HttpProvider::new(config)?;
     Ok(ModelChoice::Real {
         provider: Arc::new(provider),
         label: format!(

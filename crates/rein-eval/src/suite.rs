@@ -245,6 +245,29 @@ pub enum LoadError {
     Duplicate(String),
 }
 
+/// What is wrong with a case that parsed, if anything.
+fn check(case: &Case) -> Result<(), String> {
+    if let Some(pattern) = &case.expect.answer_matches
+        && let Err(e) = regex::Regex::new(pattern)
+    {
+        return Err(format!("answer_matches: {e}"));
+    }
+    if let Some(bad) = case
+        .approvals
+        .iter()
+        .find(|a| !matches!(a.as_str(), "yes" | "no" | "always"))
+    {
+        return Err(format!("approval answer `{bad}` is not yes, no or always"));
+    }
+    if !matches!(case.tools.as_str(), "native" | "deferred") {
+        return Err("tools must be native or deferred".into());
+    }
+    if case.turns.is_empty() && case.ask.is_none() {
+        return Err("it has neither turns nor ask".into());
+    }
+    Ok(())
+}
+
 /// Load every `.toml` and `.json` suite in `dir` (sorted by name), or the
 /// one file `dir` names.
 pub fn load(dir: &Path) -> Result<Vec<LoadedCase>, LoadError> {
@@ -291,37 +314,10 @@ pub fn load(dir: &Path) -> Result<Vec<LoadedCase>, LoadError> {
             if cases.iter().any(|c| c.case.name == case.name) {
                 return Err(LoadError::Duplicate(case.name));
             }
-            if let Some(pattern) = &case.expect.answer_matches
-                && let Err(e) = regex::Regex::new(pattern)
-            {
+            if let Err(problem) = check(&case) {
                 return Err(LoadError::Parse {
                     path: path.clone(),
-                    message: format!("case `{}`: answer_matches: {e}", case.name),
-                });
-            }
-            if let Some(bad) = case
-                .approvals
-                .iter()
-                .find(|a| !matches!(a.as_str(), "yes" | "no" | "always"))
-            {
-                return Err(LoadError::Parse {
-                    path: path.clone(),
-                    message: format!(
-                        "case `{}`: approval answer `{bad}` is not yes, no or always",
-                        case.name
-                    ),
-                });
-            }
-            if !matches!(case.tools.as_str(), "native" | "deferred") {
-                return Err(LoadError::Parse {
-                    path: path.clone(),
-                    message: format!("case `{}`: tools must be native or deferred", case.name),
-                });
-            }
-            if case.turns.is_empty() && case.ask.is_none() {
-                return Err(LoadError::Parse {
-                    path: path.clone(),
-                    message: format!("case `{}` has neither turns nor ask", case.name),
+                    message: format!("case `{}`: {problem}", case.name),
                 });
             }
             cases.push(LoadedCase {

@@ -40,17 +40,10 @@ async fn run_once(
     n: usize,
 ) -> Result<(String, Vec<Instant>)> {
     let (backend, times) = add_backend()?;
-    let mut conv = Conversation::open(store, provider, Arc::new(backend), profile(), None)
-        .await
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let mut conv = Conversation::open(store, provider, Arc::new(backend), profile(), None).await?;
     conv.budgets.max_steps = u32::try_from(n + 10).unwrap_or(u32::MAX);
-    let outcome = conv
-        .turn(&prompt(n))
-        .await
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    conv.close()
-        .await
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let outcome = conv.turn(&prompt(n)).await?;
+    conv.close().await?;
     let TurnOutcome::Finished { reply } = outcome else {
         bail!("the run ended {outcome:?}");
     };
@@ -67,11 +60,7 @@ async fn main() -> Result<()> {
     let rss_start = rss_now_mb();
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn Store> = match cli.store.as_str() {
-        "sqlite" => Arc::new(
-            SqliteStore::open(dir.path().join("rein.db"))
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.message))?,
-        ),
+        "sqlite" => Arc::new(SqliteStore::open(dir.path().join("rein.db")).await?),
         "memory" => Arc::new(MemoryStore::new()),
         other => bail!("unknown store `{other}` (sqlite or memory)"),
     };

@@ -101,11 +101,7 @@ async fn main() -> Result<()> {
             } else {
                 Durability::Process
             };
-            Arc::new(
-                SqliteStore::open_with(dir.path().join("rein.db"), durability)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("{}", e.message))?,
-            )
+            Arc::new(SqliteStore::open_with(dir.path().join("rein.db"), durability).await?)
         }
         "memory" => Arc::new(MemoryStore::new()),
         other => bail!("unknown store `{other}`"),
@@ -124,14 +120,9 @@ async fn main() -> Result<()> {
             profile(),
             None,
         )
-        .await
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-        conv.turn(&prompt(1))
-            .await
-            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-        conv.close()
-            .await
-            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        .await?;
+        conv.turn(&prompt(1)).await?;
+        conv.close().await?;
     }
     let rss_before = rss_now_mb();
     let (u0, s0, _, _) = usage();
@@ -148,13 +139,9 @@ async fn main() -> Result<()> {
         let steps = cli.steps;
         tasks.spawn(async move {
             let (backend, _) = add_backend()?;
-            let mut conv = Conversation::open(store, provider, Arc::new(backend), profile(), None)
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            let outcome = conv
-                .turn(&prompt(steps))
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            let mut conv =
+                Conversation::open(store, provider, Arc::new(backend), profile(), None).await?;
+            let outcome = conv.turn(&prompt(steps)).await?;
             match outcome {
                 TurnOutcome::Finished { reply }
                     if reply.contains(&format!("done: {steps} steps")) =>
@@ -181,11 +168,7 @@ async fn main() -> Result<()> {
     // turn.finished, run.finished, session creation aside.
     let mut events = 0u64;
     for conv in &open {
-        events += conv
-            .log_events()
-            .await
-            .map_err(|e| anyhow::anyhow!("{}", e.message))?
-            .len() as u64;
+        events += conv.log_events().await?.len() as u64;
     }
     let mut sorted = gaps.lock().map(|g| g.clone()).unwrap_or_default();
     sorted.sort();
@@ -209,9 +192,7 @@ async fn main() -> Result<()> {
     });
     println!("{record}");
     for conv in open {
-        conv.close()
-            .await
-            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        conv.close().await?;
     }
     Ok(())
 }

@@ -24,10 +24,12 @@ pub const IMAGE_NOTE: &str = "[an image was here; this model cannot see images]"
 /// The JSON body for `request` on `config`'s API (images as a text note
 /// where the model takes none).
 pub fn body_for(config: &ProviderConfig, request: &Request) -> Value {
-    if !config.images && has_images(request) {
-        return body_for_api(config, &without_images(request));
+    let request = as_the_model_takes_it(config, request);
+    match config.api {
+        WireApi::AnthropicMessages => anthropic_body(&request),
+        WireApi::OpenAiChat => openai_chat_body(&request, config.legacy_max_tokens),
+        WireApi::OpenAiResponses => openai_responses_body(&request),
     }
-    body_for_api(config, request)
 }
 
 /// The bytes of the body for `request` on `config`'s API: what is sent
@@ -36,24 +38,25 @@ pub fn body_bytes(
     config: &ProviderConfig,
     request: &Request,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    let stripped;
-    let request = if !config.images && has_images(request) {
-        stripped = without_images(request);
-        &stripped
-    } else {
-        request
-    };
     match config.api {
-        WireApi::OpenAiChat => openai_chat_bytes(request, config.legacy_max_tokens),
-        _ => serde_json::to_vec(&body_for_api(config, request)),
+        WireApi::OpenAiChat => openai_chat_bytes(
+            &as_the_model_takes_it(config, request),
+            config.legacy_max_tokens,
+        ),
+        _ => serde_json::to_vec(&body_for(config, request)),
     }
 }
 
-fn body_for_api(config: &ProviderConfig, request: &Request) -> Value {
-    match config.api {
-        WireApi::AnthropicMessages => anthropic_body(request),
-        WireApi::OpenAiChat => openai_chat_body(request, config.legacy_max_tokens),
-        WireApi::OpenAiResponses => openai_responses_body(request),
+/// `request` itself, or a copy with its images as text notes for a model
+/// that takes none (copied only when there is an image to replace).
+fn as_the_model_takes_it<'a>(
+    config: &ProviderConfig,
+    request: &'a Request,
+) -> std::borrow::Cow<'a, Request> {
+    if !config.images && has_images(request) {
+        std::borrow::Cow::Owned(without_images(request))
+    } else {
+        std::borrow::Cow::Borrowed(request)
     }
 }
 
