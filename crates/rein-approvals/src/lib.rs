@@ -7,6 +7,11 @@
 //! approval may come with a lease ([`LeaseScope`]) so the same kind of call
 //! does not ask again in this run.
 //!
+//! Two rules hold over every lease: a person's "no" to a call refuses it
+//! whatever lease is held ([`Said::No`] in the [`gate`]), and a lease ends
+//! with the run it was granted in ([`Leases::of_open_run`] is how a
+//! resumed run learns which leases still hold).
+//!
 //! The [`gate`] decides; [`decide`] is the only way to settle a pending
 //! approval, and it takes a [`Surface`] — something only a person's surface
 //! (the terminal, `rein approve`, the HTTP API) constructs. Tools get no
@@ -101,6 +106,16 @@ impl LeaseScope {
             LeaseScope::Run => "run",
         }
     }
+
+    /// The scope a stored name stands for. An unknown name is the
+    /// narrowest scope: a log written by a newer rein never widens a lease.
+    pub fn from_stored(name: &str) -> Self {
+        match name {
+            "tool" => LeaseScope::Tool,
+            "run" => LeaseScope::Run,
+            _ => LeaseScope::Once,
+        }
+    }
 }
 
 /// The approvals granted for the rest of a run.
@@ -126,7 +141,51 @@ impl Leases {
     pub fn covers(&self, tool: &str) -> bool {
         self.run || self.tools.contains(tool)
     }
+
+    /// The leases a person granted in the run still open at the end of
+    /// `events` (a session's log, oldest first): only approvals asked and
+    /// decided after that run's `run.started`. A lease granted in an earlier
+    /// turn never reaches a later one, whichever process reads the log.
+    pub fn of_open_run(events: &[Event]) -> Leases {
+        let start = events
+            .iter()
+            .rposition(|e| matches!(e, Event::RunStarted { .. }))
+            .map_or(events.len(), |at| at + 1);
+        let run = &events[start..];
+        let mut leases = Leases::default();
+        for event in run {
+            let Event::ApprovalDecided {
+                approval_id,
+                decision,
+                lease: Some(scope),
+                ..
+            } = event
+            else {
+                continue;
+            };
+            if decision != DECISION_APPROVED {
+                continue;
+            }
+            let tool = run.iter().find_map(|e| match e {
+                Event::ApprovalRequested {
+                    approval_id: a,
+                    tool,
+                    ..
+                } if a == approval_id => Some(tool),
+                _ => None,
+            });
+            if let Some(tool) = tool {
+                leases.grant(tool, LeaseScope::from_stored(scope));
+            }
+        }
+        leases
+    }
 }
+
+/// The stored decision of an approval a person granted.
+pub const DECISION_APPROVED: &str = "approved";
+/// The stored decision of an approval a person refused.
+pub const DECISION_DENIED: &str = "denied";
 
 /// What the gate says about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +197,8 @@ pub enum Verdict {
     },
     /// Ask a person first.
     Ask,
+    /// Refuse: a person said no to this call.
+    Denied,
     /// Refuse: the policy forbids it.
     Refuse {
         /// Why, for the model.
@@ -145,8 +206,30 @@ pub enum Verdict {
     },
 }
 
-/// Decide what happens to a call of `tool` with `class`.
-pub fn gate(class: PermissionClass, tool: &str, policy: &Policy, leases: &Leases) -> Verdict {
+/// What a person has already said about one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said {
+    /// Nothing yet (or the call was never asked about).
+    Nothing,
+    /// Yes.
+    Yes,
+    /// No (denied, expired or stopped): nothing overrides it.
+    No,
+}
+
+/// Decide what happens to a call of `tool` with `class`, given what a
+/// person `said` about this very call. A person's "no" wins over every
+/// lease and every policy; a "yes" or a lease lets a gated call run.
+pub fn gate(
+    class: PermissionClass,
+    tool: &str,
+    policy: &Policy,
+    leases: &Leases,
+    said: Said,
+) -> Verdict {
+    if said == Said::No {
+        return Verdict::Denied;
+    }
     if !class.is_read() && !policy.writes_allowed {
         return Verdict::Refuse {
             reason: format!("writes are not allowed in this conversation, so `{tool}` was not run"),
@@ -155,7 +238,7 @@ pub fn gate(class: PermissionClass, tool: &str, policy: &Policy, leases: &Leases
     if !class.needs_approval() {
         return Verdict::Run { elevated: false };
     }
-    if leases.covers(tool) {
+    if said == Said::Yes || leases.covers(tool) {
         return Verdict::Run {
             elevated: policy.elevate_approved,
         };
@@ -215,6 +298,16 @@ pub enum Answer {
     Deny,
 }
 
+impl Answer {
+    /// The stored decision and lease of `approval.decided`.
+    pub fn stored(self) -> (String, Option<String>) {
+        match self {
+            Answer::Approve(scope) => (DECISION_APPROVED.into(), Some(scope.as_str().into())),
+            Answer::Deny => (DECISION_DENIED.into(), None),
+        }
+    }
+}
+
 /// Settle a pending approval of `session` from a person's `surface`:
 /// takes the session's lock, checks the approval is pending, appends
 /// `approval.decided`, releases. Errors: `session_locked` while a runner
@@ -237,16 +330,13 @@ pub async fn decide(
                 format!("approval `{approval_id}` is not pending in session {session}"),
             ));
         }
-        let (decision, scope) = match answer {
-            Answer::Approve(scope) => ("approved", Some(scope.as_str().to_owned())),
-            Answer::Deny => ("denied", None),
-        };
+        let (decision, scope) = answer.stored();
         store
             .append(
                 &lease,
                 vec![NewEvent::main(Event::ApprovalDecided {
                     approval_id: approval_id.to_owned(),
-                    decision: decision.into(),
+                    decision,
                     by: surface.name().to_owned(),
                     lease: scope,
                 })],
@@ -268,38 +358,86 @@ mod tests {
         let policy = Policy::default();
         let mut leases = Leases::default();
         assert_eq!(
-            gate(PermissionClass::Read, "read", &policy, &leases),
+            gate(
+                PermissionClass::Read,
+                "read",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Run { elevated: false }
         );
         assert_eq!(
-            gate(PermissionClass::ReversibleWrite, "set", &policy, &leases),
+            gate(
+                PermissionClass::ReversibleWrite,
+                "set",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Run { elevated: false }
         );
         assert_eq!(
-            gate(PermissionClass::SourceFileWrite, "write", &policy, &leases),
+            gate(
+                PermissionClass::SourceFileWrite,
+                "write",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Ask
         );
         assert_eq!(
-            gate(PermissionClass::Destructive, "delete", &policy, &leases),
+            gate(
+                PermissionClass::Destructive,
+                "delete",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Ask
         );
         leases.grant("write", LeaseScope::Once);
         assert_eq!(
-            gate(PermissionClass::SourceFileWrite, "write", &policy, &leases),
+            gate(
+                PermissionClass::SourceFileWrite,
+                "write",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Ask
         );
         leases.grant("write", LeaseScope::Tool);
         assert_eq!(
-            gate(PermissionClass::SourceFileWrite, "write", &policy, &leases),
+            gate(
+                PermissionClass::SourceFileWrite,
+                "write",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Run { elevated: true }
         );
         assert_eq!(
-            gate(PermissionClass::Destructive, "delete", &policy, &leases),
+            gate(
+                PermissionClass::Destructive,
+                "delete",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Ask
         );
         leases.grant("delete", LeaseScope::Run);
         assert_eq!(
-            gate(PermissionClass::Destructive, "rm", &policy, &leases),
+            gate(
+                PermissionClass::Destructive,
+                "rm",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Run { elevated: true }
         );
         let locked = Policy {
@@ -307,12 +445,128 @@ mod tests {
             ..Policy::default()
         };
         assert!(matches!(
-            gate(PermissionClass::ReversibleWrite, "set", &locked, &leases),
+            gate(
+                PermissionClass::ReversibleWrite,
+                "set",
+                &locked,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Refuse { .. }
         ));
         assert_eq!(
-            gate(PermissionClass::Read, "read", &locked, &leases),
+            gate(
+                PermissionClass::Read,
+                "read",
+                &locked,
+                &leases,
+                Said::Nothing
+            ),
             Verdict::Run { elevated: false }
         );
+    }
+
+    #[test]
+    fn a_persons_no_wins_over_every_lease() {
+        let mut leases = Leases::default();
+        leases.grant("write", LeaseScope::Run);
+        let policy = Policy::default();
+        for class in [
+            PermissionClass::SourceFileWrite,
+            PermissionClass::Destructive,
+        ] {
+            assert_eq!(
+                gate(class, "write", &policy, &leases, Said::No),
+                Verdict::Denied
+            );
+            assert_eq!(
+                gate(class, "write", &policy, &leases, Said::Yes),
+                Verdict::Run { elevated: true }
+            );
+        }
+        let locked = Policy {
+            writes_allowed: false,
+            ..Policy::default()
+        };
+        assert!(matches!(
+            gate(
+                PermissionClass::SourceFileWrite,
+                "write",
+                &locked,
+                &leases,
+                Said::Yes
+            ),
+            Verdict::Refuse { .. }
+        ));
+    }
+
+    fn asked(id: &str, tool: &str) -> Event {
+        Event::ApprovalRequested {
+            approval_id: id.into(),
+            call_id: format!("call-{id}"),
+            tool: tool.into(),
+            arguments: serde_json::Value::Null,
+            permission: "source_file_write".into(),
+        }
+    }
+
+    fn decided(id: &str, answer: Answer) -> Event {
+        let (decision, lease) = answer.stored();
+        Event::ApprovalDecided {
+            approval_id: id.into(),
+            decision,
+            by: "terminal".into(),
+            lease,
+        }
+    }
+
+    fn run_started() -> Event {
+        Event::RunStarted {
+            run_id: "r".into(),
+            turn_id: "t".into(),
+            budgets: serde_json::Value::Null,
+            profile: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn leases_are_read_from_the_open_run_only() {
+        let earlier = vec![
+            run_started(),
+            asked("a1", "write_file"),
+            decided("a1", Answer::Approve(LeaseScope::Tool)),
+            asked("a2", "delete_file"),
+            decided("a2", Answer::Approve(LeaseScope::Run)),
+        ];
+        let leases = Leases::of_open_run(&earlier);
+        assert!(leases.covers("write_file") && leases.covers("anything"));
+        // A new run starts: nothing of the old one carries over.
+        let mut log = earlier.clone();
+        log.push(run_started());
+        log.push(asked("a3", "write_file"));
+        log.push(decided("a3", Answer::Deny));
+        assert_eq!(Leases::of_open_run(&log), Leases::default());
+        // A once-approval and a denial grant nothing; a tool lease grants
+        // that tool only.
+        log.push(asked("a4", "write_file"));
+        log.push(decided("a4", Answer::Approve(LeaseScope::Once)));
+        assert_eq!(Leases::of_open_run(&log), Leases::default());
+        log.push(asked("a5", "write_file"));
+        log.push(decided("a5", Answer::Approve(LeaseScope::Tool)));
+        let leases = Leases::of_open_run(&log);
+        assert!(leases.covers("write_file") && !leases.covers("delete_file"));
+        // A decision whose request is not in this run grants nothing.
+        let mut stray = vec![run_started()];
+        stray.push(decided("a1", Answer::Approve(LeaseScope::Run)));
+        assert_eq!(Leases::of_open_run(&stray), Leases::default());
+        assert_eq!(Leases::of_open_run(&[]), Leases::default());
+    }
+
+    #[test]
+    fn an_unknown_stored_scope_is_the_narrowest() {
+        for scope in [LeaseScope::Once, LeaseScope::Tool, LeaseScope::Run] {
+            assert_eq!(LeaseScope::from_stored(scope.as_str()), scope);
+        }
+        assert_eq!(LeaseScope::from_stored("forever"), LeaseScope::Once);
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use rein_approvals::{Answer, Leases, PermissionClass, Policy, Surface, Verdict, gate};
+use rein_approvals::{Answer, Leases, PermissionClass, Policy, Said, Surface, Verdict, gate};
 use rein_gateway::Provider;
 use rein_sessions::recovery::dangling;
 use rein_sessions::{
@@ -684,26 +684,9 @@ impl Conversation {
                 "there is no unfinished turn to resume",
             ));
         }
-        // Leases granted earlier in this run still hold.
-        self.leases = Leases::default();
-        for stored in events.iter() {
-            if let Event::ApprovalDecided {
-                approval_id,
-                decision,
-                lease: Some(scope),
-                ..
-            } = &stored.event
-                && decision == "approved"
-                && let Some(tool) = approval_tool(&events, approval_id)
-            {
-                let scope = match scope.as_str() {
-                    "tool" => rein_approvals::LeaseScope::Tool,
-                    "run" => rein_approvals::LeaseScope::Run,
-                    _ => rein_approvals::LeaseScope::Once,
-                };
-                self.leases.grant(&tool, scope);
-            }
-        }
+        // Leases granted earlier in this run still hold; none from before it.
+        let log: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
+        self.leases = Leases::of_open_run(&log);
         self.run().await
     }
 
@@ -1379,8 +1362,50 @@ impl Conversation {
             }
             // A write: first the reads before it, then it, in order.
             self.run_reads(std::mem::take(&mut reads), repeats).await?;
-            let elevated = match gate(class, &tool, &self.policy, &self.leases) {
-                Verdict::Run { elevated } => elevated,
+            // What the person said about this call comes first: their "no"
+            // wins over any lease.
+            let state = if class.needs_approval() {
+                approval_state(events, &call_id)
+            } else {
+                ApprovalState::None
+            };
+            let said = match state {
+                ApprovalState::Approved { .. } => Said::Yes,
+                ApprovalState::Refused { .. } => Said::No,
+                ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
+            };
+            let elevated = match gate(class, &tool, &self.policy, &self.leases, said) {
+                Verdict::Run { elevated } => {
+                    if let ApprovalState::Approved { scope } = state {
+                        self.leases.grant(&tool, scope);
+                    }
+                    elevated
+                }
+                Verdict::Denied => {
+                    let decision = match &state {
+                        ApprovalState::Refused { decision } => decision.as_str(),
+                        _ => "denied",
+                    };
+                    self.append(
+                        refused(
+                            call_id.clone(),
+                            tool.clone(),
+                            args.clone(),
+                            class.as_str(),
+                            "not_approved",
+                            &self.profile.wording.not_approved(&tool, decision),
+                        )
+                        .into(),
+                    )
+                    .await?;
+                    self.emit(UiKind::ToolResult {
+                        call_id,
+                        ok: false,
+                        source: "live".into(),
+                        undo: None,
+                    });
+                    continue;
+                }
                 Verdict::Refuse { reason } => {
                     self.append(
                         refused(
@@ -1396,32 +1421,7 @@ impl Conversation {
                     .await?;
                     continue;
                 }
-                Verdict::Ask => match approval_state(events, &call_id) {
-                    ApprovalState::Approved { scope } => {
-                        self.leases.grant(&tool, scope);
-                        self.policy.elevate_approved
-                    }
-                    ApprovalState::Refused { decision } => {
-                        self.append(
-                            refused(
-                                call_id.clone(),
-                                tool.clone(),
-                                args.clone(),
-                                class.as_str(),
-                                "not_approved",
-                                &self.profile.wording.not_approved(&tool, &decision),
-                            )
-                            .into(),
-                        )
-                        .await?;
-                        self.emit(UiKind::ToolResult {
-                            call_id,
-                            ok: false,
-                            source: "live".into(),
-                            undo: None,
-                        });
-                        continue;
-                    }
+                Verdict::Ask => match state {
                     ApprovalState::Pending { approval_id } => {
                         let asked_ms = events.iter().find_map(|e| match &e.event {
                             Event::ApprovalRequested { approval_id: a, .. }
@@ -1458,7 +1458,10 @@ impl Conversation {
                         }
                         return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
                     }
-                    ApprovalState::None => {
+                    // Nothing asked yet (an approved or refused call never
+                    // reaches here: the gate runs the one, the other was
+                    // refused above).
+                    _ => {
                         let approval_id = rein_wire::ids::new_id();
                         self.append(vec![Event::ApprovalRequested {
                             approval_id: approval_id.clone(),
@@ -1935,11 +1938,7 @@ fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalState {
             && *a == approval_id
         {
             if decision == "approved" {
-                let scope = match lease.as_deref() {
-                    Some("tool") => rein_approvals::LeaseScope::Tool,
-                    Some("run") => rein_approvals::LeaseScope::Run,
-                    _ => rein_approvals::LeaseScope::Once,
-                };
+                let scope = rein_approvals::LeaseScope::from_stored(lease.as_deref().unwrap_or(""));
                 return ApprovalState::Approved { scope };
             }
             return ApprovalState::Refused {
@@ -1948,17 +1947,6 @@ fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalState {
         }
     }
     ApprovalState::Pending { approval_id }
-}
-
-fn approval_tool(events: &[StoredEvent], approval_id: &str) -> Option<String> {
-    events.iter().find_map(|e| match &e.event {
-        Event::ApprovalRequested {
-            approval_id: a,
-            tool,
-            ..
-        } if a == approval_id => Some(tool.clone()),
-        _ => None,
-    })
 }
 
 /// The built-in tool that pages through an offloaded result.

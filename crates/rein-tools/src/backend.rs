@@ -126,7 +126,10 @@ pub trait ToolBackend: Send + Sync {
 
     /// The permission class of this call. Validates the arguments first:
     /// an unknown tool or invalid arguments is an `Err` with a code the
-    /// model can read (`tool_not_found`, `tool_arguments_invalid`).
+    /// model can read (`tool_not_found`, `tool_arguments_invalid`), and so
+    /// is a call that could never run (the tool's own code, e.g.
+    /// `outside_root`): the runner refuses it before gating it, so a
+    /// person is never asked about it.
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError>;
 
     /// Run a call whose arguments passed [`ToolBackend::permission`].

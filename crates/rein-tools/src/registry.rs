@@ -31,6 +31,16 @@ pub trait Tool: Send + Sync + 'static {
     /// The permission class of a call with `input`.
     fn permission(&self, input: &Self::Input) -> PermissionClass;
 
+    /// Refuse a call that could never run (a path outside the tool's
+    /// root, a file that does not exist), before it is gated and before a
+    /// person is asked about it: a person is asked only about what could
+    /// run. A courtesy, not a guard — `invoke` must still refuse on what it
+    /// actually touches, since the world may change between the two.
+    /// Default: nothing is refused here.
+    fn precheck(&self, _input: &Self::Input) -> Result<(), AgentError> {
+        Ok(())
+    }
+
     /// Whether its results may be cached per revision (reads only).
     fn cacheable(&self) -> bool {
         false
@@ -177,6 +187,7 @@ impl<T: Tool> ErasedTool for Typed<T> {
         }
         let input: T::Input = serde_json::from_value(args.clone())
             .map_err(|e| invalid(self.tool.name(), e.to_string()))?;
+        self.tool.precheck(&input)?;
         Ok(self.tool.permission(&input))
     }
 

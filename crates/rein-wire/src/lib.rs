@@ -17,6 +17,7 @@ pub mod ids;
 mod message;
 mod request;
 mod usage;
+pub mod visible;
 
 pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
 pub use error::{AgentError, ErrorCode};

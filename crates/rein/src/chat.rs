@@ -24,6 +24,7 @@ use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, UiEvent, UiKi
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
 use rein_testing::ScriptedBrain;
+use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
 use serde_json::json;
 
@@ -223,7 +224,8 @@ fn print_event(
     };
     match &event.kind {
         UiKind::TextDelta { text } => {
-            out.write_all(text.as_bytes()).map_err(io_error)?;
+            // Model text: its control characters are shown, never sent.
+            out.write_all(visible(text).as_bytes()).map_err(io_error)?;
             out.flush().map_err(io_error)?;
             *midline = !text.ends_with('\n');
         }
@@ -505,6 +507,8 @@ fn io_error(err: std::io::Error) -> AgentError {
     AgentError::new(codes::INTERNAL, format!("terminal I/O failed: {err}"))
 }
 
+/// Print a status line. Everything said goes through [`visible`]: status
+/// lines quote tool names, arguments and errors a model or provider wrote.
 fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
-    writeln!(info, "{text}").map_err(io_error)
+    writeln!(info, "{}", visible(text)).map_err(io_error)
 }

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use rein_sessions::{Event, Store, StoredEvent, TurnInfo};
+use rein_wire::visible::visible;
 use rein_wire::{AgentError, ContentBlock, error::codes};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Read a session's whole log.
 pub async fn whole_log(store: &dyn Store, id: &str) -> Result<Vec<StoredEvent>, AgentError> {
@@ -55,7 +56,14 @@ pub async fn list(
             .get("title")
             .and_then(|t| t.as_str())
             .unwrap_or("");
-        writeln!(out, "{}  {:>6} events  {}", s.id, s.head_seq, title).map_err(out_error)?;
+        writeln!(
+            out,
+            "{}  {:>6} events  {}",
+            s.id,
+            s.head_seq,
+            visible(title)
+        )
+        .map_err(out_error)?;
     }
     Ok(())
 }
@@ -82,8 +90,19 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
                 }
                 parts.join("\n")
             }
-            Event::ToolResult { status, source, .. } => {
-                format!("  result {status:?} ({source:?})").to_lowercase()
+            Event::ToolResult {
+                status,
+                source,
+                content,
+                ..
+            } => {
+                let head = format!("  result {status:?} ({source:?})").to_lowercase();
+                match (&content["error"]["code"], &content["error"]["message"]) {
+                    (Value::String(code), Value::String(message)) => {
+                        format!("{head}: {code}: {message}")
+                    }
+                    _ => head,
+                }
             }
             Event::ApprovalRequested {
                 tool, permission, ..
@@ -100,7 +119,9 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
             _ => String::new(),
         };
         if !line.is_empty() {
-            writeln!(out, "{line}").map_err(out_error)?;
+            // The transcript quotes the model: its control characters are
+            // shown, never sent to the terminal.
+            writeln!(out, "{}", visible(&line)).map_err(out_error)?;
         }
     }
     Ok(())
@@ -122,6 +143,7 @@ pub async fn tree(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
         .unwrap_or_default();
     while let Some((turn, depth)) = stack.pop() {
         let prompt: String = turn.prompt.chars().take(60).collect();
+        let prompt = visible(&prompt);
         let marker = if Some(turn.id.as_str()) == head {
             "  <- head"
         } else {

@@ -3,39 +3,15 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+use common::{rein, rein_at, run_with_stdin, stderr, stdout};
+
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 use serde_json::{Value, json};
-
-/// A `rein` command with its own empty home, so tests never touch the
-/// user's store.
-fn rein() -> Command {
-    let home = tempfile::tempdir().unwrap().keep();
-    rein_at(&home)
-}
-
-fn rein_at(home: &std::path::Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
-    cmd.env("REIN_HOME", home)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("REIN_OFFLINE")
-        .env_remove("REIN_LOG");
-    cmd
-}
-
-fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
 
 fn lines(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
@@ -259,14 +235,6 @@ async fn rein_offline_opens_no_socket() {
     assert!(err.contains("error[offline]"), "{err}");
     assert!(!err.contains("sk-offline-test"));
     assert_eq!(server.connections(), 0);
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

@@ -1,0 +1,237 @@
+//! The working directory's files as tools: the default tool set of
+//! `rein chat`.
+//!
+//! `read_file`, `list_files` and `search` read; `write_file` writes a
+//! source file (a person approves first); `delete_file` is destructive (a
+//! person approves first). Every path is resolved beneath the root the
+//! person named (`--root DIR`, default the current directory) by [`Root`],
+//! on the path actually opened: absolute paths, `..`, symbolic links and
+//! hard links that lead outside it are refused. A write or delete that
+//! could not run is refused before anyone is asked (`Tool::precheck`).
+//!
+//! Not here: the confinement itself (`root`), or who approves (the runner
+//! and `rein-approvals`).
+
+mod root;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rein_approvals::PermissionClass;
+use rein_tools::{Outcome, Registry, Tool, ToolContext};
+use rein_wire::{AgentError, ErrorCode};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+pub use root::{MAX_FILE_BYTES, MAX_LIST, Refused, Root};
+
+/// The most matching lines a search returns.
+const MAX_MATCHES: usize = 200;
+
+impl Refused {
+    fn outcome(self) -> Outcome {
+        Outcome::failed(self.code, self.message)
+    }
+
+    fn error(self) -> AgentError {
+        AgentError::new(ErrorCode::from_static(self.code), self.message)
+    }
+}
+
+/// The file tools over `root`.
+pub fn file_tools(root: Arc<Root>) -> Result<Registry, AgentError> {
+    Registry::new()
+        .with(ReadFile(root.clone()))?
+        .with(ListFiles(root.clone()))?
+        .with(Search(root.clone()))?
+        .with(WriteFile(root.clone()))?
+        .with(DeleteFile(root))
+}
+
+/// A file path, relative to the project root.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PathArg {
+    /// The path, relative to the project root.
+    pub path: String,
+}
+
+struct ReadFile(Arc<Root>);
+
+#[async_trait]
+impl Tool for ReadFile {
+    type Input = PathArg;
+    fn name(&self) -> &str {
+        "read_file"
+    }
+    fn description(&self) -> &str {
+        "Read a text file of the project."
+    }
+    fn permission(&self, _: &PathArg) -> PermissionClass {
+        PermissionClass::Read
+    }
+    async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
+        match self.0.read(&input.path) {
+            Ok(bytes) => {
+                Outcome::ok(json!({"path": input.path, "content": String::from_utf8_lossy(&bytes)}))
+            }
+            Err(refused) => refused.outcome(),
+        }
+    }
+}
+
+/// Which folder to list.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// A folder relative to the project root; the whole project when left out.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+struct ListFiles(Arc<Root>);
+
+#[async_trait]
+impl Tool for ListFiles {
+    type Input = ListArgs;
+    fn name(&self) -> &str {
+        "list_files"
+    }
+    fn description(&self) -> &str {
+        "List the project's files, or those under one folder (hidden files and target/ left out)."
+    }
+    fn permission(&self, _: &ListArgs) -> PermissionClass {
+        PermissionClass::Read
+    }
+    async fn invoke(&self, input: ListArgs, _: &ToolContext) -> Outcome {
+        let folder = input.path.as_deref().filter(|p| !p.is_empty() && *p != ".");
+        match self.0.walk(folder) {
+            Ok(files) => {
+                let truncated = files.len() >= MAX_LIST;
+                Outcome::ok(json!({"files": files, "truncated": truncated}))
+            }
+            Err(refused) => refused.outcome(),
+        }
+    }
+}
+
+/// What to look for.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// Text to find (case-sensitive).
+    pub query: String,
+}
+
+struct Search(Arc<Root>);
+
+#[async_trait]
+impl Tool for Search {
+    type Input = SearchArgs;
+    fn name(&self) -> &str {
+        "search"
+    }
+    fn description(&self) -> &str {
+        "Find lines containing some text in the project's files."
+    }
+    fn permission(&self, _: &SearchArgs) -> PermissionClass {
+        PermissionClass::Read
+    }
+    async fn invoke(&self, input: SearchArgs, _: &ToolContext) -> Outcome {
+        if input.query.is_empty() {
+            return Outcome::failed("empty_query", "give some text to search for");
+        }
+        let files = match self.0.walk(None) {
+            Ok(files) => files,
+            Err(refused) => return refused.outcome(),
+        };
+        let mut matches = Vec::new();
+        let mut skipped: Vec<String> = Vec::new();
+        'files: for file in files {
+            // The same guarded read as read_file: a hard link to an
+            // outside file is skipped and named, never searched.
+            let bytes = match self.0.read(&file) {
+                Ok(bytes) => bytes,
+                Err(refused) => {
+                    if refused.code == "hard_link" {
+                        skipped.push(file);
+                    }
+                    continue;
+                }
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            for (n, line) in text.lines().enumerate() {
+                if line.contains(&input.query) {
+                    matches.push(json!({"path": file, "line": n + 1, "text": line.chars().take(300).collect::<String>()}));
+                    if matches.len() >= MAX_MATCHES {
+                        break 'files;
+                    }
+                }
+            }
+        }
+        let mut result = json!({"matches": matches});
+        if !skipped.is_empty() {
+            result["skipped_hard_links"] = json!(skipped);
+        }
+        Outcome::ok(result)
+    }
+}
+
+/// A file to write.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteArgs {
+    /// The path, relative to the project root.
+    pub path: String,
+    /// The file's new content.
+    pub content: String,
+}
+
+struct WriteFile(Arc<Root>);
+
+#[async_trait]
+impl Tool for WriteFile {
+    type Input = WriteArgs;
+    fn name(&self) -> &str {
+        "write_file"
+    }
+    fn description(&self) -> &str {
+        "Write (create or replace) a file of the project. The person approves it first."
+    }
+    fn permission(&self, _: &WriteArgs) -> PermissionClass {
+        PermissionClass::SourceFileWrite
+    }
+    fn precheck(&self, input: &WriteArgs) -> Result<(), AgentError> {
+        self.0.precheck_write(&input.path).map_err(Refused::error)
+    }
+    async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
+        match self.0.write(&input.path, input.content.as_bytes()) {
+            Ok(()) => Outcome::ok(json!({"written": input.path, "bytes": input.content.len()})),
+            Err(refused) => refused.outcome(),
+        }
+    }
+}
+
+struct DeleteFile(Arc<Root>);
+
+#[async_trait]
+impl Tool for DeleteFile {
+    type Input = PathArg;
+    fn name(&self) -> &str {
+        "delete_file"
+    }
+    fn description(&self) -> &str {
+        "Delete a file of the project (cannot be undone). The person approves it first."
+    }
+    fn permission(&self, _: &PathArg) -> PermissionClass {
+        PermissionClass::Destructive
+    }
+    fn precheck(&self, input: &PathArg) -> Result<(), AgentError> {
+        self.0.precheck_delete(&input.path).map_err(Refused::error)
+    }
+    async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
+        match self.0.remove(&input.path) {
+            Ok(()) => Outcome::ok(json!({"deleted": input.path})),
+            Err(refused) => refused.outcome(),
+        }
+    }
+}

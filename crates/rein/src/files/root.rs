@@ -1,0 +1,354 @@
+//! The project root the file tools are confined to, and every file
+//! operation they make through it.
+//!
+//! Confinement is decided on the path actually opened, never on an earlier
+//! check: the root is an open directory handle (`cap_std::fs::Dir`), and
+//! every open, create, mkdir and unlink resolves its path beneath that
+//! handle (`openat2` with `RESOLVE_BENEATH` where the kernel has it,
+//! cap-std's own component-by-component walk elsewhere). A `..`, an
+//! absolute path or a symbolic link — existing or dangling, relative or
+//! absolute — that would lead outside the root fails at the open itself.
+//! Hard links cannot be told apart from their outside twin by path, so a
+//! file with more than one link is refused (reads unless the product
+//! allows them, writes always), decided on the opened file's own `fstat`.
+//!
+//! [`Root::precheck_write`] and [`Root::precheck_delete`] answer "could
+//! this run?" before a person is asked; they are a courtesy, not the
+//! guard: the operation itself checks again.
+//!
+//! Not here: what the tools say to the model (`super`), or policy about
+//! which writes need a person (`rein-approvals`).
+
+use std::io::{self, Read as _, Write as _};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
+use rein_wire::AgentError;
+
+/// The largest file the tools read or search.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// The most files a listing or a search visits.
+pub const MAX_LIST: usize = 2_000;
+
+/// Why a file operation did not happen: a stable code for the model and
+/// a sentence for it and the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The stable code (`outside_root`, `hard_link`, `not_found`, …).
+    pub code: &'static str,
+    /// What happened.
+    pub message: String,
+}
+
+impl Refused {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Refused {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn outside(path: &str) -> Self {
+        Refused::new(
+            "outside_root",
+            format!("`{path}` leads outside the project root"),
+        )
+    }
+
+    fn hard_link(path: &str, links: u64) -> Self {
+        Refused::new(
+            "hard_link",
+            format!(
+                "`{path}` is a hard link ({links} names for one file): another name may be outside the project root, so rein does not touch it"
+            ),
+        )
+    }
+
+    /// An I/O error of an operation `doing` (`read`, `write`, `delete`)
+    /// on `path`, with cap-std's confinement refusal told apart.
+    fn io(path: &str, doing: &str, code: &'static str, err: &io::Error) -> Self {
+        // cap-std reports an escape as PermissionDenied without an OS
+        // error number; a real EACCES always carries one.
+        if err.kind() == io::ErrorKind::PermissionDenied && err.raw_os_error().is_none() {
+            return Refused::outside(path);
+        }
+        if err.kind() == io::ErrorKind::NotFound {
+            return Refused::new(
+                "not_found",
+                format!("cannot {doing} `{path}`: no such file"),
+            );
+        }
+        if err.raw_os_error() == Some(libc::ENXIO) {
+            return Refused::new("not_a_file", format!("`{path}` is not a regular file"));
+        }
+        Refused::new(code, format!("cannot {doing} `{path}`: {err}"))
+    }
+}
+
+/// The root the tools may touch.
+#[derive(Debug)]
+pub struct Root {
+    dir: Dir,
+    path: PathBuf,
+    hard_links_readable: bool,
+    /// Bumped by every write, for the result cache.
+    revision: AtomicU64,
+}
+
+impl Root {
+    /// A root at `dir`, which must be an existing directory.
+    pub fn new(dir: &Path) -> Result<Self, AgentError> {
+        let bad = |why: String| {
+            AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("cannot use {} as the root: {why}", dir.display()),
+            )
+        };
+        let path = dir.canonicalize().map_err(|e| bad(e.to_string()))?;
+        if !path.is_dir() {
+            return Err(bad("it is not a directory".into()));
+        }
+        let handle =
+            Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| bad(e.to_string()))?;
+        Ok(Root {
+            dir: handle,
+            path,
+            hard_links_readable: false,
+            revision: AtomicU64::new(0),
+        })
+    }
+
+    /// Let the tools read files with more than one hard link (a product
+    /// that knows its tree has no outside twins). Writes to them are
+    /// refused whatever this says.
+    pub fn read_hard_links(mut self, allow: bool) -> Self {
+        self.hard_links_readable = allow;
+        self
+    }
+
+    /// The root's real path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The write counter (the result cache's revision).
+    pub fn revision(&self) -> u64 {
+        self.revision.load(Ordering::SeqCst)
+    }
+
+    /// `path` as a relative path inside the root, or why not. Decides on
+    /// the words only: empty, absolute and `..` paths never reach a system
+    /// call.
+    fn relative<'p>(&self, path: &'p str) -> Result<&'p Path, Refused> {
+        let rel = Path::new(path);
+        let lexical_ok = !path.is_empty()
+            && rel
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if lexical_ok {
+            Ok(rel)
+        } else {
+            Err(Refused::new(
+                "outside_root",
+                format!("`{path}` is not a path inside the project root"),
+            ))
+        }
+    }
+
+    /// Read a whole regular file (at most [`MAX_FILE_BYTES`]).
+    pub fn read(&self, path: &str) -> Result<Vec<u8>, Refused> {
+        let rel = self.relative(path)?;
+        let mut options = OpenOptions::new();
+        // Non-blocking: a FIFO planted in the tree cannot hang the read.
+        options
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+        let file = self
+            .dir
+            .open_with(rel, &options)
+            .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
+        if !meta.is_file() {
+            return Err(Refused::new(
+                "not_a_file",
+                format!("`{path}` is not a file"),
+            ));
+        }
+        let links = cap_std::fs::MetadataExt::nlink(&meta);
+        if links > 1 && !self.hard_links_readable {
+            return Err(Refused::hard_link(path, links));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(Refused::new(
+                "too_large",
+                format!(
+                    "`{path}` is {} bytes; the limit is {MAX_FILE_BYTES}",
+                    meta.len()
+                ),
+            ));
+        }
+        let mut bytes = Vec::new();
+        file.into_std()
+            .take(MAX_FILE_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
+        Ok(bytes)
+    }
+
+    /// Could a write of `path` run? The components that exist must stay
+    /// inside the root; a symbolic link on the way must lead to something
+    /// that exists inside it; an existing target must be a regular file
+    /// with one link.
+    pub fn precheck_write(&self, path: &str) -> Result<(), Refused> {
+        let rel = self.relative(path)?;
+        let mut prefix = PathBuf::new();
+        for part in rel.components() {
+            prefix.push(part);
+            let here = match self.dir.symlink_metadata(&prefix) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(Refused::io(path, "write", "write_failed", &e)),
+            };
+            if here.is_symlink() {
+                match self.dir.metadata(&prefix) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Err(Refused::new(
+                            "dangling_link",
+                            format!(
+                                "`{}` is a symbolic link to nothing; rein does not create files through links",
+                                prefix.display()
+                            ),
+                        ));
+                    }
+                    Err(e) => return Err(Refused::io(path, "write", "write_failed", &e)),
+                }
+            }
+        }
+        let meta = self
+            .dir
+            .metadata(rel)
+            .map_err(|e| Refused::io(path, "write", "write_failed", &e))?;
+        if !meta.is_file() {
+            return Err(Refused::new(
+                "not_a_file",
+                format!("`{path}` is not a file"),
+            ));
+        }
+        let links = cap_std::fs::MetadataExt::nlink(&meta);
+        if links > 1 {
+            return Err(Refused::hard_link(path, links));
+        }
+        Ok(())
+    }
+
+    /// Create or replace a regular file with `bytes`, creating its folders.
+    pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), Refused> {
+        let rel = self.relative(path)?;
+        let failed = |e: io::Error| Refused::io(path, "write", "write_failed", &e);
+        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.dir.create_dir_all(parent).map_err(failed)?;
+        }
+        let mut options = OpenOptions::new();
+        // No truncation yet: the opened file is checked before it changes.
+        options
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+        let file = self.dir.open_with(rel, &options).map_err(failed)?;
+        let meta = file.metadata().map_err(failed)?;
+        if !meta.is_file() {
+            return Err(Refused::new(
+                "not_a_file",
+                format!("`{path}` is not a file"),
+            ));
+        }
+        let links = cap_std::fs::MetadataExt::nlink(&meta);
+        if links > 1 {
+            return Err(Refused::hard_link(path, links));
+        }
+        let mut file = file.into_std();
+        file.set_len(0).map_err(failed)?;
+        file.write_all(bytes).map_err(failed)?;
+        self.revision.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Could a delete of `path` run? It must exist inside the root and
+    /// not be a folder.
+    pub fn precheck_delete(&self, path: &str) -> Result<(), Refused> {
+        let rel = self.relative(path)?;
+        let meta = self
+            .dir
+            .symlink_metadata(rel)
+            .map_err(|e| Refused::io(path, "delete", "delete_failed", &e))?;
+        if meta.is_dir() {
+            return Err(Refused::new("not_a_file", format!("`{path}` is a folder")));
+        }
+        Ok(())
+    }
+
+    /// Remove a file (a symbolic link is removed itself, never its target).
+    pub fn remove(&self, path: &str) -> Result<(), Refused> {
+        let rel = self.relative(path)?;
+        self.dir
+            .remove_file(rel)
+            .map_err(|e| Refused::io(path, "delete", "delete_failed", &e))?;
+        self.revision.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// The regular files under `folder` (`None`: the whole root), hidden
+    /// names and `target/` left out, symbolic links not followed, in name
+    /// order, at most [`MAX_LIST`]. Paths are relative to the root.
+    pub fn walk(&self, folder: Option<&str>) -> Result<Vec<String>, Refused> {
+        let start = match folder {
+            Some(path) => {
+                let rel = self.relative(path)?;
+                Some(
+                    self.dir
+                        .open_dir(rel)
+                        .map_err(|e| Refused::io(path, "list", "list_failed", &e))?,
+                )
+            }
+            None => None,
+        };
+        let base = folder.map(PathBuf::from).unwrap_or_default();
+        let mut out = Vec::new();
+        walk_into(start.as_ref().unwrap_or(&self.dir), &base, &mut out);
+        Ok(out)
+    }
+}
+
+fn walk_into(dir: &Dir, at: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = dir.entries() else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        if out.len() >= MAX_LIST {
+            return;
+        }
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || name == "target" {
+            continue;
+        }
+        // The entry's own type: a symbolic link is neither file nor folder.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = at.join(&name);
+        if kind.is_dir() {
+            if let Ok(sub) = entry.open_dir() {
+                walk_into(&sub, &path, out);
+            }
+        } else if kind.is_file() {
+            out.push(path.to_string_lossy().into_owned());
+        }
+    }
+}

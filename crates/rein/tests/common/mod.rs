@@ -1,0 +1,75 @@
+//! What the `rein` binary's tests share: a command with its own home, a
+//! run with piped stdin, its output as text.
+
+#![allow(dead_code, reason = "each test file uses a part of it")]
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// A `rein` command with its own empty home, so tests never touch the
+/// user's store.
+pub fn rein() -> Command {
+    let home = tempfile::tempdir().unwrap().keep();
+    rein_at(&home)
+}
+
+/// A `rein` command on the store in `home`, with no provider key and no
+/// switches inherited from the environment.
+pub fn rein_at(home: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env("REIN_HOME", home)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("REIN_OFFLINE")
+        .env_remove("REIN_LOG");
+    cmd
+}
+
+/// Run `cmd` with `stdin` piped in and wait for it.
+pub fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// What it printed on stdout.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What it printed on stderr.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The session a chat names in its closing line (`rein chat --resume ID)`).
+pub fn session_of(out: &Output) -> String {
+    let err = stderr(out);
+    err.split("rein chat --resume ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no session named in:\n{err}"))
+        .split([')', '\n', ' '])
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// The pending approval a chat names when stdin ended at its prompt:
+/// `(session, approval)`.
+pub fn pending_of(out: &Output) -> (String, String) {
+    let err = stderr(out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("Decide with: rein approve"))
+        .unwrap_or_else(|| panic!("no pending approval in:\n{err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "approve").unwrap();
+    (words[at + 1].to_owned(), words[at + 2].to_owned())
+}
