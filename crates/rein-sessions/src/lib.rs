@@ -13,6 +13,7 @@
 
 mod artifact;
 mod event;
+mod holder;
 pub mod home;
 mod memory;
 mod projection;
@@ -24,6 +25,7 @@ mod validate;
 
 pub use artifact::hash_hex;
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
+pub use holder::ProcessMark;
 pub use memory::MemoryStore;
 pub use projection::history;
 pub use sqlite::{Durability, SqliteStore};

@@ -239,7 +239,7 @@ impl Store for MemoryStore {
             .ok_or_else(|| not_found(session))?;
         let now = now_ms();
         if let Some(current) = &s.lease
-            && current.expires_ms > now
+            && !crate::validate::may_take_over(current, now)
         {
             return Err(crate::validate::locked(current));
         }

@@ -495,7 +495,7 @@ impl Store for SqliteStore {
         }
         let now = now_ms();
         if let Some(row) = sqlx::query(
-            "SELECT holder, token, acquired_ms, expires_ms FROM session_locks WHERE session_id = ?",
+            "SELECT holder, token, acquired_ms, expires_ms, process FROM session_locks WHERE session_id = ?",
         )
         .bind(session)
         .fetch_optional(&mut *tx)
@@ -508,23 +508,34 @@ impl Store for SqliteStore {
                 token: row.try_get("token").map_err(db_error)?,
                 acquired_ms: row.try_get("acquired_ms").map_err(db_error)?,
                 expires_ms: row.try_get("expires_ms").map_err(db_error)?,
+                // A mark this rein cannot read proves nothing: wait for expiry.
+                process: row
+                    .try_get::<Option<String>, _>("process")
+                    .map_err(db_error)?
+                    .and_then(|json| serde_json::from_str(&json).ok()),
             };
-            if current.expires_ms > now {
+            if !crate::validate::may_take_over(&current, now) {
                 return Err(locked(&current));
             }
-            tracing::info!(session, previous = %current.holder, "taking over an expired session lease");
+            tracing::info!(session, previous = %current.holder, "taking over a lapsed session lease (expired, or its holder is provably dead)");
         }
         let lease = new_lease(session, holder, ttl, now);
         sqlx::query(
-            "INSERT INTO session_locks (session_id, holder, token, acquired_ms, expires_ms) VALUES (?, ?, ?, ?, ?) \
+            "INSERT INTO session_locks (session_id, holder, token, acquired_ms, expires_ms, process) VALUES (?, ?, ?, ?, ?, ?) \
              ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token, \
-             acquired_ms = excluded.acquired_ms, expires_ms = excluded.expires_ms",
+             acquired_ms = excluded.acquired_ms, expires_ms = excluded.expires_ms, process = excluded.process",
         )
         .bind(session)
         .bind(&lease.holder)
         .bind(&lease.token)
         .bind(lease.acquired_ms)
         .bind(lease.expires_ms)
+        .bind(
+            lease
+                .process
+                .as_ref()
+                .and_then(|mark| serde_json::to_string(mark).ok()),
+        )
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;

@@ -98,6 +98,9 @@ pub struct Lease {
     pub acquired_ms: i64,
     /// When it lapses unless renewed (ms since the epoch).
     pub expires_ms: i64,
+    /// The process that took it, where the store's host can tell: a
+    /// holder provably dead on the same host loses the lease at once.
+    pub process: Option<crate::ProcessMark>,
 }
 
 /// A stored artifact.

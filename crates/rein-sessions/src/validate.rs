@@ -28,18 +28,30 @@ pub(crate) fn new_lease(session: &str, holder: &str, ttl: Duration, now: i64) ->
         token: rein_wire::ids::new_id(),
         acquired_ms: now,
         expires_ms: now.saturating_add(ttl_ms(ttl)),
+        process: crate::ProcessMark::current(),
     }
+}
+
+/// Whether `current` may be taken over at `now`: it has expired, or the
+/// process holding it is provably dead on this host.
+pub(crate) fn may_take_over(current: &Lease, now: i64) -> bool {
+    current.expires_ms <= now
+        || current
+            .process
+            .as_ref()
+            .is_some_and(crate::ProcessMark::provably_dead)
 }
 
 pub(crate) fn locked(current: &Lease) -> AgentError {
     AgentError::new(
         codes::SESSION_LOCKED,
         format!(
-            "session {} is locked by `{}` since {} (lease expires at {})",
+            "session {} is locked by `{}` since {}; the lease expires at {} (in {}) unless its holder renews it",
             current.session_id,
             current.holder,
-            format_ms(current.acquired_ms),
-            format_ms(current.expires_ms)
+            local_time(current.acquired_ms),
+            local_time(current.expires_ms),
+            until(current.expires_ms, now_ms()),
         ),
     )
     .with_field("holder", current.holder.clone())
@@ -57,8 +69,25 @@ pub(crate) fn lease_lost(session: &str) -> AgentError {
 }
 
 /// Seconds since the epoch with milliseconds, for messages.
-fn format_ms(ms: i64) -> String {
-    format!("{}.{:03}s after the epoch", ms / 1000, ms.rem_euclid(1000))
+/// A moment as a person reads it: local date and time with the zone.
+fn local_time(ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(at) => at
+            .to_zoned(jiff::tz::TimeZone::system())
+            .strftime("%Y-%m-%d %H:%M:%S %Z")
+            .to_string(),
+        Err(_) => format!("{ms} ms after the epoch"),
+    }
+}
+
+/// How long from `now` until `then`, in whole seconds (`0s` when past).
+fn until(then: i64, now: i64) -> String {
+    let secs = then.saturating_sub(now).max(0) / 1000;
+    match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s}s"),
+        (h, m, _) => format!("{h}h {m}m"),
+    }
 }
 
 /// Check an append before it is written: the session's own events only

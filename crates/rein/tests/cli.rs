@@ -703,3 +703,66 @@ async fn the_file_tools_meet_the_backend_contract_and_stay_inside_the_root() {
         "s"
     );
 }
+
+/// Start `rein chat` on a pipe and wait for its `you> ` prompt: the
+/// child holds the session's lease from then on. Returns the child and its
+/// session id.
+fn chat_waiting_at_its_prompt(
+    home: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Child, String) {
+    use std::io::Read as _;
+    let mut child = rein_at(home)
+        .args(["chat", "--scripted"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 1024];
+    while !seen.contains("you> ") {
+        let n = err.read(&mut buf).unwrap();
+        assert!(n > 0, "the chat ended before its prompt: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let session = seen
+        .split("· session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session in: {seen}"))
+        .to_owned();
+    (child, session)
+}
+
+#[test]
+fn a_killed_chat_leaves_its_session_to_the_next_at_once_and_a_live_one_keeps_it() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut first, session) = chat_waiting_at_its_prompt(home.path(), &[]);
+    // While it lives, the session is locked; the refusal reads as a person
+    // reads time.
+    let out = rein_at(home.path())
+        .args(["chat", "--scripted", "--resume", &session, "-p", "hello"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("error[session_locked]"), "{err}");
+    assert!(
+        err.contains("expires at") && err.contains("(in 1m 5"),
+        "{err}"
+    );
+    assert!(!err.contains("after the epoch"), "{err}");
+    // Killed, it cannot renew or release; the next chat takes over at once
+    // (the lease's 120 s have not run).
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = rein_at(home.path())
+        .args(["chat", "--scripted", "--resume", &session, "-p", "hello"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Hello!"), "{}", stdout(&out));
+}
