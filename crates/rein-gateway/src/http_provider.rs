@@ -217,6 +217,11 @@ fn call(
                     retry_after = retry_after_of(response.headers());
                     failure = status_error(response, &config, deadline).await;
                 }
+                Ok(response) if not_event_stream(response.headers()).is_some() => {
+                    let media = not_event_stream(response.headers()).unwrap_or_default();
+                    failure = not_sse_error(media, response, &config, deadline).await;
+                    retry_after = None;
+                }
                 Ok(response) => {
                     let bytes = body_chunks(response, config.timeouts.idle, deadline);
                     let mut events = Box::pin(decode_stream(config.api, bytes, config.sse));
@@ -399,21 +404,26 @@ fn retry_after_of(headers: &http::HeaderMap) -> Option<Duration> {
     {
         return Some(Duration::from_secs_f64(ms / 1000.0));
     }
-    headers
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(Duration::from_secs_f64)
+    let value = headers.get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    // The other form RFC 9110 allows: an HTTP date. A date in the past
+    // means "now"; the caller caps a far one like the seconds form.
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
-/// The error for a non-2xx answer, with the provider's message.
-async fn status_error(
+/// The first [`ERROR_BODY_LIMIT`] bytes of a body that is not a stream
+/// (an error or something else), read under the idle timeout.
+async fn body_head(
     response: reqwest::Response,
     config: &ProviderConfig,
     deadline: Instant,
-) -> AgentError {
-    let status = response.status().as_u16();
+) -> Vec<u8> {
     let idle = Instant::now() + config.timeouts.idle;
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
@@ -424,6 +434,59 @@ async fn status_error(
         }
     }
     body.truncate(ERROR_BODY_LIMIT);
+    body
+}
+
+/// The media type of a response that declares one other than
+/// `text/event-stream` (`None`: SSE, or nothing declared — then the
+/// framing's own check decides).
+fn not_event_stream(headers: &http::HeaderMap) -> Option<String> {
+    let declared = headers.get(http::header::CONTENT_TYPE)?;
+    let media = declared
+        .to_str()
+        .unwrap_or("(unreadable)")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    (media != "text/event-stream").then_some(media)
+}
+
+/// The error for a 2xx answer that is not an event stream: a web page, a
+/// proxy's login form, a JSON document. Not retryable: asking again gets
+/// the same page.
+async fn not_sse_error(
+    media: String,
+    response: reqwest::Response,
+    config: &ProviderConfig,
+    deadline: Instant,
+) -> AgentError {
+    let status = response.status().as_u16();
+    let body = body_head(response, config, deadline).await;
+    let quoted: String = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(120).collect());
+    AgentError::new(
+        codes::STREAM_NOT_SSE,
+        format!(
+            "the provider answered HTTP {status} with `{media}`, not an event stream: {}",
+            rein_wire::visible::visible(quoted.trim())
+        ),
+    )
+    .with_field("status", status)
+    .with_field("content_type", media)
+}
+
+/// The error for a non-2xx answer, with the provider's message.
+async fn status_error(
+    response: reqwest::Response,
+    config: &ProviderConfig,
+    deadline: Instant,
+) -> AgentError {
+    let status = response.status().as_u16();
+    let body = body_head(response, config, deadline).await;
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let kind = error

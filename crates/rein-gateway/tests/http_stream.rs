@@ -599,3 +599,74 @@ async fn dropping_the_stream_cancels_the_request() {
         .await
         .expect("the server's response was not cancelled");
 }
+
+#[tokio::test]
+async fn retry_after_as_an_http_date_is_honoured_and_capped() {
+    // An hour ahead: beyond the bound, so not waited for — and read as
+    // about 3,600 s, not ignored.
+    let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(3600));
+    let server = FakeServer::start(vec![
+        Reply::status(
+            429,
+            r#"{"error":{"message":"later","type":"rate_limit_error"}}"#,
+        )
+        .header("retry-after", &later),
+    ])
+    .await
+    .unwrap();
+    let provider = HttpProvider::new(config(WireApi::OpenAiChat, &server)).unwrap();
+    let (_, err) = collect(&provider).await;
+    let err = err.unwrap();
+    assert_eq!(err.code, codes::RATE_LIMITED);
+    let waited = err.detail.as_ref().unwrap()["retry_after_s"]
+        .as_f64()
+        .unwrap();
+    assert!((3500.0..=3601.0).contains(&waited), "{waited}");
+    assert_eq!(server.requests().len(), 1);
+    // A date already past means "now": retried, and it succeeds.
+    let past = httpdate::fmt_http_date(std::time::SystemTime::now() - Duration::from_secs(60));
+    let server = FakeServer::start(vec![
+        Reply::status(503, "busy").header("retry-after", &past),
+        Reply::sse(body_for(
+            WireApi::OpenAiChat,
+            &ScriptedMessage::text(&["ok"]),
+        )),
+    ])
+    .await
+    .unwrap();
+    let provider = HttpProvider::new(config(WireApi::OpenAiChat, &server)).unwrap();
+    let (events, err) = collect(&provider).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(assemble(&events).text(), "ok");
+}
+
+#[tokio::test]
+async fn a_success_that_is_not_an_event_stream_is_its_own_error_and_not_retried() {
+    let not_streams = [
+        Reply::status(200, "<!DOCTYPE html><html><body>Sign in</body></html>")
+            .header("content-type", "text/html; charset=utf-8"),
+        // Declared as SSE, but random bytes.
+        Reply::sse(
+            String::from_utf8_lossy(&[0x9c, 0x00, 0x13, 0xfe, 0x41, 0x0a, 0x42]).into_owned(),
+        ),
+        Reply::sse("<html><body>proxy error</body></html>\n"),
+        Reply::sse("{\"id\":\"x\",\"object\":\"chat.completion\"}"),
+    ];
+    for reply in not_streams {
+        for api in APIS {
+            let mut reply = reply.clone();
+            // `Reply::status` adds a JSON content type first; keep the last.
+            if reply.headers.len() > 1 {
+                reply.headers.remove(0);
+            }
+            let server = FakeServer::start(vec![reply.clone(), reply]).await.unwrap();
+            let provider = HttpProvider::new(config(api, &server)).unwrap();
+            let (events, err) = collect(&provider).await;
+            let err = err.unwrap();
+            assert_eq!(err.code, codes::STREAM_NOT_SSE, "{api}: {err:?}");
+            assert!(!err.retryable, "{api}");
+            assert!(events.is_empty(), "{api}");
+            assert_eq!(server.requests().len(), 1, "{api}: not retried");
+        }
+    }
+}

@@ -175,8 +175,9 @@ fn lines_beyond_the_bound_end_the_stream_with_a_code() {
     let limits = SseLimits {
         max_line_bytes: 100,
     };
-    let chunks: Vec<Result<Bytes, AgentError>> =
-        (0..10).map(|_| Ok(Bytes::from(vec![b'a'; 30]))).collect();
+    let chunks: Vec<Result<Bytes, AgentError>> = std::iter::once(Ok(Bytes::from("data: ")))
+        .chain((0..10).map(|_| Ok(Bytes::from(vec![b'a'; 30]))))
+        .collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -136,6 +136,9 @@ registry! {
         "Reading the provider's stream failed", "Try again; the connection failed mid-stream.";
     STREAM_MALFORMED = "stream_malformed", 502, false,
         "The provider sent data rein cannot read", "Capture the stream (`rein wire decode`) and report it.";
+    STREAM_NOT_SSE = "stream_not_sse", 502, false,
+        "The answer is not an event stream",
+        "Check the base URL: it may lead to a web page, a proxy or a file that is not a model API's stream.";
     STREAM_LINE_TOO_LONG = "stream_line_too_long", 502, false,
         "A line of the stream exceeded the size bound", "Raise the gateway's max line size if the provider legitimately sends such lines.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,

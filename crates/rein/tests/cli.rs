@@ -89,10 +89,27 @@ fn wire_decode_fails_cleanly_on_garbage() {
     assert_eq!(error["code"], "stream_malformed");
     assert!(String::from_utf8_lossy(&out.stderr).contains("error[stream_malformed]"));
 
-    // A body with no events at all is a truncated stream.
+    // A body that is not SSE at all says so (not "the connection was cut").
+    for body in [
+        &b"hello, I am not SSE at all"[..],
+        b"\x7fELF\x02\x01\x01\x00\x00\x00",
+        b"<!DOCTYPE html>\n<html></html>\n",
+    ] {
+        let mut cmd = rein();
+        cmd.args(["wire", "decode", "--api", "openai-responses", "-"]);
+        let out = run_with_stdin(cmd, body);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("error[stream_not_sse]"), "{err}");
+        assert!(!err.contains('\u{7f}'), "the quote is made visible: {err}");
+    }
+    // A stream of events cut before its end is truncated.
     let mut cmd = rein();
-    cmd.args(["wire", "decode", "--api", "openai-responses", "-"]);
-    let out = run_with_stdin(cmd, b"hello, I am not SSE at all");
+    cmd.args(["wire", "decode", "--api", "openai-chat", "-"]);
+    let out = run_with_stdin(
+        cmd,
+        b": keep-alive\n\ndata: {\"id\":\"c\",\"choices\":[]}\n\n",
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error[stream_truncated]"));
 
