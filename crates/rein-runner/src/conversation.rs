@@ -1009,6 +1009,26 @@ impl Conversation {
         (system, tools)
     }
 
+    /// A backend's `tool_not_found` lists only the backend's tools; the
+    /// model was also offered rein's own, so they are named too.
+    fn naming_builtins(&self, mut err: AgentError) -> AgentError {
+        if err.code.as_str() != rein_tools::NOT_FOUND {
+            return err;
+        }
+        let mut own = vec![READ_RESULT];
+        if self.deferred(self.backend.catalog(&self.policy).len()) {
+            own.extend([LOAD_TOOL, CALL_TOOL]);
+        }
+        if self.delegation.is_some() {
+            own.push(crate::subagent::DELEGATE);
+        }
+        if !self.backend.skills().is_empty() {
+            own.push(READ_SKILL);
+        }
+        err.message = format!("{}; rein's own: {}", err.message, own.join(", "));
+        err
+    }
+
     fn deferred(&self, tools: usize) -> bool {
         match self.profile.tools {
             ToolLoading::Native => false,
@@ -1331,7 +1351,8 @@ impl Conversation {
                 (tool, args)
             };
             let checked = builtin_permission(&tool, &args)
-                .unwrap_or_else(|| self.backend.permission(&tool, &args));
+                .unwrap_or_else(|| self.backend.permission(&tool, &args))
+                .map_err(|err| self.naming_builtins(err));
             let class = match checked {
                 Ok(class) => class,
                 Err(err) => {

@@ -212,6 +212,12 @@ async fn an_approval_survives_a_restart_and_is_decided_only_from_a_surface() {
         .unwrap();
     assert_eq!(fake_tool.0, ToolStatus::Error);
     assert_eq!(fake_tool.1["error"]["code"], "tool_not_found");
+    // The model is told every tool it may call, rein's own included.
+    let told = fake_tool.1["error"]["message"].as_str().unwrap();
+    assert!(
+        told.contains("write_file") && told.contains("read_result"),
+        "{told}"
+    );
 
     // A person decides from the command line.
     rein_approvals::decide(

@@ -87,6 +87,16 @@ impl SqliteStore {
     /// Open the store in the home directory (`home/rein.db`), creating the
     /// directory if needed.
     pub async fn open_home(home: &Path) -> Result<Self, AgentError> {
+        if home.exists() && !home.is_dir() {
+            return Err(AgentError::new(
+                codes::STORE_UNAVAILABLE,
+                format!(
+                    "{} is a file, not a folder: rein's home must be a folder (it keeps {} there)",
+                    home.display(),
+                    crate::home::DB_FILE
+                ),
+            ));
+        }
         std::fs::create_dir_all(home).map_err(|err| {
             AgentError::new(
                 codes::STORE_UNAVAILABLE,

@@ -251,7 +251,9 @@ fn print_event(
             Some(c) => cost.0 += c,
             None => cost.1 = true,
         },
-        UiKind::Error { code, message } => line(format!("  error[{code}]: {message}"), midline)?,
+        // A failed model call ends the turn with the same error, which is
+        // told then; printing it here too would say it twice.
+        UiKind::Error { .. } => {}
         _ => {}
     }
     Ok(())
@@ -340,13 +342,9 @@ async fn settle(
                 }
             }
             TurnOutcome::Finished { .. } => break,
-            TurnOutcome::Error { error } => {
-                say(info, &format!("error[{}]: {}", error.code, error.message))?;
-                if let Some(hint) = rein_wire::error::lookup(&error.code) {
-                    say(info, &format!("  {}", hint.hint))?;
-                }
-                return Err(error);
-            }
+            // Told once, by whoever handles the error (the chat loop, or
+            // the `rein` command on its way out).
+            TurnOutcome::Error { error } => return Err(error),
             other => {
                 say(info, &format!("  [turn ended: {}]", other.name()))?;
                 break;
@@ -490,7 +488,13 @@ pub async fn run(
                 Err(err) if err.code == codes::LEASE_LOST || err.code == codes::SESSION_LOCKED => {
                     return Err(err);
                 }
-                Err(_) => {}
+                Err(err) if err.code == codes::OUTPUT_CLOSED => return Err(err),
+                Err(err) => {
+                    say(info, &format!("error[{}]: {}", err.code, err.message))?;
+                    if let Some(hint) = rein_wire::error::lookup(&err.code) {
+                        say(info, &format!("  {}", hint.hint))?;
+                    }
+                }
             }
         }
     }
@@ -504,7 +508,7 @@ pub async fn run(
 }
 
 fn io_error(err: std::io::Error) -> AgentError {
-    AgentError::new(codes::INTERNAL, format!("terminal I/O failed: {err}"))
+    crate::output::output_error(err)
 }
 
 /// Print a status line. Everything said goes through [`visible`]: status

@@ -11,7 +11,7 @@ use std::io::Write;
 use bytes::Bytes;
 use futures::StreamExt;
 use rein_gateway::{WireApi, decode_stream, sse::SseLimits};
-use rein_wire::{AgentError, Assembler, error::codes};
+use rein_wire::{AgentError, Assembler};
 use serde_json::{Value, json};
 
 /// The body is fed to the decoder in chunks of this size, as a network
@@ -85,6 +85,5 @@ pub async fn decode_to(
 }
 
 fn write_line(out: &mut impl Write, value: &Value) -> Result<(), AgentError> {
-    writeln!(out, "{value}")
-        .map_err(|err| AgentError::new(codes::INTERNAL, format!("could not write output: {err}")))
+    writeln!(out, "{value}").map_err(crate::output::output_error)
 }

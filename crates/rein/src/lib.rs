@@ -19,4 +19,5 @@ pub use rein_wire as wire;
 pub mod chat;
 pub mod decode_cmd;
 pub mod files;
+pub mod output;
 pub mod sessions_cmd;

@@ -1,6 +1,6 @@
 //! The `rein` command.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,7 +15,12 @@ use rein::wire::{AgentError, error::codes};
 
 /// rein, an agent harness runtime.
 #[derive(Debug, Parser)]
-#[command(name = "rein", version, about)]
+#[command(
+    name = "rein",
+    version,
+    about,
+    override_usage = "rein [OPTIONS] <COMMAND>"
+)]
 struct Cli {
     /// Where rein keeps its data (default: $REIN_HOME, else
     /// $XDG_DATA_HOME/rein, else ~/.local/share/rein).
@@ -150,6 +155,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -164,15 +170,28 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(dispatch(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader has what it wanted: end quietly, as Unix tools do.
+        Err(err) if err.code == codes::OUTPUT_CLOSED => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error[{}]: {}", err.code, err.message);
+            // Never panic on a closed stderr: the exit code still tells.
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "error[{}]: {}", err.code, err.message);
             if let Some(info) = rein::wire::error::lookup(&err.code) {
-                eprintln!("  {}", info.hint);
+                let _ = writeln!(stderr, "  {}", info.hint);
             }
             ExitCode::FAILURE
         }
     }
 }
+
+/// Print one line on stdout.
+fn say_out(line: &str) -> Result<(), AgentError> {
+    writeln!(std::io::stdout(), "{line}").map_err(rein::output::output_error)
+}
+
+/// The most `rein` reads from a file or stdin (a capture, a golden trace):
+/// far above any real one, and `/dev/zero` cannot grow memory without end.
+const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
 async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError> {
     let home = rein::sessions::home::resolve(home)?;
@@ -230,6 +249,12 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 } else {
                     rein_approvals::LeaseScope::Once
                 }),
+                "no" | "n" if always => {
+                    return Err(AgentError::new(
+                        codes::INVALID_INPUT,
+                        "--always goes with yes (approve this tool for the rest of the turn); a no is for this call only",
+                    ));
+                }
                 "no" | "n" => rein_approvals::Answer::Deny,
                 other => {
                     return Err(AgentError::new(
@@ -247,8 +272,9 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 &rein_approvals::Surface::command_line(),
             )
             .await?;
-            println!("decided; continue with: rein chat --resume {session}");
-            Ok(())
+            say_out(&format!(
+                "decided; continue with: rein chat --resume {session}"
+            ))
         }
         Command::Sessions { command } => {
             let store = open_store(cli.home).await?;
@@ -270,12 +296,9 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                         }),
                         None => {
                             use std::io::Write;
-                            stdout.write_all(text.as_bytes()).map_err(|err| {
-                                AgentError::new(
-                                    codes::INTERNAL,
-                                    format!("could not write output: {err}"),
-                                )
-                            })
+                            stdout
+                                .write_all(text.as_bytes())
+                                .map_err(rein::output::output_error)
                         }
                     }
                 }
@@ -288,8 +311,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                         )
                     })?;
                     let id = rein::trace::golden::import(store, &text).await?;
-                    println!("{id}");
-                    Ok(())
+                    say_out(&id)
                 }
             }
         }
@@ -311,10 +333,18 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
 
 fn read_input(file: &PathBuf) -> Result<Vec<u8>, AgentError> {
     let mut body = Vec::new();
+    // One byte past the bound tells "too large" from "exactly the bound".
     let result = if file.as_os_str() == "-" {
-        std::io::stdin().read_to_end(&mut body).map(|_| ())
+        std::io::stdin()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut body)
+            .map(|_| ())
     } else {
-        std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut body).map(|_| ()))
+        std::fs::File::open(file).and_then(|f| {
+            f.take(MAX_INPUT_BYTES + 1)
+                .read_to_end(&mut body)
+                .map(|_| ())
+        })
     };
     result.map_err(|err| {
         AgentError::new(
@@ -322,5 +352,16 @@ fn read_input(file: &PathBuf) -> Result<Vec<u8>, AgentError> {
             format!("cannot read {}: {err}", file.display()),
         )
     })?;
+    if body.len() as u64 > MAX_INPUT_BYTES {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "{} is larger than {} MiB, the most rein reads",
+                file.display(),
+                MAX_INPUT_BYTES / (1024 * 1024)
+            ),
+        )
+        .with_field("max_bytes", MAX_INPUT_BYTES));
+    }
     Ok(body)
 }

@@ -31,7 +31,7 @@ pub async fn whole_log(store: &dyn Store, id: &str) -> Result<Vec<StoredEvent>, 
 }
 
 fn out_error(err: std::io::Error) -> AgentError {
-    AgentError::new(codes::INTERNAL, format!("could not write output: {err}"))
+    crate::output::output_error(err)
 }
 
 /// `rein sessions list`.

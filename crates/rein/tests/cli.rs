@@ -719,6 +719,20 @@ async fn the_file_tools_meet_the_backend_contract_and_stay_inside_the_root() {
         std::fs::read_to_string(outside.path().join("secret")).unwrap(),
         "s"
     );
+    // list_files takes a folder, inside the root only.
+    let listed = backend
+        .invoke("list_files", json!({"path": "sub"}), &ctx)
+        .await;
+    let rein_tools::Outcome::Ok { result, .. } = listed else {
+        panic!("{listed:?}")
+    };
+    assert_eq!(result["files"], json!(["sub/c.txt"]));
+    for path in ["..", "/", "link"] {
+        let listed = backend
+            .invoke("list_files", json!({"path": path}), &ctx)
+            .await;
+        assert!(!listed.is_ok(), "{path}");
+    }
 }
 
 /// Start `rein chat` on a pipe and wait for its `you> ` prompt: the
@@ -782,4 +796,138 @@ fn a_killed_chat_leaves_its_session_to_the_next_at_once_and_a_live_one_keeps_it(
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("Hello!"), "{}", stdout(&out));
+}
+
+#[test]
+fn unbounded_input_is_refused_at_a_bound() {
+    let out = rein()
+        .args(["wire", "decode", "--api", "anthropic", "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("error[invalid_input]") && err.contains("larger than 64 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_output_ends_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    for (what, script) in [
+        (
+            "stdout closed",
+            r#""$REIN" sessions list | true; echo "rc=${PIPESTATUS[0]}""#,
+        ),
+        (
+            "stdout and stderr closed",
+            r#""$REIN" sessions list 2>&- | true; echo "rc=${PIPESTATUS[0]}""#,
+        ),
+        (
+            "a decode to a closed pipe",
+            r#""$REIN" wire decode --api anthropic /dev/null | true; echo "rc=${PIPESTATUS[0]}""#,
+        ),
+    ] {
+        let out = Command::new("bash")
+            .args(["-c", script])
+            .env("REIN", env!("CARGO_BIN_EXE_rein"))
+            .env("REIN_HOME", home.path())
+            .output()
+            .unwrap();
+        let (said, err) = (stdout(&out), stderr(&out));
+        // `wire decode` of an empty body fails on its own merits (1); what
+        // matters is that no broken pipe is reported as a bug or a panic.
+        assert!(
+            said.contains("rc=0") || said.contains("rc=1"),
+            "{what}: {said}"
+        );
+        assert!(
+            !err.contains("error[internal]") && !err.contains("panicked"),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("Broken pipe"), "{what}: {err}");
+    }
+}
+
+#[test]
+fn bad_flags_and_paths_get_plain_coded_answers() {
+    let home = tempfile::tempdir().unwrap();
+    let out = rein_at(home.path())
+        .args(["--home", "/tmp/x", "--bogus"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("Usage: rein [OPTIONS] <COMMAND>"),
+        "{}",
+        stderr(&out)
+    );
+
+    let file = home.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = rein_at(home.path())
+        .args(["chat", "--scripted", "-p", "hello", "--root"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("error[invalid_input]") && stderr(&out).contains("not a directory"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = rein_at(home.path())
+        .args(["approve", "s", "a", "no", "--always"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("error[invalid_input]")
+            && stderr(&out).contains("--always goes with yes"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = rein_at(home.path())
+        .arg("--home")
+        .arg(&file)
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is a file, not a folder"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_chat_error_is_told_once() {
+    let home = tempfile::tempdir().unwrap();
+    // The offline switch makes the model call fail at once with a code.
+    let out = rein_at(home.path())
+        .env("REIN_OFFLINE", "1")
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["chat", "--provider", "openai-chat", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&out).matches("error[offline]").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    let mut cmd = rein_at(home.path());
+    cmd.env("REIN_OFFLINE", "1")
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["chat", "--provider", "openai-chat"]);
+    let out = run_with_stdin(cmd, b"hi\n/exit\n");
+    assert_eq!(
+        stderr(&out).matches("error[offline]").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
 }

@@ -1,0 +1,17 @@
+//! Writing to the person's terminal or pipe: one rule for a failed write.
+//!
+//! A closed output (`rein sessions list | head -0`) is not a bug: the
+//! reader has all it wants. It becomes `output_closed`, which the `rein`
+//! command ends on quietly with success, as ripgrep and other Unix tools do
+//! on a broken pipe. Any other failed write is an internal error.
+
+use rein_wire::{AgentError, error::codes};
+
+/// The error for a failed write to stdout or stderr.
+pub fn output_error(err: std::io::Error) -> AgentError {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        AgentError::new(codes::OUTPUT_CLOSED, "the output was closed")
+    } else {
+        AgentError::new(codes::INTERNAL, format!("could not write output: {err}"))
+    }
+}
