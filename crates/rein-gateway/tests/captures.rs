@@ -406,7 +406,9 @@ fn openai_responses_captures_mean_what_they_show() {
             },
             Expect {
                 file: "vercel-ai__openai-text-phase-cached-tokens.sse",
-                text_starts: "Got it\n\nHere are a few",
+                // The deltas of this capture were cut short; each completed
+                // item's text is authoritative.
+                text_starts: "Got it \u{2014} I\u{2019}ll quickly check reliable, up-to-date sources for AI headlines from **today (February 25, 2026)** and then summarize the key items with links.\n\nHere are a few **AI headlines for today",
                 calls: json!([]),
                 usage: Some((4040, 463, 3072, 0)),
                 stop: Some(StopReason::EndTurn),
@@ -485,4 +487,66 @@ fn thinking_and_its_signature_are_kept() {
     assert!(!text.is_empty());
     assert!(signature.is_some_and(|s| s.len() > 10));
     assert_eq!(m.text(), "925 ÷ 5 = 185");
+}
+
+/// A Responses stream whose completed message item says `done` after
+/// deltas `deltas`: the events it decodes to.
+fn responses_text(deltas: &[&str], done: &str) -> Vec<StreamEvent> {
+    let mut body = String::from(
+        "data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"model\":\"m\"}}\n\n\
+         data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"i\"}}\n\n",
+    );
+    for d in deltas {
+        body.push_str(&format!(
+            "data: {}\n\n",
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": d})
+        ));
+    }
+    body.push_str(&format!(
+        "data: {}\n\n",
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": {"type": "message", "id": "i", "content": [{"type": "output_text", "text": done}]}})
+    ));
+    body.push_str("data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        use futures::StreamExt as _;
+        let chunks = futures::stream::iter([Ok(bytes::Bytes::from(body))]);
+        rein_gateway::decode_stream(WireApi::OpenAiResponses, chunks, Default::default())
+            .map(|e| e.expect("decodes"))
+            .collect::<Vec<_>>()
+            .await
+    })
+}
+
+#[test]
+fn a_completed_responses_item_is_authoritative_over_its_deltas() {
+    // Deltas that fall short: the rest arrives as text.
+    let events = responses_text(&["Got", " it"], "Got it, all of it.");
+    assert_eq!(assemble(&events).text(), "Got it, all of it.");
+    assert!(events.contains(&StreamEvent::TextDelta {
+        text: ", all of it.".into()
+    }));
+    // Deltas that disagree: the final text replaces them.
+    let events = responses_text(&["Hello wrld"], "Hello world");
+    assert_eq!(assemble(&events).text(), "Hello world");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::TextReplaced { .. }))
+    );
+    // Agreement adds nothing; an empty final text takes nothing away.
+    for (deltas, done) in [(&["same"][..], "same"), (&["kept"][..], "")] {
+        let events = responses_text(deltas, done);
+        assert_eq!(assemble(&events).text(), deltas[0]);
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
+                .count(),
+            1
+        );
+    }
 }

@@ -1087,8 +1087,17 @@ impl Conversation {
         let mut assembler = Assembler::new();
         while let Some(item) = stream.next().await {
             let event = item?;
-            if let StreamEvent::TextDelta { text } = &event {
-                self.emit(UiKind::TextDelta { text: text.clone() });
+            match &event {
+                StreamEvent::TextDelta { text } => {
+                    self.emit(UiKind::TextDelta { text: text.clone() });
+                }
+                StreamEvent::TextReplaced { streamed, text } => {
+                    self.emit(UiKind::TextReplaced {
+                        streamed: streamed.clone(),
+                        text: text.clone(),
+                    });
+                }
+                _ => {}
             }
             assembler.push(&event);
         }

@@ -70,6 +70,14 @@ pub enum UiKind {
         /// The text.
         text: String,
     },
+    /// The provider's final text for a part of the answer differs from
+    /// what streamed; the log keeps this text.
+    TextReplaced {
+        /// What had streamed for the part.
+        streamed: String,
+        /// What the provider says the part is.
+        text: String,
+    },
     /// A tool call is about to run.
     ToolCall {
         /// The call.

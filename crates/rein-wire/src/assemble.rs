@@ -111,6 +111,13 @@ impl Assembler {
                 Some(ContentBlock::Text { text: last }) => last.push_str(text),
                 _ => msg.content.push(ContentBlock::text(text.clone())),
             },
+            StreamEvent::TextReplaced { streamed, text } => match msg.content.last_mut() {
+                Some(ContentBlock::Text { text: last }) if last.ends_with(streamed.as_str()) => {
+                    last.truncate(last.len() - streamed.len());
+                    last.push_str(text);
+                }
+                _ => msg.content.push(ContentBlock::text(text.clone())),
+            },
             StreamEvent::ThinkingDelta { text } => match msg.content.last_mut() {
                 Some(ContentBlock::Thinking {
                     thinking,
@@ -273,6 +280,33 @@ mod tests {
     }
 
     #[test]
+    fn a_replaced_part_of_the_text_takes_the_final_words() {
+        let m = assemble(&[
+            StreamEvent::TextDelta {
+                text: "First.\n\n".into(),
+            },
+            StreamEvent::TextDelta {
+                text: "Got it".into(),
+            },
+            StreamEvent::TextReplaced {
+                streamed: "Got it".into(),
+                text: "Got it, done.".into(),
+            },
+        ]);
+        assert_eq!(m.text(), "First.\n\nGot it, done.");
+        // Nothing to replace (the part is not at the end): the final words
+        // are kept as their own block rather than lost.
+        let m = assemble(&[
+            StreamEvent::TextDelta { text: "a".into() },
+            StreamEvent::TextReplaced {
+                streamed: "zzz".into(),
+                text: "b".into(),
+            },
+        ]);
+        assert_eq!(m.text(), "ab");
+    }
+
+    #[test]
     fn text_and_thinking_keep_their_order() {
         let m = assemble(&[
             StreamEvent::ThinkingDelta { text: "hm".into() },
@@ -283,6 +317,7 @@ mod tests {
             StreamEvent::TextDelta { text: "llo".into() },
         ]);
         assert_eq!(m.text(), "Hello");
+
         assert_eq!(
             m.content[0],
             ContentBlock::Thinking {

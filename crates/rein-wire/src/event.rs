@@ -60,6 +60,17 @@ pub enum StreamEvent {
         /// The text.
         text: String,
     },
+    /// The provider's final text for a part of the answer that streamed
+    /// differently: the end of the current text that reads `streamed`
+    /// becomes `text` (the final text is authoritative). Providers whose
+    /// final text merely continues the deltas get a [`StreamEvent::TextDelta`]
+    /// of the rest instead.
+    TextReplaced {
+        /// What had streamed for this part.
+        streamed: String,
+        /// What the provider says the part is.
+        text: String,
+    },
     /// A piece of visible reasoning.
     ThinkingDelta {
         /// The text.
@@ -124,6 +135,7 @@ impl StreamEvent {
         matches!(
             self,
             StreamEvent::TextDelta { .. }
+                | StreamEvent::TextReplaced { .. }
                 | StreamEvent::ThinkingDelta { .. }
                 | StreamEvent::ThinkingSignature { .. }
                 | StreamEvent::RedactedThinking { .. }

@@ -251,6 +251,15 @@ fn print_event(
             Some(c) => cost.0 += c,
             None => cost.1 = true,
         },
+        UiKind::TextReplaced { text, .. } => {
+            line(
+                "  [the provider's final text for that part differs from what streamed; it reads:]"
+                    .to_owned(),
+                midline,
+            )?;
+            out.write_all(visible(text).as_bytes()).map_err(io_error)?;
+            *midline = !text.ends_with('\n');
+        }
         // A failed model call ends the turn with the same error, which is
         // told then; printing it here too would say it twice.
         UiKind::Error { .. } => {}

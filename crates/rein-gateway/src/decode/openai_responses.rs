@@ -39,6 +39,9 @@ pub struct OpenAiResponsesDecoder {
     summary_parts: HashMap<String, u64>,
     /// Output indices of message items whose text has been streamed.
     text_items: HashSet<u64>,
+    /// Each message item's text as streamed so far, to check against the
+    /// completed item's (authoritative) text.
+    streamed: HashMap<u64, String>,
     finished: bool,
 }
 
@@ -151,7 +154,34 @@ impl OpenAiResponsesDecoder {
                 text: "\n\n".into(),
             });
         }
+        self.streamed
+            .entry(output_index)
+            .or_default()
+            .push_str(&text);
         out.push(StreamEvent::TextDelta { text });
+    }
+
+    /// A message item is complete with `text`: where the deltas fell short
+    /// of it the rest is sent; where they disagree, it replaces them.
+    fn settle_text(&mut self, output_index: u64, text: String, out: &mut Vec<StreamEvent>) {
+        let Some(streamed) = self.streamed.get_mut(&output_index) else {
+            return self.text(output_index, text, out);
+        };
+        // An empty final text says nothing (some servers leave it out).
+        if *streamed == text || text.is_empty() {
+            return;
+        }
+        if let Some(rest) = text.strip_prefix(streamed.as_str()) {
+            out.push(StreamEvent::TextDelta {
+                text: rest.to_owned(),
+            });
+        } else {
+            out.push(StreamEvent::TextReplaced {
+                streamed: streamed.clone(),
+                text: text.clone(),
+            });
+        }
+        *streamed = text;
     }
 
     fn item_done(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
@@ -169,8 +199,9 @@ impl OpenAiResponsesDecoder {
                 let input = item.get("input").and_then(Value::as_str);
                 self.close_call(output_index, input, out);
             }
-            "message" if !self.text_items.contains(&output_index) => {
-                // Some servers send a message whole, with no deltas.
+            "message" => {
+                // Some servers send a message whole, with no deltas; others'
+                // deltas fall short of (or differ from) the final text.
                 let text: String = item
                     .get("content")
                     .and_then(Value::as_array)
@@ -182,7 +213,7 @@ impl OpenAiResponsesDecoder {
                             .collect()
                     })
                     .unwrap_or_default();
-                self.text(output_index, text, out);
+                self.settle_text(output_index, text, out);
             }
             "reasoning" => {
                 if let Some(sig) = item.get("encrypted_content").and_then(Value::as_str) {
