@@ -20,8 +20,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rein_gateway::{CachingStyle, Capabilities};
 use rein_wire::{CacheBreakpoint, CacheTarget, Request, Role, SystemBlock, ToolSpec, Usage};
+use rein_wire::{CachingStyle, Capabilities};
 use serde::Serialize;
 
 /// Characters per token of the local estimate.

@@ -1,8 +1,8 @@
 //! The cache monitor's verdicts and the breakpoint planner.
 
 use rein_cache::{CacheMonitor, Verdict, fingerprint, plan};
-use rein_gateway::{CachingStyle, Capabilities};
 use rein_wire::{CacheTarget, Message, Request, SystemBlock, ToolSpec, Usage};
+use rein_wire::{CachingStyle, Capabilities};
 
 fn usage(input: u64, cache_read: u64, cache_write: u64) -> Usage {
     Usage {

@@ -22,7 +22,8 @@ use tokio::time::Instant;
 use crate::config::{ProviderConfig, WireApi};
 use crate::decode::decode_stream;
 use crate::encode::{body_bytes, body_for};
-use crate::provider::{CachingStyle, Capabilities, EventStream, Provider};
+use crate::provider::{EventStream, Provider};
+use rein_wire::{CachingStyle, Capabilities};
 
 /// How much of an error response body is read.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;

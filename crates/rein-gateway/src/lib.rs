@@ -23,9 +23,11 @@ pub mod decode;
 pub mod encode;
 mod http_provider;
 mod provider;
+pub mod scripted;
 pub mod sse;
 
 pub use config::{ApiKey, ProviderConfig, RetryPolicy, Timeouts, WireApi, offline_switch_on};
 pub use decode::decode_stream;
 pub use http_provider::HttpProvider;
-pub use provider::{CachingStyle, Capabilities, CountFuture, EventStream, Provider};
+pub use provider::{CountFuture, EventStream, Provider};
+pub use rein_wire::{CachingStyle, Capabilities};

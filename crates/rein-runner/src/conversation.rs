@@ -1802,7 +1802,12 @@ impl Conversation {
                 undo,
                 ..
             } => {
-                let (content, artifact) = bound(self.store.as_ref(), result, &self.bounds).await?;
+                let (content, artifact) = bound(
+                    &crate::artifacts::StoreArtifacts(self.store.as_ref()),
+                    result,
+                    &self.bounds,
+                )
+                .await?;
                 let source = if artifact.is_some() {
                     ResultSource::Offload
                 } else {

@@ -10,6 +10,7 @@
 //! It is *not* a surface: it never reads a terminal or serves HTTP, and it
 //! cannot approve anything itself.
 
+mod artifacts;
 mod context;
 mod conversation;
 mod outcome;

@@ -17,18 +17,15 @@
 //!
 //! These are test tools: they favour clear failures over robustness.
 
-mod cache_sim;
 pub mod contract;
 mod fake_provider;
 mod fake_server;
 mod fake_tools;
 pub mod fixtures;
-mod scripted_brain;
 pub mod wire;
 
-pub use cache_sim::AnthropicCache;
 pub use fake_provider::FakeProvider;
 pub use fake_server::{Chunk, FakeServer, RecordedRequest, Reply, Responder};
 pub use fake_tools::{FakeToolBackend, Project};
-pub use scripted_brain::{Rule, ScriptedBrain};
+pub use rein_gateway::scripted::{AnthropicCache, Rule, RuleCall, ScriptedBrain};
 pub use wire::{ScriptedCall, ScriptedMessage};

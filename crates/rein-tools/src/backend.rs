@@ -1,7 +1,7 @@
 //! The [`ToolBackend`] contract.
 
 use async_trait::async_trait;
-use rein_approvals::{PermissionClass, Policy};
+use rein_wire::permission::{PermissionClass, Policy};
 use rein_wire::{AgentError, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -12,9 +12,18 @@
 //! [`MAX_IMAGE_BYTES`] each) and put back under `_images` for the
 //! transcript to send as image content.
 
-use rein_sessions::Store;
+use async_trait::async_trait;
 use rein_wire::AgentError;
 use serde_json::{Value, json};
+
+/// Where an offloaded result is kept: content-addressed storage of one
+/// method. A session store provides it (the runner adapts its `Store`), so
+/// a tool author's crate needs no database.
+#[async_trait]
+pub trait ArtifactSink: Send + Sync {
+    /// Keep `bytes` of `media_type`; the blake3 hash (hex) that names them.
+    async fn put_artifact(&self, bytes: &[u8], media_type: &str) -> Result<String, AgentError>;
+}
 
 /// Limits on what goes to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +88,7 @@ fn split_images(result: &mut Value) -> (Vec<Value>, usize) {
 
 /// The content for the model, and the artifact hash when offloaded.
 pub async fn bound(
-    store: &dyn Store,
+    store: &dyn ArtifactSink,
     mut result: Value,
     bounds: &Bounds,
 ) -> Result<(Value, Option<String>), AgentError> {
@@ -105,7 +114,7 @@ pub async fn bound(
 }
 
 async fn bound_json(
-    store: &dyn Store,
+    store: &dyn ArtifactSink,
     result: Value,
     bounds: &Bounds,
 ) -> Result<(Value, Option<String>), AgentError> {
@@ -120,7 +129,7 @@ async fn bound_json(
     let total_chars = text.chars().count();
     let stub = json!({
         "offloaded": true,
-        "artifact": artifact.hash,
+        "artifact": artifact,
         "total_chars": total_chars,
         "preview": preview,
         "note": format!(
@@ -128,5 +137,5 @@ async fn bound_json(
             bounds.max_chars
         ),
     });
-    Ok((stub, Some(artifact.hash)))
+    Ok((stub, Some(artifact)))
 }

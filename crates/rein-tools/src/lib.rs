@@ -23,6 +23,6 @@ mod cache;
 mod registry;
 
 pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
-pub use bounded::{Bounds, bound};
+pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
 pub use registry::{ARGUMENTS_INVALID, NOT_FOUND, Registry, Tool, schema_for, strict_variant};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use rein_approvals::{PermissionClass, Policy};
+use rein_wire::permission::{PermissionClass, Policy};
 use rein_wire::{AgentError, ErrorCode, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;

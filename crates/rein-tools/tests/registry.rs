@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use async_trait::async_trait;
-use rein_approvals::{PermissionClass, Policy};
 use rein_tools::{Outcome, Registry, Tool, ToolBackend, ToolContext, schema_for, strict_variant};
+use rein_wire::permission::{PermissionClass, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;

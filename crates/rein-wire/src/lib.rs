@@ -11,15 +11,18 @@
 
 mod assemble;
 pub mod canonical;
+mod capabilities;
 pub mod error;
 mod event;
 pub mod ids;
 mod message;
+pub mod permission;
 mod request;
 mod usage;
 pub mod visible;
 
 pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
+pub use capabilities::{CachingStyle, Capabilities};
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};

@@ -19,11 +19,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
 use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, UiEvent, UiKind};
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
-use rein_testing::ScriptedBrain;
 use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
 use serde_json::json;

@@ -14,13 +14,18 @@
 //! even after compaction has summarised the prompt away.
 //!
 //! It is not a language model: it never reads tool results for meaning.
+//! It ships in the gateway (not in `rein-testing`) because `rein chat`
+//! offers it offline: the binary must not link a test server to have it.
 
-use rein_gateway::{CachingStyle, Capabilities, EventStream, Provider};
+mod cache_sim;
+
+pub use cache_sim::AnthropicCache;
+
+use crate::{EventStream, Provider};
+use rein_wire::{CachingStyle, Capabilities};
 use rein_wire::{ContentBlock, Message, Request, Role, StopReason, StreamEvent, Usage};
 use serde::Deserialize;
 use serde_json::Value;
-
-use crate::cache_sim::AnthropicCache;
 
 /// One tool call a rule makes.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -401,7 +406,7 @@ impl Provider for ScriptedBrain {
         let usage = match &self.cache {
             Some(cache) => Usage {
                 output: estimate_tokens(reply.len()),
-                ..cache.usage(&rein_gateway::encode::anthropic_body(&request))
+                ..cache.usage(&crate::encode::anthropic_body(&request))
             },
             None => {
                 let prompt_chars: usize =

@@ -1,0 +1,102 @@
+//! The words for what a tool call may do and how long a person's yes
+//! lasts: permission classes, the product's policy, lease scopes.
+//!
+//! They live here, below every crate that speaks them, so a tool author's
+//! crate (`rein-tools`) needs neither the approval machinery nor a store.
+//! What decides with them is `rein-approvals`.
+
+use serde::{Deserialize, Serialize};
+
+/// What a tool call may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionClass {
+    /// Reads only: runs without asking.
+    Read,
+    /// A write that can be undone: runs; the undo is offered.
+    ReversibleWrite,
+    /// Writes the person's source files: waits for a person.
+    SourceFileWrite,
+    /// Cannot be undone: waits for a person.
+    Destructive,
+}
+
+impl PermissionClass {
+    /// The stored name (`read`, `reversible_write`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionClass::Read => "read",
+            PermissionClass::ReversibleWrite => "reversible_write",
+            PermissionClass::SourceFileWrite => "source_file_write",
+            PermissionClass::Destructive => "destructive",
+        }
+    }
+
+    /// Whether a person must approve it.
+    pub fn needs_approval(self) -> bool {
+        matches!(
+            self,
+            PermissionClass::SourceFileWrite | PermissionClass::Destructive
+        )
+    }
+
+    /// Whether it only reads.
+    pub fn is_read(self) -> bool {
+        self == PermissionClass::Read
+    }
+}
+
+/// What the product allows in this conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Whether any write may run (approved or not).
+    pub writes_allowed: bool,
+    /// Hosts tools may reach (empty: none). Tools consult it; rein passes it on.
+    pub egress_allow: Vec<String>,
+    /// Whether an approved call runs elevated (a tool may then skip its own
+    /// second confirmation).
+    pub elevate_approved: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            writes_allowed: true,
+            egress_allow: Vec::new(),
+            elevate_approved: true,
+        }
+    }
+}
+
+/// How long an approval lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseScope {
+    /// This call only.
+    Once,
+    /// This tool, for the rest of the run.
+    Tool,
+    /// Every gated call, for the rest of the run.
+    Run,
+}
+
+impl LeaseScope {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseScope::Once => "once",
+            LeaseScope::Tool => "tool",
+            LeaseScope::Run => "run",
+        }
+    }
+
+    /// The scope a stored name stands for. An unknown name is the
+    /// narrowest scope: a log written by a newer rein never widens a lease.
+    pub fn from_stored(name: &str) -> Self {
+        match name {
+            "tool" => LeaseScope::Tool,
+            "run" => LeaseScope::Run,
+            _ => LeaseScope::Once,
+        }
+    }
+}
