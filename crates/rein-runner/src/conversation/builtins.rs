@@ -1,0 +1,191 @@
+//! rein's own tools beside the product's: `read_result` (pages an
+//! offloaded result), `load_tool` / `call_tool` (deferred loading),
+//! `read_skill`; their specs, permission checks and handlers.
+//!
+//! Not here: `delegate` (`crate::subagent`).
+
+use super::*;
+
+impl Conversation {
+    /// A backend's `tool_not_found` lists only the backend's tools; the
+    /// model was also offered rein's own, so they are named too.
+    pub(super) fn naming_builtins(&self, mut err: AgentError) -> AgentError {
+        if err.code.as_str() != rein_tools::NOT_FOUND {
+            return err;
+        }
+        let mut own = vec![READ_RESULT];
+        if self.deferred(self.backend.catalog(&self.policy).len()) {
+            own.extend([LOAD_TOOL, CALL_TOOL]);
+        }
+        if self.delegation.is_some() {
+            own.push(crate::subagent::DELEGATE);
+        }
+        if !self.backend.skills().is_empty() {
+            own.push(READ_SKILL);
+        }
+        err.message = format!("{}; rein's own: {}", err.message, own.join(", "));
+        err
+    }
+}
+
+/// The built-in tool that pages through an offloaded result.
+pub(super) const READ_RESULT: &str = "read_result";
+
+pub(super) fn read_result_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: READ_RESULT.into(),
+        description: "Read part of a tool result that was too large to show whole (it was stored as an artifact).".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "artifact": {"type": "string", "description": "The artifact hash from the result's stub."},
+                "offset": {"type": "integer", "minimum": 0, "description": "First character to read."},
+                "length": {"type": "integer", "minimum": 1, "maximum": 8000, "description": "How many characters to read."}
+            },
+            "required": ["artifact", "offset", "length"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+pub(super) fn check_read_result(args: &Value) -> Result<(String, usize, usize), AgentError> {
+    let bad = |why: &str| {
+        AgentError::new(
+            rein_wire::ErrorCode::new("tool_arguments_invalid"),
+            format!("the arguments for `read_result` are not valid: {why}"),
+        )
+    };
+    let artifact = args
+        .get("artifact")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("`artifact` must be a string"))?;
+    let offset = args
+        .get("offset")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("`offset` must be a non-negative integer"))?;
+    let length = args
+        .get("length")
+        .and_then(Value::as_u64)
+        .filter(|l| (1..=8000).contains(l))
+        .ok_or_else(|| bad("`length` must be 1 to 8000"))?;
+    Ok((
+        artifact.to_owned(),
+        usize::try_from(offset).unwrap_or(usize::MAX),
+        usize::try_from(length).unwrap_or(8000),
+    ))
+}
+
+pub(super) async fn read_result(store: &dyn Store, args: &Value) -> Outcome {
+    let (artifact, offset, length) = match check_read_result(args) {
+        Ok(parts) => parts,
+        Err(err) => return Outcome::from_error(&err),
+    };
+    match store
+        .read_artifact(&artifact, rein_sessions::Slice::Whole)
+        .await
+    {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let total = text.chars().count();
+            let start = offset.min(total);
+            let part: String = text.chars().skip(start).take(length).collect();
+            let end = start + part.chars().count();
+            Outcome::ok(
+                json!({"artifact": artifact, "offset": start, "end": end, "total_chars": total, "text": part}),
+            )
+        }
+        Err(err) => Outcome::from_error(&err),
+    }
+}
+
+/// The built-in tool that fetches a deferred tool's definition.
+pub(super) const LOAD_TOOL: &str = "load_tool";
+
+/// The built-in tool that calls a deferred tool.
+pub(super) const CALL_TOOL: &str = "call_tool";
+
+pub(super) fn load_tool_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: LOAD_TOOL.into(),
+        description: "Get a tool's description and the JSON schema of its arguments.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The tool's name, from the list."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+pub(super) fn call_tool_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: CALL_TOOL.into(),
+        description: "Call a tool by name with arguments that follow its schema (get it with load_tool first).".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name."},
+                "arguments": {"type": "object", "description": "Its arguments."}
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+pub(super) fn load_tool(backend: &dyn ToolBackend, args: &Value) -> Outcome {
+    let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+    match backend.definition(name) {
+        Some(spec) => Outcome::ok(
+            json!({"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}),
+        ),
+        None => Outcome::failed("tool_not_found", format!("there is no tool `{name}`")),
+    }
+}
+
+/// The built-in tool that reads one of the product's skills.
+pub(super) const READ_SKILL: &str = "read_skill";
+
+pub(super) fn read_skill_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: READ_SKILL.into(),
+        description: "Read one of the skills listed in the instructions.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name."}},
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+        strict: false,
+    }
+}
+
+/// The permission of a built-in tool's call (`None`: not a built-in).
+pub(super) fn builtin_permission(
+    tool: &str,
+    args: &Value,
+) -> Option<Result<PermissionClass, AgentError>> {
+    let invalid = |why: &str| {
+        Err(AgentError::new(
+            rein_wire::ErrorCode::new("tool_arguments_invalid"),
+            format!("{tool} needs {why}"),
+        ))
+    };
+    let named = || args.get("name").and_then(Value::as_str).is_some();
+    Some(match tool {
+        READ_RESULT => check_read_result(args).map(|_| PermissionClass::Read),
+        READ_SKILL if named() => Ok(PermissionClass::Read),
+        READ_SKILL => invalid("the `name` of a skill"),
+        LOAD_TOOL if named() => Ok(PermissionClass::Read),
+        LOAD_TOOL => invalid("the `name` of a tool"),
+        CALL_TOOL => invalid("the `name` of a tool and its `arguments`"),
+        crate::subagent::DELEGATE if crate::subagent::task_of(args).is_some() => {
+            Ok(PermissionClass::Read)
+        }
+        crate::subagent::DELEGATE => invalid("a `task`"),
+        _ => return None,
+    })
+}

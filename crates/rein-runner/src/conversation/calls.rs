@@ -1,0 +1,376 @@
+//! The calls of an assistant message: each checked (arguments, precheck,
+//! permission), gated (a person's no, policy, leases, approvals), recorded
+//! before it runs, run, and given exactly one result; writes in order,
+//! reads batched; repeats counted; revision guards carried.
+//!
+//! Not here: the parallel read batch (`reads`) or the built-in tools
+//! (`builtins`).
+
+use super::*;
+
+impl Conversation {
+    /// A call that will not run: its `tool.called` and its one error
+    /// result, appended together, and the UI told.
+    pub(super) async fn refuse(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        args: &Value,
+        permission: &str,
+        code: &str,
+        message: &str,
+    ) -> Result<(), AgentError> {
+        self.append(refused(call_id, tool, args.clone(), permission, code, message).into())
+            .await?;
+        self.emit(UiKind::ToolResult {
+            call_id: call_id.to_owned(),
+            ok: false,
+            source: "live".into(),
+            undo: None,
+        });
+        Ok(())
+    }
+
+    /// Run the calls of the last assistant message that have no result
+    /// yet. `Some(outcome)` ends (or pauses) the turn.
+    pub(super) async fn run_calls(
+        &mut self,
+        events: &[StoredEvent],
+        calls: Vec<(String, String, Value)>,
+        repeats: &mut HashMap<String, u32>,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        let mut reads: Vec<(String, String, Value)> = Vec::new();
+        for (call_id, tool, args) in calls {
+            // `call_tool` is the deferred form of a direct call.
+            let (tool, args) = if tool == CALL_TOOL {
+                match (
+                    args.get("name").and_then(Value::as_str),
+                    args.get("arguments"),
+                ) {
+                    (Some(name), Some(inner)) => (name.to_owned(), inner.clone()),
+                    (Some(name), None) => (name.to_owned(), json!({})),
+                    _ => (tool, args),
+                }
+            } else {
+                (tool, args)
+            };
+            let checked = builtin_permission(&tool, &args)
+                .unwrap_or_else(|| self.backend.permission(&tool, &args))
+                .map_err(|err| self.naming_builtins(err));
+            let class = match checked {
+                Ok(class) => class,
+                Err(err) => {
+                    self.refuse(
+                        &call_id,
+                        &tool,
+                        &args,
+                        "none",
+                        err.code.as_str(),
+                        &err.message,
+                    )
+                    .await?;
+                    continue;
+                }
+            };
+            if class.is_read() {
+                reads.push((call_id, tool, args));
+                continue;
+            }
+            // A write: first the reads before it, then it, in order.
+            self.run_reads(std::mem::take(&mut reads), repeats).await?;
+            // What the person said about this call comes first: their "no"
+            // wins over any lease.
+            let state = if class.needs_approval() {
+                approval_state(events, &call_id)
+            } else {
+                ApprovalState::None
+            };
+            let said = match state {
+                ApprovalState::Approved { .. } => Said::Yes,
+                ApprovalState::Refused { .. } => Said::No,
+                ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
+            };
+            let elevated = match gate(class, &tool, &self.policy, &self.leases, said) {
+                Verdict::Run { elevated } => {
+                    if let ApprovalState::Approved { scope } = state {
+                        self.leases.grant(&tool, scope);
+                    }
+                    elevated
+                }
+                Verdict::Denied => {
+                    let decision = match &state {
+                        ApprovalState::Refused { decision } => decision.as_str(),
+                        _ => "denied",
+                    };
+                    self.refuse(
+                        &call_id,
+                        &tool,
+                        &args,
+                        class.as_str(),
+                        "not_approved",
+                        &self.profile.wording.not_approved(&tool, decision),
+                    )
+                    .await?;
+                    continue;
+                }
+                Verdict::Refuse { reason } => {
+                    self.refuse(
+                        &call_id,
+                        &tool,
+                        &args,
+                        class.as_str(),
+                        "policy_refused",
+                        &reason,
+                    )
+                    .await?;
+                    continue;
+                }
+                Verdict::Ask => match state {
+                    ApprovalState::Pending { approval_id } => {
+                        let asked_ms = events.iter().find_map(|e| match &e.event {
+                            Event::ApprovalRequested { approval_id: a, .. }
+                                if *a == approval_id =>
+                            {
+                                Some(e.at_ms)
+                            }
+                            _ => None,
+                        });
+                        let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
+                        if age_ms > i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
+                        {
+                            // Nobody decided in time: the call is refused.
+                            self.append(
+                                vec![Event::ApprovalDecided {
+                                    approval_id,
+                                    decision: "expired".into(),
+                                    by: "rein".into(),
+                                    lease: None,
+                                }]
+                                .into_iter()
+                                .chain(refused(
+                                    call_id.clone(),
+                                    tool.clone(),
+                                    args.clone(),
+                                    class.as_str(),
+                                    "not_approved",
+                                    &self.profile.wording.not_approved(&tool, "let expire"),
+                                ))
+                                .collect(),
+                            )
+                            .await?;
+                            continue;
+                        }
+                        return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
+                    }
+                    // Nothing asked yet (an approved or refused call never
+                    // reaches here: the gate runs the one, the other was
+                    // refused above).
+                    _ => {
+                        let approval_id = rein_wire::ids::new_id();
+                        self.append(vec![Event::ApprovalRequested {
+                            approval_id: approval_id.clone(),
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args.clone(),
+                            permission: class.as_str().into(),
+                        }])
+                        .await?;
+                        self.emit(UiKind::ApprovalRequested {
+                            approval_id: approval_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args,
+                            permission: class.as_str().into(),
+                        });
+                        return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
+                    }
+                },
+            };
+            let result = self.run_one(call_id, tool, args, class, elevated).await?;
+            if let Some(outcome) = self.note_repeat(repeats, &result).await? {
+                return Ok(Some(outcome));
+            }
+        }
+        self.run_reads(reads, repeats).await
+    }
+
+    pub(super) async fn run_one(
+        &mut self,
+        call_id: String,
+        tool: String,
+        args: Value,
+        class: PermissionClass,
+        elevated: bool,
+    ) -> Result<String, AgentError> {
+        let args = self.carry_revision(args);
+        self.append(vec![Event::ToolCalled {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            arguments: args.clone(),
+            permission: class.as_str().into(),
+        }])
+        .await?;
+        self.emit(UiKind::ToolCall {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            arguments: args.clone(),
+        });
+        let ctx = ToolContext {
+            call_id: call_id.clone(),
+            elevated,
+            policy: self.policy.clone(),
+        };
+        let started = Instant::now();
+        let outcome = self.backend.invoke(&tool, args.clone(), &ctx).await;
+        if let Outcome::Ok {
+            advanced: Some(moved),
+            ..
+        } = &outcome
+        {
+            self.carried.insert(
+                (moved.scope.clone(), moved.before.clone()),
+                moved.after.clone(),
+            );
+        }
+        let event = self
+            .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
+            .await?;
+        let fp = fingerprint(&tool, &args, &event);
+        self.append(vec![event]).await?;
+        Ok(fp)
+    }
+
+    /// Carry a write's expected revision past the revisions this message's
+    /// own earlier writes moved it through (and only those).
+    pub(super) fn carry_revision(&self, mut args: Value) -> Value {
+        let Some(guard) = self.backend.revision_guard() else {
+            return args;
+        };
+        let scope = guard
+            .scope_arg
+            .as_ref()
+            .and_then(|a| args.get(a))
+            .map_or_else(
+                || "default".to_owned(),
+                |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+            );
+        let Some(expected) = args.get(&guard.expected_arg).cloned() else {
+            return args;
+        };
+        let as_text = expected
+            .as_str()
+            .map_or_else(|| expected.to_string(), str::to_owned);
+        let mut current = as_text.clone();
+        let mut hops = 0;
+        while let Some(next) = self.carried.get(&(scope.clone(), current.clone())) {
+            current = next.clone();
+            hops += 1;
+            if hops > self.carried.len() {
+                break;
+            }
+        }
+        if current != as_text
+            && let Some(map) = args.as_object_mut()
+        {
+            // Keep the argument's JSON type: a number stays a number.
+            let carried = if expected.is_number() {
+                current
+                    .parse::<u64>()
+                    .map_or(Value::String(current.clone()), Value::from)
+            } else {
+                Value::String(current)
+            };
+            map.insert(guard.expected_arg.clone(), carried);
+        }
+        args
+    }
+
+    pub(super) async fn note_repeat(
+        &mut self,
+        repeats: &mut HashMap<String, u32>,
+        fp: &str,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        self.count_repeat(repeats, fp.to_owned()).await
+    }
+
+    pub(super) async fn count_repeat(
+        &mut self,
+        repeats: &mut HashMap<String, u32>,
+        fp: String,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        let n = repeats.entry(fp).or_insert(0);
+        *n += 1;
+        if *n >= LOOP_STOP {
+            return Ok(Some(TurnOutcome::LoopDetected));
+        }
+        if *n == LOOP_NUDGE {
+            self.steering.say(self.profile.wording.loop_nudge.clone());
+        }
+        Ok(None)
+    }
+
+    /// The `tool.result` for an outcome, bounded (offloaded when too big).
+    pub(super) async fn result_event(
+        &self,
+        call_id: &str,
+        outcome: Outcome,
+        source: ResultSource,
+        took: Duration,
+    ) -> Result<Event, AgentError> {
+        let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        let event = match outcome {
+            Outcome::Ok {
+                result,
+                operation_id,
+                undo,
+                ..
+            } => {
+                let (content, artifact) = bound(
+                    &crate::artifacts::StoreArtifacts(self.store.as_ref()),
+                    result,
+                    &self.bounds,
+                )
+                .await?;
+                let source = if artifact.is_some() {
+                    ResultSource::Offload
+                } else {
+                    source
+                };
+                self.emit(UiKind::ToolResult {
+                    call_id: call_id.to_owned(),
+                    ok: true,
+                    source: format!("{source:?}").to_lowercase(),
+                    undo: if undo { operation_id.clone() } else { None },
+                });
+                Event::ToolResult {
+                    call_id: call_id.to_owned(),
+                    status: ToolStatus::Ok,
+                    source,
+                    content,
+                    artifact,
+                    operation_id,
+                    undo,
+                    duration_ms,
+                }
+            }
+            Outcome::Failed { code, message, .. } => {
+                self.emit(UiKind::ToolResult {
+                    call_id: call_id.to_owned(),
+                    ok: false,
+                    source: "live".into(),
+                    undo: None,
+                });
+                Event::ToolResult {
+                    call_id: call_id.to_owned(),
+                    status: ToolStatus::Error,
+                    source,
+                    content: tool_error_content(&code, &message),
+                    artifact: None,
+                    operation_id: None,
+                    undo: false,
+                    duration_ms,
+                }
+            }
+        };
+        Ok(event)
+    }
+}

@@ -1,0 +1,170 @@
+//! Pure folds over the log: the current path of turns, the last message's
+//! calls, a call's approval state, and the events of a call that did not
+//! run. No I/O.
+//!
+//! Not here: anything that appends.
+
+use super::*;
+
+pub(super) fn tool_error_content(code: &str, message: &str) -> Value {
+    json!({"error": {"code": code, "message": message}})
+}
+
+pub(super) fn error_result(call_id: &str, code: &str, message: &str) -> Event {
+    Event::ToolResult {
+        call_id: call_id.to_owned(),
+        status: ToolStatus::Error,
+        source: ResultSource::Live,
+        content: tool_error_content(code, message),
+        artifact: None,
+        operation_id: None,
+        undo: false,
+        duration_ms: 0,
+    }
+}
+
+pub(super) fn fingerprint(tool: &str, args: &Value, result: &Event) -> String {
+    let args = rein_wire::canonical::to_string(args).unwrap_or_default();
+    let content = match result {
+        Event::ToolResult { content, .. } => content.to_string(),
+        _ => String::new(),
+    };
+    blake3::hash(format!("{tool}\u{0}{args}\u{0}{content}").as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// The turn ids from the root to the open (or last) turn.
+pub(super) fn current_path(events: &[StoredEvent]) -> Vec<String> {
+    let mut turns: Vec<rein_sessions::TurnInfo> = Vec::new();
+    let mut last: Option<String> = None;
+    for stored in events {
+        if let Event::TurnStarted {
+            turn_id,
+            parent,
+            prompt,
+        } = &stored.event
+        {
+            turns.push(rein_sessions::TurnInfo {
+                id: turn_id.clone(),
+                parent: parent.clone(),
+                prompt: prompt.clone(),
+                started_seq: stored.seq,
+                finished_seq: None,
+                outcome: None,
+            });
+            last = Some(turn_id.clone());
+        }
+    }
+    last.map(|head| history(&turns, &head).into_iter().map(|t| t.id).collect())
+        .unwrap_or_default()
+}
+
+/// The tool calls of the last assistant message of the open turn that have
+/// no result yet: (call id, tool, arguments), in order.
+#[allow(clippy::type_complexity)] // A private helper's tuple; named fields would add nothing.
+pub(super) fn last_calls(events: &[StoredEvent]) -> Option<(Vec<(String, String, Value)>, u64)> {
+    let (seq, message) = events.iter().rev().find_map(|e| match &e.event {
+        Event::ModelCompleted { message, .. } => Some((e.seq, message)),
+        Event::TurnStarted { .. } => Some((0, &EMPTY)),
+        _ => None,
+    })?;
+    if seq == 0 {
+        return None;
+    }
+    let done: std::collections::HashSet<&str> = events
+        .iter()
+        .filter(|e| e.seq > seq)
+        .filter_map(|e| match &e.event {
+            Event::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<(String, String, Value)> = message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            rein_wire::ContentBlock::ToolUse { id, name, input } if !done.contains(id.as_str()) => {
+                Some((id.clone(), name.clone(), input.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if calls.is_empty() {
+        None
+    } else {
+        Some((calls, seq))
+    }
+}
+
+pub(super) static EMPTY: rein_wire::Message = rein_wire::Message {
+    role: rein_wire::Role::Assistant,
+    content: Vec::new(),
+};
+
+pub(super) enum ApprovalState {
+    None,
+    Pending { approval_id: String },
+    Approved { scope: rein_approvals::LeaseScope },
+    Refused { decision: String },
+}
+
+pub(super) fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalState {
+    let Some(approval_id) = events.iter().rev().find_map(|e| match &e.event {
+        Event::ApprovalRequested {
+            approval_id,
+            call_id: c,
+            ..
+        } if c == call_id => Some(approval_id.clone()),
+        _ => None,
+    }) else {
+        return ApprovalState::None;
+    };
+    for e in events {
+        if let Event::ApprovalDecided {
+            approval_id: a,
+            decision,
+            lease,
+            ..
+        } = &e.event
+            && *a == approval_id
+        {
+            if decision == "approved" {
+                let scope = rein_approvals::LeaseScope::from_stored(lease.as_deref().unwrap_or(""));
+                return ApprovalState::Approved { scope };
+            }
+            return ApprovalState::Refused {
+                decision: decision.clone(),
+            };
+        }
+    }
+    ApprovalState::Pending { approval_id }
+}
+
+/// A call that did not run: its `tool.called` and its one error result.
+pub(super) fn refused(
+    call_id: impl Into<String>,
+    tool: impl Into<String>,
+    arguments: Value,
+    permission: &str,
+    code: &str,
+    message: &str,
+) -> [Event; 2] {
+    let call_id = call_id.into();
+    let result = error_result(&call_id, code, message);
+    [
+        Event::ToolCalled {
+            call_id,
+            tool: tool.into(),
+            arguments,
+            permission: permission.to_owned(),
+        },
+        result,
+    ]
+}
+
+pub(super) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

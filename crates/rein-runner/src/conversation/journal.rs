@@ -1,0 +1,145 @@
+//! The conversation's hold on its session: appends under the lease
+//! (renewed at half-life, retaken if it lapsed), the log read incrementally,
+//! UI events, and recovery of calls a crash left without a result.
+//!
+//! Not here: what the events mean (the loop and the folds).
+
+use super::*;
+
+impl Conversation {
+    pub(super) fn emit(&self, kind: UiKind) {
+        if let Some(ui) = self.ui.get() {
+            let _ = ui.send(UiEvent {
+                agent: self.agent.clone(),
+                kind,
+            });
+        }
+    }
+
+    pub(super) async fn append(
+        &mut self,
+        events: Vec<Event>,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
+        // Renew the lease once half of it has run (not on every append: that
+        // would double the writes); take it again if it lapsed meanwhile.
+        let half = i64::try_from(LEASE_TTL.as_millis() / 2).unwrap_or(i64::MAX);
+        if now_ms() > self.lease.expires_ms.saturating_sub(half) {
+            match self.store.renew(&self.lease, LEASE_TTL).await {
+                Ok(lease) => self.lease = lease,
+                Err(err) if err.code == codes::LEASE_LOST => {
+                    self.lease = self
+                        .store
+                        .acquire(&self.session_id, &self.holder, LEASE_TTL)
+                        .await?;
+                    // Someone may have written while the lease had lapsed.
+                    self.in_sync
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        let batch = events
+            .into_iter()
+            .map(|event| NewEvent {
+                agent_path: self.agent.clone(),
+                event,
+            })
+            .collect();
+        let stored = match self.store.append(&self.lease, batch).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                self.in_sync
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                return Err(err);
+            }
+        };
+        // What was just written extends the known log at the next read, so
+        // it is not read back from the store.
+        let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let next = known_len + written.len() as u64 + 1;
+        let contiguous = stored.first().is_some_and(|first| first.seq == next);
+        if contiguous && self.in_sync.load(std::sync::atomic::Ordering::Relaxed) {
+            written.extend(stored.iter().cloned());
+        } else {
+            written.clear();
+            self.in_sync
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(stored)
+    }
+
+    /// The session's whole log.
+    pub async fn log_events(&self) -> Result<Vec<StoredEvent>, AgentError> {
+        Ok(self.log().await?.as_ref().clone())
+    }
+
+    /// The log, read incrementally: only events after the last one known
+    /// are fetched from the store.
+    pub(super) async fn log(&self) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
+        if self.in_sync.load(std::sync::atomic::Ordering::Relaxed) {
+            let fresh =
+                std::mem::take(&mut *self.written.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            if !fresh.is_empty() {
+                Arc::make_mut(&mut known).extend(fresh);
+            }
+            return Ok(Arc::clone(&known));
+        }
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+        let mut fresh: Vec<StoredEvent> = Vec::new();
+        loop {
+            let page = self
+                .store
+                .read(&self.session_id, known_len + fresh.len() as u64 + 1, 10_000)
+                .await?;
+            if page.is_empty() {
+                break;
+            }
+            fresh.extend(page);
+        }
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if !fresh.is_empty() {
+            // Cheap when no earlier snapshot is still held (the usual case).
+            let events = Arc::make_mut(&mut known);
+            for event in fresh {
+                if event.seq == events.len() as u64 + 1 {
+                    events.push(event);
+                }
+            }
+        }
+        self.in_sync
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(Arc::clone(&known))
+    }
+
+    pub(super) async fn recover(&mut self) -> Result<(), AgentError> {
+        let events = self.log().await?;
+        let open = dangling(&events);
+        let mut results = Vec::new();
+        for call in open.tool_calls {
+            tracing::warn!(call = %call.call_id, tool = %call.tool, "recording an interrupted tool call");
+            results.push(Event::ToolResult {
+                call_id: call.call_id,
+                status: ToolStatus::Error,
+                source: ResultSource::Interrupted,
+                content: tool_error_content(
+                    "interrupted",
+                    "The process stopped while this call ran. It was not run again; check its effect before repeating it.",
+                ),
+                artifact: None,
+                operation_id: None,
+                undo: false,
+                duration_ms: 0,
+            });
+        }
+        if !results.is_empty() {
+            self.append(results).await?;
+        }
+        Ok(())
+    }
+}

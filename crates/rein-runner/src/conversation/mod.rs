@@ -1,0 +1,443 @@
+//! [`Conversation`]: one session, its turns, and the step loop.
+//!
+//! This file is the loop: open, turn, resume, decide, stop, the step loop
+//! and finishing a turn. Each other job has a module of its own:
+//!
+//! - `person`: what a person's surface does to the conversation (decide,
+//!   stop);
+//! - `settings`: the product's words, tool loading, budgets, verification;
+//! - `journal`: appends under the lease, the log read incrementally, UI
+//!   events, recovery of interrupted calls;
+//! - `folds`: pure folds over the log (current path, last calls, approval
+//!   state, the events of a call that did not run);
+//! - `request`: the frozen prefix, the projected transcript, size and digest;
+//! - `model_call`: one model call, recorded and assembled;
+//! - `pressure`: the window — measure, prune, compact, summarise;
+//! - `calls`: a message's calls through the gate, one result each;
+//! - `reads`: the parallel read batch;
+//! - `builtins`: `read_result`, `load_tool` / `call_tool`, `read_skill`;
+//! - `answers`: structured answers (`ask`, `ask_with_schema`);
+//! - `verify`: the verification command.
+
+mod answers;
+mod builtins;
+mod calls;
+mod folds;
+mod journal;
+mod model_call;
+mod person;
+mod pressure;
+mod reads;
+mod request;
+mod settings;
+mod verify;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rein_approvals::{Answer, Leases, PermissionClass, Policy, Said, Surface, Verdict, gate};
+use rein_gateway::Provider;
+use rein_sessions::recovery::dangling;
+use rein_sessions::{
+    Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus, history,
+};
+use rein_tools::{Bounds, Outcome, ResultCache, ToolBackend, ToolContext, bound};
+use rein_wire::{
+    AgentError, AssembledMessage, AssembledToolCall, Assembler, PriceTable, Request, StreamEvent,
+    SystemBlock, error::codes,
+};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::outcome::{TurnOutcome, UiEvent, UiKind};
+use crate::project::project;
+use crate::steering::Steering;
+
+use builtins::*;
+use folds::*;
+use settings::*;
+pub use settings::{Budgets, Profile, ToolLoading, Verification, Wording};
+use verify::*;
+
+/// The agent path of the conversation itself.
+const MAIN: &str = "main";
+
+/// UI events a slow subscriber may fall behind by before it misses some.
+const UI_BUFFER: usize = 1024;
+
+/// How long the conversation's hold on its session lasts between renewals.
+const LEASE_TTL: Duration = Duration::from_secs(120);
+
+/// One session, driven turn by turn.
+pub struct Conversation {
+    store: Arc<dyn Store>,
+    provider: Arc<dyn Provider>,
+    backend: Arc<dyn ToolBackend>,
+    profile: Profile,
+    /// The conversation's policy.
+    pub policy: Policy,
+    /// The per-turn budgets.
+    pub budgets: Budgets,
+    /// Bounds on what a tool result shows the model.
+    pub bounds: Bounds,
+    /// How the context window is kept (soft pruning, hard compaction).
+    pub context: crate::context::ContextPolicy,
+    /// A check each turn must pass to count as finished.
+    pub verification: Option<Verification>,
+    /// Whether the model may hand tasks to sub-agents (`delegate`); set
+    /// before the first turn (the tool is part of the frozen prefix).
+    pub delegation: Option<crate::subagent::Delegation>,
+    /// Sub-agents started in this turn.
+    delegated: u32,
+    /// This conversation's agent path (`main`, or `main/agent-N`).
+    agent: String,
+    /// How long a pending approval waits for a person before it expires
+    /// (checked when the turn resumes).
+    pub approval_ttl: Duration,
+    prices: PriceTable,
+    session_id: String,
+    holder: String,
+    lease: Lease,
+    cache: ResultCache,
+    leases: Leases,
+    /// Verdicts on the prompt cache, call by call.
+    monitor: rein_cache::CacheMonitor,
+    /// Model calls made by this conversation (the first is cold).
+    model_calls: u64,
+    /// The stable prefix (system blocks and tools), frozen at the first
+    /// request so it stays byte-identical for the whole conversation.
+    frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    /// The transcript so far, extended step by step.
+    projector: Option<crate::project::Projector>,
+    /// JSON size and digest of each message of the transcript but the last
+    /// (the projector only ever extends the last one), so a step measures
+    /// only what is new; cleared whenever the projector is rebuilt.
+    sealed: Vec<(u64, blake3::Hash)>,
+    /// The log as far as this conversation has read it.
+    known: std::sync::Mutex<Arc<Vec<StoredEvent>>>,
+    /// This conversation's own appends not yet added to `known`. While the
+    /// lease is held nobody else can append, so when `in_sync` is set these
+    /// are all that is new and the next read of the log needs no query.
+    written: std::sync::Mutex<Vec<StoredEvent>>,
+    /// Whether `known` and `written` together hold the whole log.
+    in_sync: std::sync::atomic::AtomicBool,
+    /// The schema of a structured answer being asked for.
+    answer_schema: Option<rein_wire::OutputSchema>,
+    /// Revision guards moved by this message's own writes: (scope, before) -> after.
+    carried: HashMap<(String, String), String>,
+    /// Made at the first subscription: its buffer is the largest part of
+    /// an idle conversation, and most conversations are not watched.
+    ui: std::sync::OnceLock<broadcast::Sender<UiEvent>>,
+    steering: Steering,
+}
+
+impl Conversation {
+    /// Open a new session (or continue `existing`), take its lock, and
+    /// recover what a crashed process left: every tool call recorded
+    /// without a result gets an `interrupted` result (it is never re-run).
+    pub async fn open(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        existing: Option<&str>,
+    ) -> Result<Self, AgentError> {
+        let metadata = json!({"assistant": profile.name, "model": profile.model});
+        Conversation::open_with(store, provider, backend, profile, existing, metadata).await
+    }
+
+    /// Like [`Conversation::open`], with the application's metadata for a
+    /// new session.
+    pub async fn open_with(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        existing: Option<&str>,
+        metadata: Value,
+    ) -> Result<Self, AgentError> {
+        let info = match existing {
+            Some(id) => store.session(id).await?,
+            None => store.create_session(metadata).await?,
+        };
+        let holder = format!("rein runner (pid {})", std::process::id());
+        let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
+        let mut conversation = Conversation {
+            store,
+            provider,
+            backend,
+            profile,
+            policy: Policy::default(),
+            budgets: Budgets::default(),
+            bounds: Bounds::default(),
+            verification: None,
+            delegation: None,
+            delegated: 0,
+            agent: MAIN.into(),
+            context: crate::context::ContextPolicy::default(),
+            approval_ttl: Duration::from_secs(24 * 60 * 60),
+            prices: PriceTable::builtin(),
+            session_id: info.id,
+            holder,
+            lease,
+            cache: ResultCache::default(),
+            leases: Leases::default(),
+            carried: HashMap::new(),
+            answer_schema: None,
+            known: std::sync::Mutex::new(Arc::new(Vec::new())),
+            written: std::sync::Mutex::new(Vec::new()),
+            in_sync: std::sync::atomic::AtomicBool::new(false),
+            projector: None,
+            sealed: Vec::new(),
+            monitor: rein_cache::CacheMonitor::new(),
+            model_calls: 0,
+            frozen: None,
+            ui: std::sync::OnceLock::new(),
+            steering: Steering::default(),
+        };
+        conversation.recover().await?;
+        Ok(conversation)
+    }
+
+    /// Run as a sub-agent with this path (its events and UI events carry it).
+    pub(crate) fn set_agent_path(&mut self, path: &str) {
+        self.agent = path.to_owned();
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Watch what happens.
+    pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
+        self.ui
+            .get_or_init(|| broadcast::channel(UI_BUFFER).0)
+            .subscribe()
+    }
+
+    /// The request the next step would send (prefix, projected history,
+    /// breakpoints), without sending it or recording anything.
+    pub async fn next_request(&mut self) -> Result<Request, AgentError> {
+        let events = self.log().await?;
+        let mut request = self.request(&events)?;
+        rein_cache::plan(&mut request, &self.provider.capabilities());
+        Ok(request)
+    }
+
+    /// Compact the history now (a person asked, or a product decided), as
+    /// hard compaction would: older complete groups become a derived state
+    /// and a model-written summary; the recent tail stays raw.
+    pub async fn compact_now(&mut self) -> Result<(), AgentError> {
+        let window = self
+            .context
+            .window
+            .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
+        self.compact(window).await
+    }
+
+    /// The prompt-cache monitor: verdict counts, read share, logged misses.
+    pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
+        &self.monitor
+    }
+
+    /// A handle to steer from anywhere.
+    pub fn steering(&self) -> Steering {
+        self.steering.clone()
+    }
+
+    /// Give the session's lock back.
+    pub async fn close(self) -> Result<(), AgentError> {
+        self.store.release(&self.lease).await
+    }
+
+    /// Start a turn with what the person said, and run it.
+    pub async fn turn(&mut self, text: &str) -> Result<TurnOutcome, AgentError> {
+        let info = self.store.session(&self.session_id).await?;
+        let turn_id = rein_wire::ids::new_id();
+        let run_id = rein_wire::ids::new_id();
+        self.leases = Leases::default();
+        self.delegated = 0;
+        self.append(vec![
+            Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
+            Event::RunStarted {
+                run_id,
+                turn_id,
+                budgets: json!({"max_steps": self.budgets.max_steps, "max_tokens": self.budgets.max_tokens,
+                                "max_cost_micro_usd": self.budgets.max_cost_micro_usd, "max_wall_s": self.budgets.max_wall.as_secs()}),
+                profile: json!({"name": self.profile.name, "model": self.profile.model}),
+            },
+        ])
+        .await?;
+        self.run().await
+    }
+
+    /// Continue the open turn: after an approval was decided, or after a
+    /// crash. Without an open turn there is nothing to do (`invalid_input`).
+    pub async fn resume(&mut self) -> Result<TurnOutcome, AgentError> {
+        let events = self.log().await?;
+        let open = dangling(&events);
+        if open.turns.is_empty() {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "there is no unfinished turn to resume",
+            ));
+        }
+        // Leases granted earlier in this run still hold; none from before it.
+        let log: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
+        self.leases = Leases::of_open_run(&log);
+        self.run().await
+    }
+
+    /// The step loop of the open turn.
+    async fn run(&mut self) -> Result<TurnOutcome, AgentError> {
+        let started = Instant::now();
+        let mut steps: u32 = 0;
+        let mut tokens: u64 = 0;
+        let mut cost: u64 = 0;
+        let mut repeats: HashMap<String, u32> = HashMap::new();
+        let mut failed_checks: u32 = 0;
+        loop {
+            let events = self.log().await?;
+            // Tool calls of the last message that still need running.
+            if let Some((message_calls, _)) = last_calls(&events) {
+                match self.run_calls(&events, message_calls, &mut repeats).await? {
+                    Some(outcome) => return self.finish(outcome).await,
+                    None => continue,
+                }
+            }
+            // The step boundary: interrupts, what was said, budgets.
+            if self.steering.take_interrupt() {
+                self.append(vec![Event::SteerInterrupted { reason: None }])
+                    .await?;
+                return self.finish(TurnOutcome::Interrupted).await;
+            }
+            let said = self.steering.take_said();
+            if !said.is_empty() {
+                self.append(
+                    said.into_iter()
+                        .map(|text| Event::SteerSaid { text })
+                        .collect(),
+                )
+                .await?;
+                continue;
+            }
+            if let Some(which) = self.budgets.exceeded(steps, tokens, cost, started) {
+                return self
+                    .finish(TurnOutcome::Budget {
+                        which: which.into(),
+                    })
+                    .await;
+            }
+            steps += 1;
+            let message = match self.call_model(&events).await {
+                Ok(message) => message,
+                Err(err) => {
+                    self.emit(UiKind::Error {
+                        code: err.code.to_string(),
+                        message: err.message.clone(),
+                    });
+                    return self.finish(TurnOutcome::Error { error: err }).await;
+                }
+            };
+            if let Some(usage) = &message.usage {
+                tokens = tokens.saturating_add(usage.prompt_total() + usage.output);
+                let model = message.model.as_deref().unwrap_or(&self.profile.model);
+                cost = cost.saturating_add(self.prices.cost_micro_usd(model, usage).unwrap_or(0));
+            }
+            if message.tool_calls.is_empty() {
+                if let Some(check) = self.verification.clone() {
+                    match run_check(&check).await {
+                        Ok(()) => {}
+                        Err(report) => {
+                            failed_checks += 1;
+                            if failed_checks > check.attempts {
+                                let error = AgentError::new(
+                                    codes::VERIFICATION_FAILED,
+                                    format!(
+                                        "`{}` still fails after {} fixes",
+                                        check.command.join(" "),
+                                        check.attempts
+                                    ),
+                                )
+                                .with_field("output", report.clone());
+                                return self.finish(TurnOutcome::Error { error }).await;
+                            }
+                            self.append(vec![Event::SteerSaid {
+                                text: self
+                                    .profile
+                                    .wording
+                                    .check_failed
+                                    .replace("{command}", &check.command.join(" "))
+                                    .replace("{report}", &report),
+                            }])
+                            .await?;
+                            continue;
+                        }
+                    }
+                }
+                return self
+                    .finish(TurnOutcome::Finished {
+                        reply: message.text(),
+                    })
+                    .await;
+            }
+        }
+    }
+
+    async fn finish(&mut self, outcome: TurnOutcome) -> Result<TurnOutcome, AgentError> {
+        if let TurnOutcome::AwaitingApproval { .. } = outcome {
+            // The turn stays open; the log and control record say why.
+            self.emit(UiKind::Paused);
+            return Ok(outcome);
+        }
+        let events = self.log().await?;
+        let open = dangling(&events);
+        let reply = match &outcome {
+            TurnOutcome::Finished { reply } => Some(reply.clone()),
+            _ => None,
+        };
+        let mut closing = Vec::new();
+        for turn_id in &open.turns {
+            closing.push(Event::TurnFinished {
+                turn_id: turn_id.clone(),
+                outcome: outcome.name().into(),
+                reply: reply.clone(),
+            });
+        }
+        for run_id in open.runs {
+            let totals = match &outcome {
+                TurnOutcome::Error { error } => json!({"error": error.code}),
+                TurnOutcome::Budget { which } => json!({"budget": which}),
+                _ => json!({}),
+            };
+            closing.push(Event::RunFinished {
+                run_id,
+                outcome: outcome.name().into(),
+                totals,
+            });
+        }
+        // A failed turn stays in the log, but the next turn grows from the
+        // turn before it, so the failure is not part of later context.
+        if let TurnOutcome::Error { .. } = outcome
+            && let Some(failed) = open.turns.last()
+        {
+            let parent = events.iter().find_map(|e| match &e.event {
+                Event::TurnStarted {
+                    turn_id, parent, ..
+                } if turn_id == failed => Some(parent.clone()),
+                _ => None,
+            });
+            closing.push(Event::BranchCreated {
+                from_turn: parent.flatten(),
+            });
+        }
+        self.append(closing).await?;
+        self.emit(UiKind::TurnFinished {
+            outcome: outcome.name().into(),
+        });
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,142 @@
+//! One model call of the step loop: the request built and kept inside the
+//! window, `model.requested` recorded, the stream assembled (text deltas
+//! to the UI), the cache verdict and `model.completed` recorded.
+//!
+//! Not here: building the request (`request`) or what the answer's calls
+//! do (`calls`).
+
+use super::*;
+
+impl Conversation {
+    pub(super) async fn call_model(
+        &mut self,
+        events: &[StoredEvent],
+    ) -> Result<AssembledMessage, AgentError> {
+        let mut request = self.request(events)?;
+        let window = self
+            .context
+            .window
+            .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
+        // One pass over the request gives its size (for the estimate) and its
+        // digest (for the record); it is redone only when the request changes.
+        let (mut bytes, mut digest) = self.size_and_digest(&mut request);
+        let mut share = self.measure(&request, bytes, window).await;
+        if share > self.context.soft && self.soft_prune(window).await? {
+            request = self.request(&self.log().await?)?;
+            (bytes, digest) = self.size_and_digest(&mut request);
+            share = self.measure(&request, bytes, window).await;
+        }
+        if share > self.context.hard {
+            self.compact(window).await?;
+            request = self.request(&self.log().await?)?;
+            (bytes, digest) = self.size_and_digest(&mut request);
+            if self.measure(&request, bytes, window).await > self.context.hard {
+                return Err(AgentError::new(
+                    codes::CONTEXT_WINDOW_EXCEEDED,
+                    "the conversation does not fit the context window even after compaction",
+                )
+                .with_field(
+                    "estimated_tokens",
+                    crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
+                )
+                .with_field("window", window));
+            }
+        }
+        let call_id = rein_wire::ids::new_id();
+        let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
+        let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
+        // The digest covers what the model sees before breakpoints are
+        // planned (they follow from it) and without the routing metadata.
+        rein_cache::plan(&mut request, &self.provider.capabilities());
+        request.metadata.session_id = Some(self.session_id.clone());
+        self.append(vec![Event::ModelRequested {
+            call_id: call_id.clone(),
+            prefix_fingerprint: fingerprint.clone(),
+            request_digest: digest,
+            estimated_tokens: (bytes * 2).div_ceil(7),
+        }])
+        .await?;
+        let started = Instant::now();
+        let mut stream = self.provider.stream(request);
+        let mut assembler = Assembler::new();
+        while let Some(item) = stream.next().await {
+            let event = item?;
+            match &event {
+                StreamEvent::TextDelta { text } => {
+                    self.emit(UiKind::TextDelta { text: text.clone() });
+                }
+                StreamEvent::TextReplaced { streamed, text } => {
+                    self.emit(UiKind::TextReplaced {
+                        streamed: streamed.clone(),
+                        text: text.clone(),
+                    });
+                }
+                _ => {}
+            }
+            assembler.push(&event);
+        }
+        let message = assembler.finish();
+        if let Some(err) = &message.error {
+            return Err(err.clone());
+        }
+        self.carried.clear();
+        let model = message
+            .model
+            .clone()
+            .unwrap_or_else(|| self.profile.model.clone());
+        let verdict = self.monitor.observe(
+            &fingerprint,
+            prefix_tokens,
+            &message.usage.unwrap_or_default(),
+            self.model_calls > 0,
+        );
+        self.model_calls += 1;
+        let cost = message
+            .usage
+            .as_ref()
+            .and_then(|u| self.prices.cost_micro_usd(&model, u));
+        if let Some(usage) = message.usage {
+            self.emit(UiKind::Usage {
+                usage,
+                cost_micro_usd: cost,
+            });
+        }
+        self.append(vec![Event::ModelCompleted {
+            call_id,
+            model,
+            message: message.to_message(),
+            usage: message.usage,
+            cost_micro_usd: cost,
+            stop_reason: message.stop_reason.clone(),
+            cache_verdict: Some(verdict.as_str().to_owned()),
+            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }])
+        .await?;
+        // Malformed calls are answered at once with an error the model can read.
+        let broken: Vec<&AssembledToolCall> = message
+            .tool_calls
+            .iter()
+            .filter(|c| c.error.is_some())
+            .collect();
+        if !broken.is_empty() {
+            let mut results = Vec::new();
+            for call in broken {
+                let err = call
+                    .error
+                    .as_ref()
+                    .map(|e| (e.code.to_string(), e.message.clone()))
+                    .unwrap_or_default();
+                results.extend(refused(
+                    call.id.clone(),
+                    call.name.clone(),
+                    Value::Null,
+                    "none",
+                    &err.0,
+                    &err.1,
+                ));
+            }
+            self.append(results).await?;
+        }
+        Ok(message)
+    }
+}

@@ -1,0 +1,182 @@
+//! Context pressure: measuring a request's share of the window, pruning old
+//! read results (soft), compacting older history into a derived state and
+//! a summary (hard). Both are records in the log; nothing is rewritten.
+//!
+//! Not here: the thresholds and pure helpers (`crate::context`).
+
+use super::*;
+
+impl Conversation {
+    /// The request's share of the window: the local estimate, or — near a
+    /// threshold, where precision matters — the provider's own count when it
+    /// has one (falling back to the estimate if counting fails), else the
+    /// model's tokenizer where one is known locally.
+    pub(super) async fn measure(&self, request: &Request, bytes: u64, window: u64) -> f64 {
+        let local = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
+        let near = (local as f64) >= 0.9 * self.context.soft * window as f64;
+        let reserved = u64::from(request.max_output_tokens);
+        let tokens = if !near {
+            local
+        } else if self.provider.capabilities().token_counting {
+            match self.provider.count_tokens(request.clone()).await {
+                Ok(Some(counted)) => counted + reserved,
+                Ok(None) => local,
+                Err(err) => {
+                    tracing::warn!(code = %err.code, "counting tokens failed; using the local estimate");
+                    local
+                }
+            }
+        } else {
+            // The model's own tokenizer, where one is known locally.
+            let text = rein_wire::canonical::to_string(request).unwrap_or_default();
+            crate::context::count_local(&request.model, &text).map_or(local, |n| n + reserved)
+        };
+        tokens as f64 / window.max(1) as f64
+    }
+
+    /// Set old read results aside as artifacts. `true` when a batch was made.
+    pub(super) async fn soft_prune(&mut self, window: u64) -> Result<bool, AgentError> {
+        use crate::context::{group_starts, on_path, prunable};
+        let events = self.log().await?;
+        let path = current_path(&events);
+        let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
+        let edits = crate::project::Edits::collect(&events, &path_set);
+        let visible: Vec<&StoredEvent> = on_path(&events, &path)
+            .into_iter()
+            .filter(|e| edits.covering(e.seq).is_none())
+            .collect();
+        let groups = group_starts(&visible);
+        if groups.len() <= self.context.keep_groups {
+            return Ok(false);
+        }
+        let tail_start = groups[groups.len() - self.context.keep_groups];
+        let already: std::collections::HashSet<String> = edits.pruned.keys().cloned().collect();
+        let candidates = prunable(&visible, tail_start, &already);
+        let reclaimed: u64 = candidates.iter().map(|c| c.2).sum();
+        if candidates.is_empty() || reclaimed < self.context.min_reclaim {
+            return Ok(false);
+        }
+        let mut calls = Vec::new();
+        for (call_id, content, _, _) in &candidates {
+            let artifact = self
+                .store
+                .put_artifact(content.to_string().as_bytes(), "application/json")
+                .await?;
+            calls.push(json!({"call_id": call_id, "artifact": artifact.hash}));
+        }
+        let from_seq = candidates.iter().map(|c| c.3).min().unwrap_or(0);
+        let to_seq = candidates.iter().map(|c| c.3).max().unwrap_or(0);
+        tracing::info!(
+            results = calls.len(),
+            reclaimed,
+            "soft pruning old read results"
+        );
+        self.append(vec![Event::CompactionCreated {
+            from_seq,
+            to_seq,
+            summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
+            target_tokens: (self.context.soft * window as f64) as u64,
+        }])
+        .await?;
+        Ok(true)
+    }
+
+    /// Replace older complete groups by a structured state and a summary the
+    /// model writes, keeping a raw recent tail.
+    pub(super) async fn compact(&mut self, window: u64) -> Result<(), AgentError> {
+        use crate::context::{group_starts, on_path, state};
+        let events = self.log().await?;
+        let path = current_path(&events);
+        let visible = on_path(&events, &path);
+        let groups = group_starts(&visible);
+        let by_share = (groups.len() as f64 * self.context.tail_share).ceil() as usize;
+        let tail = by_share
+            .min(self.context.tail_cap)
+            .max(self.context.keep_groups);
+        if groups.len() <= tail {
+            return Err(AgentError::new(
+                codes::CONTEXT_WINDOW_EXCEEDED,
+                "the conversation does not fit the context window and its recent part cannot be compacted",
+            )
+            .with_field("groups", groups.len())
+            .with_field("window", window));
+        }
+        let cut = groups[groups.len() - tail];
+        let from_seq = visible.first().map_or(0, |e| e.seq);
+        let to_seq = visible
+            .iter()
+            .map(|e| e.seq)
+            .filter(|s| *s < cut)
+            .max()
+            .unwrap_or(from_seq);
+        let covered: Vec<&StoredEvent> = visible
+            .iter()
+            .copied()
+            .filter(|e| e.seq <= to_seq)
+            .collect();
+        let pending: Vec<String> = self
+            .store
+            .control(&self.session_id)
+            .await?
+            .pending
+            .into_iter()
+            .map(|p| p.approval_id)
+            .collect();
+        let state = state(&covered, &pending);
+        let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
+        let transcript = serde_json::to_string(&project(&before, &path)).unwrap_or_default();
+        let written = self.summarise(&transcript).await;
+        let text = format!(
+            "[Earlier conversation, summarised to save room]\nState: {state}\nSummary: {written}"
+        );
+        tracing::info!(
+            from_seq,
+            to_seq,
+            groups = groups.len() - tail,
+            "compacting older history"
+        );
+        self.append(vec![Event::CompactionCreated {
+            from_seq,
+            to_seq,
+            summary: json!({
+                "kind": "compact",
+                "state": state,
+                "text": text,
+                "groups_covered": groups.len() - tail,
+                "groups_kept": tail,
+            }),
+            target_tokens: (self.context.target * window as f64) as u64,
+        }])
+        .await?;
+        Ok(())
+    }
+
+    /// The model's summary of a transcript ("" when the call fails: the
+    /// structured state still stands).
+    pub(super) async fn summarise(&self, transcript: &str) -> String {
+        let shown: String = transcript.chars().take(60_000).collect();
+        let mut request = Request::new(
+            self.profile.model.clone(),
+            vec![rein_wire::Message::user(shown)],
+        );
+        request.system = vec![SystemBlock {
+            text: SUMMARY_INSTRUCTIONS.into(),
+        }];
+        request.max_output_tokens = 1024;
+        let mut stream = self.provider.stream(request);
+        let mut assembler = Assembler::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => assembler.push(&event),
+                Err(err) => {
+                    tracing::warn!(code = %err.code, "the summary call failed; compacting with the state alone");
+                    return String::new();
+                }
+            }
+        }
+        assembler.finish().text()
+    }
+}
+
+/// What the model is asked when it summarises older history.
+pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Be brief and concrete.";

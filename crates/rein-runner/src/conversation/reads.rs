@@ -1,0 +1,160 @@
+//! The parallel read batch: one `tool.called` batch, the invocations at
+//! once (result cache consulted), then the results in call order.
+//!
+//! Not here: writes and the gate (`calls`).
+
+use super::*;
+
+impl Conversation {
+    /// Run reads in parallel: one `tool.called` batch, the invocations at
+    /// once, then the results in call order.
+    pub(super) async fn run_reads(
+        &mut self,
+        reads: Vec<(String, String, Value)>,
+        repeats: &mut HashMap<String, u32>,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        if reads.is_empty() {
+            return Ok(None);
+        }
+        let revision = self.backend.revision();
+        let mut called = Vec::new();
+        // Each delegate call gets its sub-agent's path, or none past the bound.
+        let mut agents: Vec<Option<String>> = Vec::with_capacity(reads.len());
+        for (call_id, tool, args) in &reads {
+            called.push(Event::ToolCalled {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                arguments: args.clone(),
+                permission: PermissionClass::Read.as_str().into(),
+            });
+            let agent = match (&self.delegation, tool == crate::subagent::DELEGATE) {
+                (Some(delegation), true) if self.delegated < delegation.max_per_turn => {
+                    self.delegated += 1;
+                    let path = format!("{}/agent-{}", self.agent, self.delegated);
+                    called.push(Event::AgentStarted {
+                        agent_path: path.clone(),
+                        task: crate::subagent::task_of(args)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    });
+                    Some(path)
+                }
+                _ => None,
+            };
+            agents.push(agent);
+            self.emit(UiKind::ToolCall {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                arguments: args.clone(),
+            });
+        }
+        self.append(called).await?;
+        let backend = self.backend.clone();
+        let policy = self.policy.clone();
+        let cached: Vec<Option<Value>> = reads
+            .iter()
+            .map(|(_, tool, args)| {
+                if backend.cacheable(tool) {
+                    self.cache.get(tool, args, &revision).cloned()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let runs = reads
+            .iter()
+            .zip(&cached)
+            .zip(&agents)
+            .map(|(((call_id, tool, args), hit), agent)| {
+                let backend = backend.clone();
+                let store = self.store.clone();
+                let sub = match (agent, &self.delegation) {
+                    (Some(path), Some(delegation)) => Some((
+                        crate::subagent::Parent {
+                            store: self.store.clone(),
+                            provider: self.provider.clone(),
+                            backend: self.backend.clone(),
+                            profile: self.profile.clone(),
+                            session_id: self.session_id.clone(),
+                            delegation: delegation.clone(),
+                        },
+                        path.clone(),
+                    )),
+                    _ => None,
+                };
+                let ctx = ToolContext {
+                    call_id: call_id.clone(),
+                    elevated: false,
+                    policy: policy.clone(),
+                };
+                let hit = hit.clone();
+                async move {
+                    let started = Instant::now();
+                    let outcome = match hit {
+                        Some(result) => Outcome::ok(result),
+                        None if tool == crate::subagent::DELEGATE => match sub {
+                            Some((parent, path)) => {
+                                let task = crate::subagent::task_of(args).unwrap_or_default();
+                                crate::subagent::run(parent, path, task.to_owned()).await
+                            }
+                            None => Outcome::failed(
+                                "delegation_refused",
+                                "no more sub-agents can be started in this turn (or delegation is off); do the task yourself",
+                            ),
+                        },
+                        None if tool == READ_RESULT => read_result(store.as_ref(), args).await,
+                        None if tool == LOAD_TOOL => load_tool(backend.as_ref(), args),
+                        None if tool == READ_SKILL => {
+                            let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                            match backend.read_skill(name) {
+                                Some(text) => Outcome::ok(json!({"skill": name, "text": text})),
+                                None => Outcome::failed(
+                                    "skill_not_found",
+                                    format!("there is no skill `{name}`"),
+                                ),
+                            }
+                        }
+                        None => backend.invoke(tool, args.clone(), &ctx).await,
+                    };
+                    (outcome, started.elapsed())
+                }
+            });
+        let outcomes = futures::future::join_all(runs).await;
+        let mut results = Vec::new();
+        let mut fingerprints = Vec::new();
+        for ((((call_id, tool, args), hit), (outcome, took)), agent) in
+            reads.iter().zip(cached).zip(outcomes).zip(agents)
+        {
+            if let Some(agent_path) = agent {
+                results.push(Event::AgentFinished {
+                    agent_path,
+                    outcome: match &outcome {
+                        Outcome::Ok { .. } => "finished".into(),
+                        Outcome::Failed { code, .. } => code.clone(),
+                    },
+                });
+            }
+            let source = if hit.is_some() {
+                ResultSource::Cache
+            } else {
+                ResultSource::Live
+            };
+            if hit.is_none()
+                && backend.cacheable(tool)
+                && let Outcome::Ok { result, .. } = &outcome
+            {
+                self.cache.put(tool, args, &revision, result.clone());
+            }
+            let event = self.result_event(call_id, outcome, source, took).await?;
+            fingerprints.push(fingerprint(tool, args, &event));
+            results.push(event);
+        }
+        self.append(results).await?;
+        for fp in fingerprints {
+            if let Some(outcome) = self.count_repeat(repeats, fp).await? {
+                return Ok(Some(outcome));
+            }
+        }
+        Ok(None)
+    }
+}

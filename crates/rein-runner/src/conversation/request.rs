@@ -1,0 +1,165 @@
+//! The request a step sends: the stable prefix (frozen at the first
+//! request), the projected transcript (extended step by step), and its size
+//! and digest measured from what is new.
+//!
+//! Not here: sending it (`model_call`) or keeping it inside the window
+//! (`pressure`).
+
+use super::*;
+
+impl Conversation {
+    pub(super) fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
+        let turns_path = current_path(events);
+        let mut request = Request::new(
+            self.profile.model.clone(),
+            self.messages(events, &turns_path),
+        );
+        let (system, tools) = match self.frozen.clone() {
+            Some(frozen) => {
+                // The stability guard (debug builds): the prefix must not
+                // drift within a conversation (no timestamps, sorted maps
+                // and tools).
+                if cfg!(debug_assertions) {
+                    let fresh = self.prefix();
+                    debug_assert!(
+                        frozen == fresh,
+                        "the stable prefix changed within a conversation: {} -> {}",
+                        rein_cache::fingerprint(&frozen.0, &frozen.1),
+                        rein_cache::fingerprint(&fresh.0, &fresh.1)
+                    );
+                }
+                frozen
+            }
+            None => {
+                let fresh = self.prefix();
+                self.frozen = Some(fresh.clone());
+                fresh
+            }
+        };
+        request.system = system;
+        request.tools = tools;
+        request.max_output_tokens = self.profile.max_output_tokens;
+        if let Some(schema) = &self.answer_schema {
+            request.output_schema = Some(schema.clone());
+        }
+        Ok(request)
+    }
+
+    /// The transcript for `path`, fed only what is new since the last step
+    /// when the path merely grew and nothing was compacted; rebuilt otherwise.
+    pub(super) fn messages(
+        &mut self,
+        events: &[StoredEvent],
+        path: &[String],
+    ) -> Vec<rein_wire::Message> {
+        let mut projector = match self.projector.take() {
+            Some(mut p) if p.covers(events, path) => {
+                p.extend_path(path);
+                p
+            }
+            _ => {
+                self.sealed.clear();
+                crate::project::Projector::new(events, path)
+            }
+        };
+        let start = events.partition_point(|e| e.seq <= projector.seen);
+        for stored in &events[start..] {
+            projector.feed(stored);
+        }
+        debug_assert_eq!(
+            projector.messages,
+            project(events, path),
+            "the incremental projection drifted from the full one"
+        );
+        let messages = projector.messages.clone();
+        self.projector = Some(projector);
+        messages
+    }
+
+    /// The request's JSON size and a digest of it, computed from the sealed
+    /// messages' cached sizes and digests plus what is new: the last
+    /// message and the rest of the request. The size is exactly that of the
+    /// request's JSON; the digest is blake3 over the parts' digests.
+    pub(super) fn size_and_digest(&mut self, request: &mut Request) -> (u64, String) {
+        let n = request.messages.len();
+        self.sealed.truncate(n.saturating_sub(1));
+        while self.sealed.len() + 1 < n {
+            let message = &request.messages[self.sealed.len()];
+            self.sealed.push(crate::context::size_and_hash(message));
+        }
+        let mut hasher = blake3::Hasher::new();
+        let mut bytes: u64 = 0;
+        for (size, hash) in &self.sealed {
+            bytes += size;
+            hasher.update(hash.as_bytes());
+        }
+        if let Some(last) = request.messages.last() {
+            let (size, hash) = crate::context::size_and_hash(last);
+            bytes += size;
+            hasher.update(hash.as_bytes());
+        }
+        // `"messages":[]` in the rest becomes `[m1,m2,...]`: add the commas.
+        bytes += n.saturating_sub(1) as u64;
+        let messages = std::mem::take(&mut request.messages);
+        let (size, hash) = crate::context::size_and_hash(&*request);
+        request.messages = messages;
+        bytes += size;
+        hasher.update(hash.as_bytes());
+        debug_assert_eq!(
+            Some(bytes),
+            serde_json::to_vec(&*request).ok().map(|b| b.len() as u64),
+            "the incremental request size drifted from the request's JSON"
+        );
+        (bytes, hasher.finalize().to_hex().to_string())
+    }
+
+    /// The stable prefix as the profile and backend give it now.
+    pub(super) fn prefix(&self) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
+        let mut system: Vec<SystemBlock> = self
+            .profile
+            .system
+            .iter()
+            .map(|text| SystemBlock { text: text.clone() })
+            .collect();
+        let mut tools = Vec::new();
+        let catalog = self.backend.catalog(&self.policy);
+        if self.deferred(catalog.len()) {
+            // The catalog is sorted by name and has no volatile parts.
+            let mut lines = format!("{}\n", self.profile.wording.tool_catalog);
+            for tool in &catalog {
+                lines.push_str(&format!("- {}: {}\n", tool.name, tool.purpose));
+            }
+            system.push(SystemBlock { text: lines });
+            tools = vec![load_tool_spec(), call_tool_spec()];
+        } else {
+            tools.extend(
+                catalog
+                    .into_iter()
+                    .filter_map(|t| self.backend.definition(&t.name)),
+            );
+        }
+        tools.push(read_result_spec());
+        if self.delegation.is_some() {
+            tools.push(crate::subagent::delegate_spec());
+        }
+        let mut skills = self.backend.skills();
+        if !skills.is_empty() {
+            skills.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut lines = format!("{}\n", self.profile.wording.skills);
+            for skill in &skills {
+                lines.push_str(&format!("- {}: {}\n", skill.name, skill.purpose));
+            }
+            system.push(SystemBlock { text: lines });
+            tools.push(read_skill_spec());
+        }
+        (system, tools)
+    }
+
+    pub(super) fn deferred(&self, tools: usize) -> bool {
+        match self.profile.tools {
+            ToolLoading::Native => false,
+            ToolLoading::Deferred => true,
+            ToolLoading::Auto { max_native } => tools > max_native,
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The product's settings for a conversation: its words ([`Profile`],
+//! [`Wording`]), how tools reach the model, the per-turn budgets and the
+//! verification check.
+//!
+//! Not here: anything that runs; these are plain values the loop reads.
+
+use super::*;
+
+/// The product's words: its prompt, names and wording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The product's name for its assistant.
+    pub name: String,
+    /// System prompt blocks, in order.
+    pub system: Vec<String>,
+    /// The model to call.
+    pub model: String,
+    /// The output limit per call.
+    pub max_output_tokens: u32,
+    /// How the model gets the tools.
+    pub tools: ToolLoading,
+    /// What rein itself says to the model, in the product's words.
+    pub wording: Wording,
+}
+
+/// The sentences rein says to the model on the product's behalf. `{tool}`,
+/// `{decision}`, `{command}` and `{report}` are filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wording {
+    /// A call a person did not approve (denied, let expire, stopped).
+    pub not_approved: String,
+    /// The nudge when the model repeats a call without progress.
+    pub loop_nudge: String,
+    /// A verification check that failed.
+    pub check_failed: String,
+    /// The header of the deferred tool catalog.
+    pub tool_catalog: String,
+    /// The header of the skills list.
+    pub skills: String,
+}
+
+impl Default for Wording {
+    fn default() -> Self {
+        Wording {
+            not_approved: "The person {decision} the call to `{tool}`. It was not run. Do not try to reach the same result another way; ask the person what they want instead.".into(),
+            loop_nudge: "(rein) You have made the same call with the same arguments and got the same result three times. Try a different approach or answer with what you have.".into(),
+            check_failed: "(rein) The check `{command}` failed, so the task is not done yet:\n{report}\nFix the cause, then answer again.".into(),
+            tool_catalog: "Tools: call load_tool with a name to get its arguments, then call_tool with the name and arguments.".into(),
+            skills: "Skills: read one with read_skill when it applies to the task.".into(),
+        }
+    }
+}
+
+impl Wording {
+    pub(super) fn not_approved(&self, tool: &str, decision: &str) -> String {
+        self.not_approved
+            .replace("{tool}", tool)
+            .replace("{decision}", decision)
+    }
+}
+
+/// How tools reach the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolLoading {
+    /// Every tool's full definition in every request.
+    Native,
+    /// The stable prefix lists the catalog (name and purpose, sorted); the
+    /// model fetches a schema with `load_tool` and calls with `call_tool`.
+    Deferred,
+    /// Native up to this many tools, deferred beyond.
+    Auto {
+        /// The largest catalog given natively.
+        max_native: usize,
+    },
+}
+
+impl Default for ToolLoading {
+    fn default() -> Self {
+        ToolLoading::Auto { max_native: 16 }
+    }
+}
+
+/// Limits on one turn. Every one is finite by default except cost and
+/// tokens, which have no sensible universal default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budgets {
+    /// Model calls per turn.
+    pub max_steps: u32,
+    /// Tokens (prompt + output) per turn.
+    pub max_tokens: Option<u64>,
+    /// Cost per turn in micro-USD.
+    pub max_cost_micro_usd: Option<u64>,
+    /// Wall time per turn.
+    pub max_wall: Duration,
+}
+
+impl Budgets {
+    /// Which budget a turn has used up, if any (`steps`, `tokens`, `cost`,
+    /// `wall_time`).
+    pub(super) fn exceeded(
+        &self,
+        steps: u32,
+        tokens: u64,
+        cost: u64,
+        started: Instant,
+    ) -> Option<&'static str> {
+        if steps >= self.max_steps {
+            return Some("steps");
+        }
+        if self.max_tokens.is_some_and(|max| tokens >= max) {
+            return Some("tokens");
+        }
+        if self.max_cost_micro_usd.is_some_and(|max| cost >= max) {
+            return Some("cost");
+        }
+        if started.elapsed() >= self.max_wall {
+            return Some("wall_time");
+        }
+        None
+    }
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_steps: 100,
+            max_tokens: None,
+            max_cost_micro_usd: None,
+            max_wall: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// A command that must exit 0 for a turn to count as a success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    /// The program and its arguments (run directly, not through a shell).
+    pub command: Vec<String>,
+    /// Where to run it.
+    pub cwd: Option<std::path::PathBuf>,
+    /// How many failed checks the model gets to fix before the turn fails.
+    pub attempts: u32,
+    /// How long one check may run.
+    pub timeout: Duration,
+}
+
+impl Verification {
+    /// Run `command` (at most 2 fixes, 5 minutes per check).
+    pub fn new(command: &[&str]) -> Self {
+        Verification {
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            cwd: None,
+            attempts: 2,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The same call repeated this many times with the same result earns a nudge…
+pub(super) const LOOP_NUDGE: u32 = 3;
+
+/// …and this many ends the turn.
+pub(super) const LOOP_STOP: u32 = 5;

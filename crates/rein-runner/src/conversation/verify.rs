@@ -1,0 +1,52 @@
+//! The verification gate: a command run directly (no shell) with a
+//! timeout; its failure is reported back to the model.
+//!
+//! Not here: when it runs (the loop, at a final answer).
+
+use super::*;
+
+/// Run a verification command; `Err` carries the exit status and the tail
+/// of its output.
+pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
+    let Some((program, args)) = check.command.split_first() else {
+        return Err("no command was given".into());
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::null());
+    if let Some(dir) = &check.cwd {
+        command.current_dir(dir);
+    }
+    let output = match tokio::time::timeout(check.timeout, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(format!("it could not be started: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "it ran longer than {:?} and was stopped",
+                check.timeout
+            ));
+        }
+    };
+    if output.status.success() {
+        return Ok(());
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let tail: String = text
+        .chars()
+        .rev()
+        .take(2000)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    Err(format!(
+        "exit status {}; output (last 2000 characters):\n{tail}",
+        output
+            .status
+            .code()
+            .map_or("signal".to_owned(), |c| c.to_string())
+    ))
+}
