@@ -63,7 +63,6 @@ pub fn machine_line() -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
 

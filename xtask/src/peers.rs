@@ -273,7 +273,6 @@ pub fn summarize(records: &[Value], frameworks: &[String], ns: &[usize]) -> Stri
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
 

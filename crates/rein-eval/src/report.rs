@@ -141,7 +141,6 @@ pub fn regressions(baseline: &Report, now: &Report) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
 

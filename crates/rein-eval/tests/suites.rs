@@ -1,7 +1,7 @@
 //! The suites in `tests/evals` load, cover what they must, and their checks
 //! can fail.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::path::PathBuf;
 

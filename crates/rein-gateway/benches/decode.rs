@@ -3,7 +3,6 @@
 //! must at least parse each event's JSON once).
 //!
 //! Run with `cargo xtask bench decode`.
-#![allow(missing_docs)]
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

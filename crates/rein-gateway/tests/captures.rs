@@ -3,7 +3,7 @@
 //! into 3-byte chunks (with identical results), never panicking, with tool
 //! calls, usage and errors right where the capture shows them.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::path::PathBuf;
 

@@ -1,8 +1,6 @@
 //! Property tests: the decoders never panic on any input, and how a body
 //! is cut into chunks never changes what they yield.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
-
 use proptest::prelude::*;
 use rein_gateway::WireApi;
 use rein_wire::StreamEvent;

@@ -1,8 +1,6 @@
 //! The gateway end to end: `HttpProvider` against `FakeServer` over TCP on
 //! loopback, for each wire API, with every injected fault.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
-
 use std::time::Duration;
 
 use futures::StreamExt;

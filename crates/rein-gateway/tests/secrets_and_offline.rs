@@ -1,7 +1,7 @@
 //! Two security invariants: the offline switch opens no socket, and an API
 //! key appears in no error, log line or `Debug` output.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

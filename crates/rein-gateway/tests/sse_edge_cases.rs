@@ -5,7 +5,7 @@
 //! (see `rein_gateway::sse`): an event left pending at a clean end of body
 //! is dispatched, and a block without a `data` field is not.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::path::PathBuf;
 

@@ -3,7 +3,11 @@
 //! once (the physical floor of a step).
 //!
 //! Run with `cargo xtask bench assembly`.
-#![allow(missing_docs, clippy::unwrap_used)]
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark harness: a failed set-up should stop it loudly"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Context pressure over a long scripted session: soft pruning, repeated
 //! hard compaction, and a session that cannot fit.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -6,7 +6,7 @@
 //! `REIN_GOLDEN_BLESS=1`) writes the files anew from each scenario's
 //! scripted model, after a reviewed change.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,8 +2,6 @@
 //! and the OpenAI Chat formats, with the tool-result threading each API
 //! requires.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
-
 use std::sync::Arc;
 
 use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, WireApi};

@@ -3,7 +3,7 @@
 //! offloading — against a real SQLite file, scripted models, and the
 //! reference tool backend.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::sync::Arc;
 

@@ -1,8 +1,6 @@
 //! Sub-agents: a `delegate` call runs a child conversation in its own
 //! session, linked to the parent, read-only and bounded.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
-
 use std::sync::Arc;
 
 use rein_runner::{Conversation, Delegation, Profile, ToolLoading, TurnOutcome};

@@ -3,7 +3,11 @@
 //! and projecting a session of 100,000 events.
 //!
 //! Run with `cargo xtask bench store`.
-#![allow(missing_docs, clippy::unwrap_used)]
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark harness: a failed set-up should stop it loudly"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

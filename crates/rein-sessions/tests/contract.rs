@@ -1,7 +1,7 @@
 //! The `Store` contract, run against the in-memory store and a real SQLite
 //! file: the same behaviour from both.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::sync::Arc;
 use std::time::Duration;

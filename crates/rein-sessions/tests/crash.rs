@@ -5,7 +5,7 @@
 //! The children are this test binary itself, re-run on one `#[ignore]`d
 //! helper (`helper_*`) with an environment variable saying what to do.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -1,7 +1,5 @@
 //! The reference backend passes the contract it defines.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
-
 use rein_approvals::PermissionClass;
 use rein_testing::FakeToolBackend;
 use rein_testing::contract::{ContractCase, check_backend};

@@ -1,7 +1,5 @@
 //! Tools made from typed inputs: schemas, validation, strict variants.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
-
 use async_trait::async_trait;
 use rein_tools::{Outcome, Registry, Tool, ToolBackend, ToolContext, schema_for, strict_variant};
 use rein_wire::permission::{PermissionClass, Policy};

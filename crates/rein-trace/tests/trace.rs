@@ -1,6 +1,6 @@
 //! Reports and golden traces on a real SQLite file.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::time::Duration;
 

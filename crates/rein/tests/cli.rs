@@ -1,7 +1,7 @@
 //! The `rein` binary from outside: `wire decode` on captures and garbage,
 //! and `chat` with no key, offline, and against a fake server.
 
-#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 mod common;
 

@@ -135,7 +135,6 @@ pub(crate) fn joined_system(request: &Request) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use rein_wire::{Message, Role};
 

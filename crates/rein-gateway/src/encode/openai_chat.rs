@@ -259,7 +259,6 @@ pub fn openai_chat_bytes(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use rein_wire::{ImageSource, Message, OutputSchema, SystemBlock, ToolSpec};
     use serde_json::json;

@@ -462,7 +462,6 @@ impl Provider for ScriptedBrain {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
 

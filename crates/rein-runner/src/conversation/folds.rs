@@ -62,7 +62,10 @@ pub(super) fn current_path(events: &[StoredEvent]) -> Vec<String> {
 
 /// The tool calls of the last assistant message of the open turn that have
 /// no result yet: (call id, tool, arguments), in order.
-#[allow(clippy::type_complexity)] // A private helper's tuple; named fields would add nothing.
+#[expect(
+    clippy::type_complexity,
+    reason = "a private helper's tuple; named fields would add nothing"
+)]
 pub(super) fn last_calls(events: &[StoredEvent]) -> Option<(Vec<(String, String, Value)>, u64)> {
     let (seq, message) = events.iter().rev().find_map(|e| match &e.event {
         Event::ModelCompleted { message, .. } => Some((e.seq, message)),
