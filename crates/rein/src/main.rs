@@ -6,11 +6,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use rein::chat::{ChatOptions, run};
-use rein::decode_cmd::decode_to;
+mod cli;
+
+use cli::chat::{ChatOptions, run};
+use cli::decode_cmd::decode_to;
+use cli::sessions_cmd;
 use rein::gateway::WireApi;
 use rein::sessions::{SqliteStore, Store};
-use rein::sessions_cmd;
 use rein::wire::{AgentError, error::codes};
 
 /// rein, an agent harness runtime.
@@ -186,7 +188,7 @@ fn main() -> ExitCode {
 
 /// Print one line on stdout.
 fn say_out(line: &str) -> Result<(), AgentError> {
-    writeln!(std::io::stdout(), "{line}").map_err(rein::output::output_error)
+    writeln!(std::io::stdout(), "{line}").map_err(cli::output::output_error)
 }
 
 /// The most `rein` reads from a file or stdin (a capture, a golden trace):
@@ -224,13 +226,13 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();
             if stdin.is_terminal() && options.prompt.is_none() {
-                let editor = rein::chat::Editor::new()?;
+                let editor = cli::chat::Editor::new()?;
                 run(options, store, editor, stdout, &mut std::io::stderr()).await
             } else {
                 run(
                     options,
                     store,
-                    rein::chat::Plain(stdin.lock()),
+                    cli::chat::Plain(stdin.lock()),
                     stdout,
                     &mut std::io::stderr(),
                 )
@@ -298,7 +300,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                             use std::io::Write;
                             stdout
                                 .write_all(text.as_bytes())
-                                .map_err(rein::output::output_error)
+                                .map_err(cli::output::output_error)
                         }
                     }
                 }

@@ -23,6 +23,28 @@ pub struct Profile {
     pub wording: Wording,
 }
 
+impl Profile {
+    /// A profile for `model` under the assistant name `name`: no system
+    /// prompt yet, 4,096 output tokens per call, tools loaded natively up
+    /// to 16 (deferred beyond), rein's default wording.
+    pub fn new(name: impl Into<String>, model: impl Into<String>) -> Self {
+        Profile {
+            name: name.into(),
+            system: Vec::new(),
+            model: model.into(),
+            max_output_tokens: 4096,
+            tools: ToolLoading::default(),
+            wording: Wording::default(),
+        }
+    }
+
+    /// Add a system prompt block.
+    pub fn with_system(mut self, text: impl Into<String>) -> Self {
+        self.system.push(text.into());
+        self
+    }
+}
+
 /// The sentences rein says to the model on the product's behalf. `{tool}`,
 /// `{decision}`, `{command}` and `{report}` are filled in.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -85,5 +85,5 @@ pub async fn decode_to(
 }
 
 fn write_line(out: &mut impl Write, value: &Value) -> Result<(), AgentError> {
-    writeln!(out, "{value}").map_err(crate::output::output_error)
+    writeln!(out, "{value}").map_err(super::output::output_error)
 }

@@ -31,7 +31,7 @@ pub async fn whole_log(store: &dyn Store, id: &str) -> Result<Vec<StoredEvent>, 
 }
 
 fn out_error(err: std::io::Error) -> AgentError {
-    crate::output::output_error(err)
+    super::output::output_error(err)
 }
 
 /// `rein sessions list`.

@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-pub use root::{MAX_FILE_BYTES, MAX_LIST, Refused, Root};
+pub use root::{MAX_LIST, Refused, Root};
 
 /// The most matching lines a search returns.
 const MAX_MATCHES: usize = 200;
@@ -232,6 +232,84 @@ impl Tool for DeleteFile {
         match self.0.remove(&input.path) {
             Ok(()) => Outcome::ok(json!({"deleted": input.path})),
             Err(refused) => refused.outcome(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+        std::fs::write(dir.path().join("b.txt"), "beta\n").unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn the_file_tools_meet_the_backend_contract_and_stay_inside_the_root() {
+        use rein_approvals::PermissionClass;
+        use rein_testing::contract::{ContractCase, check_backend};
+        let root = project();
+        let backend = file_tools(std::sync::Arc::new(Root::new(root.path()).unwrap())).unwrap();
+        let cases = [
+            ContractCase::new("read_file", json!({"path": "a.txt"}), PermissionClass::Read),
+            ContractCase::new("list_files", json!({}), PermissionClass::Read),
+            ContractCase::new("search", json!({"query": "alpha"}), PermissionClass::Read),
+            ContractCase::new(
+                "write_file",
+                json!({"path": "sub/c.txt", "content": "gamma"}),
+                PermissionClass::SourceFileWrite,
+            ),
+            ContractCase::new(
+                "delete_file",
+                json!({"path": "b.txt"}),
+                PermissionClass::Destructive,
+            ),
+        ];
+        check_backend(&backend, &cases).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("sub/c.txt")).unwrap(),
+            "gamma"
+        );
+        // Nothing outside the root, by .., absolute path or symbolic link.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
+        let ctx = rein_tools::ToolContext {
+            call_id: "c".into(),
+            elevated: true,
+            policy: rein_approvals::Policy::default(),
+        };
+        use rein_tools::ToolBackend;
+        for path in ["../x", "/etc/passwd", "link/secret", "sub/../../x"] {
+            let read = backend
+                .invoke("read_file", json!({"path": path}), &ctx)
+                .await;
+            assert!(!read.is_ok(), "{path}");
+            let write = backend
+                .invoke("write_file", json!({"path": path, "content": "no"}), &ctx)
+                .await;
+            assert!(!write.is_ok(), "{path}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+            "s"
+        );
+        // list_files takes a folder, inside the root only.
+        let listed = backend
+            .invoke("list_files", json!({"path": "sub"}), &ctx)
+            .await;
+        let rein_tools::Outcome::Ok { result, .. } = listed else {
+            panic!("{listed:?}")
+        };
+        assert_eq!(result["files"], json!(["sub/c.txt"]));
+        for path in ["..", "/", "link"] {
+            let listed = backend
+                .invoke("list_files", json!({"path": path}), &ctx)
+                .await;
+            assert!(!listed.is_ok(), "{path}");
         }
     }
 }

@@ -420,8 +420,8 @@ pub async fn run(
             AgentError::new(codes::INVALID_INPUT, format!("no current directory: {e}"))
         })?,
     };
-    let root = Arc::new(crate::files::Root::new(&root_dir)?);
-    let backend = Arc::new(crate::files::file_tools(root)?);
+    let root = Arc::new(super::files::Root::new(&root_dir)?);
+    let backend = Arc::new(super::files::file_tools(root)?);
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
@@ -517,7 +517,7 @@ pub async fn run(
 }
 
 fn io_error(err: std::io::Error) -> AgentError {
-    crate::output::output_error(err)
+    super::output::output_error(err)
 }
 
 /// Print a status line. Everything said goes through [`visible`]: status

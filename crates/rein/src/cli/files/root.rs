@@ -9,8 +9,8 @@
 //! absolute path or a symbolic link — existing or dangling, relative or
 //! absolute — that would lead outside the root fails at the open itself.
 //! Hard links cannot be told apart from their outside twin by path, so a
-//! file with more than one link is refused (reads unless the product
-//! allows them, writes always), decided on the opened file's own `fstat`.
+//! file with more than one link is refused, read or written, decided on
+//! the opened file's own `fstat`.
 //!
 //! [`Root::precheck_write`] and [`Root::precheck_delete`] answer "could
 //! this run?" before a person is asked; they are a courtesy, not the
@@ -21,7 +21,6 @@
 
 use std::io::{self, Read as _, Write as _};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
@@ -91,10 +90,6 @@ impl Refused {
 #[derive(Debug)]
 pub struct Root {
     dir: Dir,
-    path: PathBuf,
-    hard_links_readable: bool,
-    /// Bumped by every write, for the result cache.
-    revision: AtomicU64,
 }
 
 impl Root {
@@ -112,30 +107,7 @@ impl Root {
         }
         let handle =
             Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| bad(e.to_string()))?;
-        Ok(Root {
-            dir: handle,
-            path,
-            hard_links_readable: false,
-            revision: AtomicU64::new(0),
-        })
-    }
-
-    /// Let the tools read files with more than one hard link (a product
-    /// that knows its tree has no outside twins). Writes to them are
-    /// refused whatever this says.
-    pub fn read_hard_links(mut self, allow: bool) -> Self {
-        self.hard_links_readable = allow;
-        self
-    }
-
-    /// The root's real path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The write counter (the result cache's revision).
-    pub fn revision(&self) -> u64 {
-        self.revision.load(Ordering::SeqCst)
+        Ok(Root { dir: handle })
     }
 
     /// `path` as a relative path inside the root, or why not. Decides on
@@ -179,7 +151,7 @@ impl Root {
             ));
         }
         let links = cap_std::fs::MetadataExt::nlink(&meta);
-        if links > 1 && !self.hard_links_readable {
+        if links > 1 {
             return Err(Refused::hard_link(path, links));
         }
         if meta.len() > MAX_FILE_BYTES {
@@ -274,7 +246,6 @@ impl Root {
         let mut file = file.into_std();
         file.set_len(0).map_err(failed)?;
         file.write_all(bytes).map_err(failed)?;
-        self.revision.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -298,7 +269,6 @@ impl Root {
         self.dir
             .remove_file(rel)
             .map_err(|e| Refused::io(path, "delete", "delete_failed", &e))?;
-        self.revision.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 

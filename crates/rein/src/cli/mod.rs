@@ -1,0 +1,10 @@
+//! The `rein` command's parts, private to the binary: the terminal chat,
+//! its file tools, the session and trace commands, `wire decode`, and the
+//! rule for a closed output. A product uses the library (`rein::…`), not
+//! these.
+
+pub mod chat;
+pub mod decode_cmd;
+pub mod files;
+pub mod output;
+pub mod sessions_cmd;
