@@ -23,11 +23,15 @@ struct Session {
     turns: Vec<TurnInfo>,
     control: ControlRecord,
     lease: Option<Lease>,
+    /// The inbox: (entry, taken).
+    inbox: Vec<(crate::InboxEntry, bool)>,
 }
 
 #[derive(Default)]
 struct Inner {
     sessions: HashMap<String, Session>,
+    /// The last inbox number given (across sessions, like SQLite's).
+    next_inbox: u64,
     order: Vec<String>,
     artifacts: HashMap<String, (ArtifactRef, Vec<u8>)>,
     /// Turn id -> session id.
@@ -180,6 +184,78 @@ impl Store for MemoryStore {
                 return Err(crate::validate::lease_lost(&lease.session_id));
             }
             append_locked(&mut inner, &lease.session_id, events)?
+        };
+        self.channels.publish(&lease.session_id, &stored);
+        Ok(stored)
+    }
+
+    async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError> {
+        let mut inner = self.lock();
+        let next = inner.next_inbox + 1;
+        let s = inner
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| not_found(session))?;
+        if let Some(approval) = item.approval_id()
+            && s.inbox
+                .iter()
+                .any(|(e, _)| e.item.approval_id() == Some(approval))
+        {
+            return Err(crate::validate::already_decided(approval));
+        }
+        s.inbox.push((
+            crate::InboxEntry {
+                id: next,
+                at_ms: now_ms(),
+                item,
+            },
+            false,
+        ));
+        inner.next_inbox = next;
+        Ok(next)
+    }
+
+    async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError> {
+        let inner = self.lock();
+        let s = inner
+            .sessions
+            .get(session)
+            .ok_or_else(|| not_found(session))?;
+        Ok(s.inbox
+            .iter()
+            .filter(|(_, taken)| !taken)
+            .map(|(e, _)| e.clone())
+            .collect())
+    }
+
+    async fn take_inbox(
+        &self,
+        lease: &Lease,
+        upto: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
+        let stored = {
+            let mut inner = self.lock();
+            let session = inner
+                .sessions
+                .get(&lease.session_id)
+                .ok_or_else(|| not_found(&lease.session_id))?;
+            let held = session
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.token == lease.token && l.expires_ms > now_ms());
+            if !held {
+                return Err(crate::validate::lease_lost(&lease.session_id));
+            }
+            let stored = append_locked(&mut inner, &lease.session_id, events)?;
+            if let Some(s) = inner.sessions.get_mut(&lease.session_id) {
+                for (entry, taken) in &mut s.inbox {
+                    if entry.id <= upto {
+                        *taken = true;
+                    }
+                }
+            }
+            stored
         };
         self.channels.publish(&lease.session_id, &stored);
         Ok(stored)

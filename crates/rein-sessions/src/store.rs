@@ -189,6 +189,24 @@ pub trait Store: Send + Sync {
     /// Give the lock up.
     async fn release(&self, lease: &Lease) -> Result<(), AgentError>;
 
+    /// Post `item` to the session's inbox; no lease is needed (only a
+    /// person's surface calls this, through `rein-approvals`). A second
+    /// decision for the same approval is `conflict`. Returns its number.
+    async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError>;
+
+    /// The inbox items not yet taken, oldest first.
+    async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError>;
+
+    /// Append `events` and mark the inbox items up to number `upto` taken,
+    /// in one transaction, as the holder of `lease` (`lease_lost`
+    /// otherwise). The events record what the items asked.
+    async fn take_inbox(
+        &self,
+        lease: &Lease,
+        upto: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<StoredEvent>, AgentError>;
+
     /// Store bytes; the same bytes are stored once.
     async fn put_artifact(&self, bytes: &[u8], media_type: &str)
     -> Result<ArtifactRef, AgentError>;

@@ -59,6 +59,15 @@ pub(crate) fn locked(current: &Lease) -> AgentError {
     .with_field("expires_ms", current.expires_ms)
 }
 
+/// A second decision for an approval that already has one.
+pub(crate) fn already_decided(approval: &str) -> AgentError {
+    AgentError::new(
+        codes::CONFLICT,
+        format!("approval `{approval}` was already decided"),
+    )
+    .with_field("approval_id", approval)
+}
+
 pub(crate) fn lease_lost(session: &str) -> AgentError {
     AgentError::new(
         codes::LEASE_LOST,

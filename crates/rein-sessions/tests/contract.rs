@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_sessions::{
-    Event, Lease, MemoryStore, NewEvent, ResultSource, Slice, SqliteStore, Store, ToolStatus,
-    history,
+    Event, InboxItem, Lease, MemoryStore, NewEvent, ResultSource, Slice, SqliteStore, Store,
+    ToolStatus, history,
 };
 use rein_wire::error::codes;
 use serde_json::json;
@@ -611,5 +611,85 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
             .map(|e| e.event)
             .collect();
         assert_eq!(back, written, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn the_inbox_takes_posts_without_the_lease_and_records_them_once() {
+    for (name, store, _dir) in stores().await {
+        let (id, lease) = open(store.as_ref()).await;
+        // Posting needs no lease: the writer holds it.
+        let decision = |by: &str| InboxItem::Decision {
+            approval_id: "a1".into(),
+            decision: "approved".into(),
+            lease: None,
+            by: by.into(),
+        };
+        let first = store.post(&id, decision("rein approve")).await.unwrap();
+        // One approval is decided once.
+        let second = store.post(&id, decision("http:bob")).await.unwrap_err();
+        assert_eq!(second.code, codes::CONFLICT, "{name}");
+        let said = store
+            .post(
+                &id,
+                InboxItem::Say {
+                    text: "also x".into(),
+                    by: "rein say".into(),
+                },
+            )
+            .await
+            .unwrap();
+        assert!(said > first, "{name}");
+        assert_eq!(
+            store
+                .post("no-such-session", InboxItem::Stop { by: "x".into() })
+                .await
+                .unwrap_err()
+                .code,
+            codes::SESSION_NOT_FOUND,
+            "{name}"
+        );
+        let open_items = store.inbox(&id).await.unwrap();
+        assert_eq!(open_items.len(), 2, "{name}");
+        assert_eq!(open_items[0].item, decision("rein approve"), "{name}");
+        // Taking needs the lease, and records with the events atomically.
+        let stranger = Lease {
+            token: "forged".into(),
+            ..lease.clone()
+        };
+        let err = store
+            .take_inbox(
+                &stranger,
+                said,
+                vec![NewEvent::main(Event::SteerSaid {
+                    text: "also x".into(),
+                })],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, codes::LEASE_LOST, "{name}");
+        assert_eq!(
+            store.inbox(&id).await.unwrap().len(),
+            2,
+            "{name}: nothing taken"
+        );
+        let stored = store
+            .take_inbox(
+                &lease,
+                first,
+                vec![NewEvent::main(Event::SteerSaid { text: "x".into() })],
+            )
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), 1, "{name}");
+        let left = store.inbox(&id).await.unwrap();
+        assert_eq!(left.len(), 1, "{name}");
+        assert_eq!(left[0].id, said, "{name}");
+        // Taken decisions still block a second one.
+        assert_eq!(
+            store.post(&id, decision("later")).await.unwrap_err().code,
+            codes::CONFLICT,
+            "{name}"
+        );
     }
 }

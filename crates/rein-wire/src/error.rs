@@ -94,6 +94,9 @@ registry! {
         "The input is not valid", "Correct the input named in the detail and try again.";
     INTERNAL = "internal", 500, false,
         "An internal error in rein", "This is a bug; please report it with the detail.";
+    CONFLICT = "conflict", 409, false,
+        "It was already decided",
+        "Another person or surface decided first; read the session (`rein sessions show`) for what was decided.";
     OUTPUT_CLOSED = "output_closed", 499, false,
         "The reader closed the output", "Nothing to do: whoever read the output stopped reading (a pipe into `head`, say).";
     CANCELLED = "cancelled", 499, false,

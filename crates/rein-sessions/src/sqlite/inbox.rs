@@ -1,0 +1,99 @@
+//! The SQLite inbox: posted without a lease; taken with the events that
+//! record it in one `BEGIN IMMEDIATE` transaction. One decision per
+//! approval is the table's unique index, so two racing posts cannot both
+//! win.
+
+use super::*;
+use crate::{InboxEntry, InboxItem};
+
+impl SqliteStore {
+    pub(super) async fn post_item(
+        &self,
+        session: &str,
+        item: InboxItem,
+    ) -> Result<u64, AgentError> {
+        self.session(session).await?;
+        let text = serde_json::to_string(&item).map_err(|err| {
+            AgentError::new(
+                codes::INTERNAL,
+                format!("cannot write an inbox item: {err}"),
+            )
+        })?;
+        let done = sqlx::query(
+            "INSERT INTO inbox (session_id, at_ms, approval_id, item) VALUES (?, ?, ?, ?)",
+        )
+        .bind(session)
+        .bind(now_ms())
+        .bind(item.approval_id())
+        .bind(text)
+        .execute(&self.pool)
+        .await;
+        match done {
+            Ok(done) => Ok(to_u64(done.last_insert_rowid())),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(
+                crate::validate::already_decided(item.approval_id().unwrap_or_default()),
+            ),
+            Err(err) => Err(db_error(err)),
+        }
+    }
+
+    pub(super) async fn open_items(&self, session: &str) -> Result<Vec<InboxEntry>, AgentError> {
+        let rows = sqlx::query(
+            "SELECT id, at_ms, item FROM inbox WHERE session_id = ? AND taken = 0 ORDER BY id",
+        )
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let text: String = row.try_get("item").map_err(db_error)?;
+            // An item this rein cannot read is left for a newer one.
+            let Ok(item) = serde_json::from_str::<InboxItem>(&text) else {
+                continue;
+            };
+            entries.push(InboxEntry {
+                id: to_u64(row.try_get("id").map_err(db_error)?),
+                at_ms: row.try_get("at_ms").map_err(db_error)?,
+                item,
+            });
+        }
+        Ok(entries)
+    }
+
+    pub(super) async fn take_items(
+        &self,
+        lease: &Lease,
+        upto: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)?;
+        let held: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
+        )
+        .bind(&lease.session_id)
+        .bind(&lease.token)
+        .bind(now_ms())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if held.is_none() {
+            self.session(&lease.session_id).await?;
+            return Err(lease_lost(&lease.session_id));
+        }
+        let stored = append_in(&mut tx, &lease.session_id, events).await?;
+        sqlx::query("UPDATE inbox SET taken = 1 WHERE session_id = ? AND id <= ? AND taken = 0")
+            .bind(&lease.session_id)
+            .bind(to_i64(upto))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        self.channels.publish(&lease.session_id, &stored);
+        Ok(stored)
+    }
+}
