@@ -18,12 +18,14 @@
 //! store and no surface, so model output cannot approve its own writes.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use rein_sessions::{Event, NewEvent, Store};
-use rein_wire::{AgentError, error::codes};
+use rein_sessions::Event;
 
 pub use rein_wire::permission::{LeaseScope, PermissionClass, Policy};
+
+mod person;
+
+pub use person::{Delivery, decide, say, stop};
 
 /// The approvals granted for the rest of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -175,6 +177,14 @@ impl Surface {
         }
     }
 
+    /// Another `rein` command a person typed (`rein say`, `rein stop`):
+    /// `verb` is the command's own word, fixed in the binary.
+    pub fn command(verb: &'static str) -> Self {
+        Surface {
+            name: format!("rein {verb}"),
+        }
+    }
+
     /// The HTTP API, for an authenticated person.
     pub fn http(person: &str) -> Self {
         Surface {
@@ -213,47 +223,6 @@ impl Answer {
             Answer::Deny => (DECISION_DENIED.into(), None),
         }
     }
-}
-
-/// Settle a pending approval of `session` from a person's `surface`:
-/// takes the session's lock, checks the approval is pending, appends
-/// `approval.decided`, releases. Errors: `session_locked` while a runner
-/// holds the session, `invalid_input` for an approval that is not pending.
-pub async fn decide(
-    store: &dyn Store,
-    session: &str,
-    approval_id: &str,
-    answer: Answer,
-    surface: &Surface,
-) -> Result<(), AgentError> {
-    let lease = store
-        .acquire(session, surface.name(), Duration::from_secs(30))
-        .await?;
-    let result = async {
-        let control = store.control(session).await?;
-        if !control.pending.iter().any(|p| p.approval_id == approval_id) {
-            return Err(AgentError::new(
-                codes::INVALID_INPUT,
-                format!("approval `{approval_id}` is not pending in session {session}"),
-            ));
-        }
-        let (decision, scope) = answer.stored();
-        store
-            .append(
-                &lease,
-                vec![NewEvent::main(Event::ApprovalDecided {
-                    approval_id: approval_id.to_owned(),
-                    decision,
-                    by: surface.name().to_owned(),
-                    lease: scope,
-                })],
-            )
-            .await
-            .map(|_| ())
-    }
-    .await;
-    store.release(&lease).await?;
-    result
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ mod steering;
 mod subagent;
 
 pub use context::{ContextPolicy, estimate};
-pub use conversation::{Budgets, Conversation, Profile, ToolLoading, Verification, Wording};
+pub use conversation::{Budgets, Conversation, Heard, Profile, ToolLoading, Verification, Wording};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

@@ -73,6 +73,19 @@ enum Command {
         #[arg(long)]
         always: bool,
     },
+    /// Say something to a session's running turn (heard at its next step),
+    /// from another terminal.
+    Say {
+        /// The session.
+        session: String,
+        /// What to say.
+        text: String,
+    },
+    /// Stop a session's open turn (its pending approvals are refused).
+    Stop {
+        /// The session.
+        session: String,
+    },
     /// Recorded sessions.
     Sessions {
         #[command(subcommand)]
@@ -186,6 +199,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// What the person is told after `rein approve`, `say` or `stop`.
+fn delivered(delivery: rein_approvals::Delivery, session: &str, what: &str) -> String {
+    match delivery {
+        rein_approvals::Delivery::Recorded => {
+            format!("{what}; continue with: rein chat --resume {session}")
+        }
+        rein_approvals::Delivery::Queued => format!(
+            "{what}; a chat driving session {session} takes it at its next step (or when it resumes: rein chat --resume {session})"
+        ),
+    }
+}
+
 /// Print one line on stdout.
 fn say_out(line: &str) -> Result<(), AgentError> {
     writeln!(std::io::stdout(), "{line}").map_err(cli::output::output_error)
@@ -232,7 +257,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 run(
                     options,
                     store,
-                    cli::chat::Plain(stdin.lock()),
+                    cli::chat::Plain(std::io::BufReader::new(stdin)),
                     stdout,
                     &mut std::io::stderr(),
                 )
@@ -266,7 +291,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 }
             };
             let store = open_store(cli.home).await?;
-            rein_approvals::decide(
+            let delivery = rein_approvals::decide(
                 store.as_ref(),
                 &session,
                 &approval,
@@ -274,9 +299,19 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 &rein_approvals::Surface::command_line(),
             )
             .await?;
-            say_out(&format!(
-                "decided; continue with: rein chat --resume {session}"
-            ))
+            say_out(&delivered(delivery, &session, "decided"))
+        }
+        Command::Say { session, text } => {
+            let store = open_store(cli.home).await?;
+            let surface = rein_approvals::Surface::command("say");
+            let delivery = rein_approvals::say(store.as_ref(), &session, &text, &surface).await?;
+            say_out(&delivered(delivery, &session, "said"))
+        }
+        Command::Stop { session } => {
+            let store = open_store(cli.home).await?;
+            let surface = rein_approvals::Surface::command("stop");
+            let delivery = rein_approvals::stop(store.as_ref(), &session, &surface).await?;
+            say_out(&delivered(delivery, &session, "stop asked"))
         }
         Command::Sessions { command } => {
             let store = open_store(cli.home).await?;

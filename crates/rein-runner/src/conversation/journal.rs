@@ -20,6 +20,16 @@ impl Conversation {
         &mut self,
         events: Vec<Event>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
+        self.append_taking(events, None).await
+    }
+
+    /// Append `events`; with `inbox` set, also mark the session's inbox
+    /// taken up to that number in the same transaction.
+    pub(super) async fn append_taking(
+        &mut self,
+        events: Vec<Event>,
+        inbox: Option<u64>,
+    ) -> Result<Vec<StoredEvent>, AgentError> {
         // Renew the lease once half of it has run (not on every append: that
         // would double the writes); take it again if it lapsed meanwhile.
         let half = i64::try_from(LEASE_TTL.as_millis() / 2).unwrap_or(i64::MAX);
@@ -45,7 +55,11 @@ impl Conversation {
                 event,
             })
             .collect();
-        let stored = match self.store.append(&self.lease, batch).await {
+        let written = match inbox {
+            Some(upto) => self.store.take_inbox(&self.lease, upto, batch).await,
+            None => self.store.append(&self.lease, batch).await,
+        };
+        let stored = match written {
             Ok(stored) => stored,
             Err(err) => {
                 self.in_sync

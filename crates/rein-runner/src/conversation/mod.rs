@@ -26,6 +26,8 @@ mod folds;
 mod journal;
 mod model_call;
 mod person;
+
+pub use person::Heard;
 mod pressure;
 mod reads;
 mod request;
@@ -285,6 +287,16 @@ impl Conversation {
                 "there is no unfinished turn to resume",
             ));
         }
+        // What other surfaces decided or said meanwhile goes in first.
+        let heard = self.take_inbox().await?;
+        if let Some(by) = heard.stop {
+            return self.stop_by(&by).await;
+        }
+        let events = if heard.is_empty() {
+            events
+        } else {
+            self.log().await?
+        };
         // Leases granted earlier in this run still hold; none from before it.
         let log: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
         self.leases = Leases::of_open_run(&log);
@@ -308,7 +320,14 @@ impl Conversation {
                     None => continue,
                 }
             }
-            // The step boundary: interrupts, what was said, budgets.
+            // The step boundary: the inbox, interrupts, what was said, budgets.
+            let heard = self.take_inbox().await?;
+            if let Some(by) = heard.stop {
+                return self.stop_by(&by).await;
+            }
+            if heard.said > 0 {
+                continue;
+            }
             if self.steering.take_interrupt() {
                 self.append(vec![Event::SteerInterrupted { reason: None }])
                     .await?;

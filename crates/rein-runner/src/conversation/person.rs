@@ -1,20 +1,50 @@
 //! What a person's surface does to a running conversation: decide a
-//! pending approval in this process, stop the open turn.
+//! pending approval in this process, stop the open turn, and take what
+//! other surfaces put in the session's inbox (decisions, words, stops).
 //!
-//! Not here: deciding from another process (`rein_approvals::decide`), or
-//! steering (`crate::steering`).
+//! Not here: posting from another process (`rein_approvals::decide`,
+//! `say`, `stop`), or in-process steering (`crate::steering`).
+
+use rein_sessions::InboxItem;
 
 use super::*;
+
+/// What the session's inbox brought.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Heard {
+    /// Approvals decided elsewhere: (approval, decision, by whom).
+    pub decided: Vec<(String, String, String)>,
+    /// Words said to the turn elsewhere (recorded as `steer.said`).
+    pub said: usize,
+    /// A stop asked for elsewhere, by whom (the caller acts on it).
+    pub stop: Option<String>,
+}
+
+impl Heard {
+    /// Whether nothing came.
+    pub fn is_empty(&self) -> bool {
+        self.decided.is_empty() && self.said == 0 && self.stop.is_none()
+    }
+}
 
 impl Conversation {
     /// Decide a pending approval from a person's surface in this process
     /// (the terminal's y/N). Other processes use [`rein_approvals::decide`].
+    /// A decision another surface already made wins: the inbox is taken
+    /// first, and an approval decided there is `conflict` here.
     pub async fn decide(
         &mut self,
         approval_id: &str,
         answer: Answer,
         surface: &Surface,
     ) -> Result<(), AgentError> {
+        let heard = self.take_inbox().await?;
+        if let Some((_, decision, by)) = heard.decided.iter().find(|(a, _, _)| a == approval_id) {
+            return Err(AgentError::new(
+                codes::CONFLICT,
+                format!("approval `{approval_id}` was already {decision} by {by}"),
+            ));
+        }
         let control = self.store.control(&self.session_id).await?;
         if !control.pending.iter().any(|p| p.approval_id == approval_id) {
             return Err(AgentError::new(
@@ -22,38 +52,97 @@ impl Conversation {
                 format!("approval `{approval_id}` is not pending"),
             ));
         }
-        let (decision, lease) = match answer {
-            Answer::Approve(scope) => ("approved", Some(scope.as_str().to_owned())),
-            Answer::Deny => ("denied", None),
-        };
+        let (decision, lease) = answer.stored();
         self.append(vec![Event::ApprovalDecided {
             approval_id: approval_id.to_owned(),
-            decision: decision.into(),
+            decision: decision.clone(),
             by: surface.name().to_owned(),
             lease,
         }])
         .await?;
         self.emit(UiKind::ApprovalDecided {
             approval_id: approval_id.to_owned(),
-            decision: decision.into(),
+            decision,
         });
         Ok(())
+    }
+
+    /// Take what other surfaces put in the session's inbox into the log:
+    /// a decision for an approval still pending becomes `approval.decided`
+    /// (one decided meanwhile is passed over), words become `steer.said`,
+    /// all in one transaction with marking them taken. A stop is returned
+    /// for the caller to act on ([`Conversation::stop`]). The loop calls
+    /// this at every step boundary and on resume; a surface waiting at an
+    /// approval calls it to learn of decisions made elsewhere.
+    pub async fn take_inbox(&mut self) -> Result<Heard, AgentError> {
+        let entries = self.store.inbox(&self.session_id).await?;
+        let Some(upto) = entries.last().map(|e| e.id) else {
+            return Ok(Heard::default());
+        };
+        let control = self.store.control(&self.session_id).await?;
+        let mut heard = Heard::default();
+        let mut events = Vec::new();
+        for entry in entries {
+            match entry.item {
+                InboxItem::Decision {
+                    approval_id,
+                    decision,
+                    lease,
+                    by,
+                } => {
+                    let pending = control.pending.iter().any(|p| p.approval_id == approval_id);
+                    let twice = heard.decided.iter().any(|(a, _, _)| *a == approval_id);
+                    if pending && !twice {
+                        events.push(Event::ApprovalDecided {
+                            approval_id: approval_id.clone(),
+                            decision: decision.clone(),
+                            by: by.clone(),
+                            lease,
+                        });
+                        heard.decided.push((approval_id, decision, by));
+                    }
+                }
+                InboxItem::Say { text, .. } => {
+                    events.push(Event::SteerSaid { text });
+                    heard.said += 1;
+                }
+                InboxItem::Stop { by } => heard.stop = Some(by),
+            }
+        }
+        self.append_taking(events, Some(upto)).await?;
+        for (approval_id, decision, _) in &heard.decided {
+            self.emit(UiKind::ApprovalDecided {
+                approval_id: approval_id.clone(),
+                decision: decision.clone(),
+            });
+        }
+        Ok(heard)
     }
 
     /// Stop the open turn from a person's surface: every pending approval
     /// is decided `stopped` (its call gets an error result telling the model
     /// not to work around it) and the turn ends as `interrupted`.
     pub async fn stop(&mut self, surface: &Surface) -> Result<TurnOutcome, AgentError> {
+        self.stop_by(surface.name()).await
+    }
+
+    /// Whether a turn is open (running, paused at an approval, or cut
+    /// short by a crash).
+    pub async fn has_open_turn(&self) -> Result<bool, AgentError> {
+        Ok(!dangling(&self.log().await?).turns.is_empty())
+    }
+
+    /// [`Conversation::stop`] for a stop that came through the inbox
+    /// ([`Heard::stop`]), recorded as asked by the surface named `by`.
+    pub async fn stop_by(&mut self, by: &str) -> Result<TurnOutcome, AgentError> {
         let control = self.store.control(&self.session_id).await?;
         let events = self.log().await?;
-        let mut stopping = vec![Event::Stopped {
-            by: surface.name().to_owned(),
-        }];
+        let mut stopping = vec![Event::Stopped { by: by.to_owned() }];
         for pending in &control.pending {
             stopping.push(Event::ApprovalDecided {
                 approval_id: pending.approval_id.clone(),
                 decision: "stopped".into(),
-                by: surface.name().to_owned(),
+                by: by.to_owned(),
                 lease: None,
             });
             let arguments = events

@@ -185,27 +185,125 @@ impl Lines for Editor {
     }
 }
 
-/// What a person answered to `approve? [y/N]`.
-fn ask_approval(
-    input: &mut impl Lines,
+/// The person's lines, read on a thread of their own so the chat can wait
+/// for a person and for other surfaces (the session's inbox) at once.
+pub struct Asker {
+    prompts: std::sync::mpsc::Sender<String>,
+    answers: tokio::sync::mpsc::UnboundedReceiver<Result<Option<String>, AgentError>>,
+    /// Answers still to come for prompts that were settled elsewhere.
+    stale: usize,
+}
+
+impl Asker {
+    /// Read from `input` on its own thread; its prompts go to stderr.
+    pub fn new(mut input: impl Lines + Send + 'static) -> Self {
+        let (prompts, asked) = std::sync::mpsc::channel::<String>();
+        let (answer, answers) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let mut info = std::io::stderr();
+            for prompt in asked {
+                let line = input.line(&prompt, &mut info);
+                let more = matches!(line, Ok(Some(_)));
+                if answer.send(line).is_err() || !more {
+                    break;
+                }
+            }
+        });
+        Asker {
+            prompts,
+            answers,
+            stale: 0,
+        }
+    }
+
+    /// Show `prompt`; the answer is taken with [`Asker::answer`].
+    async fn ask(&mut self, prompt: &str) {
+        // A prompt settled elsewhere still waits for its line: the person's
+        // next Enter finishes it, and it is not taken as an answer.
+        while self.stale > 0 {
+            if self.answers.recv().await.is_none() {
+                break;
+            }
+            self.stale -= 1;
+        }
+        let _ = self.prompts.send(prompt.to_owned());
+    }
+
+    async fn answer(&mut self) -> Result<Option<String>, AgentError> {
+        self.answers.recv().await.unwrap_or(Ok(None))
+    }
+
+    /// Show `prompt` and read one line; `None` at the end of input.
+    pub async fn line(&mut self, prompt: &str) -> Result<Option<String>, AgentError> {
+        self.ask(prompt).await;
+        self.answer().await
+    }
+}
+
+/// How often a chat waiting at an approval looks at the session's inbox.
+const INBOX_POLL: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// How an approval prompt ended.
+enum Asked {
+    /// The person answered here.
+    Answer(Answer),
+    /// Input ended.
+    Closed,
+    /// Another surface decided (or stopped the turn) meanwhile.
+    Elsewhere,
+}
+
+/// What a person answered to `approve? [y/N]` — or what another surface
+/// decided meanwhile (told, and the prompt's line is then not an answer).
+async fn ask_approval(
+    conversation: &mut Conversation,
+    input: &mut Asker,
     info: &mut impl Write,
+    approval_id: &str,
     tool: &str,
     arguments: &serde_json::Value,
-) -> Result<Option<Answer>, AgentError> {
+) -> Result<Asked, AgentError> {
     let shown: String = arguments.to_string().chars().take(300).collect();
     say(info, &format!("  {tool} {shown}"))?;
-    let Some(line) = input.line(
-        &format!("  approve? [y/N/a = always for {tool} this turn] "),
+    let session = conversation.session_id().to_owned();
+    say(
         info,
-    )?
-    else {
-        return Ok(None);
-    };
-    Ok(Some(match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Answer::Approve(LeaseScope::Once),
-        "a" | "always" => Answer::Approve(LeaseScope::Tool),
-        _ => Answer::Deny,
-    }))
+        &format!("  (or from another terminal: rein approve {session} {approval_id} yes|no)"),
+    )?;
+    input
+        .ask(&format!(
+            "  approve? [y/N/a = always for {tool} this turn] "
+        ))
+        .await;
+    loop {
+        tokio::select! {
+            line = input.answer() => {
+                let Some(line) = line? else {
+                    return Ok(Asked::Closed);
+                };
+                return Ok(Asked::Answer(match line.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => Answer::Approve(LeaseScope::Once),
+                    "a" | "always" => Answer::Approve(LeaseScope::Tool),
+                    _ => Answer::Deny,
+                }));
+            }
+            () = tokio::time::sleep(INBOX_POLL) => {
+                let heard = conversation.take_inbox().await?;
+                let decided = heard.decided.iter().find(|(a, _, _)| a == approval_id);
+                if let Some((_, decision, by)) = decided {
+                    input.stale += 1;
+                    say(info, &format!("\n  {decision} by {by} (press Enter to go on)"))?;
+                    return Ok(Asked::Elsewhere);
+                }
+                if let Some(by) = heard.stop {
+                    input.stale += 1;
+                    say(info, &format!("\n  stopped by {by} (press Enter to go on)"))?;
+                    conversation.stop_by(&by).await?;
+                    return Ok(Asked::Elsewhere);
+                }
+            }
+        }
+    }
 }
 
 fn print_event(
@@ -318,7 +416,7 @@ async fn drive(
 async fn settle(
     conversation: &mut Conversation,
     mut outcome: TurnOutcome,
-    input: &mut impl Lines,
+    input: &mut Asker,
     out: &mut impl Write,
     info: &mut impl Write,
     cost: &mut (u64, bool),
@@ -327,14 +425,24 @@ async fn settle(
         match outcome {
             TurnOutcome::AwaitingApproval { approval_id, tool } => {
                 let arguments = pending_arguments(conversation, &approval_id).await?;
-                match ask_approval(input, info, &tool, &arguments)? {
-                    Some(answer) => {
+                let asked =
+                    ask_approval(conversation, input, info, &approval_id, &tool, &arguments)
+                        .await?;
+                match asked {
+                    Asked::Answer(answer) => {
                         conversation
                             .decide(&approval_id, answer, &Surface::terminal())
                             .await?;
                         outcome = drive(conversation, None, out, info, cost).await?;
                     }
-                    None => {
+                    Asked::Elsewhere if conversation.has_open_turn().await? => {
+                        outcome = drive(conversation, None, out, info, cost).await?;
+                    }
+                    Asked::Elsewhere => {
+                        say(info, "  [turn ended: interrupted]")?;
+                        break;
+                    }
+                    Asked::Closed => {
                         let id = conversation.session_id().to_owned();
                         say(
                             info,
@@ -392,10 +500,11 @@ async fn pending_arguments(
 pub async fn run(
     options: ChatOptions,
     store: Arc<dyn Store>,
-    mut input: impl Lines,
+    input: impl Lines + Send + 'static,
     out: &mut impl Write,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
+    let mut input = Asker::new(input);
     let resolved = match resolve(&options)? {
         Some(resolved) => resolved,
         None => {
@@ -403,7 +512,9 @@ pub async fn run(
             if options.prompt.is_some() {
                 return Err(missing_key());
             }
-            let Some(answer) = input.line("Start the offline scripted model now? [Y/n] ", info)?
+            let Some(answer) = input
+                .line("Start the offline scripted model now? [Y/n] ")
+                .await?
             else {
                 return Err(missing_key());
             };
@@ -480,7 +591,7 @@ pub async fn run(
             ),
         )?;
         loop {
-            let Some(line) = input.line("you> ", info)? else {
+            let Some(line) = input.line("you> ").await? else {
                 return Ok(());
             };
             let line = line.trim();

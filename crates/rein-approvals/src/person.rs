@@ -1,0 +1,172 @@
+//! A person's input from any surface: decide a pending approval, say
+//! something to the running turn, stop it — whether or not this surface
+//! drives the conversation.
+//!
+//! When nobody holds the session's lease the input is recorded in the log
+//! at once (the driver-to-be reads it on resume). When a driver holds it —
+//! a chat waiting at its prompt in another terminal, a server's running
+//! turn — the input goes to the session's inbox, and the driver records it
+//! at its next wait point or step boundary. Either way only a [`Surface`]
+//! can send it, an approval is decided once (`conflict` for a second
+//! decision), and an unknown approval is `invalid_input`.
+//!
+//! Not here: what the driver does with it (`rein-runner`).
+
+use std::time::Duration;
+
+use rein_sessions::{Event, InboxItem, NewEvent, Store};
+use rein_wire::{AgentError, error::codes};
+
+use crate::{Answer, Surface};
+
+/// Where a person's input went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Recorded in the log now (nobody was driving the session).
+    Recorded,
+    /// Queued in the inbox for the driver, which records it at its next
+    /// wait point or step boundary.
+    Queued,
+}
+
+/// Decide a pending approval of `session` from a person's `surface`.
+/// Errors: `invalid_input` for an approval the session never asked for,
+/// `conflict` for one already decided (here or from another surface).
+pub async fn decide(
+    store: &dyn Store,
+    session: &str,
+    approval_id: &str,
+    answer: Answer,
+    surface: &Surface,
+) -> Result<Delivery, AgentError> {
+    let control = store.control(session).await?;
+    if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+        return Err(not_pending(store, session, approval_id).await);
+    }
+    let (decision, lease) = answer.stored();
+    let queued = store.inbox(session).await?;
+    if queued
+        .iter()
+        .any(|e| e.item.approval_id() == Some(approval_id))
+    {
+        return Err(AgentError::new(
+            codes::CONFLICT,
+            format!("approval `{approval_id}` was already decided"),
+        ));
+    }
+    let held = match store
+        .acquire(session, surface.name(), Duration::from_secs(30))
+        .await
+    {
+        Ok(lease) => lease,
+        Err(err) if err.code == codes::SESSION_LOCKED => {
+            store
+                .post(
+                    session,
+                    InboxItem::Decision {
+                        approval_id: approval_id.to_owned(),
+                        decision,
+                        lease,
+                        by: surface.name().to_owned(),
+                    },
+                )
+                .await?;
+            return Ok(Delivery::Queued);
+        }
+        Err(err) => return Err(err),
+    };
+    let result = async {
+        // Checked again under the lease: someone may have decided since.
+        let control = store.control(session).await?;
+        if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+            return Err(not_pending(store, session, approval_id).await);
+        }
+        store
+            .append(
+                &held,
+                vec![NewEvent::main(Event::ApprovalDecided {
+                    approval_id: approval_id.to_owned(),
+                    decision,
+                    by: surface.name().to_owned(),
+                    lease,
+                })],
+            )
+            .await
+            .map(|_| Delivery::Recorded)
+    }
+    .await;
+    store.release(&held).await?;
+    result
+}
+
+/// Say `text` to the session's running turn (a steer), from `surface`.
+/// It is queued for the driver; with no turn running it is heard at the
+/// next turn's first step.
+pub async fn say(
+    store: &dyn Store,
+    session: &str,
+    text: &str,
+    surface: &Surface,
+) -> Result<Delivery, AgentError> {
+    if text.trim().is_empty() {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "there is nothing to say",
+        ));
+    }
+    store
+        .post(
+            session,
+            InboxItem::Say {
+                text: text.to_owned(),
+                by: surface.name().to_owned(),
+            },
+        )
+        .await?;
+    Ok(Delivery::Queued)
+}
+
+/// Stop the session's open turn from `surface`: its pending approvals are
+/// decided `stopped` and the turn ends `interrupted`, by the driver.
+pub async fn stop(
+    store: &dyn Store,
+    session: &str,
+    surface: &Surface,
+) -> Result<Delivery, AgentError> {
+    store
+        .post(
+            session,
+            InboxItem::Stop {
+                by: surface.name().to_owned(),
+            },
+        )
+        .await?;
+    Ok(Delivery::Queued)
+}
+
+/// Why `approval_id` cannot be decided: it was decided already
+/// (`conflict`), or the session never asked for it (`invalid_input`).
+async fn not_pending(store: &dyn Store, session: &str, approval_id: &str) -> AgentError {
+    let mut from = 1;
+    loop {
+        let Ok(page) = store.read(session, from, 10_000).await else {
+            break;
+        };
+        if page.is_empty() {
+            break;
+        }
+        from += page.len() as u64;
+        if page.iter().any(|e| {
+            matches!(&e.event, Event::ApprovalDecided { approval_id: a, .. } if a == approval_id)
+        }) {
+            return AgentError::new(
+                codes::CONFLICT,
+                format!("approval `{approval_id}` was already decided in session {session}"),
+            );
+        }
+    }
+    AgentError::new(
+        codes::INVALID_INPUT,
+        format!("approval `{approval_id}` is not pending in session {session}"),
+    )
+}
