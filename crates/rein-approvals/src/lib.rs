@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 
 use rein_sessions::Event;
 
-pub use rein_wire::permission::{LeaseScope, PermissionClass, Policy};
+pub use rein_wire::permission::{Decision, LeaseScope, PermissionClass, Policy};
 
 mod person;
 
@@ -72,7 +72,7 @@ impl Leases {
             else {
                 continue;
             };
-            if decision != DECISION_APPROVED {
+            if Decision::from_stored(decision) != Some(Decision::Approved) {
                 continue;
             }
             let tool = run.iter().find_map(|e| match e {
@@ -90,11 +90,6 @@ impl Leases {
         leases
     }
 }
-
-/// The stored decision of an approval a person granted.
-pub const DECISION_APPROVED: &str = "approved";
-/// The stored decision of an approval a person refused.
-pub const DECISION_DENIED: &str = "denied";
 
 /// What the gate says about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,8 +214,11 @@ impl Answer {
     /// The stored decision and lease of `approval.decided`.
     pub fn stored(self) -> (String, Option<String>) {
         match self {
-            Answer::Approve(scope) => (DECISION_APPROVED.into(), Some(scope.as_str().into())),
-            Answer::Deny => (DECISION_DENIED.into(), None),
+            Answer::Approve(scope) => (
+                Decision::Approved.as_str().into(),
+                Some(scope.as_str().into()),
+            ),
+            Answer::Deny => (Decision::Denied.as_str().into(), None),
         }
     }
 }

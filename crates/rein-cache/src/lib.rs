@@ -25,7 +25,7 @@ use rein_wire::{CachingStyle, Capabilities};
 use serde::Serialize;
 
 /// Characters per token of the local estimate.
-pub const CHARS_PER_TOKEN: f64 = 3.5;
+pub use rein_wire::CHARS_PER_TOKEN;
 /// Share of the expected prefix a warm call must read from cache.
 pub const HIT_SHARE: f64 = 0.9;
 /// How far below the characters-based estimate a prefix's real token count

@@ -64,7 +64,7 @@ pub fn estimate(request: &Request) -> u64 {
 
 /// The estimate for a request of `bytes` of JSON with this output limit.
 pub(crate) fn estimate_from_bytes(bytes: u64, max_output_tokens: u32) -> u64 {
-    (bytes as f64 / 3.5) as u64 + u64::from(max_output_tokens)
+    rein_wire::estimate_tokens_of(bytes) + u64::from(max_output_tokens)
 }
 
 /// A value's JSON size in bytes and the blake3 hash of that JSON, in one
@@ -185,7 +185,7 @@ pub(crate) fn prunable(
                     (
                         call_id.clone(),
                         content.clone(),
-                        (size as f64 / 3.5) as u64,
+                        rein_wire::estimate_tokens_of(size as u64),
                         e.seq,
                     )
                 })

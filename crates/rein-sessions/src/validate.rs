@@ -8,12 +8,7 @@ use rein_wire::{AgentError, error::codes};
 use crate::event::{Event, NewEvent};
 use crate::store::Lease;
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+pub(crate) use rein_wire::clock::now_ms;
 
 pub(crate) fn ttl_ms(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis())

@@ -87,7 +87,7 @@ pub async fn check_backend(
                 "`{}` accepted arguments that are not an object",
                 tool.name
             )),
-            Err(err) if err.code.as_str() != "tool_arguments_invalid" => {
+            Err(err) if err.code != rein_wire::error::codes::TOOL_ARGUMENTS_INVALID => {
                 problems.push(format!(
                     "`{}` refused bad arguments with `{}`, not tool_arguments_invalid",
                     tool.name, err.code
@@ -97,7 +97,7 @@ pub async fn check_backend(
         }
     }
     match backend.permission("no_such_tool_anywhere", &json!({})) {
-        Err(err) if err.code.as_str() == "tool_not_found" => {}
+        Err(err) if err.code == rein_wire::error::codes::TOOL_NOT_FOUND => {}
         other => problems.push(format!(
             "an unknown tool must be tool_not_found, got {other:?}"
         )),

@@ -25,4 +25,4 @@ mod registry;
 pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
 pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
-pub use registry::{ARGUMENTS_INVALID, NOT_FOUND, Registry, Tool, schema_for, strict_variant};
+pub use registry::{Registry, Tool, schema_for, strict_variant};

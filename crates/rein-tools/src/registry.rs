@@ -4,17 +4,12 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use rein_wire::permission::{PermissionClass, Policy};
-use rein_wire::{AgentError, ErrorCode, ToolSpec};
+use rein_wire::{AgentError, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::backend::{Outcome, ToolBackend, ToolContext, ToolSummary};
-
-/// The error code for arguments that do not fit the schema.
-pub const ARGUMENTS_INVALID: &str = "tool_arguments_invalid";
-/// The error code for a tool that does not exist.
-pub const NOT_FOUND: &str = "tool_not_found";
 
 /// One tool with a typed input.
 #[async_trait]
@@ -157,7 +152,7 @@ struct Typed<T: Tool> {
 
 fn invalid(tool: &str, why: String) -> AgentError {
     AgentError::new(
-        ErrorCode::new(ARGUMENTS_INVALID),
+        rein_wire::error::codes::TOOL_ARGUMENTS_INVALID,
         format!("the arguments for `{tool}` are not valid: {why}"),
     )
 }
@@ -261,7 +256,7 @@ impl Registry {
         self.tools.get(name).map(|t| t.as_ref()).ok_or_else(|| {
             let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
             AgentError::new(
-                ErrorCode::new(NOT_FOUND),
+                rein_wire::error::codes::TOOL_NOT_FOUND,
                 format!(
                     "there is no tool `{name}`; the tools are: {}",
                     known.join(", ")

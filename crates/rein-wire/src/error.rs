@@ -146,6 +146,10 @@ registry! {
         "Check the base URL: it may lead to a web page, a proxy or a file that is not a model API's stream.";
     STREAM_LINE_TOO_LONG = "stream_line_too_long", 502, false,
         "A line of the stream exceeded the size bound", "Raise the gateway's max line size if the provider legitimately sends such lines.";
+    TOOL_NOT_FOUND = "tool_not_found", 404, false,
+        "The model called a tool that does not exist", "The message names the tools it may call; the model is told the same.";
+    TOOL_ARGUMENTS_INVALID = "tool_arguments_invalid", 400, false,
+        "A tool call's arguments do not fit its schema", "The message says which argument is wrong; the model is told the same.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
     SESSION_NOT_FOUND = "session_not_found", 404, false,

@@ -12,6 +12,7 @@
 mod assemble;
 pub mod canonical;
 mod capabilities;
+pub mod clock;
 pub mod error;
 mod event;
 pub mod ids;
@@ -29,4 +30,4 @@ pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
 pub use request::{
     CacheBreakpoint, CacheTarget, Metadata, OutputSchema, Request, Sampling, SystemBlock, ToolSpec,
 };
-pub use usage::{ModelPrice, PriceTable, Usage};
+pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};

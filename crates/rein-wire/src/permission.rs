@@ -46,6 +46,44 @@ impl PermissionClass {
     }
 }
 
+/// What became of an approval, as `approval.decided` records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// A person said yes.
+    Approved,
+    /// A person said no.
+    Denied,
+    /// Nobody decided in time.
+    Expired,
+    /// The turn was stopped while it waited.
+    Stopped,
+}
+
+impl Decision {
+    /// The stored word (`approved`, `denied`, `expired`, `stopped`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Denied => "denied",
+            Decision::Expired => "expired",
+            Decision::Stopped => "stopped",
+        }
+    }
+
+    /// The decision a stored word stands for.
+    pub fn from_stored(word: &str) -> Option<Self> {
+        [
+            Decision::Approved,
+            Decision::Denied,
+            Decision::Expired,
+            Decision::Stopped,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == word)
+    }
+}
+
 /// What the product allows in this conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {

@@ -12,6 +12,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Characters per token in rein's local estimate (where no tokenizer is
+/// known): one constant for the whole workspace.
+pub const CHARS_PER_TOKEN: f64 = 3.5;
+
+/// Tokens in `chars` characters (or bytes) of text, by the local estimate.
+pub fn estimate_tokens_of(chars: u64) -> u64 {
+    (chars as f64 / CHARS_PER_TOKEN) as u64
+}
+
 /// Tokens used by one model call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Usage {

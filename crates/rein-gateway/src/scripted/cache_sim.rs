@@ -22,7 +22,7 @@ pub struct AnthropicCache {
 }
 
 fn tokens(bytes: usize) -> u64 {
-    (bytes as f64 / 3.5) as u64
+    rein_wire::estimate_tokens_of(bytes as u64)
 }
 
 impl AnthropicCache {

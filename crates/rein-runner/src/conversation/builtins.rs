@@ -10,7 +10,7 @@ impl Conversation {
     /// A backend's `tool_not_found` lists only the backend's tools; the
     /// model was also offered rein's own, so they are named too.
     pub(super) fn naming_builtins(&self, mut err: AgentError) -> AgentError {
-        if err.code.as_str() != rein_tools::NOT_FOUND {
+        if err.code != codes::TOOL_NOT_FOUND {
             return err;
         }
         let mut own = vec![READ_RESULT];
@@ -52,7 +52,7 @@ pub(super) fn read_result_spec() -> rein_wire::ToolSpec {
 pub(super) fn check_read_result(args: &Value) -> Result<(String, usize, usize), AgentError> {
     let bad = |why: &str| {
         AgentError::new(
-            rein_wire::ErrorCode::new("tool_arguments_invalid"),
+            codes::TOOL_ARGUMENTS_INVALID,
             format!("the arguments for `read_result` are not valid: {why}"),
         )
     };
@@ -142,7 +142,10 @@ pub(super) fn load_tool(backend: &dyn ToolBackend, args: &Value) -> Outcome {
         Some(spec) => Outcome::ok(
             json!({"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}),
         ),
-        None => Outcome::failed("tool_not_found", format!("there is no tool `{name}`")),
+        None => Outcome::failed(
+            codes::TOOL_NOT_FOUND.as_str(),
+            format!("there is no tool `{name}`"),
+        ),
     }
 }
 
@@ -170,7 +173,7 @@ pub(super) fn builtin_permission(
 ) -> Option<Result<PermissionClass, AgentError>> {
     let invalid = |why: &str| {
         Err(AgentError::new(
-            rein_wire::ErrorCode::new("tool_arguments_invalid"),
+            codes::TOOL_ARGUMENTS_INVALID,
             format!("{tool} needs {why}"),
         ))
     };

@@ -100,7 +100,7 @@ impl Conversation {
                 Verdict::Denied => {
                     let decision = match &state {
                         ApprovalState::Refused { decision } => decision.as_str(),
-                        _ => "denied",
+                        _ => Decision::Denied.as_str(),
                     };
                     self.refuse(
                         &call_id,
@@ -142,7 +142,7 @@ impl Conversation {
                             self.append(
                                 vec![Event::ApprovalDecided {
                                     approval_id,
-                                    decision: "expired".into(),
+                                    decision: Decision::Expired.as_str().into(),
                                     by: "rein".into(),
                                     lease: None,
                                 }]

@@ -132,7 +132,7 @@ pub(super) fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalS
         } = &e.event
             && *a == approval_id
         {
-            if decision == "approved" {
+            if Decision::from_stored(decision) == Some(Decision::Approved) {
                 let scope = rein_approvals::LeaseScope::from_stored(lease.as_deref().unwrap_or(""));
                 return ApprovalState::Approved { scope };
             }
@@ -166,8 +166,4 @@ pub(super) fn refused(
     ]
 }
 
-pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+pub(super) use rein_wire::clock::now_ms;

@@ -39,7 +39,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use rein_approvals::{Answer, Leases, PermissionClass, Policy, Said, Surface, Verdict, gate};
+use rein_approvals::{
+    Answer, Decision, Leases, PermissionClass, Policy, Said, Surface, Verdict, gate,
+};
 use rein_gateway::Provider;
 use rein_sessions::recovery::dangling;
 use rein_sessions::{

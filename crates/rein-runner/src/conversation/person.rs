@@ -141,7 +141,7 @@ impl Conversation {
         for pending in &control.pending {
             stopping.push(Event::ApprovalDecided {
                 approval_id: pending.approval_id.clone(),
-                decision: "stopped".into(),
+                decision: Decision::Stopped.as_str().into(),
                 by: by.to_owned(),
                 lease: None,
             });
@@ -162,7 +162,10 @@ impl Conversation {
                 arguments,
                 &pending.permission,
                 "not_approved",
-                &self.profile.wording.not_approved(&pending.tool, "stopped"),
+                &self
+                    .profile
+                    .wording
+                    .not_approved(&pending.tool, Decision::Stopped.as_str()),
             ));
         }
         // Calls of the same message that never ran get a result too, so the
