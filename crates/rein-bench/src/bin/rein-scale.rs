@@ -167,7 +167,7 @@ async fn main() -> Result<()> {
     // and model.completed, per step tool.called and tool.result,
     // turn.finished, run.finished, session creation aside.
     let mut events = 0u64;
-    for conv in &open {
+    for conv in &mut open {
         events += conv.log_events().await?.len() as u64;
     }
     let mut sorted = gaps.lock().map(|g| g.clone()).unwrap_or_default();

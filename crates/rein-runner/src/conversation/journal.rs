@@ -6,6 +6,20 @@
 
 use super::*;
 
+/// The log as far as the conversation has read it. Owned by the
+/// conversation and driven through `&mut self`: no locks.
+#[derive(Debug, Default)]
+pub(super) struct Known {
+    /// The events read so far, shared cheaply with each step.
+    events: Arc<Vec<StoredEvent>>,
+    /// The conversation's own appends not yet in `events`. While the lease
+    /// is held nobody else can append, so when `in_sync` is set these are
+    /// all that is new and the next read of the log needs no query.
+    written: Vec<StoredEvent>,
+    /// Whether `events` and `written` together hold the whole log.
+    in_sync: bool,
+}
+
 impl Conversation {
     pub(super) fn emit(&self, kind: UiKind) {
         if let Some(ui) = self.ui.get() {
@@ -42,8 +56,7 @@ impl Conversation {
                         .acquire(&self.session_id, &self.holder, LEASE_TTL)
                         .await?;
                     // Someone may have written while the lease had lapsed.
-                    self.in_sync
-                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                    self.known.in_sync = false;
                 }
                 Err(err) => return Err(err),
             }
@@ -62,49 +75,42 @@ impl Conversation {
         let stored = match written {
             Ok(stored) => stored,
             Err(err) => {
-                self.in_sync
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                self.known.in_sync = false;
                 return Err(err);
             }
         };
         // What was just written extends the known log at the next read, so
         // it is not read back from the store.
-        let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
-        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
-        let next = known_len + written.len() as u64 + 1;
+        let known = &mut self.known;
+        let next = known.events.len() as u64 + known.written.len() as u64 + 1;
         let contiguous = stored.first().is_some_and(|first| first.seq == next);
-        if contiguous && self.in_sync.load(std::sync::atomic::Ordering::Relaxed) {
-            written.extend(stored.iter().cloned());
+        if contiguous && known.in_sync {
+            known.written.extend(stored.iter().cloned());
         } else {
-            written.clear();
-            self.in_sync
-                .store(false, std::sync::atomic::Ordering::Relaxed);
+            known.written.clear();
+            known.in_sync = false;
         }
         Ok(stored)
     }
 
     /// The session's whole log.
-    pub async fn log_events(&self) -> Result<Vec<StoredEvent>, AgentError> {
+    pub async fn log_events(&mut self) -> Result<Vec<StoredEvent>, AgentError> {
         Ok(self.log().await?.as_ref().clone())
     }
 
     /// The log, read incrementally: only events after the last one known
     /// are fetched from the store.
-    pub(super) async fn log(&self) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
-        if self.in_sync.load(std::sync::atomic::Ordering::Relaxed) {
-            let fresh =
-                std::mem::take(&mut *self.written.lock().unwrap_or_else(|p| p.into_inner()));
-            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            if !fresh.is_empty() {
-                Arc::make_mut(&mut known).extend(fresh);
+    pub(super) async fn log(&mut self) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
+        let known = &mut self.known;
+        if known.in_sync {
+            if !known.written.is_empty() {
+                let fresh = std::mem::take(&mut known.written);
+                Arc::make_mut(&mut known.events).extend(fresh);
             }
-            return Ok(Arc::clone(&known));
+            return Ok(Arc::clone(&known.events));
         }
-        self.written
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
-        let known_len = self.known.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+        known.written.clear();
+        let known_len = known.events.len() as u64;
         let mut fresh: Vec<StoredEvent> = Vec::new();
         loop {
             let page = self
@@ -116,19 +122,18 @@ impl Conversation {
             }
             fresh.extend(page);
         }
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        let known = &mut self.known;
         if !fresh.is_empty() {
             // Cheap when no earlier snapshot is still held (the usual case).
-            let events = Arc::make_mut(&mut known);
+            let events = Arc::make_mut(&mut known.events);
             for event in fresh {
                 if event.seq == events.len() as u64 + 1 {
                     events.push(event);
                 }
             }
         }
-        self.in_sync
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        Ok(Arc::clone(&known))
+        known.in_sync = true;
+        Ok(Arc::clone(&known.events))
     }
 
     pub(super) async fn recover(&mut self) -> Result<(), AgentError> {

@@ -119,14 +119,9 @@ pub struct Conversation {
     /// (the projector only ever extends the last one), so a step measures
     /// only what is new; cleared whenever the projector is rebuilt.
     sealed: Vec<(u64, blake3::Hash)>,
-    /// The log as far as this conversation has read it.
-    known: std::sync::Mutex<Arc<Vec<StoredEvent>>>,
-    /// This conversation's own appends not yet added to `known`. While the
-    /// lease is held nobody else can append, so when `in_sync` is set these
-    /// are all that is new and the next read of the log needs no query.
-    written: std::sync::Mutex<Vec<StoredEvent>>,
-    /// Whether `known` and `written` together hold the whole log.
-    in_sync: std::sync::atomic::AtomicBool,
+    /// The log as far as this conversation has read it, and its own
+    /// appends not yet folded in (see `journal`).
+    known: journal::Known,
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
@@ -190,9 +185,7 @@ impl Conversation {
             leases: Leases::default(),
             carried: HashMap::new(),
             answer_schema: None,
-            known: std::sync::Mutex::new(Arc::new(Vec::new())),
-            written: std::sync::Mutex::new(Vec::new()),
-            in_sync: std::sync::atomic::AtomicBool::new(false),
+            known: journal::Known::default(),
             projector: None,
             sealed: Vec::new(),
             monitor: rein_cache::CacheMonitor::new(),

@@ -22,13 +22,15 @@ impl Conversation {
         let (mut bytes, mut digest) = self.size_and_digest(&mut request);
         let mut share = self.measure(&request, bytes, window).await;
         if share > self.context.soft && self.soft_prune(window).await? {
-            request = self.request(&self.log().await?)?;
+            let events = self.log().await?;
+            request = self.request(&events)?;
             (bytes, digest) = self.size_and_digest(&mut request);
             share = self.measure(&request, bytes, window).await;
         }
         if share > self.context.hard {
             self.compact(window).await?;
-            request = self.request(&self.log().await?)?;
+            let events = self.log().await?;
+            request = self.request(&events)?;
             (bytes, digest) = self.size_and_digest(&mut request);
             if self.measure(&request, bytes, window).await > self.context.hard {
                 return Err(AgentError::new(

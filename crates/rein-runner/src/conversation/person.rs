@@ -128,7 +128,7 @@ impl Conversation {
 
     /// Whether a turn is open (running, paused at an approval, or cut
     /// short by a crash).
-    pub async fn has_open_turn(&self) -> Result<bool, AgentError> {
+    pub async fn has_open_turn(&mut self) -> Result<bool, AgentError> {
         Ok(!dangling(&self.log().await?).turns.is_empty())
     }
 

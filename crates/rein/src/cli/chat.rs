@@ -478,7 +478,7 @@ async fn settle(
 }
 
 async fn pending_arguments(
-    conversation: &Conversation,
+    conversation: &mut Conversation,
     approval_id: &str,
 ) -> Result<serde_json::Value, AgentError> {
     let events = conversation.log_events().await?;
