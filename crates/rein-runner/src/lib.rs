@@ -13,14 +13,16 @@
 mod artifacts;
 mod context;
 mod conversation;
+mod delegation;
 mod outcome;
 mod project;
+mod settings;
 mod steering;
 mod subagent;
 
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{Budgets, Conversation, Heard, Profile, ToolLoading, Verification, Wording};
+pub use delegation::Delegation;
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;
-pub use subagent::Delegation;

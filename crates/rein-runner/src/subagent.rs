@@ -17,26 +17,25 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use rein_gateway::Provider;
-use rein_sessions::Store;
-use rein_tools::{Outcome, ToolBackend};
-use serde_json::{Value, json};
+use rein_tools::Outcome;
+use serde_json::json;
 
-use crate::conversation::{Conversation, Profile};
+use crate::conversation::Conversation;
+use crate::delegation::{Delegation, Parent, Spawn};
 use crate::outcome::TurnOutcome;
 
-/// The name of the built-in tool.
-pub(crate) const DELEGATE: &str = "delegate";
+/// rein's own spawner: a child [`Conversation`] in a session of its own.
+struct SubAgents;
 
-/// Whether and how the model may hand tasks to sub-agents.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delegation {
-    /// Sub-agents one turn may start.
-    pub max_per_turn: u32,
-    /// Model calls a sub-agent may make.
-    pub max_steps: u32,
-    /// Added to the sub-agent's system prompt, in the product's words.
-    pub instructions: String,
+impl Spawn for SubAgents {
+    fn spawn(
+        &self,
+        parent: Parent,
+        agent_path: String,
+        task: String,
+    ) -> Pin<Box<dyn Future<Output = Outcome> + Send>> {
+        run(parent, agent_path, task)
+    }
 }
 
 impl Default for Delegation {
@@ -44,39 +43,15 @@ impl Default for Delegation {
         Delegation {
             max_per_turn: 4,
             max_steps: 20,
+            spawner: Arc::new(SubAgents),
             instructions: "You are a sub-agent working on one task for another agent. You can read but not change anything. Answer with what you found, briefly and concretely.".into(),
         }
     }
 }
 
-/// The `delegate` tool's definition.
-pub(crate) fn delegate_spec() -> rein_wire::ToolSpec {
-    rein_wire::ToolSpec {
-        name: DELEGATE.into(),
-        description: "Hand a self-contained task to a sub-agent that can read (not change) what you can, and get its answer. Use it for research that would fill your own context.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"task": {"type": "string", "description": "The task, with everything the sub-agent needs to know."}},
-            "required": ["task"],
-            "additionalProperties": false
-        }),
-        strict: false,
-    }
-}
-
-/// What a sub-agent needs from its parent.
-pub(crate) struct Parent {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) backend: Arc<dyn ToolBackend>,
-    pub(crate) profile: Profile,
-    pub(crate) session_id: String,
-    pub(crate) delegation: Delegation,
-}
-
 /// Run one sub-agent on `task` as `agent_path`; its answer (or why there is
 /// none) as the call's outcome. Boxed: a sub-agent's turn is a turn.
-pub(crate) fn run(
+fn run(
     parent: Parent,
     agent_path: String,
     task: String,
@@ -124,11 +99,4 @@ pub(crate) fn run(
             Err(err) => Outcome::from_error(&err),
         }
     })
-}
-
-/// The task of a `delegate` call, if its arguments have one.
-pub(crate) fn task_of(args: &Value) -> Option<&str> {
-    args.get("task")
-        .and_then(Value::as_str)
-        .filter(|t| !t.trim().is_empty())
 }

@@ -2,7 +2,7 @@
 //! offloaded result), `load_tool` / `call_tool` (deferred loading),
 //! `read_skill`; their specs, permission checks and handlers.
 //!
-//! Not here: `delegate` (`crate::subagent`).
+//! Not here: `delegate` (`crate::delegation`, `crate::subagent`).
 
 use super::*;
 
@@ -18,7 +18,7 @@ impl Conversation {
             own.extend([LOAD_TOOL, CALL_TOOL]);
         }
         if self.delegation.is_some() {
-            own.push(crate::subagent::DELEGATE);
+            own.push(crate::delegation::DELEGATE);
         }
         if !self.backend.skills().is_empty() {
             own.push(READ_SKILL);
@@ -185,10 +185,10 @@ pub(super) fn builtin_permission(
         LOAD_TOOL if named() => Ok(PermissionClass::Read),
         LOAD_TOOL => invalid("the `name` of a tool"),
         CALL_TOOL => invalid("the `name` of a tool and its `arguments`"),
-        crate::subagent::DELEGATE if crate::subagent::task_of(args).is_some() => {
+        crate::delegation::DELEGATE if crate::delegation::task_of(args).is_some() => {
             Ok(PermissionClass::Read)
         }
-        crate::subagent::DELEGATE => invalid("a `task`"),
+        crate::delegation::DELEGATE => invalid("a `task`"),
         _ => return None,
     })
 }

@@ -5,7 +5,6 @@
 //!
 //! - `person`: what a person's surface does to the conversation (decide,
 //!   stop);
-//! - `settings`: the product's words, tool loading, budgets, verification;
 //! - `journal`: appends under the lease, the log read incrementally, UI
 //!   events, recovery of interrupted calls;
 //! - `folds`: pure folds over the log (current path, last calls, approval
@@ -31,7 +30,6 @@ pub use person::Heard;
 mod pressure;
 mod reads;
 mod request;
-mod settings;
 mod verify;
 
 use std::collections::HashMap;
@@ -59,10 +57,10 @@ use crate::outcome::{TurnOutcome, UiEvent, UiKind};
 use crate::project::project;
 use crate::steering::Steering;
 
+pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
+use crate::settings::{LOOP_NUDGE, LOOP_STOP};
 use builtins::*;
 use folds::*;
-use settings::*;
-pub use settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use verify::*;
 
 /// The agent path of the conversation itself.
@@ -92,7 +90,7 @@ pub struct Conversation {
     pub verification: Option<Verification>,
     /// Whether the model may hand tasks to sub-agents (`delegate`); set
     /// before the first turn (the tool is part of the frozen prefix).
-    pub delegation: Option<crate::subagent::Delegation>,
+    pub delegation: Option<crate::delegation::Delegation>,
     /// Sub-agents started in this turn.
     delegated: u32,
     /// This conversation's agent path (`main`, or `main/agent-N`).

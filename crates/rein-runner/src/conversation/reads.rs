@@ -27,13 +27,13 @@ impl Conversation {
                 arguments: args.clone(),
                 permission: PermissionClass::Read.as_str().into(),
             });
-            let agent = match (&self.delegation, tool == crate::subagent::DELEGATE) {
+            let agent = match (&self.delegation, tool == crate::delegation::DELEGATE) {
                 (Some(delegation), true) if self.delegated < delegation.max_per_turn => {
                     self.delegated += 1;
                     let path = format!("{}/agent-{}", self.agent, self.delegated);
                     called.push(Event::AgentStarted {
                         agent_path: path.clone(),
-                        task: crate::subagent::task_of(args)
+                        task: crate::delegation::task_of(args)
                             .unwrap_or_default()
                             .to_owned(),
                     });
@@ -70,7 +70,7 @@ impl Conversation {
                 let store = self.store.clone();
                 let sub = match (agent, &self.delegation) {
                     (Some(path), Some(delegation)) => Some((
-                        crate::subagent::Parent {
+                        crate::delegation::Parent {
                             store: self.store.clone(),
                             provider: self.provider.clone(),
                             backend: self.backend.clone(),
@@ -92,10 +92,10 @@ impl Conversation {
                     let started = Instant::now();
                     let outcome = match hit {
                         Some(result) => Outcome::ok(result),
-                        None if tool == crate::subagent::DELEGATE => match sub {
+                        None if tool == crate::delegation::DELEGATE => match sub {
                             Some((parent, path)) => {
-                                let task = crate::subagent::task_of(args).unwrap_or_default();
-                                crate::subagent::run(parent, path, task.to_owned()).await
+                                let task = crate::delegation::task_of(args).unwrap_or_default();
+                                parent.delegation.spawner.clone().spawn(parent, path, task.to_owned()).await
                             }
                             None => Outcome::failed(
                                 "delegation_refused",

@@ -140,7 +140,7 @@ impl Conversation {
         }
         tools.push(read_result_spec());
         if self.delegation.is_some() {
-            tools.push(crate::subagent::delegate_spec());
+            tools.push(crate::delegation::delegate_spec());
         }
         let mut skills = self.backend.skills();
         if !skills.is_empty() {

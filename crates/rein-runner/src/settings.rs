@@ -4,7 +4,7 @@
 //!
 //! Not here: anything that runs; these are plain values the loop reads.
 
-use super::*;
+use std::time::{Duration, Instant};
 
 /// The product's words: its prompt, names and wording.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +74,7 @@ impl Default for Wording {
 }
 
 impl Wording {
-    pub(super) fn not_approved(&self, tool: &str, decision: &str) -> String {
+    pub(crate) fn not_approved(&self, tool: &str, decision: &str) -> String {
         self.not_approved
             .replace("{tool}", tool)
             .replace("{decision}", decision)
@@ -119,7 +119,7 @@ pub struct Budgets {
 impl Budgets {
     /// Which budget a turn has used up, if any (`steps`, `tokens`, `cost`,
     /// `wall_time`).
-    pub(super) fn exceeded(
+    pub(crate) fn exceeded(
         &self,
         steps: u32,
         tokens: u64,
@@ -179,7 +179,7 @@ impl Verification {
 }
 
 /// The same call repeated this many times with the same result earns a nudge…
-pub(super) const LOOP_NUDGE: u32 = 3;
+pub(crate) const LOOP_NUDGE: u32 = 3;
 
 /// …and this many ends the turn.
-pub(super) const LOOP_STOP: u32 = 5;
+pub(crate) const LOOP_STOP: u32 = 5;
