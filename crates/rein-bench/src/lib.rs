@@ -17,7 +17,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use rein_approvals::PermissionClass;
 use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, WireApi};
-use rein_runner::{Profile, ToolLoading, Wording};
+use rein_runner::{Profile, ToolLoading};
 use rein_tools::{Outcome, Registry, Tool, ToolContext};
 use serde::Deserialize;
 use serde_json::json;
@@ -77,12 +77,9 @@ pub fn add_backend() -> anyhow::Result<(Registry, Arc<Mutex<Vec<Instant>>>)> {
 /// The profile every benchmark conversation uses.
 pub fn profile() -> Profile {
     Profile {
-        name: "bench".into(),
-        system: vec![INSTRUCTIONS.into()],
-        model: "gpt-4o-mini".into(),
         max_output_tokens: 256,
         tools: ToolLoading::Native,
-        wording: Wording::default(),
+        ..Profile::new("bench", "gpt-4o-mini").with_system(INSTRUCTIONS)
     }
 }
 

@@ -91,12 +91,9 @@ fn bench(c: &mut Criterion) {
     for steps in [10usize, 100, 1000] {
         let (store, id) = rt.block_on(session(steps));
         let profile = Profile {
-            name: "b".into(),
-            system: vec!["You help.".into()],
-            model: "m".into(),
             max_output_tokens: 1024,
             tools: ToolLoading::Native,
-            wording: rein_runner::Wording::default(),
+            ..Profile::new("b", "m").with_system("You help.")
         };
         let backend = Arc::new(FakeToolBackend::new(&[]).unwrap());
         let mut conv = rt
@@ -141,12 +138,9 @@ fn bench(c: &mut Criterion) {
                     rt.block_on(async {
                         let (store, id) = session(steps).await;
                         let profile = Profile {
-                            name: "b".into(),
-                            system: vec!["You help.".into()],
-                            model: "m".into(),
                             max_output_tokens: 1024,
                             tools: ToolLoading::Native,
-                            wording: rein_runner::Wording::default(),
+                            ..Profile::new("b", "m").with_system("You help.")
                         };
                         let backend = Arc::new(FakeToolBackend::new(&[]).unwrap());
                         let summary = vec![Ok(rein_wire::StreamEvent::TextDelta {

@@ -105,12 +105,9 @@ fn files(n: usize) -> Vec<(String, String)> {
 
 fn profile() -> Profile {
     Profile {
-        name: "Reader".into(),
-        system: vec!["Read the files.".into()],
-        model: "worker".into(),
         max_output_tokens: 1000,
         tools: ToolLoading::Native,
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Reader", "worker").with_system("Read the files.")
     }
 }
 

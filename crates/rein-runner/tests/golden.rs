@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::{MemoryStore, Store};
 use rein_testing::{FakeProvider, FakeToolBackend, ScriptedCall, ScriptedMessage};
 use rein_trace::golden;
@@ -329,12 +329,8 @@ async fn run(
     let backend =
         Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}"), ("b.rs", "fn b() {}")]).unwrap());
     let profile = Profile {
-        name: "Golden".into(),
-        system: vec!["You help with a small project.".into()],
-        model: "fake-model".into(),
         max_output_tokens: 1024,
-        tools: ToolLoading::default(),
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Golden", "fake-model").with_system("You help with a small project.")
     };
     let mut conv = Conversation::open(store.clone(), Arc::new(provider), backend, profile, None)
         .await

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, WireApi};
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::{SqliteStore, Store};
 use rein_testing::{FakeServer, FakeToolBackend, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
@@ -52,12 +52,8 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
             FakeToolBackend::new(&[("a.rs", "fn a() {}"), ("b.rs", "fn b() {}")]).unwrap(),
         );
         let profile = Profile {
-            name: "Helper".into(),
-            system: vec!["Be brief.".into()],
-            model: "m".into(),
             max_output_tokens: 512,
-            tools: ToolLoading::default(),
-            wording: rein_runner::Wording::default(),
+            ..Profile::new("Helper", "m").with_system("Be brief.")
         };
         let mut conv = Conversation::open(store, provider, backend.clone(), profile, None)
             .await
@@ -171,12 +167,8 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
     let profile = Profile {
-        name: "Helper".into(),
-        system: vec!["Be brief.".into()],
-        model: "claude-sonnet-4-5".into(),
         max_output_tokens: 512,
-        tools: ToolLoading::default(),
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Helper", "claude-sonnet-4-5").with_system("Be brief.")
     };
     let mut conv = Conversation::open(
         store.clone(),
@@ -277,12 +269,8 @@ async fn a_provider_that_never_caches_is_uncached_and_gets_a_cache_key() {
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
     let profile = Profile {
-        name: "Helper".into(),
-        system: vec!["Be brief.".into()],
-        model: "gpt-4.1-mini".into(),
         max_output_tokens: 512,
-        tools: ToolLoading::default(),
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Helper", "gpt-4.1-mini").with_system("Be brief.")
     };
     let mut conv = Conversation::open(
         store.clone(),
@@ -346,12 +334,9 @@ async fn the_cache_read_share_over_a_200_step_session() {
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
     let profile = Profile {
-        name: "Reader".into(),
-        system: vec!["Read every file you are asked about.".into()],
-        model: "claude-sonnet-4-5".into(),
         max_output_tokens: 512,
-        tools: ToolLoading::default(),
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Reader", "claude-sonnet-4-5")
+            .with_system("Read every file you are asked about.")
     };
     let mut conv = Conversation::open(
         store.clone(),
@@ -415,12 +400,8 @@ async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_b
             Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
         let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
         let profile = Profile {
-            name: "Helper".into(),
-            system: vec!["Be brief.".into()],
-            model: "claude-sonnet-4-5".into(),
             max_output_tokens: 512,
-            tools: ToolLoading::default(),
-            wording: rein_runner::Wording::default(),
+            ..Profile::new("Helper", "claude-sonnet-4-5").with_system("Be brief.")
         };
         let mut conv = Conversation::open(
             store.clone(),

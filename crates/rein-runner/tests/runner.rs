@@ -17,12 +17,8 @@ use serde_json::json;
 
 fn profile() -> Profile {
     Profile {
-        name: "Helper".into(),
-        system: vec!["You help with the project.".into()],
-        model: "fake-model".into(),
         max_output_tokens: 1024,
-        tools: ToolLoading::default(),
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Helper", "fake-model").with_system("You help with the project.")
     }
 }
 

@@ -10,12 +10,9 @@ use serde_json::json;
 
 fn profile() -> Profile {
     Profile {
-        name: "Helper".into(),
-        system: vec!["Be brief.".into()],
-        model: "m".into(),
         max_output_tokens: 256,
         tools: ToolLoading::Native,
-        wording: rein_runner::Wording::default(),
+        ..Profile::new("Helper", "m").with_system("Be brief.")
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, UiEvent, UiKind};
+use rein_runner::{Conversation, Profile, TurnOutcome, UiEvent, UiKind};
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
 use rein_wire::visible::visible;
@@ -536,14 +536,7 @@ pub async fn run(
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
-    let profile = Profile {
-        name: "rein".into(),
-        system: vec![system],
-        model: resolved.model.clone(),
-        max_output_tokens: 4096,
-        tools: ToolLoading::default(),
-        wording: rein_runner::Wording::default(),
-    };
+    let profile = Profile::new("rein", resolved.model.clone()).with_system(system);
     let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string()});
     let mut conversation = Conversation::open_with(
         store.clone(),
