@@ -99,3 +99,22 @@ pub fn dangling(events: &[StoredEvent]) -> Dangling {
         approvals: approvals.into_values().collect(),
     }
 }
+
+/// The `approval.requested` event of `approval_id`, if the log has it.
+pub fn approval_request<'a>(
+    events: &'a [StoredEvent],
+    approval_id: &str,
+) -> Option<&'a StoredEvent> {
+    events.iter().find(
+        |e| matches!(&e.event, Event::ApprovalRequested { approval_id: a, .. } if a == approval_id),
+    )
+}
+
+/// The arguments of the call an approval asks about (`null` when the log
+/// does not have the request).
+pub fn approval_arguments(events: &[StoredEvent], approval_id: &str) -> serde_json::Value {
+    match approval_request(events, approval_id).map(|e| &e.event) {
+        Some(Event::ApprovalRequested { arguments, .. }) => arguments.clone(),
+        _ => serde_json::Value::Null,
+    }
+}

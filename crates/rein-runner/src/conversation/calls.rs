@@ -127,14 +127,9 @@ impl Conversation {
                 }
                 Verdict::Ask => match state {
                     ApprovalState::Pending { approval_id } => {
-                        let asked_ms = events.iter().find_map(|e| match &e.event {
-                            Event::ApprovalRequested { approval_id: a, .. }
-                                if *a == approval_id =>
-                            {
-                                Some(e.at_ms)
-                            }
-                            _ => None,
-                        });
+                        let asked_ms =
+                            rein_sessions::recovery::approval_request(events, &approval_id)
+                                .map(|e| e.at_ms);
                         let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
                         if age_ms > i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
                         {

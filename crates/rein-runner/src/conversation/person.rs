@@ -145,17 +145,8 @@ impl Conversation {
                 by: by.to_owned(),
                 lease: None,
             });
-            let arguments = events
-                .iter()
-                .find_map(|e| match &e.event {
-                    Event::ApprovalRequested {
-                        approval_id,
-                        arguments,
-                        ..
-                    } if *approval_id == pending.approval_id => Some(arguments.clone()),
-                    _ => None,
-                })
-                .unwrap_or(Value::Null);
+            let arguments =
+                rein_sessions::recovery::approval_arguments(&events, &pending.approval_id);
             stopping.extend(refused(
                 pending.call_id.clone(),
                 pending.tool.clone(),

@@ -22,8 +22,8 @@ use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
 use rein_runner::{Conversation, Profile, TurnOutcome, UiEvent, UiKind};
+use rein_sessions::Store;
 use rein_sessions::recovery::dangling;
-use rein_sessions::{Event, Store};
 use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
 use serde_json::json;
@@ -482,17 +482,10 @@ async fn pending_arguments(
     approval_id: &str,
 ) -> Result<serde_json::Value, AgentError> {
     let events = conversation.log_events().await?;
-    Ok(events
-        .iter()
-        .find_map(|e| match &e.event {
-            Event::ApprovalRequested {
-                approval_id: a,
-                arguments,
-                ..
-            } if a == approval_id => Some(arguments.clone()),
-            _ => None,
-        })
-        .unwrap_or(serde_json::Value::Null))
+    Ok(rein_sessions::recovery::approval_arguments(
+        &events,
+        approval_id,
+    ))
 }
 
 /// Run the chat, reading lines from `input` and writing answers to `out`
