@@ -69,6 +69,11 @@ const MAIN: &str = "main";
 /// UI events a slow subscriber may fall behind by before it misses some.
 const UI_BUFFER: usize = 1024;
 
+/// How often the step loop looks at the session's inbox: a store query per
+/// step would cost a durable step more than the rest of its bookkeeping, and
+/// words from another surface need not be heard sooner than this.
+const INBOX_EVERY: Duration = Duration::from_millis(200);
+
 /// How long the conversation's hold on its session lasts between renewals.
 const LEASE_TTL: Duration = Duration::from_secs(120);
 
@@ -117,6 +122,8 @@ pub struct Conversation {
     /// (the projector only ever extends the last one), so a step measures
     /// only what is new; cleared whenever the projector is rebuilt.
     sealed: Vec<(u64, blake3::Hash)>,
+    /// When the inbox was last taken.
+    inbox_taken: Option<Instant>,
     /// The log as far as this conversation has read it, and its own
     /// appends not yet folded in (see `journal`).
     known: journal::Known,
@@ -184,6 +191,7 @@ impl Conversation {
             carried: HashMap::new(),
             answer_schema: None,
             known: journal::Known::default(),
+            inbox_taken: None,
             projector: None,
             sealed: Vec::new(),
             monitor: rein_cache::CacheMonitor::new(),
@@ -314,7 +322,11 @@ impl Conversation {
                 }
             }
             // The step boundary: the inbox, interrupts, what was said, budgets.
-            let heard = self.take_inbox().await?;
+            let heard = if self.inbox_due() {
+                self.take_inbox().await?
+            } else {
+                Heard::default()
+            };
             if let Some(by) = heard.stop {
                 return self.stop_by(&by).await;
             }

@@ -75,6 +75,7 @@ impl Conversation {
     /// this at every step boundary and on resume; a surface waiting at an
     /// approval calls it to learn of decisions made elsewhere.
     pub async fn take_inbox(&mut self) -> Result<Heard, AgentError> {
+        self.inbox_taken = Some(Instant::now());
         let entries = self.store.inbox(&self.session_id).await?;
         let Some(upto) = entries.last().map(|e| e.id) else {
             return Ok(Heard::default());
@@ -124,6 +125,13 @@ impl Conversation {
     /// not to work around it) and the turn ends as `interrupted`.
     pub async fn stop(&mut self, surface: &Surface) -> Result<TurnOutcome, AgentError> {
         self.stop_by(surface.name()).await
+    }
+
+    /// Whether the step loop should look at the inbox now (at most every
+    /// `INBOX_EVERY`; wait points and `resume` always look).
+    pub(super) fn inbox_due(&self) -> bool {
+        self.inbox_taken
+            .is_none_or(|at| at.elapsed() >= INBOX_EVERY)
     }
 
     /// Whether a turn is open (running, paused at an approval, or cut
