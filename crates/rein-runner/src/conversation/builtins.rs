@@ -1,10 +1,83 @@
 //! rein's own tools beside the product's: `read_result` (pages an
 //! offloaded result), `load_tool` / `call_tool` (deferred loading),
-//! `read_skill`; their specs, permission checks and handlers.
+//! `read_skill`; their specs, permission checks and handlers, and
+//! [`WithBuiltins`], the one backend the loop calls: the product's backend
+//! with these beside it, so the loop does not match on tool names.
 //!
-//! Not here: `delegate` (`crate::delegation`, `crate::subagent`).
+//! Not here: `delegate` (`crate::delegation`, `crate::subagent`): it opens
+//! a sub-agent with events of its own, so the read batch runs it.
+
+use async_trait::async_trait;
+use rein_tools::ToolSummary;
 
 use super::*;
+
+/// The product's backend with rein's own tools beside it. Its catalog and
+/// definitions are the product's alone (the built-ins' definitions are
+/// added to the prefix by the request builder, as before), so the prefix's
+/// bytes do not change with it.
+pub(super) struct WithBuiltins {
+    /// The product's backend.
+    pub(super) product: Arc<dyn ToolBackend>,
+    /// Where offloaded results are paged from.
+    pub(super) store: Arc<dyn Store>,
+}
+
+#[async_trait]
+impl ToolBackend for WithBuiltins {
+    fn catalog(&self, policy: &Policy) -> Vec<ToolSummary> {
+        self.product.catalog(policy)
+    }
+
+    fn definition(&self, name: &str) -> Option<rein_wire::ToolSpec> {
+        self.product.definition(name)
+    }
+
+    fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
+        builtin_permission(name, args).unwrap_or_else(|| self.product.permission(name, args))
+    }
+
+    async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
+        match name {
+            READ_RESULT => read_result(self.store.as_ref(), &args).await,
+            LOAD_TOOL => load_tool(self.product.as_ref(), &args),
+            READ_SKILL => {
+                let skill = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                match self.product.read_skill(skill) {
+                    Some(text) => Outcome::ok(json!({"skill": skill, "text": text})),
+                    None => {
+                        Outcome::failed("skill_not_found", format!("there is no skill `{skill}`"))
+                    }
+                }
+            }
+            _ => self.product.invoke(name, args, ctx).await,
+        }
+    }
+
+    fn cacheable(&self, name: &str) -> bool {
+        !matches!(name, READ_RESULT | LOAD_TOOL | READ_SKILL) && self.product.cacheable(name)
+    }
+
+    fn revision(&self) -> String {
+        self.product.revision()
+    }
+
+    fn purpose(&self, name: &str) -> Option<String> {
+        self.product.purpose(name)
+    }
+
+    fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
+        self.product.revision_guard()
+    }
+
+    fn skills(&self) -> Vec<ToolSummary> {
+        self.product.skills()
+    }
+
+    fn read_skill(&self, name: &str) -> Option<String> {
+        self.product.read_skill(name)
+    }
+}
 
 impl Conversation {
     /// A backend's `tool_not_found` lists only the backend's tools; the

@@ -54,8 +54,9 @@ impl Conversation {
             } else {
                 (tool, args)
             };
-            let checked = builtin_permission(&tool, &args)
-                .unwrap_or_else(|| self.backend.permission(&tool, &args))
+            let checked = self
+                .backend
+                .permission(&tool, &args)
                 .map_err(|err| self.naming_builtins(err));
             let class = match checked {
                 Ok(class) => class,

@@ -81,7 +81,8 @@ const LEASE_TTL: Duration = Duration::from_secs(120);
 pub struct Conversation {
     store: Arc<dyn Store>,
     provider: Arc<dyn Provider>,
-    backend: Arc<dyn ToolBackend>,
+    /// The product's tools with rein's own beside them.
+    backend: Arc<builtins::WithBuiltins>,
     profile: Profile,
     /// The conversation's policy.
     pub policy: Policy,
@@ -169,9 +170,12 @@ impl Conversation {
         let holder = format!("rein runner (pid {})", std::process::id());
         let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
         let mut conversation = Conversation {
-            store,
+            store: store.clone(),
             provider,
-            backend,
+            backend: Arc::new(builtins::WithBuiltins {
+                product: backend,
+                store,
+            }),
             profile,
             policy: Policy::default(),
             budgets: Budgets::default(),

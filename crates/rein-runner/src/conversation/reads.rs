@@ -67,13 +67,12 @@ impl Conversation {
             .zip(&agents)
             .map(|(((call_id, tool, args), hit), agent)| {
                 let backend = backend.clone();
-                let store = self.store.clone();
                 let sub = match (agent, &self.delegation) {
                     (Some(path), Some(delegation)) => Some((
                         crate::delegation::Parent {
                             store: self.store.clone(),
                             provider: self.provider.clone(),
-                            backend: self.backend.clone(),
+                            backend: self.backend.product.clone(),
                             profile: self.profile.clone(),
                             session_id: self.session_id.clone(),
                             delegation: delegation.clone(),
@@ -102,18 +101,6 @@ impl Conversation {
                                 "no more sub-agents can be started in this turn (or delegation is off); do the task yourself",
                             ),
                         },
-                        None if tool == READ_RESULT => read_result(store.as_ref(), args).await,
-                        None if tool == LOAD_TOOL => load_tool(backend.as_ref(), args),
-                        None if tool == READ_SKILL => {
-                            let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
-                            match backend.read_skill(name) {
-                                Some(text) => Outcome::ok(json!({"skill": name, "text": text})),
-                                None => Outcome::failed(
-                                    "skill_not_found",
-                                    format!("there is no skill `{name}`"),
-                                ),
-                            }
-                        }
                         None => backend.invoke(tool, args.clone(), &ctx).await,
                     };
                     (outcome, started.elapsed())
