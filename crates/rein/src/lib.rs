@@ -70,7 +70,8 @@
 //! assert!(reply.contains("\"price\":5"));
 //!
 //! // What it cost, read from the log.
-//! let report = rein::trace::report(chat.session_id(), &chat.log_events().await?);
+//! let log = chat.log_events().await?;
+//! let report = rein::trace::report(chat.session_id(), &log);
 //! assert_eq!((report.totals.model_calls, report.totals.tools.ok), (2, 1));
 //! chat.close().await?;
 //! # Ok::<(), rein::wire::AgentError>(())
