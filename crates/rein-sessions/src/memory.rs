@@ -56,6 +56,23 @@ impl MemoryStore {
     }
 }
 
+/// `Ok` while `lease` is still held (`lease_lost` otherwise).
+fn held(inner: &Inner, lease: &Lease) -> Result<(), AgentError> {
+    let session = inner
+        .sessions
+        .get(&lease.session_id)
+        .ok_or_else(|| not_found(&lease.session_id))?;
+    let live = session
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.token == lease.token && l.expires_ms > now_ms());
+    if live {
+        Ok(())
+    } else {
+        Err(crate::validate::lease_lost(&lease.session_id))
+    }
+}
+
 fn not_found(id: &str) -> AgentError {
     AgentError::new(
         codes::SESSION_NOT_FOUND,
@@ -172,17 +189,7 @@ impl Store for MemoryStore {
     ) -> Result<Vec<StoredEvent>, AgentError> {
         let stored = {
             let mut inner = self.lock();
-            let session = inner
-                .sessions
-                .get(&lease.session_id)
-                .ok_or_else(|| not_found(&lease.session_id))?;
-            let held = session
-                .lease
-                .as_ref()
-                .is_some_and(|l| l.token == lease.token && l.expires_ms > now_ms());
-            if !held {
-                return Err(crate::validate::lease_lost(&lease.session_id));
-            }
+            held(&inner, lease)?;
             append_locked(&mut inner, &lease.session_id, events)?
         };
         self.channels.publish(&lease.session_id, &stored);
@@ -236,17 +243,7 @@ impl Store for MemoryStore {
     ) -> Result<Vec<StoredEvent>, AgentError> {
         let stored = {
             let mut inner = self.lock();
-            let session = inner
-                .sessions
-                .get(&lease.session_id)
-                .ok_or_else(|| not_found(&lease.session_id))?;
-            let held = session
-                .lease
-                .as_ref()
-                .is_some_and(|l| l.token == lease.token && l.expires_ms > now_ms());
-            if !held {
-                return Err(crate::validate::lease_lost(&lease.session_id));
-            }
+            held(&inner, lease)?;
             let stored = append_locked(&mut inner, &lease.session_id, events)?;
             if let Some(s) = inner.sessions.get_mut(&lease.session_id) {
                 for (entry, taken) in &mut s.inbox {

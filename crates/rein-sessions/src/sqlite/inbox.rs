@@ -67,24 +67,7 @@ impl SqliteStore {
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_error)?;
-        let held: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
-        )
-        .bind(&lease.session_id)
-        .bind(&lease.token)
-        .bind(now_ms())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if held.is_none() {
-            self.session(&lease.session_id).await?;
-            return Err(lease_lost(&lease.session_id));
-        }
+        let mut tx = self.begin_as(lease).await?;
         let stored = append_in(&mut tx, &lease.session_id, events).await?;
         sqlx::query("UPDATE inbox SET taken = 1 WHERE session_id = ? AND id <= ? AND taken = 0")
             .bind(&lease.session_id)

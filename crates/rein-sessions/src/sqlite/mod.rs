@@ -84,6 +84,34 @@ pub(super) fn to_u64(n: i64) -> u64 {
 }
 
 impl SqliteStore {
+    /// Begin a write transaction as the holder of `lease`: `lease_lost`
+    /// unless it is still held (`session_not_found` for no session).
+    pub(super) async fn begin_as(
+        &self,
+        lease: &Lease,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, AgentError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)?;
+        let held: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
+        )
+        .bind(&lease.session_id)
+        .bind(&lease.token)
+        .bind(now_ms())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if held.is_none() {
+            // Distinguish a missing session from a lost lease.
+            self.session(&lease.session_id).await?;
+            return Err(lease_lost(&lease.session_id));
+        }
+        Ok(tx)
+    }
+
     /// Open (creating if needed) the store at `path` with full durability.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, AgentError> {
         SqliteStore::open_with(path, Durability::Full).await
@@ -285,25 +313,7 @@ impl Store for SqliteStore {
         lease: &Lease,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_error)?;
-        let held: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
-        )
-        .bind(&lease.session_id)
-        .bind(&lease.token)
-        .bind(now_ms())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if held.is_none() {
-            // Distinguish a missing session from a lost lease.
-            self.session(&lease.session_id).await?;
-            return Err(lease_lost(&lease.session_id));
-        }
+        let mut tx = self.begin_as(lease).await?;
         let stored = append_in(&mut tx, &lease.session_id, events).await?;
         tx.commit().await.map_err(db_error)?;
         self.channels.publish(&lease.session_id, &stored);

@@ -144,16 +144,7 @@ impl Root {
         let meta = file
             .metadata()
             .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
-        if !meta.is_file() {
-            return Err(Refused::new(
-                "not_a_file",
-                format!("`{path}` is not a file"),
-            ));
-        }
-        let links = cap_std::fs::MetadataExt::nlink(&meta);
-        if links > 1 {
-            return Err(Refused::hard_link(path, links));
-        }
+        one_regular_file(path, &meta)?;
         if meta.len() > MAX_FILE_BYTES {
             return Err(Refused::new(
                 "too_large",
@@ -205,16 +196,7 @@ impl Root {
             .dir
             .metadata(rel)
             .map_err(|e| Refused::io(path, "write", "write_failed", &e))?;
-        if !meta.is_file() {
-            return Err(Refused::new(
-                "not_a_file",
-                format!("`{path}` is not a file"),
-            ));
-        }
-        let links = cap_std::fs::MetadataExt::nlink(&meta);
-        if links > 1 {
-            return Err(Refused::hard_link(path, links));
-        }
+        one_regular_file(path, &meta)?;
         Ok(())
     }
 
@@ -233,16 +215,7 @@ impl Root {
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
         let file = self.dir.open_with(rel, &options).map_err(failed)?;
         let meta = file.metadata().map_err(failed)?;
-        if !meta.is_file() {
-            return Err(Refused::new(
-                "not_a_file",
-                format!("`{path}` is not a file"),
-            ));
-        }
-        let links = cap_std::fs::MetadataExt::nlink(&meta);
-        if links > 1 {
-            return Err(Refused::hard_link(path, links));
-        }
+        one_regular_file(path, &meta)?;
         let mut file = file.into_std();
         file.set_len(0).map_err(failed)?;
         file.write_all(bytes).map_err(failed)?;
@@ -292,6 +265,22 @@ impl Root {
         walk_into(start.as_ref().unwrap_or(&self.dir), &base, &mut out);
         Ok(out)
     }
+}
+
+/// The one rule for what a file tool may open: a regular file with one
+/// link (a second name may be outside the root), decided on its metadata.
+fn one_regular_file(path: &str, meta: &cap_std::fs::Metadata) -> Result<(), Refused> {
+    if !meta.is_file() {
+        return Err(Refused::new(
+            "not_a_file",
+            format!("`{path}` is not a file"),
+        ));
+    }
+    let links = cap_std::fs::MetadataExt::nlink(meta);
+    if links > 1 {
+        return Err(Refused::hard_link(path, links));
+    }
+    Ok(())
 }
 
 fn walk_into(dir: &Dir, at: &Path, out: &mut Vec<String>) {
