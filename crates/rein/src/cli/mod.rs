@@ -6,5 +6,6 @@
 pub mod chat;
 pub mod decode_cmd;
 pub mod files;
+pub mod input;
 pub mod output;
 pub mod sessions_cmd;
