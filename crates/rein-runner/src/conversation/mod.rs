@@ -114,15 +114,8 @@ pub struct Conversation {
     monitor: rein_cache::CacheMonitor,
     /// Model calls made by this conversation (the first is cold).
     model_calls: u64,
-    /// The stable prefix (system blocks and tools), frozen at the first
-    /// request so it stays byte-identical for the whole conversation.
-    frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
-    /// The transcript so far, extended step by step.
-    projector: Option<crate::project::Projector>,
-    /// JSON size and digest of each message of the transcript but the last
-    /// (the projector only ever extends the last one), so a step measures
-    /// only what is new; cleared whenever the projector is rebuilt.
-    sealed: Vec<(u64, blake3::Hash)>,
+    /// What the next request is built from (see `request`).
+    transcript: request::Transcript,
     /// When the inbox was last taken.
     inbox_taken: Option<Instant>,
     /// The log as far as this conversation has read it, and its own
@@ -196,11 +189,9 @@ impl Conversation {
             answer_schema: None,
             known: journal::Known::default(),
             inbox_taken: None,
-            projector: None,
-            sealed: Vec::new(),
+            transcript: request::Transcript::default(),
             monitor: rein_cache::CacheMonitor::new(),
             model_calls: 0,
-            frozen: None,
             ui: std::sync::OnceLock::new(),
             steering: Steering::default(),
         };

@@ -19,19 +19,19 @@ impl Conversation {
             .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
-        let (mut bytes, mut digest) = self.size_and_digest(&mut request);
+        let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
         let mut share = self.measure(&request, bytes, window).await;
         if share > self.context.soft && self.soft_prune(window).await? {
             let events = self.log().await?;
             request = self.request(&events)?;
-            (bytes, digest) = self.size_and_digest(&mut request);
+            (bytes, digest) = self.transcript.size_and_digest(&mut request);
             share = self.measure(&request, bytes, window).await;
         }
         if share > self.context.hard {
             self.compact(window).await?;
             let events = self.log().await?;
             request = self.request(&events)?;
-            (bytes, digest) = self.size_and_digest(&mut request);
+            (bytes, digest) = self.transcript.size_and_digest(&mut request);
             if self.measure(&request, bytes, window).await > self.context.hard {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,

@@ -7,51 +7,26 @@
 
 use super::*;
 
-impl Conversation {
-    pub(super) fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
-        let turns_path = current_path(events);
-        let mut request = Request::new(
-            self.profile.model.clone(),
-            self.messages(events, &turns_path),
-        );
-        let (system, tools) = match self.frozen.clone() {
-            Some(frozen) => {
-                // The stability guard (debug builds): the prefix must not
-                // drift within a conversation (no timestamps, sorted maps
-                // and tools).
-                if cfg!(debug_assertions) {
-                    let fresh = self.prefix();
-                    debug_assert!(
-                        frozen == fresh,
-                        "the stable prefix changed within a conversation: {} -> {}",
-                        rein_cache::fingerprint(&frozen.0, &frozen.1),
-                        rein_cache::fingerprint(&fresh.0, &fresh.1)
-                    );
-                }
-                frozen
-            }
-            None => {
-                let fresh = self.prefix();
-                self.frozen = Some(fresh.clone());
-                fresh
-            }
-        };
-        request.system = system;
-        request.tools = tools;
-        request.max_output_tokens = self.profile.max_output_tokens;
-        if let Some(schema) = &self.answer_schema {
-            request.output_schema = Some(schema.clone());
-        }
-        Ok(request)
-    }
+/// The request builder's own state: the stable prefix frozen at the first
+/// request, the projector that extends the transcript step by step, and
+/// the sealed messages' sizes and digests.
+#[derive(Default)]
+pub(super) struct Transcript {
+    /// The stable prefix (system blocks and tools), frozen at the first
+    /// request so it stays byte-identical for the whole conversation.
+    frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    /// The transcript so far, extended step by step.
+    projector: Option<crate::project::Projector>,
+    /// JSON size and digest of each message of the transcript but the last
+    /// (the projector only ever extends the last one), so a step measures
+    /// only what is new; cleared whenever the projector is rebuilt.
+    sealed: Vec<(u64, blake3::Hash)>,
+}
 
+impl Transcript {
     /// The transcript for `path`, fed only what is new since the last step
     /// when the path merely grew and nothing was compacted; rebuilt otherwise.
-    pub(super) fn messages(
-        &mut self,
-        events: &[StoredEvent],
-        path: &[String],
-    ) -> Vec<rein_wire::Message> {
+    fn messages(&mut self, events: &[StoredEvent], path: &[String]) -> Vec<rein_wire::Message> {
         let mut projector = match self.projector.take() {
             Some(mut p) if p.covers(events, path) => {
                 p.extend_path(path);
@@ -111,6 +86,45 @@ impl Conversation {
             "the incremental request size drifted from the request's JSON"
         );
         (bytes, hasher.finalize().to_hex().to_string())
+    }
+}
+
+impl Conversation {
+    pub(super) fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
+        let turns_path = current_path(events);
+        let mut request = Request::new(
+            self.profile.model.clone(),
+            self.transcript.messages(events, &turns_path),
+        );
+        let (system, tools) = match self.transcript.frozen.clone() {
+            Some(frozen) => {
+                // The stability guard (debug builds): the prefix must not
+                // drift within a conversation (no timestamps, sorted maps
+                // and tools).
+                if cfg!(debug_assertions) {
+                    let fresh = self.prefix();
+                    debug_assert!(
+                        frozen == fresh,
+                        "the stable prefix changed within a conversation: {} -> {}",
+                        rein_cache::fingerprint(&frozen.0, &frozen.1),
+                        rein_cache::fingerprint(&fresh.0, &fresh.1)
+                    );
+                }
+                frozen
+            }
+            None => {
+                let fresh = self.prefix();
+                self.transcript.frozen = Some(fresh.clone());
+                fresh
+            }
+        };
+        request.system = system;
+        request.tools = tools;
+        request.max_output_tokens = self.profile.max_output_tokens;
+        if let Some(schema) = &self.answer_schema {
+            request.output_schema = Some(schema.clone());
+        }
+        Ok(request)
     }
 
     /// The stable prefix as the profile and backend give it now.
