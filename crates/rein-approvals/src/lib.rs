@@ -72,7 +72,7 @@ impl Leases {
             else {
                 continue;
             };
-            if Decision::from_stored(decision) != Some(Decision::Approved) {
+            if *decision != Decision::Approved {
                 continue;
             }
             let tool = run.iter().find_map(|e| match e {
@@ -84,7 +84,7 @@ impl Leases {
                 _ => None,
             });
             if let Some(tool) = tool {
-                leases.grant(tool, LeaseScope::from_stored(scope));
+                leases.grant(tool, *scope);
             }
         }
         leases
@@ -211,14 +211,11 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// The stored decision and lease of `approval.decided`.
-    pub fn stored(self) -> (String, Option<String>) {
+    /// The decision and lease `approval.decided` records.
+    pub fn stored(self) -> (Decision, Option<LeaseScope>) {
         match self {
-            Answer::Approve(scope) => (
-                Decision::Approved.as_str().into(),
-                Some(scope.as_str().into()),
-            ),
-            Answer::Deny => (Decision::Denied.as_str().into(), None),
+            Answer::Approve(scope) => (Decision::Approved, Some(scope)),
+            Answer::Deny => (Decision::Denied, None),
         }
     }
 }

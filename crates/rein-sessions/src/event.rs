@@ -142,11 +142,11 @@ pub enum Event {
         /// The approval's id.
         approval_id: String,
         /// `approved`, `denied`, `expired` or `stopped`.
-        decision: String,
+        decision: rein_wire::permission::Decision,
         /// Who decided (a surface and a person).
         by: String,
         /// The lease granted with an approval (`once`, `tool`, `run`).
-        lease: Option<String>,
+        lease: Option<rein_wire::permission::LeaseScope>,
     },
     /// A tool call's one result.
     #[serde(rename = "tool.result")]

@@ -23,9 +23,9 @@ pub enum InboxItem {
         /// The approval.
         approval_id: String,
         /// `approved` or `denied`.
-        decision: String,
+        decision: rein_wire::permission::Decision,
         /// The lease granted with an approval (`once`, `tool`, `run`).
-        lease: Option<String>,
+        lease: Option<rein_wire::permission::LeaseScope>,
         /// Who decided (the surface's name).
         by: String,
     },

@@ -321,7 +321,7 @@ async fn the_control_record_moves_with_the_log() {
         let decide = |a: &str| {
             NewEvent::main(Event::ApprovalDecided {
                 approval_id: a.into(),
-                decision: "approved".into(),
+                decision: rein_wire::permission::Decision::Approved,
                 by: "terminal".into(),
                 lease: None,
             })
@@ -621,7 +621,7 @@ async fn the_inbox_takes_posts_without_the_lease_and_records_them_once() {
         // Posting needs no lease: the writer holds it.
         let decision = |by: &str| InboxItem::Decision {
             approval_id: "a1".into(),
-            decision: "approved".into(),
+            decision: rein_wire::permission::Decision::Approved,
             lease: None,
             by: by.into(),
         };

@@ -60,6 +60,12 @@ pub enum Decision {
     Stopped,
 }
 
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Decision {
     /// The stored word (`approved`, `denied`, `expired`, `stopped`).
     pub fn as_str(self) -> &'static str {

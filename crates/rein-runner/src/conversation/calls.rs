@@ -138,7 +138,7 @@ impl Conversation {
                             self.append(
                                 vec![Event::ApprovalDecided {
                                     approval_id,
-                                    decision: Decision::Expired.as_str().into(),
+                                    decision: Decision::Expired,
                                     by: "rein".into(),
                                     lease: None,
                                 }]

@@ -109,7 +109,7 @@ pub(super) enum ApprovalState {
     None,
     Pending { approval_id: String },
     Approved { scope: rein_approvals::LeaseScope },
-    Refused { decision: String },
+    Refused { decision: Decision },
 }
 
 pub(super) fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalState {
@@ -132,12 +132,12 @@ pub(super) fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalS
         } = &e.event
             && *a == approval_id
         {
-            if Decision::from_stored(decision) == Some(Decision::Approved) {
-                let scope = rein_approvals::LeaseScope::from_stored(lease.as_deref().unwrap_or(""));
+            if *decision == Decision::Approved {
+                let scope = lease.unwrap_or(rein_approvals::LeaseScope::Once);
                 return ApprovalState::Approved { scope };
             }
             return ApprovalState::Refused {
-                decision: decision.clone(),
+                decision: *decision,
             };
         }
     }

@@ -13,7 +13,7 @@ use super::*;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Heard {
     /// Approvals decided elsewhere: (approval, decision, by whom).
-    pub decided: Vec<(String, String, String)>,
+    pub decided: Vec<(String, Decision, String)>,
     /// Words said to the turn elsewhere (recorded as `steer.said`).
     pub said: usize,
     /// A stop asked for elsewhere, by whom (the caller acts on it).
@@ -62,7 +62,7 @@ impl Conversation {
         .await?;
         self.emit(UiKind::ApprovalDecided {
             approval_id: approval_id.to_owned(),
-            decision,
+            decision: decision.to_string(),
         });
         Ok(())
     }
@@ -114,7 +114,7 @@ impl Conversation {
         for (approval_id, decision, _) in &heard.decided {
             self.emit(UiKind::ApprovalDecided {
                 approval_id: approval_id.clone(),
-                decision: decision.clone(),
+                decision: decision.to_string(),
             });
         }
         Ok(heard)
@@ -149,7 +149,7 @@ impl Conversation {
         for pending in &control.pending {
             stopping.push(Event::ApprovalDecided {
                 approval_id: pending.approval_id.clone(),
-                decision: Decision::Stopped.as_str().into(),
+                decision: Decision::Stopped,
                 by: by.to_owned(),
                 lease: None,
             });
