@@ -55,7 +55,7 @@ impl Conversation {
         let (decision, lease) = answer.stored();
         self.append(vec![Event::ApprovalDecided {
             approval_id: approval_id.to_owned(),
-            decision: decision.clone(),
+            decision,
             by: surface.name().to_owned(),
             lease,
         }])
