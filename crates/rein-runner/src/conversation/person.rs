@@ -96,7 +96,7 @@ impl Conversation {
                     if pending && !twice {
                         events.push(Event::ApprovalDecided {
                             approval_id: approval_id.clone(),
-                            decision: decision.clone(),
+                            decision,
                             by: by.clone(),
                             lease,
                         });
