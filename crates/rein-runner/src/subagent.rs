@@ -91,7 +91,7 @@ fn run(
                 Outcome::ok(json!({"agent": agent_path, "session": session, "answer": reply}))
             }
             Ok(other) => Outcome::Failed {
-                code: "agent_unfinished".into(),
+                code: rein_wire::error::codes::AGENT_UNFINISHED.to_string(),
                 message: format!("the sub-agent ended without an answer ({})", other.name()),
                 detail: Some(json!({"agent": agent_path, "session": session})),
                 retryable: false,

@@ -150,6 +150,20 @@ registry! {
         "The model called a tool that does not exist", "The message names the tools it may call; the model is told the same.";
     TOOL_ARGUMENTS_INVALID = "tool_arguments_invalid", 400, false,
         "A tool call's arguments do not fit its schema", "The message says which argument is wrong; the model is told the same.";
+    NOT_APPROVED = "not_approved", 403, false,
+        "A person did not approve the call", "It was not run; ask the person what they want instead of working around it.";
+    POLICY_REFUSED = "policy_refused", 403, false,
+        "The conversation's policy does not allow the call", "It was not run; the product's policy forbids writes here.";
+    CALL_INTERRUPTED = "interrupted", 500, false,
+        "The process stopped while the call ran", "It was not run again; check its effect before repeating it.";
+    CALL_STOPPED = "stopped", 499, false,
+        "The turn was stopped before the call ran", "Nothing to do; a person stopped the turn.";
+    DELEGATION_REFUSED = "delegation_refused", 429, false,
+        "No more sub-agents can be started in this turn", "Do the task directly, or raise the delegation's per-turn bound.";
+    SKILL_NOT_FOUND = "skill_not_found", 404, false,
+        "There is no skill by that name", "The skills list names the ones there are.";
+    AGENT_UNFINISHED = "agent_unfinished", 502, false,
+        "A sub-agent ended without an answer", "Read the sub-agent's session for why.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
     SESSION_NOT_FOUND = "session_not_found", 404, false,

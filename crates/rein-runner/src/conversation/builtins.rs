@@ -45,9 +45,10 @@ impl ToolBackend for WithBuiltins {
                 let skill = args.get("name").and_then(Value::as_str).unwrap_or_default();
                 match self.product.read_skill(skill) {
                     Some(text) => Outcome::ok(json!({"skill": skill, "text": text})),
-                    None => {
-                        Outcome::failed("skill_not_found", format!("there is no skill `{skill}`"))
-                    }
+                    None => Outcome::failed(
+                        codes::SKILL_NOT_FOUND.as_str(),
+                        format!("there is no skill `{skill}`"),
+                    ),
                 }
             }
             _ => self.product.invoke(name, args, ctx).await,

@@ -108,7 +108,7 @@ impl Conversation {
                         &tool,
                         &args,
                         class.as_str(),
-                        "not_approved",
+                        codes::NOT_APPROVED.as_str(),
                         &self.profile.wording.not_approved(&tool, decision),
                     )
                     .await?;
@@ -120,7 +120,7 @@ impl Conversation {
                         &tool,
                         &args,
                         class.as_str(),
-                        "policy_refused",
+                        codes::POLICY_REFUSED.as_str(),
                         &reason,
                     )
                     .await?;
@@ -148,7 +148,7 @@ impl Conversation {
                                     tool.clone(),
                                     args.clone(),
                                     class.as_str(),
-                                    "not_approved",
+                                    codes::NOT_APPROVED.as_str(),
                                     &self.profile.wording.not_approved(&tool, "let expire"),
                                 ))
                                 .collect(),

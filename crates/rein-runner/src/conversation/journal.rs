@@ -147,7 +147,7 @@ impl Conversation {
                 status: ToolStatus::Error,
                 source: ResultSource::Interrupted,
                 content: tool_error_content(
-                    "interrupted",
+                    codes::CALL_INTERRUPTED.as_str(),
                     "The process stopped while this call ran. It was not run again; check its effect before repeating it.",
                 ),
                 artifact: None,

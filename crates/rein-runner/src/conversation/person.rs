@@ -160,7 +160,7 @@ impl Conversation {
                 pending.tool.clone(),
                 arguments,
                 &pending.permission,
-                "not_approved",
+                codes::NOT_APPROVED.as_str(),
                 &self
                     .profile
                     .wording
@@ -179,7 +179,7 @@ impl Conversation {
                     tool,
                     arguments,
                     "none",
-                    "stopped",
+                    codes::CALL_STOPPED.as_str(),
                     "The turn was stopped before this call ran.",
                 ));
             }

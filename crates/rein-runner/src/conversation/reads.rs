@@ -97,7 +97,7 @@ impl Conversation {
                                 parent.delegation.spawner.clone().spawn(parent, path, task.to_owned()).await
                             }
                             None => Outcome::failed(
-                                "delegation_refused",
+                                codes::DELEGATION_REFUSED.as_str(),
                                 "no more sub-agents can be started in this turn (or delegation is off); do the task yourself",
                             ),
                         },
