@@ -152,6 +152,14 @@ pub fn gate(
 
 /// A person's surface: the only kind of thing that can decide an approval.
 /// Constructed by surfaces, never handed to tools.
+///
+/// What the type guarantees: model output cannot decide. Tools get no
+/// `Surface` and no store, and rein's own code constructs one only where a
+/// person acts (the terminal's prompt, `rein approve` / `say` / `stop`, an
+/// eval's scripted person), so a decision in the log always came through a
+/// surface and names it (`by`). What it cannot guarantee: that the code of
+/// the product calling [`Surface::product`] asked a person — that is the
+/// product's promise to keep, and the name it gives is what the log shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Surface {
     name: String,
@@ -177,6 +185,14 @@ impl Surface {
     pub fn command(verb: &'static str) -> Self {
         Surface {
             name: format!("rein {verb}"),
+        }
+    }
+
+    /// A product's own UI deciding for `person` (say, the shop's admin
+    /// page and the signed-in user): recorded as `ui:person`.
+    pub fn product(ui: &str, person: &str) -> Self {
+        Surface {
+            name: format!("{ui}:{person}"),
         }
     }
 

@@ -21,7 +21,10 @@ mod steering;
 mod subagent;
 
 pub use context::{ContextPolicy, estimate};
-pub use conversation::{Budgets, Conversation, Heard, Profile, ToolLoading, Verification, Wording};
+pub use conversation::{
+    ApprovalRequest, Budgets, Conversation, Heard, MAX_SHOWN_ARGUMENTS, Profile, ToolLoading,
+    Verification, Wording,
+};
 pub use delegation::Delegation;
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;

@@ -874,3 +874,61 @@ async fn compacting_on_request_summarises_older_groups_and_keeps_the_tail() {
         10
     );
 }
+
+#[tokio::test]
+async fn pending_approvals_show_what_is_asked_after_a_restart_too() {
+    let s = setup().await;
+    let long = "x".repeat(rein_runner::MAX_SHOWN_ARGUMENTS + 100);
+    let first = Arc::new(FakeProvider::from_messages(&[calls(vec![
+        call(
+            "c1",
+            "write_file",
+            json!({"path": "a.rs", "content": "fn a() { 1 }"}),
+        ),
+        call("c2", "write_file", json!({"path": "b.rs", "content": long})),
+    ])]));
+    let mut conv = open(&s, first, None).await;
+    let TurnOutcome::AwaitingApproval { approval_id, .. } =
+        conv.turn("rewrite both").await.unwrap()
+    else {
+        panic!("a write waits")
+    };
+    let shown = conv.pending_approvals().await.unwrap();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0].approval_id, approval_id);
+    assert_eq!(shown[0].tool, "write_file");
+    assert_eq!(shown[0].arguments["path"], "a.rs");
+    assert_eq!(shown[0].permission, "source_file_write");
+    assert_eq!(shown[0].agent_path, "main");
+    assert!(shown[0].purpose.is_some());
+    let id = conv.session_id().to_owned();
+    conv.close().await.unwrap();
+    // Another process opens the session: the same request is listed.
+    let none = Arc::new(FakeProvider::from_messages(&[says("ok")]));
+    let mut again = open(&s, none, Some(&id)).await;
+    let listed = again.pending_approvals().await.unwrap();
+    assert_eq!(listed, shown);
+    // Approved, the next call's request is bounded for showing.
+    again
+        .decide(
+            &approval_id,
+            Answer::Approve(LeaseScope::Once),
+            &Surface::product("shop admin", "alice"),
+        )
+        .await
+        .unwrap();
+    let TurnOutcome::AwaitingApproval { .. } = again.resume().await.unwrap() else {
+        panic!("the second write waits")
+    };
+    let big = again.pending_approvals().await.unwrap().remove(0);
+    let text = big
+        .arguments
+        .as_str()
+        .expect("a long request is shown as its start");
+    assert_eq!(text.chars().count(), rein_runner::MAX_SHOWN_ARGUMENTS);
+    let log = again.log_events().await.unwrap();
+    assert!(log.iter().any(
+        |e| matches!(&e.event, Event::ApprovalDecided { by, .. } if by == "shop admin:alice")
+    ));
+    again.close().await.unwrap();
+}

@@ -22,7 +22,11 @@ mod bounded;
 mod cache;
 mod registry;
 
+/// The attribute `impl Tool for …` needs, so a tool author does not add the crate.
+pub use async_trait::async_trait;
 pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
 pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
 pub use registry::{Registry, Tool, schema_for, strict_variant};
+/// The words a tool speaks about what a call may do.
+pub use rein_wire::permission::{PermissionClass, Policy};

@@ -61,11 +61,13 @@
 //! ).await?;
 //!
 //! // The write waits for a person; the product shows what they approve.
-//! let TurnOutcome::AwaitingApproval { approval_id, tool } = chat.turn("set tea").await? else {
+//! let TurnOutcome::AwaitingApproval { .. } = chat.turn("set tea").await? else {
 //!     panic!("a write waits for a person")
 //! };
-//! assert_eq!(tool, "set_price");
-//! chat.decide(&approval_id, Answer::Approve(LeaseScope::Once), &Surface::http("alice")).await?;
+//! let asked = chat.pending_approvals().await?.remove(0);
+//! assert_eq!((asked.tool.as_str(), &asked.arguments["name"]), ("set_price", &"tea".into()));
+//! let admin = Surface::product("shop admin", "alice");
+//! chat.decide(&asked.approval_id, Answer::Approve(LeaseScope::Once), &admin).await?;
 //! let TurnOutcome::Finished { reply } = chat.resume().await? else { panic!() };
 //! assert!(reply.contains("\"price\":5"));
 //!

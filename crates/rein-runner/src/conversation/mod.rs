@@ -26,7 +26,7 @@ mod journal;
 mod model_call;
 mod person;
 
-pub use person::Heard;
+pub use person::{ApprovalRequest, Heard, MAX_SHOWN_ARGUMENTS};
 mod pressure;
 mod reads;
 mod request;
@@ -202,6 +202,13 @@ impl Conversation {
     /// Run as a sub-agent with this path (its events and UI events carry it).
     pub(crate) fn set_agent_path(&mut self, path: &str) {
         self.agent = path.to_owned();
+    }
+
+    /// Use these prices for cost (default: rein's built-in table, looked up
+    /// by the model name the provider reports, else the profile's model; a
+    /// model missing from the table has no cost, never a cost of zero).
+    pub fn set_prices(&mut self, prices: PriceTable) {
+        self.prices = prices;
     }
 
     /// The session's id.

@@ -20,6 +20,28 @@ pub struct Heard {
     pub stop: Option<String>,
 }
 
+/// A pending approval as a person's surface shows it: what they are asked
+/// to decide.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The approval (what a decision names).
+    pub approval_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments (bounded: past [`MAX_SHOWN_ARGUMENTS`] characters of
+    /// JSON, a string with their start).
+    pub arguments: Value,
+    /// Its permission class (`source_file_write`, `destructive`, …).
+    pub permission: String,
+    /// What the tool does, in the product's words.
+    pub purpose: Option<String>,
+    /// Which agent asked (`main`, `main/agent-2`, …).
+    pub agent_path: String,
+}
+
+/// The most characters of a call's arguments an [`ApprovalRequest`] shows.
+pub const MAX_SHOWN_ARGUMENTS: usize = 8_000;
+
 impl Heard {
     /// Whether nothing came.
     pub fn is_empty(&self) -> bool {
@@ -132,6 +154,36 @@ impl Conversation {
     pub(super) fn inbox_due(&self) -> bool {
         self.inbox_taken
             .is_none_or(|at| at.elapsed() >= INBOX_EVERY)
+    }
+
+    /// The approvals waiting for a person, oldest first — after a restart
+    /// too (they are read from the log).
+    pub async fn pending_approvals(&mut self) -> Result<Vec<ApprovalRequest>, AgentError> {
+        let control = self.store.control(&self.session_id).await?;
+        let events = self.log().await?;
+        Ok(control
+            .pending
+            .iter()
+            .map(|p| {
+                let asked = rein_sessions::recovery::approval_request(&events, &p.approval_id);
+                let arguments =
+                    rein_sessions::recovery::approval_arguments(&events, &p.approval_id);
+                let text = arguments.to_string();
+                let arguments = if text.chars().count() > MAX_SHOWN_ARGUMENTS {
+                    Value::String(text.chars().take(MAX_SHOWN_ARGUMENTS).collect())
+                } else {
+                    arguments
+                };
+                ApprovalRequest {
+                    approval_id: p.approval_id.clone(),
+                    tool: p.tool.clone(),
+                    arguments,
+                    permission: p.permission.clone(),
+                    purpose: self.backend.purpose(&p.tool),
+                    agent_path: asked.map_or_else(|| self.agent.clone(), |e| e.agent_path.clone()),
+                }
+            })
+            .collect())
     }
 
     /// Whether a turn is open (running, paused at an approval, or cut

@@ -314,7 +314,13 @@ async fn settle(
     loop {
         match outcome {
             TurnOutcome::AwaitingApproval { approval_id, tool } => {
-                let arguments = pending_arguments(conversation, &approval_id).await?;
+                let arguments = conversation
+                    .pending_approvals()
+                    .await?
+                    .into_iter()
+                    .find(|p| p.approval_id == approval_id)
+                    .map(|p| p.arguments)
+                    .unwrap_or_default();
                 let asked =
                     ask_approval(conversation, input, info, &approval_id, &tool, &arguments)
                         .await?;
@@ -365,17 +371,6 @@ async fn settle(
     };
     say(info, &format!("  [session cost so far: {total}]"))?;
     Ok(true)
-}
-
-async fn pending_arguments(
-    conversation: &mut Conversation,
-    approval_id: &str,
-) -> Result<serde_json::Value, AgentError> {
-    let events = conversation.log_events().await?;
-    Ok(rein_sessions::recovery::approval_arguments(
-        &events,
-        approval_id,
-    ))
 }
 
 /// Run the chat, reading lines from `input` and writing answers to `out`
