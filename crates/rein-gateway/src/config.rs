@@ -278,9 +278,20 @@ impl ProviderConfig {
         self.offline.unwrap_or_else(offline_switch_on)
     }
 
-    /// The URL the call goes to.
+    /// The URL the call goes to. A base URL that is only a host (no path)
+    /// gets the API's version path, `/v1`, so `http://127.0.0.1:8080` and
+    /// `http://127.0.0.1:8080/v1` both work; a base URL with a path of its
+    /// own (a proxy's `/api/v1`, say) is used as given.
     pub fn endpoint(&self) -> String {
         let base = self.base_url.trim_end_matches('/');
+        let host_only = base
+            .split_once("://")
+            .is_some_and(|(_, rest)| !rest.contains('/'));
+        let versioned = if host_only {
+            format!("{base}/v1")
+        } else {
+            base.to_owned()
+        };
         match self.api {
             WireApi::AnthropicMessages => {
                 if base.ends_with("/v1") {
@@ -289,8 +300,8 @@ impl ProviderConfig {
                     format!("{base}/v1/messages")
                 }
             }
-            WireApi::OpenAiChat => format!("{base}/chat/completions"),
-            WireApi::OpenAiResponses => format!("{base}/responses"),
+            WireApi::OpenAiChat => format!("{versioned}/chat/completions"),
+            WireApi::OpenAiResponses => format!("{versioned}/responses"),
         }
     }
 }
@@ -320,6 +331,30 @@ mod tests {
         assert_eq!(o.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
         let r = ProviderConfig::new(WireApi::OpenAiResponses);
         assert_eq!(r.endpoint(), "https://api.openai.com/v1/responses");
+        // A bare host gets the version path; a path of its own is kept.
+        for (base, endpoint) in [
+            (
+                "http://127.0.0.1:9",
+                "http://127.0.0.1:9/v1/chat/completions",
+            ),
+            (
+                "http://127.0.0.1:9/",
+                "http://127.0.0.1:9/v1/chat/completions",
+            ),
+            (
+                "https://openrouter.ai/api/v1",
+                "https://openrouter.ai/api/v1/chat/completions",
+            ),
+            (
+                "http://proxy.local/openai",
+                "http://proxy.local/openai/chat/completions",
+            ),
+        ] {
+            let o = ProviderConfig::new(WireApi::OpenAiChat).with_base_url(base);
+            assert_eq!(o.endpoint(), endpoint, "{base}");
+        }
+        let a = ProviderConfig::new(WireApi::AnthropicMessages).with_base_url("http://127.0.0.1:9");
+        assert_eq!(a.endpoint(), "http://127.0.0.1:9/v1/messages");
     }
 
     #[test]

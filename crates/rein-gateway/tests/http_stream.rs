@@ -668,3 +668,25 @@ async fn a_success_that_is_not_an_event_stream_is_its_own_error_and_not_retried(
         }
     }
 }
+
+#[tokio::test]
+async fn an_openai_base_url_works_with_or_without_its_version_path() {
+    for suffix in ["", "/", "/v1"] {
+        let server = FakeServer::start(vec![Reply::sse(
+            ScriptedMessage::text(&["hi"]).openai_chat_sse(),
+        )])
+        .await
+        .unwrap();
+        let mut cfg = config(WireApi::OpenAiChat, &server);
+        cfg.base_url = format!("{}{suffix}", server.base_url());
+        let provider = HttpProvider::new(cfg).unwrap();
+        let (events, err) = collect(&provider).await;
+        assert!(err.is_none(), "{suffix:?}: {err:?}");
+        assert_eq!(assemble(&events).text(), "hi");
+        assert_eq!(
+            server.requests()[0].path,
+            "/v1/chat/completions",
+            "{suffix:?}"
+        );
+    }
+}
