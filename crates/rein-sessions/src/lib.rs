@@ -29,7 +29,7 @@ pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolS
 pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;
-pub use projection::history;
+pub use projection::{history, started_turn};
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{
     ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,

@@ -30,21 +30,10 @@ pub(crate) fn apply(
     control: &mut ControlRecord,
 ) -> Option<TurnChange> {
     match &stored.event {
-        Event::TurnStarted {
-            turn_id,
-            parent,
-            prompt,
-        } => {
+        Event::TurnStarted { turn_id, .. } => {
             *head_turn = Some(turn_id.clone());
             control.stopped = false;
-            Some(TurnChange::Started(TurnInfo {
-                id: turn_id.clone(),
-                parent: parent.clone(),
-                prompt: prompt.clone(),
-                started_seq: stored.seq,
-                finished_seq: None,
-                outcome: None,
-            }))
+            started_turn(stored).map(TurnChange::Started)
         }
         Event::TurnFinished {
             turn_id, outcome, ..
@@ -101,6 +90,25 @@ pub(crate) fn apply(
             control.stopped = true;
             None
         }
+        _ => None,
+    }
+}
+
+/// The turn a `turn.started` event opens (as the turn tree records it).
+pub fn started_turn(stored: &StoredEvent) -> Option<TurnInfo> {
+    match &stored.event {
+        Event::TurnStarted {
+            turn_id,
+            parent,
+            prompt,
+        } => Some(TurnInfo {
+            id: turn_id.clone(),
+            parent: parent.clone(),
+            prompt: prompt.clone(),
+            started_seq: stored.seq,
+            finished_seq: None,
+            outcome: None,
+        }),
         _ => None,
     }
 }

@@ -36,27 +36,18 @@ pub(super) fn fingerprint(tool: &str, args: &Value, result: &Event) -> String {
 
 /// The turn ids from the root to the open (or last) turn.
 pub(super) fn current_path(events: &[StoredEvent]) -> Vec<String> {
-    let mut turns: Vec<rein_sessions::TurnInfo> = Vec::new();
-    let mut last: Option<String> = None;
-    for stored in events {
-        if let Event::TurnStarted {
-            turn_id,
-            parent,
-            prompt,
-        } = &stored.event
-        {
-            turns.push(rein_sessions::TurnInfo {
-                id: turn_id.clone(),
-                parent: parent.clone(),
-                prompt: prompt.clone(),
-                started_seq: stored.seq,
-                finished_seq: None,
-                outcome: None,
-            });
-            last = Some(turn_id.clone());
-        }
-    }
-    last.map(|head| history(&turns, &head).into_iter().map(|t| t.id).collect())
+    let turns: Vec<rein_sessions::TurnInfo> = events
+        .iter()
+        .filter_map(rein_sessions::started_turn)
+        .collect();
+    turns
+        .last()
+        .map(|head| {
+            history(&turns, &head.id)
+                .into_iter()
+                .map(|t| t.id)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
