@@ -20,9 +20,10 @@ impl Conversation {
         code: &str,
         message: &str,
     ) -> Result<(), AgentError> {
-        self.append(refused(call_id, tool, args.clone(), permission, code, message).into())
+        self.journal
+            .append(refused(call_id, tool, args.clone(), permission, code, message).into())
             .await?;
-        self.emit(UiKind::ToolResult {
+        self.journal.emit(UiKind::ToolResult {
             call_id: call_id.to_owned(),
             ok: false,
             source: "live".into(),
@@ -91,10 +92,10 @@ impl Conversation {
                 ApprovalState::Refused { .. } => Said::No,
                 ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
             };
-            let elevated = match gate(class, &tool, &self.policy, &self.leases, said) {
+            let elevated = match gate(class, &tool, &self.policy, &self.turn.leases, said) {
                 Verdict::Run { elevated } => {
                     if let ApprovalState::Approved { scope } = state {
-                        self.leases.grant(&tool, scope);
+                        self.turn.leases.grant(&tool, scope);
                     }
                     elevated
                 }
@@ -135,25 +136,26 @@ impl Conversation {
                         if age_ms > i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
                         {
                             // Nobody decided in time: the call is refused.
-                            self.append(
-                                vec![Event::ApprovalDecided {
-                                    approval_id,
-                                    decision: Decision::Expired,
-                                    by: "rein".into(),
-                                    lease: None,
-                                }]
-                                .into_iter()
-                                .chain(refused(
-                                    call_id.clone(),
-                                    tool.clone(),
-                                    args.clone(),
-                                    class.as_str(),
-                                    codes::NOT_APPROVED.as_str(),
-                                    &self.profile.wording.not_approved(&tool, "let expire"),
-                                ))
-                                .collect(),
-                            )
-                            .await?;
+                            self.journal
+                                .append(
+                                    vec![Event::ApprovalDecided {
+                                        approval_id,
+                                        decision: Decision::Expired,
+                                        by: "rein".into(),
+                                        lease: None,
+                                    }]
+                                    .into_iter()
+                                    .chain(refused(
+                                        call_id.clone(),
+                                        tool.clone(),
+                                        args.clone(),
+                                        class.as_str(),
+                                        codes::NOT_APPROVED.as_str(),
+                                        &self.profile.wording.not_approved(&tool, "let expire"),
+                                    ))
+                                    .collect(),
+                                )
+                                .await?;
                             continue;
                         }
                         return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
@@ -163,15 +165,16 @@ impl Conversation {
                     // refused above).
                     _ => {
                         let approval_id = rein_wire::ids::new_id();
-                        self.append(vec![Event::ApprovalRequested {
-                            approval_id: approval_id.clone(),
-                            call_id: call_id.clone(),
-                            tool: tool.clone(),
-                            arguments: args.clone(),
-                            permission: class.as_str().into(),
-                        }])
-                        .await?;
-                        self.emit(UiKind::ApprovalRequested {
+                        self.journal
+                            .append(vec![Event::ApprovalRequested {
+                                approval_id: approval_id.clone(),
+                                call_id: call_id.clone(),
+                                tool: tool.clone(),
+                                arguments: args.clone(),
+                                permission: class.as_str().into(),
+                            }])
+                            .await?;
+                        self.journal.emit(UiKind::ApprovalRequested {
                             approval_id: approval_id.clone(),
                             tool: tool.clone(),
                             arguments: args,
@@ -198,14 +201,15 @@ impl Conversation {
         elevated: bool,
     ) -> Result<String, AgentError> {
         let args = self.carry_revision(args);
-        self.append(vec![Event::ToolCalled {
-            call_id: call_id.clone(),
-            tool: tool.clone(),
-            arguments: args.clone(),
-            permission: class.as_str().into(),
-        }])
-        .await?;
-        self.emit(UiKind::ToolCall {
+        self.journal
+            .append(vec![Event::ToolCalled {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                arguments: args.clone(),
+                permission: class.as_str().into(),
+            }])
+            .await?;
+        self.journal.emit(UiKind::ToolCall {
             call_id: call_id.clone(),
             tool: tool.clone(),
             arguments: args.clone(),
@@ -222,7 +226,7 @@ impl Conversation {
             ..
         } = &outcome
         {
-            self.carried.insert(
+            self.turn.carried.insert(
                 (moved.scope.clone(), moved.before.clone()),
                 moved.after.clone(),
             );
@@ -231,7 +235,7 @@ impl Conversation {
             .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
             .await?;
         let fp = fingerprint(&tool, &args, &event);
-        self.append(vec![event]).await?;
+        self.journal.append(vec![event]).await?;
         Ok(fp)
     }
 
@@ -257,10 +261,10 @@ impl Conversation {
             .map_or_else(|| expected.to_string(), str::to_owned);
         let mut current = as_text.clone();
         let mut hops = 0;
-        while let Some(next) = self.carried.get(&(scope.clone(), current.clone())) {
+        while let Some(next) = self.turn.carried.get(&(scope.clone(), current.clone())) {
             current = next.clone();
             hops += 1;
-            if hops > self.carried.len() {
+            if hops > self.turn.carried.len() {
                 break;
             }
         }
@@ -321,7 +325,7 @@ impl Conversation {
                 ..
             } => {
                 let (content, artifact) = bound(
-                    &crate::artifacts::StoreArtifacts(self.store.as_ref()),
+                    &crate::artifacts::StoreArtifacts(self.journal.store().as_ref()),
                     result,
                     &self.bounds,
                 )
@@ -331,7 +335,7 @@ impl Conversation {
                 } else {
                     source
                 };
-                self.emit(UiKind::ToolResult {
+                self.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: true,
                     source: format!("{source:?}").to_lowercase(),
@@ -349,7 +353,7 @@ impl Conversation {
                 }
             }
             Outcome::Failed { code, message, .. } => {
-                self.emit(UiKind::ToolResult {
+                self.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: false,
                     source: "live".into(),

@@ -6,6 +6,23 @@
 
 use super::*;
 
+/// The conversation's hold on its session: the store, the lease, the log
+/// as far as it has been read, and the UI channel. Every write the
+/// conversation makes goes through [`Journal::append`].
+pub(super) struct Journal {
+    store: Arc<dyn Store>,
+    session_id: String,
+    holder: String,
+    lease: Lease,
+    /// This conversation's agent path (`main`, or `main/agent-N`): its
+    /// events and UI events carry it.
+    agent: String,
+    known: Known,
+    /// Made at the first subscription: its buffer is the largest part of
+    /// an idle conversation, and most conversations are not watched.
+    ui: std::sync::OnceLock<broadcast::Sender<UiEvent>>,
+}
+
 /// The log as far as the conversation has read it. Owned by the
 /// conversation and driven through `&mut self`: no locks.
 #[derive(Debug, Default)]
@@ -20,7 +37,61 @@ pub(super) struct Known {
     in_sync: bool,
 }
 
-impl Conversation {
+impl Journal {
+    /// Take the session's lease (`session_locked` while another holds it).
+    pub(super) async fn open(
+        store: Arc<dyn Store>,
+        session_id: String,
+    ) -> Result<Self, AgentError> {
+        let holder = format!("rein runner (pid {})", std::process::id());
+        let lease = store.acquire(&session_id, &holder, LEASE_TTL).await?;
+        Ok(Journal {
+            store,
+            session_id,
+            holder,
+            lease,
+            agent: MAIN.into(),
+            known: Known::default(),
+            ui: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The store the session lives in.
+    pub(super) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The session's id.
+    pub(super) fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The agent path this conversation writes as.
+    pub(super) fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    pub(super) fn set_agent(&mut self, path: &str) {
+        path.clone_into(&mut self.agent);
+    }
+
+    /// Watch what happens.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
+        self.ui
+            .get_or_init(|| broadcast::channel(UI_BUFFER).0)
+            .subscribe()
+    }
+
+    /// Give the lease back.
+    pub(super) async fn release(self) -> Result<(), AgentError> {
+        self.store.release(&self.lease).await
+    }
+
+    /// The session's control record (head, pending approvals).
+    pub(super) async fn control(&self) -> Result<rein_sessions::ControlRecord, AgentError> {
+        self.store.control(&self.session_id).await
+    }
+
     pub(super) fn emit(&self, kind: UiKind) {
         if let Some(ui) = self.ui.get() {
             let _ = ui.send(UiEvent {
@@ -91,11 +162,6 @@ impl Conversation {
             known.in_sync = false;
         }
         Ok(stored)
-    }
-
-    /// The session's whole log.
-    pub async fn log_events(&mut self) -> Result<Vec<StoredEvent>, AgentError> {
-        Ok(self.log().await?.as_ref().clone())
     }
 
     /// The log, read incrementally: only events after the last one known

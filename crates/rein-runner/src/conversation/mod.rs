@@ -5,7 +5,8 @@
 //!
 //! - `person`: what a person's surface does to the conversation (decide,
 //!   stop);
-//! - `journal`: appends under the lease, the log read incrementally, UI
+//! - `journal`: `Journal`, the hold on the session — appends under the
+//!   lease, the log read incrementally, UI
 //!   events, recovery of interrupted calls;
 //! - `folds`: pure folds over the log (current path, last calls, approval
 //!   state, the events of a call that did not run);
@@ -77,9 +78,20 @@ const INBOX_EVERY: Duration = Duration::from_millis(200);
 /// How long the conversation's hold on its session lasts between renewals.
 const LEASE_TTL: Duration = Duration::from_secs(120);
 
+/// What lasts only while a turn runs: made new when a turn starts or
+/// resumes, so nothing in it outlives the turn it was granted in.
+#[derive(Debug, Default)]
+struct TurnState {
+    /// Leases a person granted in this run ("always" for a tool).
+    leases: Leases,
+    /// Sub-agents started in this turn.
+    delegated: u32,
+    /// Revision guards moved by this message's own writes: (scope, before) -> after.
+    carried: HashMap<(String, String), String>,
+}
+
 /// One session, driven turn by turn.
 pub struct Conversation {
-    store: Arc<dyn Store>,
     provider: Arc<dyn Provider>,
     /// The product's tools with rein's own beside them.
     backend: Arc<builtins::WithBuiltins>,
@@ -97,19 +109,13 @@ pub struct Conversation {
     /// Whether the model may hand tasks to sub-agents (`delegate`); set
     /// before the first turn (the tool is part of the frozen prefix).
     pub delegation: Option<crate::delegation::Delegation>,
-    /// Sub-agents started in this turn.
-    delegated: u32,
-    /// This conversation's agent path (`main`, or `main/agent-N`).
-    agent: String,
+    /// What lasts only while the open turn runs.
+    turn: TurnState,
     /// How long a pending approval waits for a person before it expires
     /// (checked when the turn resumes).
     pub approval_ttl: Duration,
     prices: PriceTable,
-    session_id: String,
-    holder: String,
-    lease: Lease,
     cache: ResultCache,
-    leases: Leases,
     /// Verdicts on the prompt cache, call by call.
     monitor: rein_cache::CacheMonitor,
     /// Model calls made by this conversation (the first is cold).
@@ -118,16 +124,10 @@ pub struct Conversation {
     transcript: request::Transcript,
     /// When the inbox was last taken.
     inbox_taken: Option<Instant>,
-    /// The log as far as this conversation has read it, and its own
-    /// appends not yet folded in (see `journal`).
-    known: journal::Known,
+    /// The hold on the session: lease, the log as read so far, UI events.
+    journal: journal::Journal,
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
-    /// Revision guards moved by this message's own writes: (scope, before) -> after.
-    carried: HashMap<(String, String), String>,
-    /// Made at the first subscription: its buffer is the largest part of
-    /// an idle conversation, and most conversations are not watched.
-    ui: std::sync::OnceLock<broadcast::Sender<UiEvent>>,
     steering: Steering,
 }
 
@@ -160,10 +160,8 @@ impl Conversation {
             Some(id) => store.session(id).await?,
             None => store.create_session(metadata).await?,
         };
-        let holder = format!("rein runner (pid {})", std::process::id());
-        let lease = store.acquire(&info.id, &holder, LEASE_TTL).await?;
+        let journal = journal::Journal::open(store.clone(), info.id).await?;
         let mut conversation = Conversation {
-            store: store.clone(),
             provider,
             backend: Arc::new(builtins::WithBuiltins {
                 product: backend,
@@ -175,33 +173,26 @@ impl Conversation {
             bounds: Bounds::default(),
             verification: None,
             delegation: None,
-            delegated: 0,
-            agent: MAIN.into(),
+            turn: TurnState::default(),
             context: crate::context::ContextPolicy::default(),
             approval_ttl: Duration::from_secs(24 * 60 * 60),
             prices: PriceTable::builtin(),
-            session_id: info.id,
-            holder,
-            lease,
             cache: ResultCache::default(),
-            leases: Leases::default(),
-            carried: HashMap::new(),
             answer_schema: None,
-            known: journal::Known::default(),
+            journal,
             inbox_taken: None,
             transcript: request::Transcript::default(),
             monitor: rein_cache::CacheMonitor::new(),
             model_calls: 0,
-            ui: std::sync::OnceLock::new(),
             steering: Steering::default(),
         };
-        conversation.recover().await?;
+        conversation.journal.recover().await?;
         Ok(conversation)
     }
 
     /// Run as a sub-agent with this path (its events and UI events carry it).
     pub(crate) fn set_agent_path(&mut self, path: &str) {
-        self.agent = path.to_owned();
+        self.journal.set_agent(path);
     }
 
     /// Use these prices for cost (default: rein's built-in table, looked up
@@ -213,20 +204,18 @@ impl Conversation {
 
     /// The session's id.
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        self.journal.session_id()
     }
 
     /// Watch what happens.
     pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
-        self.ui
-            .get_or_init(|| broadcast::channel(UI_BUFFER).0)
-            .subscribe()
+        self.journal.subscribe()
     }
 
     /// The request the next step would send (prefix, projected history,
     /// breakpoints), without sending it or recording anything.
     pub async fn next_request(&mut self) -> Result<Request, AgentError> {
-        let events = self.log().await?;
+        let events = self.journal.log().await?;
         let mut request = self.request(&events)?;
         rein_cache::plan(&mut request, &self.provider.capabilities());
         Ok(request)
@@ -253,19 +242,27 @@ impl Conversation {
         self.steering.clone()
     }
 
+    /// The session's whole log.
+    pub async fn log_events(&mut self) -> Result<Vec<StoredEvent>, AgentError> {
+        Ok(self.journal.log().await?.as_ref().clone())
+    }
+
     /// Give the session's lock back.
     pub async fn close(self) -> Result<(), AgentError> {
-        self.store.release(&self.lease).await
+        self.journal.release().await
     }
 
     /// Start a turn with what the person said, and run it.
     pub async fn turn(&mut self, text: &str) -> Result<TurnOutcome, AgentError> {
-        let info = self.store.session(&self.session_id).await?;
+        let info = self
+            .journal
+            .store()
+            .session(self.journal.session_id())
+            .await?;
         let turn_id = rein_wire::ids::new_id();
         let run_id = rein_wire::ids::new_id();
-        self.leases = Leases::default();
-        self.delegated = 0;
-        self.append(vec![
+        self.turn = TurnState::default();
+        self.journal.append(vec![
             Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
             Event::RunStarted {
                 run_id,
@@ -282,7 +279,7 @@ impl Conversation {
     /// Continue the open turn: after an approval was decided, or after a
     /// crash. Without an open turn there is nothing to do (`invalid_input`).
     pub async fn resume(&mut self) -> Result<TurnOutcome, AgentError> {
-        let events = self.log().await?;
+        let events = self.journal.log().await?;
         let open = dangling(&events);
         if open.turns.is_empty() {
             return Err(AgentError::new(
@@ -298,11 +295,11 @@ impl Conversation {
         let events = if heard.is_empty() {
             events
         } else {
-            self.log().await?
+            self.journal.log().await?
         };
         // Leases granted earlier in this run still hold; none from before it.
         let log: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
-        self.leases = Leases::of_open_run(&log);
+        self.turn.leases = Leases::of_open_run(&log);
         self.run().await
     }
 
@@ -315,7 +312,7 @@ impl Conversation {
         let mut repeats: HashMap<String, u32> = HashMap::new();
         let mut failed_checks: u32 = 0;
         loop {
-            let events = self.log().await?;
+            let events = self.journal.log().await?;
             // Tool calls of the last message that still need running.
             if let Some((message_calls, _)) = last_calls(&events) {
                 match self.run_calls(&events, message_calls, &mut repeats).await? {
@@ -336,18 +333,20 @@ impl Conversation {
                 continue;
             }
             if self.steering.take_interrupt() {
-                self.append(vec![Event::SteerInterrupted { reason: None }])
+                self.journal
+                    .append(vec![Event::SteerInterrupted { reason: None }])
                     .await?;
                 return self.finish(TurnOutcome::Interrupted).await;
             }
             let said = self.steering.take_said();
             if !said.is_empty() {
-                self.append(
-                    said.into_iter()
-                        .map(|text| Event::SteerSaid { text })
-                        .collect(),
-                )
-                .await?;
+                self.journal
+                    .append(
+                        said.into_iter()
+                            .map(|text| Event::SteerSaid { text })
+                            .collect(),
+                    )
+                    .await?;
                 continue;
             }
             if let Some(which) = self.budgets.exceeded(steps, tokens, cost, started) {
@@ -361,7 +360,7 @@ impl Conversation {
             let message = match self.call_model(&events).await {
                 Ok(message) => message,
                 Err(err) => {
-                    self.emit(UiKind::Error {
+                    self.journal.emit(UiKind::Error {
                         code: err.code.to_string(),
                         message: err.message.clone(),
                     });
@@ -391,15 +390,16 @@ impl Conversation {
                                 .with_field("output", report.clone());
                                 return self.finish(TurnOutcome::Error { error }).await;
                             }
-                            self.append(vec![Event::SteerSaid {
-                                text: self
-                                    .profile
-                                    .wording
-                                    .check_failed
-                                    .replace("{command}", &check.command.join(" "))
-                                    .replace("{report}", &report),
-                            }])
-                            .await?;
+                            self.journal
+                                .append(vec![Event::SteerSaid {
+                                    text: self
+                                        .profile
+                                        .wording
+                                        .check_failed
+                                        .replace("{command}", &check.command.join(" "))
+                                        .replace("{report}", &report),
+                                }])
+                                .await?;
                             continue;
                         }
                     }
@@ -416,10 +416,10 @@ impl Conversation {
     async fn finish(&mut self, outcome: TurnOutcome) -> Result<TurnOutcome, AgentError> {
         if let TurnOutcome::AwaitingApproval { .. } = outcome {
             // The turn stays open; the log and control record say why.
-            self.emit(UiKind::Paused);
+            self.journal.emit(UiKind::Paused);
             return Ok(outcome);
         }
-        let events = self.log().await?;
+        let events = self.journal.log().await?;
         let open = dangling(&events);
         let reply = match &outcome {
             TurnOutcome::Finished { reply } => Some(reply.clone()),
@@ -460,8 +460,8 @@ impl Conversation {
                 from_turn: parent.flatten(),
             });
         }
-        self.append(closing).await?;
-        self.emit(UiKind::TurnFinished {
+        self.journal.append(closing).await?;
+        self.journal.emit(UiKind::TurnFinished {
             outcome: outcome.name().into(),
         });
         Ok(outcome)

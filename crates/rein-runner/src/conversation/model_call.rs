@@ -22,14 +22,14 @@ impl Conversation {
         let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
         let mut share = self.measure(&request, bytes, window).await;
         if share > self.context.soft && self.soft_prune(window).await? {
-            let events = self.log().await?;
+            let events = self.journal.log().await?;
             request = self.request(&events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
             share = self.measure(&request, bytes, window).await;
         }
         if share > self.context.hard {
             self.compact(window).await?;
-            let events = self.log().await?;
+            let events = self.journal.log().await?;
             request = self.request(&events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
             if self.measure(&request, bytes, window).await > self.context.hard {
@@ -50,14 +50,15 @@ impl Conversation {
         // The digest covers what the model sees before breakpoints are
         // planned (they follow from it) and without the routing metadata.
         rein_cache::plan(&mut request, &self.provider.capabilities());
-        request.metadata.session_id = Some(self.session_id.clone());
-        self.append(vec![Event::ModelRequested {
-            call_id: call_id.clone(),
-            prefix_fingerprint: fingerprint.clone(),
-            request_digest: digest,
-            estimated_tokens: (bytes * 2).div_ceil(7),
-        }])
-        .await?;
+        request.metadata.session_id = Some(self.journal.session_id().to_owned());
+        self.journal
+            .append(vec![Event::ModelRequested {
+                call_id: call_id.clone(),
+                prefix_fingerprint: fingerprint.clone(),
+                request_digest: digest,
+                estimated_tokens: (bytes * 2).div_ceil(7),
+            }])
+            .await?;
         let started = Instant::now();
         let mut stream = self.provider.stream(request);
         let mut assembler = Assembler::new();
@@ -65,10 +66,10 @@ impl Conversation {
             let event = item?;
             match &event {
                 StreamEvent::TextDelta { text } => {
-                    self.emit(UiKind::TextDelta { text: text.clone() });
+                    self.journal.emit(UiKind::TextDelta { text: text.clone() });
                 }
                 StreamEvent::TextReplaced { streamed, text } => {
-                    self.emit(UiKind::TextReplaced {
+                    self.journal.emit(UiKind::TextReplaced {
                         streamed: streamed.clone(),
                         text: text.clone(),
                     });
@@ -81,7 +82,7 @@ impl Conversation {
         if let Some(err) = &message.error {
             return Err(err.clone());
         }
-        self.carried.clear();
+        self.turn.carried.clear();
         let model = message
             .model
             .clone()
@@ -98,22 +99,23 @@ impl Conversation {
             .as_ref()
             .and_then(|u| self.prices.cost_micro_usd(&model, u));
         if let Some(usage) = message.usage {
-            self.emit(UiKind::Usage {
+            self.journal.emit(UiKind::Usage {
                 usage,
                 cost_micro_usd: cost,
             });
         }
-        self.append(vec![Event::ModelCompleted {
-            call_id,
-            model,
-            message: message.to_message(),
-            usage: message.usage,
-            cost_micro_usd: cost,
-            stop_reason: message.stop_reason.clone(),
-            cache_verdict: Some(verdict.as_str().to_owned()),
-            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        }])
-        .await?;
+        self.journal
+            .append(vec![Event::ModelCompleted {
+                call_id,
+                model,
+                message: message.to_message(),
+                usage: message.usage,
+                cost_micro_usd: cost,
+                stop_reason: message.stop_reason.clone(),
+                cache_verdict: Some(verdict.as_str().to_owned()),
+                latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            }])
+            .await?;
         // Malformed calls are answered at once with an error the model can read.
         let broken: Vec<&AssembledToolCall> = message
             .tool_calls
@@ -137,7 +139,7 @@ impl Conversation {
                     &err.1,
                 ));
             }
-            self.append(results).await?;
+            self.journal.append(results).await?;
         }
         Ok(message)
     }

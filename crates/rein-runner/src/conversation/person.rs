@@ -67,7 +67,7 @@ impl Conversation {
                 format!("approval `{approval_id}` was already {decision} by {by}"),
             ));
         }
-        let control = self.store.control(&self.session_id).await?;
+        let control = self.journal.control().await?;
         if !control.pending.iter().any(|p| p.approval_id == approval_id) {
             return Err(AgentError::new(
                 codes::INVALID_INPUT,
@@ -75,14 +75,15 @@ impl Conversation {
             ));
         }
         let (decision, lease) = answer.stored();
-        self.append(vec![Event::ApprovalDecided {
-            approval_id: approval_id.to_owned(),
-            decision,
-            by: surface.name().to_owned(),
-            lease,
-        }])
-        .await?;
-        self.emit(UiKind::ApprovalDecided {
+        self.journal
+            .append(vec![Event::ApprovalDecided {
+                approval_id: approval_id.to_owned(),
+                decision,
+                by: surface.name().to_owned(),
+                lease,
+            }])
+            .await?;
+        self.journal.emit(UiKind::ApprovalDecided {
             approval_id: approval_id.to_owned(),
             decision: decision.to_string(),
         });
@@ -98,11 +99,15 @@ impl Conversation {
     /// approval calls it to learn of decisions made elsewhere.
     pub async fn take_inbox(&mut self) -> Result<Heard, AgentError> {
         self.inbox_taken = Some(Instant::now());
-        let entries = self.store.inbox(&self.session_id).await?;
+        let entries = self
+            .journal
+            .store()
+            .inbox(self.journal.session_id())
+            .await?;
         let Some(upto) = entries.last().map(|e| e.id) else {
             return Ok(Heard::default());
         };
-        let control = self.store.control(&self.session_id).await?;
+        let control = self.journal.control().await?;
         let mut heard = Heard::default();
         let mut events = Vec::new();
         for entry in entries {
@@ -132,9 +137,9 @@ impl Conversation {
                 InboxItem::Stop { by } => heard.stop = Some(by),
             }
         }
-        self.append_taking(events, Some(upto)).await?;
+        self.journal.append_taking(events, Some(upto)).await?;
         for (approval_id, decision, _) in &heard.decided {
-            self.emit(UiKind::ApprovalDecided {
+            self.journal.emit(UiKind::ApprovalDecided {
                 approval_id: approval_id.clone(),
                 decision: decision.to_string(),
             });
@@ -159,8 +164,8 @@ impl Conversation {
     /// The approvals waiting for a person, oldest first — after a restart
     /// too (they are read from the log).
     pub async fn pending_approvals(&mut self) -> Result<Vec<ApprovalRequest>, AgentError> {
-        let control = self.store.control(&self.session_id).await?;
-        let events = self.log().await?;
+        let control = self.journal.control().await?;
+        let events = self.journal.log().await?;
         Ok(control
             .pending
             .iter()
@@ -180,7 +185,8 @@ impl Conversation {
                     arguments,
                     permission: p.permission.clone(),
                     purpose: self.backend.purpose(&p.tool),
-                    agent_path: asked.map_or_else(|| self.agent.clone(), |e| e.agent_path.clone()),
+                    agent_path: asked
+                        .map_or_else(|| self.journal.agent().to_owned(), |e| e.agent_path.clone()),
                 }
             })
             .collect())
@@ -189,14 +195,14 @@ impl Conversation {
     /// Whether a turn is open (running, paused at an approval, or cut
     /// short by a crash).
     pub async fn has_open_turn(&mut self) -> Result<bool, AgentError> {
-        Ok(!dangling(&self.log().await?).turns.is_empty())
+        Ok(!dangling(&self.journal.log().await?).turns.is_empty())
     }
 
     /// [`Conversation::stop`] for a stop that came through the inbox
     /// ([`Heard::stop`]), recorded as asked by the surface named `by`.
     pub async fn stop_by(&mut self, by: &str) -> Result<TurnOutcome, AgentError> {
-        let control = self.store.control(&self.session_id).await?;
-        let events = self.log().await?;
+        let control = self.journal.control().await?;
+        let events = self.journal.log().await?;
         let mut stopping = vec![Event::Stopped { by: by.to_owned() }];
         for pending in &control.pending {
             stopping.push(Event::ApprovalDecided {
@@ -236,7 +242,7 @@ impl Conversation {
                 ));
             }
         }
-        self.append(stopping).await?;
+        self.journal.append(stopping).await?;
         self.finish(TurnOutcome::Interrupted).await
     }
 }

@@ -37,7 +37,7 @@ impl Conversation {
     /// Set old read results aside as artifacts. `true` when a batch was made.
     pub(super) async fn soft_prune(&mut self, window: u64) -> Result<bool, AgentError> {
         use crate::context::{group_starts, on_path, prunable};
-        let events = self.log().await?;
+        let events = self.journal.log().await?;
         let path = current_path(&events);
         let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
         let edits = crate::project::Edits::collect(&events, &path_set);
@@ -59,7 +59,8 @@ impl Conversation {
         let mut calls = Vec::new();
         for (call_id, content, _, _) in &candidates {
             let artifact = self
-                .store
+                .journal
+                .store()
                 .put_artifact(content.to_string().as_bytes(), "application/json")
                 .await?;
             calls.push(json!({"call_id": call_id, "artifact": artifact.hash}));
@@ -71,13 +72,14 @@ impl Conversation {
             reclaimed,
             "soft pruning old read results"
         );
-        self.append(vec![Event::CompactionCreated {
-            from_seq,
-            to_seq,
-            summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
-            target_tokens: (self.context.soft * window as f64) as u64,
-        }])
-        .await?;
+        self.journal
+            .append(vec![Event::CompactionCreated {
+                from_seq,
+                to_seq,
+                summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
+                target_tokens: (self.context.soft * window as f64) as u64,
+            }])
+            .await?;
         Ok(true)
     }
 
@@ -85,7 +87,7 @@ impl Conversation {
     /// model writes, keeping a raw recent tail.
     pub(super) async fn compact(&mut self, window: u64) -> Result<(), AgentError> {
         use crate::context::{group_starts, on_path, state};
-        let events = self.log().await?;
+        let events = self.journal.log().await?;
         let path = current_path(&events);
         let visible = on_path(&events, &path);
         let groups = group_starts(&visible);
@@ -115,8 +117,8 @@ impl Conversation {
             .filter(|e| e.seq <= to_seq)
             .collect();
         let pending: Vec<String> = self
-            .store
-            .control(&self.session_id)
+            .journal
+            .control()
             .await?
             .pending
             .into_iter()
@@ -135,19 +137,20 @@ impl Conversation {
             groups = groups.len() - tail,
             "compacting older history"
         );
-        self.append(vec![Event::CompactionCreated {
-            from_seq,
-            to_seq,
-            summary: json!({
-                "kind": "compact",
-                "state": state,
-                "text": text,
-                "groups_covered": groups.len() - tail,
-                "groups_kept": tail,
-            }),
-            target_tokens: (self.context.target * window as f64) as u64,
-        }])
-        .await?;
+        self.journal
+            .append(vec![Event::CompactionCreated {
+                from_seq,
+                to_seq,
+                summary: json!({
+                    "kind": "compact",
+                    "state": state,
+                    "text": text,
+                    "groups_covered": groups.len() - tail,
+                    "groups_kept": tail,
+                }),
+                target_tokens: (self.context.target * window as f64) as u64,
+            }])
+            .await?;
         Ok(())
     }
 

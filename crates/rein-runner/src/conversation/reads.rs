@@ -28,9 +28,9 @@ impl Conversation {
                 permission: PermissionClass::Read.as_str().into(),
             });
             let agent = match (&self.delegation, tool == crate::delegation::DELEGATE) {
-                (Some(delegation), true) if self.delegated < delegation.max_per_turn => {
-                    self.delegated += 1;
-                    let path = format!("{}/agent-{}", self.agent, self.delegated);
+                (Some(delegation), true) if self.turn.delegated < delegation.max_per_turn => {
+                    self.turn.delegated += 1;
+                    let path = format!("{}/agent-{}", self.journal.agent(), self.turn.delegated);
                     called.push(Event::AgentStarted {
                         agent_path: path.clone(),
                         task: crate::delegation::task_of(args)
@@ -42,13 +42,13 @@ impl Conversation {
                 _ => None,
             };
             agents.push(agent);
-            self.emit(UiKind::ToolCall {
+            self.journal.emit(UiKind::ToolCall {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 arguments: args.clone(),
             });
         }
-        self.append(called).await?;
+        self.journal.append(called).await?;
         let backend = self.backend.clone();
         let policy = self.policy.clone();
         let cached: Vec<Option<Value>> = reads
@@ -70,11 +70,11 @@ impl Conversation {
                 let sub = match (agent, &self.delegation) {
                     (Some(path), Some(delegation)) => Some((
                         crate::delegation::Parent {
-                            store: self.store.clone(),
+                            store: self.journal.store().clone(),
                             provider: self.provider.clone(),
                             backend: self.backend.product.clone(),
                             profile: self.profile.clone(),
-                            session_id: self.session_id.clone(),
+                            session_id: self.journal.session_id().to_owned(),
                             delegation: delegation.clone(),
                         },
                         path.clone(),
@@ -136,7 +136,7 @@ impl Conversation {
             fingerprints.push(fingerprint(tool, args, &event));
             results.push(event);
         }
-        self.append(results).await?;
+        self.journal.append(results).await?;
         for fp in fingerprints {
             if let Some(outcome) = self.count_repeat(repeats, fp).await? {
                 return Ok(Some(outcome));
