@@ -284,6 +284,27 @@ mod tests {
             ),
             Verdict::Ask
         );
+        // A product's own write asks like a file write, and a "no" wins.
+        assert_eq!(
+            gate(
+                PermissionClass::Write,
+                "set_price",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
+            Verdict::Ask
+        );
+        assert_eq!(
+            gate(
+                PermissionClass::Write,
+                "set_price",
+                &policy,
+                &leases,
+                Said::No
+            ),
+            Verdict::Denied
+        );
         leases.grant("write", LeaseScope::Once);
         assert_eq!(
             gate(
@@ -393,7 +414,7 @@ mod tests {
             call_id: format!("call-{id}"),
             tool: tool.into(),
             arguments: serde_json::Value::Null,
-            permission: "source_file_write".into(),
+            permission: PermissionClass::SourceFileWrite,
         }
     }
 

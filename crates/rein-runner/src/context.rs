@@ -166,7 +166,9 @@ pub(crate) fn prunable(
                 call_id,
                 permission,
                 ..
-            } if permission == "read" => Some(call_id.as_str()),
+            } if *permission == Some(rein_wire::permission::PermissionClass::Read) => {
+                Some(call_id.as_str())
+            }
             _ => None,
         })
         .collect();

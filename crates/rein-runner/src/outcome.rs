@@ -107,7 +107,7 @@ pub enum UiKind {
         /// Its arguments.
         arguments: Value,
         /// Its permission class.
-        permission: String,
+        permission: rein_wire::permission::PermissionClass,
     },
     /// A person decided.
     ApprovalDecided {

@@ -336,7 +336,7 @@ async fn a_crash_between_called_and_result_resumes_with_interrupted_and_never_re
                     call_id: "w1".into(),
                     tool: "set_note".into(),
                     arguments: json!({"key": "k", "value": "v"}),
-                    permission: "reversible_write".into(),
+                    permission: Some(rein_approvals::PermissionClass::ReversibleWrite),
                 }),
             ],
         )
@@ -898,7 +898,10 @@ async fn pending_approvals_show_what_is_asked_after_a_restart_too() {
     assert_eq!(shown[0].approval_id, approval_id);
     assert_eq!(shown[0].tool, "write_file");
     assert_eq!(shown[0].arguments["path"], "a.rs");
-    assert_eq!(shown[0].permission, "source_file_write");
+    assert_eq!(
+        shown[0].permission,
+        rein_approvals::PermissionClass::SourceFileWrite
+    );
     assert_eq!(shown[0].agent_path, "main");
     assert!(shown[0].purpose.is_some());
     let id = conv.session_id().to_owned();

@@ -6,6 +6,7 @@
 //! intact — never dropped — so an older rein can open a log a newer one
 //! wrote and write it back unchanged.
 
+use rein_wire::permission::PermissionClass;
 use rein_wire::{Message, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -119,8 +120,10 @@ pub enum Event {
         tool: String,
         /// Its arguments.
         arguments: Value,
-        /// Its permission class for these arguments.
-        permission: String,
+        /// Its permission class for these arguments (`none` when it was
+        /// refused before it had one).
+        #[serde(with = "rein_wire::permission::class_or_none")]
+        permission: Option<PermissionClass>,
     },
     /// A person must decide before a call runs.
     #[serde(rename = "approval.requested")]
@@ -134,7 +137,7 @@ pub enum Event {
         /// Its arguments.
         arguments: Value,
         /// Its permission class.
-        permission: String,
+        permission: PermissionClass,
     },
     /// A person decided (or the approval expired or the run stopped).
     #[serde(rename = "approval.decided")]

@@ -20,7 +20,7 @@ pub struct DanglingCall {
     /// The tool.
     pub tool: String,
     /// Its permission class (a read may be re-run; a write never silently).
-    pub permission: String,
+    pub permission: Option<rein_wire::permission::PermissionClass>,
     /// The sequence number of its `tool.called`.
     pub seq: u64,
 }

@@ -67,7 +67,7 @@ pub struct PendingApproval {
     /// The tool.
     pub tool: String,
     /// The permission class.
-    pub permission: String,
+    pub permission: rein_wire::permission::PermissionClass,
     /// The sequence number of its request.
     pub requested_seq: u64,
 }

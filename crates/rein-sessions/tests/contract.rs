@@ -315,7 +315,7 @@ async fn the_control_record_moves_with_the_log() {
                 call_id: format!("call-{a}"),
                 tool: "write_file".into(),
                 arguments: json!({"path": "x"}),
-                permission: "source_file_write".into(),
+                permission: rein_wire::permission::PermissionClass::SourceFileWrite,
             })
         };
         let decide = |a: &str| {
@@ -565,7 +565,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 call_id: "c1".into(),
                 tool: "read".into(),
                 arguments: json!({"p": 1}),
-                permission: "read".into(),
+                permission: Some(rein_wire::permission::PermissionClass::Read),
             }),
             NewEvent::main(Event::ToolResult {
                 call_id: "c1".into(),

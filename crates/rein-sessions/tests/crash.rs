@@ -111,7 +111,7 @@ async fn helper_append_loop() {
                 call_id: format!("call-{batch}"),
                 tool: "write_file".into(),
                 arguments: json!({"batch": batch}),
-                permission: "source_file_write".into(),
+                permission: Some(rein_wire::permission::PermissionClass::SourceFileWrite),
             }));
         }
         loop {

@@ -155,7 +155,10 @@ impl Tool for ReadFile {
             Some(content) => {
                 Outcome::ok(json!({"path": input.path, "content": content, "revision": p.revision}))
             }
-            None => Outcome::failed("not_found", format!("there is no file `{}`", input.path)),
+            None => Outcome::failed(
+                rein_wire::error::codes::FILE_NOT_FOUND.as_str(),
+                format!("there is no file `{}`", input.path),
+            ),
         }
     }
 }
@@ -306,7 +309,10 @@ impl Tool for DeleteFile {
                     advanced: None,
                 }
             }
-            None => Outcome::failed("not_found", format!("there is no file `{}`", input.path)),
+            None => Outcome::failed(
+                rein_wire::error::codes::FILE_NOT_FOUND.as_str(),
+                format!("there is no file `{}`", input.path),
+            ),
         }
     }
 }

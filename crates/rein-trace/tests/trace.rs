@@ -49,7 +49,7 @@ fn tool(call: &str, status: ToolStatus, source: ResultSource) -> Vec<NewEvent> {
             call_id: call.into(),
             tool: "read_file".into(),
             arguments: json!({"path": "a.rs"}),
-            permission: "read".into(),
+            permission: Some(rein_wire::permission::PermissionClass::Read),
         }),
         NewEvent::main(Event::ToolResult {
             call_id: call.into(),

@@ -164,6 +164,28 @@ registry! {
         "There is no skill by that name", "The skills list names the ones there are.";
     AGENT_UNFINISHED = "agent_unfinished", 502, false,
         "A sub-agent ended without an answer", "Read the sub-agent's session for why.";
+    OUTSIDE_ROOT = "outside_root", 403, false,
+        "The path leads outside the root the tools may touch",
+        "Name a path inside the project root; links that lead out are refused where they are opened.";
+    HARD_LINK = "hard_link", 403, false,
+        "The file has more than one name",
+        "rein does not touch a file with several hard links: another name may be outside the root.";
+    DANGLING_LINK = "dangling_link", 403, false,
+        "The path is a symbolic link to nothing", "Remove the link or name its target inside the root.";
+    NOT_A_FILE = "not_a_file", 400, false,
+        "The path is not a regular file", "Name a regular file (not a folder, device or pipe).";
+    FILE_NOT_FOUND = "not_found", 404, false,
+        "There is no such file", "Check the path; list the folder to see what is there.";
+    FILE_TOO_LARGE = "too_large", 413, false,
+        "The file is larger than the tools read", "Read a smaller file, or search it instead.";
+    READ_FAILED = "read_failed", 500, false,
+        "Reading the file failed", "The detail has the operating system's reason.";
+    WRITE_FAILED = "write_failed", 500, false,
+        "Writing the file failed", "The detail has the operating system's reason.";
+    DELETE_FAILED = "delete_failed", 500, false,
+        "Deleting the file failed", "The detail has the operating system's reason.";
+    LIST_FAILED = "list_failed", 500, false,
+        "Listing the folder failed", "The detail has the operating system's reason.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
     SESSION_NOT_FOUND = "session_not_found", 404, false,

@@ -19,6 +19,10 @@ pub enum PermissionClass {
     SourceFileWrite,
     /// Cannot be undone: waits for a person.
     Destructive,
+    /// Changes something the person owns outside files (a price, an order,
+    /// a message sent): waits for a person. The class for a product's own
+    /// writes; the file classes above are for file tools.
+    Write,
 }
 
 impl PermissionClass {
@@ -29,6 +33,7 @@ impl PermissionClass {
             PermissionClass::ReversibleWrite => "reversible_write",
             PermissionClass::SourceFileWrite => "source_file_write",
             PermissionClass::Destructive => "destructive",
+            PermissionClass::Write => "write",
         }
     }
 
@@ -36,13 +41,54 @@ impl PermissionClass {
     pub fn needs_approval(self) -> bool {
         matches!(
             self,
-            PermissionClass::SourceFileWrite | PermissionClass::Destructive
+            PermissionClass::SourceFileWrite
+                | PermissionClass::Destructive
+                | PermissionClass::Write
         )
     }
 
     /// Whether it only reads.
     pub fn is_read(self) -> bool {
         self == PermissionClass::Read
+    }
+}
+
+impl std::fmt::Display for PermissionClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A call's class as `tool.called` stores it: `none` for a call refused
+/// before it had one (an unknown tool, arguments that do not parse).
+pub mod class_or_none {
+    use super::PermissionClass;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// The stored word for "no class".
+    pub const NONE: &str = "none";
+
+    /// Write the class, or `none`.
+    pub fn serialize<S: Serializer>(
+        class: &Option<PermissionClass>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match class {
+            Some(class) => class.serialize(serializer),
+            None => serializer.serialize_str(NONE),
+        }
+    }
+
+    /// Read a class, or `none`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<PermissionClass>, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        if word == NONE {
+            return Ok(None);
+        }
+        PermissionClass::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&word))
+            .map(Some)
     }
 }
 
@@ -142,5 +188,43 @@ impl LeaseScope {
             "run" => LeaseScope::Run,
             _ => LeaseScope::Once,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Called {
+        #[serde(with = "class_or_none")]
+        permission: Option<PermissionClass>,
+    }
+
+    #[test]
+    fn classes_are_stored_as_their_words_and_none_as_none() {
+        for class in [
+            PermissionClass::Read,
+            PermissionClass::ReversibleWrite,
+            PermissionClass::SourceFileWrite,
+            PermissionClass::Destructive,
+            PermissionClass::Write,
+        ] {
+            let stored = serde_json::to_string(&Called {
+                permission: Some(class),
+            })
+            .unwrap();
+            assert_eq!(stored, format!(r#"{{"permission":"{}"}}"#, class.as_str()));
+            let back: Called = serde_json::from_str(&stored).unwrap();
+            assert_eq!(back.permission, Some(class));
+        }
+        let none = serde_json::to_string(&Called { permission: None }).unwrap();
+        assert_eq!(none, r#"{"permission":"none"}"#);
+        assert_eq!(
+            serde_json::from_str::<Called>(&none).unwrap().permission,
+            None
+        );
+        // A word that names no class is refused, not read as "none".
+        assert!(serde_json::from_str::<Called>(r#"{"permission":"admin"}"#).is_err());
     }
 }

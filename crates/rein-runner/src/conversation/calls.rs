@@ -16,7 +16,7 @@ impl Conversation {
         call_id: &str,
         tool: &str,
         args: &Value,
-        permission: &str,
+        permission: Option<PermissionClass>,
         code: &str,
         message: &str,
     ) -> Result<(), AgentError> {
@@ -66,7 +66,7 @@ impl Conversation {
                         &call_id,
                         &tool,
                         &args,
-                        "none",
+                        None,
                         err.code.as_str(),
                         &err.message,
                     )
@@ -108,7 +108,7 @@ impl Conversation {
                         &call_id,
                         &tool,
                         &args,
-                        class.as_str(),
+                        Some(class),
                         codes::NOT_APPROVED.as_str(),
                         &self.profile.wording.not_approved(&tool, decision),
                     )
@@ -120,7 +120,7 @@ impl Conversation {
                         &call_id,
                         &tool,
                         &args,
-                        class.as_str(),
+                        Some(class),
                         codes::POLICY_REFUSED.as_str(),
                         &reason,
                     )
@@ -149,7 +149,7 @@ impl Conversation {
                                         call_id.clone(),
                                         tool.clone(),
                                         args.clone(),
-                                        class.as_str(),
+                                        Some(class),
                                         codes::NOT_APPROVED.as_str(),
                                         &self.profile.wording.not_approved(&tool, "let expire"),
                                     ))
@@ -171,14 +171,14 @@ impl Conversation {
                                 call_id: call_id.clone(),
                                 tool: tool.clone(),
                                 arguments: args.clone(),
-                                permission: class.as_str().into(),
+                                permission: class,
                             }])
                             .await?;
                         self.journal.emit(UiKind::ApprovalRequested {
                             approval_id: approval_id.clone(),
                             tool: tool.clone(),
                             arguments: args,
-                            permission: class.as_str().into(),
+                            permission: class,
                         });
                         return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
                     }
@@ -206,7 +206,7 @@ impl Conversation {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 arguments: args.clone(),
-                permission: class.as_str().into(),
+                permission: Some(class),
             }])
             .await?;
         self.journal.emit(UiKind::ToolCall {

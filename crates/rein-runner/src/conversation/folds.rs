@@ -140,7 +140,7 @@ pub(super) fn refused(
     call_id: impl Into<String>,
     tool: impl Into<String>,
     arguments: Value,
-    permission: &str,
+    permission: Option<PermissionClass>,
     code: &str,
     message: &str,
 ) -> [Event; 2] {
@@ -151,7 +151,7 @@ pub(super) fn refused(
             call_id,
             tool: tool.into(),
             arguments,
-            permission: permission.to_owned(),
+            permission,
         },
         result,
     ]

@@ -134,7 +134,7 @@ impl Conversation {
                     call.id.clone(),
                     call.name.clone(),
                     Value::Null,
-                    "none",
+                    None,
                     &err.0,
                     &err.1,
                 ));

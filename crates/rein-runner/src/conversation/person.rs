@@ -31,8 +31,8 @@ pub struct ApprovalRequest {
     /// Its arguments (bounded: past [`MAX_SHOWN_ARGUMENTS`] characters of
     /// JSON, a string with their start).
     pub arguments: Value,
-    /// Its permission class (`source_file_write`, `destructive`, …).
-    pub permission: String,
+    /// Its permission class.
+    pub permission: PermissionClass,
     /// What the tool does, in the product's words.
     pub purpose: Option<String>,
     /// Which agent asked (`main`, `main/agent-2`, …).
@@ -183,7 +183,7 @@ impl Conversation {
                     approval_id: p.approval_id.clone(),
                     tool: p.tool.clone(),
                     arguments,
-                    permission: p.permission.clone(),
+                    permission: p.permission,
                     purpose: self.backend.purpose(&p.tool),
                     agent_path: asked
                         .map_or_else(|| self.journal.agent().to_owned(), |e| e.agent_path.clone()),
@@ -217,7 +217,7 @@ impl Conversation {
                 pending.call_id.clone(),
                 pending.tool.clone(),
                 arguments,
-                &pending.permission,
+                Some(pending.permission),
                 codes::NOT_APPROVED.as_str(),
                 &self
                     .profile
@@ -236,7 +236,7 @@ impl Conversation {
                     call_id,
                     tool,
                     arguments,
-                    "none",
+                    None,
                     codes::CALL_STOPPED.as_str(),
                     "The turn was stopped before this call ran.",
                 ));

@@ -25,7 +25,7 @@ impl Conversation {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 arguments: args.clone(),
-                permission: PermissionClass::Read.as_str().into(),
+                permission: Some(PermissionClass::Read),
             });
             let agent = match (&self.delegation, tool == crate::delegation::DELEGATE) {
                 (Some(delegation), true) if self.turn.delegated < delegation.max_per_turn => {

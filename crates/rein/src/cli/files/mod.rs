@@ -19,7 +19,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rein_approvals::PermissionClass;
 use rein_tools::{Outcome, Registry, Tool, ToolContext};
-use rein_wire::{AgentError, ErrorCode};
+use rein_wire::{AgentError, error::codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -31,11 +31,11 @@ const MAX_MATCHES: usize = 200;
 
 impl Refused {
     fn outcome(self) -> Outcome {
-        Outcome::failed(self.code, self.message)
+        Outcome::failed(self.code.as_str(), self.message)
     }
 
     fn error(self) -> AgentError {
-        AgentError::new(ErrorCode::from_static(self.code), self.message)
+        AgentError::new(self.code, self.message)
     }
 }
 
@@ -137,7 +137,10 @@ impl Tool for Search {
     }
     async fn invoke(&self, input: SearchArgs, _: &ToolContext) -> Outcome {
         if input.query.is_empty() {
-            return Outcome::failed("empty_query", "give some text to search for");
+            return Outcome::failed(
+                codes::TOOL_ARGUMENTS_INVALID.as_str(),
+                "give some text to search for",
+            );
         }
         let files = match self.0.walk(None) {
             Ok(files) => files,
@@ -151,7 +154,7 @@ impl Tool for Search {
             let bytes = match self.0.read(&file) {
                 Ok(bytes) => bytes,
                 Err(refused) => {
-                    if refused.code == "hard_link" {
+                    if refused.code == codes::HARD_LINK {
                         skipped.push(file);
                     }
                     continue;

@@ -25,6 +25,7 @@ use std::path::{Component, Path, PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
 use rein_wire::AgentError;
+use rein_wire::error::{ErrorCode, codes};
 
 /// The largest file the tools read or search.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -36,13 +37,13 @@ pub const MAX_LIST: usize = 2_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     /// The stable code (`outside_root`, `hard_link`, `not_found`, …).
-    pub code: &'static str,
+    pub code: ErrorCode,
     /// What happened.
     pub message: String,
 }
 
 impl Refused {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Refused {
             code,
             message: message.into(),
@@ -51,14 +52,14 @@ impl Refused {
 
     fn outside(path: &str) -> Self {
         Refused::new(
-            "outside_root",
+            codes::OUTSIDE_ROOT,
             format!("`{path}` leads outside the project root"),
         )
     }
 
     fn hard_link(path: &str, links: u64) -> Self {
         Refused::new(
-            "hard_link",
+            codes::HARD_LINK,
             format!(
                 "`{path}` is a hard link ({links} names for one file): another name may be outside the project root, so rein does not touch it"
             ),
@@ -67,7 +68,7 @@ impl Refused {
 
     /// An I/O error of an operation `doing` (`read`, `write`, `delete`)
     /// on `path`, with cap-std's confinement refusal told apart.
-    fn io(path: &str, doing: &str, code: &'static str, err: &io::Error) -> Self {
+    fn io(path: &str, doing: &str, code: ErrorCode, err: &io::Error) -> Self {
         // cap-std reports an escape as PermissionDenied without an OS
         // error number; a real EACCES always carries one.
         if err.kind() == io::ErrorKind::PermissionDenied && err.raw_os_error().is_none() {
@@ -75,12 +76,12 @@ impl Refused {
         }
         if err.kind() == io::ErrorKind::NotFound {
             return Refused::new(
-                "not_found",
+                codes::FILE_NOT_FOUND,
                 format!("cannot {doing} `{path}`: no such file"),
             );
         }
         if err.raw_os_error() == Some(libc::ENXIO) {
-            return Refused::new("not_a_file", format!("`{path}` is not a regular file"));
+            return Refused::new(codes::NOT_A_FILE, format!("`{path}` is not a regular file"));
         }
         Refused::new(code, format!("cannot {doing} `{path}`: {err}"))
     }
@@ -123,7 +124,7 @@ impl Root {
             Ok(rel)
         } else {
             Err(Refused::new(
-                "outside_root",
+                codes::OUTSIDE_ROOT,
                 format!("`{path}` is not a path inside the project root"),
             ))
         }
@@ -140,14 +141,14 @@ impl Root {
         let file = self
             .dir
             .open_with(rel, &options)
-            .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
+            .map_err(|e| Refused::io(path, "read", codes::READ_FAILED, &e))?;
         let meta = file
             .metadata()
-            .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
+            .map_err(|e| Refused::io(path, "read", codes::READ_FAILED, &e))?;
         one_regular_file(path, &meta)?;
         if meta.len() > MAX_FILE_BYTES {
             return Err(Refused::new(
-                "too_large",
+                codes::FILE_TOO_LARGE,
                 format!(
                     "`{path}` is {} bytes; the limit is {MAX_FILE_BYTES}",
                     meta.len()
@@ -158,7 +159,7 @@ impl Root {
         file.into_std()
             .take(MAX_FILE_BYTES)
             .read_to_end(&mut bytes)
-            .map_err(|e| Refused::io(path, "read", "read_failed", &e))?;
+            .map_err(|e| Refused::io(path, "read", codes::READ_FAILED, &e))?;
         Ok(bytes)
     }
 
@@ -174,28 +175,28 @@ impl Root {
             let here = match self.dir.symlink_metadata(&prefix) {
                 Ok(meta) => meta,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(Refused::io(path, "write", "write_failed", &e)),
+                Err(e) => return Err(Refused::io(path, "write", codes::WRITE_FAILED, &e)),
             };
             if here.is_symlink() {
                 match self.dir.metadata(&prefix) {
                     Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         return Err(Refused::new(
-                            "dangling_link",
+                            codes::DANGLING_LINK,
                             format!(
                                 "`{}` is a symbolic link to nothing; rein does not create files through links",
                                 prefix.display()
                             ),
                         ));
                     }
-                    Err(e) => return Err(Refused::io(path, "write", "write_failed", &e)),
+                    Err(e) => return Err(Refused::io(path, "write", codes::WRITE_FAILED, &e)),
                 }
             }
         }
         let meta = self
             .dir
             .metadata(rel)
-            .map_err(|e| Refused::io(path, "write", "write_failed", &e))?;
+            .map_err(|e| Refused::io(path, "write", codes::WRITE_FAILED, &e))?;
         one_regular_file(path, &meta)?;
         Ok(())
     }
@@ -203,7 +204,7 @@ impl Root {
     /// Create or replace a regular file with `bytes`, creating its folders.
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), Refused> {
         let rel = self.relative(path)?;
-        let failed = |e: io::Error| Refused::io(path, "write", "write_failed", &e);
+        let failed = |e: io::Error| Refused::io(path, "write", codes::WRITE_FAILED, &e);
         if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
             self.dir.create_dir_all(parent).map_err(failed)?;
         }
@@ -229,9 +230,12 @@ impl Root {
         let meta = self
             .dir
             .symlink_metadata(rel)
-            .map_err(|e| Refused::io(path, "delete", "delete_failed", &e))?;
+            .map_err(|e| Refused::io(path, "delete", codes::DELETE_FAILED, &e))?;
         if meta.is_dir() {
-            return Err(Refused::new("not_a_file", format!("`{path}` is a folder")));
+            return Err(Refused::new(
+                codes::NOT_A_FILE,
+                format!("`{path}` is a folder"),
+            ));
         }
         Ok(())
     }
@@ -241,7 +245,7 @@ impl Root {
         let rel = self.relative(path)?;
         self.dir
             .remove_file(rel)
-            .map_err(|e| Refused::io(path, "delete", "delete_failed", &e))?;
+            .map_err(|e| Refused::io(path, "delete", codes::DELETE_FAILED, &e))?;
         Ok(())
     }
 
@@ -255,7 +259,7 @@ impl Root {
                 Some(
                     self.dir
                         .open_dir(rel)
-                        .map_err(|e| Refused::io(path, "list", "list_failed", &e))?,
+                        .map_err(|e| Refused::io(path, "list", codes::LIST_FAILED, &e))?,
                 )
             }
             None => None,
@@ -272,7 +276,7 @@ impl Root {
 fn one_regular_file(path: &str, meta: &cap_std::fs::Metadata) -> Result<(), Refused> {
     if !meta.is_file() {
         return Err(Refused::new(
-            "not_a_file",
+            codes::NOT_A_FILE,
             format!("`{path}` is not a file"),
         ));
     }
