@@ -57,7 +57,7 @@ pub(crate) fn apply(
                 approval_id: approval_id.clone(),
                 call_id: call_id.clone(),
                 tool: tool.clone(),
-                permission: permission.clone(),
+                permission: *permission,
                 requested_seq: stored.seq,
             });
             control.paused = true;

@@ -67,7 +67,7 @@ pub fn dangling(events: &[StoredEvent]) -> Dangling {
                     DanglingCall {
                         call_id: call_id.clone(),
                         tool: tool.clone(),
-                        permission: permission.clone(),
+                        permission: *permission,
                         seq: stored.seq,
                     },
                 );
