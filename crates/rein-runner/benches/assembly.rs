@@ -63,7 +63,7 @@ async fn session(steps: usize) -> (Arc<dyn Store>, String) {
             call_id: id.clone(),
             tool: "read_file".into(),
             arguments: json!({"path": format!("src/f{i}.rs")}),
-            permission: "read".into(),
+            permission: Some(rein_wire::permission::PermissionClass::Read),
         }));
         events.push(NewEvent::main(Event::ToolResult {
             call_id: id,
