@@ -197,7 +197,35 @@ fn test() -> Result<()> {
         cargo(&["test", "--workspace", "--locked", "--no-fail-fast"], &[])?;
     }
     // nextest does not run doc tests.
-    cargo(&["test", "--workspace", "--locked", "--doc"], &[])
+    cargo(&["test", "--workspace", "--locked", "--doc"], &[])?;
+    examples()
+}
+
+/// Run every example of the facade: they are the programs a product copies,
+/// so each must work, offline (without `REIN_BASE_URL` they use the
+/// scripted model; each asserts what it shows).
+fn examples() -> Result<()> {
+    let mut names: Vec<String> = std::fs::read_dir("crates/rein/examples")
+        .context("cannot list crates/rein/examples")?
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            (path.extension()? == "rs").then(|| path.file_stem()?.to_str().map(str::to_owned))?
+        })
+        .collect();
+    names.sort();
+    for name in &names {
+        let status = Command::new("cargo")
+            .args(["run", "--locked", "-q", "-p", "rein", "--example", name])
+            .env_remove("REIN_BASE_URL")
+            .env_remove("REIN_MODEL")
+            .status()
+            .with_context(|| format!("cannot run the example {name}"))?;
+        if !status.success() {
+            bail!("the example {name} failed ({status})");
+        }
+    }
+    eprintln!("xtask: {} examples ran: {}", names.len(), names.join(", "));
+    Ok(())
 }
 
 /// CI must never skip the wire-capture tests for want of their folder.

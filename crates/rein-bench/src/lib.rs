@@ -14,7 +14,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use async_trait::async_trait;
 use rein_approvals::PermissionClass;
 use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, WireApi};
 use rein_runner::{Profile, ToolLoading};
@@ -45,7 +44,6 @@ pub struct Add {
     pub times: Arc<Mutex<Vec<Instant>>>,
 }
 
-#[async_trait]
 impl Tool for Add {
     type Input = AddInput;
     fn name(&self) -> &str {

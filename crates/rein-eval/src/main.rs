@@ -61,11 +61,12 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
         return Ok(ModelChoice::Scripted);
     }
     let api: WireApi = name.parse()?;
-    let mut config = ProviderConfig::from_env(api);
-    if let Some(url) = &cli.base_url {
-        config = config.with_base_url(url.clone());
-        config.legacy_max_tokens = api == WireApi::OpenAiChat;
-    } else if config.api_key.is_none() {
+    let mut config = match &cli.base_url {
+        Some(url) if api == WireApi::OpenAiChat => ProviderConfig::openai_compatible(url.clone()),
+        Some(url) => ProviderConfig::from_env(api).with_base_url(url.clone()),
+        None => ProviderConfig::from_env(api),
+    };
+    if cli.base_url.is_none() && config.api_key.is_none() {
         bail!(
             "no API key for {name}: set {} or pass --base-url",
             api.key_variable()

@@ -303,7 +303,9 @@ async fn settle(
     answers: &mut VecDeque<String>,
 ) -> Result<TurnOutcome, AgentError> {
     loop {
-        let Ok(TurnOutcome::AwaitingApproval { approval_id, .. }) = &outcome else {
+        let Ok(TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest { approval_id, .. })) =
+            &outcome
+        else {
             return outcome;
         };
         let Some(said) = answers.pop_front() else {

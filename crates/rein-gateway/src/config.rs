@@ -261,6 +261,17 @@ impl ProviderConfig {
         config
     }
 
+    /// A config for an OpenAI-compatible server at `base_url` (llama.cpp,
+    /// vLLM, Ollama, LM Studio, OpenRouter, …; with or without `/v1`): the
+    /// OpenAI Chat API, the key from `OPENAI_API_KEY` if one is set (a local
+    /// server needs none), and `max_tokens` for the output limit (most
+    /// compatible servers do not know the newer name).
+    pub fn openai_compatible(base_url: impl Into<String>) -> Self {
+        let mut config = ProviderConfig::from_env(WireApi::OpenAiChat).with_base_url(base_url);
+        config.legacy_max_tokens = true;
+        config
+    }
+
     /// Set the base URL (a trailing `/` is dropped).
     pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = url.into().trim_end_matches('/').to_owned();

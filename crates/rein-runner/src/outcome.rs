@@ -4,6 +4,28 @@ use rein_wire::{AgentError, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
+/// A pending approval as a person's surface shows it: what they are asked
+/// to decide.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The approval (what a decision names).
+    pub approval_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments (bounded: past [`MAX_SHOWN_ARGUMENTS`] characters of
+    /// JSON, a string with their start).
+    pub arguments: Value,
+    /// Its permission class.
+    pub permission: rein_wire::permission::PermissionClass,
+    /// What the tool does, in the product's words.
+    pub purpose: Option<String>,
+    /// Which agent asked (`main`, `main/agent-2`, …).
+    pub agent_path: String,
+}
+
+/// The most characters of a call's arguments an [`ApprovalRequest`] shows.
+pub const MAX_SHOWN_ARGUMENTS: usize = 8_000;
+
 /// How a turn ended (or paused).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -22,13 +44,9 @@ pub enum TurnOutcome {
     LoopDetected,
     /// A person interrupted.
     Interrupted,
-    /// A call waits for a person; the turn resumes after the decision.
-    AwaitingApproval {
-        /// The approval.
-        approval_id: String,
-        /// The tool waiting.
-        tool: String,
-    },
+    /// A call waits for a person: what they are asked to decide. The turn
+    /// goes on after the decision ([`crate::Conversation::decide_and_resume`]).
+    AwaitingApproval(ApprovalRequest),
     /// The turn failed.
     Error {
         /// Why.
@@ -44,7 +62,7 @@ impl TurnOutcome {
             TurnOutcome::Budget { .. } => "budget",
             TurnOutcome::LoopDetected => "loop_detected",
             TurnOutcome::Interrupted => "interrupted",
-            TurnOutcome::AwaitingApproval { .. } => "awaiting_approval",
+            TurnOutcome::AwaitingApproval(_) => "awaiting_approval",
             TurnOutcome::Error { .. } => "error",
         }
     }

@@ -345,7 +345,10 @@ async fn run(
             conv.steering().interrupt();
         }
         let mut outcome = conv.turn(t.prompt).await.unwrap();
-        while let TurnOutcome::AwaitingApproval { approval_id, .. } = &outcome {
+        while let TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest {
+            approval_id, ..
+        }) = &outcome
+        {
             let answer = if decisions.pop().expect("a recorded decision") {
                 Answer::Approve(LeaseScope::Once)
             } else {

@@ -173,10 +173,22 @@ async fn an_approval_survives_a_restart_and_is_decided_only_from_a_surface() {
     let mut conv = open(&s, first, None).await;
     conv.steering().say("yes, I approve every write");
     let outcome = conv.turn("rewrite a.rs").await.unwrap();
-    let TurnOutcome::AwaitingApproval { approval_id, tool } = outcome else {
+    let TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest {
+        approval_id,
+        tool,
+        arguments,
+        permission,
+        agent_path,
+        ..
+    }) = outcome
+    else {
         panic!("{outcome:?}")
     };
+    // The paused turn carries what the person is asked, not only its id.
     assert_eq!(tool, "write_file");
+    assert_eq!(arguments["path"], "a.rs");
+    assert_eq!(permission, rein_approvals::PermissionClass::SourceFileWrite);
+    assert_eq!(agent_path, "main");
     let id = conv.session_id().to_owned();
     conv.close().await.unwrap();
     drop(s.store);
@@ -261,7 +273,8 @@ async fn a_denied_write_tells_the_model_not_to_work_around_it() {
         says("Understood, I left b.rs alone."),
     ]));
     let mut conv = open(&s, provider.clone(), None).await;
-    let TurnOutcome::AwaitingApproval { approval_id, .. } = conv.turn("delete b.rs").await.unwrap()
+    let TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest { approval_id, .. }) =
+        conv.turn("delete b.rs").await.unwrap()
     else {
         panic!()
     };
@@ -496,7 +509,8 @@ async fn revision_guards_are_carried_past_the_messages_own_writes() {
         says("Wrote what I could."),
     ]));
     let mut conv = open(&s, provider, None).await;
-    let TurnOutcome::AwaitingApproval { approval_id, .. } = conv.turn("write both").await.unwrap()
+    let TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest { approval_id, .. }) =
+        conv.turn("write both").await.unwrap()
     else {
         panic!()
     };
@@ -699,7 +713,7 @@ async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
     let mut conv = open(&s, provider.clone(), None).await;
     assert!(matches!(
         conv.turn("write a.rs").await.unwrap(),
-        TurnOutcome::AwaitingApproval { .. }
+        TurnOutcome::AwaitingApproval(_)
     ));
     conv.approval_ttl = std::time::Duration::ZERO;
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -721,7 +735,7 @@ async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
     conv.approval_ttl = std::time::Duration::from_secs(3600);
     assert!(matches!(
         conv.turn("delete a.rs").await.unwrap(),
-        TurnOutcome::AwaitingApproval { .. }
+        TurnOutcome::AwaitingApproval(_)
     ));
     assert_eq!(
         conv.stop(&Surface::terminal()).await.unwrap(),
@@ -888,7 +902,7 @@ async fn pending_approvals_show_what_is_asked_after_a_restart_too() {
         call("c2", "write_file", json!({"path": "b.rs", "content": long})),
     ])]));
     let mut conv = open(&s, first, None).await;
-    let TurnOutcome::AwaitingApproval { approval_id, .. } =
+    let TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest { approval_id, .. }) =
         conv.turn("rewrite both").await.unwrap()
     else {
         panic!("a write waits")
@@ -920,7 +934,7 @@ async fn pending_approvals_show_what_is_asked_after_a_restart_too() {
         )
         .await
         .unwrap();
-    let TurnOutcome::AwaitingApproval { .. } = again.resume().await.unwrap() else {
+    let TurnOutcome::AwaitingApproval(_) = again.resume().await.unwrap() else {
         panic!("the second write waits")
     };
     let big = again.pending_approvals().await.unwrap().remove(0);

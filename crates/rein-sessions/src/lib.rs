@@ -19,6 +19,7 @@ mod inbox;
 mod memory;
 mod projection;
 pub mod recovery;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 mod subscribe;
@@ -30,6 +31,7 @@ pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;
 pub use projection::{history, started_turn};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{
     ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,

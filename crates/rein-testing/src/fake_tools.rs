@@ -133,7 +133,6 @@ pub struct PathInput {
 
 struct ReadFile(Shared);
 
-#[async_trait]
 impl Tool for ReadFile {
     type Input = PathInput;
     fn name(&self) -> &str {
@@ -169,7 +168,6 @@ pub struct NoInput {}
 
 struct ListFiles(Shared);
 
-#[async_trait]
 impl Tool for ListFiles {
     type Input = NoInput;
     fn name(&self) -> &str {
@@ -204,7 +202,6 @@ pub struct WriteInput {
 
 struct WriteFile(Shared);
 
-#[async_trait]
 impl Tool for WriteFile {
     type Input = WriteInput;
     fn name(&self) -> &str {
@@ -254,7 +251,6 @@ pub struct NoteInput {
 
 struct SetNote(Shared);
 
-#[async_trait]
 impl Tool for SetNote {
     type Input = NoteInput;
     fn name(&self) -> &str {
@@ -284,7 +280,6 @@ impl Tool for SetNote {
 
 struct DeleteFile(Shared);
 
-#[async_trait]
 impl Tool for DeleteFile {
     type Input = PathInput;
     fn name(&self) -> &str {
@@ -326,7 +321,6 @@ pub struct SizeInput {
 
 struct BigRead(Shared);
 
-#[async_trait]
 impl Tool for BigRead {
     type Input = SizeInput;
     fn name(&self) -> &str {
@@ -349,7 +343,6 @@ impl Tool for BigRead {
 
 struct Snapshot(Shared);
 
-#[async_trait]
 impl Tool for Snapshot {
     type Input = NoInput;
     fn name(&self) -> &str {

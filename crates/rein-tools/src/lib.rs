@@ -20,13 +20,16 @@
 mod backend;
 mod bounded;
 mod cache;
+mod from_fn;
 mod registry;
 
-/// The attribute `impl Tool for …` needs, so a tool author does not add the crate.
+/// The attribute an `impl ToolBackend` (a `dyn` trait) needs, so its author
+/// does not add the crate; `impl Tool` needs none.
 pub use async_trait::async_trait;
 pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
 pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
+pub use from_fn::{FnTool, tool_fn};
 pub use registry::{Registry, Tool, schema_for, strict_variant};
 /// The words a tool speaks about what a call may do.
 pub use rein_wire::permission::{PermissionClass, Policy};

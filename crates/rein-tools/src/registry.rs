@@ -12,7 +12,10 @@ use serde_json::Value;
 use crate::backend::{Outcome, ToolBackend, ToolContext, ToolSummary};
 
 /// One tool with a typed input.
-#[async_trait]
+///
+/// `invoke` is a native async method: an implementation writes
+/// `async fn invoke(…) -> Outcome` with no macro (its future must be
+/// `Send`, since a conversation runs tools on any worker thread).
 pub trait Tool: Send + Sync + 'static {
     /// The input; its JSON schema is what the model sees.
     type Input: JsonSchema + DeserializeOwned + Send;
@@ -42,7 +45,11 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Run it.
-    async fn invoke(&self, input: Self::Input, ctx: &ToolContext) -> Outcome;
+    fn invoke(
+        &self,
+        input: Self::Input,
+        ctx: &ToolContext,
+    ) -> impl std::future::Future<Output = Outcome> + Send;
 }
 
 /// The schema of `T` as the model sees it: generated, titles and the

@@ -1,6 +1,5 @@
 //! Tools made from typed inputs: schemas, validation, strict variants.
 
-use async_trait::async_trait;
 use rein_tools::{Outcome, Registry, Tool, ToolBackend, ToolContext, schema_for, strict_variant};
 use rein_wire::permission::{PermissionClass, Policy};
 use schemars::JsonSchema;
@@ -24,7 +23,6 @@ struct MoveInput {
 
 struct Move;
 
-#[async_trait]
 impl Tool for Move {
     type Input = MoveInput;
     fn name(&self) -> &str {

@@ -69,6 +69,19 @@ pub struct ModelPrice {
 }
 
 impl ModelPrice {
+    /// Prices in US dollars per million tokens, input and output; cached
+    /// prompt tokens cost as input (set `cache_read` / `cache_write` for a
+    /// provider that discounts them).
+    pub fn usd_per_mtok(input: f64, output: f64) -> Self {
+        let micro = |usd: f64| (usd.max(0.0) * 1_000_000.0).round() as u64;
+        ModelPrice {
+            input: micro(input),
+            output: micro(output),
+            cache_read: micro(input),
+            cache_write: micro(input),
+        }
+    }
+
     /// The cost of `usage` at these prices, in micro-USD, rounded half up.
     pub fn cost_micro_usd(&self, usage: &Usage) -> u64 {
         let parts = [
@@ -136,6 +149,12 @@ impl PriceTable {
         table
     }
 
+    /// This table with `model`'s prices added or replaced.
+    pub fn with(mut self, model: impl Into<String>, price: ModelPrice) -> Self {
+        self.insert(model, price);
+        self
+    }
+
     /// Add or replace a model's prices.
     pub fn insert(&mut self, model: impl Into<String>, price: ModelPrice) {
         self.models.insert(model.into(), price);
@@ -167,6 +186,19 @@ impl PriceTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_price_in_dollars_per_million_tokens_costs_calls() {
+        let table = PriceTable::empty().with("local", ModelPrice::usd_per_mtok(0.15, 0.6));
+        let usage = Usage {
+            input: 1_000_000,
+            output: 500_000,
+            ..Usage::default()
+        };
+        // $0.15 for the input, $0.30 for the output.
+        assert_eq!(table.cost_micro_usd("local", &usage), Some(450_000));
+        assert_eq!(table.cost_micro_usd("other", &usage), None);
+    }
 
     #[test]
     fn cost_is_integer_micro_usd_and_unknown_is_absent() {

@@ -107,6 +107,19 @@ impl Rule {
     }
 }
 
+impl Rule {
+    /// Make `tool` with `arguments` in the same message too.
+    pub fn and_call(mut self, tool: &str, arguments: Value) -> Self {
+        self.calls.push(RuleCall {
+            tool: tool.into(),
+            arguments,
+            word_into: None,
+            at_step: None,
+        });
+        self
+    }
+}
+
 /// A rule-driven, deterministic [`Provider`].
 #[derive(Debug, Clone)]
 pub struct ScriptedBrain {

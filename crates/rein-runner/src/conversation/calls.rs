@@ -158,7 +158,7 @@ impl Conversation {
                                 .await?;
                             continue;
                         }
-                        return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
+                        return Ok(Some(self.awaiting(&approval_id).await?));
                     }
                     // Nothing asked yet (an approved or refused call never
                     // reaches here: the gate runs the one, the other was
@@ -180,7 +180,7 @@ impl Conversation {
                             arguments: args,
                             permission: class,
                         });
-                        return Ok(Some(TurnOutcome::AwaitingApproval { approval_id, tool }));
+                        return Ok(Some(self.awaiting(&approval_id).await?));
                     }
                 },
             };

@@ -27,7 +27,8 @@ mod journal;
 mod model_call;
 mod person;
 
-pub use person::{ApprovalRequest, Heard, MAX_SHOWN_ARGUMENTS};
+pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
+pub use person::Heard;
 mod pressure;
 mod reads;
 mod request;
@@ -247,6 +248,13 @@ impl Conversation {
         Ok(self.journal.log().await?.as_ref().clone())
     }
 
+    /// What the session did and cost so far (tokens, cost, tools, per
+    /// run), read from its log.
+    pub async fn report(&mut self) -> Result<rein_trace::TraceReport, AgentError> {
+        let events = self.journal.log().await?;
+        Ok(rein_trace::report(self.journal.session_id(), &events))
+    }
+
     /// Give the session's lock back.
     pub async fn close(self) -> Result<(), AgentError> {
         self.journal.release().await
@@ -414,7 +422,7 @@ impl Conversation {
     }
 
     async fn finish(&mut self, outcome: TurnOutcome) -> Result<TurnOutcome, AgentError> {
-        if let TurnOutcome::AwaitingApproval { .. } = outcome {
+        if let TurnOutcome::AwaitingApproval(_) = outcome {
             // The turn stays open; the log and control record say why.
             self.journal.emit(UiKind::Paused);
             return Ok(outcome);

@@ -20,28 +20,6 @@ pub struct Heard {
     pub stop: Option<String>,
 }
 
-/// A pending approval as a person's surface shows it: what they are asked
-/// to decide.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalRequest {
-    /// The approval (what a decision names).
-    pub approval_id: String,
-    /// The tool.
-    pub tool: String,
-    /// Its arguments (bounded: past [`MAX_SHOWN_ARGUMENTS`] characters of
-    /// JSON, a string with their start).
-    pub arguments: Value,
-    /// Its permission class.
-    pub permission: PermissionClass,
-    /// What the tool does, in the product's words.
-    pub purpose: Option<String>,
-    /// Which agent asked (`main`, `main/agent-2`, …).
-    pub agent_path: String,
-}
-
-/// The most characters of a call's arguments an [`ApprovalRequest`] shows.
-pub const MAX_SHOWN_ARGUMENTS: usize = 8_000;
-
 impl Heard {
     /// Whether nothing came.
     pub fn is_empty(&self) -> bool {
@@ -190,6 +168,36 @@ impl Conversation {
                 }
             })
             .collect())
+    }
+
+    /// The outcome of a turn that waits on `approval_id`: what the person
+    /// is asked.
+    pub(super) async fn awaiting(&mut self, approval_id: &str) -> Result<TurnOutcome, AgentError> {
+        let asked = self
+            .pending_approvals()
+            .await?
+            .into_iter()
+            .find(|a| a.approval_id == approval_id)
+            .ok_or_else(|| {
+                AgentError::new(
+                    codes::INTERNAL,
+                    format!("approval `{approval_id}` was asked for but is not pending"),
+                )
+            })?;
+        Ok(TurnOutcome::AwaitingApproval(asked))
+    }
+
+    /// Decide a pending approval and go on with the turn: [`Conversation::decide`]
+    /// then [`Conversation::resume`]. The usual call for a product whose
+    /// own UI asked the person.
+    pub async fn decide_and_resume(
+        &mut self,
+        approval_id: &str,
+        answer: Answer,
+        surface: &Surface,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.decide(approval_id, answer, surface).await?;
+        self.resume().await
     }
 
     /// Whether a turn is open (running, paused at an approval, or cut

@@ -73,12 +73,12 @@ fn scripted() -> Resolved {
 }
 
 fn http(api: WireApi, options: &ChatOptions) -> Result<Resolved, AgentError> {
-    let mut config = ProviderConfig::from_env(api);
-    if let Some(url) = &options.base_url {
-        config = config.with_base_url(url.clone());
-        // Compatible servers rarely know the newer field name.
-        config.legacy_max_tokens = api == WireApi::OpenAiChat;
-    } else if config.api_key.is_none() {
+    let config = match &options.base_url {
+        Some(url) if api == WireApi::OpenAiChat => ProviderConfig::openai_compatible(url.clone()),
+        Some(url) => ProviderConfig::from_env(api).with_base_url(url.clone()),
+        None => ProviderConfig::from_env(api),
+    };
+    if options.base_url.is_none() && config.api_key.is_none() {
         return Err(missing_key());
     }
     Ok(Resolved {
@@ -149,11 +149,10 @@ async fn ask_approval(
     conversation: &mut Conversation,
     input: &mut Asker,
     info: &mut impl Write,
-    approval_id: &str,
-    tool: &str,
-    arguments: &serde_json::Value,
+    request: &rein_runner::ApprovalRequest,
 ) -> Result<Asked, AgentError> {
-    let shown: String = arguments.to_string().chars().take(300).collect();
+    let (approval_id, tool) = (&request.approval_id, &request.tool);
+    let shown: String = request.arguments.to_string().chars().take(300).collect();
     say(info, &format!("  {tool} {shown}"))?;
     let session = conversation.session_id().to_owned();
     say(
@@ -313,17 +312,9 @@ async fn settle(
 ) -> Result<bool, AgentError> {
     loop {
         match outcome {
-            TurnOutcome::AwaitingApproval { approval_id, tool } => {
-                let arguments = conversation
-                    .pending_approvals()
-                    .await?
-                    .into_iter()
-                    .find(|p| p.approval_id == approval_id)
-                    .map(|p| p.arguments)
-                    .unwrap_or_default();
-                let asked =
-                    ask_approval(conversation, input, info, &approval_id, &tool, &arguments)
-                        .await?;
+            TurnOutcome::AwaitingApproval(request) => {
+                let approval_id = request.approval_id.clone();
+                let asked = ask_approval(conversation, input, info, &request).await?;
                 match asked {
                     Asked::Answer(answer) => {
                         conversation
@@ -433,12 +424,9 @@ pub async fn run(
         let events = conversation.log_events().await?;
         let open = dangling(&events);
         if !open.turns.is_empty() {
-            let control = store.control(&id).await?;
-            let outcome = match control.pending.first() {
-                Some(p) => TurnOutcome::AwaitingApproval {
-                    approval_id: p.approval_id.clone(),
-                    tool: p.tool.clone(),
-                },
+            let pending = conversation.pending_approvals().await?.into_iter().next();
+            let outcome = match pending {
+                Some(asked) => TurnOutcome::AwaitingApproval(asked),
                 None => {
                     say(info, "(resuming the unfinished turn)")?;
                     drive(&mut conversation, None, out, info, &mut cost).await?

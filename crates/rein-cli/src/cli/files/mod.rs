@@ -16,7 +16,6 @@ mod root;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use rein_approvals::PermissionClass;
 use rein_tools::{Outcome, Registry, Tool, ToolContext};
 use rein_wire::{AgentError, error::codes};
@@ -58,7 +57,6 @@ pub struct PathArg {
 
 struct ReadFile(Arc<Root>);
 
-#[async_trait]
 impl Tool for ReadFile {
     type Input = PathArg;
     fn name(&self) -> &str {
@@ -90,7 +88,6 @@ pub struct ListArgs {
 
 struct ListFiles(Arc<Root>);
 
-#[async_trait]
 impl Tool for ListFiles {
     type Input = ListArgs;
     fn name(&self) -> &str {
@@ -123,7 +120,6 @@ pub struct SearchArgs {
 
 struct Search(Arc<Root>);
 
-#[async_trait]
 impl Tool for Search {
     type Input = SearchArgs;
     fn name(&self) -> &str {
@@ -191,7 +187,6 @@ pub struct WriteArgs {
 
 struct WriteFile(Arc<Root>);
 
-#[async_trait]
 impl Tool for WriteFile {
     type Input = WriteArgs;
     fn name(&self) -> &str {
@@ -216,7 +211,6 @@ impl Tool for WriteFile {
 
 struct DeleteFile(Arc<Root>);
 
-#[async_trait]
 impl Tool for DeleteFile {
     type Input = PathArg;
     fn name(&self) -> &str {
