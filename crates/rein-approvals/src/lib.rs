@@ -173,15 +173,8 @@ impl Surface {
         }
     }
 
-    /// The `rein approve` command.
-    pub fn command_line() -> Self {
-        Surface {
-            name: "rein approve".into(),
-        }
-    }
-
-    /// Another `rein` command a person typed (`rein say`, `rein stop`):
-    /// `verb` is the command's own word, fixed in the binary.
+    /// A `rein` command a person typed (`rein approve`, `rein say`,
+    /// `rein stop`): `verb` is the command's own word, fixed in the binary.
     pub fn command(verb: &'static str) -> Self {
         Surface {
             name: format!("rein {verb}"),

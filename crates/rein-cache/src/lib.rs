@@ -200,6 +200,11 @@ impl CacheMonitor {
         verdict
     }
 
+    /// Model calls observed so far.
+    pub fn calls(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
     /// Cache-read tokens over all prompt tokens so far.
     pub fn read_share(&self) -> f64 {
         let total = self.usage.prompt_total();

@@ -296,7 +296,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 &session,
                 &approval,
                 answer,
-                &rein_approvals::Surface::command_line(),
+                &rein_approvals::Surface::command("approve"),
             )
             .await?;
             say_out(&delivered(delivery, &session, "decided"))

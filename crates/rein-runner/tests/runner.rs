@@ -233,7 +233,7 @@ async fn an_approval_survives_a_restart_and_is_decided_only_from_a_surface() {
         &id,
         &approval_id,
         Answer::Approve(LeaseScope::Once),
-        &Surface::command_line(),
+        &Surface::command("approve"),
     )
     .await
     .unwrap();

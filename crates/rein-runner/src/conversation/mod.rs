@@ -119,8 +119,6 @@ pub struct Conversation {
     cache: ResultCache,
     /// Verdicts on the prompt cache, call by call.
     monitor: rein_cache::CacheMonitor,
-    /// Model calls made by this conversation (the first is cold).
-    model_calls: u64,
     /// What the next request is built from (see `request`).
     transcript: request::Transcript,
     /// When the inbox was last taken.
@@ -184,7 +182,6 @@ impl Conversation {
             inbox_taken: None,
             transcript: request::Transcript::default(),
             monitor: rein_cache::CacheMonitor::new(),
-            model_calls: 0,
             steering: Steering::default(),
         };
         conversation.journal.recover().await?;

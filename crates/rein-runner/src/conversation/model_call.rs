@@ -91,9 +91,8 @@ impl Conversation {
             &fingerprint,
             prefix_tokens,
             &message.usage.unwrap_or_default(),
-            self.model_calls > 0,
+            self.monitor.calls() > 0,
         );
-        self.model_calls += 1;
         let cost = message
             .usage
             .as_ref()
