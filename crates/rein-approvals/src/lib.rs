@@ -408,6 +408,7 @@ mod tests {
             tool: tool.into(),
             arguments: serde_json::Value::Null,
             permission: PermissionClass::SourceFileWrite,
+            preview: None,
         }
     }
 

@@ -19,6 +19,9 @@ pub struct ApprovalRequest {
     pub permission: rein_wire::permission::PermissionClass,
     /// What the tool does, in the product's words.
     pub purpose: Option<String>,
+    /// What the change looks like (a diff, the start of a new file), when
+    /// the tool makes one; recorded with the request.
+    pub preview: Option<rein_wire::Preview>,
     /// Which agent asked (`main`, `main/agent-2`, …).
     pub agent_path: String,
 }
@@ -115,6 +118,8 @@ pub enum UiKind {
         source: String,
         /// The operation id a person can undo, for reversible writes.
         undo: Option<String>,
+        /// Why it failed: the code and the message the model is told.
+        error: Option<(String, String)>,
     },
     /// A call waits for a person.
     ApprovalRequested {
@@ -126,6 +131,8 @@ pub enum UiKind {
         arguments: Value,
         /// Its permission class.
         permission: rein_wire::permission::PermissionClass,
+        /// What the person is shown beside the arguments.
+        preview: Option<rein_wire::Preview>,
     },
     /// A person decided.
     ApprovalDecided {

@@ -138,6 +138,10 @@ pub enum Event {
         arguments: Value,
         /// Its permission class.
         permission: PermissionClass,
+        /// What the person is shown beside the arguments (a diff, the
+        /// start of a new file), when the tool makes one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<rein_wire::Preview>,
     },
     /// A person decided (or the approval expired or the run stopped).
     #[serde(rename = "approval.decided")]

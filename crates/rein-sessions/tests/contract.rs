@@ -316,6 +316,7 @@ async fn the_control_record_moves_with_the_log() {
                 tool: "write_file".into(),
                 arguments: json!({"path": "x"}),
                 permission: rein_wire::permission::PermissionClass::SourceFileWrite,
+                preview: None,
             })
         };
         let decide = |a: &str| {

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use rein_wire::permission::{PermissionClass, Policy};
-use rein_wire::{AgentError, ToolSpec};
+use rein_wire::{AgentError, Preview, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -146,6 +146,14 @@ pub trait ToolBackend: Send + Sync {
     fn purpose(&self, name: &str) -> Option<String> {
         self.definition(name)
             .map(|d| d.description.lines().next().unwrap_or("").to_owned())
+    }
+
+    /// What a person approving this call is shown (see [`Tool::preview`]);
+    /// asked only for a call that waits for a person. Default: nothing.
+    ///
+    /// [`Tool::preview`]: crate::Tool::preview
+    fn preview(&self, _name: &str, _args: &Value) -> Option<Preview> {
+        None
     }
 
     /// The write guard, if the backend's writes carry one.

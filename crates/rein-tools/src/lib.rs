@@ -33,3 +33,5 @@ pub use from_fn::{FnTool, tool_fn};
 pub use registry::{Registry, Tool, schema_for, strict_variant};
 /// The words a tool speaks about what a call may do.
 pub use rein_wire::permission::{PermissionClass, Policy};
+/// What a person approving a call is shown.
+pub use rein_wire::{Preview, PreviewKind};

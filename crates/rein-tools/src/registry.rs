@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use rein_wire::permission::{PermissionClass, Policy};
-use rein_wire::{AgentError, ToolSpec};
+use rein_wire::{AgentError, Preview, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -42,6 +42,13 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether its results may be cached per revision (reads only).
     fn cacheable(&self) -> bool {
         false
+    }
+
+    /// What a person approving this call is shown (a diff, the start of a
+    /// new file, a sentence), made when the call is asked about. Default:
+    /// nothing beyond the arguments.
+    fn preview(&self, _input: &Self::Input) -> Option<Preview> {
+        None
     }
 
     /// Run it.
@@ -148,6 +155,7 @@ trait ErasedTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn check(&self, args: &Value) -> Result<PermissionClass, AgentError>;
     fn cacheable(&self) -> bool;
+    fn preview(&self, args: &Value) -> Option<Preview>;
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome;
 }
 
@@ -195,6 +203,11 @@ impl<T: Tool> ErasedTool for Typed<T> {
 
     fn cacheable(&self) -> bool {
         self.tool.cacheable()
+    }
+
+    fn preview(&self, args: &Value) -> Option<Preview> {
+        let input: T::Input = serde_json::from_value(args.clone()).ok()?;
+        self.tool.preview(&input)
     }
 
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome {
@@ -309,6 +322,10 @@ impl ToolBackend for Registry {
 
     fn cacheable(&self, name: &str) -> bool {
         self.tools.get(name).is_some_and(|t| t.cacheable())
+    }
+
+    fn preview(&self, name: &str, args: &Value) -> Option<Preview> {
+        self.tools.get(name)?.preview(args)
     }
 
     fn revision(&self) -> String {

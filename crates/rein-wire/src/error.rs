@@ -186,6 +186,12 @@ registry! {
         "Deleting the file failed", "The detail has the operating system's reason.";
     LIST_FAILED = "list_failed", 500, false,
         "Listing the folder failed", "The detail has the operating system's reason.";
+    EDIT_NO_MATCH = "edit_no_match", 409, false,
+        "An edit's text does not occur in the file",
+        "Nothing was changed: read the file again and give text that is in it.";
+    EDIT_AMBIGUOUS = "edit_ambiguous", 409, false,
+        "An edit's text occurs more than once in the file",
+        "Nothing was changed: include more of the surrounding lines so the text occurs once.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
     SESSION_NOT_FOUND = "session_not_found", 404, false,

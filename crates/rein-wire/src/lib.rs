@@ -18,6 +18,7 @@ mod event;
 pub mod ids;
 mod message;
 pub mod permission;
+mod preview;
 mod request;
 mod usage;
 pub mod visible;
@@ -27,6 +28,7 @@ pub use capabilities::{CachingStyle, Capabilities};
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
+pub use preview::{MAX_PREVIEW_BYTES, Preview, PreviewKind};
 pub use request::{
     CacheBreakpoint, CacheTarget, Metadata, OutputSchema, Request, Sampling, SystemBlock, ToolSpec,
 };

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use super::input::{Asker, Editor, Lines, Plain};
+use super::preview;
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
@@ -152,29 +153,51 @@ async fn ask_approval(
     request: &rein_runner::ApprovalRequest,
 ) -> Result<Asked, AgentError> {
     let (approval_id, tool) = (&request.approval_id, &request.tool);
-    let shown: String = request.arguments.to_string().chars().take(300).collect();
-    say(info, &format!("  {tool} {shown}"))?;
+    let colour = preview::colour_wanted();
+    let mut prompt = format!("  approve? [y/N/a = always for {tool} this turn");
+    match &request.preview {
+        // A change is shown as what it does, not as its arguments.
+        Some(change) => {
+            say(info, &format!("  {tool} {}", change.subject))?;
+            let (lines, hidden) = preview::render(change, colour, false);
+            write!(info, "{lines}").map_err(io_error)?;
+            if hidden > 0 {
+                say(info, &format!("    … {hidden} more lines"))?;
+                prompt.push_str("/d = show all");
+            }
+        }
+        None => {
+            let shown: String = request.arguments.to_string().chars().take(300).collect();
+            say(info, &format!("  {tool} {shown}"))?;
+        }
+    }
+    prompt.push_str("] ");
     let session = conversation.session_id().to_owned();
     say(
         info,
         &format!("  (or from another terminal: rein approve {session} {approval_id} yes|no)"),
     )?;
-    input
-        .ask(&format!(
-            "  approve? [y/N/a = always for {tool} this turn] "
-        ))
-        .await;
+    input.ask(&prompt).await;
     loop {
         tokio::select! {
             line = input.answer() => {
                 let Some(line) = line? else {
                     return Ok(Asked::Closed);
                 };
-                return Ok(Asked::Answer(match line.trim().to_ascii_lowercase().as_str() {
+                let answer = match line.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => Answer::Approve(LeaseScope::Once),
                     "a" | "always" => Answer::Approve(LeaseScope::Tool),
+                    "d" | "diff" if request.preview.is_some() => {
+                        if let Some(change) = &request.preview {
+                            write!(info, "{}", preview::render(change, colour, true).0)
+                                .map_err(io_error)?;
+                        }
+                        input.ask(&prompt).await;
+                        continue;
+                    }
                     _ => Answer::Deny,
-                }));
+                };
+                return Ok(Asked::Answer(answer));
             }
             () = tokio::time::sleep(INBOX_POLL) => {
                 let heard = conversation.take_inbox().await?;
@@ -223,14 +246,28 @@ fn print_event(
             line(format!("  -> {tool} {shown}"), midline)?;
         }
         UiKind::ToolResult {
-            ok, source, undo, ..
+            ok,
+            source,
+            undo,
+            error,
+            ..
         } => {
             let undo = undo
                 .as_ref()
                 .map(|op| format!(" (undo: {op})"))
                 .unwrap_or_default();
+            let why = error
+                .as_ref()
+                .map(|(code, message)| {
+                    let short: String = message.chars().take(300).collect();
+                    format!(" {code}: {short}")
+                })
+                .unwrap_or_default();
             line(
-                format!("  <- {} [{source}]{undo}", if *ok { "ok" } else { "error" }),
+                format!(
+                    "  <- {} [{source}]{undo}{why}",
+                    if *ok { "ok" } else { "error" }
+                ),
                 midline,
             )?;
         }

@@ -8,4 +8,5 @@ pub mod decode_cmd;
 pub mod files;
 pub mod input;
 pub mod output;
+pub mod preview;
 pub mod sessions_cmd;

@@ -186,6 +186,13 @@ impl ScriptedBrain {
                 Some("path"),
             ),
             Rule::call(
+                "edit ",
+                "Editing it: TODO becomes DONE.",
+                "edit_file",
+                serde_json::json!({"edits": [{"old_text": "TODO", "new_text": "DONE"}]}),
+                Some("path"),
+            ),
+            Rule::call(
                 "write ",
                 "Writing it.",
                 "write_file",
@@ -205,7 +212,7 @@ impl ScriptedBrain {
             ),
             Rule::reply(
                 "help",
-                "Type a message and press Enter; /exit or Ctrl-D ends the chat. Try: list files, read PATH, search WORD, write PATH, delete PATH. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server) and start rein chat again.",
+                "Type a message and press Enter; /exit or Ctrl-D ends the chat. Try: list files, read PATH, search WORD, edit PATH (TODO becomes DONE), write PATH, delete PATH. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server) and start rein chat again.",
             ),
         ])
     }

@@ -67,6 +67,10 @@ impl ToolBackend for WithBuiltins {
         self.product.purpose(name)
     }
 
+    fn preview(&self, name: &str, args: &Value) -> Option<rein_wire::Preview> {
+        self.product.preview(name, args)
+    }
+
     fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
         self.product.revision_guard()
     }

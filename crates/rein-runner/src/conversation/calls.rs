@@ -28,6 +28,7 @@ impl Conversation {
             ok: false,
             source: "live".into(),
             undo: None,
+            error: Some((code.to_owned(), message.to_owned())),
         });
         Ok(())
     }
@@ -165,6 +166,9 @@ impl Conversation {
                     // refused above).
                     _ => {
                         let approval_id = rein_wire::ids::new_id();
+                        // What the person sees is made now, from the world as
+                        // it is when they are asked, and kept with the request.
+                        let preview = self.backend.preview(&tool, &args);
                         self.journal
                             .append(vec![Event::ApprovalRequested {
                                 approval_id: approval_id.clone(),
@@ -172,6 +176,7 @@ impl Conversation {
                                 tool: tool.clone(),
                                 arguments: args.clone(),
                                 permission: class,
+                                preview: preview.clone(),
                             }])
                             .await?;
                         self.journal.emit(UiKind::ApprovalRequested {
@@ -179,6 +184,7 @@ impl Conversation {
                             tool: tool.clone(),
                             arguments: args,
                             permission: class,
+                            preview,
                         });
                         return Ok(Some(self.awaiting(&approval_id).await?));
                     }
@@ -340,6 +346,7 @@ impl Conversation {
                     ok: true,
                     source: format!("{source:?}").to_lowercase(),
                     undo: if undo { operation_id.clone() } else { None },
+                    error: None,
                 });
                 Event::ToolResult {
                     call_id: call_id.to_owned(),
@@ -358,6 +365,7 @@ impl Conversation {
                     ok: false,
                     source: "live".into(),
                     undo: None,
+                    error: Some((code.clone(), message.clone())),
                 });
                 Event::ToolResult {
                     call_id: call_id.to_owned(),

@@ -163,6 +163,10 @@ impl Conversation {
                     arguments,
                     permission: p.permission,
                     purpose: self.backend.purpose(&p.tool),
+                    preview: asked.and_then(|e| match &e.event {
+                        Event::ApprovalRequested { preview, .. } => preview.clone(),
+                        _ => None,
+                    }),
                     agent_path: asked
                         .map_or_else(|| self.journal.agent().to_owned(), |e| e.agent_path.clone()),
                 }

@@ -12,6 +12,7 @@
 //! Not here: the confinement itself (`root`), or who approves (the runner
 //! and `rein-approvals`).
 
+mod edit;
 mod root;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+pub use edit::EditFile;
 pub use root::{MAX_LIST, Refused, Root};
 
 /// The most matching lines a search returns.
@@ -44,6 +46,7 @@ pub fn file_tools(root: Arc<Root>) -> Result<Registry, AgentError> {
         .with(ReadFile(root.clone()))?
         .with(ListFiles(root.clone()))?
         .with(Search(root.clone()))?
+        .with(EditFile(root.clone()))?
         .with(WriteFile(root.clone()))?
         .with(DeleteFile(root))
 }
@@ -193,13 +196,16 @@ impl Tool for WriteFile {
         "write_file"
     }
     fn description(&self) -> &str {
-        "Write (create or replace) a file of the project. The person approves it first."
+        "Write a new file of the project (or replace one whole; edit_file changes part of one). The person approves it first."
     }
     fn permission(&self, _: &WriteArgs) -> PermissionClass {
         PermissionClass::SourceFileWrite
     }
     fn precheck(&self, input: &WriteArgs) -> Result<(), AgentError> {
         self.0.precheck_write(&input.path).map_err(Refused::error)
+    }
+    fn preview(&self, input: &WriteArgs) -> Option<rein_wire::Preview> {
+        Some(edit::write_preview(&self.0, &input.path, &input.content))
     }
     async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
         match self.0.write(&input.path, input.content.as_bytes()) {
@@ -224,6 +230,9 @@ impl Tool for DeleteFile {
     }
     fn precheck(&self, input: &PathArg) -> Result<(), AgentError> {
         self.0.precheck_delete(&input.path).map_err(Refused::error)
+    }
+    fn preview(&self, input: &PathArg) -> Option<rein_wire::Preview> {
+        edit::delete_preview(&self.0, &input.path)
     }
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
         match self.0.remove(&input.path) {

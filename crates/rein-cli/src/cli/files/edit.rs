@@ -1,0 +1,268 @@
+//! `edit_file` — exact-string edits to a file of the project, several in
+//! one call, applied all or nothing — and the previews a person approves:
+//! a unified diff of a change to a file that exists, the start of a new
+//! file, what a delete removes.
+//!
+//! Not here: the confinement (`root`): every read and write goes through
+//! it, on the path actually opened.
+
+use std::sync::Arc;
+
+use rein_approvals::PermissionClass;
+use rein_tools::{Outcome, Tool, ToolContext};
+use rein_wire::{AgentError, Preview, PreviewKind, error::codes};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Refused, Root};
+
+/// The lines of a new or deleted file a preview holds.
+const PREVIEW_LINES: usize = 40;
+
+/// One replacement.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Edit {
+    /// The exact text to replace, with enough surrounding lines that it
+    /// occurs exactly once in the file (as the earlier edits of this call
+    /// left it).
+    pub old_text: String,
+    /// What replaces it.
+    pub new_text: String,
+}
+
+/// Which file, and the edits to make to it.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditArgs {
+    /// The path, relative to the project root.
+    pub path: String,
+    /// The replacements, applied in order; if any does not apply, none is.
+    pub edits: Vec<Edit>,
+}
+
+/// `text` with `edits` applied in order. Each `old_text` must occur exactly
+/// once in the text as the earlier edits left it; otherwise nothing is
+/// changed and the error says which edit and how many matches it found.
+pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<String, AgentError> {
+    let invalid = |why: String| AgentError::new(codes::TOOL_ARGUMENTS_INVALID, why);
+    if edits.is_empty() {
+        return Err(invalid("give at least one edit".into()));
+    }
+    let total = edits.len();
+    let mut text = text.to_owned();
+    for (i, edit) in edits.iter().enumerate() {
+        let n = i + 1;
+        if edit.old_text.is_empty() {
+            return Err(invalid(format!("edit {n} of {total}: `old_text` is empty")));
+        }
+        if edit.old_text == edit.new_text {
+            return Err(invalid(format!("edit {n} of {total} changes nothing")));
+        }
+        let found = occurrences(&text, &edit.old_text);
+        match found.as_slice() {
+            [at] => text.replace_range(*at..*at + edit.old_text.len(), &edit.new_text),
+            [] => {
+                return Err(AgentError::new(
+                    codes::EDIT_NO_MATCH,
+                    format!(
+                        "edit {n} of {total}: `old_text` does not occur in `{path}`{} (nothing was changed; read the file again)",
+                        if n > 1 {
+                            " after the edits before it"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            many => {
+                return Err(AgentError::new(
+                    codes::EDIT_AMBIGUOUS,
+                    format!(
+                        "edit {n} of {total}: `old_text` occurs {} times in `{path}` (nothing was changed; include more of the surrounding lines so it occurs once)",
+                        many.len()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// Where `needle` starts in `text`, overlapping matches included (so
+/// `aa` in `aaa` is two matches, not one).
+fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(needle) {
+        found.push(from + at);
+        from += at + text[from + at..].chars().next().map_or(1, char::len_utf8);
+        if found.len() > 99 {
+            break;
+        }
+    }
+    found
+}
+
+/// The file's text, or why it cannot be edited as text.
+fn read_text(root: &Root, path: &str) -> Result<String, AgentError> {
+    let bytes = root.read(path).map_err(Refused::error)?;
+    String::from_utf8(bytes).map_err(|_| {
+        AgentError::new(
+            codes::NOT_A_FILE,
+            format!("`{path}` is not UTF-8 text, so it cannot be edited by text"),
+        )
+    })
+}
+
+/// A unified diff of `path` from `before` to `after`, three lines of context.
+pub fn diff(path: &str, before: &str, after: &str) -> Preview {
+    let text = similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    Preview::new(PreviewKind::Diff, path, text)
+}
+
+/// What writing `content` to `path` would do: a diff when the file exists
+/// and is text, else the new file's first lines.
+pub fn write_preview(root: &Root, path: &str, content: &str) -> Preview {
+    match read_text(root, path) {
+        Ok(before) => diff(path, &before, content),
+        Err(_) => {
+            let lines = content.lines().count();
+            let head: Vec<&str> = content.lines().take(PREVIEW_LINES).collect();
+            let more = lines.saturating_sub(PREVIEW_LINES);
+            let tail = if more > 0 {
+                format!("\n… {more} more lines")
+            } else {
+                String::new()
+            };
+            Preview::new(
+                PreviewKind::NewFile,
+                path,
+                format!(
+                    "new file, {} bytes, {lines} lines\n{}{tail}",
+                    content.len(),
+                    head.join("\n")
+                ),
+            )
+        }
+    }
+}
+
+/// What deleting `path` removes: its size and first lines.
+pub fn delete_preview(root: &Root, path: &str) -> Option<Preview> {
+    let bytes = root.read(path).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines = text.lines().count();
+    let head: Vec<&str> = text.lines().take(PREVIEW_LINES).collect();
+    Some(Preview::new(
+        PreviewKind::Delete,
+        path,
+        format!("{} bytes, {lines} lines\n{}", bytes.len(), head.join("\n")),
+    ))
+}
+
+/// The `edit_file` tool over a root.
+pub struct EditFile(pub Arc<Root>);
+
+impl Tool for EditFile {
+    type Input = EditArgs;
+    fn name(&self) -> &str {
+        "edit_file"
+    }
+    fn description(&self) -> &str {
+        "Edit a file of the project by exact replacement: each `old_text` must occur exactly once \
+         (include surrounding lines to make it unique); several edits in one call apply all or \
+         nothing. Prefer it to write_file for a file that exists. The person approves the diff first."
+    }
+    fn permission(&self, _: &EditArgs) -> PermissionClass {
+        PermissionClass::SourceFileWrite
+    }
+    fn precheck(&self, input: &EditArgs) -> Result<(), AgentError> {
+        // An edit that could not apply is refused before anyone is asked.
+        self.0.precheck_write(&input.path).map_err(Refused::error)?;
+        let before = read_text(&self.0, &input.path)?;
+        apply(&input.path, &before, &input.edits).map(|_| ())
+    }
+    fn preview(&self, input: &EditArgs) -> Option<Preview> {
+        let before = read_text(&self.0, &input.path).ok()?;
+        let after = apply(&input.path, &before, &input.edits).ok()?;
+        Some(diff(&input.path, &before, &after))
+    }
+    async fn invoke(&self, input: EditArgs, _: &ToolContext) -> Outcome {
+        // The file is read again: what is edited is what is there now.
+        let result = read_text(&self.0, &input.path)
+            .and_then(|before| apply(&input.path, &before, &input.edits));
+        let after = match result {
+            Ok(after) => after,
+            Err(err) => return Outcome::from_error(&err),
+        };
+        match self.0.write(&input.path, after.as_bytes()) {
+            Ok(()) => Outcome::ok(json!({"edited": input.path, "edits": input.edits.len()})),
+            Err(refused) => refused.outcome(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(old: &str, new: &str) -> Edit {
+        Edit {
+            old_text: old.into(),
+            new_text: new.into(),
+        }
+    }
+
+    #[test]
+    fn edits_apply_in_order_all_or_nothing() {
+        let text = "fn add() {}\nfn sub() {}\n";
+        let after = apply(
+            "m.rs",
+            text,
+            &[
+                edit("fn add() {}", "fn add() { 1 }"),
+                edit("{ 1 }", "{ 2 }"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(after, "fn add() { 2 }\nfn sub() {}\n");
+        // The second edit finds nothing: the first is not applied either.
+        let err = apply("m.rs", text, &[edit("add", "plus"), edit("mul", "times")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_NO_MATCH);
+        assert!(err.message.contains("edit 2 of 2"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_ambiguous_edit_says_how_many_matches_it_found() {
+        let err = apply("m.rs", "fn a() {}\nfn b() {}\n", &[edit("fn ", "pub fn ")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_AMBIGUOUS);
+        assert!(err.message.contains("occurs 2 times"), "{}", err.message);
+        // Overlapping matches count.
+        let err = apply("m.rs", "aaa", &[edit("aa", "b")]).unwrap_err();
+        assert!(err.message.contains("occurs 2 times"), "{}", err.message);
+    }
+
+    #[test]
+    fn empty_and_no_op_edits_are_refused() {
+        for edits in [vec![], vec![edit("", "x")], vec![edit("a", "a")]] {
+            let err = apply("m.rs", "a", &edits).unwrap_err();
+            assert_eq!(err.code, codes::TOOL_ARGUMENTS_INVALID);
+        }
+    }
+
+    #[test]
+    fn the_diff_is_unified_with_both_names() {
+        let preview = diff("m.rs", "a\nb\nc\n", "a\nB\nc\n");
+        assert_eq!(preview.kind, PreviewKind::Diff);
+        assert!(
+            preview.text.starts_with("--- a/m.rs\n+++ b/m.rs\n@@"),
+            "{}",
+            preview.text
+        );
+        assert!(preview.text.contains("-b\n+B\n"), "{}", preview.text);
+    }
+}

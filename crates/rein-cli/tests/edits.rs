@@ -1,0 +1,119 @@
+//! Edits a person can read: `rein chat` over a real folder with piped
+//! answers — an edit shown as a diff and approved, the same edit denied,
+//! an edit that cannot apply refused before anyone is asked, a new file and
+//! a delete shown by what they do.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::path::Path;
+
+use common::{rein_at, run_with_stdin, stderr};
+
+fn chat(home: &Path, root: &Path, stdin: &[u8]) -> std::process::Output {
+    let mut cmd = rein_at(home);
+    cmd.args(["chat", "--scripted", "--root"]).arg(root);
+    let out = run_with_stdin(cmd, stdin);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+fn project(notes: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), notes).unwrap();
+    dir
+}
+
+const NOTES: &str = "one\ntwo\nTODO: buy tea\nthree\nfour\n";
+
+#[test]
+fn an_edit_is_shown_as_a_diff_and_runs_once_approved() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(home.path(), root.path(), b"edit notes.txt\ny\n/exit\n");
+    let err = stderr(&out);
+    // The person sees the change, not the JSON of the call.
+    assert!(err.contains("edit_file notes.txt"), "{err}");
+    assert!(err.contains("--- a/notes.txt"), "{err}");
+    assert!(err.contains("-TODO: buy tea"), "{err}");
+    assert!(err.contains("+DONE: buy tea"), "{err}");
+    let asked = &err[..err.find("approve?").unwrap()];
+    assert!(!asked.contains("old_text"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        "one\ntwo\nDONE: buy tea\nthree\nfour\n"
+    );
+}
+
+#[test]
+fn a_denied_edit_changes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(home.path(), root.path(), b"edit notes.txt\nn\n/exit\n");
+    assert!(stderr(&out).contains("+DONE: buy tea"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        NOTES
+    );
+}
+
+#[test]
+fn an_edit_that_cannot_apply_is_refused_before_anyone_is_asked() {
+    let home = tempfile::tempdir().unwrap();
+    // No TODO at all, then two of them.
+    for (notes, code) in [
+        ("nothing to do\n", "edit_no_match"),
+        ("TODO a\nTODO b\n", "edit_ambiguous"),
+    ] {
+        let root = project(notes);
+        let out = chat(home.path(), root.path(), b"edit notes.txt\n/exit\n");
+        let err = stderr(&out);
+        assert!(!err.contains("approve?"), "{err}");
+        assert!(err.contains(code), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+            notes
+        );
+    }
+}
+
+#[test]
+fn a_long_diff_shows_its_start_and_the_rest_on_request() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let long: String = (0..100).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(root.path().join("big.txt"), &long).unwrap();
+    // Without asking for the rest: the start, and how much more there is.
+    let out = chat(home.path(), root.path(), b"write big.txt\nn\n/exit\n");
+    let err = stderr(&out);
+    assert!(err.contains("write_file big.txt"), "{err}");
+    assert!(err.contains("-line 0\n"), "{err}");
+    assert!(err.contains("more lines"), "{err}");
+    assert!(!err.contains("-line 99\n"), "{err}");
+    // `d` shows all of it, and the question is asked again.
+    let out = chat(home.path(), root.path(), b"write big.txt\nd\nn\n/exit\n");
+    let err = stderr(&out);
+    assert!(err.contains("-line 99\n"), "{err}");
+    assert_eq!(err.matches("approve? [y/N").count(), 2, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("big.txt")).unwrap(),
+        long
+    );
+    // A new file shows its first lines.
+    let out = chat(home.path(), root.path(), b"write new.txt\nn\n/exit\n");
+    assert!(stderr(&out).contains("new file, "), "{}", stderr(&out));
+    assert!(!root.path().join("new.txt").exists());
+}
+
+#[test]
+fn a_delete_shows_what_it_removes() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(home.path(), root.path(), b"delete notes.txt\nn\n/exit\n");
+    let err = stderr(&out);
+    assert!(err.contains("delete_file notes.txt"), "{err}");
+    assert!(err.contains("bytes, 5 lines"), "{err}");
+    assert!(err.contains("TODO: buy tea"), "{err}");
+    assert!(root.path().join("notes.txt").exists());
+}
