@@ -117,3 +117,26 @@ fn a_delete_shows_what_it_removes() {
     assert!(err.contains("TODO: buy tea"), "{err}");
     assert!(root.path().join("notes.txt").exists());
 }
+
+#[test]
+fn the_cost_line_shows_only_a_known_price_and_cost_always_answers() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(
+        home.path(),
+        root.path(),
+        b"hello\n/cost\n/help\n/nope\n/exit\n",
+    );
+    let err = stderr(&out);
+    // The scripted model has no price: no line after the turn ...
+    assert!(!err.contains("[session cost so far"), "{err}");
+    // ... but /cost answers, /help lists the commands, a typo is named.
+    assert!(
+        err.contains("session cost so far: unknown: no price for this model (1 calls)"),
+        "{err}"
+    );
+    assert!(err.contains("/cost   what this session has cost"), "{err}");
+    assert!(err.contains("no command /nope"), "{err}");
+    // The banner names the root once.
+    assert_eq!(err.matches(" · root ").count(), 1, "{err}");
+}

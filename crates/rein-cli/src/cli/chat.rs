@@ -18,6 +18,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::commands::{self, Command, Cost, HELP};
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
 use rein_approvals::{Answer, LeaseScope, Surface};
@@ -222,7 +223,7 @@ fn print_event(
     event: &UiEvent,
     out: &mut impl Write,
     info: &mut impl Write,
-    cost: &mut (u64, bool),
+    cost: &mut Cost,
     midline: &mut bool,
 ) -> Result<(), AgentError> {
     let mut line = |text: String, midline: &mut bool| -> Result<(), AgentError> {
@@ -272,8 +273,8 @@ fn print_event(
             )?;
         }
         UiKind::Usage { cost_micro_usd, .. } => match cost_micro_usd {
-            Some(c) => cost.0 += c,
-            None => cost.1 = true,
+            Some(c) => cost.add(Some(*c)),
+            None => cost.add(None),
         },
         UiKind::TextReplaced { text, .. } => {
             line(
@@ -298,7 +299,7 @@ async fn drive(
     prompt: Option<&str>,
     out: &mut impl Write,
     info: &mut impl Write,
-    cost: &mut (u64, bool),
+    cost: &mut Cost,
 ) -> Result<TurnOutcome, AgentError> {
     let mut events = conversation.subscribe();
     let steering = conversation.steering();
@@ -345,7 +346,7 @@ async fn settle(
     input: &mut Asker,
     out: &mut impl Write,
     info: &mut impl Write,
-    cost: &mut (u64, bool),
+    cost: &mut Cost,
 ) -> Result<bool, AgentError> {
     loop {
         match outcome {
@@ -392,12 +393,13 @@ async fn settle(
             }
         }
     }
-    let total = match *cost {
-        (0, true) => "unknown (no price for this model)".to_owned(),
-        (micro, true) => format!("${:.6} + calls of unknown cost", micro as f64 / 1e6),
-        (micro, false) => format!("${:.6}", micro as f64 / 1e6),
-    };
-    say(info, &format!("  [session cost so far: {total}]"))?;
+    // Said after a turn only when it is a number; `/cost` always answers.
+    if cost.known() {
+        say(
+            info,
+            &format!("  [session cost so far: {}]", cost.describe()),
+        )?;
+    }
     Ok(true)
 }
 
@@ -454,7 +456,7 @@ pub async fn run(
     )
     .await?;
     let id = conversation.session_id().to_owned();
-    let mut cost = (0u64, false);
+    let mut cost = Cost::default();
     let result = async {
         // A continued session may have a turn waiting: an approval, or a
         // turn a crash cut short.
@@ -481,9 +483,10 @@ pub async fn run(
         say(
             info,
             &format!(
-                "rein chat · {} via {} · session {id} · /exit or Ctrl-D to leave",
+                "rein chat · {} via {} · root {} · session {id} · /help, /exit",
                 resolved.model,
-                resolved.provider.name()
+                resolved.provider.name(),
+                root_dir.display()
             ),
         )?;
         loop {
@@ -494,8 +497,21 @@ pub async fn run(
             if line.is_empty() {
                 continue;
             }
-            if line == "/exit" || line == "/quit" || line == "exit" {
-                return Ok(());
+            match commands::parse(line) {
+                None => {}
+                Some(Command::Exit) => return Ok(()),
+                Some(Command::Help) => {
+                    say(info, HELP)?;
+                    continue;
+                }
+                Some(Command::Cost) => {
+                    say(info, &format!("  session cost so far: {}", cost.describe()))?;
+                    continue;
+                }
+                Some(Command::Unknown(word)) => {
+                    say(info, &format!("  no command /{word} (/help lists them)"))?;
+                    continue;
+                }
             }
             let outcome = drive(&mut conversation, Some(line), out, info, &mut cost).await?;
             match settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await {

@@ -4,6 +4,7 @@
 //! these.
 
 pub mod chat;
+pub mod commands;
 pub mod decode_cmd;
 pub mod files;
 pub mod input;
