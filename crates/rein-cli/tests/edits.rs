@@ -140,3 +140,50 @@ fn the_cost_line_shows_only_a_known_price_and_cost_always_answers() {
     // The banner names the root once.
     assert_eq!(err.matches(" · root ").count(), 1, "{err}");
 }
+
+#[test]
+fn a_resumed_session_works_in_its_own_root_whatever_the_current_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let first = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = chat(home.path(), first.path(), b"write one.txt\ny\n/exit\n");
+    let session = common::session_of(&out);
+    assert!(first.path().join("one.txt").exists());
+    // Resumed from another directory, without --root: the session's root.
+    let mut cmd = rein_at(home.path());
+    cmd.current_dir(elsewhere.path())
+        .args(["chat", "--scripted", "--resume", &session]);
+    let out = run_with_stdin(cmd, b"write two.txt\ny\n/exit\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(first.path().join("two.txt").exists(), "{}", stderr(&out));
+    assert!(!elsewhere.path().join("two.txt").exists());
+    // Another --root is refused unless the person confirms it ...
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session, "--root"])
+        .arg(elsewhere.path());
+    let out = run_with_stdin(cmd, b"n\nwrite three.txt\ny\n/exit\n");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("error[invalid_input]"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("the session's root is"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!elsewhere.path().join("three.txt").exists());
+    assert!(!first.path().join("three.txt").exists());
+    // ... and used when they do.
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session, "--root"])
+        .arg(elsewhere.path());
+    let out = run_with_stdin(cmd, b"y\nwrite four.txt\ny\n/exit\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        elsewhere.path().join("four.txt").exists(),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use super::commands::{self, Command, Cost, HELP};
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
+use super::session_root;
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
@@ -433,19 +434,14 @@ pub async fn run(
             scripted()
         }
     };
-    let root_dir = match &options.root {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| {
-            AgentError::new(codes::INVALID_INPUT, format!("no current directory: {e}"))
-        })?,
-    };
+    let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
     let root = Arc::new(super::files::Root::new(&root_dir)?);
     let backend = Arc::new(super::files::file_tools(root)?);
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
     let profile = Profile::new("rein", resolved.model.clone()).with_system(system);
-    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string()});
+    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.canonicalize().unwrap_or_else(|_| root_dir.clone()).display().to_string()});
     let mut conversation = Conversation::open_with(
         store.clone(),
         resolved.provider.clone(),
@@ -545,6 +541,6 @@ fn io_error(err: std::io::Error) -> AgentError {
 
 /// Print a status line. Everything said goes through [`visible`]: status
 /// lines quote tool names, arguments and errors a model or provider wrote.
-fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
+pub(super) fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
     writeln!(info, "{}", visible(text)).map_err(io_error)
 }

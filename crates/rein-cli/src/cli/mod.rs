@@ -10,4 +10,5 @@ pub mod files;
 pub mod input;
 pub mod output;
 pub mod preview;
+pub mod session_root;
 pub mod sessions_cmd;

@@ -1,0 +1,72 @@
+//! Which folder a chat's file tools work in: a new session's `--root` (or
+//! the current directory); a resumed session's recorded root, so resuming
+//! from another directory does not point the tools at other files. A
+//! different `--root` for a resumed session is used only when the person
+//! confirms it.
+//!
+//! Not here: the confinement to that folder (`files::Root`).
+
+use std::io::Write;
+
+use rein_sessions::Store;
+use rein_wire::{AgentError, error::codes};
+
+use super::chat::{ChatOptions, say};
+use super::input::Asker;
+
+/// The folder the file tools work in. A new session: `--root`, else the
+/// current directory. A resumed one: the root it recorded — another
+/// `--root` only when the person confirms it (the tools would otherwise
+/// point at other files than the conversation spoke of).
+pub async fn root_of(
+    options: &ChatOptions,
+    store: &dyn Store,
+    input: &mut Asker,
+    info: &mut impl Write,
+) -> Result<std::path::PathBuf, AgentError> {
+    let recorded = match &options.session {
+        Some(id) => store.session(id).await?.metadata["root"]
+            .as_str()
+            .map(std::path::PathBuf::from),
+        None => None,
+    };
+    let here = || {
+        std::env::current_dir().map_err(|e| {
+            AgentError::new(codes::INVALID_INPUT, format!("no current directory: {e}"))
+        })
+    };
+    let (given, recorded) = match (&options.root, recorded) {
+        (None, Some(recorded)) => return Ok(recorded),
+        (None, None) => return here(),
+        (Some(given), None) => return Ok(given.clone()),
+        (Some(given), Some(recorded)) => (given.clone(), recorded),
+    };
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a.canonicalize()
+            .ok()
+            .zip(b.canonicalize().ok())
+            .is_some_and(|(a, b)| a == b)
+    };
+    if same(&given, &recorded) {
+        return Ok(given);
+    }
+    say(
+        info,
+        &format!(
+            "This session worked in {}; --root names {}.",
+            recorded.display(),
+            given.display()
+        ),
+    )?;
+    let answer = input.line("Use the new root for it? [y/N] ").await?;
+    if answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes")) {
+        return Ok(given);
+    }
+    Err(AgentError::new(
+        codes::INVALID_INPUT,
+        format!(
+            "the session's root is {}; resume without --root to use it, or confirm the new one",
+            recorded.display()
+        ),
+    ))
+}
