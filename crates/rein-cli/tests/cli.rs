@@ -281,6 +281,19 @@ fn chat_turns_are_recorded_and_the_sessions_commands_read_them() {
     let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(listed[0]["id"], id.as_str());
     assert_eq!(listed[0]["metadata"]["surface"], "terminal");
+    // Title (the first turn's first words), model and state, newest first.
+    assert_eq!(listed[0]["title"], "hello");
+    assert_eq!(listed[0]["model"], "rein-scripted");
+    assert_eq!(listed[0]["state"], "finished");
+    let out = rein_at(home.path())
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
+    let line = stdout(&out);
+    assert!(line.starts_with(&id), "{line}");
+    for part in ["just now", "finished", "rein-scripted", "hello"] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
 
     let out = rein_at(home.path())
         .args(["sessions", "show", &id])

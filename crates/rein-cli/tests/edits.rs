@@ -187,3 +187,31 @@ fn a_resumed_session_works_in_its_own_root_whatever_the_current_directory() {
         stderr(&out)
     );
 }
+
+#[test]
+fn sessions_are_listed_newest_first_with_their_state() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    // One finished, then one left waiting at its approval (input ended).
+    chat(home.path(), root.path(), b"read notes.txt\n/exit\n");
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--root"]).arg(root.path());
+    let out = run_with_stdin(
+        cmd,
+        b"delete notes.txt with a long first line of many words\n",
+    );
+    let waiting = common::session_of(&out);
+    let out = rein_at(home.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(listed[0]["id"], waiting.as_str());
+    assert_eq!(listed[0]["state"], "waiting for approval");
+    assert_eq!(
+        listed[0]["title"],
+        "delete notes.txt with a long first line of…"
+    );
+    assert_eq!(listed[1]["state"], "finished");
+    assert_eq!(listed[1]["title"], "read notes.txt");
+}

@@ -34,14 +34,103 @@ fn out_error(err: std::io::Error) -> AgentError {
     super::output::output_error(err)
 }
 
-/// `rein sessions list`.
+/// A session as `rein sessions list` shows it.
+#[derive(Debug, serde::Serialize)]
+struct Listed {
+    id: String,
+    /// The first words of the first turn.
+    title: String,
+    model: Option<String>,
+    created_ms: i64,
+    /// When its last event was appended.
+    last_ms: i64,
+    /// `finished`, `waiting for approval`, `interrupted`, `failed`,
+    /// `unfinished` (a turn open without an approval: running, or cut
+    /// short by a crash) or `empty`.
+    state: String,
+    events: u64,
+    /// What the application recorded when it opened the session.
+    metadata: Value,
+}
+
+/// The most words of a first turn a title keeps.
+const TITLE_WORDS: usize = 8;
+
+/// How a session is summed up without reading its whole log: its first
+/// events (the title), its last ones (state, last activity) and its
+/// control record (a pending approval).
+async fn listed(store: &dyn Store, info: rein_sessions::SessionInfo) -> Result<Listed, AgentError> {
+    let first = store.read(&info.id, 1, 16).await?;
+    let title = first
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::TurnStarted { prompt, .. } => Some(prompt.clone()),
+            _ => None,
+        })
+        .map(|prompt| {
+            let words: Vec<&str> = prompt.split_whitespace().collect();
+            let mut title = words[..words.len().min(TITLE_WORDS)].join(" ");
+            if words.len() > TITLE_WORDS {
+                title.push('…');
+            }
+            title
+        })
+        .unwrap_or_default();
+    let tail = store
+        .read(&info.id, info.head_seq.saturating_sub(63).max(1), 64)
+        .await?;
+    let last_ms = tail.last().map_or(info.created_ms, |e| e.at_ms);
+    let pending = !store.control(&info.id).await?.pending.is_empty();
+    let last_turn = tail.iter().rev().find_map(|e| match &e.event {
+        Event::TurnFinished { outcome, .. } => Some(Some(outcome.clone())),
+        Event::TurnStarted { .. } => Some(None),
+        _ => None,
+    });
+    let state = match (pending, last_turn) {
+        (true, _) => "waiting for approval".to_owned(),
+        (false, None) => "empty".to_owned(),
+        (false, Some(None)) => "unfinished".to_owned(),
+        (false, Some(Some(outcome))) => match outcome.as_str() {
+            "error" => "failed".to_owned(),
+            other => other.replace('_', " "),
+        },
+    };
+    Ok(Listed {
+        model: info.metadata["model"].as_str().map(str::to_owned),
+        metadata: info.metadata,
+        id: info.id,
+        title,
+        created_ms: info.created_ms,
+        last_ms,
+        state,
+        events: info.head_seq,
+    })
+}
+
+/// `then` as a person reads it from `now`: `just now`, `5 min ago`, …
+fn ago(now_ms: i64, then_ms: i64) -> String {
+    let s = (now_ms - then_ms).max(0) / 1000;
+    match s {
+        0..60 => "just now".to_owned(),
+        60..3_600 => format!("{} min ago", s / 60),
+        3_600..86_400 => format!("{} h ago", s / 3_600),
+        _ => format!("{} days ago", s / 86_400),
+    }
+}
+
+/// `rein sessions list`: newest activity first, with title, model, last
+/// activity and state (`--json` for the same as objects).
 pub async fn list(
     store: &dyn Store,
     limit: usize,
     as_json: bool,
     out: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let sessions = store.list_sessions(limit).await?;
+    let mut sessions = Vec::new();
+    for info in store.list_sessions(limit).await? {
+        sessions.push(listed(store, info).await?);
+    }
+    sessions.sort_by(|a, b| b.last_ms.cmp(&a.last_ms).then_with(|| b.id.cmp(&a.id)));
     if as_json {
         let v = serde_json::to_string(&sessions)
             .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
@@ -50,18 +139,18 @@ pub async fn list(
     if sessions.is_empty() {
         return writeln!(out, "no sessions yet (start one with `rein chat`)").map_err(out_error);
     }
+    let now = rein_wire::clock::now_ms();
     for s in sessions {
-        let title = s
-            .metadata
-            .get("title")
-            .and_then(|t| t.as_str())
-            .unwrap_or("");
+        // Titles and model names came from a person or a provider: shown
+        // visibly, never as raw control bytes.
         writeln!(
             out,
-            "{}  {:>6} events  {}",
+            "{}  {:<12} {:<22} {:<20}  {}",
             s.id,
-            s.head_seq,
-            visible(title)
+            ago(now, s.last_ms),
+            s.state,
+            visible(s.model.as_deref().unwrap_or("-")),
+            visible(&s.title)
         )
         .map_err(out_error)?;
     }
