@@ -215,3 +215,99 @@ fn sessions_are_listed_newest_first_with_their_state() {
     assert_eq!(listed[1]["state"], "finished");
     assert_eq!(listed[1]["title"], "read notes.txt");
 }
+
+#[test]
+fn undo_reverts_changes_newest_first_and_tells_the_model() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(
+        home.path(),
+        root.path(),
+        b"edit notes.txt\ny\nwrite notes.txt\ny\n/undo\n/undo\n/undo\n/exit\n",
+    );
+    let err = stderr(&out);
+    assert!(err.contains("(/undo reverts it)"), "{err}");
+    // Newest first: the write, then the edit; then there is nothing left.
+    assert_eq!(
+        err.matches("undone: notes.txt is back as it was").count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        err.contains("cannot undo: error[invalid_input]: nothing to undo"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        NOTES
+    );
+    // The log records each undo, and the model is told.
+    let session = common::session_of(&out);
+    let shown = rein_at(home.path())
+        .args(["sessions", "show", &session])
+        .output()
+        .unwrap();
+    let shown = common::stdout(&shown);
+    assert_eq!(
+        shown
+            .matches("The person undid your last change to `notes.txt`")
+            .count(),
+        2,
+        "{shown}"
+    );
+}
+
+#[test]
+fn undo_removes_a_file_the_change_created_and_refuses_when_it_changed_since() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(
+        home.path(),
+        root.path(),
+        b"write new.txt\ny\nwrite other.txt\ny\n/exit\n",
+    );
+    let session = common::session_of(&out);
+    // Someone changes other.txt after the chat wrote it.
+    std::fs::write(root.path().join("other.txt"), "changed by hand\n").unwrap();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session]);
+    let out = run_with_stdin(cmd, b"/undo\n/exit\n");
+    let err = stderr(&out);
+    assert!(err.contains("error[changed_since]"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("other.txt")).unwrap(),
+        "changed by hand\n"
+    );
+    // Put back as the chat left it, the undo goes through and removes it.
+    std::fs::write(
+        root.path().join("other.txt"),
+        "written by rein's scripted model\n",
+    )
+    .unwrap();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session]);
+    let out = run_with_stdin(cmd, b"/undo\n/undo\n/exit\n");
+    assert_eq!(
+        stderr(&out).matches("is back as it was").count(),
+        2,
+        "{}",
+        stderr(&out)
+    );
+    assert!(!root.path().join("other.txt").exists());
+    assert!(!root.path().join("new.txt").exists());
+}
+
+#[test]
+fn a_deleted_file_comes_back_with_undo() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    chat(
+        home.path(),
+        root.path(),
+        b"delete notes.txt\ny\n/undo\n/exit\n",
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        NOTES
+    );
+}

@@ -175,6 +175,15 @@ pub enum Event {
         /// Wall time of the call.
         duration_ms: u64,
     },
+    /// A person undid an operation a tool result named (its
+    /// `operation_id`); the result itself stays in the log.
+    #[serde(rename = "operation.undone")]
+    OperationUndone {
+        /// The operation.
+        operation_id: String,
+        /// The person's surface.
+        by: String,
+    },
     /// A person said something mid-turn.
     #[serde(rename = "steer.said")]
     SteerSaid {
@@ -280,6 +289,7 @@ impl Event {
             Event::ApprovalRequested { .. } => "approval.requested",
             Event::ApprovalDecided { .. } => "approval.decided",
             Event::ToolResult { .. } => "tool.result",
+            Event::OperationUndone { .. } => "operation.undone",
             Event::SteerSaid { .. } => "steer.said",
             Event::SteerInterrupted { .. } => "steer.interrupted",
             Event::CompactionCreated { .. } => "compaction.created",

@@ -110,6 +110,27 @@ pub fn approval_request<'a>(
     )
 }
 
+/// The last operation of the log a person may still undo: the newest tool
+/// result with `undo` set and an operation id that no `operation.undone`
+/// names. Undoing goes newest first, so each `/undo` takes the next one.
+pub fn last_undoable(events: &[StoredEvent]) -> Option<&str> {
+    let undone: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::OperationUndone { operation_id, .. } => Some(operation_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    events.iter().rev().find_map(|e| match &e.event {
+        Event::ToolResult {
+            operation_id: Some(op),
+            undo: true,
+            ..
+        } if !undone.contains(op.as_str()) => Some(op.as_str()),
+        _ => None,
+    })
+}
+
 /// The arguments of the call an approval asks about (`null` when the log
 /// does not have the request).
 pub fn approval_arguments(events: &[StoredEvent], approval_id: &str) -> serde_json::Value {

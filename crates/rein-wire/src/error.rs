@@ -192,6 +192,9 @@ registry! {
     EDIT_AMBIGUOUS = "edit_ambiguous", 409, false,
         "An edit's text occurs more than once in the file",
         "Nothing was changed: include more of the surrounding lines so the text occurs once.";
+    CHANGED_SINCE = "changed_since", 409, false,
+        "It has changed since, so it is left as it is",
+        "Look at it as it is now; undo only reverts a change nothing has touched since.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
     SESSION_NOT_FOUND = "session_not_found", 404, false,

@@ -254,10 +254,11 @@ fn print_event(
             error,
             ..
         } => {
-            let undo = undo
-                .as_ref()
-                .map(|op| format!(" (undo: {op})"))
-                .unwrap_or_default();
+            let undo = if undo.is_some() {
+                " (/undo reverts it)"
+            } else {
+                ""
+            };
             let why = error
                 .as_ref()
                 .map(|(code, message)| {
@@ -436,7 +437,8 @@ pub async fn run(
     };
     let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
     let root = Arc::new(super::files::Root::new(&root_dir)?);
-    let backend = Arc::new(super::files::file_tools(root)?);
+    let stash = super::files::Stash(store.clone());
+    let backend = Arc::new(super::files::file_tools(root.clone(), Some(stash))?);
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
@@ -498,6 +500,16 @@ pub async fn run(
                 Some(Command::Exit) => return Ok(()),
                 Some(Command::Help) => {
                     say(info, HELP)?;
+                    continue;
+                }
+                Some(Command::Undo) => {
+                    match super::files::undo_last(&mut conversation, store.as_ref(), &root).await {
+                        Ok(path) => say(info, &format!("  undone: {path} is back as it was"))?,
+                        Err(err) => say(
+                            info,
+                            &format!("  cannot undo: error[{}]: {}", err.code, err.message),
+                        )?,
+                    }
                     continue;
                 }
                 Some(Command::Cost) => {

@@ -11,6 +11,8 @@ pub enum Command {
     Help,
     /// `/cost`: what the session has cost so far.
     Cost,
+    /// `/undo`: revert the session's last change to a file.
+    Undo,
     /// A `/word` rein does not know.
     Unknown(String),
 }
@@ -19,6 +21,7 @@ pub enum Command {
 pub const HELP: &str = "\
   Type a message and press Enter. Commands:
     /cost   what this session has cost so far
+    /undo   revert the last change to a file (not if it has changed since)
     /help   this list
     /exit   leave (Ctrl-D too); `rein chat --resume SESSION` continues later";
 
@@ -38,6 +41,7 @@ pub fn parse(line: &str) -> Option<Command> {
         "exit" | "quit" => Command::Exit,
         "help" | "?" => Command::Help,
         "cost" => Command::Cost,
+        "undo" => Command::Undo,
         other => Command::Unknown(other.to_owned()),
     })
 }

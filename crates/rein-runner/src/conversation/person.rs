@@ -204,6 +204,30 @@ impl Conversation {
         self.resume().await
     }
 
+    /// Record that a person undid `operation_id` (the product or the
+    /// terminal has reverted its effect), and tell the model in `told` —
+    /// it reads that at its next step. Between turns only: a running turn
+    /// is steered instead.
+    pub async fn record_undone(
+        &mut self,
+        operation_id: &str,
+        surface: &Surface,
+        told: &str,
+    ) -> Result<(), AgentError> {
+        self.journal
+            .append(vec![
+                Event::OperationUndone {
+                    operation_id: operation_id.to_owned(),
+                    by: surface.name().to_owned(),
+                },
+                Event::SteerSaid {
+                    text: told.to_owned(),
+                },
+            ])
+            .await?;
+        Ok(())
+    }
+
     /// Whether a turn is open (running, paused at an approval, or cut
     /// short by a crash).
     pub async fn has_open_turn(&mut self) -> Result<bool, AgentError> {

@@ -164,8 +164,8 @@ pub fn delete_preview(root: &Root, path: &str) -> Option<Preview> {
     ))
 }
 
-/// The `edit_file` tool over a root.
-pub struct EditFile(pub Arc<Root>);
+/// The `edit_file` tool over a root (undoable with a stash).
+pub struct EditFile(pub Arc<Root>, pub Option<super::Stash>);
 
 impl Tool for EditFile {
     type Input = EditArgs;
@@ -199,8 +199,19 @@ impl Tool for EditFile {
             Ok(after) => after,
             Err(err) => return Outcome::from_error(&err),
         };
+        let before = super::undo::Before::of(&self.0, &input.path);
         match self.0.write(&input.path, after.as_bytes()) {
-            Ok(()) => Outcome::ok(json!({"edited": input.path, "edits": input.edits.len()})),
+            Ok(()) => {
+                let done = Outcome::ok(json!({"edited": input.path, "edits": input.edits.len()}));
+                super::kept(
+                    self.1.as_ref(),
+                    done,
+                    &input.path,
+                    before,
+                    Some(after.as_bytes()),
+                )
+                .await
+            }
             Err(refused) => refused.outcome(),
         }
     }

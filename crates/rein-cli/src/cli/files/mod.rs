@@ -14,6 +14,7 @@
 
 mod edit;
 mod root;
+mod undo;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use serde_json::json;
 
 pub use edit::EditFile;
 pub use root::{MAX_LIST, Refused, Root};
+pub use undo::{Stash, undo_last};
 
 /// The most matching lines a search returns.
 const MAX_MATCHES: usize = 200;
@@ -40,15 +42,30 @@ impl Refused {
     }
 }
 
-/// The file tools over `root`.
-pub fn file_tools(root: Arc<Root>) -> Result<Registry, AgentError> {
+/// The file tools over `root`; with a `stash`, their writes, edits and
+/// deletes can be undone (what they replaced is kept there).
+pub fn file_tools(root: Arc<Root>, stash: Option<Stash>) -> Result<Registry, AgentError> {
     Registry::new()
         .with(ReadFile(root.clone()))?
         .with(ListFiles(root.clone()))?
         .with(Search(root.clone()))?
-        .with(EditFile(root.clone()))?
-        .with(WriteFile(root.clone()))?
-        .with(DeleteFile(root))
+        .with(EditFile(root.clone(), stash.clone()))?
+        .with(WriteFile(root.clone(), stash.clone()))?
+        .with(DeleteFile(root, stash))
+}
+
+/// `outcome`, undoable through `stash` when there is one.
+async fn kept(
+    stash: Option<&Stash>,
+    outcome: Outcome,
+    path: &str,
+    before: undo::Before,
+    after: Option<&[u8]>,
+) -> Outcome {
+    match stash {
+        Some(stash) => stash.undoable(outcome, path, before, after).await,
+        None => outcome,
+    }
 }
 
 /// A file path, relative to the project root.
@@ -188,7 +205,7 @@ pub struct WriteArgs {
     pub content: String,
 }
 
-struct WriteFile(Arc<Root>);
+struct WriteFile(Arc<Root>, Option<Stash>);
 
 impl Tool for WriteFile {
     type Input = WriteArgs;
@@ -208,14 +225,20 @@ impl Tool for WriteFile {
         Some(edit::write_preview(&self.0, &input.path, &input.content))
     }
     async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
+        let before = undo::Before::of(&self.0, &input.path);
         match self.0.write(&input.path, input.content.as_bytes()) {
-            Ok(()) => Outcome::ok(json!({"written": input.path, "bytes": input.content.len()})),
+            Ok(()) => {
+                let done =
+                    Outcome::ok(json!({"written": input.path, "bytes": input.content.len()}));
+                let after = Some(input.content.as_bytes());
+                kept(self.1.as_ref(), done, &input.path, before, after).await
+            }
             Err(refused) => refused.outcome(),
         }
     }
 }
 
-struct DeleteFile(Arc<Root>);
+struct DeleteFile(Arc<Root>, Option<Stash>);
 
 impl Tool for DeleteFile {
     type Input = PathArg;
@@ -235,8 +258,12 @@ impl Tool for DeleteFile {
         edit::delete_preview(&self.0, &input.path)
     }
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
+        let before = undo::Before::of(&self.0, &input.path);
         match self.0.remove(&input.path) {
-            Ok(()) => Outcome::ok(json!({"deleted": input.path})),
+            Ok(()) => {
+                let done = Outcome::ok(json!({"deleted": input.path}));
+                kept(self.1.as_ref(), done, &input.path, before, None).await
+            }
             Err(refused) => refused.outcome(),
         }
     }
@@ -258,7 +285,8 @@ mod tests {
         use rein_approvals::PermissionClass;
         use rein_testing::contract::{ContractCase, check_backend};
         let root = project();
-        let backend = file_tools(std::sync::Arc::new(Root::new(root.path()).unwrap())).unwrap();
+        let backend =
+            file_tools(std::sync::Arc::new(Root::new(root.path()).unwrap()), None).unwrap();
         let cases = [
             ContractCase::new("read_file", json!({"path": "a.txt"}), PermissionClass::Read),
             ContractCase::new("list_files", json!({}), PermissionClass::Read),

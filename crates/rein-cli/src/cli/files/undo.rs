@@ -1,0 +1,160 @@
+//! Undo for the file tools: before a write, edit or delete changes a file,
+//! what it held is kept in the session's store (an artifact), and the
+//! result names an operation a person can undo (`/undo`). Undo restores
+//! that content — or removes a file the change created — only when the
+//! file is still exactly what the change left; otherwise it refuses with
+//! `changed_since` and touches nothing.
+//!
+//! Not here: which operation is next to undo (`rein_sessions::recovery::
+//! last_undoable`, a fold over the log) or how the model is told
+//! (`Conversation::record_undone`).
+
+use std::sync::Arc;
+
+use rein_approvals::Surface;
+use rein_runner::Conversation;
+use rein_sessions::{Slice, Store, hash_hex};
+use rein_tools::Outcome;
+use rein_wire::{AgentError, error::codes};
+use serde_json::{Value, json};
+
+use super::Root;
+
+/// The prefix of the file tools' operation ids.
+const FILE_OP: &str = "file:";
+
+/// What a file held before a change, as far as it could be read.
+pub enum Before {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// Nothing: the file did not exist.
+    Absent,
+    /// It could not be read (too large, refused): the change is not undoable.
+    Unknown,
+}
+
+impl Before {
+    /// What `path` holds now.
+    pub fn of(root: &Root, path: &str) -> Self {
+        match root.read(path) {
+            Ok(bytes) => Before::Bytes(bytes),
+            Err(refused) if refused.code == codes::FILE_NOT_FOUND => Before::Absent,
+            Err(_) => Before::Unknown,
+        }
+    }
+}
+
+/// Where the file tools keep what a change replaced: the session's store.
+#[derive(Clone)]
+pub struct Stash(pub Arc<dyn Store>);
+
+impl Stash {
+    /// `outcome` with an undoable operation for changing `path` from
+    /// `before` to `after` (`None`: the change removed it). Unchanged when
+    /// the change cannot be undone or the store refuses (the change itself
+    /// has happened either way).
+    pub async fn undoable(
+        &self,
+        outcome: Outcome,
+        path: &str,
+        before: Before,
+        after: Option<&[u8]>,
+    ) -> Outcome {
+        let Outcome::Ok {
+            result, advanced, ..
+        } = outcome
+        else {
+            return outcome;
+        };
+        let kept = match before {
+            Before::Unknown => None,
+            Before::Absent => Some(Value::Null),
+            Before::Bytes(bytes) => self
+                .0
+                .put_artifact(&bytes, "application/octet-stream")
+                .await
+                .ok()
+                .map(|a| Value::String(a.hash)),
+        };
+        let record = kept
+            .map(|before| json!({"path": path, "before": before, "after": after.map(hash_hex)}));
+        let operation_id = match record {
+            Some(record) => self
+                .0
+                .put_artifact(record.to_string().as_bytes(), "application/json")
+                .await
+                .ok()
+                .map(|a| format!("{FILE_OP}{}", a.hash)),
+            None => None,
+        };
+        Outcome::Ok {
+            result,
+            undo: operation_id.is_some(),
+            operation_id,
+            advanced,
+        }
+    }
+}
+
+/// Undo the session's last undoable change: the path it restored.
+pub async fn undo_last(
+    conversation: &mut Conversation,
+    store: &dyn Store,
+    root: &Root,
+) -> Result<String, AgentError> {
+    let events = conversation.log_events().await?;
+    let Some(op) = rein_sessions::recovery::last_undoable(&events).map(str::to_owned) else {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "nothing to undo in this session",
+        ));
+    };
+    let record = op.strip_prefix(FILE_OP).ok_or_else(|| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "the last change (`{op}`) was not made by the file tools; undo it where it was made"
+            ),
+        )
+    })?;
+    let record: Value = serde_json::from_slice(&store.read_artifact(record, Slice::Whole).await?)
+        .map_err(|e| {
+        AgentError::new(
+            codes::INTERNAL,
+            format!("the undo record is unreadable: {e}"),
+        )
+    })?;
+    let path = record["path"].as_str().unwrap_or_default().to_owned();
+    // Only what the change left is undone: anything since wins.
+    let now = match Before::of(root, &path) {
+        Before::Bytes(bytes) => Some(hash_hex(&bytes)),
+        Before::Absent => None,
+        Before::Unknown => {
+            return Err(AgentError::new(
+                codes::CHANGED_SINCE,
+                format!("`{path}` cannot be read now, so it is left as it is"),
+            ));
+        }
+    };
+    if now.as_deref() != record["after"].as_str() {
+        return Err(AgentError::new(
+            codes::CHANGED_SINCE,
+            format!("`{path}` has changed since that change, so it is left as it is"),
+        ));
+    }
+    match record["before"].as_str() {
+        Some(hash) => {
+            let bytes = store.read_artifact(hash, Slice::Whole).await?;
+            root.write(&path, &bytes).map_err(super::Refused::error)?;
+        }
+        None => root.remove(&path).map_err(super::Refused::error)?,
+    }
+    conversation
+        .record_undone(
+            &op,
+            &Surface::terminal(),
+            &format!("(The person undid your last change to `{path}`: it is back as it was before that call. Do not make it again unless they ask.)"),
+        )
+        .await?;
+    Ok(path)
+}
