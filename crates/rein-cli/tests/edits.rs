@@ -311,3 +311,53 @@ fn a_deleted_file_comes_back_with_undo() {
         NOTES
     );
 }
+
+#[test]
+fn branch_lists_the_turns_and_continues_from_an_earlier_one() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let out = chat(home.path(), root.path(), b"hello\nread notes.txt\n/exit\n");
+    let session = common::session_of(&out);
+    let tree = |home: &Path| {
+        let out = rein_at(home)
+            .args(["sessions", "tree", &session])
+            .output()
+            .unwrap();
+        common::stdout(&out)
+    };
+    let before = tree(home.path());
+    let first = before
+        .lines()
+        .find(|l| l.ends_with("] hello"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session]);
+    let input = format!(
+        "/branch\n/branch nope\n/branch {}\nhelp\n/exit\n",
+        &first[..13]
+    );
+    let out = run_with_stdin(cmd, input.as_bytes());
+    let err = stderr(&out);
+    assert!(
+        err.contains("/branch TURN continues from one of these"),
+        "{err}"
+    );
+    assert!(err.contains("error[turn_not_found]"), "{err}");
+    assert!(
+        err.contains("the next message continues from the turn \"hello\""),
+        "{err}"
+    );
+    // "help" grew from "hello", beside "read notes.txt": two children.
+    let after = tree(home.path());
+    let children: Vec<&str> = after.lines().filter(|l| l.starts_with("    ")).collect();
+    assert_eq!(children.len(), 2, "{after}");
+    assert!(
+        children.iter().any(|l| l.ends_with("] read notes.txt")),
+        "{after}"
+    );
+    assert!(children.iter().any(|l| l.contains("] help")), "{after}");
+}

@@ -512,6 +512,19 @@ pub async fn run(
                     }
                     continue;
                 }
+                Some(Command::Branch(turn)) => {
+                    let branched = super::branch::branch(
+                        &mut conversation,
+                        store.as_ref(),
+                        turn.as_deref(),
+                        info,
+                    )
+                    .await;
+                    if let Err(err) = branched {
+                        say(info, &format!("  error[{}]: {}", err.code, err.message))?;
+                    }
+                    continue;
+                }
                 Some(Command::Cost) => {
                     say(info, &format!("  session cost so far: {}", cost.describe()))?;
                     continue;

@@ -13,6 +13,9 @@ pub enum Command {
     Cost,
     /// `/undo`: revert the session's last change to a file.
     Undo,
+    /// `/branch [TURN]`: the turns, or continue from one (an id or the
+    /// start of one).
+    Branch(Option<String>),
     /// A `/word` rein does not know.
     Unknown(String),
 }
@@ -22,6 +25,8 @@ pub const HELP: &str = "\
   Type a message and press Enter. Commands:
     /cost   what this session has cost so far
     /undo   revert the last change to a file (not if it has changed since)
+    /branch         list this session's turns
+    /branch TURN    continue from an earlier turn (its id, or the start of it)
     /help   this list
     /exit   leave (Ctrl-D too); `rein chat --resume SESSION` continues later";
 
@@ -42,6 +47,7 @@ pub fn parse(line: &str) -> Option<Command> {
         "help" | "?" => Command::Help,
         "cost" => Command::Cost,
         "undo" => Command::Undo,
+        "branch" => Command::Branch(line.split_whitespace().nth(1).map(str::to_owned)),
         other => Command::Unknown(other.to_owned()),
     })
 }

@@ -3,6 +3,7 @@
 //! rule for a closed output. A product uses the library (`rein::…`), not
 //! these.
 
+pub mod branch;
 pub mod chat;
 pub mod commands;
 pub mod decode_cmd;

@@ -281,6 +281,25 @@ impl Conversation {
         self.run().await
     }
 
+    /// Make the next turn continue from `turn_id`, an earlier turn of this
+    /// session (the turns after it stay in the log, on their own branch).
+    /// Refused while a turn is open (`invalid_input`), and for a turn of
+    /// another session or none (`turn_not_in_session`, `turn_not_found`).
+    pub async fn branch_from(&mut self, turn_id: &str) -> Result<(), AgentError> {
+        if !dangling(&self.journal.log().await?).turns.is_empty() {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "a turn is open: finish or stop it before branching",
+            ));
+        }
+        self.journal
+            .append(vec![Event::BranchCreated {
+                from_turn: Some(turn_id.to_owned()),
+            }])
+            .await?;
+        Ok(())
+    }
+
     /// Continue the open turn: after an approval was decided, or after a
     /// crash. Without an open turn there is nothing to do (`invalid_input`).
     pub async fn resume(&mut self) -> Result<TurnOutcome, AgentError> {
