@@ -120,6 +120,8 @@ pub enum UiKind {
         undo: Option<String>,
         /// Why it failed: the code and the message the model is told.
         error: Option<(String, String)>,
+        /// How long it ran (0 for a call refused before it ran).
+        duration_ms: u64,
     },
     /// A call waits for a person.
     ApprovalRequested {

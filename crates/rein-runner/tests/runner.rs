@@ -737,6 +737,9 @@ async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
         conv.turn("delete a.rs").await.unwrap(),
         TurnOutcome::AwaitingApproval(_)
     ));
+    // No branching while a turn waits: the open turn is finished or stopped first.
+    let refused = conv.branch_from("any").await.unwrap_err();
+    assert_eq!(refused.code, rein_wire::error::codes::INVALID_INPUT);
     assert_eq!(
         conv.stop(&Surface::terminal()).await.unwrap(),
         TurnOutcome::Interrupted

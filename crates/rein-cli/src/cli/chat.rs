@@ -252,6 +252,7 @@ fn print_event(
             source,
             undo,
             error,
+            duration_ms,
             ..
         } => {
             let undo = if undo.is_some() {
@@ -268,7 +269,7 @@ fn print_event(
                 .unwrap_or_default();
             line(
                 format!(
-                    "  <- {} [{source}]{undo}{why}",
+                    "  <- {} [{source}] {duration_ms} ms{undo}{why}",
                     if *ok { "ok" } else { "error" }
                 ),
                 midline,

@@ -29,6 +29,7 @@ impl Conversation {
             source: "live".into(),
             undo: None,
             error: Some((code.to_owned(), message.to_owned())),
+            duration_ms: 0,
         });
         Ok(())
     }
@@ -347,6 +348,7 @@ impl Conversation {
                     source: format!("{source:?}").to_lowercase(),
                     undo: if undo { operation_id.clone() } else { None },
                     error: None,
+                    duration_ms,
                 });
                 Event::ToolResult {
                     call_id: call_id.to_owned(),
@@ -366,6 +368,7 @@ impl Conversation {
                     source: "live".into(),
                     undo: None,
                     error: Some((code.clone(), message.clone())),
+                    duration_ms,
                 });
                 Event::ToolResult {
                     call_id: call_id.to_owned(),
