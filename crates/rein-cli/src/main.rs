@@ -60,6 +60,10 @@ enum Command {
         /// The folder the file tools work in (default: the current directory).
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
+        /// How much the model reasons: off, low, medium, high, or a number
+        /// of tokens (default: the model's own).
+        #[arg(long, value_name = "LEVEL")]
+        reasoning: Option<rein::wire::Reasoning>,
     },
     /// Decide a pending approval (yes or no).
     Approve {
@@ -237,6 +241,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             system,
             session,
             root,
+            reasoning,
         } => {
             let options = ChatOptions {
                 provider,
@@ -247,6 +252,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 system,
                 session,
                 root,
+                reasoning,
             };
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::Provider;
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, Wording};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent, ToolStatus};
 use rein_testing::{FakeToolBackend, ScriptedBrain};
 use rein_wire::AgentError;
@@ -193,17 +193,12 @@ async fn execute(
             (provider.clone(), model.clone())
         }
     };
-    let profile = Profile {
-        name: "Eval".into(),
-        system: vec![case.system.clone()],
-        model: model_name,
-        max_output_tokens,
-        tools: if case.tools == "deferred" {
-            ToolLoading::Deferred
-        } else {
-            ToolLoading::Native
-        },
-        wording: Wording::default(),
+    let mut profile = Profile::new("Eval", model_name).with_system(case.system.clone());
+    profile.max_output_tokens = max_output_tokens;
+    profile.tools = if case.tools == "deferred" {
+        ToolLoading::Deferred
+    } else {
+        ToolLoading::Native
     };
     let mut conv =
         Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;

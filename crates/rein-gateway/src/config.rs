@@ -203,6 +203,10 @@ pub struct ProviderConfig {
     /// Send `max_tokens` instead of `max_completion_tokens` (OpenAI Chat):
     /// most compatible servers only know the older name.
     pub legacy_max_tokens: bool,
+    /// Send OpenAI Chat's `reasoning_effort` when a request asks for
+    /// reasoning: OpenAI takes it; a compatible server only when it says
+    /// so (many refuse a field they do not know).
+    pub reasoning_effort: bool,
     /// Whether the model takes images. When it does not, every image in a
     /// request is sent as a short text note instead, so a text-only model is
     /// not refused the whole call (a local server answers such a request
@@ -246,6 +250,7 @@ impl ProviderConfig {
                 WireApi::OpenAiChat | WireApi::OpenAiResponses => 128_000,
             },
             legacy_max_tokens: false,
+            reasoning_effort: true,
             images: true,
         }
     }
@@ -269,6 +274,7 @@ impl ProviderConfig {
     pub fn openai_compatible(base_url: impl Into<String>) -> Self {
         let mut config = ProviderConfig::from_env(WireApi::OpenAiChat).with_base_url(base_url);
         config.legacy_max_tokens = true;
+        config.reasoning_effort = false;
         config
     }
 
@@ -282,6 +288,14 @@ impl ProviderConfig {
     pub fn with_api_key(mut self, key: ApiKey) -> Self {
         self.api_key = Some(key);
         self
+    }
+
+    /// What this config's OpenAI Chat server takes beyond the common fields.
+    pub fn chat_dialect(&self) -> crate::encode::ChatDialect {
+        crate::encode::ChatDialect {
+            legacy_max_tokens: self.legacy_max_tokens,
+            reasoning_effort: self.reasoning_effort,
+        }
     }
 
     /// Whether calls are refused right now.

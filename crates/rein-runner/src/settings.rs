@@ -21,6 +21,8 @@ pub struct Profile {
     pub tools: ToolLoading,
     /// What rein itself says to the model, in the product's words.
     pub wording: Wording,
+    /// How much the model reasons before it answers (`None`: its default).
+    pub reasoning: Option<rein_wire::Reasoning>,
 }
 
 impl Profile {
@@ -35,7 +37,14 @@ impl Profile {
             max_output_tokens: 4096,
             tools: ToolLoading::default(),
             wording: Wording::default(),
+            reasoning: None,
         }
+    }
+
+    /// Ask the model to reason this much before it answers.
+    pub fn with_reasoning(mut self, reasoning: rein_wire::Reasoning) -> Self {
+        self.reasoning = Some(reasoning);
+        self
     }
 
     /// Add a system prompt block.

@@ -30,6 +30,7 @@ pub use event::{StopReason, StreamEvent};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
 pub use preview::{MAX_PREVIEW_BYTES, Preview, PreviewKind};
 pub use request::{
-    CacheBreakpoint, CacheTarget, Metadata, OutputSchema, Request, Sampling, SystemBlock, ToolSpec,
+    CacheBreakpoint, CacheTarget, MIN_THINKING_BUDGET, Metadata, OutputSchema, Reasoning, Request,
+    Sampling, SystemBlock, ToolSpec,
 };
 pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};

@@ -40,6 +40,77 @@ pub struct Sampling {
     pub top_p: Option<f64>,
 }
 
+/// How much a model reasons before it answers — one provider-neutral
+/// setting, mapped per API by the gateway (Anthropic `thinking` with a
+/// token budget, OpenAI `reasoning_effort` / `reasoning.effort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reasoning {
+    /// Ask for none: nothing is sent, the model's default applies.
+    Off,
+    /// A little.
+    Low,
+    /// Some.
+    Medium,
+    /// Much.
+    High,
+    /// About this many tokens of reasoning.
+    Budget(u32),
+}
+
+/// The smallest thinking budget Anthropic takes.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
+
+impl Reasoning {
+    /// The token budget it stands for (`None` for `Off`); at least
+    /// [`MIN_THINKING_BUDGET`].
+    pub fn budget_tokens(self) -> Option<u32> {
+        match self {
+            Reasoning::Off => None,
+            Reasoning::Low => Some(2_048),
+            Reasoning::Medium => Some(8_192),
+            Reasoning::High => Some(24_576),
+            Reasoning::Budget(tokens) => Some(tokens.max(MIN_THINKING_BUDGET)),
+        }
+    }
+
+    /// The effort word OpenAI's APIs take (`None` for `Off`); a budget maps
+    /// to the level whose budget it does not exceed.
+    pub fn effort(self) -> Option<&'static str> {
+        match self {
+            Reasoning::Off => None,
+            Reasoning::Low => Some("low"),
+            Reasoning::Medium => Some("medium"),
+            Reasoning::High => Some("high"),
+            Reasoning::Budget(tokens) if tokens <= 2_048 => Some("low"),
+            Reasoning::Budget(tokens) if tokens <= 8_192 => Some("medium"),
+            Reasoning::Budget(_) => Some("high"),
+        }
+    }
+}
+
+impl std::str::FromStr for Reasoning {
+    type Err = crate::AgentError;
+
+    /// `off`, `low`, `medium`, `high`, or a number of tokens.
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" => Ok(Reasoning::Off),
+            "low" => Ok(Reasoning::Low),
+            "medium" => Ok(Reasoning::Medium),
+            "high" => Ok(Reasoning::High),
+            other => other.parse::<u32>().map(Reasoning::Budget).map_err(|_| {
+                crate::AgentError::new(
+                    crate::error::codes::INVALID_INPUT,
+                    format!(
+                        "reasoning is off, low, medium, high or a number of tokens, not `{word}`"
+                    ),
+                )
+            }),
+        }
+    }
+}
+
 /// A JSON schema the answer must follow (structured output).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputSchema {
@@ -116,6 +187,9 @@ pub struct Request {
     /// A schema the answer must follow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<OutputSchema>,
+    /// How much the model should reason (`None`: the model's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
     /// Prompt-cache breakpoints (at most four are honoured by Anthropic).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_breakpoints: Vec<CacheBreakpoint>,
@@ -136,6 +210,7 @@ impl Request {
             sampling: Sampling::default(),
             stop_sequences: Vec::new(),
             output_schema: None,
+            reasoning: None,
             cache_breakpoints: Vec::new(),
             metadata: Metadata::default(),
         }

@@ -51,6 +51,8 @@ pub struct ChatOptions {
     pub session: Option<String>,
     /// The folder the file tools work in (default: the current directory).
     pub root: Option<PathBuf>,
+    /// How much the model reasons (`None`: its default).
+    pub reasoning: Option<rein_wire::Reasoning>,
 }
 
 /// The provider and model a chat runs with.
@@ -443,7 +445,8 @@ pub async fn run(
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
-    let profile = Profile::new("rein", resolved.model.clone()).with_system(system);
+    let mut profile = Profile::new("rein", resolved.model.clone()).with_system(system);
+    profile.reasoning = options.reasoning;
     let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.canonicalize().unwrap_or_else(|_| root_dir.clone()).display().to_string()});
     let mut conversation = Conversation::open_with(
         store.clone(),

@@ -78,7 +78,19 @@ pub fn anthropic_body(request: &Request) -> Value {
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    body.insert("max_tokens".into(), json!(request.max_output_tokens));
+    // Thinking counts against max_tokens: the limit grows by the budget so
+    // the answer keeps its own room.
+    let thinking = request.reasoning.and_then(|r| r.budget_tokens());
+    let max_tokens = request
+        .max_output_tokens
+        .saturating_add(thinking.unwrap_or(0));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    if let Some(budget) = thinking {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
     body.insert("stream".into(), json!(true));
     if !request.system.is_empty() {
         let system: Vec<Value> = request
@@ -127,10 +139,17 @@ pub fn anthropic_body(request: &Request) -> Value {
         })
         .collect();
     body.insert("messages".into(), Value::Array(messages));
-    if let Some(t) = request.sampling.temperature {
+    // With thinking on, Anthropic takes no temperature and a top_p of
+    // 0.95 to 1 only.
+    if let Some(t) = request.sampling.temperature.filter(|_| thinking.is_none()) {
         body.insert("temperature".into(), json!(t));
     }
     if let Some(p) = request.sampling.top_p {
+        let p = if thinking.is_some() {
+            p.clamp(0.95, 1.0)
+        } else {
+            p
+        };
         body.insert("top_p".into(), json!(p));
     }
     if !request.stop_sequences.is_empty() {

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::config::{ProviderConfig, WireApi};
 
 pub use anthropic::anthropic_body;
-pub use openai_chat::{openai_chat_body, openai_chat_bytes};
+pub use openai_chat::{ChatDialect, openai_chat_body, openai_chat_bytes};
 pub use openai_responses::openai_responses_body;
 
 /// What a text-only model is sent in place of an image.
@@ -27,7 +27,7 @@ pub fn body_for(config: &ProviderConfig, request: &Request) -> Value {
     let request = as_the_model_takes_it(config, request);
     match config.api {
         WireApi::AnthropicMessages => anthropic_body(&request),
-        WireApi::OpenAiChat => openai_chat_body(&request, config.legacy_max_tokens),
+        WireApi::OpenAiChat => openai_chat_body(&request, config.chat_dialect()),
         WireApi::OpenAiResponses => openai_responses_body(&request),
     }
 }
@@ -41,7 +41,7 @@ pub fn body_bytes(
     match config.api {
         WireApi::OpenAiChat => openai_chat_bytes(
             &as_the_model_takes_it(config, request),
-            config.legacy_max_tokens,
+            config.chat_dialect(),
         ),
         _ => serde_json::to_vec(&body_for(config, request)),
     }
@@ -187,6 +187,9 @@ mod tests {
         let mut config = ProviderConfig::new(WireApi::OpenAiChat);
         config.images = false;
         let plain = Request::new("m", vec![Message::user("hi")]);
-        assert_eq!(body_for(&config, &plain), openai_chat_body(&plain, false));
+        assert_eq!(
+            body_for(&config, &plain),
+            openai_chat_body(&plain, config.chat_dialect())
+        );
     }
 }

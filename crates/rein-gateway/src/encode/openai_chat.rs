@@ -24,6 +24,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     top_p: Option<f64>,
@@ -205,7 +207,17 @@ fn tool(spec: &ToolSpec) -> Tool<'_> {
     }
 }
 
-fn body(request: &Request, legacy_max_tokens: bool) -> Body<'_> {
+/// What an OpenAI Chat server takes beyond the common fields.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChatDialect {
+    /// `max_tokens` instead of `max_completion_tokens`.
+    pub legacy_max_tokens: bool,
+    /// Whether `reasoning_effort` may be sent.
+    pub reasoning_effort: bool,
+}
+
+fn body(request: &Request, dialect: ChatDialect) -> Body<'_> {
+    let legacy_max_tokens = dialect.legacy_max_tokens;
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(Msg::System {
@@ -229,6 +241,10 @@ fn body(request: &Request, legacy_max_tokens: bool) -> Body<'_> {
         max_tokens: limit.filter(|_| legacy_max_tokens),
         max_completion_tokens: limit.filter(|_| !legacy_max_tokens),
         tools: request.tools.iter().map(tool).collect(),
+        reasoning_effort: request
+            .reasoning
+            .and_then(|r| r.effort())
+            .filter(|_| dialect.reasoning_effort),
         temperature: request.sampling.temperature,
         top_p: request.sampling.top_p,
         stop: &request.stop_sequences,
@@ -245,16 +261,16 @@ fn body(request: &Request, legacy_max_tokens: bool) -> Body<'_> {
 }
 
 /// The body of a streamed `POST /chat/completions`, as JSON.
-pub fn openai_chat_body(request: &Request, legacy_max_tokens: bool) -> Value {
-    serde_json::to_value(body(request, legacy_max_tokens)).unwrap_or(Value::Null)
+pub fn openai_chat_body(request: &Request, dialect: ChatDialect) -> Value {
+    serde_json::to_value(body(request, dialect)).unwrap_or(Value::Null)
 }
 
 /// The same body written straight to bytes (what is sent).
 pub fn openai_chat_bytes(
     request: &Request,
-    legacy_max_tokens: bool,
+    dialect: ChatDialect,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&body(request, legacy_max_tokens))
+    serde_json::to_vec(&body(request, dialect))
 }
 
 #[cfg(test)]
@@ -377,14 +393,23 @@ mod tests {
     #[test]
     fn every_shape_is_written_as_before() {
         let want: Value = serde_json::from_str(RICH).unwrap();
-        assert_eq!(openai_chat_body(&rich(), false), want);
-        let bytes = openai_chat_bytes(&rich(), false).unwrap();
+        assert_eq!(openai_chat_body(&rich(), ChatDialect::default()), want);
+        let bytes = openai_chat_bytes(&rich(), ChatDialect::default()).unwrap();
         assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), want);
-        let legacy = openai_chat_body(&rich(), true);
+        let legacy = openai_chat_body(
+            &rich(),
+            ChatDialect {
+                legacy_max_tokens: true,
+                ..ChatDialect::default()
+            },
+        );
         assert_eq!(legacy["max_tokens"], json!(77));
         assert!(legacy.get("max_completion_tokens").is_none());
         // A request with nothing optional writes no optional field.
-        let plain = openai_chat_body(&Request::new("m", vec![Message::user("hi")]), false);
+        let plain = openai_chat_body(
+            &Request::new("m", vec![Message::user("hi")]),
+            ChatDialect::default(),
+        );
         let keys: Vec<&str> = plain
             .as_object()
             .unwrap()

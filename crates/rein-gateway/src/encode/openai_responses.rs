@@ -74,6 +74,15 @@ pub fn openai_responses_body(request: &Request) -> Value {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
+    if let Some(effort) = request.reasoning.and_then(|r| r.effort()) {
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
+        // Stateless (store: false): the reasoning comes back encrypted so
+        // it can be sent again with the next request.
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
     if let Some(t) = request.sampling.temperature {
         body.insert("temperature".into(), json!(t));
     }

@@ -121,6 +121,7 @@ impl Conversation {
         request.system = system;
         request.tools = tools;
         request.max_output_tokens = self.profile.max_output_tokens;
+        request.reasoning = self.profile.reasoning;
         if let Some(schema) = &self.answer_schema {
             request.output_schema = Some(schema.clone());
         }
