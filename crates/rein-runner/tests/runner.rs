@@ -451,6 +451,29 @@ async fn budgets_and_loop_detection_end_the_turn_with_their_own_outcome() {
 }
 
 #[tokio::test]
+async fn a_call_refused_again_and_again_is_a_loop_too() {
+    let s = setup().await;
+    // Arguments that never validate: refused before the gate every time.
+    let looping: Vec<ScriptedMessage> = (0..10)
+        .map(|i| {
+            calls(vec![call(
+                &format!("c{i}"),
+                "read_file",
+                json!({"wrong": true}),
+            )])
+        })
+        .collect();
+    let provider = Arc::new(FakeProvider::from_messages(&looping));
+    let mut conv = open(&s, provider.clone(), None).await;
+    assert_eq!(conv.turn("loop").await.unwrap(), TurnOutcome::LoopDetected);
+    // Stopped at the fifth, after a nudge at the third; nothing ran.
+    assert_eq!(provider.requests().len(), 5);
+    let text = serde_json::to_string(&provider.requests().last().unwrap().messages).unwrap();
+    assert!(text.contains("same call with the same arguments"), "{text}");
+    assert_eq!(s.backend.invocations("read_file"), 0);
+}
+
+#[tokio::test]
 async fn a_large_result_is_offloaded_to_an_artifact() {
     let s = setup().await;
     let provider = Arc::new(FakeProvider::from_messages(&[

@@ -73,6 +73,13 @@ impl Conversation {
                         &err.message,
                     )
                     .await?;
+                    // The same refused call made again and again is a loop
+                    // too (a small model retrying an invalid edit, say).
+                    let refused = error_result(&call_id, err.code.as_str(), &err.message);
+                    let fp = fingerprint(&tool, &args, &refused);
+                    if let Some(outcome) = self.count_repeat(repeats, fp).await? {
+                        return Ok(Some(outcome));
+                    }
                     continue;
                 }
             };

@@ -53,7 +53,9 @@ pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<String, AgentErro
     for (i, edit) in edits.iter().enumerate() {
         let n = i + 1;
         if edit.old_text.is_empty() {
-            return Err(invalid(format!("edit {n} of {total}: `old_text` is empty")));
+            return Err(invalid(format!(
+                "edit {n} of {total}: `old_text` is empty; to add text, give a line that is already in the file as `old_text` and that line followed by the new text as `new_text`"
+            )));
         }
         if edit.old_text == edit.new_text {
             return Err(invalid(format!("edit {n} of {total} changes nothing")));
@@ -175,7 +177,9 @@ impl Tool for EditFile {
     fn description(&self) -> &str {
         "Edit a file of the project by exact replacement: each `old_text` must occur exactly once \
          (include surrounding lines to make it unique); several edits in one call apply all or \
-         nothing. Prefer it to write_file for a file that exists. The person approves the diff first."
+         nothing. To add text, use a line already in the file as `old_text` and that line plus \
+         the new text as `new_text`. Prefer it to write_file for a file that exists. The person \
+         approves the diff first."
     }
     fn permission(&self, _: &EditArgs) -> PermissionClass {
         PermissionClass::SourceFileWrite
