@@ -309,6 +309,8 @@ async fn drive(
     let mut events = conversation.subscribe();
     let steering = conversation.steering();
     let interactive = std::io::stdin().is_terminal();
+    let session = conversation.session_id().to_owned();
+    let mut interrupts = 0u32;
     let mut midline = false;
     let result = {
         let work = async {
@@ -327,8 +329,21 @@ async fn drive(
                     }
                 }
                 _ = tokio::signal::ctrl_c(), if interactive => {
-                    steering.interrupt();
-                    say(info, "\n  (interrupting at the next step)")?;
+                    interrupts += 1;
+                    if interrupts == 1 {
+                        steering.interrupt();
+                        say(info, "\n  (interrupting at the next step; Ctrl-C again leaves now)")?;
+                    } else {
+                        // Leaving like a crash, on purpose: a call running now
+                        // is recorded `interrupted` when the session is next
+                        // opened, never claimed to have not run.
+                        say(
+                            info,
+                            &format!("\n  (leaving now: `rein chat --resume {session}` continues the turn)"),
+                        )?;
+                        let _ = info.flush();
+                        std::process::exit(130);
+                    }
                 }
                 result = &mut work => break result,
             }

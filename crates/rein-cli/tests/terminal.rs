@@ -1,0 +1,198 @@
+//! The chat in a real pseudo-terminal — util-linux `script` allocates it,
+//! so `rein chat` sees a terminal, reads with its line editor, and gets
+//! SIGINT from the terminal's own Ctrl-C — for what only a person at a
+//! terminal does: Ctrl-C once interrupts the turn at its next step, twice
+//! leaves at once, and the turn can then be resumed.
+//!
+//! The model is a fake OpenAI-compatible server on loopback whose first
+//! answer is held back, so the keys arrive while a turn runs.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::json;
+
+/// `rein chat` running in a pseudo-terminal.
+struct Term {
+    child: Child,
+    keys: ChildStdin,
+    said: Arc<Mutex<String>>,
+}
+
+impl Term {
+    fn start(home: &Path, args: &[&str]) -> Term {
+        let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_rein"))
+            .chain(args.iter().copied())
+            .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+            .collect();
+        let mut child = Command::new("script")
+            .args(["-qfec", &quoted.join(" "), "/dev/null"])
+            .env("REIN_HOME", home)
+            .env("NO_COLOR", "1")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("util-linux `script` runs the chat in a pseudo-terminal");
+        let keys = child.stdin.take().unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let said = Arc::new(Mutex::new(String::new()));
+        let sink = said.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Term { child, keys, said }
+    }
+
+    fn send(&mut self, keys: &[u8]) {
+        self.keys.write_all(keys).unwrap();
+        self.keys.flush().unwrap();
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let said = self.said.lock().unwrap().clone();
+            if said.contains(text) {
+                return said;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for `{text}`; got:\n{said}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait(mut self) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the chat did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A server whose first answer (a read of `a.txt`) comes after `hold`,
+/// then a plain answer.
+async fn slow_model(hold: Duration) -> FakeServer {
+    let call = ScriptedMessage::text(&["Reading."]).with_call(ScriptedCall::new(
+        "c1",
+        "read_file",
+        json!({"path": "a.txt"}),
+        1,
+    ));
+    FakeServer::start(vec![
+        Reply::sse(call.openai_chat_sse()).delay_before(0, hold),
+        Reply::sse(ScriptedMessage::text(&["done"]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap()
+}
+
+fn wait_for_requests(server: &FakeServer, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.requests().len() < n {
+        assert!(Instant::now() < deadline, "the model was not called");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_once_interrupts_the_turn_at_its_next_step() {
+    let server = slow_model(Duration::from_secs(2)).await;
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    let said = tokio::task::spawn_blocking(move || {
+        let root = root_path.to_str().unwrap();
+        let mut term = Term::start(
+            &home_path,
+            &["chat", "--base-url", &url, "--model", "m", "--root", root],
+        );
+        term.wait_for("you> ");
+        term.send(b"go\r");
+        wait_for_requests(&server, 1);
+        term.send(b"\x03");
+        term.wait_for("interrupting at the next step");
+        // The held answer arrives, its read runs, and the turn stops there:
+        // the model is not called again.
+        let said = term.wait_for("[turn ended: interrupted]");
+        assert_eq!(server.requests().len(), 1, "{said}");
+        term.send(b"/exit\r");
+        let status = term.wait();
+        assert!(status.success(), "{status:?}");
+        said
+    })
+    .await
+    .unwrap();
+    assert!(said.contains("<- ok"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_twice_leaves_at_once_and_the_turn_can_be_resumed() {
+    let server = slow_model(Duration::from_secs(30)).await;
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    tokio::task::spawn_blocking(move || {
+        let root = root_path.to_str().unwrap();
+        let mut term = Term::start(
+            &home_path,
+            &["chat", "--base-url", &url, "--model", "m", "--root", root],
+        );
+        term.wait_for("you> ");
+        term.send(b"go\r");
+        wait_for_requests(&server, 1);
+        term.send(b"\x03");
+        term.wait_for("interrupting at the next step");
+        term.send(b"\x03");
+        let said = term.wait_for("continues the turn");
+        let status = term.wait();
+        assert_eq!(status.code(), Some(130), "{said}");
+        let session = said
+            .split("rein chat --resume ")
+            .nth(1)
+            .unwrap()
+            .split('`')
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned();
+        // The turn was left open; resuming it (here on the offline model)
+        // finishes it, and the session's lease did not outlive the process.
+        let mut cmd = common::rein_at(&home_path);
+        cmd.args(["chat", "--scripted", "--resume", &session]);
+        let out = common::run_with_stdin(cmd, b"/exit\n");
+        let err = common::stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("(resuming the unfinished turn)"), "{err}");
+    })
+    .await
+    .unwrap();
+}
