@@ -29,11 +29,17 @@ struct Term {
 
 impl Term {
     fn start(home: &Path, args: &[&str]) -> Term {
+        Term::start_in(home, &std::env::temp_dir(), args)
+    }
+
+    /// Start in the folder `cwd`.
+    fn start_in(home: &Path, cwd: &Path, args: &[&str]) -> Term {
         let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_rein"))
             .chain(args.iter().copied())
             .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
             .collect();
         let mut child = Command::new("script")
+            .current_dir(cwd)
             .args(["-qfec", &quoted.join(" "), "/dev/null"])
             .env("REIN_HOME", home)
             .env("NO_COLOR", "1")
@@ -68,10 +74,15 @@ impl Term {
     }
 
     fn wait_for(&self, text: &str) -> String {
+        self.wait_for_nth(text, 1)
+    }
+
+    /// Wait until `text` has been shown `nth` times.
+    fn wait_for_nth(&self, text: &str, nth: usize) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let said = self.said.lock().unwrap().clone();
-            if said.contains(text) {
+            if said.matches(text).count() >= nth {
                 return said;
             }
             assert!(
@@ -195,4 +206,91 @@ async fn ctrl_c_twice_leaves_at_once_and_the_turn_can_be_resumed() {
     })
     .await
     .unwrap();
+}
+
+#[test]
+fn an_edit_shown_as_a_diff_approved_undone_denied_and_a_branch_at_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let notes = root.path().join("notes.txt");
+    let original = "one\nTODO: buy tea\ntwo\n";
+    std::fs::write(&notes, original).unwrap();
+    let mut term = Term::start(
+        home.path(),
+        &[
+            "chat",
+            "--scripted",
+            "--root",
+            root.path().to_str().unwrap(),
+        ],
+    );
+    term.wait_for("you> ");
+    term.send(b"edit notes.txt\r");
+    let said = term.wait_for("approve?");
+    assert!(
+        said.contains("-TODO: buy tea") && said.contains("+DONE: buy tea"),
+        "{said}"
+    );
+    term.send(b"y\r");
+    term.wait_for("(/undo reverts it)");
+    term.wait_for_nth("you> ", 2);
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "one\nDONE: buy tea\ntwo\n"
+    );
+    term.send(b"/undo\r");
+    term.wait_for("undone: notes.txt is back as it was");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), original);
+    // The same edit again, denied: nothing changes.
+    term.send(b"edit notes.txt\r");
+    term.wait_for_nth("approve?", 2);
+    term.send(b"n\r");
+    term.wait_for("not_approved");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), original);
+    term.send(b"/branch\r");
+    term.wait_for("/branch TURN continues from one of these");
+    term.send(b"/exit\r");
+    assert!(term.wait().success());
+}
+
+#[test]
+fn a_session_resumed_at_a_terminal_in_another_folder_works_in_its_own_root() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut term = Term::start(
+        home.path(),
+        &[
+            "chat",
+            "--scripted",
+            "--root",
+            root.path().to_str().unwrap(),
+        ],
+    );
+    term.wait_for("you> ");
+    term.send(b"/exit\r");
+    let said = term.wait_for("continue with: rein chat --resume ");
+    assert!(term.wait().success());
+    let session = said
+        .split("continue with: rein chat --resume ")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut term = Term::start_in(
+        home.path(),
+        elsewhere.path(),
+        &["chat", "--scripted", "--resume", &session],
+    );
+    term.wait_for("you> ");
+    term.send(b"write later.txt\r");
+    term.wait_for("approve?");
+    term.send(b"y\r");
+    term.wait_for("(/undo reverts it)");
+    term.send(b"/exit\r");
+    assert!(term.wait().success());
+    assert!(root.path().join("later.txt").exists());
+    assert!(!elsewhere.path().join("later.txt").exists());
 }
