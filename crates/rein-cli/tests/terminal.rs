@@ -99,7 +99,11 @@ impl Term {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "the chat did not end");
+            assert!(
+                Instant::now() < deadline,
+                "the chat did not end; it said:\n{}",
+                self.said.lock().unwrap()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -246,6 +250,7 @@ fn an_edit_shown_as_a_diff_approved_undone_denied_and_a_branch_at_a_terminal() {
     term.wait_for_nth("approve?", 2);
     term.send(b"n\r");
     term.wait_for("not_approved");
+    term.wait_for_nth("you> ", 4);
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), original);
     term.send(b"/branch\r");
     term.wait_for("/branch TURN continues from one of these");
@@ -289,8 +294,42 @@ fn a_session_resumed_at_a_terminal_in_another_folder_works_in_its_own_root() {
     term.wait_for("approve?");
     term.send(b"y\r");
     term.wait_for("(/undo reverts it)");
+    // Typed before the turn has ended: a command waits for the turn.
     term.send(b"/exit\r");
     assert!(term.wait().success());
     assert!(root.path().join("later.txt").exists());
     assert!(!elsewhere.path().join("later.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_typed_while_a_turn_runs_steers_it_at_the_next_step() {
+    let server = slow_model(Duration::from_secs(2)).await;
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    tokio::task::spawn_blocking(move || {
+        let root = root_path.to_str().unwrap();
+        let mut term = Term::start(
+            &home_path,
+            &["chat", "--base-url", &url, "--model", "m", "--root", root],
+        );
+        term.wait_for("you> ");
+        term.send(b"go\r");
+        wait_for_requests(&server, 1);
+        // Typed while the model is still thinking about "go".
+        term.send(b"use the blue one\r");
+        term.wait_for("(heard: the model reads it at its next step)");
+        // The next model call carries the words, after the read's result.
+        wait_for_requests(&server, 2);
+        let second = server.requests()[1].json().to_string();
+        assert!(second.contains("use the blue one"), "{second}");
+        let said = term.wait_for("done");
+        term.wait_for_nth("you> ", 2);
+        term.send(b"/exit\r");
+        assert!(term.wait().success(), "{said}");
+    })
+    .await
+    .unwrap();
 }

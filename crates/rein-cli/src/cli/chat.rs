@@ -302,6 +302,7 @@ fn print_event(
 async fn drive(
     conversation: &mut Conversation,
     prompt: Option<&str>,
+    input: &mut Asker,
     out: &mut impl Write,
     info: &mut impl Write,
     cost: &mut Cost,
@@ -320,12 +321,32 @@ async fn drive(
             }
         };
         tokio::pin!(work);
+        // At a terminal, a line typed while the turn runs steers it: heard
+        // at the next step boundary, like `rein say` from elsewhere.
+        if interactive {
+            input.listen_while_running();
+        }
         loop {
             tokio::select! {
                 biased;
                 event = events.recv() => {
                     if let Ok(event) = event {
                         print_event(&event, out, info, cost, &mut midline)?;
+                    }
+                }
+                line = input.typed(), if interactive && input.listening() => {
+                    if let Some(text) = line? {
+                        let text = text.trim();
+                        if commands::parse(text).is_some() {
+                            // A command is the person's, not the model's:
+                            // it runs when the turn ends.
+                            say(info, &format!("  ({text} runs when this turn ends)"))?;
+                            input.queue(text.to_owned());
+                        } else if !text.is_empty() {
+                            steering.say(text.to_owned());
+                            say(info, "  (heard: the model reads it at its next step)")?;
+                        }
+                        input.listen_while_running();
                     }
                 }
                 _ = tokio::signal::ctrl_c(), if interactive => {
@@ -378,10 +399,10 @@ async fn settle(
                         conversation
                             .decide(&approval_id, answer, &Surface::terminal())
                             .await?;
-                        outcome = drive(conversation, None, out, info, cost).await?;
+                        outcome = drive(conversation, None, input, out, info, cost).await?;
                     }
                     Asked::Elsewhere if conversation.has_open_turn().await? => {
-                        outcome = drive(conversation, None, out, info, cost).await?;
+                        outcome = drive(conversation, None, input, out, info, cost).await?;
                     }
                     Asked::Elsewhere => {
                         say(info, "  [turn ended: interrupted]")?;
@@ -485,7 +506,7 @@ pub async fn run(
                 Some(asked) => TurnOutcome::AwaitingApproval(asked),
                 None => {
                     say(info, "(resuming the unfinished turn)")?;
-                    drive(&mut conversation, None, out, info, &mut cost).await?
+                    drive(&mut conversation, None, &mut input, out, info, &mut cost).await?
                 }
             };
             if !settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await? {
@@ -493,7 +514,15 @@ pub async fn run(
             }
         }
         if let Some(prompt) = options.prompt.clone() {
-            let outcome = drive(&mut conversation, Some(&prompt), out, info, &mut cost).await?;
+            let outcome = drive(
+                &mut conversation,
+                Some(&prompt),
+                &mut input,
+                out,
+                info,
+                &mut cost,
+            )
+            .await?;
             settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await?;
             return Ok(());
         }
@@ -553,7 +582,15 @@ pub async fn run(
                     continue;
                 }
             }
-            let outcome = drive(&mut conversation, Some(line), out, info, &mut cost).await?;
+            let outcome = drive(
+                &mut conversation,
+                Some(line),
+                &mut input,
+                out,
+                info,
+                &mut cost,
+            )
+            .await?;
             match settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),

@@ -14,6 +14,13 @@ use super::output::output_error as io_error;
 pub trait Lines {
     /// Show `prompt` and read one line; `None` at the end of input.
     fn line(&mut self, prompt: &str, info: &mut dyn Write) -> Result<Option<String>, AgentError>;
+
+    /// Read one line typed while a turn runs, without a prompt and without
+    /// taking over the terminal (the answer streams meanwhile). Default:
+    /// [`Lines::line`] with no prompt.
+    fn typed(&mut self, info: &mut dyn Write) -> Result<Option<String>, AgentError> {
+        self.line("", info)
+    }
 }
 
 /// Lines from any reader (piped stdin, tests): the prompt is printed, one
@@ -46,6 +53,20 @@ impl Editor {
 }
 
 impl Lines for Editor {
+    fn typed(&mut self, _info: &mut dyn Write) -> Result<Option<String>, AgentError> {
+        // The terminal stays in its own line mode (it echoes and edits the
+        // line) so what the model writes meanwhile is not disturbed.
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) => Ok(None),
+            Ok(_) => Ok(Some(line.trim_end_matches(['\n', '\r']).to_owned())),
+            Err(e) => Err(AgentError::new(
+                codes::INTERNAL,
+                format!("terminal input failed: {e}"),
+            )),
+        }
+    }
+
     fn line(&mut self, prompt: &str, _info: &mut dyn Write) -> Result<Option<String>, AgentError> {
         match self.0.readline(prompt) {
             Ok(line) => {
@@ -69,21 +90,37 @@ impl Lines for Editor {
 /// The person's lines, read on a thread of their own so the chat can wait
 /// for a person and for other surfaces (the session's inbox) at once.
 pub struct Asker {
-    prompts: std::sync::mpsc::Sender<String>,
+    prompts: std::sync::mpsc::Sender<Ask>,
     answers: tokio::sync::mpsc::UnboundedReceiver<Result<Option<String>, AgentError>>,
     /// Answers still to come for prompts that were settled elsewhere.
     pub(super) stale: usize,
+    /// A line typed during a turn is being read: the next answer is the
+    /// person's next line, whatever is asked next.
+    typing: bool,
+    /// Commands typed while a turn ran, to run when it ends.
+    queued: std::collections::VecDeque<String>,
+}
+
+/// What the reading thread is asked for.
+enum Ask {
+    /// A line after this prompt.
+    Prompt(String),
+    /// A line typed while a turn runs.
+    Typed,
 }
 
 impl Asker {
     /// Read from `input` on its own thread; its prompts go to stderr.
     pub fn new(mut input: impl Lines + Send + 'static) -> Self {
-        let (prompts, asked) = std::sync::mpsc::channel::<String>();
+        let (prompts, asked) = std::sync::mpsc::channel::<Ask>();
         let (answer, answers) = tokio::sync::mpsc::unbounded_channel();
         std::thread::spawn(move || {
             let mut info = std::io::stderr();
-            for prompt in asked {
-                let line = input.line(&prompt, &mut info);
+            for ask in asked {
+                let line = match ask {
+                    Ask::Prompt(prompt) => input.line(&prompt, &mut info),
+                    Ask::Typed => input.typed(&mut info),
+                };
                 let more = matches!(line, Ok(Some(_)));
                 if answer.send(line).is_err() || !more {
                     break;
@@ -94,6 +131,8 @@ impl Asker {
             prompts,
             answers,
             stale: 0,
+            typing: false,
+            queued: std::collections::VecDeque::new(),
         }
     }
 
@@ -107,16 +146,58 @@ impl Asker {
             }
             self.stale -= 1;
         }
-        let _ = self.prompts.send(prompt.to_owned());
+        if self.typing {
+            // A line is already being read: the prompt is shown, and that
+            // line is the answer to it.
+            self.typing = false;
+            let mut info = std::io::stderr();
+            let _ = write!(info, "{prompt}");
+            let _ = info.flush();
+            return;
+        }
+        let _ = self.prompts.send(Ask::Prompt(prompt.to_owned()));
     }
 
     pub(super) async fn answer(&mut self) -> Result<Option<String>, AgentError> {
         self.answers.recv().await.unwrap_or(Ok(None))
     }
 
-    /// Show `prompt` and read one line; `None` at the end of input.
+    /// Start reading a line the person may type while a turn runs (once:
+    /// a read already under way is kept).
+    pub(super) fn listen_while_running(&mut self) {
+        if !self.typing && self.stale == 0 {
+            self.typing = true;
+            let _ = self.prompts.send(Ask::Typed);
+        }
+    }
+
+    /// A line typed while the turn ran, when one is read; `Ok(None)` at the
+    /// end of input.
+    pub(super) async fn typed(&mut self) -> Result<Option<String>, AgentError> {
+        let line = self.answer().await;
+        self.typing = false;
+        line
+    }
+
+    /// Whether a typed line is being read.
+    pub(super) fn listening(&self) -> bool {
+        self.typing
+    }
+
+    /// Show `prompt` and read one line; `None` at the end of input. A
+    /// command typed while a turn ran comes first.
     pub async fn line(&mut self, prompt: &str) -> Result<Option<String>, AgentError> {
+        if let Some(queued) = self.queued.pop_front() {
+            let mut info = std::io::stderr();
+            let _ = writeln!(info, "{prompt}{queued}");
+            return Ok(Some(queued));
+        }
         self.ask(prompt).await;
         self.answer().await
+    }
+
+    /// Keep a command typed while a turn ran for when it ends.
+    pub(super) fn queue(&mut self, line: String) {
+        self.queued.push_back(line);
     }
 }
