@@ -12,9 +12,10 @@
 //! (or `--resume ID`) continues a session: a pending approval is asked
 //! again, a turn a crash cut short is resumed. An approval left unanswered
 //! (stdin closed) can be decided later with `rein approve`. Ctrl-C during
-//! an answer interrupts it at the next step.
+//! an answer interrupts it at the next step (one turn at the terminal is
+//! `turn`).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -22,10 +23,11 @@ use super::commands::{self, Command, Cost, HELP};
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
 use super::session_root;
+use super::turn::drive;
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
-use rein_runner::{Conversation, Profile, TurnOutcome, UiEvent, UiKind};
+use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::Store;
 use rein_sessions::recovery::dangling;
 use rein_wire::visible::visible;
@@ -220,163 +222,6 @@ async fn ask_approval(
             }
         }
     }
-}
-
-fn print_event(
-    event: &UiEvent,
-    out: &mut impl Write,
-    info: &mut impl Write,
-    cost: &mut Cost,
-    midline: &mut bool,
-) -> Result<(), AgentError> {
-    let mut line = |text: String, midline: &mut bool| -> Result<(), AgentError> {
-        if *midline {
-            writeln!(out).map_err(io_error)?;
-            *midline = false;
-        }
-        say(info, &text)
-    };
-    match &event.kind {
-        UiKind::TextDelta { text } => {
-            // Model text: its control characters are shown, never sent.
-            out.write_all(visible(text).as_bytes()).map_err(io_error)?;
-            out.flush().map_err(io_error)?;
-            *midline = !text.ends_with('\n');
-        }
-        UiKind::ToolCall {
-            tool, arguments, ..
-        } => {
-            let shown: String = arguments.to_string().chars().take(200).collect();
-            line(format!("  -> {tool} {shown}"), midline)?;
-        }
-        UiKind::ToolResult {
-            ok,
-            source,
-            undo,
-            error,
-            duration_ms,
-            ..
-        } => {
-            let undo = if undo.is_some() {
-                " (/undo reverts it)"
-            } else {
-                ""
-            };
-            let why = error
-                .as_ref()
-                .map(|(code, message)| {
-                    let short: String = message.chars().take(300).collect();
-                    format!(" {code}: {short}")
-                })
-                .unwrap_or_default();
-            line(
-                format!(
-                    "  <- {} [{source}] {duration_ms} ms{undo}{why}",
-                    if *ok { "ok" } else { "error" }
-                ),
-                midline,
-            )?;
-        }
-        UiKind::Usage { cost_micro_usd, .. } => match cost_micro_usd {
-            Some(c) => cost.add(Some(*c)),
-            None => cost.add(None),
-        },
-        UiKind::TextReplaced { text, .. } => {
-            line(
-                "  [the provider's final text for that part differs from what streamed; it reads:]"
-                    .to_owned(),
-                midline,
-            )?;
-            out.write_all(visible(text).as_bytes()).map_err(io_error)?;
-            *midline = !text.ends_with('\n');
-        }
-        // A failed model call ends the turn with the same error, which is
-        // told then; printing it here too would say it twice.
-        UiKind::Error { .. } => {}
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Run one turn (or resume one) while printing what happens.
-async fn drive(
-    conversation: &mut Conversation,
-    prompt: Option<&str>,
-    input: &mut Asker,
-    out: &mut impl Write,
-    info: &mut impl Write,
-    cost: &mut Cost,
-) -> Result<TurnOutcome, AgentError> {
-    let mut events = conversation.subscribe();
-    let steering = conversation.steering();
-    let interactive = std::io::stdin().is_terminal();
-    let session = conversation.session_id().to_owned();
-    let mut interrupts = 0u32;
-    let mut midline = false;
-    let result = {
-        let work = async {
-            match prompt {
-                Some(text) => conversation.turn(text).await,
-                None => conversation.resume().await,
-            }
-        };
-        tokio::pin!(work);
-        // At a terminal, a line typed while the turn runs steers it: heard
-        // at the next step boundary, like `rein say` from elsewhere.
-        if interactive {
-            input.listen_while_running();
-        }
-        loop {
-            tokio::select! {
-                biased;
-                event = events.recv() => {
-                    if let Ok(event) = event {
-                        print_event(&event, out, info, cost, &mut midline)?;
-                    }
-                }
-                line = input.typed(), if interactive && input.listening() => {
-                    if let Some(text) = line? {
-                        let text = text.trim();
-                        if commands::parse(text).is_some() {
-                            // A command is the person's, not the model's:
-                            // it runs when the turn ends.
-                            say(info, &format!("  ({text} runs when this turn ends)"))?;
-                            input.queue(text.to_owned());
-                        } else if !text.is_empty() {
-                            steering.say(text.to_owned());
-                            say(info, "  (heard: the model reads it at its next step)")?;
-                        }
-                        input.listen_while_running();
-                    }
-                }
-                _ = tokio::signal::ctrl_c(), if interactive => {
-                    interrupts += 1;
-                    if interrupts == 1 {
-                        steering.interrupt();
-                        say(info, "\n  (interrupting at the next step; Ctrl-C again leaves now)")?;
-                    } else {
-                        // Leaving like a crash, on purpose: a call running now
-                        // is recorded `interrupted` when the session is next
-                        // opened, never claimed to have not run.
-                        say(
-                            info,
-                            &format!("\n  (leaving now: `rein chat --resume {session}` continues the turn)"),
-                        )?;
-                        let _ = info.flush();
-                        std::process::exit(130);
-                    }
-                }
-                result = &mut work => break result,
-            }
-        }
-    };
-    while let Ok(event) = events.try_recv() {
-        print_event(&event, out, info, cost, &mut midline)?;
-    }
-    if midline {
-        writeln!(out).map_err(io_error)?;
-    }
-    result
 }
 
 /// Run turns until the turn is done, asking for approvals on the way.
@@ -616,7 +461,7 @@ pub async fn run(
     result
 }
 
-fn io_error(err: std::io::Error) -> AgentError {
+pub(super) fn io_error(err: std::io::Error) -> AgentError {
     super::output::output_error(err)
 }
 

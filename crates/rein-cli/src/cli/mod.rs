@@ -13,3 +13,4 @@ pub mod output;
 pub mod preview;
 pub mod session_root;
 pub mod sessions_cmd;
+pub mod turn;
