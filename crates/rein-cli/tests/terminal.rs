@@ -151,6 +151,8 @@ async fn ctrl_c_once_interrupts_the_turn_at_its_next_step() {
         term.wait_for("you> ");
         term.send(b"go\r");
         wait_for_requests(&server, 1);
+        // While the model holds its answer, the status line says so.
+        term.wait_for(" working ");
         term.send(b"\x03");
         term.wait_for("interrupting at the next step");
         // The held answer arrives, its read runs, and the turn stops there:

@@ -92,6 +92,65 @@ fn print_event(
     Ok(())
 }
 
+/// How often the spinner is redrawn.
+const SPINNER_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Quiet this long before the spinner shows: a model streaming or a quick
+/// tool never shows it.
+const SPINNER_AFTER: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// "Still working" on the status line, with the time since anything last
+/// happened: while the model has not started answering and while a tool
+/// runs. Drawn on a terminal only, and never in the middle of an answer's
+/// line; cleared before anything else is printed.
+struct Spinner {
+    on: bool,
+    since: std::time::Instant,
+    shown: bool,
+    frame: usize,
+}
+
+impl Spinner {
+    fn new(on: bool) -> Self {
+        Spinner {
+            on,
+            since: std::time::Instant::now(),
+            shown: false,
+            frame: 0,
+        }
+    }
+
+    fn draw(&mut self, info: &mut impl Write, midline: bool) -> Result<(), AgentError> {
+        let quiet = self.since.elapsed();
+        if midline || quiet < SPINNER_AFTER {
+            return Ok(());
+        }
+        const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+        self.frame = (self.frame + 1) % FRAMES.len();
+        // rein's own control bytes: carriage return and erase-line.
+        write!(
+            info,
+            "\r\x1b[K  {} working {:.1}s",
+            FRAMES[self.frame],
+            quiet.as_secs_f64()
+        )
+        .map_err(io_error)?;
+        info.flush().map_err(io_error)?;
+        self.shown = true;
+        Ok(())
+    }
+
+    /// Something happened: the spinner goes, and its clock starts again.
+    fn clear(&mut self, info: &mut impl Write) -> Result<(), AgentError> {
+        self.since = std::time::Instant::now();
+        if self.shown {
+            write!(info, "\r\x1b[K").map_err(io_error)?;
+            self.shown = false;
+        }
+        Ok(())
+    }
+}
+
 /// Run one turn (or resume one) while printing what happens.
 pub(super) async fn drive(
     conversation: &mut Conversation,
@@ -120,15 +179,20 @@ pub(super) async fn drive(
         if interactive {
             input.listen_while_running();
         }
+        let mut spinner = Spinner::new(interactive && std::io::stderr().is_terminal());
+        let mut tick = tokio::time::interval(SPINNER_TICK);
         loop {
             tokio::select! {
                 biased;
                 event = events.recv() => {
+                    spinner.clear(info)?;
                     if let Ok(event) = event {
                         print_event(&event, out, info, cost, &mut midline)?;
                     }
                 }
+                _ = tick.tick(), if spinner.on => spinner.draw(info, midline)?,
                 line = input.typed(), if interactive && input.listening() => {
+                    spinner.clear(info)?;
                     if let Some(text) = line? {
                         let text = text.trim();
                         if commands::parse(text).is_some() {
@@ -144,6 +208,7 @@ pub(super) async fn drive(
                     }
                 }
                 _ = tokio::signal::ctrl_c(), if interactive => {
+                    spinner.clear(info)?;
                     interrupts += 1;
                     if interrupts == 1 {
                         steering.interrupt();
@@ -160,7 +225,10 @@ pub(super) async fn drive(
                         std::process::exit(130);
                     }
                 }
-                result = &mut work => break result,
+                result = &mut work => {
+                    spinner.clear(info)?;
+                    break result;
+                }
             }
         }
     };
