@@ -29,20 +29,30 @@ struct Term {
 
 impl Term {
     fn start(home: &Path, args: &[&str]) -> Term {
-        Term::start_in(home, &std::env::temp_dir(), args)
+        Term::spawn(home, &std::env::temp_dir(), args, false)
     }
 
     /// Start in the folder `cwd`.
     fn start_in(home: &Path, cwd: &Path, args: &[&str]) -> Term {
+        Term::spawn(home, cwd, args, false)
+    }
+
+    /// Start with `colour` allowed or not (`NO_COLOR`).
+    fn spawn(home: &Path, cwd: &Path, args: &[&str], colour: bool) -> Term {
         let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_rein"))
             .chain(args.iter().copied())
             .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
             .collect();
-        let mut child = Command::new("script")
+        let mut command = Command::new("script");
+        if colour {
+            command.env_remove("NO_COLOR");
+        } else {
+            command.env("NO_COLOR", "1");
+        }
+        let mut child = command
             .current_dir(cwd)
             .args(["-qfec", &quoted.join(" "), "/dev/null"])
             .env("REIN_HOME", home)
-            .env("NO_COLOR", "1")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
             .stdin(Stdio::piped())
@@ -334,4 +344,40 @@ async fn a_line_typed_while_a_turn_runs_steers_it_at_the_next_step() {
     })
     .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markdown_is_styled_at_a_terminal_and_model_escapes_are_not() {
+    let answer = ScriptedMessage::text(&["Use **bold** and `ls`\n", "- one\n", "\x1b[31mred"]);
+    let server = FakeServer::start(vec![Reply::sse(answer.openai_chat_sse())])
+        .await
+        .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_owned();
+    let said = tokio::task::spawn_blocking(move || {
+        let tmp = std::env::temp_dir();
+        let mut term = Term::spawn(
+            &home_path,
+            &tmp,
+            &["chat", "--base-url", &url, "--model", "m"],
+            true,
+        );
+        term.wait_for("you> ");
+        term.send(b"hi\r");
+        let said = term.wait_for_nth("you> ", 2);
+        term.send(b"/exit\r");
+        assert!(term.wait().success());
+        said
+    })
+    .await
+    .unwrap();
+    assert!(
+        said.contains("Use \x1b[1mbold\x1b[0m and \x1b[36mls\x1b[0m"),
+        "{said:?}"
+    );
+    assert!(said.contains("• one"), "{said:?}");
+    // The model's own escape is shown, not obeyed.
+    assert!(said.contains("^[[31mred"), "{said:?}");
+    assert!(!said.contains("\x1b[31m"), "{said:?}");
 }

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod decode_cmd;
 pub mod files;
 pub mod input;
+pub mod markdown;
 pub mod output;
 pub mod preview;
 pub mod session_root;

@@ -15,6 +15,7 @@ use rein_wire::visible::visible;
 use super::chat::{io_error, say};
 use super::commands::{self, Cost};
 use super::input::Asker;
+use super::markdown::Styler;
 
 fn print_event(
     event: &UiEvent,
@@ -22,8 +23,14 @@ fn print_event(
     info: &mut impl Write,
     cost: &mut Cost,
     midline: &mut bool,
+    styler: &mut Option<Styler>,
 ) -> Result<(), AgentError> {
     let mut line = |text: String, midline: &mut bool| -> Result<(), AgentError> {
+        // Styles close before a status line: the terminal's state is shared.
+        if let Some(styler) = styler.as_mut() {
+            out.write_all(styler.finish().as_bytes())
+                .map_err(io_error)?;
+        }
         if *midline {
             writeln!(out).map_err(io_error)?;
             *midline = false;
@@ -32,8 +39,14 @@ fn print_event(
     };
     match &event.kind {
         UiKind::TextDelta { text } => {
-            // Model text: its control characters are shown, never sent.
-            out.write_all(visible(text).as_bytes()).map_err(io_error)?;
+            // Model text: its control characters are shown, never sent;
+            // at a terminal its Markdown is styled after that.
+            let shown = visible(text);
+            let styled = match styler.as_mut() {
+                Some(styler) => std::borrow::Cow::Owned(styler.push(&shown)),
+                None => shown,
+            };
+            out.write_all(styled.as_bytes()).map_err(io_error)?;
             out.flush().map_err(io_error)?;
             *midline = !text.ends_with('\n');
         }
@@ -166,6 +179,10 @@ pub(super) async fn drive(
     let session = conversation.session_id().to_owned();
     let mut interrupts = 0u32;
     let mut midline = false;
+    // Markdown is styled only on a terminal that takes it; piped, the
+    // answer stays the model's plain text.
+    let mut styler = (std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .then(Styler::default);
     let result = {
         let work = async {
             match prompt {
@@ -187,7 +204,7 @@ pub(super) async fn drive(
                 event = events.recv() => {
                     spinner.clear(info)?;
                     if let Ok(event) = event {
-                        print_event(&event, out, info, cost, &mut midline)?;
+                        print_event(&event, out, info, cost, &mut midline, &mut styler)?;
                     }
                 }
                 _ = tick.tick(), if spinner.on => spinner.draw(info, midline)?,
@@ -233,7 +250,11 @@ pub(super) async fn drive(
         }
     };
     while let Ok(event) = events.try_recv() {
-        print_event(&event, out, info, cost, &mut midline)?;
+        print_event(&event, out, info, cost, &mut midline, &mut styler)?;
+    }
+    if let Some(styler) = styler.as_mut() {
+        out.write_all(styler.finish().as_bytes())
+            .map_err(io_error)?;
     }
     if midline {
         writeln!(out).map_err(io_error)?;
