@@ -480,6 +480,7 @@ fn thinking_and_its_signature_are_kept() {
         rein_wire::ContentBlock::Thinking {
             thinking,
             signature,
+            ..
         } => Some((thinking.clone(), signature.clone())),
         _ => None,
     });
@@ -487,6 +488,62 @@ fn thinking_and_its_signature_are_kept() {
     assert!(!text.is_empty());
     assert!(signature.is_some_and(|s| s.len() > 10));
     assert_eq!(m.text(), "925 ÷ 5 = 185");
+}
+
+#[test]
+fn responses_reasoning_goes_back_before_the_call_it_preceded() {
+    let Some(dir) = rein_testing::fixtures::wire_dir() else {
+        return;
+    };
+    let (m, problem) = outcome(
+        WireApi::OpenAiResponses,
+        &dir.join("openai-responses/vercel-ai__openai-reasoning-summary-function-calls.sse"),
+    );
+    assert!(problem.is_none());
+    // The next request of the tool loop: the question, this answer, the
+    // call's result.
+    let call_id = m.tool_calls[0].id.clone();
+    let request = rein_wire::Request::new(
+        "m",
+        vec![
+            rein_wire::Message::user("what is 12 + 7?"),
+            m.to_message(),
+            rein_wire::Message {
+                role: rein_wire::Role::User,
+                content: vec![rein_wire::ContentBlock::ToolResult {
+                    tool_use_id: call_id.clone(),
+                    content: vec![rein_wire::ContentBlock::text("19")],
+                    is_error: false,
+                }],
+            },
+        ],
+    );
+    let body = rein_gateway::encode::openai_responses_body(&request);
+    let input = body["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    let at = kinds
+        .iter()
+        .position(|k| *k == "reasoning")
+        .expect("the reasoning item is sent back");
+    assert_eq!(kinds[at + 1], "function_call", "{kinds:?}");
+    assert_eq!(input[at + 1]["call_id"], call_id.as_str());
+    let item = &input[at];
+    assert!(item["id"].as_str().unwrap().starts_with("rs_"), "{item}");
+    assert!(
+        item["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("gAAAA"),
+        "{item}"
+    );
+    assert_eq!(item["summary"][0]["type"], "summary_text");
+    assert!(!item["summary"][0]["text"].as_str().unwrap().is_empty());
+    // The same message sent to Anthropic carries no foreign reasoning.
+    let anthropic = rein_gateway::encode::anthropic_body(&request);
+    assert!(!anthropic.to_string().contains("gAAAA"), "{anthropic}");
 }
 
 /// A Responses stream whose completed message item says `done` after

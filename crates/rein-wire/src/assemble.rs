@@ -122,19 +122,50 @@ impl Assembler {
                 Some(ContentBlock::Thinking {
                     thinking,
                     signature: None,
+                    ..
                 }) => thinking.push_str(text),
                 _ => msg.content.push(ContentBlock::Thinking {
                     thinking: text.clone(),
                     signature: None,
+                    id: None,
                 }),
             },
-            StreamEvent::ThinkingSignature { signature } => match msg.content.last_mut() {
-                Some(ContentBlock::Thinking { signature: sig, .. }) => {
+            StreamEvent::ThinkingSignature {
+                signature,
+                id: None,
+            } => match msg.content.last_mut() {
+                // Anthropic's signature may come in pieces.
+                Some(ContentBlock::Thinking {
+                    signature: sig,
+                    id: None,
+                    ..
+                }) => {
                     sig.get_or_insert_with(String::new).push_str(signature);
                 }
                 _ => msg.content.push(ContentBlock::Thinking {
                     thinking: String::new(),
                     signature: Some(signature.clone()),
+                    id: None,
+                }),
+            },
+            // A whole item (Responses): it closes the block its summary
+            // streamed into, or stands alone — never an earlier item's.
+            StreamEvent::ThinkingSignature {
+                signature,
+                id: Some(item),
+            } => match msg.content.last_mut() {
+                Some(ContentBlock::Thinking {
+                    signature: sig @ None,
+                    id: open @ None,
+                    ..
+                }) => {
+                    *sig = Some(signature.clone());
+                    *open = Some(item.clone());
+                }
+                _ => msg.content.push(ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: Some(signature.clone()),
+                    id: Some(item.clone()),
                 }),
             },
             StreamEvent::RedactedThinking { data } => {
@@ -312,6 +343,7 @@ mod tests {
             StreamEvent::ThinkingDelta { text: "hm".into() },
             StreamEvent::ThinkingSignature {
                 signature: "sig".into(),
+                id: None,
             },
             StreamEvent::TextDelta { text: "He".into() },
             StreamEvent::TextDelta { text: "llo".into() },
@@ -322,8 +354,52 @@ mod tests {
             m.content[0],
             ContentBlock::Thinking {
                 thinking: "hm".into(),
-                signature: Some("sig".into())
+                signature: Some("sig".into()),
+                id: None,
             }
+        );
+    }
+
+    #[test]
+    fn each_responses_reasoning_item_is_a_block_of_its_own() {
+        // Item 1 streams a summary and closes; item 2 has no summary; a
+        // call between them keeps its place.
+        let m = assemble(&[
+            StreamEvent::ThinkingDelta {
+                text: "plan".into(),
+            },
+            StreamEvent::ThinkingSignature {
+                signature: "enc1".into(),
+                id: Some("rs_1".into()),
+            },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "t".into(),
+            },
+            StreamEvent::ToolCallEnd { index: 0 },
+            StreamEvent::ThinkingSignature {
+                signature: "enc2".into(),
+                id: Some("rs_2".into()),
+            },
+        ]);
+        let kinds: Vec<(Option<&str>, Option<&str>)> = m
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Thinking { signature, id, .. } => {
+                    (id.as_deref(), signature.as_deref())
+                }
+                _ => (None, None),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (Some("rs_1"), Some("enc1")),
+                (None, None),
+                (Some("rs_2"), Some("enc2"))
+            ]
         );
     }
 }

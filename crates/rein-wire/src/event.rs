@@ -80,6 +80,10 @@ pub enum StreamEvent {
     ThinkingSignature {
         /// The opaque signature.
         signature: String,
+        /// The reasoning item's id, where the API names items (OpenAI
+        /// Responses); a signature with an id closes one whole item.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
     /// A withheld reasoning block's opaque payload.
     RedactedThinking {

@@ -76,6 +76,10 @@ pub enum ContentBlock {
         /// The opaque signature (Anthropic) or encrypted content (OpenAI).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
+        /// The provider's id for the reasoning item (OpenAI Responses
+        /// `rs_…`), sent back with it; `None` for Anthropic's blocks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
     /// Reasoning the provider withheld; only the opaque payload is kept.
     RedactedThinking {

@@ -223,6 +223,7 @@ impl AnthropicDecoder {
             (Some(Block::Thinking), "signature_delta") => {
                 out.push(StreamEvent::ThinkingSignature {
                     signature: text("signature"),
+                    id: None,
                 });
             }
             (

@@ -219,6 +219,7 @@ impl OpenAiResponsesDecoder {
                 if let Some(sig) = item.get("encrypted_content").and_then(Value::as_str) {
                     out.push(StreamEvent::ThinkingSignature {
                         signature: sig.to_owned(),
+                        id: item.get("id").and_then(Value::as_str).map(str::to_owned),
                     });
                 }
             }

@@ -47,6 +47,7 @@ fn block(block: &ContentBlock) -> Value {
         ContentBlock::Thinking {
             thinking,
             signature,
+            ..
         } => {
             json!({"type": "thinking", "thinking": thinking, "signature": signature.clone().unwrap_or_default()})
         }
@@ -125,7 +126,14 @@ pub fn anthropic_body(request: &Request) -> Value {
         .iter()
         .enumerate()
         .map(|(index, m)| {
-            let mut content: Vec<Value> = m.content.iter().map(block).collect();
+            // Another API's reasoning items (they carry an id) mean nothing
+            // to Anthropic and would be refused: they stay in the log only.
+            let mut content: Vec<Value> = m
+                .content
+                .iter()
+                .filter(|b| !matches!(b, ContentBlock::Thinking { id: Some(_), .. }))
+                .map(block)
+                .collect();
             if honoured.contains(&CacheTarget::Message { index })
                 && let Some(last) = content.last_mut()
             {

@@ -22,6 +22,27 @@ pub fn openai_responses_body(request: &Request) -> Value {
                 (Role::Assistant, ContentBlock::Text { text }) => {
                     parts.push(json!({"type": "output_text", "text": text}));
                 }
+                // A reasoning item goes back in its place (before the call
+                // it preceded) with its id and encrypted content, so the
+                // model keeps its reasoning across the tool loop. Only items
+                // Responses itself made (they have an id): another API's
+                // signed thinking means nothing here.
+                (
+                    Role::Assistant,
+                    ContentBlock::Thinking {
+                        thinking,
+                        signature: Some(encrypted),
+                        id: Some(id),
+                    },
+                ) => {
+                    flush(&mut input, m.role, &mut parts);
+                    let summary: Vec<Value> = if thinking.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![json!({"type": "summary_text", "text": thinking})]
+                    };
+                    input.push(json!({"type": "reasoning", "id": id, "encrypted_content": encrypted, "summary": summary}));
+                }
                 (
                     _,
                     ContentBlock::ToolUse {
