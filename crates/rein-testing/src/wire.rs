@@ -50,6 +50,9 @@ pub struct ScriptedMessage {
     pub usage: Usage,
     /// The stop reason (`None`: tool use if there are calls, else end of turn).
     pub stop: Option<StopReason>,
+    /// Reasoning before the text and calls: (summary, signature or
+    /// encrypted content, Responses item id).
+    pub reasoning: Option<(String, String, String)>,
 }
 
 impl ScriptedMessage {
@@ -65,7 +68,16 @@ impl ScriptedMessage {
                 ..Usage::default()
             },
             stop: None,
+            reasoning: None,
         }
+    }
+
+    /// Reason first: `summary` streamed, then `signature` (Anthropic's
+    /// signature, Responses' encrypted content of item `id`). OpenAI Chat
+    /// streams none of it.
+    pub fn with_reasoning(mut self, summary: &str, signature: &str, id: &str) -> Self {
+        self.reasoning = Some((summary.into(), signature.into(), id.into()));
+        self
     }
 
     /// Add a tool call.
@@ -95,6 +107,15 @@ impl ScriptedMessage {
             id: Some("msg_fake".into()),
             model: self.model.clone(),
         }];
+        if let Some((summary, signature, _)) = &self.reasoning {
+            events.push(StreamEvent::ThinkingDelta {
+                text: summary.clone(),
+            });
+            events.push(StreamEvent::ThinkingSignature {
+                signature: signature.clone(),
+                id: None,
+            });
+        }
         for piece in &self.text {
             events.push(StreamEvent::TextDelta {
                 text: piece.clone(),
@@ -133,6 +154,29 @@ impl ScriptedMessage {
         );
         event(&mut out, "ping", json!({"type": "ping"}));
         let mut index = 0;
+        if let Some((summary, signature, _)) = &self.reasoning {
+            event(
+                &mut out,
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}}),
+            );
+            event(
+                &mut out,
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": summary}}),
+            );
+            event(
+                &mut out,
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}}),
+            );
+            event(
+                &mut out,
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            );
+            index += 1;
+        }
         if !self.text.is_empty() {
             event(
                 &mut out,
@@ -259,6 +303,25 @@ impl ScriptedMessage {
             json!({"type": "response.created", "response": response}),
         );
         let mut output_index = 0;
+        if let Some((summary, encrypted, id)) = &self.reasoning {
+            emit(
+                &mut out,
+                json!({"type": "response.output_item.added", "output_index": output_index,
+                "item": {"id": id, "type": "reasoning", "summary": []}}),
+            );
+            emit(
+                &mut out,
+                json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
+                "output_index": output_index, "summary_index": 0, "delta": summary}),
+            );
+            emit(
+                &mut out,
+                json!({"type": "response.output_item.done", "output_index": output_index,
+                "item": {"id": id, "type": "reasoning", "encrypted_content": encrypted,
+                         "summary": [{"type": "summary_text", "text": summary}]}}),
+            );
+            output_index += 1;
+        }
         if !self.text.is_empty() {
             emit(
                 &mut out,
