@@ -64,6 +64,10 @@ enum Command {
         /// of tokens (default: the model's own).
         #[arg(long, value_name = "LEVEL")]
         reasoning: Option<rein::wire::Reasoning>,
+        /// Show the model's reasoning as it comes (dimmed, on the status
+        /// stream; never part of the answer).
+        #[arg(long)]
+        show_reasoning: bool,
     },
     /// Decide a pending approval (yes or no).
     Approve {
@@ -242,6 +246,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             session,
             root,
             reasoning,
+            show_reasoning,
         } => {
             let options = ChatOptions {
                 provider,
@@ -253,6 +258,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 session,
                 root,
                 reasoning,
+                show_reasoning,
             };
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();

@@ -361,3 +361,48 @@ fn branch_lists_the_turns_and_continues_from_an_earlier_one() {
     );
     assert!(children.iter().any(|l| l.contains("] help")), "{after}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_is_shown_only_when_asked_and_never_in_the_answer() {
+    use rein_testing::{FakeServer, Reply, ScriptedMessage};
+    let answer = ScriptedMessage::text(&["The answer is 4."]).with_reasoning(
+        "two and two make four",
+        "sig",
+        "rs_1",
+    );
+    for show in [true, false] {
+        let server = FakeServer::start(vec![Reply::sse(answer.anthropic_sse())])
+            .await
+            .unwrap();
+        let url = server.base_url();
+        let home = tempfile::tempdir().unwrap();
+        let home_path = home.path().to_owned();
+        let out = tokio::task::spawn_blocking(move || {
+            let mut cmd = rein_at(&home_path);
+            cmd.env("ANTHROPIC_API_KEY", "sk-ant-test")
+                .args(["chat", "--provider", "anthropic", "--base-url", &url])
+                .args(["--model", "m", "--reasoning", "low", "-p", "2+2?"]);
+            if show {
+                cmd.arg("--show-reasoning");
+            }
+            cmd.output().unwrap()
+        })
+        .await
+        .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let said = common::stdout(&out);
+        assert!(said.contains("The answer is 4."), "{said}");
+        assert!(
+            !said.contains("two and two"),
+            "the answer carries no reasoning: {said}"
+        );
+        assert_eq!(
+            stderr(&out).contains("two and two make four"),
+            show,
+            "{}",
+            stderr(&out)
+        );
+        // The request asked for it.
+        assert_eq!(server.requests()[0].json()["thinking"]["type"], "enabled");
+    }
+}

@@ -91,6 +91,12 @@ pub enum UiKind {
         /// The text.
         text: String,
     },
+    /// A piece of the model's reasoning (its summary, where the API gives
+    /// only that): for a surface to show apart from the answer, if at all.
+    ReasoningDelta {
+        /// The text.
+        text: String,
+    },
     /// The provider's final text for a part of the answer differs from
     /// what streamed; the log keeps this text.
     TextReplaced {

@@ -23,7 +23,7 @@ use super::commands::{self, Command, Cost, HELP};
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
 use super::session_root;
-use super::turn::drive;
+use super::turn::{View, drive};
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::scripted::ScriptedBrain;
 use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
@@ -55,6 +55,8 @@ pub struct ChatOptions {
     pub root: Option<PathBuf>,
     /// How much the model reasons (`None`: its default).
     pub reasoning: Option<rein_wire::Reasoning>,
+    /// Show the model's reasoning (dimmed, apart from the answer).
+    pub show_reasoning: bool,
 }
 
 /// The provider and model a chat runs with.
@@ -232,7 +234,7 @@ async fn settle(
     input: &mut Asker,
     out: &mut impl Write,
     info: &mut impl Write,
-    cost: &mut Cost,
+    view: &mut View,
 ) -> Result<bool, AgentError> {
     loop {
         match outcome {
@@ -244,10 +246,10 @@ async fn settle(
                         conversation
                             .decide(&approval_id, answer, &Surface::terminal())
                             .await?;
-                        outcome = drive(conversation, None, input, out, info, cost).await?;
+                        outcome = drive(conversation, None, input, out, info, view).await?;
                     }
                     Asked::Elsewhere if conversation.has_open_turn().await? => {
-                        outcome = drive(conversation, None, input, out, info, cost).await?;
+                        outcome = drive(conversation, None, input, out, info, view).await?;
                     }
                     Asked::Elsewhere => {
                         say(info, "  [turn ended: interrupted]")?;
@@ -280,10 +282,10 @@ async fn settle(
         }
     }
     // Said after a turn only when it is a number; `/cost` always answers.
-    if cost.known() {
+    if view.cost.known() {
         say(
             info,
-            &format!("  [session cost so far: {}]", cost.describe()),
+            &format!("  [session cost so far: {}]", view.cost.describe()),
         )?;
     }
     Ok(true)
@@ -339,7 +341,10 @@ pub async fn run(
     )
     .await?;
     let id = conversation.session_id().to_owned();
-    let mut cost = Cost::default();
+    let mut view = View {
+        cost: Cost::default(),
+        show_reasoning: options.show_reasoning,
+    };
     let result = async {
         // A continued session may have a turn waiting: an approval, or a
         // turn a crash cut short.
@@ -351,10 +356,10 @@ pub async fn run(
                 Some(asked) => TurnOutcome::AwaitingApproval(asked),
                 None => {
                     say(info, "(resuming the unfinished turn)")?;
-                    drive(&mut conversation, None, &mut input, out, info, &mut cost).await?
+                    drive(&mut conversation, None, &mut input, out, info, &mut view).await?
                 }
             };
-            if !settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await? {
+            if !settle(&mut conversation, outcome, &mut input, out, info, &mut view).await? {
                 return Ok(());
             }
         }
@@ -365,10 +370,10 @@ pub async fn run(
                 &mut input,
                 out,
                 info,
-                &mut cost,
+                &mut view,
             )
             .await?;
-            settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await?;
+            settle(&mut conversation, outcome, &mut input, out, info, &mut view).await?;
             return Ok(());
         }
         say(
@@ -419,7 +424,10 @@ pub async fn run(
                     continue;
                 }
                 Some(Command::Cost) => {
-                    say(info, &format!("  session cost so far: {}", cost.describe()))?;
+                    say(
+                        info,
+                        &format!("  session cost so far: {}", view.cost.describe()),
+                    )?;
                     continue;
                 }
                 Some(Command::Unknown(word)) => {
@@ -433,10 +441,10 @@ pub async fn run(
                 &mut input,
                 out,
                 info,
-                &mut cost,
+                &mut view,
             )
             .await?;
-            match settle(&mut conversation, outcome, &mut input, out, info, &mut cost).await {
+            match settle(&mut conversation, outcome, &mut input, out, info, &mut view).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
                 Err(err) if err.code == codes::LEASE_LOST || err.code == codes::SESSION_LOCKED => {

@@ -21,7 +21,7 @@ fn print_event(
     event: &UiEvent,
     out: &mut impl Write,
     info: &mut impl Write,
-    cost: &mut Cost,
+    view: &mut View,
     midline: &mut bool,
     styler: &mut Option<Styler>,
 ) -> Result<(), AgentError> {
@@ -49,6 +49,17 @@ fn print_event(
             out.write_all(styled.as_bytes()).map_err(io_error)?;
             out.flush().map_err(io_error)?;
             *midline = !text.ends_with('\n');
+        }
+        // Shown only when asked for (`--show-reasoning`), on the status
+        // stream and dimmed at a terminal: never mixed into the answer.
+        UiKind::ReasoningDelta { text } if view.show_reasoning => {
+            let shown = visible(text);
+            if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+                write!(info, "\x1b[2m{shown}\x1b[0m").map_err(io_error)?;
+            } else {
+                write!(info, "{shown}").map_err(io_error)?;
+            }
+            info.flush().map_err(io_error)?;
         }
         UiKind::ToolCall {
             tool, arguments, ..
@@ -85,8 +96,8 @@ fn print_event(
             )?;
         }
         UiKind::Usage { cost_micro_usd, .. } => match cost_micro_usd {
-            Some(c) => cost.add(Some(*c)),
-            None => cost.add(None),
+            Some(c) => view.cost.add(Some(*c)),
+            None => view.cost.add(None),
         },
         UiKind::TextReplaced { text, .. } => {
             line(
@@ -103,6 +114,15 @@ fn print_event(
         _ => {}
     }
     Ok(())
+}
+
+/// What the chat shows besides the answer, and what it has counted.
+#[derive(Debug, Default)]
+pub struct View {
+    /// What the session's calls have cost.
+    pub cost: Cost,
+    /// Whether the model's reasoning is shown (dimmed, apart from the answer).
+    pub show_reasoning: bool,
 }
 
 /// How often the spinner is redrawn.
@@ -171,7 +191,7 @@ pub(super) async fn drive(
     input: &mut Asker,
     out: &mut impl Write,
     info: &mut impl Write,
-    cost: &mut Cost,
+    view: &mut View,
 ) -> Result<TurnOutcome, AgentError> {
     let mut events = conversation.subscribe();
     let steering = conversation.steering();
@@ -204,7 +224,7 @@ pub(super) async fn drive(
                 event = events.recv() => {
                     spinner.clear(info)?;
                     if let Ok(event) = event {
-                        print_event(&event, out, info, cost, &mut midline, &mut styler)?;
+                        print_event(&event, out, info, view, &mut midline, &mut styler)?;
                     }
                 }
                 _ = tick.tick(), if spinner.on => spinner.draw(info, midline)?,
@@ -250,7 +270,7 @@ pub(super) async fn drive(
         }
     };
     while let Ok(event) = events.try_recv() {
-        print_event(&event, out, info, cost, &mut midline, &mut styler)?;
+        print_event(&event, out, info, view, &mut midline, &mut styler)?;
     }
     if let Some(styler) = styler.as_mut() {
         out.write_all(styler.finish().as_bytes())

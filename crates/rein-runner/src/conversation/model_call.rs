@@ -68,6 +68,10 @@ impl Conversation {
                 StreamEvent::TextDelta { text } => {
                     self.journal.emit(UiKind::TextDelta { text: text.clone() });
                 }
+                StreamEvent::ThinkingDelta { text } => {
+                    self.journal
+                        .emit(UiKind::ReasoningDelta { text: text.clone() });
+                }
                 StreamEvent::TextReplaced { streamed, text } => {
                     self.journal.emit(UiKind::TextReplaced {
                         streamed: streamed.clone(),
