@@ -35,40 +35,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Chat with a model in the terminal; every turn is recorded.
-    Chat {
-        /// The wire API: anthropic, openai-chat, openai-responses or scripted.
-        #[arg(long)]
-        provider: Option<String>,
-        /// The model name.
-        #[arg(long)]
-        model: Option<String>,
-        /// A base URL (an OpenAI-compatible server such as vLLM, llama.cpp or Ollama).
-        #[arg(long)]
-        base_url: Option<String>,
-        /// Use the offline scripted model (no key, no network).
-        #[arg(long)]
-        scripted: bool,
-        /// Ask one question, print the answer and exit.
-        #[arg(short, long)]
-        prompt: Option<String>,
-        /// The system prompt.
-        #[arg(long)]
-        system: Option<String>,
-        /// Continue this session.
-        #[arg(long, visible_alias = "resume", value_name = "ID")]
-        session: Option<String>,
-        /// The folder the file tools work in (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        root: Option<PathBuf>,
-        /// How much the model reasons: off, low, medium, high, or a number
-        /// of tokens (default: the model's own).
-        #[arg(long, value_name = "LEVEL")]
-        reasoning: Option<rein::wire::Reasoning>,
-        /// Show the model's reasoning as it comes (dimmed, on the status
-        /// stream; never part of the answer).
-        #[arg(long)]
-        show_reasoning: bool,
-    },
+    Chat(ChatOptions),
     /// Decide a pending approval (yes or no).
     Approve {
         /// The session.
@@ -236,30 +203,7 @@ async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError>
 async fn dispatch(cli: Cli) -> Result<(), AgentError> {
     let stdout = &mut std::io::stdout();
     match cli.command {
-        Command::Chat {
-            provider,
-            model,
-            base_url,
-            scripted,
-            prompt,
-            system,
-            session,
-            root,
-            reasoning,
-            show_reasoning,
-        } => {
-            let options = ChatOptions {
-                provider,
-                model,
-                base_url,
-                scripted,
-                prompt,
-                system,
-                session,
-                root,
-                reasoning,
-                show_reasoning,
-            };
+        Command::Chat(options) => {
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();
             if stdin.is_terminal() && options.prompt.is_none() {

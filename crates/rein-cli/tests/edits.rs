@@ -406,3 +406,29 @@ async fn reasoning_is_shown_only_when_asked_and_never_in_the_answer() {
         assert_eq!(server.requests()[0].json()["thinking"]["type"], "enabled");
     }
 }
+
+#[test]
+fn undo_never_writes_through_a_link_planted_since_the_change() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("root");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(root.join("notes.txt"), NOTES).unwrap();
+    std::fs::write(outside.join("secret.txt"), "keep me\n").unwrap();
+    let out = chat(home.path(), &root, b"edit notes.txt\ny\n/exit\n");
+    let session = common::session_of(&out);
+    // A careless person (or a hostile process) swaps the edited file for a
+    // link to a file outside the root, then asks for the undo.
+    std::fs::remove_file(root.join("notes.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("notes.txt")).unwrap();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--resume", &session]);
+    let out = run_with_stdin(cmd, b"/undo\n/exit\n");
+    assert!(stderr(&out).contains("cannot undo"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "keep me\n"
+    );
+}

@@ -10,7 +10,7 @@ use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{rein_at, stderr, stdout};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
@@ -63,18 +63,7 @@ impl Chat {
 
     /// Wait until the chat has said `text` (`nth` times).
     fn wait_for(&self, text: &str, nth: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let said = self.said.lock().unwrap().clone();
-            if said.matches(text).count() >= nth {
-                return said;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited for `{text}`; got:\n{said}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_for_said(&self.said, text, nth)
     }
 
     fn session(&self) -> String {

@@ -89,18 +89,7 @@ impl Term {
 
     /// Wait until `text` has been shown `nth` times.
     fn wait_for_nth(&self, text: &str, nth: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let said = self.said.lock().unwrap().clone();
-            if said.matches(text).count() >= nth {
-                return said;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited for `{text}`; got:\n{said}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_for_said(&self.said, text, nth)
     }
 
     fn wait(mut self) -> ExitStatus {

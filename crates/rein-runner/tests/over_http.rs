@@ -10,6 +10,21 @@ use rein_sessions::{SqliteStore, Store};
 use rein_testing::{FakeServer, FakeToolBackend, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
 
+/// A real HTTP provider for `api` talking to `server` (no retries).
+fn provider_for(api: WireApi, server: &FakeServer) -> Arc<HttpProvider> {
+    let base = if api == WireApi::AnthropicMessages {
+        server.base_url()
+    } else {
+        format!("{}/v1", server.base_url())
+    };
+    let mut config = ProviderConfig::new(api)
+        .with_base_url(base)
+        .with_api_key(ApiKey::new("sk-test"));
+    config.offline = Some(false);
+    config.retry = RetryPolicy::none();
+    Arc::new(HttpProvider::new(config).expect("a provider config that builds"))
+}
+
 #[tokio::test]
 async fn tool_results_are_threaded_the_way_each_api_requires() {
     for api in [WireApi::AnthropicMessages, WireApi::OpenAiChat] {
@@ -34,17 +49,7 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
         let server = FakeServer::start(vec![Reply::sse(body(&first)), Reply::sse(body(&second))])
             .await
             .unwrap();
-        let base = if api == WireApi::AnthropicMessages {
-            server.base_url()
-        } else {
-            format!("{}/v1", server.base_url())
-        };
-        let mut config = ProviderConfig::new(api)
-            .with_base_url(base)
-            .with_api_key(ApiKey::new("sk-test"));
-        config.offline = Some(false);
-        config.retry = RetryPolicy::none();
-        let provider = Arc::new(HttpProvider::new(config).unwrap());
+        let provider = provider_for(api, &server);
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> =
             Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
@@ -506,17 +511,7 @@ async fn reasoning_comes_back_in_a_three_step_tool_loop_and_after_a_resume() {
         ])
         .await
         .unwrap();
-        let base = if api == WireApi::AnthropicMessages {
-            server.base_url()
-        } else {
-            format!("{}/v1", server.base_url())
-        };
-        let mut config = ProviderConfig::new(api)
-            .with_base_url(base)
-            .with_api_key(ApiKey::new("sk-test"));
-        config.offline = Some(false);
-        config.retry = RetryPolicy::none();
-        let provider = Arc::new(HttpProvider::new(config).unwrap());
+        let provider = provider_for(api, &server);
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> =
             Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());

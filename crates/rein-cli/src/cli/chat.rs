@@ -34,28 +34,40 @@ use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
 use serde_json::json;
 
-/// What the person asked for on the command line.
-#[derive(Debug, Clone, Default)]
+/// What the person asked for on the command line (`rein chat`'s flags).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ChatOptions {
-    /// `anthropic`, `openai-chat`, `openai-responses` or `scripted`.
+    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
+    #[arg(long)]
     pub provider: Option<String>,
     /// The model name.
+    #[arg(long)]
     pub model: Option<String>,
-    /// A base URL (an OpenAI-compatible server, a proxy).
+    /// A base URL (an OpenAI-compatible server such as vLLM, llama.cpp or Ollama).
+    #[arg(long)]
     pub base_url: Option<String>,
-    /// Use the offline scripted model.
+    /// Use the offline scripted model (no key, no network).
+    #[arg(long)]
     pub scripted: bool,
     /// Ask one question, print the answer and exit.
+    #[arg(short, long)]
     pub prompt: Option<String>,
     /// The system prompt.
+    #[arg(long)]
     pub system: Option<String>,
-    /// Continue this session instead of starting a new one.
+    /// Continue this session.
+    #[arg(long, visible_alias = "resume", value_name = "ID")]
     pub session: Option<String>,
     /// The folder the file tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// How much the model reasons (`None`: its default).
-    pub reasoning: Option<rein_wire::Reasoning>,
-    /// Show the model's reasoning (dimmed, apart from the answer).
+    /// How much the model reasons: off, low, medium, high, or a number
+    /// of tokens (default: the model's own).
+    #[arg(long, value_name = "LEVEL")]
+    pub reasoning: Option<rein::wire::Reasoning>,
+    /// Show the model's reasoning as it comes (dimmed, on the status
+    /// stream; never part of the answer).
+    #[arg(long)]
     pub show_reasoning: bool,
 }
 

@@ -5,16 +5,21 @@
 //!
 //! Not here: making the preview (the tools), or asking (the chat).
 
-use std::io::IsTerminal as _;
-
 use rein_wire::{Preview, PreviewKind, visible::visible};
 
 /// Lines of a preview shown before the person asks for the rest.
 pub const SHOWN_LINES: usize = 40;
 
-/// Whether the person's terminal takes colour (`NO_COLOR` says no).
+/// Whether the person's terminal takes colour on the status stream
+/// (`NO_COLOR` says no).
 pub fn colour_wanted() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+    styled(&std::io::stderr())
+}
+
+/// Whether `stream` is a terminal that takes colour (`NO_COLOR` says no):
+/// the one rule for every style rein draws.
+pub fn styled(stream: &impl std::io::IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// The preview as terminal lines, and how many were left out (`all` shows

@@ -54,7 +54,7 @@ fn print_event(
         // stream and dimmed at a terminal: never mixed into the answer.
         UiKind::ReasoningDelta { text } if view.show_reasoning => {
             let shown = visible(text);
-            if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+            if super::preview::colour_wanted() {
                 write!(info, "\x1b[2m{shown}\x1b[0m").map_err(io_error)?;
             } else {
                 write!(info, "{shown}").map_err(io_error)?;
@@ -201,8 +201,7 @@ pub(super) async fn drive(
     let mut midline = false;
     // Markdown is styled only on a terminal that takes it; piped, the
     // answer stays the model's plain text.
-    let mut styler = (std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .then(Styler::default);
+    let mut styler = super::preview::styled(&std::io::stdout()).then(Styler::default);
     let result = {
         let work = async {
             match prompt {

@@ -73,3 +73,20 @@ pub fn pending_of(out: &Output) -> (String, String) {
     let at = words.iter().position(|w| *w == "approve").unwrap();
     (words[at + 1].to_owned(), words[at + 2].to_owned())
 }
+
+/// Wait until what a running chat has said (collected into `said` by a
+/// reader thread) holds `text` `nth` times; all of it so far.
+pub fn wait_for_said(said: &std::sync::Mutex<String>, text: &str, nth: usize) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let now = said.lock().unwrap().clone();
+        if now.matches(text).count() >= nth {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited for `{text}`; got:\n{now}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
