@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use common::{rein, rein_at, run_with_stdin, stderr, stdout};
@@ -606,77 +605,6 @@ fn an_approval_survives_the_process_and_is_decided_by_rein_approve() {
         "{}",
         stdout(&out)
     );
-}
-
-#[test]
-fn chat_in_a_pseudo_terminal_with_y_and_n_approvals() {
-    use std::io::Read as _;
-    use std::sync::mpsc;
-    use std::time::{Duration, Instant};
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("NOTICE: skipping: util-linux `script` (for a pseudo-terminal) is not installed");
-        return;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let root = project();
-    let command = format!(
-        "{} chat --scripted --root {}",
-        env!("CARGO_BIN_EXE_rein"),
-        root.path().display()
-    );
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("REIN_HOME", home.path())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = String::new();
-    let mut stdin = child.stdin.take().unwrap();
-    // Answer each prompt as a person would: only once it is shown.
-    let script = [
-        ("you> ", 1, "write tty.txt"),
-        ("approve? [y/N", 1, "y"),
-        ("you> ", 2, "delete b.txt"),
-        ("approve? [y/N", 2, "n"),
-        ("you> ", 3, "/exit"),
-    ];
-    for (prompt, nth, answer) in script {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while seen.matches(prompt).count() < nth {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(chunk) => seen.push_str(&String::from_utf8_lossy(&chunk)),
-                Err(_) => panic!("waited for prompt {nth} `{prompt}`; got:\n{seen}"),
-            }
-        }
-        stdin.write_all(format!("{answer}\r").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-    let status = child.wait().unwrap();
-    while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    assert!(status.success(), "{seen}");
-    assert!(root.path().join("tty.txt").exists(), "{seen}");
-    assert!(
-        root.path().join("b.txt").exists(),
-        "the denied delete did not run: {seen}"
-    );
-    assert!(seen.contains("-> write_file"), "{seen}");
 }
 
 /// Start `rein chat` on a pipe and wait for its `you> ` prompt: the

@@ -1,8 +1,9 @@
 //! The chat in a real pseudo-terminal — util-linux `script` allocates it,
 //! so `rein chat` sees a terminal, reads with its line editor, and gets
 //! SIGINT from the terminal's own Ctrl-C — for what only a person at a
-//! terminal does: Ctrl-C once interrupts the turn at its next step, twice
-//! leaves at once, and the turn can then be resumed.
+//! terminal does: approvals answered at the prompt, Ctrl-C once interrupts
+//! the turn at its next step, twice leaves at once, and the turn can then
+//! be resumed.
 //!
 //! The model is a fake OpenAI-compatible server on loopback whose first
 //! answer is held back, so the keys arrive while a turn runs.
@@ -51,7 +52,10 @@ impl Term {
         }
         let mut child = command
             .current_dir(cwd)
-            .args(["-qfec", &quoted.join(" "), "/dev/null"])
+            // `exec`: the chat is the terminal's only process. A shell left
+            // waiting (dash does not exec a lone command) would take the
+            // terminal's SIGINT itself and die of it with status 130.
+            .args(["-qfec", &format!("exec {}", quoted.join(" ")), "/dev/null"])
             .env("REIN_HOME", home)
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
@@ -92,11 +96,15 @@ impl Term {
         common::wait_for_said(&self.said, text, nth)
     }
 
-    fn wait(mut self) -> ExitStatus {
+    /// Wait for the chat to end: how it ended and everything it said.
+    fn wait(mut self) -> Ended {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
+                return Ended {
+                    status,
+                    said: self.said.lock().unwrap().clone(),
+                };
             }
             assert!(
                 Instant::now() < deadline,
@@ -105,6 +113,24 @@ impl Term {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// How a chat ended, with everything it said (shown when a test fails).
+struct Ended {
+    status: ExitStatus,
+    said: String,
+}
+
+impl Ended {
+    /// Assert the chat ended well.
+    fn success(&self) {
+        assert!(
+            self.status.success(),
+            "{:?}; it said:\n{}",
+            self.status,
+            self.said
+        );
     }
 }
 
@@ -159,8 +185,7 @@ async fn ctrl_c_once_interrupts_the_turn_at_its_next_step() {
         let said = term.wait_for("[turn ended: interrupted]");
         assert_eq!(server.requests().len(), 1, "{said}");
         term.send(b"/exit\r");
-        let status = term.wait();
-        assert!(status.success(), "{status:?}");
+        term.wait().success();
         said
     })
     .await
@@ -189,8 +214,8 @@ async fn ctrl_c_twice_leaves_at_once_and_the_turn_can_be_resumed() {
         term.wait_for("interrupting at the next step");
         term.send(b"\x03");
         let said = term.wait_for("continues the turn");
-        let status = term.wait();
-        assert_eq!(status.code(), Some(130), "{said}");
+        let ended = term.wait();
+        assert_eq!(ended.status.code(), Some(130), "{}", ended.said);
         let session = said
             .split("rein chat --resume ")
             .nth(1)
@@ -256,7 +281,7 @@ fn an_edit_shown_as_a_diff_approved_undone_denied_and_a_branch_at_a_terminal() {
     term.send(b"/branch\r");
     term.wait_for("/branch TURN continues from one of these");
     term.send(b"/exit\r");
-    assert!(term.wait().success());
+    term.wait().success();
 }
 
 #[test]
@@ -276,7 +301,7 @@ fn a_session_resumed_at_a_terminal_in_another_folder_works_in_its_own_root() {
     term.wait_for("you> ");
     term.send(b"/exit\r");
     let said = term.wait_for("continue with: rein chat --resume ");
-    assert!(term.wait().success());
+    term.wait().success();
     let session = said
         .split("continue with: rein chat --resume ")
         .nth(1)
@@ -297,7 +322,7 @@ fn a_session_resumed_at_a_terminal_in_another_folder_works_in_its_own_root() {
     term.wait_for("(/undo reverts it)");
     // Typed before the turn has ended: a command waits for the turn.
     term.send(b"/exit\r");
-    assert!(term.wait().success());
+    term.wait().success();
     assert!(root.path().join("later.txt").exists());
     assert!(!elsewhere.path().join("later.txt").exists());
 }
@@ -326,10 +351,10 @@ async fn a_line_typed_while_a_turn_runs_steers_it_at_the_next_step() {
         wait_for_requests(&server, 2);
         let second = server.requests()[1].json().to_string();
         assert!(second.contains("use the blue one"), "{second}");
-        let said = term.wait_for("done");
+        term.wait_for("done");
         term.wait_for_nth("you> ", 2);
         term.send(b"/exit\r");
-        assert!(term.wait().success(), "{said}");
+        term.wait().success();
     })
     .await
     .unwrap();
@@ -356,7 +381,7 @@ async fn markdown_is_styled_at_a_terminal_and_model_escapes_are_not() {
         term.send(b"hi\r");
         let said = term.wait_for_nth("you> ", 2);
         term.send(b"/exit\r");
-        assert!(term.wait().success());
+        term.wait().success();
         said
     })
     .await
@@ -369,4 +394,41 @@ async fn markdown_is_styled_at_a_terminal_and_model_escapes_are_not() {
     // The model's own escape is shown, not obeyed.
     assert!(said.contains("^[[31mred"), "{said:?}");
     assert!(!said.contains("\x1b[31m"), "{said:?}");
+}
+
+#[test]
+fn approvals_are_answered_y_and_n_at_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("b.txt"), "beta\n").unwrap();
+    let mut term = Term::start(
+        home.path(),
+        &[
+            "chat",
+            "--scripted",
+            "--root",
+            root.path().to_str().unwrap(),
+        ],
+    );
+    // Answer each prompt as a person would: only once it is shown.
+    let script = [
+        ("you> ", 1, "write tty.txt"),
+        ("approve? [y/N", 1, "y"),
+        ("you> ", 2, "delete b.txt"),
+        ("approve? [y/N", 2, "n"),
+        ("you> ", 3, "/exit"),
+    ];
+    for (prompt, nth, answer) in script {
+        term.wait_for_nth(prompt, nth);
+        term.send(format!("{answer}\r").as_bytes());
+    }
+    let ended = term.wait();
+    ended.success();
+    assert!(root.path().join("tty.txt").exists(), "{}", ended.said);
+    assert!(
+        root.path().join("b.txt").exists(),
+        "the denied delete did not run: {}",
+        ended.said
+    );
+    assert!(ended.said.contains("-> write_file"), "{}", ended.said);
 }
