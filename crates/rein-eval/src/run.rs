@@ -179,6 +179,9 @@ async fn execute(
             if case.model.anthropic_cache {
                 brain = brain.with_anthropic_cache();
             }
+            if case.model.reasons {
+                brain = brain.with_reasoning();
+            }
             (Arc::new(brain), case.model.name.clone())
         }
         ModelChoice::Real {
@@ -195,6 +198,7 @@ async fn execute(
     };
     let mut profile = Profile::new("Eval", model_name).with_system(case.system.clone());
     profile.max_output_tokens = max_output_tokens;
+    profile.reasoning = case.reasoning.as_deref().and_then(|l| l.parse().ok());
     profile.tools = if case.tools == "deferred" {
         ToolLoading::Deferred
     } else {
@@ -452,6 +456,11 @@ fn check(
         "cached results",
         totals.tools.cached,
         expect.cached_at_least,
+    );
+    at_least(
+        "reasoning tokens",
+        totals.usage.reasoning,
+        expect.reasoning_tokens_at_least,
     );
     at_least(
         "tool errors",

@@ -49,6 +49,10 @@ pub struct Case {
     /// How tools reach the model: `native` or `deferred`.
     #[serde(default = "native")]
     pub tools: String,
+    /// The reasoning asked for: `off`, `low`, `medium`, `high` or a token
+    /// budget (default: none asked).
+    #[serde(default)]
+    pub reasoning: Option<String>,
     /// The person's messages, one turn each.
     #[serde(default)]
     pub turns: Vec<String>,
@@ -133,6 +137,10 @@ pub struct ScriptedModel {
     /// Behave like a provider with Anthropic's prompt cache (a model of it).
     #[serde(default)]
     pub anthropic_cache: bool,
+    /// Reason when asked, and refuse a tool loop that does not bring its
+    /// signed reasoning back unchanged (as Anthropic does).
+    #[serde(default)]
+    pub reasons: bool,
     /// Its rules, first match wins.
     #[serde(default)]
     pub rules: Vec<Rule>,
@@ -143,6 +151,7 @@ impl Default for ScriptedModel {
         ScriptedModel {
             name: scripted_name(),
             anthropic_cache: false,
+            reasons: false,
             rules: Vec::new(),
         }
     }
@@ -189,6 +198,8 @@ pub struct Expect {
     pub steps_at_least: Option<u64>,
     /// Tokens (prompt and output, all calls), at most.
     pub tokens_at_most: Option<u64>,
+    /// Reasoning tokens (all calls), at least.
+    pub reasoning_tokens_at_least: Option<u64>,
     /// Cost in micro-USD, at most.
     pub cost_at_most_micro_usd: Option<u64>,
     /// Share of prompt tokens read from the cache, at least.
@@ -258,6 +269,11 @@ fn check(case: &Case) -> Result<(), String> {
         .find(|a| !matches!(a.as_str(), "yes" | "no" | "always"))
     {
         return Err(format!("approval answer `{bad}` is not yes, no or always"));
+    }
+    if let Some(level) = &case.reasoning
+        && let Err(e) = level.parse::<rein_wire::Reasoning>()
+    {
+        return Err(format!("reasoning: {e}"));
     }
     if !matches!(case.tools.as_str(), "native" | "deferred") {
         return Err("tools must be native or deferred".into());

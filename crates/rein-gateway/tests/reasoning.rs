@@ -6,8 +6,8 @@
 use futures::StreamExt;
 use rein_gateway::{ApiKey, HttpProvider, Provider, ProviderConfig, WireApi};
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
-use rein_wire::{Message, Reasoning, Request};
-use serde_json::Value;
+use rein_wire::{ContentBlock, Message, Reasoning, Request, Role};
+use serde_json::{Value, json};
 
 fn sse(api: WireApi) -> String {
     let message = ScriptedMessage::text(&["ok"]);
@@ -106,4 +106,95 @@ fn a_level_is_read_from_a_word_or_a_number() {
     assert_eq!("off".parse::<Reasoning>().unwrap(), Reasoning::Off);
     let err = "lots".parse::<Reasoning>().unwrap_err();
     assert_eq!(err.code, rein_wire::error::codes::INVALID_INPUT);
+}
+
+fn thinking(text: &str, signature: Option<&str>, id: Option<&str>) -> ContentBlock {
+    ContentBlock::Thinking {
+        thinking: text.to_owned(),
+        signature: signature.map(str::to_owned),
+        id: id.map(str::to_owned),
+    }
+}
+
+fn call(id: &str) -> ContentBlock {
+    ContentBlock::ToolUse {
+        id: id.to_owned(),
+        name: "read_file".to_owned(),
+        input: json!({"path": "a.rs"}),
+    }
+}
+
+/// A log that mixed APIs (a session resumed on another provider) and a
+/// reasoning item the output ended on.
+fn mixed_log() -> Request {
+    let assistant = |content| Message {
+        role: Role::Assistant,
+        content,
+    };
+    Request::new(
+        "m",
+        vec![
+            Message::user("go"),
+            assistant(vec![
+                thinking("chat server's reasoning", None, None),
+                thinking("responses item", Some("enc-1"), Some("rs_1")),
+                thinking("anthropic's", Some("sig-1"), None),
+                call("c1"),
+            ]),
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "c1".to_owned(),
+                    content: vec![ContentBlock::text("fn a() {}")],
+                    is_error: false,
+                }],
+            },
+            // The output ended while the model reasoned: nothing followed.
+            assistant(vec![thinking("cut short", Some("enc-2"), Some("rs_2"))]),
+            Message::user("go on"),
+        ],
+    )
+}
+
+#[test]
+fn only_reasoning_an_api_can_take_back_is_sent_and_never_an_orphan_item() {
+    let request = mixed_log();
+    // Anthropic: its own signed thinking, nothing unsigned, no Responses item.
+    let body = rein_gateway::encode::anthropic_body(&request);
+    let thinking: Vec<&Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter(|b| b["type"] == "thinking")
+        .collect();
+    assert_eq!(thinking.len(), 1, "{body}");
+    assert_eq!(thinking[0]["signature"], "sig-1");
+    // Responses: the item before its call; the item nothing followed stays
+    // in the log (the API refuses an item without its following item).
+    let body = rein_gateway::encode::openai_responses_body(&request);
+    let input = body["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().or(i["role"].as_str()).unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user",
+            "reasoning",
+            "function_call",
+            "function_call_output",
+            "user"
+        ],
+        "{body}"
+    );
+    assert_eq!(input[1]["id"], "rs_1");
+    // Chat sends no reasoning back at all.
+    let body = rein_gateway::encode::openai_chat_body(
+        &request,
+        rein_gateway::encode::ChatDialect::default(),
+    );
+    assert!(!body.to_string().contains("reasoning"), "{body}");
+    assert!(!body.to_string().contains("sig-1"), "{body}");
 }

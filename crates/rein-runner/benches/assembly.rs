@@ -55,6 +55,7 @@ async fn session(steps: usize) -> (Arc<dyn Store>, String) {
             },
             usage: None,
             cost_micro_usd: None,
+            reasoning_cost_micro_usd: None,
             stop_reason: None,
             cache_verdict: None,
             latency_ms: 0,

@@ -10,17 +10,78 @@ use rein_gateway::{CachingStyle, Capabilities, EventStream, Provider};
 use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, estimate};
 use rein_sessions::{Event, SqliteStore, Store};
 use rein_testing::FakeToolBackend;
-use rein_wire::{Request, StopReason, StreamEvent, Usage};
+use rein_wire::{ContentBlock, Request, Role, StopReason, StreamEvent, Usage};
 use serde_json::json;
 
-/// A model that reads file after file, then answers; and writes summaries
-/// when asked to. It records the largest request it was sent.
+/// A model that reasons and reads file after file, then answers; and writes
+/// summaries when asked to. It records the largest request it was sent and
+/// every request whose reasoning is not where it belongs.
 struct Worker {
     window: u32,
     steps: usize,
     next: Mutex<usize>,
     summaries: AtomicUsize,
     largest: AtomicU64,
+    misplaced: Mutex<Vec<String>>,
+}
+
+impl Worker {
+    fn new(window: u32, steps: usize) -> Arc<Worker> {
+        Arc::new(Worker {
+            window,
+            steps,
+            next: Mutex::new(0),
+            summaries: AtomicUsize::new(0),
+            largest: AtomicU64::new(0),
+            misplaced: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whatever compaction and pruning left, each signed thinking block
+    /// sits in the message whose call it reasoned about (`sig-c3` with
+    /// call `c3`), and the message whose calls are being answered keeps
+    /// its own — an API refuses a tool loop whose reasoning went missing.
+    fn check_reasoning(&self, request: &Request) {
+        let mut misplaced = Vec::new();
+        for message in &request.messages {
+            let calls: Vec<&str> = message
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            for block in &message.content {
+                if let ContentBlock::Thinking { signature, .. } = block {
+                    let of = signature
+                        .as_deref()
+                        .unwrap_or("")
+                        .trim_start_matches("sig-");
+                    if !calls.contains(&of) {
+                        misplaced.push(format!("{signature:?} beside calls {calls:?}"));
+                    }
+                }
+            }
+        }
+        let last = request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant);
+        let calls = |m: &rein_wire::Message| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolUse { .. }))
+        };
+        if let Some(last) = last
+            && calls(last)
+            && !matches!(last.content.first(), Some(ContentBlock::Thinking { .. }))
+        {
+            misplaced.push(format!("the last step lost its reasoning: {last:?}"));
+        }
+        self.misplaced.lock().unwrap().extend(misplaced);
+    }
 }
 
 impl Provider for Worker {
@@ -55,10 +116,18 @@ impl Provider for Worker {
             });
         } else {
             self.largest.fetch_max(estimate(&request), Ordering::SeqCst);
+            self.check_reasoning(&request);
             let mut next = self.next.lock().unwrap();
             let step = *next;
             *next += 1;
             if step < self.steps {
+                events.push(StreamEvent::ThinkingDelta {
+                    text: format!("f{step}.txt is next."),
+                });
+                events.push(StreamEvent::ThinkingSignature {
+                    signature: format!("sig-c{step}"),
+                    id: None,
+                });
                 events.push(StreamEvent::ToolCallStart {
                     index: 0,
                     id: format!("c{step}"),
@@ -122,13 +191,7 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
-    let worker = Arc::new(Worker {
-        window: 16_000,
-        steps: 3,
-        next: Mutex::new(0),
-        summaries: AtomicUsize::new(0),
-        largest: AtomicU64::new(0),
-    });
+    let worker = Worker::new(16_000, 3);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await
         .unwrap();
@@ -142,13 +205,7 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
     let first_turn_end = store.session(conv.session_id()).await.unwrap().head_seq;
     // A long second turn: 300 more reads.
     *worker.next.lock().unwrap() = 0;
-    let long = Arc::new(Worker {
-        window: 16_000,
-        steps: 300,
-        next: Mutex::new(0),
-        summaries: AtomicUsize::new(0),
-        largest: AtomicU64::new(0),
-    });
+    let long = Worker::new(16_000, 300);
     let id = conv.session_id().to_owned();
     conv.close().await.unwrap();
     let owned = files(310);
@@ -186,6 +243,8 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
         compactions,
         "one summary per compaction"
     );
+    // However much was pruned and compacted, reasoning stayed with its call.
+    assert_eq!(*long.misplaced.lock().unwrap(), Vec::<String>::new());
     // Every request the model saw fit the window.
     assert!(
         long.largest.load(Ordering::SeqCst) <= 16_000,
@@ -231,13 +290,7 @@ async fn a_session_that_cannot_fit_ends_with_context_window_exceeded_after_one_a
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let backend = Arc::new(FakeToolBackend::new(&[("a.txt", "a")]).unwrap());
     // The tools alone are larger than this window.
-    let worker = Arc::new(Worker {
-        window: 800,
-        steps: 5,
-        next: Mutex::new(0),
-        summaries: AtomicUsize::new(0),
-        largest: AtomicU64::new(0),
-    });
+    let worker = Worker::new(800, 5);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await
         .unwrap();

@@ -12,17 +12,7 @@ use serde_json::json;
 
 /// A real HTTP provider for `api` talking to `server` (no retries).
 fn provider_for(api: WireApi, server: &FakeServer) -> Arc<HttpProvider> {
-    let base = if api == WireApi::AnthropicMessages {
-        server.base_url()
-    } else {
-        format!("{}/v1", server.base_url())
-    };
-    let mut config = ProviderConfig::new(api)
-        .with_base_url(base)
-        .with_api_key(ApiKey::new("sk-test"));
-    config.offline = Some(false);
-    config.retry = RetryPolicy::none();
-    Arc::new(HttpProvider::new(config).expect("a provider config that builds"))
+    Arc::new(HttpProvider::new(server.config_for(api)).expect("a provider config that builds"))
 }
 
 #[tokio::test]
@@ -450,119 +440,5 @@ async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_b
                 "fell back to the estimate"
             );
         }
-    }
-}
-
-/// Where each piece of reasoning sits in a request body: the signatures or
-/// encrypted contents in the order they are sent.
-#[expect(clippy::unwrap_used, reason = "a test helper fails loudly")]
-fn reasoning_sent(api: WireApi, body: &serde_json::Value) -> Vec<String> {
-    let mut found = Vec::new();
-    match api {
-        WireApi::AnthropicMessages => {
-            for m in body["messages"].as_array().unwrap() {
-                for block in m["content"].as_array().into_iter().flatten() {
-                    if block["type"] == "thinking" {
-                        found.push(block["signature"].as_str().unwrap().to_owned());
-                    }
-                }
-            }
-        }
-        _ => {
-            let input = body["input"].as_array().unwrap();
-            for (i, item) in input.iter().enumerate() {
-                if item["type"] == "reasoning" {
-                    // Each item goes back right before the call it preceded.
-                    assert_eq!(input[i + 1]["type"], "function_call", "{body}");
-                    found.push(item["encrypted_content"].as_str().unwrap().to_owned());
-                }
-            }
-        }
-    }
-    found
-}
-
-#[tokio::test]
-async fn reasoning_comes_back_in_a_three_step_tool_loop_and_after_a_resume() {
-    for api in [WireApi::AnthropicMessages, WireApi::OpenAiResponses] {
-        let step = |n: u32| {
-            ScriptedMessage::text(&[])
-                .with_reasoning(
-                    &format!("think {n}"),
-                    &format!("sig-{n}"),
-                    &format!("rs_{n}"),
-                )
-                .with_call(ScriptedCall::new(
-                    &format!("call_{n}"),
-                    "read_file",
-                    json!({"path": "a.rs"}),
-                    1,
-                ))
-        };
-        let last = ScriptedMessage::text(&["a.rs defines a()."]);
-        let body = |m: &ScriptedMessage| match api {
-            WireApi::AnthropicMessages => m.anthropic_sse(),
-            _ => m.openai_responses_sse(),
-        };
-        let server = FakeServer::start(vec![
-            Reply::sse(body(&step(1))),
-            Reply::sse(body(&step(2))),
-            Reply::sse(body(&last)),
-        ])
-        .await
-        .unwrap();
-        let provider = provider_for(api, &server);
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> =
-            Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-        let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}")]).unwrap());
-        let profile = Profile::new("Helper", "m").with_reasoning(rein_wire::Reasoning::Medium);
-        let mut conv = Conversation::open(
-            store.clone(),
-            provider.clone(),
-            backend.clone(),
-            profile.clone(),
-            None,
-        )
-        .await
-        .unwrap();
-        let outcome = conv
-            .turn("what does a.rs define? look twice")
-            .await
-            .unwrap();
-        assert!(
-            matches!(outcome, TurnOutcome::Finished { .. }),
-            "{api}: {outcome:?}"
-        );
-        let sent = server.requests();
-        assert_eq!(sent.len(), 3, "{api}");
-        assert_eq!(
-            reasoning_sent(api, &sent[0].json()),
-            Vec::<String>::new(),
-            "{api}"
-        );
-        assert_eq!(reasoning_sent(api, &sent[1].json()), ["sig-1"], "{api}");
-        assert_eq!(
-            reasoning_sent(api, &sent[2].json()),
-            ["sig-1", "sig-2"],
-            "{api}"
-        );
-        let session = conv.session_id().to_owned();
-        conv.close().await.unwrap();
-        // Reopened from the store, the next request still carries them.
-        let mut again = Conversation::open(store, provider, backend, profile, Some(&session))
-            .await
-            .unwrap();
-        let next = again.next_request().await.unwrap();
-        let body = match api {
-            WireApi::AnthropicMessages => rein_gateway::encode::anthropic_body(&next),
-            _ => rein_gateway::encode::openai_responses_body(&next),
-        };
-        assert_eq!(
-            reasoning_sent(api, &body),
-            ["sig-1", "sig-2"],
-            "{api} after a resume"
-        );
-        again.close().await.unwrap();
     }
 }

@@ -341,6 +341,7 @@ async fn a_crash_between_called_and_result_resumes_with_interrupted_and_never_re
                     message: msg,
                     usage: None,
                     cost_micro_usd: None,
+                    reasoning_cost_micro_usd: None,
                     stop_reason: None,
                     cache_verdict: None,
                     latency_ms: 1,

@@ -104,6 +104,10 @@ pub enum Event {
         usage: Option<Usage>,
         /// Cost in micro-USD (absent when unknown).
         cost_micro_usd: Option<u64>,
+        /// Of that cost, what the reasoning tokens cost (billed as output);
+        /// absent when the call did not reason or its cost is unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_cost_micro_usd: Option<u64>,
         /// Why it stopped.
         stop_reason: Option<StopReason>,
         /// The cache monitor's verdict (`cold`, `hit`, `miss`, `uncached`).

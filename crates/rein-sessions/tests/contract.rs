@@ -558,6 +558,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                     reasoning: 0,
                 }),
                 cost_micro_usd: None,
+                reasoning_cost_micro_usd: None,
                 stop_reason: Some(rein_wire::StopReason::ToolUse),
                 cache_verdict: Some("cold".into()),
                 latency_ms: 12,

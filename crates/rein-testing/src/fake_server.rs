@@ -234,6 +234,21 @@ impl FakeServer {
         format!("http://{}", self.addr)
     }
 
+    /// A provider config for `api` pointed at this server: a test key,
+    /// the offline switch off, no retries (a test scripts every reply).
+    pub fn config_for(&self, api: rein_gateway::WireApi) -> rein_gateway::ProviderConfig {
+        let base = match api {
+            rein_gateway::WireApi::AnthropicMessages => self.base_url(),
+            _ => format!("{}/v1", self.base_url()),
+        };
+        let mut config = rein_gateway::ProviderConfig::new(api)
+            .with_base_url(base)
+            .with_api_key(rein_gateway::ApiKey::new("sk-test"));
+        config.offline = Some(false);
+        config.retry = rein_gateway::RetryPolicy::none();
+        config
+    }
+
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -35,6 +35,8 @@ pub struct Totals {
     pub cost_micro_usd: u64,
     /// Calls whose cost is unknown (their model has no price).
     pub calls_without_cost: u64,
+    /// Of `cost_micro_usd`, what reasoning tokens cost.
+    pub reasoning_cost_micro_usd: u64,
     /// Cache verdicts (`cold`, `hit`, `miss`, `uncached`) and their counts.
     pub cache_verdicts: BTreeMap<String, u64>,
     /// Cache-read tokens over all prompt tokens (0 when there were none).
@@ -55,10 +57,14 @@ impl Totals {
             Event::ModelCompleted {
                 usage,
                 cost_micro_usd,
+                reasoning_cost_micro_usd,
                 cache_verdict,
                 latency_ms,
                 ..
             } => {
+                self.reasoning_cost_micro_usd = self
+                    .reasoning_cost_micro_usd
+                    .saturating_add(reasoning_cost_micro_usd.unwrap_or(0));
                 self.model_calls += 1;
                 if let Some(usage) = usage {
                     self.usage.accumulate(usage);
@@ -227,6 +233,14 @@ fn totals_lines(out: &mut String, indent: &str, t: &Totals) {
         u.input, u.output, u.cache_read, u.cache_write, u.reasoning
     );
     let _ = writeln!(out, "{indent}cost          {}", cost(t));
+    if u.reasoning > 0 && t.calls_without_cost < t.model_calls {
+        let _ = writeln!(
+            out,
+            "{indent}  reasoning   {} ({} tokens, billed as output)",
+            usd(t.reasoning_cost_micro_usd),
+            u.reasoning
+        );
+    }
     let _ = writeln!(
         out,
         "{indent}cache         {} · read share {:.1}%",

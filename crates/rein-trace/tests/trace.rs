@@ -33,6 +33,7 @@ fn model(
         },
         usage: Some(usage),
         cost_micro_usd: cost,
+        reasoning_cost_micro_usd: None,
         stop_reason: Some(if tool_call.is_some() {
             StopReason::ToolUse
         } else {

@@ -24,7 +24,7 @@ mod usage;
 pub mod visible;
 
 pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
-pub use capabilities::{CachingStyle, Capabilities};
+pub use capabilities::{CachingStyle, Capabilities, ModelReasoning, model_reasoning};
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};

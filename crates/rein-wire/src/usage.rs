@@ -82,6 +82,13 @@ impl ModelPrice {
         }
     }
 
+    /// Of [`ModelPrice::cost_micro_usd`], what `usage`'s reasoning tokens
+    /// cost: they are billed as output (Anthropic and OpenAI alike).
+    pub fn reasoning_cost_micro_usd(&self, usage: &Usage) -> u64 {
+        let micro = (u128::from(usage.reasoning) * u128::from(self.output) + 500_000) / 1_000_000;
+        u64::try_from(micro).unwrap_or(u64::MAX)
+    }
+
     /// The cost of `usage` at these prices, in micro-USD, rounded half up.
     pub fn cost_micro_usd(&self, usage: &Usage) -> u64 {
         let parts = [

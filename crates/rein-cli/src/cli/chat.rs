@@ -342,6 +342,17 @@ pub async fn run(
     });
     let mut profile = Profile::new("rein", resolved.model.clone()).with_system(system);
     profile.reasoning = options.reasoning;
+    if options.reasoning.is_some()
+        && rein_wire::model_reasoning(&resolved.model) == rein_wire::ModelReasoning::DoesNot
+    {
+        say(
+            info,
+            &format!(
+                "  ({} does not reason: --reasoning is not sent to it)",
+                resolved.model
+            ),
+        )?;
+    }
     let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.canonicalize().unwrap_or_else(|_| root_dir.clone()).display().to_string()});
     let mut conversation = Conversation::open_with(
         store.clone(),

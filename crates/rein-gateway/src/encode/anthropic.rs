@@ -49,11 +49,24 @@ fn block(block: &ContentBlock) -> Value {
             signature,
             ..
         } => {
-            json!({"type": "thinking", "thinking": thinking, "signature": signature.clone().unwrap_or_default()})
+            json!({"type": "thinking", "thinking": thinking, "signature": signature})
         }
         ContentBlock::RedactedThinking { data } => {
             json!({"type": "redacted_thinking", "data": data})
         }
+    }
+}
+
+/// Whether a block of the log goes back to Anthropic. Thinking goes back
+/// only as Anthropic signed it: another API's reasoning (a Responses item
+/// carries an id; a Chat server's `reasoning_content` has no signature)
+/// means nothing here and would be refused, so it stays in the log only.
+fn goes_back(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Thinking { signature, id, .. } => {
+            id.is_none() && signature.as_deref().is_some_and(|s| !s.is_empty())
+        }
+        _ => true,
     }
 }
 
@@ -126,12 +139,10 @@ pub fn anthropic_body(request: &Request) -> Value {
         .iter()
         .enumerate()
         .map(|(index, m)| {
-            // Another API's reasoning items (they carry an id) mean nothing
-            // to Anthropic and would be refused: they stay in the log only.
             let mut content: Vec<Value> = m
                 .content
                 .iter()
-                .filter(|b| !matches!(b, ContentBlock::Thinking { id: Some(_), .. }))
+                .filter(|b| goes_back(b))
                 .map(block)
                 .collect();
             if honoured.contains(&CacheTarget::Message { index })

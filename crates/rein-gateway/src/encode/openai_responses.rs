@@ -5,13 +5,19 @@ use serde_json::{Map, Value, json};
 
 use super::{image_url, joined_system, result_text};
 
+/// Whether an item the API counts as output follows a reasoning item.
+fn followed(rest: &[ContentBlock]) -> bool {
+    rest.iter()
+        .any(|b| matches!(b, ContentBlock::Text { .. } | ContentBlock::ToolUse { .. }))
+}
+
 /// The body of a streamed `POST /responses`. Nothing is stored on the
 /// provider's side (`store: false`): rein's log is the record.
 pub fn openai_responses_body(request: &Request) -> Value {
     let mut input = Vec::new();
     for m in &request.messages {
         let mut parts = Vec::new();
-        for block in &m.content {
+        for (at, block) in m.content.iter().enumerate() {
             match (m.role, block) {
                 (Role::User, ContentBlock::Text { text }) => {
                     parts.push(json!({"type": "input_text", "text": text}));
@@ -26,7 +32,10 @@ pub fn openai_responses_body(request: &Request) -> Value {
                 // it preceded) with its id and encrypted content, so the
                 // model keeps its reasoning across the tool loop. Only items
                 // Responses itself made (they have an id): another API's
-                // signed thinking means nothing here.
+                // signed thinking means nothing here. An item with nothing
+                // after it (the output ended while the model reasoned) is
+                // refused by the API ("provided without its required
+                // following item"), so it stays in the log only.
                 (
                     Role::Assistant,
                     ContentBlock::Thinking {
@@ -34,7 +43,7 @@ pub fn openai_responses_body(request: &Request) -> Value {
                         signature: Some(encrypted),
                         id: Some(id),
                     },
-                ) => {
+                ) if followed(&m.content[at + 1..]) => {
                     flush(&mut input, m.role, &mut parts);
                     let summary: Vec<Value> = if thinking.is_empty() {
                         Vec::new()

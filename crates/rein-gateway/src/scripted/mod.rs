@@ -13,17 +13,24 @@
 //! it makes (`call-r{rule}s{step}c{n}-…`), so the loop continues correctly
 //! even after compaction has summarised the prompt away.
 //!
+//! With [`ScriptedBrain::with_reasoning`] it reasons when a request asks
+//! for it: each message opens with a thinking block it signs, and it
+//! refuses — as Anthropic does — a tool loop whose last message of calls
+//! comes back without that block, or with it changed.
+//!
 //! It is not a language model: it never reads tool results for meaning.
 //! It ships in the gateway (not in `rein-testing`) because `rein chat`
 //! offers it offline: the binary must not link a test server to have it.
 
 mod cache_sim;
+mod reasoning;
 
 pub use cache_sim::AnthropicCache;
+use reasoning::{reasoning_came_back, signature_of, thought_about};
 
 use crate::{EventStream, Provider};
 use rein_wire::{CachingStyle, Capabilities};
-use rein_wire::{ContentBlock, Message, Request, Role, StopReason, StreamEvent, Usage};
+use rein_wire::{ContentBlock, Message, Reasoning, Request, Role, StopReason, StreamEvent, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -126,6 +133,7 @@ pub struct ScriptedBrain {
     rules: Vec<Rule>,
     model: String,
     cache: Option<std::sync::Arc<AnthropicCache>>,
+    reasons: bool,
 }
 
 impl Default for ScriptedBrain {
@@ -144,7 +152,14 @@ impl ScriptedBrain {
             rules,
             model: "rein-scripted".into(),
             cache: None,
+            reasons: false,
         }
+    }
+
+    /// Reason when a request asks for it (see the module's doc).
+    pub fn with_reasoning(mut self) -> Self {
+        self.reasons = true;
+        self
     }
 
     /// Report this model name (so a price table can cost the calls).
@@ -422,8 +437,13 @@ impl Provider for ScriptedBrain {
     }
 
     fn stream(&self, request: Request) -> EventStream {
+        let reasoning = self.reasons && request.reasoning.is_some_and(|r| r != Reasoning::Off);
+        if reasoning && let Err(error) = reasoning_came_back(&request) {
+            return Box::pin(futures::stream::iter([Err(error)]));
+        }
         let (reply, calls) = self.answer(&request);
-        let usage = match &self.cache {
+        let thought = reasoning.then(|| thought_about(&reply, &calls));
+        let mut usage = match &self.cache {
             Some(cache) => Usage {
                 output: estimate_tokens(reply.len()),
                 ..cache.usage(&crate::encode::anthropic_body(&request))
@@ -451,6 +471,16 @@ impl Provider for ScriptedBrain {
             id: None,
             model: self.model.clone(),
         }];
+        if let Some(thought) = thought {
+            let tokens = estimate_tokens(thought.len());
+            usage.output += tokens;
+            usage.reasoning = tokens;
+            events.push(StreamEvent::ThinkingSignature {
+                signature: signature_of(&thought),
+                id: None,
+            });
+            events.insert(1, StreamEvent::ThinkingDelta { text: thought });
+        }
         let mut rest = reply.as_str();
         while !rest.is_empty() {
             let cut = rest

@@ -101,6 +101,11 @@ impl Conversation {
             .usage
             .as_ref()
             .and_then(|u| self.prices.cost_micro_usd(&model, u));
+        let reasoning_cost = message
+            .usage
+            .as_ref()
+            .filter(|u| u.reasoning > 0)
+            .and_then(|u| Some(self.prices.price(&model)?.reasoning_cost_micro_usd(u)));
         if let Some(usage) = message.usage {
             self.journal.emit(UiKind::Usage {
                 usage,
@@ -114,6 +119,7 @@ impl Conversation {
                 message: message.to_message(),
                 usage: message.usage,
                 cost_micro_usd: cost,
+                reasoning_cost_micro_usd: reasoning_cost,
                 stop_reason: message.stop_reason.clone(),
                 cache_verdict: Some(verdict.as_str().to_owned()),
                 latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -121,7 +121,11 @@ impl Conversation {
         request.system = system;
         request.tools = tools;
         request.max_output_tokens = self.profile.max_output_tokens;
-        request.reasoning = self.profile.reasoning;
+        // A model known not to reason refuses the setting (a 400 from its
+        // API), so it is not sent; an unknown model gets it as asked.
+        request.reasoning = self.profile.reasoning.filter(|_| {
+            rein_wire::model_reasoning(&request.model) != rein_wire::ModelReasoning::DoesNot
+        });
         if let Some(schema) = &self.answer_schema {
             request.output_schema = Some(schema.clone());
         }
