@@ -5,65 +5,17 @@
 //! The children are this test binary itself, re-run on one `#[ignore]`d
 //! helper (`helper_*`) with an environment variable saying what to do.
 
-#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::{Rng, helper_env, spawn_helper, wait_for};
 
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, NewEvent, SqliteStore, Store};
 use rein_wire::error::codes;
 use serde_json::json;
-
-fn spawn_helper(
-    name: &str,
-    db: &Path,
-    session: &str,
-) -> (Child, BufReader<std::process::ChildStdout>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            name,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("REIN_HELPER_DB", db)
-        .env("REIN_HELPER_SESSION", session)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = BufReader::new(child.stdout.take().unwrap());
-    (child, out)
-}
-
-/// Read the child's stdout until a line holds `marker`; return the line from it.
-fn wait_for(out: &mut BufReader<std::process::ChildStdout>, marker: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "the helper exited before `{marker}`"
-        );
-        // libtest prints `test NAME ... ` without a newline before the
-        // helper runs, so the marker may follow it on the same line.
-        if let Some(at) = line.find(marker) {
-            return line[at..].trim().to_owned();
-        }
-    }
-}
-
-fn helper_env() -> Option<(String, String)> {
-    Some((
-        std::env::var("REIN_HELPER_DB").ok()?,
-        std::env::var("REIN_HELPER_SESSION").ok()?,
-    ))
-}
 
 /// Child: append batches forever (until killed).
 #[tokio::test]
@@ -132,16 +84,6 @@ async fn helper_append_loop() {
         if batch == start + 1 {
             println!("appending");
         }
-    }
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
     }
 }
 

@@ -1,24 +1,124 @@
-//! One append inside an open transaction: the events checked, numbered and
-//! inserted, the turn tree and the control record projected in the same
-//! transaction. The caller holds the lease check and commits.
+//! One write inside the writer's open transaction: the lease checked, the
+//! events checked, numbered and inserted, the turn tree and the control
+//! record projected — all on the writer's connection, so a batch sees its
+//! own earlier writes and sequence numbers stay gapless. The writer owns
+//! the transaction and its commit.
 
-use super::*;
+use std::collections::HashMap;
 
-/// Append inside an open transaction; the caller commits.
-pub(super) async fn append_in(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+use rein_wire::{AgentError, error::codes};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{not_found, to_i64, to_u64};
+use crate::event::{Event, NewEvent, StoredEvent};
+use crate::projection::{TurnChange, apply};
+use crate::store::{ControlRecord, Lease};
+use crate::validate::{check_append, lease_lost, now_ms};
+
+/// What the writer is asked to commit.
+#[derive(Debug)]
+pub(super) enum Write {
+    /// A new session and its `session.created` event.
+    Create {
+        /// Its id.
+        id: String,
+        /// Its metadata.
+        metadata: serde_json::Value,
+    },
+    /// Events appended by the lease holder; with `take_inbox`, the inbox
+    /// items up to that id are marked taken in the same commit.
+    Append {
+        /// The holder's lease.
+        lease: Lease,
+        /// The events.
+        events: Vec<NewEvent>,
+        /// Inbox items taken with them.
+        take_inbox: Option<u64>,
+    },
+}
+
+pub(super) fn sql_error(err: rusqlite::Error) -> AgentError {
+    AgentError::new(codes::STORE_UNAVAILABLE, format!("the store failed: {err}"))
+}
+
+/// Apply one write; the writer wraps it in a savepoint.
+pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Vec<StoredEvent>, AgentError> {
+    match write {
+        Write::Create { id, metadata } => {
+            let text = serde_json::to_string(&metadata).map_err(|err| {
+                AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
+            })?;
+            conn.prepare_cached("INSERT INTO sessions (id, created_ms, metadata) VALUES (?, ?, ?)")
+                .and_then(|mut s| s.execute(params![id, now_ms(), text]))
+                .map_err(sql_error)?;
+            append_in(
+                conn,
+                &id,
+                vec![NewEvent::main(Event::SessionCreated { metadata })],
+            )
+        }
+        Write::Append {
+            lease,
+            events,
+            take_inbox,
+        } => {
+            check_lease(conn, &lease)?;
+            let stored = append_in(conn, &lease.session_id, events)?;
+            if let Some(upto) = take_inbox {
+                conn.prepare_cached(
+                    "UPDATE inbox SET taken = 1 WHERE session_id = ? AND id <= ? AND taken = 0",
+                )
+                .and_then(|mut s| s.execute(params![lease.session_id, to_i64(upto)]))
+                .map_err(sql_error)?;
+            }
+            Ok(stored)
+        }
+    }
+}
+
+/// `lease_lost` unless `lease` is still held (`session_not_found` for no
+/// session).
+fn check_lease(conn: &Connection, lease: &Lease) -> Result<(), AgentError> {
+    let held: Option<i64> = conn
+        .prepare_cached(
+            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![lease.session_id, lease.token, now_ms()], |r| {
+                r.get(0)
+            })
+            .optional()
+        })
+        .map_err(sql_error)?;
+    if held.is_some() {
+        return Ok(());
+    }
+    let exists: Option<i64> = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?")
+        .and_then(|mut s| s.query_row([&lease.session_id], |r| r.get(0)).optional())
+        .map_err(sql_error)?;
+    Err(match exists {
+        Some(_) => lease_lost(&lease.session_id),
+        None => not_found(&lease.session_id),
+    })
+}
+
+/// Check, number and insert `events`, projecting the turn tree and the
+/// control record.
+fn append_in(
+    conn: &Connection,
     session_id: &str,
     events: Vec<NewEvent>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
-    let row = sqlx::query("SELECT head_seq, head_turn, control FROM sessions WHERE id = ?")
-        .bind(session_id)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_error)?
+    let (head_seq, mut head_turn, control_text): (i64, Option<String>, String) = conn
+        .prepare_cached("SELECT head_seq, head_turn, control FROM sessions WHERE id = ?")
+        .and_then(|mut s| {
+            s.query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+        })
+        .map_err(sql_error)?
         .ok_or_else(|| not_found(session_id))?;
-    let head_seq = to_u64(row.try_get("head_seq").map_err(db_error)?);
-    let mut head_turn: Option<String> = row.try_get("head_turn").map_err(db_error)?;
-    let control_text: String = row.try_get("control").map_err(db_error)?;
+    let head_seq = to_u64(head_seq);
     let mut control: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
 
     // Which session each referenced turn belongs to.
@@ -36,12 +136,10 @@ pub(super) async fn append_in(
             _ => Vec::new(),
         };
         for turn in refs {
-            let owner: Option<String> =
-                sqlx::query_scalar("SELECT session_id FROM turns WHERE id = ?")
-                    .bind(turn)
-                    .fetch_optional(&mut **tx)
-                    .await
-                    .map_err(db_error)?;
+            let owner: Option<String> = conn
+                .prepare_cached("SELECT session_id FROM turns WHERE id = ?")
+                .and_then(|mut s| s.query_row([turn], |r| r.get(0)).optional())
+                .map_err(sql_error)?;
             if let Some(owner) = owner {
                 owners.insert(turn.to_owned(), owner);
             }
@@ -50,6 +148,11 @@ pub(super) async fn append_in(
     check_append(session_id, &events, &|turn| owners.get(turn).cloned())?;
 
     let at_ms = now_ms();
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .map_err(sql_error)?;
     let mut stored = Vec::with_capacity(events.len());
     for (i, new) in events.into_iter().enumerate() {
         let event = StoredEvent {
@@ -62,42 +165,39 @@ pub(super) async fn append_in(
         let data = serde_json::to_string(&event.event.data()).map_err(|err| {
             AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}"))
         })?;
-        sqlx::query(
-            "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(session_id)
-        .bind(to_i64(event.seq))
-        .bind(at_ms)
-        .bind(&event.agent_path)
-        .bind(event.event.kind())
-        .bind(i64::from(event.event.version()))
-        .bind(data)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_error)?;
+        insert
+            .execute(params![
+                session_id,
+                to_i64(event.seq),
+                at_ms,
+                event.agent_path,
+                event.event.kind(),
+                i64::from(event.event.version()),
+                data
+            ])
+            .map_err(sql_error)?;
         match apply(&event, &mut head_turn, &mut control) {
             Some(TurnChange::Started(turn)) => {
-                sqlx::query(
+                conn.prepare_cached(
                     "INSERT INTO turns (id, session_id, parent, prompt, started_seq) VALUES (?, ?, ?, ?, ?)",
                 )
-                .bind(&turn.id)
-                .bind(session_id)
-                .bind(&turn.parent)
-                .bind(&turn.prompt)
-                .bind(to_i64(turn.started_seq))
-                .execute(&mut **tx)
-                .await
-                .map_err(db_error)?;
+                .and_then(|mut s| {
+                    s.execute(params![
+                        turn.id,
+                        session_id,
+                        turn.parent,
+                        turn.prompt,
+                        to_i64(turn.started_seq)
+                    ])
+                })
+                .map_err(sql_error)?;
             }
             Some(TurnChange::Finished { id, seq, outcome }) => {
-                sqlx::query("UPDATE turns SET finished_seq = ?, outcome = ? WHERE id = ? AND session_id = ?")
-                    .bind(to_i64(seq))
-                    .bind(outcome)
-                    .bind(id)
-                    .bind(session_id)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(db_error)?;
+                conn.prepare_cached(
+                    "UPDATE turns SET finished_seq = ?, outcome = ? WHERE id = ? AND session_id = ?",
+                )
+                .and_then(|mut s| s.execute(params![to_i64(seq), outcome, id, session_id]))
+                .map_err(sql_error)?;
             }
             None => {}
         }
@@ -109,13 +209,17 @@ pub(super) async fn append_in(
             format!("cannot write the control record: {err}"),
         )
     })?;
-    sqlx::query("UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?")
-        .bind(to_i64(head_seq + stored.len() as u64))
-        .bind(head_turn)
-        .bind(control_text)
-        .bind(session_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_error)?;
+    conn.prepare_cached(
+        "UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            to_i64(head_seq + stored.len() as u64),
+            head_turn,
+            control_text,
+            session_id
+        ])
+    })
+    .map_err(sql_error)?;
     Ok(stored)
 }

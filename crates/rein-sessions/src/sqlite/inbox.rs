@@ -1,5 +1,5 @@
 //! The SQLite inbox: posted without a lease; taken with the events that
-//! record it in one `BEGIN IMMEDIATE` transaction. One decision per
+//! record it in one commit of the writer. One decision per
 //! approval is the table's unique index, so two racing posts cannot both
 //! win.
 
@@ -67,15 +67,14 @@ impl SqliteStore {
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let mut tx = self.begin_as(lease).await?;
-        let stored = append_in(&mut tx, &lease.session_id, events).await?;
-        sqlx::query("UPDATE inbox SET taken = 1 WHERE session_id = ? AND id <= ? AND taken = 0")
-            .bind(&lease.session_id)
-            .bind(to_i64(upto))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
+        let stored = self
+            .writer
+            .commit(Write::Append {
+                lease: lease.clone(),
+                events,
+                take_inbox: Some(upto),
+            })
+            .await?;
         self.channels.publish(&lease.session_id, &stored);
         Ok(stored)
     }

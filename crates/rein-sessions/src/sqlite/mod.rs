@@ -1,7 +1,9 @@
 //! [`SqliteStore`]: the embedded default store, one SQLite file in WAL mode.
 //!
-//! Appends run in `BEGIN IMMEDIATE` transactions, so the write lock is
-//! taken up front and two processes never deadlock upgrading a read. The
+//! Appends go to one writer thread that commits whatever is queued
+//! together (group commit: one transaction, one fsync, see `writer`).
+//! Every write transaction is `BEGIN IMMEDIATE`, so the write lock is taken
+//! up front and two processes never deadlock upgrading a read. The
 //! projections (head turn, turns, control record) are updated in the same
 //! transaction as the events, so they never disagree with the log, even
 //! after a `kill -9` at any point.
@@ -9,7 +11,6 @@
 //! Opening checks the schema first, read-only: a database written by a
 //! newer rein is refused with `store_schema_newer` and left untouched.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -25,15 +26,16 @@ use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{Event, NewEvent, StoredEvent};
-use crate::projection::{TurnChange, apply};
 use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
 use crate::subscribe::Channels;
-use crate::validate::{check_append, lease_lost, locked, new_lease, now_ms, ttl_ms};
+use crate::validate::{lease_lost, locked, new_lease, now_ms, ttl_ms};
 
 mod append;
 mod inbox;
+mod writer;
 
-use append::append_in;
+use append::Write;
+use writer::Writer;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -52,6 +54,7 @@ pub enum Durability {
 /// The embedded SQLite [`Store`].
 pub struct SqliteStore {
     pool: SqlitePool,
+    writer: Writer,
     path: PathBuf,
     channels: Channels,
 }
@@ -84,34 +87,6 @@ pub(super) fn to_u64(n: i64) -> u64 {
 }
 
 impl SqliteStore {
-    /// Begin a write transaction as the holder of `lease`: `lease_lost`
-    /// unless it is still held (`session_not_found` for no session).
-    pub(super) async fn begin_as(
-        &self,
-        lease: &Lease,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, AgentError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_error)?;
-        let held: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
-        )
-        .bind(&lease.session_id)
-        .bind(&lease.token)
-        .bind(now_ms())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if held.is_none() {
-            // Distinguish a missing session from a lost lease.
-            self.session(&lease.session_id).await?;
-            return Err(lease_lost(&lease.session_id));
-        }
-        Ok(tx)
-    }
-
     /// Open (creating if needed) the store at `path` with full durability.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, AgentError> {
         SqliteStore::open_with(path, Durability::Full).await
@@ -167,9 +142,11 @@ impl SqliteStore {
                 format!("cannot prepare the store: {err}"),
             )
         })?;
+        let writer = Writer::start(&path, durability)?;
         tracing::debug!(path = %path.display(), "store open");
         Ok(SqliteStore {
             pool,
+            writer,
             path,
             channels: Channels::default(),
         })
@@ -259,28 +236,13 @@ fn event_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<StoredEvent, AgentErr
 impl Store for SqliteStore {
     async fn create_session(&self, metadata: Value) -> Result<SessionInfo, AgentError> {
         let id = rein_wire::ids::new_id();
-        let metadata_text = serde_json::to_string(&metadata).map_err(|err| {
-            AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
-        })?;
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_error)?;
-        sqlx::query("INSERT INTO sessions (id, created_ms, metadata) VALUES (?, ?, ?)")
-            .bind(&id)
-            .bind(now_ms())
-            .bind(metadata_text)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        let stored = append_in(
-            &mut tx,
-            &id,
-            vec![NewEvent::main(Event::SessionCreated { metadata })],
-        )
-        .await?;
-        tx.commit().await.map_err(db_error)?;
+        let stored = self
+            .writer
+            .commit(Write::Create {
+                id: id.clone(),
+                metadata,
+            })
+            .await?;
         self.channels.publish(&id, &stored);
         self.session(&id).await
     }
@@ -313,9 +275,14 @@ impl Store for SqliteStore {
         lease: &Lease,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let mut tx = self.begin_as(lease).await?;
-        let stored = append_in(&mut tx, &lease.session_id, events).await?;
-        tx.commit().await.map_err(db_error)?;
+        let stored = self
+            .writer
+            .commit(Write::Append {
+                lease: lease.clone(),
+                events,
+                take_inbox: None,
+            })
+            .await?;
         self.channels.publish(&lease.session_id, &stored);
         Ok(stored)
     }
