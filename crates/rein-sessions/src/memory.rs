@@ -36,6 +36,8 @@ struct Inner {
     artifacts: HashMap<String, (ArtifactRef, Vec<u8>)>,
     /// Turn id -> session id.
     turn_owner: HashMap<String, String>,
+    /// Appends committed (each a durable point in a real store).
+    commits: u64,
 }
 
 /// An in-memory [`Store`].
@@ -49,6 +51,12 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         MemoryStore::default()
+    }
+
+    /// How many appends it has committed (sessions created, appends,
+    /// inbox takes): in a durable store, each is a commit and an fsync.
+    pub fn commits(&self) -> u64 {
+        self.lock().commits
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -88,6 +96,7 @@ fn append_locked(
     let Inner {
         sessions,
         turn_owner,
+        commits,
         ..
     } = inner;
     let session = sessions
@@ -122,6 +131,7 @@ fn append_locked(
         stored.push(event);
     }
     // All checks passed: commit.
+    *commits += 1;
     for turn in &turns[session.turns.len()..] {
         turn_owner.insert(turn.id.clone(), session_id.to_owned());
     }

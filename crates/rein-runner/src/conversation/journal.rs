@@ -1,6 +1,17 @@
 //! The conversation's hold on its session: appends under the lease
-//! (renewed at half-life, retaken if it lapsed), the log read incrementally,
-//! UI events, and recovery of calls a crash left without a result.
+//! (renewed at half-life, retaken if it lapsed), events staged to go with
+//! the next append, the log read incrementally, UI events, and recovery of
+//! calls a crash left without a result.
+//!
+//! Commit points: an append returns once its events are durable, so the
+//! loop appends exactly where the next thing depends on durability — a
+//! tool's `tool.called` before it runs, a decision before the write it
+//! approves, results before the next model call. What nothing depends on
+//! yet is staged instead ([`Journal::stage`]): `model.requested` and
+//! `model.completed` go with the step's first `tool.called` (or the turn's
+//! end), so a step of reads is two commits, not four. A crash loses staged
+//! events only, which is what a crash during the model call always lost:
+//! the call is made again.
 //!
 //! Not here: what the events mean (the loop and the folds).
 
@@ -18,6 +29,10 @@ pub(super) struct Journal {
     /// events and UI events carry it.
     agent: String,
     known: Known,
+    /// Events to write with the next append, already in the known log under
+    /// the sequence numbers they will get (nobody else appends while the
+    /// lease is held).
+    staged: Vec<NewEvent>,
     /// Made at the first subscription: its buffer is the largest part of
     /// an idle conversation, and most conversations are not watched.
     ui: std::sync::OnceLock<broadcast::Sender<UiEvent>>,
@@ -35,6 +50,8 @@ pub(super) struct Known {
     written: Vec<StoredEvent>,
     /// Whether `events` and `written` together hold the whole log.
     in_sync: bool,
+    /// How many of the last known events are staged, not yet written.
+    provisional: usize,
 }
 
 impl Journal {
@@ -52,6 +69,7 @@ impl Journal {
             lease,
             agent: MAIN.into(),
             known: Known::default(),
+            staged: Vec::new(),
             ui: std::sync::OnceLock::new(),
         })
     }
@@ -82,9 +100,58 @@ impl Journal {
             .subscribe()
     }
 
-    /// Give the lease back.
-    pub(super) async fn release(self) -> Result<(), AgentError> {
+    /// Give the lease back (after writing what is staged).
+    pub(super) async fn release(mut self) -> Result<(), AgentError> {
+        if !self.staged.is_empty() {
+            self.append(Vec::new()).await?;
+        }
         self.store.release(&self.lease).await
+    }
+
+    /// Stage `events` to be written with the next append: they are in the
+    /// log the conversation reads at once, and durable with whatever is
+    /// appended next. Only for events nothing outside depends on until then
+    /// (see the module's doc). When the known log is not in step with the
+    /// store they are appended now instead.
+    pub(super) async fn stage(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
+        if !self.known.in_sync {
+            self.append(events).await?;
+            return Ok(());
+        }
+        let known = &mut self.known;
+        let next = known.events.len() as u64 + known.written.len() as u64 + 1;
+        let at_ms = now_ms();
+        known.provisional += events.len();
+        for (i, event) in events.into_iter().enumerate() {
+            known.written.push(StoredEvent {
+                session_id: self.session_id.clone(),
+                seq: next + i as u64,
+                at_ms,
+                agent_path: self.agent.clone(),
+                event: event.clone(),
+            });
+            self.staged.push(NewEvent {
+                agent_path: self.agent.clone(),
+                event,
+            });
+        }
+        Ok(())
+    }
+
+    /// Take the staged events out of the known log (they were never
+    /// written, or will be written under other numbers) and read the log
+    /// from the store next time.
+    fn unstage(&mut self) {
+        let known = &mut self.known;
+        let staged = std::mem::take(&mut known.provisional);
+        let from_written = staged.min(known.written.len());
+        known.written.truncate(known.written.len() - from_written);
+        let rest = staged - from_written;
+        if rest > 0 {
+            let events = Arc::make_mut(&mut known.events);
+            events.truncate(events.len().saturating_sub(rest));
+        }
+        known.in_sync = false;
     }
 
     /// The session's control record (head, pending approvals).
@@ -126,41 +193,55 @@ impl Journal {
                         .store
                         .acquire(&self.session_id, &self.holder, LEASE_TTL)
                         .await?;
-                    // Someone may have written while the lease had lapsed.
-                    self.known.in_sync = false;
+                    // Someone may have written while the lease had lapsed:
+                    // what is staged may be numbered otherwise.
+                    self.unstage();
                 }
                 Err(err) => return Err(err),
             }
         }
-        let batch = events
-            .into_iter()
-            .map(|event| NewEvent {
-                agent_path: self.agent.clone(),
-                event,
-            })
-            .collect();
+        debug_assert!(
+            self.known.provisional == 0 || self.known.provisional == self.staged.len(),
+            "the known log holds staged events that are not staged"
+        );
+        let staged = self.staged.len();
+        let mut batch = std::mem::take(&mut self.staged);
+        batch.extend(events.into_iter().map(|event| NewEvent {
+            agent_path: self.agent.clone(),
+            event,
+        }));
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
         let written = match inbox {
             Some(upto) => self.store.take_inbox(&self.lease, upto, batch).await,
             None => self.store.append(&self.lease, batch).await,
         };
-        let stored = match written {
+        let mut stored = match written {
             Ok(stored) => stored,
             Err(err) => {
-                self.known.in_sync = false;
+                self.unstage();
                 return Err(err);
             }
         };
         // What was just written extends the known log at the next read, so
-        // it is not read back from the store.
+        // it is not read back from the store. The staged part is there
+        // already, under the numbers the store gave it.
         let known = &mut self.known;
         let next = known.events.len() as u64 + known.written.len() as u64 + 1;
-        let contiguous = stored.first().is_some_and(|first| first.seq == next);
+        let fresh = stored.split_off(staged.min(stored.len()));
+        let first = stored.first().or(fresh.first());
+        let contiguous = first.is_some_and(|first| first.seq + staged as u64 == next);
         if contiguous && known.in_sync {
-            known.written.extend(stored.iter().cloned());
+            known.written.extend(fresh.iter().cloned());
+            known.provisional = 0;
         } else {
-            known.written.clear();
-            known.in_sync = false;
+            // Another writer came between (a sub-agent on the same
+            // session): the staged part sits elsewhere; read it back.
+            self.unstage();
+            self.known.written.clear();
         }
+        stored.extend(fresh);
         Ok(stored)
     }
 

@@ -1,6 +1,7 @@
 //! One model call of the step loop: the request built and kept inside the
-//! window, `model.requested` recorded, the stream assembled (text deltas
-//! to the UI), the cache verdict and `model.completed` recorded.
+//! window, `model.requested` staged, the stream assembled (text deltas
+//! to the UI), the cache verdict and `model.completed` staged (both are
+//! committed with the step's next append; see `journal`).
 //!
 //! Not here: building the request (`request`) or what the answer's calls
 //! do (`calls`).
@@ -51,8 +52,10 @@ impl Conversation {
         // planned (they follow from it) and without the routing metadata.
         rein_cache::plan(&mut request, &self.provider.capabilities());
         request.metadata.session_id = Some(self.journal.session_id().to_owned());
+        // Staged, not committed: nothing depends on it being durable before
+        // the answer (a crash now means the call is made again).
         self.journal
-            .append(vec![Event::ModelRequested {
+            .stage(vec![Event::ModelRequested {
                 call_id: call_id.clone(),
                 prefix_fingerprint: fingerprint.clone(),
                 request_digest: digest,
@@ -112,8 +115,10 @@ impl Conversation {
                 cost_micro_usd: cost,
             });
         }
+        // Staged too: durable with the step's first `tool.called` (before
+        // any tool runs) or with the turn's end.
         self.journal
-            .append(vec![Event::ModelCompleted {
+            .stage(vec![Event::ModelCompleted {
                 call_id,
                 model,
                 message: message.to_message(),
