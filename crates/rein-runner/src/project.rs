@@ -51,7 +51,7 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
     for stored in events {
         projector.feed(stored);
     }
-    projector.messages
+    std::sync::Arc::unwrap_or_clone(projector.messages)
 }
 
 /// The projection as a fold: fed the log in order, it keeps the messages so
@@ -67,8 +67,9 @@ pub(crate) struct Projector {
     summarised: HashSet<u64>,
     /// The last sequence number fed.
     pub(crate) seen: u64,
-    /// The messages so far.
-    pub(crate) messages: Vec<Message>,
+    /// The messages so far, shared with the requests made from them: a
+    /// step copies nothing unless an earlier request is still held.
+    pub(crate) messages: std::sync::Arc<Vec<Message>>,
 }
 
 fn compaction_count(events: &[StoredEvent]) -> usize {
@@ -91,7 +92,7 @@ impl Projector {
             current: false,
             summarised: HashSet::new(),
             seen: 0,
-            messages: Vec::new(),
+            messages: std::sync::Arc::default(),
         }
     }
 
@@ -110,9 +111,10 @@ impl Projector {
     }
 
     fn user(&mut self, block: ContentBlock) {
-        match self.messages.last_mut() {
+        let messages = std::sync::Arc::make_mut(&mut self.messages);
+        match messages.last_mut() {
             Some(m) if m.role == Role::User => m.content.push(block),
-            _ => self.messages.push(Message {
+            _ => messages.push(Message {
                 role: Role::User,
                 content: vec![block],
             }),
@@ -139,7 +141,7 @@ impl Projector {
         match &stored.event {
             Event::TurnStarted { prompt, .. } => self.user(ContentBlock::text(prompt.clone())),
             Event::ModelCompleted { message, .. } if !message.content.is_empty() => {
-                self.messages.push(message.clone());
+                std::sync::Arc::make_mut(&mut self.messages).push(message.clone());
             }
             Event::ToolResult {
                 call_id,

@@ -43,7 +43,7 @@ impl Worker {
     /// its own — an API refuses a tool loop whose reasoning went missing.
     fn check_reasoning(&self, request: &Request) {
         let mut misplaced = Vec::new();
-        for message in &request.messages {
+        for message in request.messages.iter() {
             let calls: Vec<&str> = message
                 .content
                 .iter()

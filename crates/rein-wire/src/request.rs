@@ -174,8 +174,11 @@ pub struct Request {
     /// Tools the model may call.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far, shared: a runner keeps the transcript and
+    /// hands each request the same vector without copying it (change it
+    /// with `Arc::make_mut`, which copies only while another holder
+    /// remains).
+    pub messages: std::sync::Arc<Vec<Message>>,
     /// The output limit in tokens.
     pub max_output_tokens: u32,
     /// Sampling settings.
@@ -205,7 +208,7 @@ impl Request {
             model: model.into(),
             system: Vec::new(),
             tools: Vec::new(),
-            messages,
+            messages: std::sync::Arc::new(messages),
             max_output_tokens: 4096,
             sampling: Sampling::default(),
             stop_sequences: Vec::new(),

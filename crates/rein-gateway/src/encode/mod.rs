@@ -96,7 +96,7 @@ fn strip(block: &ContentBlock) -> ContentBlock {
 /// `request` with every image replaced by [`IMAGE_NOTE`].
 pub fn without_images(request: &Request) -> Request {
     let mut out = request.clone();
-    for message in &mut out.messages {
+    for message in std::sync::Arc::make_mut(&mut out.messages) {
         message.content = message.content.iter().map(strip).collect();
     }
     out
@@ -148,7 +148,7 @@ mod tests {
             },
         };
         let mut request = Request::new("m", vec![Message::user("look")]);
-        request.messages.push(Message {
+        std::sync::Arc::make_mut(&mut request.messages).push(Message {
             role: Role::Assistant,
             content: vec![ContentBlock::ToolUse {
                 id: "c1".into(),
@@ -156,7 +156,7 @@ mod tests {
                 input: serde_json::json!({}),
             }],
         });
-        request.messages.push(Message {
+        std::sync::Arc::make_mut(&mut request.messages).push(Message {
             role: Role::User,
             content: vec![ContentBlock::ToolResult {
                 tool_use_id: "c1".into(),

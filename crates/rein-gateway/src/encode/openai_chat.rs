@@ -224,7 +224,7 @@ fn body(request: &Request, dialect: ChatDialect) -> Body<'_> {
             content: joined_system(request),
         });
     }
-    for m in &request.messages {
+    for m in request.messages.iter() {
         match m.role {
             Role::User => user_messages(&m.content, &mut messages),
             Role::Assistant => messages.push(assistant_message(&m.content)),

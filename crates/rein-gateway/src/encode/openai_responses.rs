@@ -15,7 +15,7 @@ fn followed(rest: &[ContentBlock]) -> bool {
 /// provider's side (`store: false`): rein's log is the record.
 pub fn openai_responses_body(request: &Request) -> Value {
     let mut input = Vec::new();
-    for m in &request.messages {
+    for m in request.messages.iter() {
         let mut parts = Vec::new();
         for (at, block) in m.content.iter().enumerate() {
             match (m.role, block) {

@@ -26,7 +26,11 @@ pub(super) struct Transcript {
 impl Transcript {
     /// The transcript for `path`, fed only what is new since the last step
     /// when the path merely grew and nothing was compacted; rebuilt otherwise.
-    fn messages(&mut self, events: &[StoredEvent], path: &[String]) -> Vec<rein_wire::Message> {
+    fn messages(
+        &mut self,
+        events: &[StoredEvent],
+        path: &[String],
+    ) -> Arc<Vec<rein_wire::Message>> {
         let mut projector = match self.projector.take() {
             Some(mut p) if p.covers(events, path) => {
                 p.extend_path(path);
@@ -42,11 +46,13 @@ impl Transcript {
             projector.feed(stored);
         }
         debug_assert_eq!(
-            projector.messages,
+            *projector.messages,
             project(events, path),
             "the incremental projection drifted from the full one"
         );
-        let messages = projector.messages.clone();
+        // Shared, not copied: the next step's feed copies only if this
+        // request is still held then.
+        let messages = Arc::clone(&projector.messages);
         self.projector = Some(projector);
         messages
     }
@@ -92,10 +98,8 @@ impl Transcript {
 impl Conversation {
     pub(super) fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
         let turns_path = current_path(events);
-        let mut request = Request::new(
-            self.profile.model.clone(),
-            self.transcript.messages(events, &turns_path),
-        );
+        let mut request = Request::new(self.profile.model.clone(), Vec::new());
+        request.messages = self.transcript.messages(events, &turns_path);
         let (system, tools) = match self.transcript.frozen.clone() {
             Some(frozen) => {
                 // The stability guard (debug builds): the prefix must not
