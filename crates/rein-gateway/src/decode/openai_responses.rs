@@ -12,9 +12,11 @@
 //! over. A reasoning item's `encrypted_content` becomes the thinking
 //! signature, so it can be sent back.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use rein_wire::{AgentError, StopReason, StreamEvent, Usage};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{StreamDecoder, kind_of, parse_json, provider_error_event, uint};
@@ -27,6 +29,35 @@ struct Call {
     fragments: bool,
     input: String,
     open: bool,
+}
+
+/// The delta events that make most of a stream (`response.output_text.delta`,
+/// `response.function_call_arguments.delta`), read straight into borrowed
+/// fields instead of a JSON tree. Any other shape falls back to the tree.
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    output_index: u64,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+}
+
+const TEXT_DELTA: &str = "response.output_text.delta";
+const ARGS_DELTA: &str = "response.function_call_arguments.delta";
+
+/// Whether `frame` is one of the hot delta events, by its SSE name or the
+/// start of its data.
+fn hot(frame: &SseFrame) -> bool {
+    let named = |kind: &str| {
+        frame.event.as_deref() == Some(kind)
+            || frame
+                .data
+                .strip_prefix(r#"{"type":""#)
+                .is_some_and(|rest| rest.starts_with(kind) && rest[kind.len()..].starts_with('"'))
+    };
+    named(TEXT_DELTA) || named(ARGS_DELTA)
 }
 
 /// Decoder for OpenAI Responses streams.
@@ -145,6 +176,25 @@ impl OpenAiResponsesDecoder {
 
     /// Text of the message item at `output_index`; separate items are
     /// joined with a blank line.
+    /// A piece of a call's arguments (or a custom tool's free-form input).
+    fn args_delta(&mut self, output_index: u64, fragment: String, out: &mut Vec<StreamEvent>) {
+        let Some(call) = self.calls.get_mut(&output_index) else {
+            return;
+        };
+        if fragment.is_empty() {
+            return;
+        }
+        call.fragments = true;
+        if call.custom {
+            call.input.push_str(&fragment);
+        } else {
+            out.push(StreamEvent::ToolCallDelta {
+                index: call.index,
+                fragment,
+            });
+        }
+    }
+
     fn text(&mut self, output_index: u64, text: String, out: &mut Vec<StreamEvent>) {
         if text.is_empty() {
             return;
@@ -281,6 +331,21 @@ impl StreamDecoder for OpenAiResponsesDecoder {
         if self.finished {
             return Ok(());
         }
+        if hot(frame)
+            && let Ok(Delta {
+                kind,
+                output_index,
+                delta,
+            }) = serde_json::from_str(&frame.data)
+        {
+            let delta = delta.map(Cow::into_owned).unwrap_or_default();
+            match kind.as_ref() {
+                TEXT_DELTA => self.text(output_index, delta, out),
+                ARGS_DELTA => self.args_delta(output_index, delta, out),
+                _ => {}
+            }
+            return Ok(());
+        }
         let v = parse_json(frame)?;
         let kind = v
             .get("type")
@@ -326,21 +391,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                 *seen += 1;
             }
             "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
-                let output_index = uint(&v, "/output_index");
-                if let Some(call) = self.calls.get_mut(&output_index) {
-                    let fragment = delta();
-                    if !fragment.is_empty() {
-                        call.fragments = true;
-                        if call.custom {
-                            call.input.push_str(&fragment);
-                        } else {
-                            out.push(StreamEvent::ToolCallDelta {
-                                index: call.index,
-                                fragment,
-                            });
-                        }
-                    }
-                }
+                self.args_delta(uint(&v, "/output_index"), delta(), out);
             }
             "response.function_call_arguments.done" => {
                 let output_index = uint(&v, "/output_index");
