@@ -301,14 +301,12 @@ impl StreamDecoder for AnthropicDecoder {
             return Ok(());
         }
         let before = out.len();
-        if frame.event.as_deref() == Some("content_block_delta")
-            || frame.data.starts_with(r#"{"type":"content_block_delta""#)
-        {
-            if let Ok(BlockDelta { index, delta }) = serde_json::from_str(&frame.data) {
-                self.on_block_delta(index, delta, out);
-                self.emitted_output |= out[before..].iter().any(StreamEvent::is_output);
-                return Ok(());
-            }
+        let hot = frame.event.as_deref() == Some("content_block_delta")
+            || frame.data.starts_with(r#"{"type":"content_block_delta""#);
+        if hot && let Ok(BlockDelta { index, delta }) = serde_json::from_str(&frame.data) {
+            self.on_block_delta(index, delta, out);
+            self.emitted_output |= out[before..].iter().any(StreamEvent::is_output);
+            return Ok(());
         }
         let v = parse_json(frame)?;
         let kind = v
