@@ -35,6 +35,57 @@ pub(super) enum Write {
         /// Inbox items taken with them.
         take_inbox: Option<u64>,
     },
+    /// Take a session's lease.
+    Acquire {
+        /// The session.
+        session: String,
+        /// Who takes it.
+        holder: String,
+        /// For how long.
+        ttl: std::time::Duration,
+    },
+    /// Extend a lease.
+    Renew {
+        /// The lease.
+        lease: Lease,
+        /// By how long, from now.
+        ttl: std::time::Duration,
+    },
+    /// Give a lease back.
+    Release {
+        /// The lease.
+        lease: Lease,
+    },
+}
+
+/// What a write produced.
+#[derive(Debug)]
+pub(super) enum Done {
+    /// The events appended.
+    Events(Vec<StoredEvent>),
+    /// The lease taken or renewed.
+    Lease(Lease),
+    /// Nothing to return.
+    Nothing,
+}
+
+impl Done {
+    pub(super) fn events(self) -> Vec<StoredEvent> {
+        match self {
+            Done::Events(events) => events,
+            _ => Vec::new(),
+        }
+    }
+
+    pub(super) fn lease(self) -> Result<Lease, AgentError> {
+        match self {
+            Done::Lease(lease) => Ok(lease),
+            _ => Err(AgentError::new(
+                codes::INTERNAL,
+                "the store's writer answered a lease request with something else",
+            )),
+        }
+    }
 }
 
 pub(super) fn sql_error(err: rusqlite::Error) -> AgentError {
@@ -42,8 +93,15 @@ pub(super) fn sql_error(err: rusqlite::Error) -> AgentError {
 }
 
 /// Apply one write; the writer wraps it in a savepoint.
-pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Vec<StoredEvent>, AgentError> {
+pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, AgentError> {
     match write {
+        Write::Acquire {
+            session,
+            holder,
+            ttl,
+        } => super::leases::acquire(conn, &session, &holder, ttl).map(Done::Lease),
+        Write::Renew { lease, ttl } => super::leases::renew(conn, &lease, ttl).map(Done::Lease),
+        Write::Release { lease } => super::leases::release(conn, &lease).map(|()| Done::Nothing),
         Write::Create { id, metadata } => {
             let text = serde_json::to_string(&metadata).map_err(|err| {
                 AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
@@ -56,6 +114,7 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Vec<StoredE
                 &id,
                 vec![NewEvent::main(Event::SessionCreated { metadata })],
             )
+            .map(Done::Events)
         }
         Write::Append {
             lease,
@@ -71,7 +130,7 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Vec<StoredE
                 .and_then(|mut s| s.execute(params![lease.session_id, to_i64(upto)]))
                 .map_err(sql_error)?;
             }
-            Ok(stored)
+            Ok(Done::Events(stored))
         }
     }
 }

@@ -74,7 +74,8 @@ impl SqliteStore {
                 events,
                 take_inbox: Some(upto),
             })
-            .await?;
+            .await?
+            .events();
         self.channels.publish(&lease.session_id, &stored);
         Ok(stored)
     }

@@ -28,10 +28,11 @@ use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{Event, NewEvent, StoredEvent};
 use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
 use crate::subscribe::Channels;
-use crate::validate::{lease_lost, locked, new_lease, now_ms, ttl_ms};
+use crate::validate::now_ms;
 
 mod append;
 mod inbox;
+mod leases;
 mod writer;
 
 use append::Write;
@@ -242,7 +243,8 @@ impl Store for SqliteStore {
                 id: id.clone(),
                 metadata,
             })
-            .await?;
+            .await?
+            .events();
         self.channels.publish(&id, &stored);
         self.session(&id).await
     }
@@ -282,7 +284,8 @@ impl Store for SqliteStore {
                 events,
                 take_inbox: None,
             })
-            .await?;
+            .await?
+            .events();
         self.channels.publish(&lease.session_id, &stored);
         Ok(stored)
     }
@@ -356,98 +359,32 @@ impl Store for SqliteStore {
         holder: &str,
         ttl: Duration,
     ) -> Result<Lease, AgentError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_error)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = ?")
-            .bind(session)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        if exists.is_none() {
-            return Err(not_found(session));
-        }
-        let now = now_ms();
-        if let Some(row) = sqlx::query(
-            "SELECT holder, token, acquired_ms, expires_ms, process FROM session_locks WHERE session_id = ?",
-        )
-        .bind(session)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?
-        {
-            let current = Lease {
-                session_id: session.to_owned(),
-                holder: row.try_get("holder").map_err(db_error)?,
-                token: row.try_get("token").map_err(db_error)?,
-                acquired_ms: row.try_get("acquired_ms").map_err(db_error)?,
-                expires_ms: row.try_get("expires_ms").map_err(db_error)?,
-                // A mark this rein cannot read proves nothing: wait for expiry.
-                process: row
-                    .try_get::<Option<String>, _>("process")
-                    .map_err(db_error)?
-                    .and_then(|json| serde_json::from_str(&json).ok()),
-            };
-            if !crate::validate::may_take_over(&current, now) {
-                return Err(locked(&current));
-            }
-            tracing::info!(session, previous = %current.holder, "taking over a lapsed session lease (expired, or its holder is provably dead)");
-        }
-        let lease = new_lease(session, holder, ttl, now);
-        sqlx::query(
-            "INSERT INTO session_locks (session_id, holder, token, acquired_ms, expires_ms, process) VALUES (?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token, \
-             acquired_ms = excluded.acquired_ms, expires_ms = excluded.expires_ms, process = excluded.process",
-        )
-        .bind(session)
-        .bind(&lease.holder)
-        .bind(&lease.token)
-        .bind(lease.acquired_ms)
-        .bind(lease.expires_ms)
-        .bind(
-            lease
-                .process
-                .as_ref()
-                .and_then(|mark| serde_json::to_string(mark).ok()),
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(lease)
+        self.writer
+            .commit(Write::Acquire {
+                session: session.to_owned(),
+                holder: holder.to_owned(),
+                ttl,
+            })
+            .await?
+            .lease()
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
-        let now = now_ms();
-        let expires = now.saturating_add(ttl_ms(ttl));
-        let done = sqlx::query(
-            "UPDATE session_locks SET expires_ms = ? WHERE session_id = ? AND token = ? AND expires_ms > ?",
-        )
-        .bind(expires)
-        .bind(&lease.session_id)
-        .bind(&lease.token)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Err(lease_lost(&lease.session_id));
-        }
-        Ok(Lease {
-            expires_ms: expires,
-            ..lease.clone()
-        })
+        self.writer
+            .commit(Write::Renew {
+                lease: lease.clone(),
+                ttl,
+            })
+            .await?
+            .lease()
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), AgentError> {
-        sqlx::query("DELETE FROM session_locks WHERE session_id = ? AND token = ?")
-            .bind(&lease.session_id)
-            .bind(&lease.token)
-            .execute(&self.pool)
-            .await
-            .map_err(db_error)?;
+        self.writer
+            .commit(Write::Release {
+                lease: lease.clone(),
+            })
+            .await?;
         Ok(())
     }
 

@@ -13,8 +13,11 @@
 //! rather than pile up without limit. A batch holds at most [`MAX_BATCH`]
 //! writes so one commit never grows without limit either.
 //!
-//! Not here: reads, leases, artifacts and inbox posts (the sqlx pool does
-//! them); what a write does (`append`).
+//! Leases are taken, renewed and given back here too, so no other
+//! transaction of this process waits for SQLite's write lock.
+//!
+//! Not here: reads, artifacts and inbox posts (the sqlx pool does them);
+//! what a write does (`append`, `leases`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -24,8 +27,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Durability;
-use super::append::{Write, apply_write, sql_error};
-use crate::event::StoredEvent;
+use super::append::{Done, Write, apply_write, sql_error};
 
 /// Writes waiting for the writer, at most.
 const QUEUE: usize = 4_096;
@@ -36,7 +38,7 @@ const MAX_BATCH: usize = 1_024;
 /// WAL pages between automatic checkpoints.
 const WAL_AUTOCHECKPOINT: i64 = 10_000;
 
-type Answer = Result<Vec<StoredEvent>, AgentError>;
+type Answer = Result<Done, AgentError>;
 
 struct Job {
     write: Write,
