@@ -151,6 +151,29 @@ async fn slow_model(hold: Duration) -> FakeServer {
     .unwrap()
 }
 
+/// A home folder and a project folder holding `a.txt`.
+fn folders() -> (tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+    (home, root)
+}
+
+/// `rein chat` over `root` talking to `server`, told "go": back once the
+/// model has been called (its answer is held back).
+fn chat_going(server: &FakeServer, home: &Path, root: &Path) -> Term {
+    let url = format!("{}/v1", server.base_url());
+    let root = root.to_str().unwrap();
+    let mut term = Term::start(
+        home,
+        &["chat", "--base-url", &url, "--model", "m", "--root", root],
+    );
+    term.wait_for("you> ");
+    term.send(b"go\r");
+    wait_for_requests(server, 1);
+    term
+}
+
 fn wait_for_requests(server: &FakeServer, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while server.requests().len() < n {
@@ -162,20 +185,10 @@ fn wait_for_requests(server: &FakeServer, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_once_interrupts_the_turn_at_its_next_step() {
     let server = slow_model(Duration::from_secs(2)).await;
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
-    let url = format!("{}/v1", server.base_url());
+    let (home, root) = folders();
     let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
     let said = tokio::task::spawn_blocking(move || {
-        let root = root_path.to_str().unwrap();
-        let mut term = Term::start(
-            &home_path,
-            &["chat", "--base-url", &url, "--model", "m", "--root", root],
-        );
-        term.wait_for("you> ");
-        term.send(b"go\r");
-        wait_for_requests(&server, 1);
+        let mut term = chat_going(&server, &home_path, &root_path);
         // While the model holds its answer, the status line says so.
         term.wait_for(" working ");
         term.send(b"\x03");
@@ -196,20 +209,10 @@ async fn ctrl_c_once_interrupts_the_turn_at_its_next_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_twice_leaves_at_once_and_the_turn_can_be_resumed() {
     let server = slow_model(Duration::from_secs(30)).await;
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
-    let url = format!("{}/v1", server.base_url());
+    let (home, root) = folders();
     let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
     tokio::task::spawn_blocking(move || {
-        let root = root_path.to_str().unwrap();
-        let mut term = Term::start(
-            &home_path,
-            &["chat", "--base-url", &url, "--model", "m", "--root", root],
-        );
-        term.wait_for("you> ");
-        term.send(b"go\r");
-        wait_for_requests(&server, 1);
+        let mut term = chat_going(&server, &home_path, &root_path);
         term.send(b"\x03");
         term.wait_for("interrupting at the next step");
         term.send(b"\x03");
@@ -330,20 +333,10 @@ fn a_session_resumed_at_a_terminal_in_another_folder_works_in_its_own_root() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_typed_while_a_turn_runs_steers_it_at_the_next_step() {
     let server = slow_model(Duration::from_secs(2)).await;
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
-    let url = format!("{}/v1", server.base_url());
+    let (home, root) = folders();
     let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
     tokio::task::spawn_blocking(move || {
-        let root = root_path.to_str().unwrap();
-        let mut term = Term::start(
-            &home_path,
-            &["chat", "--base-url", &url, "--model", "m", "--root", root],
-        );
-        term.wait_for("you> ");
-        term.send(b"go\r");
-        wait_for_requests(&server, 1);
+        let mut term = chat_going(&server, &home_path, &root_path);
         // Typed while the model is still thinking about "go".
         term.send(b"use the blue one\r");
         term.wait_for("(heard: the model reads it at its next step)");

@@ -3,8 +3,11 @@
 //! store, and a step of reads costs two commits — the answer with its
 //! calls, then the results — not one per event.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
+use common::kinds;
 use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::{Event, MemoryStore, Store};
 use rein_testing::{Rule, ScriptedBrain};
@@ -76,10 +79,8 @@ async fn a_tool_runs_after_its_call_is_durable_and_a_read_step_is_two_commits() 
     // The turn's start; the read step (answer with its call, then the
     // result); the last step's answer with the turn's end.
     assert_eq!(store.commits() - before, 4);
-    let log = store.read(chat.session_id(), 1, 1000).await.unwrap();
-    let kinds: Vec<&str> = log.iter().map(|e| e.event.kind()).collect();
     assert_eq!(
-        kinds,
+        kinds(store.as_ref(), chat.session_id()).await,
         [
             "session.created",
             "turn.started",

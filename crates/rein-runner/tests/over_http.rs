@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, WireApi};
+use rein_gateway::{HttpProvider, WireApi};
 use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::{SqliteStore, Store};
 use rein_testing::{FakeServer, FakeToolBackend, Reply, ScriptedCall, ScriptedMessage};
@@ -152,11 +152,7 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
     )
     .await
     .unwrap();
-    let mut config = ProviderConfig::new(WireApi::AnthropicMessages)
-        .with_base_url(server.base_url())
-        .with_api_key(ApiKey::new("sk-test"));
-    config.offline = Some(false);
-    config.retry = RetryPolicy::none();
+    let config = server.config_for(WireApi::AnthropicMessages);
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
@@ -254,11 +250,7 @@ async fn a_provider_that_never_caches_is_uncached_and_gets_a_cache_key() {
     )
     .await
     .unwrap();
-    let mut config = ProviderConfig::new(WireApi::OpenAiChat)
-        .with_base_url(format!("{}/v1", server.base_url()))
-        .with_api_key(ApiKey::new("sk-test"));
-    config.offline = Some(false);
-    config.retry = RetryPolicy::none();
+    let config = server.config_for(WireApi::OpenAiChat);
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
@@ -319,11 +311,7 @@ async fn the_cache_read_share_over_a_200_step_session() {
         };
         Reply::sse(message.with_usage(usage).anthropic_sse())
     }));
-    let mut config = ProviderConfig::new(WireApi::AnthropicMessages)
-        .with_base_url(server.base_url())
-        .with_api_key(ApiKey::new("sk-test"));
-    config.offline = Some(false);
-    config.retry = RetryPolicy::none();
+    let config = server.config_for(WireApi::AnthropicMessages);
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
@@ -385,11 +373,7 @@ async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_b
             }
             Reply::sse(ScriptedMessage::text(&["fits"]).anthropic_sse())
         }));
-        let mut config = ProviderConfig::new(WireApi::AnthropicMessages)
-            .with_base_url(server.base_url())
-            .with_api_key(ApiKey::new("sk-test"));
-        config.offline = Some(false);
-        config.retry = RetryPolicy::none();
+        let config = server.config_for(WireApi::AnthropicMessages);
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> =
             Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());

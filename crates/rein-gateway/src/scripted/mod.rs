@@ -475,11 +475,12 @@ impl Provider for ScriptedBrain {
             let tokens = estimate_tokens(thought.len());
             usage.output += tokens;
             usage.reasoning = tokens;
+            let signature = signature_of(&thought);
+            events.push(StreamEvent::ThinkingDelta { text: thought });
             events.push(StreamEvent::ThinkingSignature {
-                signature: signature_of(&thought),
+                signature,
                 id: None,
             });
-            events.insert(1, StreamEvent::ThinkingDelta { text: thought });
         }
         let mut rest = reply.as_str();
         while !rest.is_empty() {

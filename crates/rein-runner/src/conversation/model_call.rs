@@ -100,15 +100,12 @@ impl Conversation {
             &message.usage.unwrap_or_default(),
             self.monitor.calls() > 0,
         );
-        let cost = message
-            .usage
-            .as_ref()
-            .and_then(|u| self.prices.cost_micro_usd(&model, u));
-        let reasoning_cost = message
-            .usage
-            .as_ref()
-            .filter(|u| u.reasoning > 0)
-            .and_then(|u| Some(self.prices.price(&model)?.reasoning_cost_micro_usd(u)));
+        let price = self.prices.price(&model);
+        let priced = message.usage.as_ref().zip(price);
+        let cost = priced.map(|(usage, price)| price.cost_micro_usd(usage));
+        let reasoning_cost = priced
+            .filter(|(usage, _)| usage.reasoning > 0)
+            .map(|(usage, price)| price.reasoning_cost_micro_usd(usage));
         if let Some(usage) = message.usage {
             self.journal.emit(UiKind::Usage {
                 usage,

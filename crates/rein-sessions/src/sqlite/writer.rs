@@ -128,10 +128,7 @@ fn run(conn: &Connection, mut queue: mpsc::Receiver<Job>) {
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
     if let Err(err) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let error = sql_error(err);
-        for job in batch {
-            let _ = job.answer.send(Err(error.clone()));
-        }
+        fail_all(batch.into_iter().map(|job| job.answer), &sql_error(err));
         return;
     }
     let mut done: Vec<(oneshot::Sender<Answer>, Answer)> = Vec::with_capacity(batch.len());
@@ -146,12 +143,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
         };
         if let Err(err) = closed {
             // The transaction is in an unknown state: give it up whole.
-            let error = sql_error(err);
             let _ = conn.execute_batch("ROLLBACK");
-            let _ = answer.send(Err(error.clone()));
-            for (answer, _) in done {
-                let _ = answer.send(Err(error.clone()));
-            }
+            let answers = done.into_iter().map(|(answer, _)| answer);
+            fail_all(answers.chain([answer]), &sql_error(err));
             return;
         }
         done.push((answer, result));
@@ -163,11 +157,15 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
             }
         }
         Err(err) => {
-            let error = sql_error(err);
             let _ = conn.execute_batch("ROLLBACK");
-            for (answer, _) in done {
-                let _ = answer.send(Err(error.clone()));
-            }
+            fail_all(done.into_iter().map(|(answer, _)| answer), &sql_error(err));
         }
+    }
+}
+
+/// Tell every caller of a batch that was not committed why.
+fn fail_all(answers: impl IntoIterator<Item = oneshot::Sender<Answer>>, error: &AgentError) {
+    for answer in answers {
+        let _ = answer.send(Err(error.clone()));
     }
 }
