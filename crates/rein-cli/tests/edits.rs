@@ -365,8 +365,10 @@ fn branch_lists_the_turns_and_continues_from_an_earlier_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reasoning_is_shown_only_when_asked_and_never_in_the_answer() {
     use rein_testing::{FakeServer, Reply, ScriptedMessage};
+    // A hostile model's reasoning carries terminal controls (set the
+    // window title, ring the bell): shown, they are made visible.
     let answer = ScriptedMessage::text(&["The answer is 4."]).with_reasoning(
-        "two and two make four",
+        "two and two make four\u{1b}]0;pwned\u{7}",
         "sig",
         "rs_1",
     );
@@ -400,6 +402,11 @@ async fn reasoning_is_shown_only_when_asked_and_never_in_the_answer() {
             stderr(&out).contains("two and two make four"),
             show,
             "{}",
+            stderr(&out)
+        );
+        assert!(
+            !stderr(&out).contains(['\u{1b}', '\u{7}']),
+            "no raw control byte reaches the terminal: {:?}",
             stderr(&out)
         );
         // The request asked for it.
