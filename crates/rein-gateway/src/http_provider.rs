@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::config::{ProviderConfig, WireApi};
 use crate::decode::decode_stream;
-use crate::encode::{body_bytes, body_for};
+use crate::encode::{EncodedCache, body_bytes_kept, body_for};
 use crate::provider::{EventStream, Provider};
 use rein_wire::{CachingStyle, Capabilities};
 
@@ -33,6 +33,9 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 pub struct HttpProvider {
     config: Arc<ProviderConfig>,
     client: reqwest::Client,
+    /// The encoded messages of recent sessions' last requests, so a step
+    /// encodes only what is new (shared by clones of this provider).
+    kept: Arc<EncodedCache>,
 }
 
 impl HttpProvider {
@@ -54,6 +57,7 @@ impl HttpProvider {
         Ok(HttpProvider {
             config: Arc::new(config),
             client,
+            kept: Arc::default(),
         })
     }
 
@@ -163,7 +167,7 @@ impl Provider for HttpProvider {
         );
         let config = self.config.clone();
         let client = self.client.clone();
-        let inner = call(config.clone(), client, request, span);
+        let inner = call(config.clone(), client, self.kept.clone(), request, span);
         // Every error leaving the provider is scrubbed of the key.
         Box::pin(inner.map(move |item| item.map_err(|err| scrub(&config, err))))
     }
@@ -186,6 +190,7 @@ fn scrub(config: &ProviderConfig, mut err: AgentError) -> AgentError {
 fn call(
     config: Arc<ProviderConfig>,
     client: reqwest::Client,
+    kept: Arc<EncodedCache>,
     request: Request,
     span: tracing::Span,
 ) -> impl futures::Stream<Item = Result<StreamEvent, AgentError>> + Send {
@@ -194,7 +199,7 @@ fn call(
             yield Err(AgentError::new(codes::OFFLINE, "model calls are refused: REIN_OFFLINE is set"));
             return;
         }
-        let body = match body_bytes(&config, &request) {
+        let body = match body_bytes_kept(&config, &request, &kept) {
             Ok(body) => Bytes::from(body),
             Err(err) => {
                 yield Err(AgentError::new(codes::INTERNAL, format!("could not write the request body: {err}")));

@@ -51,7 +51,11 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
     for stored in events {
         projector.feed(stored);
     }
-    std::sync::Arc::unwrap_or_clone(projector.messages)
+    projector
+        .messages
+        .into_iter()
+        .map(std::sync::Arc::unwrap_or_clone)
+        .collect()
 }
 
 /// The projection as a fold: fed the log in order, it keeps the messages so
@@ -67,9 +71,10 @@ pub(crate) struct Projector {
     summarised: HashSet<u64>,
     /// The last sequence number fed.
     pub(crate) seen: u64,
-    /// The messages so far, shared with the requests made from them: a
-    /// step copies nothing unless an earlier request is still held.
-    pub(crate) messages: std::sync::Arc<Vec<Message>>,
+    /// The messages so far, each shared with the requests made from them
+    /// (and the gateway's kept bytes): a step copies only the last message,
+    /// and only when it grows while another holder keeps it.
+    pub(crate) messages: Vec<std::sync::Arc<Message>>,
 }
 
 fn compaction_count(events: &[StoredEvent]) -> usize {
@@ -92,7 +97,7 @@ impl Projector {
             current: false,
             summarised: HashSet::new(),
             seen: 0,
-            messages: std::sync::Arc::default(),
+            messages: Vec::new(),
         }
     }
 
@@ -111,13 +116,12 @@ impl Projector {
     }
 
     fn user(&mut self, block: ContentBlock) {
-        let messages = std::sync::Arc::make_mut(&mut self.messages);
-        match messages.last_mut() {
-            Some(m) if m.role == Role::User => m.content.push(block),
-            _ => messages.push(Message {
+        match self.messages.last_mut() {
+            Some(m) if m.role == Role::User => std::sync::Arc::make_mut(m).content.push(block),
+            _ => self.messages.push(std::sync::Arc::new(Message {
                 role: Role::User,
                 content: vec![block],
-            }),
+            })),
         }
     }
 
@@ -141,7 +145,7 @@ impl Projector {
         match &stored.event {
             Event::TurnStarted { prompt, .. } => self.user(ContentBlock::text(prompt.clone())),
             Event::ModelCompleted { message, .. } if !message.content.is_empty() => {
-                std::sync::Arc::make_mut(&mut self.messages).push(message.clone());
+                self.messages.push(std::sync::Arc::new(message.clone()));
             }
             Event::ToolResult {
                 call_id,

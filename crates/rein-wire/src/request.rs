@@ -174,11 +174,13 @@ pub struct Request {
     /// Tools the model may call.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
-    /// The conversation so far, shared: a runner keeps the transcript and
-    /// hands each request the same vector without copying it (change it
-    /// with `Arc::make_mut`, which copies only while another holder
-    /// remains).
-    pub messages: std::sync::Arc<Vec<Message>>,
+    /// The conversation so far, each message shared: a runner keeps the
+    /// transcript and hands each request the same messages without copying
+    /// them, and the gateway reuses a message's encoded bytes for as long
+    /// as it is the same one. Change a message with `Arc::make_mut`, which
+    /// copies it while another holder (an earlier request, the gateway's
+    /// kept bytes) remains — so a holder never sees it change.
+    pub messages: Vec<std::sync::Arc<Message>>,
     /// The output limit in tokens.
     pub max_output_tokens: u32,
     /// Sampling settings.
@@ -208,7 +210,7 @@ impl Request {
             model: model.into(),
             system: Vec::new(),
             tools: Vec::new(),
-            messages: std::sync::Arc::new(messages),
+            messages: messages.into_iter().map(std::sync::Arc::new).collect(),
             max_output_tokens: 4096,
             sampling: Sampling::default(),
             stop_sequences: Vec::new(),

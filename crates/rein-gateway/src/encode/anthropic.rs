@@ -1,6 +1,6 @@
 //! The Anthropic Messages request body.
 
-use rein_wire::{CacheTarget, ContentBlock, ImageSource, Request, Role};
+use rein_wire::{CacheTarget, ContentBlock, ImageSource, Message, Request, Role};
 use serde_json::{Map, Value, json};
 
 /// Anthropic honours at most this many `cache_control` markers.
@@ -78,12 +78,56 @@ fn mark(value: &mut Value) {
 
 /// The body of a streamed `POST /v1/messages`.
 pub fn anthropic_body(request: &Request) -> Value {
-    let honoured: Vec<CacheTarget> = request
+    let mut body = frame(request);
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(index, m)| message(m, marked(request, index)))
+        .collect();
+    if let Some(map) = body.as_object_mut() {
+        map.insert("messages".into(), Value::Array(messages));
+    }
+    body
+}
+
+/// The breakpoints Anthropic honours: the first [`MAX_BREAKPOINTS`].
+fn honoured(request: &Request) -> impl Iterator<Item = CacheTarget> + '_ {
+    request
         .cache_breakpoints
         .iter()
         .map(|b| b.target)
         .take(MAX_BREAKPOINTS)
+}
+
+/// Whether message `index` carries a cache breakpoint.
+pub(super) fn marked(request: &Request, index: usize) -> bool {
+    honoured(request).any(|t| t == CacheTarget::Message { index })
+}
+
+/// One message as Anthropic takes it (with the breakpoint on its last
+/// block when `marked`): what the message alone decides, so its bytes can
+/// be kept between requests.
+pub(super) fn message(m: &Message, marked: bool) -> Value {
+    let mut content: Vec<Value> = m
+        .content
+        .iter()
+        .filter(|b| goes_back(b))
+        .map(block)
         .collect();
+    if marked && let Some(last) = content.last_mut() {
+        mark(last);
+    }
+    let role = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    json!({"role": role, "content": content})
+}
+
+/// The body with an empty `messages` array: everything but the transcript.
+pub(super) fn frame(request: &Request) -> Value {
+    let honoured: Vec<CacheTarget> = honoured(request).collect();
     if request.cache_breakpoints.len() > MAX_BREAKPOINTS {
         tracing::debug!(
             requested = request.cache_breakpoints.len(),
@@ -134,30 +178,7 @@ pub fn anthropic_body(request: &Request) -> Value {
         }
         body.insert("tools".into(), Value::Array(tools));
     }
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .enumerate()
-        .map(|(index, m)| {
-            let mut content: Vec<Value> = m
-                .content
-                .iter()
-                .filter(|b| goes_back(b))
-                .map(block)
-                .collect();
-            if honoured.contains(&CacheTarget::Message { index })
-                && let Some(last) = content.last_mut()
-            {
-                mark(last);
-            }
-            let role = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            json!({"role": role, "content": content})
-        })
-        .collect();
-    body.insert("messages".into(), Value::Array(messages));
+    body.insert("messages".into(), Value::Array(Vec::new()));
     // With thinking on, Anthropic takes no temperature and a top_p of
     // 0.95 to 1 only.
     if let Some(t) = request.sampling.temperature.filter(|_| thinking.is_none()) {

@@ -6,8 +6,11 @@
 //! thinking blocks on OpenAI Chat, is left out and logged at debug level).
 
 mod anthropic;
+mod kept;
 mod openai_chat;
 mod openai_responses;
+
+use std::borrow::Cow;
 
 use rein_wire::{ContentBlock, ImageSource, Request};
 use serde_json::Value;
@@ -15,6 +18,7 @@ use serde_json::Value;
 use crate::config::{ProviderConfig, WireApi};
 
 pub use anthropic::anthropic_body;
+pub use kept::{EncodedCache, MAX_KEPT_BYTES, MAX_SESSIONS};
 pub use openai_chat::{ChatDialect, openai_chat_body, openai_chat_bytes};
 pub use openai_responses::openai_responses_body;
 
@@ -32,18 +36,85 @@ pub fn body_for(config: &ProviderConfig, request: &Request) -> Value {
     }
 }
 
-/// The bytes of the body for `request` on `config`'s API: what is sent
-/// (OpenAI Chat written straight from the request, without a JSON tree).
+/// The bytes of the body for `request` on `config`'s API: what is sent,
+/// written as the body's frame with each message's bytes spliced in.
 pub fn body_bytes(
     config: &ProviderConfig,
     request: &Request,
 ) -> Result<Vec<u8>, serde_json::Error> {
+    write_body(config, request, &mut kept::Kept::default())
+}
+
+/// [`body_bytes`], reusing the bytes of the messages `cache` kept from
+/// the session's last request (and keeping this request's for the next).
+pub fn body_bytes_kept(
+    config: &ProviderConfig,
+    request: &Request,
+    cache: &EncodedCache,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let Some(session) = request.metadata.session_id.clone() else {
+        return body_bytes(config, request);
+    };
+    let mut kept = cache.take(&session);
+    let body = write_body(config, request, &mut kept);
+    cache.put(session, kept);
+    if cfg!(debug_assertions)
+        && let Ok(body) = &body
+    {
+        let plain = serde_json::to_vec(&body_for(config, request)).ok();
+        let spliced = serde_json::from_slice::<Value>(body).ok();
+        debug_assert_eq!(
+            spliced.and_then(|v| serde_json::to_vec(&v).ok()),
+            plain,
+            "a body spliced from kept messages differs from the plain one"
+        );
+    }
+    body
+}
+
+fn write_body(
+    config: &ProviderConfig,
+    request: &Request,
+    kept: &mut kept::Kept,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let request = as_the_model_takes_it(config, request);
+    let messages = request.messages.as_slice();
     match config.api {
-        WireApi::OpenAiChat => openai_chat_bytes(
-            &as_the_model_takes_it(config, request),
-            config.chat_dialect(),
-        ),
-        _ => serde_json::to_vec(&body_for(config, request)),
+        WireApi::OpenAiChat => {
+            let frame = openai_chat::frame_bytes(&request, config.chat_dialect())?;
+            let mut chunks = vec![Cow::Owned(openai_chat::system_bytes(&request)?)];
+            chunks.extend(kept.chunks(
+                messages,
+                |_| false,
+                |m, _| openai_chat::message_bytes(m),
+            )?);
+            Ok(kept::splice(&frame, "messages", &chunks))
+        }
+        WireApi::AnthropicMessages => {
+            let frame = serde_json::to_vec(&anthropic::frame(&request))?;
+            let chunks = kept.chunks(
+                messages,
+                |i| anthropic::marked(&request, i),
+                |m, marked| serde_json::to_vec(&anthropic::message(m, marked)),
+            )?;
+            Ok(kept::splice(&frame, "messages", &chunks))
+        }
+        WireApi::OpenAiResponses => {
+            let frame = serde_json::to_vec(&openai_responses::frame(&request))?;
+            let chunks = kept.chunks(
+                messages,
+                |_| false,
+                |m, _| {
+                    let items = openai_responses::items(m);
+                    let mut out = serde_json::to_vec(&items)?;
+                    // The items without their brackets: spliced into `input`.
+                    out.pop();
+                    out.remove(0);
+                    Ok(out)
+                },
+            )?;
+            Ok(kept::splice(&frame, "input", &chunks))
+        }
     }
 }
 
@@ -93,11 +164,14 @@ fn strip(block: &ContentBlock) -> ContentBlock {
     }
 }
 
-/// `request` with every image replaced by [`IMAGE_NOTE`].
+/// `request` with every image replaced by [`IMAGE_NOTE`] (the messages
+/// without one are shared, not copied).
 pub fn without_images(request: &Request) -> Request {
     let mut out = request.clone();
-    for message in std::sync::Arc::make_mut(&mut out.messages) {
-        message.content = message.content.iter().map(strip).collect();
+    for message in &mut out.messages {
+        if message.content.iter().any(is_image) {
+            std::sync::Arc::make_mut(message).content = message.content.iter().map(strip).collect();
+        }
     }
     out
 }
@@ -148,22 +222,22 @@ mod tests {
             },
         };
         let mut request = Request::new("m", vec![Message::user("look")]);
-        std::sync::Arc::make_mut(&mut request.messages).push(Message {
+        request.messages.push(std::sync::Arc::new(Message {
             role: Role::Assistant,
             content: vec![ContentBlock::ToolUse {
                 id: "c1".into(),
                 name: "snapshot".into(),
                 input: serde_json::json!({}),
             }],
-        });
-        std::sync::Arc::make_mut(&mut request.messages).push(Message {
+        }));
+        request.messages.push(std::sync::Arc::new(Message {
             role: Role::User,
             content: vec![ContentBlock::ToolResult {
                 tool_use_id: "c1".into(),
                 content: vec![ContentBlock::text("the window"), image],
                 is_error: false,
             }],
-        });
+        }));
         request
     }
 

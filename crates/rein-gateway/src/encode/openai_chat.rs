@@ -5,7 +5,7 @@
 //! and dropping that tree was ~35% of a step's CPU (perf on
 //! `cargo xtask bench --peers`), and the body is re-sent whole every step.
 
-use rein_wire::{ContentBlock, Request, Role, ToolSpec};
+use rein_wire::{ContentBlock, Message, Request, Role, ToolSpec};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -217,19 +217,68 @@ pub struct ChatDialect {
 }
 
 fn body(request: &Request, dialect: ChatDialect) -> Body<'_> {
-    let legacy_max_tokens = dialect.legacy_max_tokens;
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(Msg::System {
-            content: joined_system(request),
-        });
-    }
+    messages.extend(system_message(request));
     for m in request.messages.iter() {
-        match m.role {
-            Role::User => user_messages(&m.content, &mut messages),
-            Role::Assistant => messages.push(assistant_message(&m.content)),
-        }
+        message_into(m, &mut messages);
     }
+    Body {
+        messages,
+        ..frame(request, dialect)
+    }
+}
+
+/// The system prompt as the first message, if there is one.
+fn system_message(request: &Request) -> Option<Msg<'static>> {
+    (!request.system.is_empty()).then(|| Msg::System {
+        content: joined_system(request),
+    })
+}
+
+/// One message of the transcript as Chat takes it (a user message with
+/// tool results becomes several).
+fn message_into<'a>(m: &'a Message, out: &mut Vec<Msg<'a>>) {
+    match m.role {
+        Role::User => user_messages(&m.content, out),
+        Role::Assistant => out.push(assistant_message(&m.content)),
+    }
+}
+
+/// The JSON of one message's Chat messages, comma-separated: what the
+/// message alone decides, so its bytes can be kept between requests.
+pub(super) fn message_bytes(m: &Message) -> Result<Vec<u8>, serde_json::Error> {
+    let mut msgs = Vec::new();
+    message_into(m, &mut msgs);
+    joined(&msgs)
+}
+
+/// The system message's JSON (empty without a system prompt).
+pub(super) fn system_bytes(request: &Request) -> Result<Vec<u8>, serde_json::Error> {
+    joined(&system_message(request).into_iter().collect::<Vec<_>>())
+}
+
+fn joined(msgs: &[Msg<'_>]) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::new();
+    for (i, msg) in msgs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, msg)?;
+    }
+    Ok(out)
+}
+
+/// The body's bytes with an empty `messages` array: everything but the
+/// transcript.
+pub(super) fn frame_bytes(
+    request: &Request,
+    dialect: ChatDialect,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&frame(request, dialect))
+}
+
+fn frame(request: &Request, dialect: ChatDialect) -> Body<'_> {
+    let legacy_max_tokens = dialect.legacy_max_tokens;
     let limit = Some(request.max_output_tokens);
     Body {
         model: &request.model,
@@ -237,7 +286,7 @@ fn body(request: &Request, dialect: ChatDialect) -> Body<'_> {
         stream_options: StreamOptions {
             include_usage: true,
         },
-        messages,
+        messages: Vec::new(),
         max_tokens: limit.filter(|_| legacy_max_tokens),
         max_completion_tokens: limit.filter(|_| !legacy_max_tokens),
         tools: request.tools.iter().map(tool).collect(),

@@ -1,6 +1,6 @@
 //! The OpenAI Responses request body.
 
-use rein_wire::{ContentBlock, Request, Role};
+use rein_wire::{ContentBlock, Message, Request, Role};
 use serde_json::{Map, Value, json};
 
 use super::{image_url, joined_system, result_text};
@@ -14,8 +14,20 @@ fn followed(rest: &[ContentBlock]) -> bool {
 /// The body of a streamed `POST /responses`. Nothing is stored on the
 /// provider's side (`store: false`): rein's log is the record.
 pub fn openai_responses_body(request: &Request) -> Value {
+    let mut body = frame(request);
+    let input: Vec<Value> = request.messages.iter().flat_map(|m| items(m)).collect();
+    if let Some(map) = body.as_object_mut() {
+        map.insert("input".into(), Value::Array(input));
+    }
+    body
+}
+
+/// One message's input items (a message with calls becomes several):
+/// what the message alone decides, so its bytes can be kept between
+/// requests.
+pub(super) fn items(m: &Message) -> Vec<Value> {
     let mut input = Vec::new();
-    for m in request.messages.iter() {
+    {
         let mut parts = Vec::new();
         for (at, block) in m.content.iter().enumerate() {
             match (m.role, block) {
@@ -84,6 +96,11 @@ pub fn openai_responses_body(request: &Request) -> Value {
         }
         flush(&mut input, m.role, &mut parts);
     }
+    input
+}
+
+/// The body with an empty `input` array: everything but the transcript.
+pub(super) fn frame(request: &Request) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("stream".into(), json!(true));
@@ -91,7 +108,7 @@ pub fn openai_responses_body(request: &Request) -> Value {
     if !request.system.is_empty() {
         body.insert("instructions".into(), json!(joined_system(request)));
     }
-    body.insert("input".into(), Value::Array(input));
+    body.insert("input".into(), Value::Array(Vec::new()));
     body.insert("max_output_tokens".into(), json!(request.max_output_tokens));
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

@@ -307,7 +307,7 @@ impl ScriptedBrain {
                         .iter()
                         .any(|b| matches!(b, ContentBlock::Text { .. }))
             })
-            .map(Message::text)
+            .map(|m| m.text())
             .unwrap_or_default();
         let lower = last_user.to_lowercase();
         for (index, rule) in self.rules.iter().enumerate() {

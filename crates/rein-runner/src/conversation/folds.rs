@@ -35,20 +35,55 @@ pub(super) fn fingerprint(tool: &str, args: &Value, result: &Event) -> String {
 }
 
 /// The turn ids from the root to the open (or last) turn.
+///
+/// Borrows the turn ids and parents rather than building each turn's
+/// record (prompt included): this runs every step over the whole log.
 pub(super) fn current_path(events: &[StoredEvent]) -> Vec<String> {
-    let turns: Vec<rein_sessions::TurnInfo> = events
+    let parents: std::collections::HashMap<&str, Option<&str>> = events
         .iter()
-        .filter_map(rein_sessions::started_turn)
-        .collect();
-    turns
-        .last()
-        .map(|head| {
-            history(&turns, &head.id)
-                .into_iter()
-                .map(|t| t.id)
-                .collect()
+        .filter_map(|e| match &e.event {
+            Event::TurnStarted {
+                turn_id, parent, ..
+            } => Some((turn_id.as_str(), parent.as_deref())),
+            _ => None,
         })
-        .unwrap_or_default()
+        .collect();
+    let head = events.iter().rev().find_map(|e| match &e.event {
+        Event::TurnStarted { turn_id, .. } => Some(turn_id.as_str()),
+        _ => None,
+    });
+    let mut path = Vec::new();
+    let mut at = head;
+    // Bounded by the number of turns: a cycle (which the store refuses)
+    // cannot loop here.
+    while let Some(id) = at
+        && let Some(parent) = parents.get(id)
+        && path.len() <= parents.len()
+    {
+        path.push(id.to_owned());
+        at = *parent;
+    }
+    path.reverse();
+    debug_assert_eq!(
+        Some(&path),
+        Some(&{
+            let turns: Vec<rein_sessions::TurnInfo> = events
+                .iter()
+                .filter_map(rein_sessions::started_turn)
+                .collect();
+            turns
+                .last()
+                .map(|head| {
+                    history(&turns, &head.id)
+                        .into_iter()
+                        .map(|t| t.id)
+                        .collect()
+                })
+                .unwrap_or_default()
+        }),
+        "the current path drifted from the turn tree's history"
+    );
+    path
 }
 
 /// The tool calls of the last assistant message of the open turn that have
@@ -66,9 +101,9 @@ pub(super) fn last_calls(events: &[StoredEvent]) -> Option<(Vec<(String, String,
     if seq == 0 {
         return None;
     }
-    let done: std::collections::HashSet<&str> = events
+    let after = events.partition_point(|e| e.seq <= seq);
+    let done: std::collections::HashSet<&str> = events[after..]
         .iter()
-        .filter(|e| e.seq > seq)
         .filter_map(|e| match &e.event {
             Event::ToolResult { call_id, .. } => Some(call_id.as_str()),
             _ => None,

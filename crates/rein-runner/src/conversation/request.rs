@@ -30,7 +30,7 @@ impl Transcript {
         &mut self,
         events: &[StoredEvent],
         path: &[String],
-    ) -> Arc<Vec<rein_wire::Message>> {
+    ) -> Vec<Arc<rein_wire::Message>> {
         let mut projector = match self.projector.take() {
             Some(mut p) if p.covers(events, path) => {
                 p.extend_path(path);
@@ -45,14 +45,17 @@ impl Transcript {
         for stored in &events[start..] {
             projector.feed(stored);
         }
-        debug_assert_eq!(
-            *projector.messages,
-            project(events, path),
+        debug_assert!(
+            projector
+                .messages
+                .iter()
+                .map(|m| &**m)
+                .eq(project(events, path).iter()),
             "the incremental projection drifted from the full one"
         );
-        // Shared, not copied: the next step's feed copies only if this
-        // request is still held then.
-        let messages = Arc::clone(&projector.messages);
+        // Shared, not copied: the next step's feed copies the last message
+        // only if this request (or the gateway) still holds it then.
+        let messages = projector.messages.clone();
         self.projector = Some(projector);
         messages
     }
