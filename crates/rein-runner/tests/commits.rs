@@ -1,7 +1,7 @@
 //! Where a step's durable points are: a tool runs only once its
 //! `tool.called` (and the model's answer that asked for it) is in the
-//! store, and a step of reads costs two commits — the answer with its
-//! calls, then the results — not one per event.
+//! store, and a step of reads costs one commit — the answer with its calls
+//! (and the previous step's read results) — not one per event.
 
 mod common;
 
@@ -25,7 +25,7 @@ struct Topic {
 }
 
 #[tokio::test]
-async fn a_tool_runs_after_its_call_is_durable_and_a_read_step_is_two_commits() {
+async fn a_tool_runs_after_its_call_is_durable_and_a_read_step_is_one_commit() {
     let store = Arc::new(MemoryStore::new());
     // What the store held when the tool ran: (model.completed there,
     // tool.called there).
@@ -76,9 +76,9 @@ async fn a_tool_runs_after_its_call_is_durable_and_a_read_step_is_two_commits() 
         "{outcome:?}"
     );
     assert_eq!(*seen.lock().unwrap(), [(true, true)]);
-    // The turn's start; the read step (answer with its call, then the
-    // result); the last step's answer with the turn's end.
-    assert_eq!(store.commits() - before, 4);
+    // The turn's start; the read step's answer with its call; the result
+    // with the last step's answer and the turn's end.
+    assert_eq!(store.commits() - before, 3);
     assert_eq!(
         kinds(store.as_ref(), chat.session_id()).await,
         [

@@ -6,12 +6,14 @@
 //! Commit points: an append returns once its events are durable, so the
 //! loop appends exactly where the next thing depends on durability — a
 //! tool's `tool.called` before it runs, a decision before the write it
-//! approves, results before the next model call. What nothing depends on
+//! approves, a write's result as soon as it ran. What nothing depends on
 //! yet is staged instead ([`Journal::stage`]): `model.requested` and
 //! `model.completed` go with the step's first `tool.called` (or the turn's
-//! end), so a step of reads is two commits, not four. A crash loses staged
-//! events only, which is what a crash during the model call always lost:
-//! the call is made again.
+//! end), and reads' results with the next commit, so a step of reads is
+//! one commit, not four. A crash loses staged events only: a model call
+//! is made again (as a crash during it always did) and a read whose result
+//! was lost is answered `interrupted` by recovery, as a crash during the
+//! read was.
 //!
 //! Not here: what the events mean (the loop and the folds).
 

@@ -150,7 +150,8 @@ impl Conversation {
                     &err.1,
                 ));
             }
-            self.journal.append(results).await?;
+            // Nothing ran: staged like the message they answer.
+            self.journal.stage(results).await?;
         }
         Ok(message)
     }

@@ -107,6 +107,7 @@ impl Conversation {
                 }
             });
         let outcomes = futures::future::join_all(runs).await;
+        let delegated = agents.iter().any(Option::is_some);
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
         for ((((call_id, tool, args), hit), (outcome, took)), agent) in
@@ -136,7 +137,17 @@ impl Conversation {
             fingerprints.push(fingerprint(tool, args, &event));
             results.push(event);
         }
-        self.journal.append(results).await?;
+        // Reads' results are staged: durable with the next commit (the next
+        // step's `tool.called`, a decision asked for, or the turn's end).
+        // A crash before it loses only them, and recovery answers those
+        // calls `interrupted` — what a crash during the reads gave anyway;
+        // a read is never a write that ran. A sub-agent's finish is written
+        // at once: its work is not something to lose.
+        if delegated {
+            self.journal.append(results).await?;
+        } else {
+            self.journal.stage(results).await?;
+        }
         for fp in fingerprints {
             if let Some(outcome) = self.count_repeat(repeats, fp).await? {
                 return Ok(Some(outcome));
