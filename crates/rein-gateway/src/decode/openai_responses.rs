@@ -13,7 +13,7 @@
 //! signature, so it can be sent back.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rein_wire::{AgentError, StopReason, StreamEvent, Usage};
 use serde::Deserialize;
@@ -68,11 +68,12 @@ pub struct OpenAiResponsesDecoder {
     calls: HashMap<u64, Call>,
     next_tool: u32,
     summary_parts: HashMap<String, u64>,
-    /// Output indices of message items whose text has been streamed.
-    text_items: HashSet<u64>,
-    /// Each message item's text as streamed so far, to check against the
-    /// completed item's (authoritative) text.
-    streamed: HashMap<u64, String>,
+    /// Each message item's text as streamed so far (output index, text),
+    /// in the order their text began, to check against the completed
+    /// item's (authoritative) text. A list searched from its end: a stream
+    /// has a handful of items and the one being streamed is nearly always
+    /// the last, where hashing the index on every delta cost more.
+    streamed: Vec<(u64, String)>,
     finished: bool,
 }
 
@@ -199,22 +200,27 @@ impl OpenAiResponsesDecoder {
         if text.is_empty() {
             return;
         }
-        if self.text_items.insert(output_index) && self.text_items.len() > 1 {
-            out.push(StreamEvent::TextDelta {
-                text: "\n\n".into(),
-            });
-        }
-        self.streamed
-            .entry(output_index)
-            .or_default()
-            .push_str(&text);
+        let at = match self.streamed.iter().rposition(|(i, _)| *i == output_index) {
+            Some(at) => at,
+            None => {
+                if !self.streamed.is_empty() {
+                    out.push(StreamEvent::TextDelta {
+                        text: "\n\n".into(),
+                    });
+                }
+                self.streamed.push((output_index, String::new()));
+                self.streamed.len() - 1
+            }
+        };
+        self.streamed[at].1.push_str(&text);
         out.push(StreamEvent::TextDelta { text });
     }
 
     /// A message item is complete with `text`: where the deltas fell short
     /// of it the rest is sent; where they disagree, it replaces them.
     fn settle_text(&mut self, output_index: u64, text: String, out: &mut Vec<StreamEvent>) {
-        let Some(streamed) = self.streamed.get_mut(&output_index) else {
+        let Some((_, streamed)) = self.streamed.iter_mut().rfind(|(i, _)| *i == output_index)
+        else {
             return self.text(output_index, text, out);
         };
         // An empty final text says nothing (some servers leave it out).
