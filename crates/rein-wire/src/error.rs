@@ -217,6 +217,18 @@ registry! {
         "The model's answer did not follow the requested schema, even after one repair", "Simplify the schema or ask again.";
     VERIFICATION_FAILED = "verification_failed", 422, false,
         "The turn's verification command kept failing", "Read the command's output in the detail and fix the cause.";
+    GRAPH_INVALID = "graph_invalid", 400, false,
+        "The task graph cannot run as written",
+        "The message names the task and the path (a cycle, an unknown dependency or output); fix the graph file.";
+    TASK_TIMED_OUT = "task_timed_out", 504, true,
+        "A task took longer than its time limit", "Raise the task's `timeout`, or split the task.";
+    TASK_SKIPPED = "task_skipped", 424, false,
+        "A task did not run because a task it depends on failed", "Fix the failed task named in the message and resume the graph.";
+    TASK_OUTPUT_MISSING = "task_output_missing", 502, false,
+        "A task finished without an output it declares", "Say in the task's brief what each output must hold.";
+    BLACKBOARD_CONFLICT = "blackboard_conflict", 409, false,
+        "The blackboard key changed since it was read",
+        "The detail has its current revision and value; read it again and write against that revision.";
     GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
         "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
 }

@@ -26,6 +26,8 @@
 //! - [`approvals`]: the gate, leases, and the person's [`approvals::Surface`];
 //! - [`runner`]: [`runner::Conversation`], the tool loop;
 //! - [`cache`]: prompt-cache planning and its monitor;
+//! - [`orchestrator`]: task graphs run in parallel (retries, time limits,
+//!   cancellation, a failure policy) and the shared blackboard;
 //! - [`trace`]: reports and golden traces read from the log;
 //! - `testing` (feature `testing`, off by default): a fake
 //!   OpenAI-compatible server on loopback, fake tools and the backend
@@ -41,6 +43,7 @@
 pub use rein_approvals as approvals;
 pub use rein_cache as cache;
 pub use rein_gateway as gateway;
+pub use rein_orchestrator as orchestrator;
 pub use rein_runner as runner;
 pub use rein_sessions as sessions;
 #[cfg(feature = "testing")]

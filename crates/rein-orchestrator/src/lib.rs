@@ -1,0 +1,19 @@
+//! Graphs of agent work: tasks with briefs, dependencies and named outputs,
+//! checked before anything runs ([`GraphSpec::check`]) and run in parallel
+//! under a limit ([`Scheduler`]) with retries, time limits, cancellation
+//! and a failure policy; and the [`Blackboard`] the tasks share.
+//!
+//! It is *not* an agent: what a task is — a conversation, a sub-process, a
+//! function — is a [`TaskRunner`]'s business, so this crate knows no model,
+//! tool or store, and a product can schedule anything with it.
+
+mod blackboard;
+mod graph;
+mod schedule;
+
+pub use blackboard::{Blackboard, Entry, MAX_KEY, MAX_KEYS, MAX_VALUE, Write};
+pub use graph::{FailurePolicy, Graph, GraphSettings, GraphSpec, MAX_BACKOFF, MAX_TASKS, TaskSpec};
+pub use schedule::{
+    Attempt, DEFAULT_GRACE, GraphOutcome, Outputs, Progress, Report, Scheduler, TaskRunner,
+    TaskState,
+};
