@@ -19,6 +19,7 @@ mod project;
 mod settings;
 mod steering;
 mod subagent;
+mod tasks;
 
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{
@@ -29,3 +30,4 @@ pub use delegation::Delegation;
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;
+pub use tasks::{ConversationTasks, INBOX_POLL, TaskApproval};

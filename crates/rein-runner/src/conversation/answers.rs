@@ -92,7 +92,7 @@ impl Conversation {
 }
 
 /// The JSON in a reply: the whole text, or the inside of a ``` fence.
-pub(super) fn parse_answer(reply: &str) -> Result<Value, String> {
+pub(crate) fn parse_answer(reply: &str) -> Result<Value, String> {
     let text = reply.trim();
     let whole = serde_json::from_str::<Value>(text);
     let whole_error = match whole {

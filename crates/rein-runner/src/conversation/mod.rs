@@ -28,6 +28,7 @@ mod model_call;
 mod person;
 
 pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
+pub(crate) use answers::parse_answer;
 pub use person::Heard;
 mod pressure;
 mod reads;

@@ -1,0 +1,262 @@
+//! Graph tasks as conversations: [`ConversationTasks`] is the
+//! orchestrator's [`TaskRunner`] that runs each attempt of a task as one
+//! turn of a new conversation in a session of its own (so `rein sessions
+//! show` works on it), with the task's profile, the product's tools and the
+//! resolved brief.
+//!
+//! A task's outputs come back as a JSON object in its answer (the brief is
+//! told which keys; each value is kept as text). A call that needs
+//! approval pauses the task — and only that task — until a person decides
+//! it from any surface (`rein approve` in another process, or whatever
+//! listens on [`ConversationTasks::approvals`]): the task waits on its
+//! session's inbox, never decides itself. A cancelled attempt (the graph
+//! stopped, or out of time) is interrupted at its next step boundary, and
+//! a paused one stops waiting.
+//!
+//! Not here: the schedule (`rein-orchestrator`), the terminal that asks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_gateway::Provider;
+use rein_orchestrator::{Attempt, Outputs, TaskRunner};
+use rein_sessions::Store;
+use rein_tools::ToolBackend;
+use rein_wire::{AgentError, error::codes};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::conversation::parse_answer;
+use crate::{ApprovalRequest, Conversation, Profile, TurnOutcome};
+
+/// How often a paused task looks at its inbox for a decision.
+pub const INBOX_POLL: Duration = Duration::from_millis(200);
+
+/// A task paused at an approval: where a surface finds it.
+#[derive(Debug, Clone)]
+pub struct TaskApproval {
+    /// The task's id.
+    pub task: String,
+    /// The session the task's conversation runs in (decide there).
+    pub session: String,
+    /// What the person is asked.
+    pub request: ApprovalRequest,
+}
+
+/// Runs graph tasks as conversations.
+#[derive(Clone)]
+pub struct ConversationTasks {
+    store: Arc<dyn Store>,
+    provider: Arc<dyn Provider>,
+    backend: Arc<dyn ToolBackend>,
+    default: Profile,
+    profiles: HashMap<String, Profile>,
+    approvals: Option<mpsc::UnboundedSender<TaskApproval>>,
+}
+
+impl ConversationTasks {
+    /// Tasks on `store`, calling `provider`, with `backend`'s tools, run
+    /// with `default` unless a task names another profile.
+    pub fn new(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        default: Profile,
+    ) -> Self {
+        ConversationTasks {
+            store,
+            provider,
+            backend,
+            default,
+            profiles: HashMap::new(),
+            approvals: None,
+        }
+    }
+
+    /// A profile tasks can name (by its `name`).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profiles.insert(profile.name.clone(), profile);
+        self
+    }
+
+    /// Where paused tasks are announced, for a surface to ask the person.
+    pub fn approvals(&mut self) -> mpsc::UnboundedReceiver<TaskApproval> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.approvals = Some(tx);
+        rx
+    }
+
+    fn profile(&self, name: Option<&str>) -> Result<Profile, AgentError> {
+        match name {
+            None => Ok(self.default.clone()),
+            Some(name) if name == self.default.name => Ok(self.default.clone()),
+            Some(name) => self.profiles.get(name).cloned().ok_or_else(|| {
+                AgentError::new(
+                    codes::INVALID_INPUT,
+                    format!("no profile is named `{name}`"),
+                )
+            }),
+        }
+    }
+}
+
+impl TaskRunner for ConversationTasks {
+    fn run(&self, attempt: Attempt) -> BoxFuture<'static, Result<Outputs, AgentError>> {
+        let this = self.clone();
+        async move { this.attempt(attempt).await }.boxed()
+    }
+}
+
+/// The brief, with what the answer must hold when the task has outputs.
+fn prompt(attempt: &Attempt) -> String {
+    if attempt.task.outputs.is_empty() {
+        return attempt.brief.clone();
+    }
+    let keys: Vec<String> = attempt
+        .task
+        .outputs
+        .iter()
+        .map(|o| format!("\"{o}\""))
+        .collect();
+    format!(
+        "{}\n\nWhen you are done, answer with only a JSON object whose keys are {} and whose values are strings.",
+        attempt.brief,
+        keys.join(", ")
+    )
+}
+
+/// The outputs in a finished task's reply: each declared key of the JSON
+/// object it answered (strings as they are, other values as JSON text),
+/// and the whole reply as `answer` unless the task declares that name.
+fn outputs_of(reply: &str, declared: &[String]) -> Outputs {
+    let mut out = Outputs::new();
+    if !declared.is_empty()
+        && let Ok(Value::Object(map)) = parse_answer(reply)
+    {
+        for name in declared {
+            if let Some(value) = map.get(name) {
+                let text = match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                out.insert(name.clone(), text);
+            }
+        }
+    }
+    out.entry("answer".to_owned())
+        .or_insert_with(|| reply.to_owned());
+    out
+}
+
+impl ConversationTasks {
+    async fn attempt(self, attempt: Attempt) -> Result<Outputs, AgentError> {
+        let profile = self.profile(attempt.task.profile.as_deref())?;
+        let metadata = json!({
+            "assistant": profile.name,
+            "model": profile.model,
+            "graph_task": attempt.task.id,
+            "attempt": attempt.attempt,
+        });
+        let mut conversation = Conversation::open_with(
+            self.store.clone(),
+            self.provider.clone(),
+            self.backend.clone(),
+            profile,
+            None,
+            metadata,
+        )
+        .await?;
+        // A cancel interrupts the turn at its next step boundary.
+        let steering = conversation.steering();
+        let cancel = attempt.cancel.clone();
+        let watcher = tokio::spawn(async move {
+            cancel.cancelled().await;
+            steering.interrupt();
+        });
+        let result = self.drive(&mut conversation, &attempt).await;
+        watcher.abort();
+        let closed = conversation.close().await;
+        let outputs = result?;
+        closed?;
+        Ok(outputs)
+    }
+
+    async fn drive(
+        &self,
+        conversation: &mut Conversation,
+        attempt: &Attempt,
+    ) -> Result<Outputs, AgentError> {
+        let mut outcome = conversation.turn(&prompt(attempt)).await?;
+        loop {
+            match outcome {
+                TurnOutcome::Finished { reply } => {
+                    return Ok(outputs_of(&reply, &attempt.task.outputs));
+                }
+                TurnOutcome::AwaitingApproval(request) => {
+                    if let Some(tx) = &self.approvals {
+                        let _ = tx.send(TaskApproval {
+                            task: attempt.task.id.clone(),
+                            session: conversation.session_id().to_owned(),
+                            request: request.clone(),
+                        });
+                    }
+                    outcome = self
+                        .wait_for_decision(conversation, attempt, &request)
+                        .await?;
+                }
+                TurnOutcome::Interrupted => {
+                    return Err(AgentError::new(
+                        codes::CANCELLED,
+                        format!("task `{}` was interrupted", attempt.task.id),
+                    ));
+                }
+                TurnOutcome::Error { error } => return Err(error),
+                other => {
+                    return Err(AgentError::new(
+                        codes::AGENT_UNFINISHED,
+                        format!(
+                            "task `{}`'s conversation ended without an answer ({})",
+                            attempt.task.id,
+                            other.name()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Wait until `request` is decided (by anyone, through the inbox), then
+    /// go on with the turn; a cancel stops the wait.
+    async fn wait_for_decision(
+        &self,
+        conversation: &mut Conversation,
+        attempt: &Attempt,
+        request: &ApprovalRequest,
+    ) -> Result<TurnOutcome, AgentError> {
+        loop {
+            let heard = conversation.take_inbox().await?;
+            if let Some(by) = heard.stop {
+                return conversation.stop_by(&by).await;
+            }
+            let pending = conversation.pending_approvals().await?;
+            if !pending.iter().any(|p| p.approval_id == request.approval_id) {
+                return conversation.resume().await;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(INBOX_POLL) => {}
+                () = attempt.cancel.cancelled() => {
+                    return Err(AgentError::new(
+                        codes::CANCELLED,
+                        format!(
+                            "task `{}` was cancelled while it waited for approval `{}`",
+                            attempt.task.id, request.approval_id
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}

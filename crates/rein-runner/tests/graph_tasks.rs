@@ -1,0 +1,245 @@
+//! Graph tasks as conversations, on a real SQLite file with the scripted
+//! model: outputs flow from one task's answer into the next one's brief,
+//! each task is an ordinary session, a task's write waits for a person
+//! deciding from another surface (and only that task waits), and a
+//! cancelled graph stops a task paused at an approval without running it.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a failure is the test's answer"
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rein_approvals::LeaseScope;
+use rein_approvals::{Answer, Surface};
+use rein_orchestrator::{GraphOutcome, GraphSpec, Scheduler, TaskSpec, TaskState};
+use rein_runner::{ConversationTasks, Profile, ToolLoading};
+use rein_sessions::{SqliteStore, Store};
+use rein_testing::{Rule, ScriptedBrain};
+use rein_tools::{Outcome, Registry, tool_fn};
+use rein_wire::permission::PermissionClass;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+fn profile() -> Profile {
+    Profile {
+        max_output_tokens: 256,
+        tools: ToolLoading::Native,
+        ..Profile::new("worker", "m").with_system("Do the task.")
+    }
+}
+
+/// What the order tool is asked for.
+#[derive(Deserialize, JsonSchema)]
+struct Order {
+    /// What to order.
+    item: String,
+}
+
+/// A product's write (it waits for a person), counting its runs.
+fn registry(runs: Arc<AtomicUsize>) -> Registry {
+    let order = tool_fn(
+        "place_order",
+        "Place an order.",
+        PermissionClass::Write,
+        move |order: Order| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Outcome::ok(json!({"ordered": order.item}))
+            }
+        },
+    );
+    Registry::new().with(order).unwrap()
+}
+
+async fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    (dir, store)
+}
+
+#[tokio::test]
+async fn outputs_flow_through_conversations_each_in_its_own_session() {
+    let (_dir, store) = store().await;
+    let brain = Arc::new(ScriptedBrain::new(vec![
+        Rule::reply(
+            "research the topic",
+            r#"{"notes": "tides follow the moon"}"#,
+        ),
+        Rule::reply(
+            "summarise for children",
+            r#"{"text": "the moon pulls the sea"}"#,
+        ),
+        Rule::reply(
+            "summarise for sailors",
+            r#"{"text": "mind the spring tides"}"#,
+        ),
+        Rule::reply("put together", "Both versions, joined."),
+    ]));
+    let tasks = ConversationTasks::new(
+        store.clone(),
+        brain,
+        Arc::new(registry(Arc::default())),
+        profile(),
+    );
+    let graph = GraphSpec {
+        tasks: vec![
+            TaskSpec::new("research", "Research the topic of tides.").yields(&["notes"]),
+            TaskSpec::new("kids", "Summarise for children: {{research.notes}}")
+                .after(&["research"])
+                .yields(&["text"]),
+            TaskSpec::new("sailors", "Summarise for sailors: {{research.notes}}")
+                .after(&["research"])
+                .yields(&["text"]),
+            TaskSpec::new("join", "Put together: {{kids.text}} / {{sailors.text}}")
+                .after(&["kids", "sailors"]),
+        ],
+        ..GraphSpec::default()
+    }
+    .check()
+    .unwrap();
+    let report = Scheduler::new(graph, Arc::new(tasks)).run().await;
+    assert_eq!(
+        report.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        report.tasks
+    );
+    match report.state("kids").unwrap() {
+        TaskState::Succeeded { outputs, .. } => {
+            assert_eq!(outputs["text"], "the moon pulls the sea");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Every task is an ordinary session, its brief (filled in) the prompt.
+    let sessions = store.list_sessions(10).await.unwrap();
+    assert_eq!(sessions.len(), 4);
+    let mut prompts = Vec::new();
+    for session in &sessions {
+        let turns = store.turns(&session.id).await.unwrap();
+        prompts.push(turns[0].prompt.clone());
+    }
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.starts_with("Put together: the moon pulls the sea / mind the spring tides")),
+        "{prompts:?}"
+    );
+}
+
+fn ordering_graph() -> rein_orchestrator::Graph {
+    GraphSpec {
+        tasks: vec![
+            TaskSpec::new("buy", "Order paper for the office."),
+            TaskSpec::new("note", "Research the topic of paper."),
+        ],
+        ..GraphSpec::default()
+    }
+    .check()
+    .unwrap()
+}
+
+fn ordering_brain() -> Arc<ScriptedBrain> {
+    Arc::new(ScriptedBrain::new(vec![
+        Rule::call(
+            "order paper",
+            "Ordering.",
+            "place_order",
+            json!({"item": "paper"}),
+            None,
+        ),
+        Rule::reply("research the topic", "Paper is made of wood."),
+    ]))
+}
+
+#[tokio::test]
+async fn a_tasks_write_waits_for_a_person_deciding_from_another_surface() {
+    let (_dir, store) = store().await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tasks = ConversationTasks::new(
+        store.clone(),
+        ordering_brain(),
+        Arc::new(registry(runs.clone())),
+        profile(),
+    );
+    let mut asked = tasks.approvals();
+    let run = tokio::spawn(Scheduler::new(ordering_graph(), Arc::new(tasks)).run());
+    let paused = tokio::time::timeout(Duration::from_secs(30), asked.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(paused.task, "buy");
+    assert_eq!(paused.request.tool, "place_order");
+    // Nothing decides for the person: the write has not run, and waits.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(!run.is_finished());
+    // The person decides from another surface (as `rein approve` does).
+    let delivery = rein_approvals::decide(
+        store.as_ref(),
+        &paused.session,
+        &paused.request.approval_id,
+        Answer::Approve(LeaseScope::Once),
+        &Surface::command("approve"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(delivery, rein_approvals::Delivery::Queued);
+    let report = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        report.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        report.tasks
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the approved write ran once"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_graph_stops_a_task_waiting_for_approval_without_running_it() {
+    let (_dir, store) = store().await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tasks = ConversationTasks::new(
+        store.clone(),
+        ordering_brain(),
+        Arc::new(registry(runs.clone())),
+        profile(),
+    );
+    let mut asked = tasks.approvals();
+    let scheduler = Scheduler::new(ordering_graph(), Arc::new(tasks));
+    let cancel = scheduler.cancel_token();
+    let run = tokio::spawn(scheduler.run());
+    let paused = tokio::time::timeout(Duration::from_secs(30), asked.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    cancel.cancel();
+    let report = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.outcome, GraphOutcome::Cancelled);
+    assert_eq!(report.state("buy"), Some(&TaskState::Cancelled));
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the write never ran");
+    // The approval is still the person's to see; nobody decided it.
+    let control = store.control(&paused.session).await.unwrap();
+    assert!(
+        control
+            .pending
+            .iter()
+            .any(|p| p.approval_id == paused.request.approval_id)
+    );
+}
