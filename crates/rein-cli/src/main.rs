@@ -36,6 +36,9 @@ struct Cli {
 enum Command {
     /// Chat with a model in the terminal; every turn is recorded.
     Chat(ChatOptions),
+    /// Run a task graph (a TOML file): each task a conversation, in parallel
+    /// where the graph allows.
+    Run(cli::run_graph::RunOptions),
     /// Decide a pending approval (yes or no).
     Approve {
         /// The session.
@@ -219,6 +222,10 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 )
                 .await
             }
+        }
+        Command::Run(options) => {
+            let store = open_store(cli.home).await?;
+            cli::run_graph::run(options, store, stdout, &mut std::io::stderr()).await
         }
         Command::Approve {
             session,

@@ -12,6 +12,7 @@ pub mod input;
 pub mod markdown;
 pub mod output;
 pub mod preview;
+pub mod run_graph;
 pub mod session_root;
 pub mod sessions_cmd;
 pub mod turn;

@@ -1,0 +1,275 @@
+//! `rein run GRAPH.toml`: a task graph, each task a conversation with the
+//! working folder's file tools, in the embedded store.
+//!
+//! The graph is checked before anything runs (a cycle, an unknown
+//! dependency or output is `graph_invalid`, naming the path). Progress is
+//! a plain line per event on stderr; a task's write that needs approval is
+//! asked here (`y`/`n` on stdin) and can be decided from another terminal
+//! with `rein approve` — whichever comes first; the task waits, the rest of
+//! the graph goes on. Ctrl-C cancels the graph (running tasks stop at
+//! their next step). At the end: a table of the tasks on stderr, the
+//! answers of the tasks nothing depends on on stdout; the exit code says
+//! whether every task succeeded.
+//!
+//! Not here (yet): a live progress bar, `--resume` of a graph (its state is
+//! not kept in the store yet).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_orchestrator::{GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
+use rein_runner::{ConversationTasks, Profile, TaskApproval};
+use rein_sessions::Store;
+use rein_wire::visible::visible;
+use rein_wire::{AgentError, error::codes};
+use tokio::sync::mpsc;
+
+use super::chat::{ChatOptions, resolve};
+
+/// A graph file is read up to this size.
+const MAX_GRAPH_BYTES: u64 = 1024 * 1024;
+
+/// `rein run`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunOptions {
+    /// The graph file (TOML: `[graph]` settings, `[[task]]` tables).
+    pub file: PathBuf,
+    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A base URL (an OpenAI-compatible server).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Use the offline scripted model (no key, no network).
+    #[arg(long)]
+    pub scripted: bool,
+    /// The folder the file tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The system prompt of every task.
+    #[arg(long)]
+    pub system: Option<String>,
+}
+
+fn io_error(err: std::io::Error) -> AgentError {
+    AgentError::new(
+        codes::INVALID_INPUT,
+        format!("cannot read the graph file: {err}"),
+    )
+}
+
+fn read_graph(path: &PathBuf) -> Result<GraphSpec, AgentError> {
+    let file = std::fs::File::open(path).map_err(io_error)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(file, MAX_GRAPH_BYTES + 1),
+        &mut text,
+    )
+    .map_err(io_error)?;
+    if text.len() as u64 > MAX_GRAPH_BYTES {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            format!("the graph file is larger than {MAX_GRAPH_BYTES} bytes"),
+        ));
+    }
+    GraphSpec::from_toml(&text)
+}
+
+/// One progress line (text from the model made visible).
+fn line(progress: &Progress, started: Instant) -> String {
+    let at = format!("{:>6.1}s", started.elapsed().as_secs_f64());
+    match progress {
+        Progress::Started { task, attempt } if *attempt == 1 => format!("{at}  ▶ {task}"),
+        Progress::Started { task, attempt } => format!("{at}  ▶ {task} (attempt {attempt})"),
+        Progress::Retrying {
+            task, error, wait, ..
+        } => format!(
+            "{at}  ⟳ {task} failed ({}: {}); again in {}",
+            error.code,
+            visible(&error.message),
+            humantime::format_duration(*wait)
+        ),
+        Progress::Ended { task, state } => format!("{at}  {task}: {}", describe(state)),
+    }
+}
+
+fn describe(state: &TaskState) -> String {
+    match state {
+        TaskState::Succeeded { attempts, .. } => format!("✓ done ({attempts} attempt(s))"),
+        TaskState::Failed { error, attempts } => format!(
+            "✗ failed after {attempts} attempt(s): {} {}",
+            error.code,
+            visible(&error.message)
+        ),
+        TaskState::Skipped { because } => format!("↷ skipped: `{because}` failed"),
+        TaskState::Cancelled => "■ cancelled".to_owned(),
+        TaskState::Pending | TaskState::Running { .. } => "…".to_owned(),
+    }
+}
+
+/// Run the graph in `options.file`; status on `info`, answers on `out`.
+pub async fn run(
+    options: RunOptions,
+    store: Arc<dyn Store>,
+    out: &mut impl Write,
+    info: &mut (impl Write + Send),
+) -> Result<(), AgentError> {
+    let graph = read_graph(&options.file)?.check()?;
+    let chat = ChatOptions {
+        provider: options.provider.clone(),
+        model: options.model.clone(),
+        base_url: options.base_url.clone(),
+        scripted: options.scripted,
+        ..ChatOptions::default()
+    };
+    let Some(resolved) = resolve(&chat)? else {
+        return Err(AgentError::new(
+            codes::MISSING_API_KEY,
+            "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or run with --scripted",
+        ));
+    };
+    let profile = Profile::new("rein", resolved.model.clone()).with_system(
+        options.system.clone().unwrap_or_else(|| {
+            "You carry out one task of a larger piece of work, in the person's project folder. Use the tools to look at files. Answer concisely.".to_owned()
+        }),
+    );
+    if let Some(task) = graph
+        .tasks()
+        .iter()
+        .find(|t| t.profile.as_deref().is_some_and(|p| p != profile.name))
+    {
+        return Err(AgentError::new(
+            codes::GRAPH_INVALID,
+            format!(
+                "task `{}` names profile `{}`; `rein run` has only `rein`",
+                task.id,
+                task.profile.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    let root_dir = match &options.root {
+        Some(root) => root.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            AgentError::new(codes::INVALID_INPUT, format!("no working folder: {e}"))
+        })?,
+    };
+    let root = Arc::new(super::files::Root::new(&root_dir)?);
+    let stash = super::files::Stash(store.clone());
+    let backend = Arc::new(super::files::file_tools(root, Some(stash))?);
+    let mut tasks = ConversationTasks::new(store.clone(), resolved.provider, backend, profile);
+    let mut asked = tasks.approvals();
+    let leaves: Vec<String> = graph
+        .tasks()
+        .iter()
+        .filter(|t| {
+            !graph
+                .tasks()
+                .iter()
+                .any(|other| other.depends_on.contains(&t.id))
+        })
+        .map(|t| t.id.clone())
+        .collect();
+
+    let started = Instant::now();
+    let (lines, mut heard) = mpsc::unbounded_channel::<String>();
+    let scheduler = Scheduler::new(graph, Arc::new(tasks)).observe(move |p| {
+        let _ = lines.send(line(p, started));
+    });
+    let cancel = scheduler.cancel_token();
+    let mut run = tokio::spawn(scheduler.run());
+    let mut answers = stdin_lines();
+    let mut waiting: Vec<TaskApproval> = Vec::new();
+    let report = loop {
+        tokio::select! {
+            done = &mut run => break done.map_err(|e| AgentError::new(codes::INTERNAL, format!("the graph's run failed: {e}")))?,
+            Some(text) = heard.recv() => say(info, &text)?,
+            Some(approval) = asked.recv() => {
+                let request = &approval.request;
+                let shown: String = request.arguments.to_string().chars().take(300).collect();
+                say(info, &format!(
+                    "        ? {} asks to run {} {}",
+                    approval.task, request.tool, visible(&shown)
+                ))?;
+                say(info, &format!(
+                    "          approve? [y/N] (or from another terminal: rein approve {} {} yes|no)",
+                    approval.session, request.approval_id
+                ))?;
+                waiting.push(approval);
+            }
+            Some(answer) = answers.recv(), if !waiting.is_empty() => {
+                let approval = waiting.remove(0);
+                let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+                let decided = rein_approvals::decide(
+                    store.as_ref(),
+                    &approval.session,
+                    &approval.request.approval_id,
+                    if yes { Answer::Approve(LeaseScope::Once) } else { Answer::Deny },
+                    &Surface::terminal(),
+                )
+                .await;
+                match decided {
+                    Ok(_) => say(info, &format!("          {} for {}", if yes { "approved" } else { "denied" }, approval.task))?,
+                    // Decided elsewhere first: that decision stands.
+                    Err(err) => say(info, &format!("          not recorded here: {}", err.message))?,
+                }
+            }
+            _ = tokio::signal::ctrl_c() => {
+                say(info, "        cancelling: running tasks stop at their next step")?;
+                cancel.cancel();
+            }
+        }
+    };
+    while let Ok(text) = heard.try_recv() {
+        say(info, &text)?;
+    }
+    say(info, "")?;
+    say(info, &format!("{:<24} {}", "task", "state"))?;
+    for (task, state) in &report.tasks {
+        say(info, &format!("{task:<24} {}", describe(state)))?;
+    }
+    for (task, state) in &report.tasks {
+        if let TaskState::Succeeded { outputs, .. } = state
+            && leaves.contains(task)
+            && let Some(answer) = outputs.get("answer")
+        {
+            writeln!(out, "## {task}\n{}\n", visible(answer))
+                .map_err(super::output::output_error)?;
+        }
+    }
+    match report.outcome {
+        GraphOutcome::Succeeded => Ok(()),
+        GraphOutcome::Cancelled => {
+            Err(AgentError::new(codes::CANCELLED, "the graph was cancelled"))
+        }
+        GraphOutcome::Failed => Err(AgentError::new(
+            codes::AGENT_UNFINISHED,
+            "the graph did not finish: a task failed (see the table above)",
+        )),
+    }
+}
+
+fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
+    writeln!(info, "{text}").map_err(super::output::output_error)
+}
+
+/// Lines typed on stdin, read on a thread of their own (the graph runs on
+/// meanwhile); the channel closes at end of input.
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}

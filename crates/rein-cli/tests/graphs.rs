@@ -1,0 +1,160 @@
+//! `rein run GRAPH.toml` from outside: the shipped example offline, a
+//! graph refused before anything runs, and a task's write that waits for a
+//! person — answered with `rein approve` from another process, or refused
+//! on the terminal.
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{rein_at, run_with_stdin, stderr, stdout};
+
+fn example() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/graph.toml")
+}
+
+fn sessions(home: &std::path::Path) -> usize {
+    let out = rein_at(home)
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    listed.as_array().unwrap().len()
+}
+
+#[test]
+fn the_example_graph_runs_offline_each_task_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("README.md"), "a small project\n").unwrap();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["run", example().to_str().unwrap(), "--scripted", "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(cmd, b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    for task in ["survey", "risks", "tests", "plan"] {
+        assert!(said.contains(&format!("{task}: ✓ done")), "{said}");
+    }
+    // Only the task nothing depends on is printed as the answer.
+    assert!(stdout(&out).starts_with("## plan\n"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("## survey"));
+    assert_eq!(sessions(home.path()), 4);
+}
+
+#[test]
+fn a_graph_that_cannot_run_is_refused_before_anything_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("cycle.toml");
+    std::fs::write(
+        &file,
+        "[[task]]\nid = \"a\"\nbrief = \"x\"\ndepends_on = [\"b\"]\n\n[[task]]\nid = \"b\"\nbrief = \"y\"\ndepends_on = [\"a\"]\n",
+    )
+    .unwrap();
+    let mut cmd = rein_at(home.path());
+    cmd.args(["run", file.to_str().unwrap(), "--scripted"]);
+    let out = run_with_stdin(cmd, b"");
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out);
+    assert!(said.contains("error[graph_invalid]"), "{said}");
+    assert!(
+        said.contains("a → b → a") || said.contains("b → a → b"),
+        "{said}"
+    );
+    assert_eq!(sessions(home.path()), 0, "nothing ran");
+}
+
+fn writing_graph(home: &std::path::Path) -> std::path::PathBuf {
+    let file = home.join("write.toml");
+    std::fs::write(
+        &file,
+        "[[task]]\nid = \"scribe\"\nbrief = \"write notes.txt\"\n\n[[task]]\nid = \"look\"\nbrief = \"list files\"\n",
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_tasks_write_waits_for_rein_approve_from_another_process() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let file = writing_graph(home.path());
+    let mut child = rein_at(home.path())
+        .args(["run", file.to_str().unwrap(), "--scripted", "--root"])
+        .arg(root.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = mpsc::channel::<String>();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let command = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no approval asked:\n{}", seen.join("\n")));
+        seen.push(line.clone());
+        if let Some(at) = line.find("rein approve ") {
+            break line[at..].to_owned();
+        }
+    };
+    // The other task finished meanwhile; the write has not happened.
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while !seen.iter().any(|l| l.contains("look: ✓ done")) {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        seen.push(lines.recv_timeout(left).unwrap());
+    }
+    assert!(!root.path().join("notes.txt").exists());
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let (session, approval) = (words[2], words[3]);
+    let approved = rein_at(home.path())
+        .args(["approve", session, approval, "yes"])
+        .output()
+        .unwrap();
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let out = child.wait_with_output().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        seen.join("\n"),
+        rest.join("\n")
+    );
+    assert!(
+        rest.iter().any(|l| l.contains("scribe: ✓ done")),
+        "{rest:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        "written by rein's scripted model\n"
+    );
+}
+
+#[test]
+fn a_no_on_the_terminal_refuses_the_write_and_the_graph_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let file = writing_graph(home.path());
+    let mut cmd = rein_at(home.path());
+    cmd.args(["run", file.to_str().unwrap(), "--scripted", "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(cmd, b"n\n");
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("denied for scribe"), "{said}");
+    assert!(!root.path().join("notes.txt").exists(), "a no wins");
+}
