@@ -1,7 +1,8 @@
 //! `rein run GRAPH.toml` from outside: the shipped example offline, a
-//! graph refused before anything runs, and a task's write that waits for a
+//! graph refused before anything runs, a task's write that waits for a
 //! person — answered with `rein approve` from another process, or refused
-//! on the terminal.
+//! on the terminal — and a graph killed mid-run (SIGKILL) resumed with what
+//! finished kept.
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -44,7 +45,8 @@ fn the_example_graph_runs_offline_each_task_a_session() {
     // Only the task nothing depends on is printed as the answer.
     assert!(stdout(&out).starts_with("## plan\n"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("## survey"));
-    assert_eq!(sessions(home.path()), 4);
+    // The graph's record and one session per task.
+    assert_eq!(sessions(home.path()), 5);
 }
 
 #[test]
@@ -69,24 +71,35 @@ fn a_graph_that_cannot_run_is_refused_before_anything_runs() {
     assert_eq!(sessions(home.path()), 0, "nothing ran");
 }
 
-fn writing_graph(home: &std::path::Path) -> std::path::PathBuf {
-    let file = home.join("write.toml");
-    std::fs::write(
-        &file,
-        "[[task]]\nid = \"scribe\"\nbrief = \"write notes.txt\"\n\n[[task]]\nid = \"look\"\nbrief = \"list files\"\n",
-    )
-    .unwrap();
-    file
+/// Read `lines` into `seen` until an approval is asked and a line holds
+/// `also`; the `rein approve …` command the run printed.
+fn until_asked(lines: &mpsc::Receiver<String>, seen: &mut Vec<String>, also: &str) -> String {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let mut command = None;
+    while command.is_none() || !seen.iter().any(|l| l.contains(also)) {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("not asked, or no `{also}`:\n{}", seen.join("\n")));
+        if let Some(at) = line.find("rein approve ") {
+            command = Some(line[at..].to_owned());
+        }
+        seen.push(line);
+    }
+    command.unwrap()
 }
 
-#[test]
-fn a_tasks_write_waits_for_rein_approve_from_another_process() {
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let file = writing_graph(home.path());
-    let mut child = rein_at(home.path())
-        .args(["run", file.to_str().unwrap(), "--scripted", "--root"])
-        .arg(root.path())
+/// `rein run` on `file`, stdin kept open, its stderr lines on a channel.
+fn spawn_run(
+    home: &std::path::Path,
+    root: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = rein_at(home)
+        .arg("run")
+        .args(args)
+        .args(["--scripted", "--root"])
+        .arg(root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -102,22 +115,79 @@ fn a_tasks_write_waits_for_rein_approve_from_another_process() {
             }
         }
     });
+    (child, lines)
+}
+
+#[test]
+fn a_graph_killed_mid_run_resumes_keeping_what_finished() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let file = home.path().join("resume.toml");
+    std::fs::write(
+        &file,
+        "[[task]]\nid = \"look\"\nbrief = \"list files\"\noutputs = [\"answer\"]\n\n\
+         [[task]]\nid = \"scribe\"\nbrief = \"write notes.txt\"\n\n\
+         [[task]]\nid = \"again\"\nbrief = \"list files after {{look.answer}}\"\ndepends_on = [\"look\"]\n",
+    )
+    .unwrap();
+    let (mut child, lines) = spawn_run(home.path(), root.path(), &[file.to_str().unwrap()]);
     let mut seen = Vec::new();
-    let command = loop {
-        let line = lines
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no approval asked:\n{}", seen.join("\n")));
-        seen.push(line.clone());
-        if let Some(at) = line.find("rein approve ") {
-            break line[at..].to_owned();
-        }
-    };
-    // The other task finished meanwhile; the write has not happened.
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    while !seen.iter().any(|l| l.contains("look: ✓ done")) {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        seen.push(lines.recv_timeout(left).unwrap());
-    }
+    until_asked(&lines, &mut seen, "again: ✓ done");
+    let graph = seen[0].split_whitespace().nth(1).unwrap().to_owned();
+    assert!(
+        seen[0].contains(&format!("rein run --resume {graph}")),
+        "{}",
+        seen[0]
+    );
+    // Killed while a task waits for a person: no goodbye, no clean-up.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        sessions(home.path()),
+        4,
+        "the record and three task sessions"
+    );
+    assert!(!root.path().join("notes.txt").exists());
+
+    // Resumed: look and again are kept (not run again), scribe runs anew
+    // and asks again; a yes on the terminal lets it write.
+    let mut cmd = rein_at(home.path());
+    cmd.args(["run", "--resume", &graph, "--scripted", "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(cmd, b"y\n");
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("2 kept from before"), "{said}");
+    assert!(
+        !said.contains("▶ look") && !said.contains("▶ again"),
+        "{said}"
+    );
+    assert!(
+        said.contains("▶ scribe") && said.contains("approved for scribe"),
+        "{said}"
+    );
+    assert_eq!(sessions(home.path()), 5, "only scribe ran again");
+    assert!(root.path().join("notes.txt").exists());
+}
+
+fn writing_graph(home: &std::path::Path) -> std::path::PathBuf {
+    let file = home.join("write.toml");
+    std::fs::write(
+        &file,
+        "[[task]]\nid = \"scribe\"\nbrief = \"write notes.txt\"\n\n[[task]]\nid = \"look\"\nbrief = \"list files\"\n",
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_tasks_write_waits_for_rein_approve_from_another_process() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let file = writing_graph(home.path());
+    let (child, lines) = spawn_run(home.path(), root.path(), &[file.to_str().unwrap()]);
+    let mut seen = Vec::new();
+    let command = until_asked(&lines, &mut seen, "look: ✓ done");
     assert!(!root.path().join("notes.txt").exists());
     let words: Vec<&str> = command.split_whitespace().collect();
     let (session, approval) = (words[2], words[3]);

@@ -14,6 +14,7 @@ mod artifacts;
 mod context;
 mod conversation;
 mod delegation;
+mod graph_record;
 mod outcome;
 mod project;
 mod settings;
@@ -27,6 +28,7 @@ pub use conversation::{
     Verification, Wording,
 };
 pub use delegation::Delegation;
+pub use graph_record::{GraphRecord, Resumed};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

@@ -55,6 +55,7 @@ pub struct ConversationTasks {
     default: Profile,
     profiles: HashMap<String, Profile>,
     approvals: Option<mpsc::UnboundedSender<TaskApproval>>,
+    graph: Option<String>,
 }
 
 impl ConversationTasks {
@@ -73,7 +74,15 @@ impl ConversationTasks {
             default,
             profiles: HashMap::new(),
             approvals: None,
+            graph: None,
         }
+    }
+
+    /// Name the graph's session (its record) in each task session's
+    /// metadata.
+    pub fn in_graph(mut self, session: &str) -> Self {
+        self.graph = Some(session.to_owned());
+        self
     }
 
     /// A profile tasks can name (by its `name`).
@@ -157,6 +166,7 @@ impl ConversationTasks {
         let metadata = json!({
             "assistant": profile.name,
             "model": profile.model,
+            "graph": self.graph,
             "graph_task": attempt.task.id,
             "attempt": attempt.attempt,
         });

@@ -243,3 +243,71 @@ async fn a_cancelled_graph_stops_a_task_waiting_for_approval_without_running_it(
             .any(|p| p.approval_id == paused.request.approval_id)
     );
 }
+
+#[tokio::test]
+async fn a_graphs_record_keeps_what_succeeded_and_the_blackboard_and_holds_the_graph() {
+    use rein_orchestrator::{Blackboard, Progress};
+    use rein_runner::GraphRecord;
+
+    let (_dir, store) = store().await;
+    let spec = GraphSpec {
+        tasks: vec![
+            TaskSpec::new("a", "x").yields(&["out"]),
+            TaskSpec::new("b", "y"),
+        ],
+        ..GraphSpec::default()
+    };
+    let record = GraphRecord::create(store.clone(), &spec).await.unwrap();
+    let session = record.session_id().to_owned();
+    let shown = Arc::new(AtomicUsize::new(0));
+    let counted = shown.clone();
+    let observe = record.observer(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+    });
+    let board = Blackboard::restored(Default::default(), record.recorder());
+    board.compare_and_set("plan", 0, json!("v1"), "a").unwrap();
+    board.compare_and_set("plan", 1, json!("v2"), "a").unwrap();
+    observe(&Progress::Ended {
+        task: "a".into(),
+        state: TaskState::Succeeded {
+            outputs: [("out".to_owned(), "kept".to_owned())].into(),
+            attempts: 1,
+        },
+    });
+    observe(&Progress::Ended {
+        task: "b".into(),
+        state: TaskState::Cancelled,
+    });
+    // While it runs, nobody else drives the graph.
+    let second = GraphRecord::resume(store.clone(), &session)
+        .await
+        .unwrap_err();
+    assert_eq!(second.code, rein_wire::error::codes::SESSION_LOCKED);
+    drop(observe);
+    drop(board);
+    record.finish(GraphOutcome::Cancelled).await.unwrap();
+    assert_eq!(
+        shown.load(Ordering::SeqCst),
+        2,
+        "each step told once written"
+    );
+
+    let (record, resumed) = GraphRecord::resume(store.clone(), &session).await.unwrap();
+    assert_eq!(resumed.spec, spec);
+    assert_eq!(resumed.done.len(), 1);
+    assert_eq!(resumed.done["a"]["out"], "kept");
+    assert_eq!(resumed.blackboard["plan"].value, json!("v2"));
+    assert_eq!(resumed.blackboard["plan"].revision, 2);
+    record.finish(GraphOutcome::Succeeded).await.unwrap();
+    // A session that is no graph is refused, and left unlocked.
+    let plain = store.create_session(json!({})).await.unwrap();
+    let err = GraphRecord::resume(store.clone(), &plain.id)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, rein_wire::error::codes::INVALID_INPUT);
+    let lease = store
+        .acquire(&plain.id, "someone", Duration::from_secs(5))
+        .await
+        .unwrap();
+    store.release(&lease).await.unwrap();
+}

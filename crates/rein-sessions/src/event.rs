@@ -267,6 +267,55 @@ pub enum Event {
         /// Who stopped it.
         by: String,
     },
+    /// A task graph began; this session is the graph's record.
+    #[serde(rename = "graph.created")]
+    GraphCreated {
+        /// The graph as written (`rein_orchestrator::GraphSpec`).
+        spec: Value,
+    },
+    /// An attempt of one of the graph's tasks began (in a session of its
+    /// own, whose metadata names this graph and the task).
+    #[serde(rename = "task.started")]
+    TaskStarted {
+        /// The task's id.
+        task: String,
+        /// The attempt's number (1 for the first).
+        attempt: u32,
+    },
+    /// A graph's task ended.
+    #[serde(rename = "task.finished")]
+    TaskFinished {
+        /// The task's id.
+        task: String,
+        /// How: `succeeded`, `failed`, `skipped` or `cancelled`.
+        state: String,
+        /// Attempts made (0: kept from before a resume).
+        attempts: u32,
+        /// Its outputs, when it succeeded.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        outputs: std::collections::BTreeMap<String, String>,
+        /// Why it failed (problem JSON) or which task's failure skipped it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<Value>,
+    },
+    /// A key of the graph's blackboard was written.
+    #[serde(rename = "blackboard.written")]
+    BlackboardWritten {
+        /// The key.
+        key: String,
+        /// The new value.
+        value: Value,
+        /// The revision it now has.
+        revision: u64,
+        /// The task that wrote it.
+        by: String,
+    },
+    /// A graph's run ended (it may be resumed: finished tasks are kept).
+    #[serde(rename = "graph.finished")]
+    GraphFinished {
+        /// `succeeded`, `failed` or `cancelled`.
+        outcome: String,
+    },
     /// A kind (or version) this build does not know, kept verbatim.
     #[serde(skip)]
     Unknown {
@@ -304,6 +353,11 @@ impl Event {
             Event::Paused { .. } => "control.paused",
             Event::Resumed { .. } => "control.resumed",
             Event::Stopped { .. } => "control.stopped",
+            Event::GraphCreated { .. } => "graph.created",
+            Event::TaskStarted { .. } => "task.started",
+            Event::TaskFinished { .. } => "task.finished",
+            Event::BlackboardWritten { .. } => "blackboard.written",
+            Event::GraphFinished { .. } => "graph.finished",
             Event::Unknown { kind, .. } => kind,
         }
     }

@@ -11,8 +11,11 @@
 //! answers of the tasks nothing depends on on stdout; the exit code says
 //! whether every task succeeded.
 //!
-//! Not here (yet): a live progress bar, `--resume` of a graph (its state is
-//! not kept in the store yet).
+//! The graph is recorded in a session of its own (`GraphRecord`): its id is
+//! printed first, and `rein run --resume ID` runs it again after a crash, a
+//! Ctrl-C or a fix — tasks that succeeded are kept with their outputs.
+//!
+//! Not here (yet): a live progress bar.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -21,7 +24,7 @@ use std::time::Instant;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_orchestrator::{GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
-use rein_runner::{ConversationTasks, Profile, TaskApproval};
+use rein_runner::{ConversationTasks, GraphRecord, Profile, TaskApproval};
 use rein_sessions::Store;
 use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
@@ -36,7 +39,12 @@ const MAX_GRAPH_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunOptions {
     /// The graph file (TOML: `[graph]` settings, `[[task]]` tables).
-    pub file: PathBuf,
+    #[arg(required_unless_present = "resume")]
+    pub file: Option<PathBuf>,
+    /// Run the graph recorded in this session again: tasks that succeeded
+    /// are kept, the rest run.
+    #[arg(long, value_name = "ID", conflicts_with = "file")]
+    pub resume: Option<String>,
     /// The wire API: anthropic, openai-chat, openai-responses or scripted.
     #[arg(long)]
     pub provider: Option<String>,
@@ -120,7 +128,43 @@ pub async fn run(
     out: &mut impl Write,
     info: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
-    let graph = read_graph(&options.file)?.check()?;
+    let (record, spec, done) = match (&options.resume, &options.file) {
+        (Some(session), _) => {
+            let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
+            (record, resumed.spec, resumed.done)
+        }
+        (None, Some(file)) => {
+            let spec = read_graph(file)?;
+            // Checked before anything is recorded or runs.
+            spec.clone().check()?;
+            (
+                GraphRecord::create(store.clone(), &spec).await?,
+                spec,
+                Default::default(),
+            )
+        }
+        (None, None) => {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "name a graph file, or --resume a graph's session",
+            ));
+        }
+    };
+    let graph = spec.check()?;
+    say(
+        info,
+        &format!(
+            "graph {} ({} tasks{}); resume with: rein run --resume {}",
+            record.session_id(),
+            graph.tasks().len(),
+            if done.is_empty() {
+                String::new()
+            } else {
+                format!(", {} kept from before", done.len())
+            },
+            record.session_id()
+        ),
+    )?;
     let chat = ChatOptions {
         provider: options.provider.clone(),
         model: options.model.clone(),
@@ -162,7 +206,8 @@ pub async fn run(
     let root = Arc::new(super::files::Root::new(&root_dir)?);
     let stash = super::files::Stash(store.clone());
     let backend = Arc::new(super::files::file_tools(root, Some(stash))?);
-    let mut tasks = ConversationTasks::new(store.clone(), resolved.provider, backend, profile);
+    let mut tasks = ConversationTasks::new(store.clone(), resolved.provider, backend, profile)
+        .in_graph(record.session_id());
     let mut asked = tasks.approvals();
     let leaves: Vec<String> = graph
         .tasks()
@@ -178,9 +223,14 @@ pub async fn run(
 
     let started = Instant::now();
     let (lines, mut heard) = mpsc::unbounded_channel::<String>();
-    let scheduler = Scheduler::new(graph, Arc::new(tasks)).observe(move |p| {
+    // A line is shown once its step is in the record: a task shown done
+    // is kept by `--resume`.
+    let recorded = record.observer(move |p| {
         let _ = lines.send(line(p, started));
     });
+    let scheduler = Scheduler::new(graph, Arc::new(tasks))
+        .with_done(done)
+        .observe(recorded);
     let cancel = scheduler.cancel_token();
     let mut run = tokio::spawn(scheduler.run());
     let mut answers = stdin_lines();
@@ -225,6 +275,9 @@ pub async fn run(
             }
         }
     };
+    // Written first: the last steps are shown once they are on disk.
+    let graph_session = record.session_id().to_owned();
+    record.finish(report.outcome).await?;
     while let Ok(text) = heard.try_recv() {
         say(info, &text)?;
     }
@@ -244,12 +297,15 @@ pub async fn run(
     }
     match report.outcome {
         GraphOutcome::Succeeded => Ok(()),
-        GraphOutcome::Cancelled => {
-            Err(AgentError::new(codes::CANCELLED, "the graph was cancelled"))
-        }
+        GraphOutcome::Cancelled => Err(AgentError::new(
+            codes::CANCELLED,
+            format!("the graph was cancelled; go on with: rein run --resume {graph_session}"),
+        )),
         GraphOutcome::Failed => Err(AgentError::new(
             codes::AGENT_UNFINISHED,
-            "the graph did not finish: a task failed (see the table above)",
+            format!(
+                "the graph did not finish: a task failed (see the table above); after a fix: rein run --resume {graph_session}"
+            ),
         )),
     }
 }
