@@ -11,6 +11,7 @@
 //! cannot approve anything itself.
 
 mod artifacts;
+mod board_tools;
 mod context;
 mod conversation;
 mod delegation;
@@ -22,6 +23,7 @@ mod steering;
 mod subagent;
 mod tasks;
 
+pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, MAX_SHOWN_ARGUMENTS, Profile, ToolLoading,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_gateway::Provider;
-use rein_orchestrator::{Attempt, Outputs, TaskRunner};
+use rein_orchestrator::{Attempt, Blackboard, Outputs, TaskRunner};
 use rein_sessions::Store;
 use rein_tools::ToolBackend;
 use rein_wire::{AgentError, error::codes};
@@ -56,6 +56,7 @@ pub struct ConversationTasks {
     profiles: HashMap<String, Profile>,
     approvals: Option<mpsc::UnboundedSender<TaskApproval>>,
     graph: Option<String>,
+    board: Option<Blackboard>,
 }
 
 impl ConversationTasks {
@@ -75,7 +76,15 @@ impl ConversationTasks {
             profiles: HashMap::new(),
             approvals: None,
             graph: None,
+            board: None,
         }
+    }
+
+    /// Give every task the graph's blackboard, through the
+    /// `blackboard_read` and `blackboard_write` tools.
+    pub fn with_blackboard(mut self, board: Blackboard) -> Self {
+        self.board = Some(board);
+        self
     }
 
     /// Name the graph's session (its record) in each task session's
@@ -170,10 +179,18 @@ impl ConversationTasks {
             "graph_task": attempt.task.id,
             "attempt": attempt.attempt,
         });
+        let backend: Arc<dyn ToolBackend> = match &self.board {
+            Some(board) => Arc::new(crate::board_tools::WithBlackboard {
+                product: self.backend.clone(),
+                board: board.clone(),
+                task: attempt.task.id.clone(),
+            }),
+            None => self.backend.clone(),
+        };
         let mut conversation = Conversation::open_with(
             self.store.clone(),
             self.provider.clone(),
-            self.backend.clone(),
+            backend,
             profile,
             None,
             metadata,

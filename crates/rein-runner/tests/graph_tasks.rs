@@ -311,3 +311,78 @@ async fn a_graphs_record_keeps_what_succeeded_and_the_blackboard_and_holds_the_g
         .unwrap();
     store.release(&lease).await.unwrap();
 }
+
+#[tokio::test]
+async fn tasks_share_the_blackboard_and_a_stale_write_gets_the_current_value() {
+    use rein_orchestrator::Blackboard;
+    use rein_sessions::{Event, ToolStatus};
+
+    let (_dir, store) = store().await;
+    let brain = Arc::new(ScriptedBrain::new(vec![
+        Rule::call(
+            "claim first",
+            "Claiming.",
+            "blackboard_write",
+            json!({"key": "owner", "value": "first", "revision": 0}),
+            None,
+        ),
+        // The second writes as if nobody had: revision 0.
+        Rule::call(
+            "claim second",
+            "Claiming.",
+            "blackboard_write",
+            json!({"key": "owner", "value": "second", "revision": 0}),
+            None,
+        ),
+    ]));
+    let board = Blackboard::new();
+    let tasks = ConversationTasks::new(
+        store.clone(),
+        brain,
+        Arc::new(registry(Arc::default())),
+        profile(),
+    )
+    .with_blackboard(board.clone());
+    let graph = GraphSpec {
+        tasks: vec![
+            TaskSpec::new("one", "Claim first."),
+            TaskSpec::new("two", "Claim second.").after(&["one"]),
+        ],
+        ..GraphSpec::default()
+    }
+    .check()
+    .unwrap();
+    let report = Scheduler::new(graph, Arc::new(tasks)).run().await;
+    assert_eq!(
+        report.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        report.tasks
+    );
+    let entry = board.get("owner").unwrap();
+    assert_eq!((entry.value, entry.revision), (json!("first"), 1));
+    // The second task's model was told what is there now.
+    let mut conflict = None;
+    for session in store.list_sessions(10).await.unwrap() {
+        for stored in store.read(&session.id, 1, 100).await.unwrap() {
+            if let Event::ToolResult {
+                status: ToolStatus::Error,
+                content,
+                ..
+            } = stored.event
+            {
+                conflict = Some(content);
+            }
+        }
+    }
+    let conflict = conflict.expect("a conflict result");
+    assert_eq!(
+        conflict["error"]["code"], "blackboard_conflict",
+        "{conflict}"
+    );
+    let text = conflict.to_string();
+    assert!(
+        text.contains("first") && text.contains("\"revision\":1"),
+        "{text}"
+    );
+}

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_orchestrator::{GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
+use rein_orchestrator::{Blackboard, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
 use rein_runner::{ConversationTasks, GraphRecord, Profile, TaskApproval};
 use rein_sessions::Store;
 use rein_wire::visible::visible;
@@ -128,20 +128,17 @@ pub async fn run(
     out: &mut impl Write,
     info: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
-    let (record, spec, done) = match (&options.resume, &options.file) {
+    let (record, spec, done, entries) = match (&options.resume, &options.file) {
         (Some(session), _) => {
             let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
-            (record, resumed.spec, resumed.done)
+            (record, resumed.spec, resumed.done, resumed.blackboard)
         }
         (None, Some(file)) => {
             let spec = read_graph(file)?;
             // Checked before anything is recorded or runs.
             spec.clone().check()?;
-            (
-                GraphRecord::create(store.clone(), &spec).await?,
-                spec,
-                Default::default(),
-            )
+            let record = GraphRecord::create(store.clone(), &spec).await?;
+            (record, spec, Default::default(), Default::default())
         }
         (None, None) => {
             return Err(AgentError::new(
@@ -206,8 +203,12 @@ pub async fn run(
     let root = Arc::new(super::files::Root::new(&root_dir)?);
     let stash = super::files::Stash(store.clone());
     let backend = Arc::new(super::files::file_tools(root, Some(stash))?);
+    // The tasks share a blackboard (as it was, on a resume); every write
+    // goes into the graph's record.
+    let board = Blackboard::restored(entries, record.recorder());
     let mut tasks = ConversationTasks::new(store.clone(), resolved.provider, backend, profile)
-        .in_graph(record.session_id());
+        .in_graph(record.session_id())
+        .with_blackboard(board);
     let mut asked = tasks.approvals();
     let leaves: Vec<String> = graph
         .tasks()

@@ -368,7 +368,12 @@ impl Conversation {
                     duration_ms,
                 }
             }
-            Outcome::Failed { code, message, .. } => {
+            Outcome::Failed {
+                code,
+                message,
+                detail,
+                ..
+            } => {
                 self.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: false,
@@ -381,7 +386,7 @@ impl Conversation {
                     call_id: call_id.to_owned(),
                     status: ToolStatus::Error,
                     source,
-                    content: tool_error_content(&code, &message),
+                    content: tool_error_content_with(&code, &message, detail.as_ref()),
                     artifact: None,
                     operation_id: None,
                     undo: false,

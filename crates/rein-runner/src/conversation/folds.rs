@@ -10,6 +10,25 @@ pub(super) fn tool_error_content(code: &str, message: &str) -> Value {
     json!({"error": {"code": code, "message": message}})
 }
 
+/// A failed tool's structured detail is shown to the model up to this
+/// size (JSON bytes); a larger one is left out, with a note saying so.
+pub(super) const MAX_ERROR_DETAIL: usize = 16 * 1024;
+
+/// [`tool_error_content`] with the tool's structured detail (what the
+/// model needs to act on the failure: a conflict's current value, say).
+pub(super) fn tool_error_content_with(code: &str, message: &str, detail: Option<&Value>) -> Value {
+    let mut content = tool_error_content(code, message);
+    if let Some(detail) = detail {
+        let size = serde_json::to_vec(detail).map_or(usize::MAX, |d| d.len());
+        content["error"]["detail"] = if size <= MAX_ERROR_DETAIL {
+            detail.clone()
+        } else {
+            json!({"omitted": format!("{size} bytes of detail, more than {MAX_ERROR_DETAIL}")})
+        };
+    }
+    content
+}
+
 pub(super) fn error_result(call_id: &str, code: &str, message: &str) -> Event {
     Event::ToolResult {
         call_id: call_id.to_owned(),
