@@ -5,11 +5,6 @@
 //! refused with the field named, and a plan whose steps depend on each
 //! other in a circle never runs.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a failure is the test's answer"
-)]
-
 use std::sync::Arc;
 
 use futures::FutureExt;
