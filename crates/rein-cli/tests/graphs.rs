@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -151,11 +151,13 @@ fn a_graph_killed_mid_run_resumes_keeping_what_finished() {
 
     // Resumed: look and again are kept (not run again), scribe runs anew
     // and asks again; a yes on the terminal lets it write.
-    let mut cmd = rein_at(home.path());
-    cmd.args(["run", "--resume", &graph, "--scripted", "--root"])
-        .arg(root.path());
-    let out = run_with_stdin(cmd, b"y\n");
-    let said = stderr(&out);
+    let (mut child, lines) = spawn_run(home.path(), root.path(), &["--resume", &graph]);
+    let mut seen = Vec::new();
+    until_asked(&lines, &mut seen, "▶ scribe");
+    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    seen.extend(lines.try_iter());
+    let said = seen.join("\n");
     assert!(out.status.success(), "{said}");
     assert!(said.contains("2 kept from before"), "{said}");
     assert!(
@@ -215,16 +217,23 @@ fn a_tasks_write_waits_for_rein_approve_from_another_process() {
 }
 
 #[test]
-fn a_no_on_the_terminal_refuses_the_write_and_the_graph_goes_on() {
+fn a_no_on_the_terminal_refuses_the_write_and_a_line_typed_before_answers_nothing() {
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     let file = writing_graph(home.path());
-    let mut cmd = rein_at(home.path());
-    cmd.args(["run", file.to_str().unwrap(), "--scripted", "--root"])
-        .arg(root.path());
-    let out = run_with_stdin(cmd, b"n\n");
-    let said = stderr(&out);
+    let (mut child, lines) = spawn_run(home.path(), root.path(), &[file.to_str().unwrap()]);
+    let mut stdin = child.stdin.take().unwrap();
+    // Typed before anything was asked: it must not approve what comes.
+    stdin.write_all(b"y\n").unwrap();
+    let mut seen = Vec::new();
+    until_asked(&lines, &mut seen, "look: ✓ done");
+    stdin.write_all(b"n\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    seen.extend(lines.try_iter());
+    let said = seen.join("\n");
     assert!(out.status.success(), "{said}");
     assert!(said.contains("denied for scribe"), "{said}");
+    assert!(!said.contains("approved for scribe"), "{said}");
     assert!(!root.path().join("notes.txt").exists(), "a no wins");
 }

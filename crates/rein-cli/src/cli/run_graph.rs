@@ -235,7 +235,7 @@ pub async fn run(
     let cancel = scheduler.cancel_token();
     let mut run = tokio::spawn(scheduler.run());
     let mut answers = stdin_lines();
-    let mut waiting: Vec<TaskApproval> = Vec::new();
+    let mut waiting: Vec<(TaskApproval, Instant)> = Vec::new();
     let report = loop {
         tokio::select! {
             done = &mut run => break done.map_err(|e| AgentError::new(codes::INTERNAL, format!("the graph's run failed: {e}")))?,
@@ -251,10 +251,16 @@ pub async fn run(
                     "          approve? [y/N] (or from another terminal: rein approve {} {} yes|no)",
                     approval.session, request.approval_id
                 ))?;
-                waiting.push(approval);
+                waiting.push((approval, Instant::now()));
             }
-            Some(answer) = answers.recv(), if !waiting.is_empty() => {
-                let approval = waiting.remove(0);
+            Some((typed, answer)) = answers.recv() => {
+                // A line typed before the question was asked answers
+                // nothing: a stray `y` must never approve a write asked later.
+                let Some(at) = waiting.iter().position(|(_, asked)| *asked < typed) else {
+                    say(info, "          (no approval was waiting when that line was typed; it is ignored)")?;
+                    continue;
+                };
+                let (approval, _) = waiting.remove(at);
                 let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
                 let decided = rein_approvals::decide(
                     store.as_ref(),
@@ -315,15 +321,15 @@ fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
     writeln!(info, "{text}").map_err(super::output::output_error)
 }
 
-/// Lines typed on stdin, read on a thread of their own (the graph runs on
-/// meanwhile); the channel closes at end of input.
-fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+/// Lines typed on stdin with when each was read, on a thread of their own
+/// (the graph runs on meanwhile); the channel closes at end of input.
+fn stdin_lines() -> mpsc::UnboundedReceiver<(Instant, String)> {
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
+            if tx.send((Instant::now(), line)).is_err() {
                 break;
             }
         }
