@@ -69,6 +69,17 @@ fn a_graph_that_cannot_run_is_refused_before_anything_runs() {
         "{said}"
     );
     assert_eq!(sessions(home.path()), 0, "nothing ran");
+    // No provider: refused before the graph is recorded.
+    let mut cmd = rein_at(home.path());
+    cmd.args(["run", example().to_str().unwrap()]);
+    let out = run_with_stdin(cmd, b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error[missing_api_key]"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(sessions(home.path()), 0, "nothing recorded");
 }
 
 /// Read `lines` into `seen` until an approval is asked and a line holds

@@ -128,6 +128,20 @@ pub async fn run(
     out: &mut impl Write,
     info: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
+    // The provider first: nothing is recorded for a run that cannot start.
+    let chat = ChatOptions {
+        provider: options.provider.clone(),
+        model: options.model.clone(),
+        base_url: options.base_url.clone(),
+        scripted: options.scripted,
+        ..ChatOptions::default()
+    };
+    let Some(resolved) = resolve(&chat)? else {
+        return Err(AgentError::new(
+            codes::MISSING_API_KEY,
+            "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or run with --scripted",
+        ));
+    };
     let (record, spec, done, entries) = match (&options.resume, &options.file) {
         (Some(session), _) => {
             let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
@@ -162,19 +176,6 @@ pub async fn run(
             record.session_id()
         ),
     )?;
-    let chat = ChatOptions {
-        provider: options.provider.clone(),
-        model: options.model.clone(),
-        base_url: options.base_url.clone(),
-        scripted: options.scripted,
-        ..ChatOptions::default()
-    };
-    let Some(resolved) = resolve(&chat)? else {
-        return Err(AgentError::new(
-            codes::MISSING_API_KEY,
-            "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or run with --scripted",
-        ));
-    };
     let profile = Profile::new("rein", resolved.model.clone()).with_system(
         options.system.clone().unwrap_or_else(|| {
             "You carry out one task of a larger piece of work, in the person's project folder. Use the tools to look at files. Answer concisely.".to_owned()
