@@ -68,6 +68,19 @@ impl TaskRunner for FnRunner {
     }
 }
 
+/// A runner whose tasks run until told to stop, counting each stop.
+fn stops_when_told(told: Arc<AtomicUsize>) -> Arc<FnRunner> {
+    FnRunner::new(move |attempt| {
+        let told = told.clone();
+        async move {
+            attempt.cancel.cancelled().await;
+            told.fetch_add(1, Ordering::SeqCst);
+            Err(AgentError::new(codes::CANCELLED, "stopped"))
+        }
+        .boxed()
+    })
+}
+
 fn outputs(pairs: &[(&str, &str)]) -> Outputs {
     pairs
         .iter()
@@ -300,16 +313,7 @@ async fn an_attempt_over_its_time_limit_is_stopped_and_counted_failed() {
         |g| g.graph.retries = 1,
     );
     let stopped = Arc::new(AtomicUsize::new(0));
-    let seen = stopped.clone();
-    let runner = FnRunner::new(move |attempt| {
-        let seen = seen.clone();
-        async move {
-            attempt.cancel.cancelled().await;
-            seen.fetch_add(1, Ordering::SeqCst);
-            Err(AgentError::new(codes::CANCELLED, "stopped"))
-        }
-        .boxed()
-    });
+    let runner = stops_when_told(stopped.clone());
     let started = tokio::time::Instant::now();
     let report = Scheduler::new(graph, runner).run().await;
     assert_eq!(report.outcome, GraphOutcome::Failed);
@@ -334,16 +338,7 @@ async fn cancelling_the_graph_reaches_every_running_task() {
         |g| g.graph.max_parallel = 3,
     );
     let told = Arc::new(AtomicUsize::new(0));
-    let seen = told.clone();
-    let runner = FnRunner::new(move |attempt| {
-        let seen = seen.clone();
-        async move {
-            attempt.cancel.cancelled().await;
-            seen.fetch_add(1, Ordering::SeqCst);
-            Err(AgentError::new(codes::CANCELLED, "stopped"))
-        }
-        .boxed()
-    });
+    let runner = stops_when_told(told.clone());
     let scheduler = Scheduler::new(graph, runner.clone());
     let cancel = scheduler.cancel_token();
     let run = tokio::spawn(scheduler.run());

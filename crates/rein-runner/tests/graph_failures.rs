@@ -9,27 +9,19 @@
     reason = "test helpers: a failure is the test's answer"
 )]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::orders::{order_registry, sqlite_store, worker};
 use rein_orchestrator::{FailurePolicy, GraphOutcome, GraphSpec, Scheduler, TaskSpec, TaskState};
-use rein_runner::{ConversationTasks, Profile, ToolLoading};
-use rein_sessions::{SqliteStore, Store};
+use rein_runner::ConversationTasks;
+use rein_sessions::Store;
 use rein_testing::{Rule, ScriptedBrain};
-use rein_tools::{Outcome, Registry, tool_fn};
 use rein_wire::error::codes;
-use rein_wire::permission::PermissionClass;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
-
-/// What the order tool is asked for.
-#[derive(Deserialize, JsonSchema)]
-struct Order {
-    /// What to order.
-    item: String,
-}
 
 fn tasks(store: Arc<dyn Store>, runs: Arc<AtomicUsize>) -> ConversationTasks {
     let brain = Arc::new(ScriptedBrain::new(vec![
@@ -47,36 +39,7 @@ fn tasks(store: Arc<dyn Store>, runs: Arc<AtomicUsize>) -> ConversationTasks {
             None,
         ),
     ]));
-    let order = tool_fn(
-        "place_order",
-        "Place an order.",
-        PermissionClass::Write,
-        move |order: Order| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Outcome::ok(json!({"ordered": order.item}))
-            }
-        },
-    );
-    let profile = Profile {
-        max_output_tokens: 256,
-        tools: ToolLoading::Native,
-        ..Profile::new("worker", "m")
-    };
-    ConversationTasks::new(
-        store,
-        brain,
-        Arc::new(Registry::new().with(order).unwrap()),
-        profile,
-    )
-}
-
-async fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-    (dir, store)
+    ConversationTasks::new(store, brain, Arc::new(order_registry(runs)), worker())
 }
 
 fn graph(policy: FailurePolicy) -> rein_orchestrator::Graph {
@@ -99,7 +62,7 @@ fn graph(policy: FailurePolicy) -> rein_orchestrator::Graph {
 
 #[tokio::test]
 async fn a_missing_output_is_retried_in_a_fresh_session_then_skips_its_dependents() {
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let report = Scheduler::new(
         graph(FailurePolicy::SkipDependents),
         Arc::new(tasks(store.clone(), Arc::default())),
@@ -130,7 +93,7 @@ async fn a_missing_output_is_retried_in_a_fresh_session_then_skips_its_dependent
 
 #[tokio::test]
 async fn fail_graph_skips_everything_not_yet_run() {
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let report = Scheduler::new(
         graph(FailurePolicy::FailGraph),
         Arc::new(tasks(store.clone(), Arc::default())),
@@ -156,7 +119,7 @@ async fn fail_graph_skips_everything_not_yet_run() {
 
 #[tokio::test]
 async fn a_task_over_its_time_limit_while_waiting_for_a_person_is_stopped_unrun() {
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let runs = Arc::new(AtomicUsize::new(0));
     let mut spec = GraphSpec {
         tasks: vec![TaskSpec {

@@ -9,64 +9,23 @@
     reason = "test helpers: a failure is the test's answer"
 )]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::orders::{order_registry, sqlite_store, worker};
 use rein_approvals::LeaseScope;
 use rein_approvals::{Answer, Surface};
 use rein_orchestrator::{GraphOutcome, GraphSpec, Scheduler, TaskSpec, TaskState};
-use rein_runner::{ConversationTasks, Profile, ToolLoading};
-use rein_sessions::{SqliteStore, Store};
+use rein_runner::ConversationTasks;
 use rein_testing::{Rule, ScriptedBrain};
-use rein_tools::{Outcome, Registry, tool_fn};
-use rein_wire::permission::PermissionClass;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
-
-fn profile() -> Profile {
-    Profile {
-        max_output_tokens: 256,
-        tools: ToolLoading::Native,
-        ..Profile::new("worker", "m").with_system("Do the task.")
-    }
-}
-
-/// What the order tool is asked for.
-#[derive(Deserialize, JsonSchema)]
-struct Order {
-    /// What to order.
-    item: String,
-}
-
-/// A product's write (it waits for a person), counting its runs.
-fn registry(runs: Arc<AtomicUsize>) -> Registry {
-    let order = tool_fn(
-        "place_order",
-        "Place an order.",
-        PermissionClass::Write,
-        move |order: Order| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Outcome::ok(json!({"ordered": order.item}))
-            }
-        },
-    );
-    Registry::new().with(order).unwrap()
-}
-
-async fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-    (dir, store)
-}
 
 #[tokio::test]
 async fn outputs_flow_through_conversations_each_in_its_own_session() {
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let brain = Arc::new(ScriptedBrain::new(vec![
         Rule::reply(
             "research the topic",
@@ -85,8 +44,8 @@ async fn outputs_flow_through_conversations_each_in_its_own_session() {
     let tasks = ConversationTasks::new(
         store.clone(),
         brain,
-        Arc::new(registry(Arc::default())),
-        profile(),
+        Arc::new(order_registry(Arc::default())),
+        worker(),
     );
     let graph = GraphSpec {
         tasks: vec![
@@ -160,13 +119,13 @@ fn ordering_brain() -> Arc<ScriptedBrain> {
 
 #[tokio::test]
 async fn a_tasks_write_waits_for_a_person_deciding_from_another_surface() {
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tasks = ConversationTasks::new(
         store.clone(),
         ordering_brain(),
-        Arc::new(registry(runs.clone())),
-        profile(),
+        Arc::new(order_registry(runs.clone())),
+        worker(),
     );
     let mut asked = tasks.approvals();
     let run = tokio::spawn(Scheduler::new(ordering_graph(), Arc::new(tasks)).run());
@@ -210,13 +169,13 @@ async fn a_tasks_write_waits_for_a_person_deciding_from_another_surface() {
 
 #[tokio::test]
 async fn a_cancelled_graph_stops_a_task_waiting_for_approval_without_running_it() {
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tasks = ConversationTasks::new(
         store.clone(),
         ordering_brain(),
-        Arc::new(registry(runs.clone())),
-        profile(),
+        Arc::new(order_registry(runs.clone())),
+        worker(),
     );
     let mut asked = tasks.approvals();
     let scheduler = Scheduler::new(ordering_graph(), Arc::new(tasks));
@@ -249,7 +208,7 @@ async fn a_graphs_record_keeps_what_succeeded_and_the_blackboard_and_holds_the_g
     use rein_orchestrator::{Blackboard, Progress};
     use rein_runner::GraphRecord;
 
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let spec = GraphSpec {
         tasks: vec![
             TaskSpec::new("a", "x").yields(&["out"]),
@@ -317,7 +276,7 @@ async fn tasks_share_the_blackboard_and_a_stale_write_gets_the_current_value() {
     use rein_orchestrator::Blackboard;
     use rein_sessions::{Event, ToolStatus};
 
-    let (_dir, store) = store().await;
+    let (_dir, store) = sqlite_store().await;
     let brain = Arc::new(ScriptedBrain::new(vec![
         Rule::call(
             "claim first",
@@ -339,8 +298,8 @@ async fn tasks_share_the_blackboard_and_a_stale_write_gets_the_current_value() {
     let tasks = ConversationTasks::new(
         store.clone(),
         brain,
-        Arc::new(registry(Arc::default())),
-        profile(),
+        Arc::new(order_registry(Arc::default())),
+        worker(),
     )
     .with_blackboard(board.clone());
     let graph = GraphSpec {

@@ -142,17 +142,18 @@ pub async fn run(
             "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or run with --scripted",
         ));
     };
-    let (record, spec, done, entries) = match (&options.resume, &options.file) {
+    let (record, graph, done, entries) = match (&options.resume, &options.file) {
         (Some(session), _) => {
             let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
-            (record, resumed.spec, resumed.done, resumed.blackboard)
+            let graph = resumed.spec.check()?;
+            (record, graph, resumed.done, resumed.blackboard)
         }
         (None, Some(file)) => {
             let spec = read_graph(file)?;
             // Checked before anything is recorded or runs.
-            spec.clone().check()?;
+            let graph = spec.clone().check()?;
             let record = GraphRecord::create(store.clone(), &spec).await?;
-            (record, spec, Default::default(), Default::default())
+            (record, graph, Default::default(), Default::default())
         }
         (None, None) => {
             return Err(AgentError::new(
@@ -161,7 +162,6 @@ pub async fn run(
             ));
         }
     };
-    let graph = spec.check()?;
     say(
         info,
         &format!(

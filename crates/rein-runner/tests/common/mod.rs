@@ -4,6 +4,8 @@
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 #![allow(dead_code, reason = "each test binary uses a part")]
 
+pub mod orders;
+
 use std::sync::Arc;
 
 use rein_gateway::Provider;
