@@ -100,6 +100,20 @@ fn until_asked(lines: &mpsc::Receiver<String>, seen: &mut Vec<String>, also: &st
     command.unwrap()
 }
 
+/// Wait for `child` to end — at most a minute: a run that hangs (an
+/// approval nobody can answer) fails the test instead of the whole suite.
+fn finish(mut child: std::process::Child) -> std::process::Output {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > until {
+            child.kill().unwrap();
+            panic!("rein run did not end within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// `rein run` on `file`, stdin kept open, its stderr lines on a channel.
 fn spawn_run(
     home: &std::path::Path,
@@ -166,7 +180,7 @@ fn a_graph_killed_mid_run_resumes_keeping_what_finished() {
     let mut seen = Vec::new();
     until_asked(&lines, &mut seen, "▶ scribe");
     child.stdin.take().unwrap().write_all(b"y\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = finish(child);
     seen.extend(lines.try_iter());
     let said = seen.join("\n");
     assert!(out.status.success(), "{said}");
@@ -209,7 +223,7 @@ fn a_tasks_write_waits_for_rein_approve_from_another_process() {
         .output()
         .unwrap();
     assert!(approved.status.success(), "{}", stderr(&approved));
-    let out = child.wait_with_output().unwrap();
+    let out = finish(child);
     let rest: Vec<String> = lines.try_iter().collect();
     assert!(
         out.status.success(),
@@ -240,7 +254,7 @@ fn a_no_on_the_terminal_refuses_the_write_and_a_line_typed_before_answers_nothin
     until_asked(&lines, &mut seen, "look: ✓ done");
     stdin.write_all(b"n\n").unwrap();
     drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    let out = finish(child);
     seen.extend(lines.try_iter());
     let said = seen.join("\n");
     assert!(out.status.success(), "{said}");

@@ -242,6 +242,9 @@ pub async fn run(
             done = &mut run => break done.map_err(|e| AgentError::new(codes::INTERNAL, format!("the graph's run failed: {e}")))?,
             Some(text) = heard.recv() => say(info, &text)?,
             Some(approval) = asked.recv() => {
+                // Stamped before the question is shown: a line typed once it
+                // is on screen is always later than this.
+                let asked_at = Instant::now();
                 let request = &approval.request;
                 let shown: String = request.arguments.to_string().chars().take(300).collect();
                 say(info, &format!(
@@ -252,7 +255,7 @@ pub async fn run(
                     "          approve? [y/N] (or from another terminal: rein approve {} {} yes|no)",
                     approval.session, request.approval_id
                 ))?;
-                waiting.push((approval, Instant::now()));
+                waiting.push((approval, asked_at));
             }
             Some((typed, answer)) = answers.recv() => {
                 // A line typed before the question was asked answers
