@@ -23,8 +23,10 @@ use rein_sessions::Event;
 
 pub use rein_wire::permission::{Decision, LeaseScope, PermissionClass, Policy};
 
+mod family;
 mod person;
 
+pub use family::{Waiting, family, waiting};
 pub use person::{Delivery, decide, say, stop};
 
 /// The approvals granted for the rest of a run.

@@ -29,8 +29,8 @@ pub enum Delivery {
     Queued,
 }
 
-/// Decide a pending approval of `session` from a person's `surface`.
-/// Errors: `invalid_input` for an approval the session never asked for,
+/// Decide a pending approval of `session` — or of one of its sub-agents'
+/// sessions — from a person's `surface`. Errors: `invalid_input` for an approval the session never asked for,
 /// `conflict` for one already decided (here or from another surface).
 pub async fn decide(
     store: &dyn Store,
@@ -41,7 +41,13 @@ pub async fn decide(
 ) -> Result<Delivery, AgentError> {
     let control = store.control(session).await?;
     if !control.pending.iter().any(|p| p.approval_id == approval_id) {
-        return Err(not_pending(store, session, approval_id).await);
+        // A sub-agent's approval is decided from its parent as well.
+        return match crate::family::holder(store, session, approval_id).await? {
+            Some(child) if child != session => {
+                Box::pin(decide(store, &child, approval_id, answer, surface)).await
+            }
+            _ => Err(not_pending(store, session, approval_id).await),
+        };
     }
     let (decision, lease) = answer.stored();
     let queued = store.inbox(session).await?;

@@ -39,14 +39,16 @@ enum Command {
     /// Run a task graph (a TOML file): each task a conversation, in parallel
     /// where the graph allows.
     Run(cli::run_graph::RunOptions),
-    /// Decide a pending approval (yes or no).
+    /// Decide a pending approval (yes or no) — the session's own or one of
+    /// its sub-agents'. With the session alone: list what waits, with the
+    /// agent that asked.
     Approve {
         /// The session.
         session: String,
         /// The approval.
-        approval: String,
+        approval: Option<String>,
         /// yes or no.
-        decision: String,
+        decision: Option<String>,
         /// With yes: also approve this tool for the rest of the turn.
         #[arg(long)]
         always: bool,
@@ -233,6 +235,33 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             decision,
             always,
         } => {
+            let (approval, decision) = match (approval, decision) {
+                (Some(approval), Some(decision)) => (approval, decision),
+                (None, None) => {
+                    let store = open_store(cli.home).await?;
+                    let waiting = rein_approvals::waiting(store.as_ref(), &session).await?;
+                    if waiting.is_empty() {
+                        return say_out(&format!("nothing waits for a decision in {session}"));
+                    }
+                    let mut lines = Vec::with_capacity(waiting.len());
+                    for w in waiting {
+                        lines.push(format!(
+                            "{:<16} {:<16} {} ({})",
+                            w.agent_path, w.tool, w.approval_id, w.permission
+                        ));
+                    }
+                    lines.push(format!(
+                        "decide one with: rein approve {session} APPROVAL yes|no"
+                    ));
+                    return say_out(&lines.join("\n"));
+                }
+                _ => {
+                    return Err(AgentError::new(
+                        codes::INVALID_INPUT,
+                        "say yes or no after the approval",
+                    ));
+                }
+            };
             let answer = match decision.to_ascii_lowercase().as_str() {
                 "yes" | "y" => rein_approvals::Answer::Approve(if always {
                     rein_approvals::LeaseScope::Tool

@@ -3,12 +3,12 @@
 //! then the checks against the log and the backend.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_gateway::Provider;
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, UiEvent, UiKind};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent, ToolStatus};
 use rein_testing::{FakeToolBackend, ScriptedBrain};
 use rein_wire::AgentError;
@@ -213,18 +213,23 @@ async fn execute(
         conv.context.window = Some(window);
     }
     if case.subagents {
-        conv.delegation = Some(rein_runner::Delegation::default());
+        conv.delegation = Some(if case.subagent_writes {
+            rein_runner::Delegation::default()
+        } else {
+            rein_runner::Delegation::read_only()
+        });
     }
     if let Some(chars) = case.limits.result_chars {
         conv.bounds.max_chars = chars;
         conv.bounds.max_string = conv.bounds.max_string.max(chars);
     }
-    let mut answers: VecDeque<String> = case.approvals.iter().cloned().collect();
+    let answers: Answers = Arc::new(Mutex::new(case.approvals.iter().cloned().collect()));
+    let children = answer_children(&conv, answers.clone());
     let mut outcome = String::new();
     let mut answer = String::new();
     for text in &case.turns {
         let first = conv.turn(text).await;
-        let last = settle(&mut conv, first, &mut answers).await;
+        let last = settle(&mut conv, first, &answers).await;
         match last {
             Ok(done) => {
                 outcome = outcome_name(&done);
@@ -257,15 +262,17 @@ async fn execute(
             }
         }
     }
-    if !answers.is_empty() {
+    children.abort();
+    let unasked = answers.lock().map_or(0, |a| a.len());
+    if unasked > 0 {
         result.failures.push(format!(
-            "{} scripted approval answer(s) were never asked for",
-            answers.len()
+            "{unasked} scripted approval answer(s) were never asked for"
         ));
     }
     let session = conv.session_id().to_owned();
     conv.close().await?;
     let events = store.read(&session, 0, usize::MAX).await?;
+    let family = with_children(store.as_ref(), &events).await?;
     let report = rein_trace::report(&session, &events);
     let totals = &report.totals;
     result.outcome = outcome;
@@ -276,7 +283,7 @@ async fn execute(
     result.cache_read_share = totals.cache_read_share;
     result.compactions = totals.compactions;
     result.tool_results = totals.tools.total;
-    result.approvals = events
+    result.approvals = family
         .iter()
         .filter(|e| matches!(e.event, Event::ApprovalRequested { .. }))
         .count() as u64;
@@ -294,12 +301,84 @@ async fn execute(
     Ok(())
 }
 
+/// The case's scripted answers to approvals, in the order they are asked.
+type Answers = Arc<Mutex<VecDeque<String>>>;
+
+/// The answer a scripted word stands for.
+fn answer_of(said: &str) -> Answer {
+    match said {
+        "yes" => Answer::Approve(LeaseScope::Once),
+        "always" => Answer::Approve(LeaseScope::Tool),
+        _ => Answer::Deny,
+    }
+}
+
+/// Answer sub-agents' approvals from the script as a person at the
+/// parent's surface would: each `agent_awaiting` the parent's watchers see
+/// is decided in the sub-agent's session through the inbox. With no
+/// scripted answer left the person says no (a case that forgets one does
+/// not hang).
+fn answer_children(conv: &Conversation, answers: Answers) -> tokio::task::JoinHandle<()> {
+    let mut ui = conv.subscribe();
+    let store = conv.store();
+    tokio::spawn(async move {
+        loop {
+            match ui.recv().await {
+                Ok(UiEvent {
+                    kind: UiKind::AgentAwaiting { session, request },
+                    ..
+                }) => {
+                    let said = answers
+                        .lock()
+                        .ok()
+                        .and_then(|mut a| a.pop_front())
+                        .unwrap_or_else(|| "no".to_owned());
+                    let decided = rein_approvals::decide(
+                        store.as_ref(),
+                        &session,
+                        &request.approval_id,
+                        answer_of(&said),
+                        &Surface::simulated_person(),
+                    )
+                    .await;
+                    if let Err(err) = decided {
+                        tracing::warn!(code = %err.code, "a sub-agent's approval was not decided");
+                    }
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    })
+}
+
+/// A session's events followed by its sub-agents' (theirs, recursively).
+async fn with_children(
+    store: &dyn Store,
+    events: &[StoredEvent],
+) -> Result<Vec<StoredEvent>, AgentError> {
+    let mut all = events.to_vec();
+    let mut next = 0;
+    while next < all.len() {
+        if let Event::AgentStarted {
+            session: Some(child),
+            ..
+        } = &all[next].event
+        {
+            let child = child.clone();
+            all.extend(store.read(&child, 0, usize::MAX).await?);
+        }
+        next += 1;
+    }
+    Ok(all)
+}
+
 /// Answer approvals as the case scripts them until the turn ends or the
 /// script runs out of answers.
 async fn settle(
     conv: &mut Conversation,
     mut outcome: Result<TurnOutcome, AgentError>,
-    answers: &mut VecDeque<String>,
+    answers: &Answers,
 ) -> Result<TurnOutcome, AgentError> {
     loop {
         let Ok(TurnOutcome::AwaitingApproval(rein_runner::ApprovalRequest { approval_id, .. })) =
@@ -307,14 +386,10 @@ async fn settle(
         else {
             return outcome;
         };
-        let Some(said) = answers.pop_front() else {
+        let Some(said) = answers.lock().ok().and_then(|mut a| a.pop_front()) else {
             return outcome;
         };
-        let answer = match said.as_str() {
-            "yes" => Answer::Approve(LeaseScope::Once),
-            "always" => Answer::Approve(LeaseScope::Tool),
-            _ => Answer::Deny,
-        };
+        let answer = answer_of(&said);
         let id = approval_id.clone();
         conv.decide(&id, answer, &Surface::simulated_person())
             .await?;

@@ -46,6 +46,10 @@ pub struct Case {
     /// Whether the model may hand tasks to sub-agents (`delegate`).
     #[serde(default)]
     pub subagents: bool,
+    /// Whether sub-agents may write (each write asked of the person):
+    /// `false` gives read-only sub-agents.
+    #[serde(default = "yes")]
+    pub subagent_writes: bool,
     /// How tools reach the model: `native` or `deferred`.
     #[serde(default = "native")]
     pub tools: String,

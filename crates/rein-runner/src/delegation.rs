@@ -1,19 +1,26 @@
 //! Delegation from the loop's side: the settings ([`Delegation`]), the
-//! built-in `delegate` tool's name and definition, and the [`Spawn`] trait
-//! a sub-agent is started through. The loop depends on this module only;
-//! `crate::subagent` (which opens the child conversation) provides rein's
-//! spawner, so there is no module cycle.
+//! built-in `delegate` tool's name, definition and arguments, the share of
+//! the parent's budget a sub-agent gets, and the [`Spawn`] trait a
+//! sub-agent is started through. The loop depends on this module only;
+//! `crate::subagent` (which opens and drives the child conversation)
+//! provides rein's spawner, so there is no module cycle.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
+use rein_approvals::Policy;
 use rein_gateway::Provider;
 use rein_sessions::Store;
 use rein_tools::{Outcome, ToolBackend};
+use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
-use crate::settings::Profile;
+use crate::outcome::UiEvent;
+use crate::settings::{Budgets, Profile};
 
 /// The name of the built-in tool.
 pub(crate) const DELEGATE: &str = "delegate";
@@ -23,10 +30,20 @@ pub(crate) const DELEGATE: &str = "delegate";
 pub struct Delegation {
     /// Sub-agents one turn may start.
     pub max_per_turn: u32,
-    /// Model calls a sub-agent may make.
+    /// Model calls a sub-agent may make (its share of the parent's
+    /// remaining steps is smaller when that is smaller).
     pub max_steps: u32,
+    /// How deep sub-agents may nest: 1 lets only the main agent delegate,
+    /// 2 (the default) lets its sub-agents delegate once more.
+    pub max_depth: u32,
+    /// Whether a sub-agent may write (each write asked of the person
+    /// through the parent's surface, as the parent's policy says). Off, a
+    /// sub-agent's writes are refused.
+    pub writes: bool,
     /// Added to the sub-agent's system prompt, in the product's words.
     pub instructions: String,
+    /// How deep the conversation holding this is (0 for the main agent).
+    pub(crate) depth: u32,
     /// What starts a sub-agent (rein's own, from `crate::subagent`).
     pub(crate) spawner: Arc<dyn Spawn>,
 }
@@ -36,32 +53,99 @@ impl std::fmt::Debug for Delegation {
         f.debug_struct("Delegation")
             .field("max_per_turn", &self.max_per_turn)
             .field("max_steps", &self.max_steps)
+            .field("max_depth", &self.max_depth)
+            .field("writes", &self.writes)
             .field("instructions", &self.instructions)
+            .field("depth", &self.depth)
             .finish_non_exhaustive()
+    }
+}
+
+impl Delegation {
+    /// The delegation a sub-agent of this conversation gets: one level
+    /// deeper, or none at the depth limit.
+    pub(crate) fn for_child(&self) -> Option<Delegation> {
+        let depth = self.depth + 1;
+        (depth < self.max_depth).then(|| Delegation {
+            depth,
+            ..self.clone()
+        })
     }
 }
 
 /// Starts one sub-agent on a task: handed to the conversation with its
 /// [`Delegation`], so the loop never names the code that opens a child.
 pub(crate) trait Spawn: Send + Sync {
-    /// Run a sub-agent for `parent` as `agent_path` on `task`; its answer
-    /// (or why there is none) as the `delegate` call's outcome.
-    fn spawn(
-        &self,
-        parent: Parent,
-        agent_path: String,
-        task: String,
-    ) -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
+    /// Run (or, after a restart, reattach) the sub-agent `child` describes;
+    /// its answer, or a typed failure, as the `delegate` call's outcome.
+    fn spawn(&self, child: Child) -> Pin<Box<dyn Future<Output = Spawned> + Send>>;
+}
+
+/// What a sub-agent's run gave back: the `delegate` call's outcome and
+/// what the child spent (drawn from the parent's budget).
+pub(crate) struct Spawned {
+    pub(crate) outcome: Outcome,
+    pub(crate) spent: Spent,
+}
+
+/// What a turn has used of its budgets.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Spent {
+    pub(crate) steps: u32,
+    pub(crate) tokens: u64,
+    pub(crate) cost: u64,
+}
+
+impl Spent {
+    pub(crate) fn add(&mut self, other: Spent) {
+        self.steps = self.steps.saturating_add(other.steps);
+        self.tokens = self.tokens.saturating_add(other.tokens);
+        self.cost = self.cost.saturating_add(other.cost);
+    }
+}
+
+/// One sub-agent to run: everything it needs from its parent.
+pub(crate) struct Child {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) provider: Arc<dyn Provider>,
+    /// The tools it may use: the parent's, narrowed to what the call named.
+    pub(crate) backend: Arc<dyn ToolBackend>,
+    pub(crate) profile: Profile,
+    pub(crate) policy: Policy,
+    pub(crate) budgets: Budgets,
+    /// Its own delegation (one level deeper), if it may delegate.
+    pub(crate) delegation: Option<Delegation>,
+    pub(crate) instructions: String,
+    pub(crate) agent_path: String,
+    /// Its session, made when the call was recorded.
+    pub(crate) session: String,
+    pub(crate) task: String,
+    /// Reattach after a restart: the child's turn is open, go on with it.
+    pub(crate) reattach: bool,
+    /// The parent's watchers (the child's UI events go there too).
+    pub(crate) ui: Option<broadcast::Sender<UiEvent>>,
+    /// Cancelled when the parent's turn is stopped or interrupted.
+    pub(crate) cancel: CancellationToken,
 }
 
 /// The `delegate` tool's definition.
-pub(crate) fn delegate_spec() -> rein_wire::ToolSpec {
+pub(crate) fn delegate_spec(writes: bool) -> rein_wire::ToolSpec {
+    let can = if writes {
+        "can use your tools (its changes are asked of the person, like yours)"
+    } else {
+        "can read (not change) what you can"
+    };
     rein_wire::ToolSpec {
         name: DELEGATE.into(),
-        description: "Hand a self-contained task to a sub-agent that can read (not change) what you can, and get its answer. Use it for research that would fill your own context.".into(),
+        description: format!(
+            "Hand a self-contained task to a sub-agent that {can}, and get its answer. Several delegate calls in one message run side by side. Use it for work that would fill your own context."
+        ),
         input_schema: json!({
             "type": "object",
-            "properties": {"task": {"type": "string", "description": "The task, with everything the sub-agent needs to know."}},
+            "properties": {
+                "task": {"type": "string", "description": "The task, with everything the sub-agent needs to know."},
+                "tools": {"type": "array", "items": {"type": "string"}, "description": "Names of your tools the sub-agent may use (default: all of them)."}
+            },
             "required": ["task"],
             "additionalProperties": false
         }),
@@ -69,19 +153,110 @@ pub(crate) fn delegate_spec() -> rein_wire::ToolSpec {
     }
 }
 
-/// What a sub-agent needs from its parent.
-pub(crate) struct Parent {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) backend: Arc<dyn ToolBackend>,
-    pub(crate) profile: Profile,
-    pub(crate) session_id: String,
-    pub(crate) delegation: Delegation,
-}
-
 /// The task of a `delegate` call, if its arguments have one.
 pub(crate) fn task_of(args: &Value) -> Option<&str> {
     args.get("task")
         .and_then(Value::as_str)
         .filter(|t| !t.trim().is_empty())
+}
+
+/// The tools a `delegate` call names for its sub-agent: `None` for all of
+/// the parent's; an error for a name the parent does not have (a child
+/// never gets more than its parent).
+pub(crate) fn tools_of(
+    args: &Value,
+    parent: &dyn ToolBackend,
+    policy: &Policy,
+) -> Result<Option<Vec<String>>, AgentError> {
+    let Some(named) = args.get("tools") else {
+        return Ok(None);
+    };
+    let Some(list) = named.as_array() else {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "`tools` must be a list of tool names",
+        ));
+    };
+    let offered: Vec<String> = parent.catalog(policy).into_iter().map(|s| s.name).collect();
+    let mut names = Vec::with_capacity(list.len());
+    for name in list {
+        let Some(name) = name.as_str() else {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "`tools` must be a list of tool names",
+            ));
+        };
+        if !offered.iter().any(|o| o == name) {
+            return Err(AgentError::new(
+                codes::TOOL_NOT_FOUND,
+                format!("`{name}` is not one of your tools, so a sub-agent cannot have it"),
+            ));
+        }
+        names.push(name.to_owned());
+    }
+    Ok(Some(names))
+}
+
+/// The budget each of `children` sub-agents started together gets: an
+/// equal part of what the parent's turn has left (steps at most the
+/// delegation's `max_steps`, at least one), the whole of the time left
+/// (they run side by side). What a child spends is then drawn from the
+/// parent's turn.
+pub(crate) fn share(
+    parent: &Budgets,
+    spent: Spent,
+    elapsed: Duration,
+    children: u32,
+    max_steps: u32,
+) -> Budgets {
+    let children = children.max(1);
+    let steps_left = parent.max_steps.saturating_sub(spent.steps);
+    Budgets {
+        max_steps: (steps_left / children).clamp(1, max_steps.max(1)),
+        max_tokens: parent
+            .max_tokens
+            .map(|max| max.saturating_sub(spent.tokens) / u64::from(children)),
+        max_cost_micro_usd: parent
+            .max_cost_micro_usd
+            .map(|max| max.saturating_sub(spent.cost) / u64::from(children)),
+        max_wall: parent.max_wall.saturating_sub(elapsed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_share_what_is_left() {
+        let parent = Budgets {
+            max_steps: 20,
+            max_tokens: Some(10_000),
+            max_cost_micro_usd: Some(900),
+            max_wall: Duration::from_secs(100),
+        };
+        let spent = Spent {
+            steps: 4,
+            tokens: 2_000,
+            cost: 300,
+        };
+        let each = share(&parent, spent, Duration::from_secs(40), 2, 50);
+        assert_eq!(each.max_steps, 8);
+        assert_eq!(each.max_tokens, Some(4_000));
+        assert_eq!(each.max_cost_micro_usd, Some(300));
+        assert_eq!(each.max_wall, Duration::from_secs(60));
+        // Capped by the delegation, and never below one step.
+        assert_eq!(share(&parent, spent, Duration::ZERO, 1, 5).max_steps, 5);
+        let spent_all = Spent { steps: 20, ..spent };
+        assert_eq!(share(&parent, spent_all, Duration::ZERO, 3, 5).max_steps, 1);
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let main = Delegation::default();
+        assert_eq!(main.max_depth, 2);
+        let child = main.for_child().expect("a child may delegate once more");
+        assert_eq!(child.depth, 1);
+        assert!(child.for_child().is_none(), "a grandchild may not");
+    }
 }

@@ -142,6 +142,15 @@ pub enum UiKind {
         /// What the person is shown beside the arguments.
         preview: Option<rein_wire::Preview>,
     },
+    /// A sub-agent waits for a person: decide `request` in `session` (the
+    /// sub-agent's own) with [`rein_approvals::decide`], from any surface.
+    /// Sent each time the sub-agent pauses, after a restart too.
+    AgentAwaiting {
+        /// The sub-agent's session.
+        session: String,
+        /// What the person is asked.
+        request: ApprovalRequest,
+    },
     /// A person decided.
     ApprovalDecided {
         /// The approval.

@@ -36,6 +36,12 @@ impl Steering {
             .collect()
     }
 
+    /// Whether an interrupt waits to be taken (the turn's sub-agents are
+    /// stopped when one does).
+    pub(crate) fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn take_interrupt(&self) -> bool {
         self.interrupted.swap(false, Ordering::SeqCst)
     }

@@ -1,40 +1,51 @@
-//! Sub-agents: the model hands a task to a child conversation with the
-//! built-in `delegate` tool.
+//! Sub-agents: rein's [`Spawn`] — a `delegate` call runs a child
+//! conversation in a session of its own, and its answer (or a typed
+//! failure) is the call's result.
 //!
-//! A sub-agent is a conversation of its own — its own session, its log
-//! linked to the parent by `agent.started` / `agent.finished` in the
-//! parent's log and by `parent_session` in its metadata — run with the same
-//! provider and tools, the parent's profile plus the delegation's
-//! instructions, and its own step budget. Its events carry the agent path
-//! `main/agent-N`. Its answer is the `delegate` call's result.
+//! A sub-agent's session is made when its call is recorded and named in
+//! the parent's `agent.started`, so a person finds it from the parent and a
+//! resumed parent reattaches it. It runs with the parent's provider and
+//! profile plus the delegation's instructions, the tools the call named
+//! (never more than the parent's), its share of the parent's budget (what
+//! it spends is drawn from the parent's turn), the parent's policy, and one
+//! level less of delegation. Its events carry its agent path
+//! (`main/agent-2`), and so do the UI events it sends to the parent's
+//! watchers.
 //!
-//! This first form is bounded and read-only: a sub-agent cannot write
-//! (writes stay with the main agent, where a person approves them), cannot
-//! delegate further (depth 1), and a turn may start at most
-//! [`Delegation::max_per_turn`] of them.
+//! A write it makes is asked of the same person as the parent's: the
+//! child pauses — only that child — and [`UiKind::AgentAwaiting`] tells the
+//! parent's surface where to decide it; it waits on its own session's
+//! inbox, so a terminal, `rein approve` or a server decide it alike, and
+//! nothing here decides. The parent's stop or interrupt cancels it: a
+//! running child stops at its next step, a waiting one is stopped (its
+//! pending approval decided `stopped`).
+//!
+//! Not here: when sub-agents start and what the parent records
+//! (`conversation::reads`), the settings (`crate::delegation`).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use rein_tools::Outcome;
-use serde_json::json;
+use async_trait::async_trait;
+use rein_approvals::{PermissionClass, Policy};
+use rein_tools::{Outcome, ToolBackend, ToolContext, ToolSummary};
+use rein_wire::{AgentError, ToolSpec, error::codes};
+use serde_json::{Value, json};
 
 use crate::conversation::Conversation;
-use crate::delegation::{Delegation, Parent, Spawn};
-use crate::outcome::TurnOutcome;
+use crate::delegation::{Child, Delegation, Spawn, Spawned, Spent};
+use crate::outcome::{TurnOutcome, UiKind};
+
+/// What the surface that stopped a sub-agent is recorded as.
+const PARENT_STOP: &str = "parent";
 
 /// rein's own spawner: a child [`Conversation`] in a session of its own.
 struct SubAgents;
 
 impl Spawn for SubAgents {
-    fn spawn(
-        &self,
-        parent: Parent,
-        agent_path: String,
-        task: String,
-    ) -> Pin<Box<dyn Future<Output = Outcome> + Send>> {
-        run(parent, agent_path, task)
+    fn spawn(&self, child: Child) -> Pin<Box<dyn Future<Output = Spawned> + Send>> {
+        Box::pin(run(child))
     }
 }
 
@@ -43,60 +54,209 @@ impl Default for Delegation {
         Delegation {
             max_per_turn: 4,
             max_steps: 20,
+            max_depth: 2,
+            writes: true,
+            depth: 0,
             spawner: Arc::new(SubAgents),
-            instructions: "You are a sub-agent working on one task for another agent. You can read but not change anything. Answer with what you found, briefly and concretely.".into(),
+            instructions: "You are a sub-agent working on one task for another agent. Do the task with the tools you have; a change you make is asked of the person first. Answer with what you found or did, briefly and concretely.".into(),
         }
     }
 }
 
-/// Run one sub-agent on `task` as `agent_path`; its answer (or why there is
-/// none) as the call's outcome. Boxed: a sub-agent's turn is a turn.
-fn run(
-    parent: Parent,
-    agent_path: String,
-    task: String,
-) -> Pin<Box<dyn Future<Output = Outcome> + Send>> {
-    Box::pin(async move {
-        let mut profile = parent.profile.clone();
-        profile.system.push(parent.delegation.instructions.clone());
-        let metadata = json!({
-            "assistant": profile.name,
-            "model": profile.model,
-            "parent_session": parent.session_id,
-            "agent_path": agent_path,
-        });
-        let mut child = match Conversation::open_with(
-            parent.store,
-            parent.provider,
-            parent.backend,
-            profile,
-            None,
-            metadata,
-        )
-        .await
-        {
-            Ok(child) => child,
-            Err(err) => return Outcome::from_error(&err),
+impl Delegation {
+    /// Sub-agents that can only read: their writes are refused.
+    pub fn read_only() -> Self {
+        Delegation {
+            writes: false,
+            instructions: "You are a sub-agent working on one task for another agent. You can read but not change anything. Answer with what you found, briefly and concretely.".into(),
+            ..Delegation::default()
+        }
+    }
+}
+
+/// Run one sub-agent to its end; what it spent comes back with its result.
+async fn run(child: Child) -> Spawned {
+    let mut spent = Spent::default();
+    let outcome = match drive(&child, &mut spent).await {
+        Ok(outcome) => typed(&child, outcome, spent),
+        Err(err) => Outcome::from_error(&err),
+    };
+    Spawned { outcome, spent }
+}
+
+async fn drive(child: &Child, spent: &mut Spent) -> Result<TurnOutcome, AgentError> {
+    let mut profile = child.profile.clone();
+    profile.system.push(child.instructions.clone());
+    let mut conversation = Conversation::open_with(
+        child.store.clone(),
+        child.provider.clone(),
+        child.backend.clone(),
+        profile,
+        Some(&child.session),
+        Value::Null,
+    )
+    .await?;
+    conversation.set_agent_path(&child.agent_path);
+    if let Some(ui) = &child.ui {
+        conversation.share_ui(ui.clone());
+    }
+    conversation.policy = child.policy.clone();
+    conversation.budgets = child.budgets;
+    conversation.delegation = child.delegation.clone();
+    // The parent's stop or interrupt: the child stops at its next step.
+    let steering = conversation.steering();
+    let cancel = child.cancel.clone();
+    let watcher = tokio::spawn(async move {
+        cancel.cancelled().await;
+        steering.interrupt();
+    });
+    let result = async {
+        let mut outcome = if child.reattach {
+            conversation.resume().await?
+        } else {
+            conversation.turn(&child.task).await?
         };
-        child.set_agent_path(&agent_path);
-        child.policy.writes_allowed = false;
-        child.budgets.max_steps = parent.delegation.max_steps;
-        let outcome = child.turn(&task).await;
-        let session = child.session_id().to_owned();
-        if let Err(err) = child.close().await {
-            tracing::warn!(code = %err.code, "a sub-agent's lease was not released");
+        spent.add(conversation.spent());
+        while let TurnOutcome::AwaitingApproval(request) = outcome {
+            conversation.announce(UiKind::AgentAwaiting {
+                session: child.session.clone(),
+                request: request.clone(),
+            });
+            outcome = match conversation
+                .wait_for_decision(&request.approval_id, &child.cancel)
+                .await?
+            {
+                Some(outcome) => outcome,
+                // Stopped while it waited: its approval is decided `stopped`.
+                None => conversation.stop_by(PARENT_STOP).await?,
+            };
+            spent.add(conversation.spent());
         }
-        match outcome {
-            Ok(TurnOutcome::Finished { reply }) => {
-                Outcome::ok(json!({"agent": agent_path, "session": session, "answer": reply}))
-            }
-            Ok(other) => Outcome::Failed {
-                code: rein_wire::error::codes::AGENT_UNFINISHED.to_string(),
-                message: format!("the sub-agent ended without an answer ({})", other.name()),
-                detail: Some(json!({"agent": agent_path, "session": session})),
-                retryable: false,
-            },
-            Err(err) => Outcome::from_error(&err),
+        Ok(outcome)
+    }
+    .await;
+    watcher.abort();
+    let closed = conversation.close().await;
+    let outcome = result?;
+    if let Err(err) = closed {
+        tracing::warn!(code = %err.code, "a sub-agent's lease was not released");
+    }
+    Ok(outcome)
+}
+
+/// The `delegate` call's result for how the sub-agent's turn ended: its
+/// answer, or a failure whose code says why (stopped, over its budget,
+/// unfinished) and whose detail names the agent, its session and what it
+/// spent — the parent's model reads both.
+fn typed(child: &Child, outcome: TurnOutcome, spent: Spent) -> Outcome {
+    let mut about = json!({
+        "agent": child.agent_path,
+        "session": child.session,
+        "spent": {"steps": spent.steps, "tokens": spent.tokens, "cost_micro_usd": spent.cost},
+    });
+    let (code, message) = match outcome {
+        TurnOutcome::Finished { reply } => {
+            about["answer"] = Value::String(reply);
+            return Outcome::ok(about);
         }
-    })
+        TurnOutcome::Interrupted => (
+            codes::AGENT_STOPPED,
+            "the sub-agent was stopped before it finished".to_owned(),
+        ),
+        TurnOutcome::Budget { which } => {
+            let message = format!("the sub-agent used up its share of the {which} budget");
+            about["budget"] = Value::String(which);
+            (codes::AGENT_OVER_BUDGET, message)
+        }
+        TurnOutcome::Error { error } => {
+            about["error"] = json!({"code": error.code, "message": error.message});
+            (
+                codes::AGENT_UNFINISHED,
+                format!("the sub-agent failed: {}", error.message),
+            )
+        }
+        other => (
+            codes::AGENT_UNFINISHED,
+            format!("the sub-agent ended without an answer ({})", other.name()),
+        ),
+    };
+    Outcome::Failed {
+        code: code.to_string(),
+        message,
+        detail: Some(about),
+        retryable: false,
+    }
+}
+
+/// The parent's tools narrowed to the names a `delegate` call gave.
+pub(crate) struct Narrowed {
+    pub(crate) inner: Arc<dyn ToolBackend>,
+    pub(crate) names: Vec<String>,
+}
+
+impl Narrowed {
+    fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+}
+
+#[async_trait]
+impl ToolBackend for Narrowed {
+    fn catalog(&self, policy: &Policy) -> Vec<ToolSummary> {
+        let mut tools = self.inner.catalog(policy);
+        tools.retain(|t| self.has(&t.name));
+        tools
+    }
+
+    fn definition(&self, name: &str) -> Option<ToolSpec> {
+        self.inner.definition(name).filter(|_| self.has(name))
+    }
+
+    fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
+        if !self.has(name) {
+            return Err(AgentError::new(
+                codes::TOOL_NOT_FOUND,
+                format!("`{name}` is not one of the tools this sub-agent was given"),
+            ));
+        }
+        self.inner.permission(name, args)
+    }
+
+    async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
+        if !self.has(name) {
+            return Outcome::failed(
+                codes::TOOL_NOT_FOUND.as_str(),
+                format!("`{name}` is not one of the tools this sub-agent was given"),
+            );
+        }
+        self.inner.invoke(name, args, ctx).await
+    }
+
+    fn cacheable(&self, name: &str) -> bool {
+        self.inner.cacheable(name)
+    }
+
+    fn revision(&self) -> String {
+        self.inner.revision()
+    }
+
+    fn purpose(&self, name: &str) -> Option<String> {
+        self.inner.purpose(name)
+    }
+
+    fn preview(&self, name: &str, args: &Value) -> Option<rein_wire::Preview> {
+        self.inner.preview(name, args)
+    }
+
+    fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
+        self.inner.revision_guard()
+    }
+
+    fn skills(&self) -> Vec<ToolSummary> {
+        self.inner.skills()
+    }
+
+    fn read_skill(&self, name: &str) -> Option<String> {
+        self.inner.read_skill(name)
+    }
 }

@@ -263,27 +263,18 @@ impl ConversationTasks {
         attempt: &Attempt,
         request: &ApprovalRequest,
     ) -> Result<TurnOutcome, AgentError> {
-        loop {
-            let heard = conversation.take_inbox().await?;
-            if let Some(by) = heard.stop {
-                return conversation.stop_by(&by).await;
-            }
-            let pending = conversation.pending_approvals().await?;
-            if !pending.iter().any(|p| p.approval_id == request.approval_id) {
-                return conversation.resume().await;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(INBOX_POLL) => {}
-                () = attempt.cancel.cancelled() => {
-                    return Err(AgentError::new(
-                        codes::CANCELLED,
-                        format!(
-                            "task `{}` was cancelled while it waited for approval `{}`",
-                            attempt.task.id, request.approval_id
-                        ),
-                    ));
-                }
-            }
+        match conversation
+            .wait_for_decision(&request.approval_id, &attempt.cancel)
+            .await?
+        {
+            Some(outcome) => Ok(outcome),
+            None => Err(AgentError::new(
+                codes::CANCELLED,
+                format!(
+                    "task `{}` was cancelled while it waited for approval `{}`",
+                    attempt.task.id, request.approval_id
+                ),
+            )),
         }
     }
 }

@@ -69,7 +69,9 @@ async fn a_delegated_task_runs_in_a_linked_child_session() {
     let started: Vec<&str> = parent
         .iter()
         .filter_map(|e| match &e.event {
-            Event::AgentStarted { agent_path, task } => {
+            Event::AgentStarted {
+                agent_path, task, ..
+            } => {
                 assert_eq!(task, "read a.rs");
                 Some(agent_path.as_str())
             }

@@ -219,6 +219,15 @@ pub enum Event {
         agent_path: String,
         /// What it was asked to do.
         task: String,
+        /// The `delegate` call it answers (absent in logs written before
+        /// sub-agents could write).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The sub-agent's own session, made before it starts (so a person
+        /// can find its approvals from the parent, and a resumed parent can
+        /// reattach it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
     },
     /// A sub-agent finished.
     #[serde(rename = "agent.finished")]

@@ -584,6 +584,8 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 event: Event::AgentStarted {
                     agent_path: "main/researcher".into(),
                     task: "look".into(),
+                    call_id: Some("toolu_9".into()),
+                    session: Some("s-child".into()),
                 },
             },
             NewEvent::main(Event::CompactionCreated {

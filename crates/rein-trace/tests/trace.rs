@@ -153,6 +153,8 @@ async fn build(store: &dyn Store) -> String {
         event: Event::AgentStarted {
             agent_path: "main/helper".into(),
             task: "look".into(),
+            call_id: None,
+            session: None,
         },
     });
     second.push(NewEvent::main(Event::Unknown {

@@ -164,6 +164,12 @@ registry! {
         "There is no skill by that name", "The skills list names the ones there are.";
     AGENT_UNFINISHED = "agent_unfinished", 502, false,
         "A sub-agent ended without an answer", "Read the sub-agent's session for why.";
+    AGENT_STOPPED = "agent_stopped", 409, false,
+        "The sub-agent was stopped before it finished",
+        "The parent's turn was stopped or interrupted; its work so far is in its session.";
+    AGENT_OVER_BUDGET = "agent_over_budget", 429, false,
+        "The sub-agent used up its share of the parent's budget",
+        "Hand it a smaller task, or finish the rest yourself.";
     OUTSIDE_ROOT = "outside_root", 403, false,
         "The path leads outside the root the tools may touch",
         "Name a path inside the project root; links that lead out are refused where they are opened.";

@@ -69,6 +69,10 @@ pub struct ChatOptions {
     /// stream; never part of the answer).
     #[arg(long)]
     pub show_reasoning: bool,
+    /// Let the model hand tasks to sub-agents (`delegate`), side by side;
+    /// their writes are asked here like the main agent's.
+    #[arg(long)]
+    pub subagents: bool,
 }
 
 /// The provider and model a chat runs with.
@@ -363,6 +367,9 @@ pub async fn run(
         metadata,
     )
     .await?;
+    if options.subagents {
+        conversation.delegation = Some(rein_runner::Delegation::default());
+    }
     let id = conversation.session_id().to_owned();
     let mut view = View {
         cost: Cost::default(),

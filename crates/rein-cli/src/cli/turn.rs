@@ -8,7 +8,8 @@
 
 use std::io::{IsTerminal, Write};
 
-use rein_runner::{Conversation, TurnOutcome, UiEvent, UiKind};
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_runner::{ApprovalRequest, Conversation, TurnOutcome, UiEvent, UiKind};
 use rein_wire::AgentError;
 use rein_wire::visible::visible;
 
@@ -37,7 +38,17 @@ fn print_event(
         }
         say(info, &text)
     };
+    // A sub-agent's own words stay in its session; its tool lines show,
+    // marked with its path, and what it costs counts.
+    let child = event.agent != "main";
+    let who = if child {
+        format!("[{}] ", event.agent)
+    } else {
+        String::new()
+    };
     match &event.kind {
+        UiKind::TextDelta { .. } | UiKind::ReasoningDelta { .. } | UiKind::TextReplaced { .. }
+            if child => {}
         UiKind::TextDelta { text } => {
             // Model text: its control characters are shown, never sent;
             // at a terminal its Markdown is styled after that.
@@ -65,7 +76,7 @@ fn print_event(
             tool, arguments, ..
         } => {
             let shown: String = arguments.to_string().chars().take(200).collect();
-            line(format!("  -> {tool} {shown}"), midline)?;
+            line(format!("  {who}-> {tool} {shown}"), midline)?;
         }
         UiKind::ToolResult {
             ok,
@@ -75,7 +86,8 @@ fn print_event(
             duration_ms,
             ..
         } => {
-            let undo = if undo.is_some() {
+            // A sub-agent's change is undone in its own session.
+            let undo = if undo.is_some() && !child {
                 " (/undo reverts it)"
             } else {
                 ""
@@ -89,7 +101,7 @@ fn print_event(
                 .unwrap_or_default();
             line(
                 format!(
-                    "  <- {} [{source}] {duration_ms} ms{undo}{why}",
+                    "  {who}<- {} [{source}] {duration_ms} ms{undo}{why}",
                     if *ok { "ok" } else { "error" }
                 ),
                 midline,
@@ -195,6 +207,10 @@ pub(super) async fn drive(
 ) -> Result<TurnOutcome, AgentError> {
     let mut events = conversation.subscribe();
     let steering = conversation.steering();
+    let store = conversation.store();
+    // Sub-agents' approvals asked while the turn runs, oldest first: the
+    // next line typed answers the oldest.
+    let mut waiting: Vec<ChildAsk> = Vec::new();
     let interactive = std::io::stdin().is_terminal();
     let session = conversation.session_id().to_owned();
     let mut interrupts = 0u32;
@@ -222,16 +238,64 @@ pub(super) async fn drive(
                 biased;
                 event = events.recv() => {
                     spinner.clear(info)?;
-                    if let Ok(event) = event {
-                        print_event(&event, out, info, view, &mut midline, &mut styler)?;
+                    let Ok(event) = event else { continue };
+                    match &event.kind {
+                        UiKind::AgentAwaiting { session: child, request } => {
+                            end_line(out, &mut midline, &mut styler)?;
+                            ask_for_child(info, &event.agent, request, &session)?;
+                            waiting.push(ChildAsk {
+                                session: child.clone(),
+                                agent: event.agent.clone(),
+                                approval_id: request.approval_id.clone(),
+                            });
+                            // Piped too: the next line is the answer.
+                            input.listen_while_running();
+                        }
+                        UiKind::ApprovalDecided { approval_id, decision } => {
+                            if let Some(at) = waiting.iter().position(|w| &w.approval_id == approval_id) {
+                                let asked = waiting.remove(at);
+                                say(info, &format!("  {decision} for {} elsewhere", asked.agent))?;
+                            }
+                        }
+                        _ => print_event(&event, out, info, view, &mut midline, &mut styler)?,
                     }
                 }
                 _ = tick.tick(), if spinner.on => spinner.draw(info, midline)?,
-                line = input.typed(), if interactive && input.listening() => {
+                line = input.typed(), if (interactive || !waiting.is_empty()) && input.listening() => {
                     spinner.clear(info)?;
-                    if let Some(text) = line? {
+                    let line = line?;
+                    if line.is_none() && !waiting.is_empty() {
+                        say(info, &format!(
+                            "  (input ended: the sub-agent waits; decide with rein approve {session} {} yes|no)",
+                            waiting[0].approval_id
+                        ))?;
+                    }
+                    if let Some(text) = line {
                         let text = text.trim();
-                        if commands::parse(text).is_some() {
+                        if !waiting.is_empty() {
+                            let asked = waiting.remove(0);
+                            let yes = matches!(text.to_ascii_lowercase().as_str(), "y" | "yes");
+                            let decided = rein_approvals::decide(
+                                store.as_ref(),
+                                &asked.session,
+                                &asked.approval_id,
+                                if yes { Answer::Approve(LeaseScope::Once) } else { Answer::Deny },
+                                &Surface::terminal(),
+                            )
+                            .await;
+                            match decided {
+                                Ok(_) => say(info, &format!(
+                                    "  {} for {}",
+                                    if yes { "approved" } else { "denied" },
+                                    asked.agent
+                                ))?,
+                                // Decided elsewhere first: that decision stands.
+                                Err(err) => say(info, &format!("  not recorded here: {}", err.message))?,
+                            }
+                            if interactive || !waiting.is_empty() {
+                                input.listen_while_running();
+                            }
+                        } else if commands::parse(text).is_some() {
                             // A command is the person's, not the model's:
                             // it runs when the turn ends.
                             say(info, &format!("  ({text} runs when this turn ends)"))?;
@@ -240,7 +304,9 @@ pub(super) async fn drive(
                             steering.say(text.to_owned());
                             say(info, "  (heard: the model reads it at its next step)")?;
                         }
-                        input.listen_while_running();
+                        if interactive {
+                            input.listen_while_running();
+                        }
                     }
                 }
                 _ = tokio::signal::ctrl_c(), if interactive => {
@@ -279,4 +345,63 @@ pub(super) async fn drive(
         writeln!(out).map_err(io_error)?;
     }
     result
+}
+
+/// A sub-agent's approval the terminal asked about while the turn runs.
+struct ChildAsk {
+    /// The sub-agent's session, where the decision goes.
+    session: String,
+    /// Its agent path.
+    agent: String,
+    approval_id: String,
+}
+
+/// Close an answer's line (and its styles) before a question.
+fn end_line(
+    out: &mut impl Write,
+    midline: &mut bool,
+    styler: &mut Option<Styler>,
+) -> Result<(), AgentError> {
+    if let Some(styler) = styler.as_mut() {
+        out.write_all(styler.finish().as_bytes())
+            .map_err(io_error)?;
+    }
+    if *midline {
+        writeln!(out).map_err(io_error)?;
+        *midline = false;
+    }
+    out.flush().map_err(io_error)
+}
+
+/// Ask about a sub-agent's call: what it would change, and where else it
+/// can be decided (the parent's session finds it).
+fn ask_for_child(
+    info: &mut impl Write,
+    agent: &str,
+    request: &ApprovalRequest,
+    parent: &str,
+) -> Result<(), AgentError> {
+    let tool = &request.tool;
+    match &request.preview {
+        Some(change) => {
+            say(info, &format!("  {agent} asks: {tool} {}", change.subject))?;
+            let (lines, hidden) =
+                super::preview::render(change, super::preview::colour_wanted(), false);
+            write!(info, "{lines}").map_err(io_error)?;
+            if hidden > 0 {
+                say(info, &format!("    … {hidden} more lines"))?;
+            }
+        }
+        None => {
+            let shown: String = request.arguments.to_string().chars().take(300).collect();
+            say(info, &format!("  {agent} asks: {tool} {shown}"))?;
+        }
+    }
+    say(
+        info,
+        &format!(
+            "  approve? [y/N] (or from another terminal: rein approve {parent} {} yes|no)",
+            request.approval_id
+        ),
+    )
 }

@@ -47,6 +47,10 @@ pub struct RuleCall {
     /// Put the word after the phrase into this argument.
     #[serde(default)]
     pub word_into: Option<String>,
+    /// Put the rest of the person's text after the phrase into this
+    /// argument (a task handed on, say).
+    #[serde(default)]
+    pub rest_into: Option<String>,
     /// Make this call only at this step (default: at every step).
     #[serde(default)]
     pub at_step: Option<u32>,
@@ -107,6 +111,7 @@ impl Rule {
                 tool: tool.into(),
                 arguments,
                 word_into: word_into.map(str::to_owned),
+                rest_into: None,
                 at_step: None,
             }],
             ..Rule::reply(phrase, reply)
@@ -121,8 +126,18 @@ impl Rule {
             tool: tool.into(),
             arguments,
             word_into: None,
+            rest_into: None,
             at_step: None,
         });
+        self
+    }
+
+    /// Make the first call take the rest of the person's text after the
+    /// phrase as its argument `field`.
+    pub fn rest_into(mut self, field: &str) -> Self {
+        if let Some(call) = self.calls.first_mut() {
+            call.rest_into = Some(field.to_owned());
+        }
         self
     }
 }
@@ -179,6 +194,15 @@ impl ScriptedBrain {
     /// The brain `rein chat` offers when no API key is set.
     pub fn demo() -> Self {
         ScriptedBrain::new(vec![
+            // First: the task handed on names other rules' phrases.
+            Rule::call(
+                "ask a helper to ",
+                "Handing that to a sub-agent.",
+                "delegate",
+                serde_json::json!({}),
+                None,
+            )
+            .rest_into("task"),
             Rule::call(
                 "list files",
                 "Listing the files.",
@@ -227,7 +251,7 @@ impl ScriptedBrain {
             ),
             Rule::reply(
                 "help",
-                "Type a message and press Enter; /exit or Ctrl-D ends the chat. Try: list files, read PATH, search WORD, edit PATH (TODO becomes DONE), write PATH, delete PATH. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server) and start rein chat again.",
+                "Type a message and press Enter; /exit or Ctrl-D ends the chat. Try: list files, read PATH, search WORD, edit PATH (TODO becomes DONE), write PATH, delete PATH, and with --subagents: ask a helper to write PATH. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server) and start rein chat again.",
             ),
         ])
     }
@@ -239,7 +263,7 @@ impl ScriptedBrain {
         request: &Request,
         index: usize,
         step: u32,
-        word: &dyn Fn(&str) -> Option<String>,
+        word: &dyn Fn(&str, bool) -> Option<String>,
     ) -> Option<Vec<(String, String, Value)>> {
         let rule = self.rules.get(index)?;
         let mut made = Vec::new();
@@ -252,8 +276,9 @@ impl ScriptedBrain {
                 return None;
             }
             let mut arguments = with_step(&call.arguments, step);
-            if let Some(field) = &call.word_into {
-                let word = word(field).filter(|w| !w.is_empty())?;
+            for (field, whole) in [(&call.word_into, false), (&call.rest_into, true)] {
+                let Some(field) = field else { continue };
+                let word = word(field, whole).filter(|w| !w.is_empty())?;
                 if let Some(map) = arguments.as_object_mut() {
                     map.insert(field.clone(), Value::String(word));
                 }
@@ -271,7 +296,7 @@ impl ScriptedBrain {
             && let Some(rule) = self.rules.get(index)
         {
             if step + 1 < rule.steps {
-                let word = |field: &str| {
+                let word = |field: &str, _whole: bool| {
                     previous
                         .iter()
                         .find_map(|args| args.get(field).and_then(Value::as_str))
@@ -318,9 +343,12 @@ impl ScriptedBrain {
             if rule.calls.is_empty() {
                 return (rule.reply.clone(), Vec::new());
             }
-            let word = |_: &str| {
+            let word = |_: &str, whole: bool| {
                 // `lower` may differ in byte length from the original; never panic.
                 let rest = last_user.get(at + phrase.len()..).unwrap_or("");
+                if whole {
+                    return Some(rest.trim().to_owned());
+                }
                 let word = rest
                     .split_whitespace()
                     .next()

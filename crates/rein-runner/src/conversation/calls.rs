@@ -88,7 +88,8 @@ impl Conversation {
                 continue;
             }
             // A write: first the reads before it, then it, in order.
-            self.run_reads(std::mem::take(&mut reads), repeats).await?;
+            self.run_reads(events, std::mem::take(&mut reads), repeats)
+                .await?;
             // What the person said about this call comes first: their "no"
             // wins over any lease.
             let state = if class.needs_approval() {
@@ -203,7 +204,7 @@ impl Conversation {
                 return Ok(Some(outcome));
             }
         }
-        self.run_reads(reads, repeats).await
+        self.run_reads(events, reads, repeats).await
     }
 
     pub(super) async fn run_one(

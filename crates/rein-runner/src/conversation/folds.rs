@@ -212,3 +212,31 @@ pub(super) fn refused(
 }
 
 pub(super) use rein_wire::clock::now_ms;
+
+/// The sub-agent a `delegate` call started: (path, session, task), from
+/// its `agent.started` (logs from before sub-agents had sessions name none).
+pub(super) fn agent_of_call(
+    events: &[StoredEvent],
+    call: &str,
+) -> Option<(String, String, String)> {
+    events.iter().rev().find_map(|e| match &e.event {
+        Event::AgentStarted {
+            agent_path,
+            task,
+            call_id: Some(id),
+            session: Some(session),
+        } if id == call => Some((agent_path.clone(), session.clone(), task.clone())),
+        _ => None,
+    })
+}
+
+/// Sub-agents started since the last turn began.
+pub(super) fn agents_in_open_turn(events: &[StoredEvent]) -> u32 {
+    let count = events
+        .iter()
+        .rev()
+        .take_while(|e| !matches!(e.event, Event::TurnStarted { .. }))
+        .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
+}

@@ -102,6 +102,17 @@ impl Journal {
             .subscribe()
     }
 
+    /// Where UI events go, when someone watches.
+    pub(super) fn ui_sender(&self) -> Option<broadcast::Sender<UiEvent>> {
+        self.ui.get().cloned()
+    }
+
+    /// Send UI events to `sender` (a sub-agent's go to its parent's
+    /// watchers, each carrying the sub-agent's path).
+    pub(super) fn share_ui(&mut self, sender: broadcast::Sender<UiEvent>) {
+        let _ = self.ui.set(sender);
+    }
+
     /// Give the lease back (after writing what is staged).
     pub(super) async fn release(mut self) -> Result<(), AgentError> {
         if !self.staged.is_empty() {
@@ -290,6 +301,15 @@ impl Journal {
         let open = dangling(&events);
         let mut results = Vec::new();
         for call in open.tool_calls {
+            // A sub-agent paused at a person's decision lives on: the
+            // resumed turn reattaches it, and its answer is this call's
+            // one result.
+            if call.tool == crate::delegation::DELEGATE
+                && let Some((_, child, _)) = super::folds::agent_of_call(&events, &call.call_id)
+                && !self.store.control(&child).await?.pending.is_empty()
+            {
+                continue;
+            }
             tracing::warn!(call = %call.call_id, tool = %call.tool, "recording an interrupted tool call");
             results.push(Event::ToolResult {
                 call_id: call.call_id,

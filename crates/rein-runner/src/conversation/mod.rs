@@ -15,6 +15,7 @@
 //! - `pressure`: the window — measure, prune, compact, summarise;
 //! - `calls`: a message's calls through the gate, one result each;
 //! - `reads`: the parallel read batch;
+//! - `delegate`: a read batch's sub-agents — planned, recorded, reattached;
 //! - `builtins`: `read_result`, `load_tool` / `call_tool`, `read_skill`;
 //! - `answers`: structured answers (`ask`, `ask_with_schema`);
 //! - `verify`: the verification command.
@@ -22,6 +23,7 @@
 mod answers;
 mod builtins;
 mod calls;
+mod delegate;
 mod folds;
 mod journal;
 mod model_call;
@@ -88,6 +90,11 @@ struct TurnState {
     leases: Leases,
     /// Sub-agents started in this turn.
     delegated: u32,
+    /// What the turn's step loop has used (its own steps and calls, and
+    /// what its sub-agents spent), since it last started or resumed.
+    spent: crate::delegation::Spent,
+    /// When the step loop last started or resumed.
+    started: Option<Instant>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
     carried: HashMap<(String, String), String>,
 }
@@ -192,6 +199,27 @@ impl Conversation {
     /// Run as a sub-agent with this path (its events and UI events carry it).
     pub(crate) fn set_agent_path(&mut self, path: &str) {
         self.journal.set_agent(path);
+    }
+
+    /// Send UI events to a parent's watchers.
+    pub(crate) fn share_ui(&mut self, sender: broadcast::Sender<UiEvent>) {
+        self.journal.share_ui(sender);
+    }
+
+    /// Tell watchers something (a sub-agent's pause, from its spawner).
+    pub(crate) fn announce(&self, kind: UiKind) {
+        self.journal.emit(kind);
+    }
+
+    /// What the step loop used since it last started or resumed.
+    pub(crate) fn spent(&self) -> crate::delegation::Spent {
+        self.turn.spent
+    }
+
+    /// The store the session lives in (a surface decides a sub-agent's
+    /// approval there with [`rein_approvals::decide`]).
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.journal.store().clone()
     }
 
     /// Use these prices for cost (default: rein's built-in table, looked up
@@ -325,15 +353,17 @@ impl Conversation {
         // Leases granted earlier in this run still hold; none from before it.
         let log: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
         self.turn.leases = Leases::of_open_run(&log);
+        // Sub-agents started earlier in this turn count against its bound
+        // (and keep their paths), after a restart too.
+        self.turn.delegated = agents_in_open_turn(&events);
         self.run().await
     }
 
     /// The step loop of the open turn.
     async fn run(&mut self) -> Result<TurnOutcome, AgentError> {
         let started = Instant::now();
-        let mut steps: u32 = 0;
-        let mut tokens: u64 = 0;
-        let mut cost: u64 = 0;
+        self.turn.spent = crate::delegation::Spent::default();
+        self.turn.started = Some(started);
         let mut repeats: HashMap<String, u32> = HashMap::new();
         let mut failed_checks: u32 = 0;
         loop {
@@ -374,14 +404,18 @@ impl Conversation {
                     .await?;
                 continue;
             }
-            if let Some(which) = self.budgets.exceeded(steps, tokens, cost, started) {
+            let spent = self.turn.spent;
+            if let Some(which) =
+                self.budgets
+                    .exceeded(spent.steps, spent.tokens, spent.cost, started)
+            {
                 return self
                     .finish(TurnOutcome::Budget {
                         which: which.into(),
                     })
                     .await;
             }
-            steps += 1;
+            self.turn.spent.steps += 1;
             let message = match self.call_model(&events).await {
                 Ok(message) => message,
                 Err(err) => {
@@ -393,9 +427,12 @@ impl Conversation {
                 }
             };
             if let Some(usage) = &message.usage {
-                tokens = tokens.saturating_add(usage.prompt_total() + usage.output);
                 let model = message.model.as_deref().unwrap_or(&self.profile.model);
-                cost = cost.saturating_add(self.prices.cost_micro_usd(model, usage).unwrap_or(0));
+                self.turn.spent.add(crate::delegation::Spent {
+                    steps: 0,
+                    tokens: usage.prompt_total() + usage.output,
+                    cost: self.prices.cost_micro_usd(model, usage).unwrap_or(0),
+                });
             }
             if message.tool_calls.is_empty() {
                 if let Some(check) = self.verification.clone() {

@@ -191,6 +191,33 @@ impl Conversation {
         Ok(TurnOutcome::AwaitingApproval(asked))
     }
 
+    /// Wait until `approval_id` is decided by a person on any surface
+    /// (through the session's inbox: `rein approve`, a terminal, a server),
+    /// then go on with the turn. A stop from a surface ends the turn;
+    /// `cancel` ends the wait with `None` (the caller decides what that
+    /// means: a graph task stops waiting, a sub-agent is stopped). Never
+    /// decides anything itself.
+    pub(crate) async fn wait_for_decision(
+        &mut self,
+        approval_id: &str,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        loop {
+            let heard = self.take_inbox().await?;
+            if let Some(by) = heard.stop {
+                return self.stop_by(&by).await.map(Some);
+            }
+            let control = self.journal.control().await?;
+            if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+                return self.resume().await.map(Some);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(crate::tasks::INBOX_POLL) => {}
+                () = cancel.cancelled() => return Ok(None),
+            }
+        }
+    }
+
     /// Decide a pending approval and go on with the turn: [`Conversation::decide`]
     /// then [`Conversation::resume`]. The usual call for a product whose
     /// own UI asked the person.

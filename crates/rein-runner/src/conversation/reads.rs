@@ -1,15 +1,22 @@
 //! The parallel read batch: one `tool.called` batch, the invocations at
-//! once (result cache consulted), then the results in call order.
+//! once (result cache consulted; `delegate` calls run their sub-agents side
+//! by side), then the results in call order.
 //!
-//! Not here: writes and the gate (`calls`).
+//! Not here: writes and the gate (`calls`), which `delegate` calls start a
+//! sub-agent (`delegate`).
 
+use std::future::Future;
+
+use super::delegate::Delegate;
 use super::*;
 
 impl Conversation {
     /// Run reads in parallel: one `tool.called` batch, the invocations at
-    /// once, then the results in call order.
+    /// once, then the results in call order. While sub-agents run, the
+    /// parent's interrupt or a stop from any surface cancels them.
     pub(super) async fn run_reads(
         &mut self,
+        events: &[StoredEvent],
         reads: Vec<(String, String, Value)>,
         repeats: &mut HashMap<String, u32>,
     ) -> Result<Option<TurnOutcome>, AgentError> {
@@ -17,31 +24,23 @@ impl Conversation {
             return Ok(None);
         }
         let revision = self.backend.revision();
+        let plans = self.plan_children(events, &reads).await?;
         let mut called = Vec::new();
-        // Each delegate call gets its sub-agent's path, or none past the bound.
-        let mut agents: Vec<Option<String>> = Vec::with_capacity(reads.len());
-        for (call_id, tool, args) in &reads {
+        for ((call_id, tool, args), plan) in reads.iter().zip(&plans) {
+            if let Delegate::Child(planned) = plan
+                && planned.reattach
+            {
+                continue;
+            }
             called.push(Event::ToolCalled {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 arguments: args.clone(),
                 permission: Some(PermissionClass::Read),
             });
-            let agent = match (&self.delegation, tool == crate::delegation::DELEGATE) {
-                (Some(delegation), true) if self.turn.delegated < delegation.max_per_turn => {
-                    self.turn.delegated += 1;
-                    let path = format!("{}/agent-{}", self.journal.agent(), self.turn.delegated);
-                    called.push(Event::AgentStarted {
-                        agent_path: path.clone(),
-                        task: crate::delegation::task_of(args)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    });
-                    Some(path)
-                }
-                _ => None,
-            };
-            agents.push(agent);
+            if let Delegate::Child(planned) = plan {
+                called.extend(planned.started(call_id));
+            }
             self.journal.emit(UiKind::ToolCall {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
@@ -61,61 +60,65 @@ impl Conversation {
                 }
             })
             .collect();
-        let runs = reads
+        let children = plans
             .iter()
-            .zip(&cached)
-            .zip(&agents)
-            .map(|(((call_id, tool, args), hit), agent)| {
-                let backend = backend.clone();
-                let sub = match (agent, &self.delegation) {
-                    (Some(path), Some(delegation)) => Some((
-                        crate::delegation::Parent {
-                            store: self.journal.store().clone(),
-                            provider: self.provider.clone(),
-                            backend: self.backend.product.clone(),
-                            profile: self.profile.clone(),
-                            session_id: self.journal.session_id().to_owned(),
-                            delegation: delegation.clone(),
-                        },
-                        path.clone(),
-                    )),
-                    _ => None,
-                };
-                let ctx = ToolContext {
-                    call_id: call_id.clone(),
-                    elevated: false,
-                    policy: policy.clone(),
-                };
-                let hit = hit.clone();
-                async move {
-                    let started = Instant::now();
-                    let outcome = match hit {
-                        Some(result) => Outcome::ok(result),
-                        None if tool == crate::delegation::DELEGATE => match sub {
-                            Some((parent, path)) => {
-                                let task = crate::delegation::task_of(args).unwrap_or_default();
-                                parent.delegation.spawner.clone().spawn(parent, path, task.to_owned()).await
-                            }
-                            None => Outcome::failed(
-                                codes::DELEGATION_REFUSED.as_str(),
-                                "no more sub-agents can be started in this turn (or delegation is off); do the task yourself",
-                            ),
-                        },
-                        None => backend.invoke(tool, args.clone(), &ctx).await,
+            .filter(|p| matches!(p, Delegate::Child(_)))
+            .count();
+        let share = self.child_budgets(u32::try_from(children).unwrap_or(u32::MAX));
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let runs =
+            reads
+                .iter()
+                .zip(&cached)
+                .zip(&plans)
+                .map(|(((call_id, tool, args), hit), plan)| {
+                    let backend = backend.clone();
+                    let child = match plan {
+                        Delegate::Child(planned) => Some(self.child(planned, share, &cancel)),
+                        _ => None,
                     };
-                    (outcome, started.elapsed())
-                }
-            });
-        let outcomes = futures::future::join_all(runs).await;
-        let delegated = agents.iter().any(Option::is_some);
+                    let refused = match plan {
+                        Delegate::Refused(outcome) => Some(outcome.clone()),
+                        _ => None,
+                    };
+                    let ctx = ToolContext {
+                        call_id: call_id.clone(),
+                        elevated: false,
+                        policy: policy.clone(),
+                    };
+                    let hit = hit.clone();
+                    async move {
+                        let started = Instant::now();
+                        let mut spent = crate::delegation::Spent::default();
+                        let outcome = match (hit, refused, child) {
+                            (Some(result), _, _) => Outcome::ok(result),
+                            (None, Some(refused), _) => refused,
+                            (None, None, Some((spawner, child))) => {
+                                let ran = spawner.spawn(child).await;
+                                spent = ran.spent;
+                                ran.outcome
+                            }
+                            (None, None, None) => backend.invoke(tool, args.clone(), &ctx).await,
+                        };
+                        (outcome, spent, started.elapsed())
+                    }
+                });
+        let all = futures::future::join_all(runs);
+        let outcomes = if children == 0 {
+            all.await
+        } else {
+            self.while_children_run(all, &cancel).await?
+        };
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
-        for ((((call_id, tool, args), hit), (outcome, took)), agent) in
-            reads.iter().zip(cached).zip(outcomes).zip(agents)
+        for ((((call_id, tool, args), hit), (outcome, spent, took)), plan) in
+            reads.iter().zip(cached).zip(outcomes).zip(&plans)
         {
-            if let Some(agent_path) = agent {
+            if let Delegate::Child(planned) = plan {
+                // What a sub-agent spent is drawn from this turn's budget.
+                self.turn.spent.add(spent);
                 results.push(Event::AgentFinished {
-                    agent_path,
+                    agent_path: planned.path.clone(),
                     outcome: match &outcome {
                         Outcome::Ok { .. } => "finished".into(),
                         Outcome::Failed { code, .. } => code.clone(),
@@ -143,7 +146,7 @@ impl Conversation {
         // calls `interrupted` — what a crash during the reads gave anyway;
         // a read is never a write that ran. A sub-agent's finish is written
         // at once: its work is not something to lose.
-        if delegated {
+        if children > 0 {
             self.journal.append(results).await?;
         } else {
             self.journal.stage(results).await?;
@@ -154,5 +157,40 @@ impl Conversation {
             }
         }
         Ok(None)
+    }
+
+    /// Wait for a batch with sub-agents, looking every [`INBOX_EVERY`] for
+    /// the parent's interrupt or a stop posted from another surface; either
+    /// cancels the sub-agents (they end `agent_stopped`), and the turn ends
+    /// at its next step boundary, where the stop is taken from the inbox.
+    /// Only looked at, not taken, here: words said meanwhile are recorded
+    /// after the batch's results, never between a call and its result.
+    async fn while_children_run<T>(
+        &mut self,
+        all: impl Future<Output = T>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<T, AgentError> {
+        tokio::pin!(all);
+        loop {
+            tokio::select! {
+                done = &mut all => return Ok(done),
+                () = tokio::time::sleep(INBOX_EVERY), if !cancel.is_cancelled() => {
+                    if self.steering.is_interrupted() {
+                        cancel.cancel();
+                        continue;
+                    }
+                    let queued = self
+                        .journal
+                        .store()
+                        .inbox(self.journal.session_id())
+                        .await?;
+                    if queued.iter().any(|e| matches!(e.item, rein_sessions::InboxItem::Stop { .. })) {
+                        cancel.cancel();
+                        // Taken at the next step boundary, without waiting.
+                        self.inbox_taken = None;
+                    }
+                }
+            }
+        }
     }
 }

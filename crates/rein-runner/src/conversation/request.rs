@@ -165,8 +165,10 @@ impl Conversation {
             );
         }
         tools.push(read_result_spec());
-        if self.delegation.is_some() {
-            tools.push(crate::delegation::delegate_spec());
+        if let Some(delegation) = &self.delegation {
+            tools.push(crate::delegation::delegate_spec(
+                delegation.writes && self.policy.writes_allowed,
+            ));
         }
         let mut skills = self.backend.skills();
         if !skills.is_empty() {

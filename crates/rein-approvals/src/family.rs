@@ -1,0 +1,94 @@
+//! A session and its sub-agents' sessions, as a person's surface sees
+//! them: the approvals waiting in any of them, each with the agent path
+//! that asked, and which session holds a given approval — so a person
+//! decides a sub-agent's write from the parent (`rein approve PARENT …`).
+//!
+//! A sub-agent's session is named in its parent's `agent.started`; the
+//! walk follows those links breadth first, bounded (a log is never trusted
+//! to be small or acyclic).
+//!
+//! Not here: deciding (`person`), what a sub-agent is (`rein-runner`).
+
+use rein_sessions::{Event, Store};
+use rein_wire::AgentError;
+use rein_wire::permission::PermissionClass;
+
+/// The most sessions a walk visits.
+const MAX_SESSIONS: usize = 256;
+
+/// An approval waiting for a person somewhere in a session's family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The session holding it (the parent's, or a sub-agent's).
+    pub session: String,
+    /// Which agent asked (`main`, `main/agent-2`, …).
+    pub agent_path: String,
+    /// The approval.
+    pub approval_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its permission class.
+    pub permission: PermissionClass,
+}
+
+/// `session` and its sub-agents' sessions (theirs too), each with its
+/// agent path, parents first; at most 256 of them.
+pub async fn family(store: &dyn Store, session: &str) -> Result<Vec<(String, String)>, AgentError> {
+    let mut found = vec![(session.to_owned(), "main".to_owned())];
+    let mut next = 0;
+    while next < found.len() && found.len() < MAX_SESSIONS {
+        let (parent, _) = found[next].clone();
+        next += 1;
+        let mut from = 1;
+        loop {
+            let page = store.read(&parent, from, 10_000).await?;
+            let Some(last) = page.last() else { break };
+            from = last.seq + 1;
+            for stored in &page {
+                if let Event::AgentStarted {
+                    agent_path,
+                    session: Some(child),
+                    ..
+                } = &stored.event
+                    && !found.iter().any(|(s, _)| s == child)
+                    && found.len() < MAX_SESSIONS
+                {
+                    found.push((child.clone(), agent_path.clone()));
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Every approval waiting in `session` or its sub-agents, parents first,
+/// oldest first within a session.
+pub async fn waiting(store: &dyn Store, session: &str) -> Result<Vec<Waiting>, AgentError> {
+    let mut all = Vec::new();
+    for (member, agent_path) in family(store, session).await? {
+        let control = store.control(&member).await?;
+        for pending in control.pending {
+            all.push(Waiting {
+                session: member.clone(),
+                agent_path: agent_path.clone(),
+                approval_id: pending.approval_id,
+                tool: pending.tool,
+                permission: pending.permission,
+            });
+        }
+    }
+    Ok(all)
+}
+
+/// The session of `session`'s family where `approval_id` waits, if any.
+pub(crate) async fn holder(
+    store: &dyn Store,
+    session: &str,
+    approval_id: &str,
+) -> Result<Option<String>, AgentError> {
+    Ok(waiting(store, session)
+        .await?
+        .into_iter()
+        .find(|w| w.approval_id == approval_id)
+        .map(|w| w.session))
+}

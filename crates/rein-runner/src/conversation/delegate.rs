@@ -1,0 +1,168 @@
+//! A read batch's sub-agents: which `delegate` calls start one (within the
+//! turn's bound, with only tools the parent has), the session each gets
+//! before its call is recorded, the `agent.started` naming it, the budget
+//! it shares, and — after a restart — the sub-agent a dangling call
+//! reattaches instead of starting another.
+//!
+//! Not here: running the child (`crate::subagent`), the batch (`reads`).
+
+use super::*;
+use crate::delegation::{self, Child, DELEGATE, Delegation};
+
+/// What one read of a batch is, as far as delegation goes.
+pub(super) enum Delegate {
+    /// Not a `delegate` call.
+    No,
+    /// A `delegate` call refused before any sub-agent started.
+    Refused(Outcome),
+    /// A sub-agent to start, or to reattach.
+    Child(Planned),
+}
+
+/// A sub-agent a `delegate` call runs.
+pub(super) struct Planned {
+    pub(super) path: String,
+    pub(super) session: String,
+    task: String,
+    tools: Option<Vec<String>>,
+    /// Started before a restart: its call and `agent.started` are in the log.
+    pub(super) reattach: bool,
+}
+
+impl Planned {
+    /// The `agent.started` recorded with the call (none for a reattached one).
+    pub(super) fn started(&self, call_id: &str) -> Option<Event> {
+        (!self.reattach).then(|| Event::AgentStarted {
+            agent_path: self.path.clone(),
+            task: self.task.clone(),
+            call_id: Some(call_id.to_owned()),
+            session: Some(self.session.clone()),
+        })
+    }
+}
+
+impl Conversation {
+    /// Plan each read of a batch: a `delegate` call past the turn's bound,
+    /// with delegation off, or naming a tool the parent lacks is refused; a
+    /// call recorded before a restart reattaches its sub-agent; any other
+    /// gets a path and a new session (made now, so the call's record names
+    /// it).
+    pub(super) async fn plan_children(
+        &mut self,
+        events: &[StoredEvent],
+        reads: &[(String, String, Value)],
+    ) -> Result<Vec<Delegate>, AgentError> {
+        let mut plans = Vec::with_capacity(reads.len());
+        for (call_id, tool, args) in reads {
+            if tool != DELEGATE {
+                plans.push(Delegate::No);
+                continue;
+            }
+            let tools = delegation::tools_of(args, self.backend.product.as_ref(), &self.policy);
+            if let Some((path, session, task)) = agent_of_call(events, call_id) {
+                plans.push(Delegate::Child(Planned {
+                    path,
+                    session,
+                    task,
+                    tools: tools.ok().flatten(),
+                    reattach: true,
+                }));
+                continue;
+            }
+            let Some(bound) = self.delegation.as_ref().map(|d| d.max_per_turn) else {
+                plans.push(refused(
+                    "delegation is off in this conversation; do the task yourself",
+                ));
+                continue;
+            };
+            if self.turn.delegated >= bound {
+                plans.push(refused(
+                    "no more sub-agents can be started in this turn; do the task yourself",
+                ));
+                continue;
+            }
+            let tools = match tools {
+                Ok(tools) => tools,
+                Err(err) => {
+                    plans.push(Delegate::Refused(Outcome::from_error(&err)));
+                    continue;
+                }
+            };
+            self.turn.delegated += 1;
+            let path = format!("{}/agent-{}", self.journal.agent(), self.turn.delegated);
+            let info = self
+                .journal
+                .store()
+                .create_session(json!({
+                    "assistant": self.profile.name,
+                    "model": self.profile.model,
+                    "parent_session": self.journal.session_id(),
+                    "agent_path": path,
+                }))
+                .await?;
+            plans.push(Delegate::Child(Planned {
+                path,
+                session: info.id,
+                task: delegation::task_of(args).unwrap_or_default().to_owned(),
+                tools,
+                reattach: false,
+            }));
+        }
+        Ok(plans)
+    }
+
+    /// What a planned sub-agent runs with: the parent's provider, profile
+    /// and policy (writes off when the delegation says so), the tools its
+    /// call named, `budgets` (its share), one level less of delegation, the
+    /// parent's watchers, and `cancel` (the parent's stop).
+    pub(super) fn child(
+        &self,
+        planned: &Planned,
+        budgets: Budgets,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> (Arc<dyn delegation::Spawn>, Child) {
+        // A call reattached after a restart runs even if the product turned
+        // delegation off meanwhile: it was started under the old settings.
+        let settings = self.delegation.clone().unwrap_or_default();
+        let product = self.backend.product.clone();
+        let backend: Arc<dyn ToolBackend> = match &planned.tools {
+            Some(names) => Arc::new(crate::subagent::Narrowed {
+                inner: product,
+                names: names.clone(),
+            }),
+            None => product,
+        };
+        let mut policy = self.policy.clone();
+        policy.writes_allowed &= settings.writes;
+        let child = Child {
+            store: self.journal.store().clone(),
+            provider: self.provider.clone(),
+            backend,
+            profile: self.profile.clone(),
+            policy,
+            budgets,
+            delegation: settings.for_child(),
+            instructions: settings.instructions.clone(),
+            agent_path: planned.path.clone(),
+            session: planned.session.clone(),
+            task: planned.task.clone(),
+            reattach: planned.reattach,
+            ui: self.journal.ui_sender(),
+            cancel: cancel.clone(),
+        };
+        (settings.spawner.clone(), child)
+    }
+
+    /// Each sub-agent's share of what the turn has left, `children` of them
+    /// starting together.
+    pub(super) fn child_budgets(&self, children: u32) -> Budgets {
+        let settings: Option<&Delegation> = self.delegation.as_ref();
+        let max_steps = settings.map_or(Delegation::default().max_steps, |d| d.max_steps);
+        let elapsed = self.turn.started.map_or(Duration::ZERO, |s| s.elapsed());
+        delegation::share(&self.budgets, self.turn.spent, elapsed, children, max_steps)
+    }
+}
+
+fn refused(message: &str) -> Delegate {
+    Delegate::Refused(Outcome::failed(codes::DELEGATION_REFUSED.as_str(), message))
+}
