@@ -112,7 +112,12 @@ async fn drive(child: &Child, spent: &mut Spent) -> Result<TurnOutcome, AgentErr
     });
     let result = async {
         let mut outcome = if child.reattach {
-            conversation.resume().await?
+            // After a restart: go on with its turn, or take how it ended
+            // if it ended before the parent heard.
+            match ended(&mut conversation).await? {
+                Some(outcome) => outcome,
+                None => conversation.resume().await?,
+            }
         } else {
             conversation.turn(&child.task).await?
         };
@@ -142,6 +147,36 @@ async fn drive(child: &Child, spent: &mut Spent) -> Result<TurnOutcome, AgentErr
         tracing::warn!(code = %err.code, "a sub-agent's lease was not released");
     }
     Ok(outcome)
+}
+
+/// How the sub-agent's turn ended, if it did (read from its log).
+async fn ended(conversation: &mut Conversation) -> Result<Option<TurnOutcome>, AgentError> {
+    if conversation.has_open_turn().await? {
+        return Ok(None);
+    }
+    let log = conversation.log_events().await?;
+    let last = log.iter().rev().find_map(|e| match &e.event {
+        rein_sessions::Event::TurnFinished { outcome, reply, .. } => Some((outcome, reply)),
+        _ => None,
+    });
+    Ok(Some(match last {
+        Some((outcome, Some(reply))) if outcome == "finished" => TurnOutcome::Finished {
+            reply: reply.clone(),
+        },
+        Some((outcome, _)) if outcome == "interrupted" => TurnOutcome::Interrupted,
+        Some((outcome, _)) if outcome == "budget" => TurnOutcome::Budget {
+            which: "recorded".into(),
+        },
+        Some((outcome, _)) => TurnOutcome::Error {
+            error: AgentError::new(
+                codes::AGENT_UNFINISHED,
+                format!("its turn ended `{outcome}` before a restart"),
+            ),
+        },
+        None => TurnOutcome::Error {
+            error: AgentError::new(codes::AGENT_UNFINISHED, "it never began its turn"),
+        },
+    }))
 }
 
 /// The `delegate` call's result for how the sub-agent's turn ended: its

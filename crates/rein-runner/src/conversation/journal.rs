@@ -301,12 +301,18 @@ impl Journal {
         let open = dangling(&events);
         let mut results = Vec::new();
         for call in open.tool_calls {
-            // A sub-agent paused at a person's decision lives on: the
-            // resumed turn reattaches it, and its answer is this call's
-            // one result.
+            // A sub-agent that began its turn lives on in its own session
+            // (paused at a person's decision, cut short, or finished before
+            // its answer reached this log): the resumed turn reattaches it,
+            // and its answer is this call's one result.
             if call.tool == crate::delegation::DELEGATE
                 && let Some((_, child, _)) = super::folds::agent_of_call(&events, &call.call_id)
-                && !self.store.control(&child).await?.pending.is_empty()
+                && self
+                    .store
+                    .read(&child, 0, 16)
+                    .await?
+                    .iter()
+                    .any(|e| matches!(e.event, Event::TurnStarted { .. }))
             {
                 continue;
             }
