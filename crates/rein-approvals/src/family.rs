@@ -39,22 +39,16 @@ pub async fn family(store: &dyn Store, session: &str) -> Result<Vec<(String, Str
     while next < found.len() && found.len() < MAX_SESSIONS {
         let (parent, _) = found[next].clone();
         next += 1;
-        let mut from = 1;
-        loop {
-            let page = store.read(&parent, from, 10_000).await?;
-            let Some(last) = page.last() else { break };
-            from = last.seq + 1;
-            for stored in &page {
-                if let Event::AgentStarted {
-                    agent_path,
-                    session: Some(child),
-                    ..
-                } = &stored.event
-                    && !found.iter().any(|(s, _)| s == child)
-                    && found.len() < MAX_SESSIONS
-                {
-                    found.push((child.clone(), agent_path.clone()));
-                }
+        for stored in rein_sessions::read_all(store, &parent).await? {
+            if let Event::AgentStarted {
+                agent_path,
+                session: Some(child),
+                ..
+            } = stored.event
+                && !found.iter().any(|(s, _)| *s == child)
+                && found.len() < MAX_SESSIONS
+            {
+                found.push((child, agent_path));
             }
         }
     }

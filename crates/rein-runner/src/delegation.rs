@@ -219,7 +219,15 @@ pub(crate) fn share(
         max_cost_micro_usd: parent
             .max_cost_micro_usd
             .map(|max| max.saturating_sub(spent.cost) / u64::from(children)),
-        max_wall: parent.max_wall.saturating_sub(elapsed),
+        // Whole seconds, rounded up: the budget a child records does not
+        // depend on how many milliseconds the parent took to delegate.
+        max_wall: Duration::from_secs(
+            parent
+                .max_wall
+                .saturating_sub(elapsed)
+                .as_secs_f64()
+                .ceil() as u64,
+        ),
     }
 }
 

@@ -35,3 +35,28 @@ pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;
 pub use tasks::{ConversationTasks, INBOX_POLL, TaskApproval};
+
+/// A session's trace report with its sub-agents rolled up: each one's
+/// session reported under its agent path, and all of them added up.
+pub async fn report_with_agents(
+    store: &dyn rein_sessions::Store,
+    session: &str,
+) -> Result<rein_trace::TraceReport, rein_wire::AgentError> {
+    let family = rein_approvals::family(store, session).await?;
+    let mut reports = Vec::with_capacity(family.len());
+    for (member, _) in &family {
+        let events = rein_sessions::read_all(store, member).await?;
+        reports.push(rein_trace::report(member, &events));
+    }
+    let mut reports = reports.into_iter();
+    let Some(own) = reports.next() else {
+        return Ok(rein_trace::report(session, &[]));
+    };
+    let agents = family
+        .into_iter()
+        .skip(1)
+        .map(|(_, path)| path)
+        .zip(reports)
+        .collect();
+    Ok(own.with_agents(agents))
+}

@@ -19,6 +19,9 @@ use rein_trace::golden;
 use rein_wire::{AgentError, ContentBlock, StopReason, StreamEvent, Usage};
 use serde_json::{Value, json};
 
+#[path = "golden_parts/agents.rs"]
+mod agents;
+
 struct Turn {
     prompt: &'static str,
     say_before: Option<&'static str>,

@@ -250,6 +250,23 @@ async fn a_childs_write_waits_for_the_person_while_its_sibling_finishes() {
             .unwrap()
             .is_empty()
     );
+    // The report rolls the children up, each under its path.
+    let mut conv = conv;
+    let report = conv.report().await.unwrap();
+    let paths: Vec<&str> = report
+        .agents
+        .iter()
+        .map(|a| a.agent_path.as_str())
+        .collect();
+    assert_eq!(paths, ["main/agent-1", "main/agent-2"]);
+    assert_eq!(report.agents[1].session_id, child);
+    assert_eq!(report.agents[1].outcome.as_deref(), Some("finished"));
+    let all = report.all.as_ref().expect("totals with the children");
+    let children: u64 = report.agents.iter().map(|a| a.totals.model_calls).sum();
+    assert_eq!(children, 4, "two calls each");
+    assert_eq!(all.model_calls, report.totals.model_calls + children);
+    assert_eq!(all.tools.total, report.totals.tools.total + 2);
+    assert!(report.render().contains("agent main/agent-2 (session"));
     conv.close().await.unwrap();
 }
 

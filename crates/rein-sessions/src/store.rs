@@ -214,3 +214,21 @@ pub trait Store: Send + Sync {
     /// Read an artifact, whole or a slice.
     async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError>;
 }
+
+/// A session's whole log, read page by page; `session_not_found` for a
+/// session that does not exist.
+pub async fn read_all(store: &dyn Store, session: &str) -> Result<Vec<StoredEvent>, AgentError> {
+    let mut events = Vec::new();
+    loop {
+        let from = events.len() as u64 + 1;
+        let page = store.read(session, from, 10_000).await?;
+        if page.is_empty() {
+            break;
+        }
+        events.extend(page);
+    }
+    if events.is_empty() {
+        store.session(session).await?;
+    }
+    Ok(events)
+}

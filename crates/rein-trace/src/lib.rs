@@ -11,7 +11,9 @@
 //! It only reads logs (and, for import, appends a new one); it never changes
 //! what a session recorded.
 
+mod agents;
 pub mod golden;
 mod report;
 
+pub use agents::AgentReport;
 pub use report::{RunReport, ToolCounts, Totals, TraceReport, report};

@@ -137,6 +137,13 @@ pub struct TraceReport {
     pub totals: Totals,
     /// Each run, in order.
     pub runs: Vec<RunReport>,
+    /// Its sub-agents, each on its own (see [`TraceReport::with_agents`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<crate::AgentReport>,
+    /// The session's totals with its sub-agents' added (present when it
+    /// has sub-agents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all: Option<Totals>,
 }
 
 /// Build the report of a session from its whole log.
@@ -188,6 +195,8 @@ pub fn report(session_id: &str, events: &[StoredEvent]) -> TraceReport {
         turns,
         totals,
         runs,
+        agents: Vec::new(),
+        all: None,
     }
 }
 
@@ -220,7 +229,7 @@ fn cost(t: &Totals) -> String {
     }
 }
 
-fn totals_lines(out: &mut String, indent: &str, t: &Totals) {
+pub(crate) fn totals_lines(out: &mut String, indent: &str, t: &Totals) {
     let u = &t.usage;
     let _ = writeln!(
         out,
@@ -283,6 +292,7 @@ impl TraceReport {
             );
             totals_lines(&mut out, "  ", &run.totals);
         }
+        self.render_agents(&mut out);
         out
     }
 }

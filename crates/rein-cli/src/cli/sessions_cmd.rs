@@ -15,19 +15,7 @@ use serde_json::{Value, json};
 
 /// Read a session's whole log.
 pub async fn whole_log(store: &dyn Store, id: &str) -> Result<Vec<StoredEvent>, AgentError> {
-    let mut events = Vec::new();
-    loop {
-        let from = events.len() as u64 + 1;
-        let page = store.read(id, from, 10_000).await?;
-        if page.is_empty() {
-            break;
-        }
-        events.extend(page);
-    }
-    if events.is_empty() {
-        store.session(id).await?;
-    }
-    Ok(events)
+    rein_sessions::read_all(store, id).await
 }
 
 fn out_error(err: std::io::Error) -> AgentError {
@@ -265,8 +253,7 @@ pub async fn report(
     as_json: bool,
     out: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let events = whole_log(store, id).await?;
-    let report = rein_trace::report(id, &events);
+    let report = rein_runner::report_with_agents(store, id).await?;
     if as_json {
         let v = serde_json::to_string(&json!(report))
             .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;

@@ -275,10 +275,9 @@ impl Conversation {
     }
 
     /// What the session did and cost so far (tokens, cost, tools, per
-    /// run), read from its log.
+    /// run), read from its log, with its sub-agents rolled up.
     pub async fn report(&mut self) -> Result<rein_trace::TraceReport, AgentError> {
-        let events = self.journal.log().await?;
-        Ok(rein_trace::report(self.journal.session_id(), &events))
+        crate::report_with_agents(self.journal.store().as_ref(), self.journal.session_id()).await
     }
 
     /// Give the session's lock back.
