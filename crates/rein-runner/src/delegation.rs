@@ -222,11 +222,7 @@ pub(crate) fn share(
         // Whole seconds, rounded up: the budget a child records does not
         // depend on how many milliseconds the parent took to delegate.
         max_wall: Duration::from_secs(
-            parent
-                .max_wall
-                .saturating_sub(elapsed)
-                .as_secs_f64()
-                .ceil() as u64,
+            parent.max_wall.saturating_sub(elapsed).as_secs_f64().ceil() as u64
         ),
     }
 }
