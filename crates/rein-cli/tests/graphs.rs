@@ -262,3 +262,37 @@ fn a_no_on_the_terminal_refuses_the_write_and_a_line_typed_before_answers_nothin
     assert!(!said.contains("approved for scribe"), "{said}");
     assert!(!root.path().join("notes.txt").exists(), "a no wins");
 }
+
+#[test]
+fn at_a_terminal_each_task_has_a_live_line_with_its_tokens() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("README.md"), "a small project\n").unwrap();
+    // util-linux `script` gives rein a pseudo-terminal for stdout and stderr.
+    let command = format!(
+        "exec '{}' run '{}' --scripted --root '{}'",
+        env!("CARGO_BIN_EXE_rein"),
+        example().display(),
+        root.path().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("REIN_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux `script` runs rein in a pseudo-terminal");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    for task in ["survey", "risks", "tests", "plan"] {
+        // The task's own line, finished with its state and tokens.
+        let finished = said
+            .split(['\r', '\n'])
+            .any(|l| l.contains(task) && l.contains("✓ done") && l.contains(" tokens"));
+        assert!(finished, "no live line for {task}:\n{said}");
+    }
+    // Drawn in place (cursor movement), not printed as plain event lines.
+    assert!(said.contains("\x1b["), "{said}");
+    assert!(!said.contains("▶ survey"), "{said}");
+    assert!(said.contains("tokens  state"), "the table: {said}");
+}

@@ -34,7 +34,7 @@ pub use graph_record::{GraphRecord, Resumed};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;
-pub use tasks::{ConversationTasks, INBOX_POLL, TaskApproval};
+pub use tasks::{ConversationTasks, INBOX_POLL, TaskApproval, TaskUsage};
 
 /// A session's trace report with its sub-agents rolled up: each one's
 /// session reported under its agent path, and all of them added up.

@@ -46,6 +46,15 @@ pub struct TaskApproval {
     pub request: ApprovalRequest,
 }
 
+/// Tokens a task's model call used (prompt and output), as they come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskUsage {
+    /// The task's id.
+    pub task: String,
+    /// Tokens of one model call.
+    pub tokens: u64,
+}
+
 /// Runs graph tasks as conversations.
 #[derive(Clone)]
 pub struct ConversationTasks {
@@ -55,6 +64,7 @@ pub struct ConversationTasks {
     default: Profile,
     profiles: HashMap<String, Profile>,
     approvals: Option<mpsc::UnboundedSender<TaskApproval>>,
+    usage: Option<mpsc::UnboundedSender<TaskUsage>>,
     graph: Option<String>,
     board: Option<Blackboard>,
 }
@@ -75,6 +85,7 @@ impl ConversationTasks {
             default,
             profiles: HashMap::new(),
             approvals: None,
+            usage: None,
             graph: None,
             board: None,
         }
@@ -104,6 +115,13 @@ impl ConversationTasks {
     pub fn approvals(&mut self) -> mpsc::UnboundedReceiver<TaskApproval> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.approvals = Some(tx);
+        rx
+    }
+
+    /// Where each task's token use is told, call by call, for a live view.
+    pub fn usage(&mut self) -> mpsc::UnboundedReceiver<TaskUsage> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.usage = Some(tx);
         rx
     }
 
@@ -203,8 +221,33 @@ impl ConversationTasks {
             cancel.cancelled().await;
             steering.interrupt();
         });
+        let counter = self.usage.clone().map(|tx| {
+            let mut ui = conversation.subscribe();
+            let task = attempt.task.id.clone();
+            tokio::spawn(async move {
+                loop {
+                    match ui.recv().await {
+                        Ok(crate::UiEvent {
+                            kind: crate::UiKind::Usage { usage, .. },
+                            ..
+                        }) => {
+                            let tokens = usage.prompt_total() + usage.output;
+                            let _ = tx.send(TaskUsage {
+                                task: task.clone(),
+                                tokens,
+                            });
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            })
+        });
         let result = self.drive(&mut conversation, &attempt).await;
         watcher.abort();
+        if let Some(counter) = counter {
+            counter.abort();
+        }
         let closed = conversation.close().await;
         let outputs = result?;
         closed?;

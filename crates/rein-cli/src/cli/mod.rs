@@ -8,6 +8,7 @@ pub mod chat;
 pub mod commands;
 pub mod decode_cmd;
 pub mod files;
+pub mod graph_view;
 pub mod input;
 pub mod markdown;
 pub mod output;

@@ -3,7 +3,8 @@
 //!
 //! The graph is checked before anything runs (a cycle, an unknown
 //! dependency or output is `graph_invalid`, naming the path). Progress is
-//! a plain line per event on stderr; a task's write that needs approval is
+//! shown live at a terminal and as plain lines elsewhere (`graph_view`);
+//! a task's write that needs approval is
 //! asked here (`y`/`n` on stdin) and can be decided from another terminal
 //! with `rein approve` — whichever comes first; the task waits, the rest of
 //! the graph goes on. Ctrl-C cancels the graph (running tasks stop at
@@ -15,15 +16,17 @@
 //! printed first, and `rein run --resume ID` runs it again after a crash, a
 //! Ctrl-C or a fix — tasks that succeeded are kept with their outputs.
 //!
-//! Not here (yet): a live progress bar.
+//! Not here: how progress is drawn (`graph_view`).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_orchestrator::{Blackboard, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
+
+use super::graph_view::View;
 use rein_runner::{ConversationTasks, GraphRecord, Profile, TaskApproval};
 use rein_sessions::Store;
 use rein_wire::visible::visible;
@@ -87,38 +90,6 @@ fn read_graph(path: &PathBuf) -> Result<GraphSpec, AgentError> {
         ));
     }
     GraphSpec::from_toml(&text)
-}
-
-/// One progress line (text from the model made visible).
-fn line(progress: &Progress, started: Instant) -> String {
-    let at = format!("{:>6.1}s", started.elapsed().as_secs_f64());
-    match progress {
-        Progress::Started { task, attempt } if *attempt == 1 => format!("{at}  ▶ {task}"),
-        Progress::Started { task, attempt } => format!("{at}  ▶ {task} (attempt {attempt})"),
-        Progress::Retrying {
-            task, error, wait, ..
-        } => format!(
-            "{at}  ⟳ {task} failed ({}: {}); again in {}",
-            error.code,
-            visible(&error.message),
-            humantime::format_duration(*wait)
-        ),
-        Progress::Ended { task, state } => format!("{at}  {task}: {}", describe(state)),
-    }
-}
-
-fn describe(state: &TaskState) -> String {
-    match state {
-        TaskState::Succeeded { attempts, .. } => format!("✓ done ({attempts} attempt(s))"),
-        TaskState::Failed { error, attempts } => format!(
-            "✗ failed after {attempts} attempt(s): {} {}",
-            error.code,
-            visible(&error.message)
-        ),
-        TaskState::Skipped { because } => format!("↷ skipped: `{because}` failed"),
-        TaskState::Cancelled => "■ cancelled".to_owned(),
-        TaskState::Pending | TaskState::Running { .. } => "…".to_owned(),
-    }
 }
 
 /// Run the graph in `options.file`; status on `info`, answers on `out`.
@@ -211,6 +182,7 @@ pub async fn run(
         .in_graph(record.session_id())
         .with_blackboard(board);
     let mut asked = tasks.approvals();
+    let mut used = tasks.usage();
     let leaves: Vec<String> = graph
         .tasks()
         .iter()
@@ -223,12 +195,12 @@ pub async fn run(
         .map(|t| t.id.clone())
         .collect();
 
-    let started = Instant::now();
-    let (lines, mut heard) = mpsc::unbounded_channel::<String>();
-    // A line is shown once its step is in the record: a task shown done
-    // is kept by `--resume`.
+    let mut view = View::new(std::io::stderr().is_terminal());
+    let (steps, mut heard) = mpsc::unbounded_channel::<Progress>();
+    // A step is shown once it is in the record: a task shown done is kept
+    // by `--resume`.
     let recorded = record.observer(move |p| {
-        let _ = lines.send(line(p, started));
+        let _ = steps.send(p.clone());
     });
     let scheduler = Scheduler::new(graph, Arc::new(tasks))
         .with_done(done)
@@ -240,18 +212,19 @@ pub async fn run(
     let report = loop {
         tokio::select! {
             done = &mut run => break done.map_err(|e| AgentError::new(codes::INTERNAL, format!("the graph's run failed: {e}")))?,
-            Some(text) = heard.recv() => say(info, &text)?,
+            Some(step) = heard.recv() => view.progress(info, &step)?,
+            Some(usage) = used.recv() => view.tokens(&usage.task, usage.tokens),
             Some(approval) = asked.recv() => {
                 // Stamped before the question is shown: a line typed once it
                 // is on screen is always later than this.
                 let asked_at = Instant::now();
                 let request = &approval.request;
                 let shown: String = request.arguments.to_string().chars().take(300).collect();
-                say(info, &format!(
+                view.say(info, &format!(
                     "        ? {} asks to run {} {}",
                     approval.task, request.tool, visible(&shown)
                 ))?;
-                say(info, &format!(
+                view.say(info, &format!(
                     "          approve? [y/N] (or from another terminal: rein approve {} {} yes|no)",
                     approval.session, request.approval_id
                 ))?;
@@ -261,7 +234,7 @@ pub async fn run(
                 // A line typed before the question was asked answers
                 // nothing: a stray `y` must never approve a write asked later.
                 let Some(at) = waiting.iter().position(|(_, asked)| *asked < typed) else {
-                    say(info, "          (no approval was waiting when that line was typed; it is ignored)")?;
+                    view.say(info, "          (no approval was waiting when that line was typed; it is ignored)")?;
                     continue;
                 };
                 let (approval, _) = waiting.remove(at);
@@ -275,13 +248,13 @@ pub async fn run(
                 )
                 .await;
                 match decided {
-                    Ok(_) => say(info, &format!("          {} for {}", if yes { "approved" } else { "denied" }, approval.task))?,
+                    Ok(_) => view.say(info, &format!("          {} for {}", if yes { "approved" } else { "denied" }, approval.task))?,
                     // Decided elsewhere first: that decision stands.
-                    Err(err) => say(info, &format!("          not recorded here: {}", err.message))?,
+                    Err(err) => view.say(info, &format!("          not recorded here: {}", err.message))?,
                 }
             }
             _ = tokio::signal::ctrl_c() => {
-                say(info, "        cancelling: running tasks stop at their next step")?;
+                view.say(info, "        cancelling: running tasks stop at their next step")?;
                 cancel.cancel();
             }
         }
@@ -289,14 +262,13 @@ pub async fn run(
     // Written first: the last steps are shown once they are on disk.
     let graph_session = record.session_id().to_owned();
     record.finish(report.outcome).await?;
-    while let Ok(text) = heard.try_recv() {
-        say(info, &text)?;
+    while let Ok(step) = heard.try_recv() {
+        view.progress(info, &step)?;
     }
-    say(info, "")?;
-    say(info, &format!("{:<24} {}", "task", "state"))?;
-    for (task, state) in &report.tasks {
-        say(info, &format!("{task:<24} {}", describe(state)))?;
+    while let Ok(usage) = used.try_recv() {
+        view.tokens(&usage.task, usage.tokens);
     }
+    view.table(info, &report.tasks)?;
     for (task, state) in &report.tasks {
         if let TaskState::Succeeded { outputs, .. } = state
             && leaves.contains(task)
