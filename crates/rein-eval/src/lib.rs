@@ -10,6 +10,7 @@
 //!
 //! It is not a benchmark: times are reported, never checked.
 
+mod graph;
 pub mod report;
 pub mod run;
 pub mod suite;

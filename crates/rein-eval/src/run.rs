@@ -204,6 +204,9 @@ async fn execute(
     } else {
         ToolLoading::Native
     };
+    if let Some(graph) = &case.graph {
+        return crate::graph::execute(case, graph, store, provider, backend, profile, result).await;
+    }
     let mut conv =
         Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;
     if let Some(steps) = case.limits.max_steps.or(default_steps) {
@@ -274,38 +277,51 @@ async fn execute(
     let events = store.read(&session, 0, usize::MAX).await?;
     let family = with_children(store.as_ref(), &events).await?;
     let report = rein_trace::report(&session, &events);
-    let totals = &report.totals;
     result.outcome = outcome;
     result.answer = answer;
+    conclude(case, result, &report.totals, &family, &events, &backend);
+    Ok(())
+}
+
+/// Fill in what the case did — `totals` of its model calls and tools, the
+/// approvals asked anywhere in `everything` (sub-agents' sessions too),
+/// the sub-agents and tool runs of `own` — then run the checks.
+pub(crate) fn conclude(
+    case: &Case,
+    result: &mut CaseResult,
+    totals: &rein_trace::Totals,
+    everything: &[StoredEvent],
+    own: &[StoredEvent],
+    backend: &FakeToolBackend,
+) {
     result.steps = totals.model_calls;
     result.tokens = totals.usage.prompt_total() + totals.usage.output;
     result.cost_micro_usd = totals.cost_micro_usd;
     result.cache_read_share = totals.cache_read_share;
     result.compactions = totals.compactions;
     result.tool_results = totals.tools.total;
-    result.approvals = family
+    result.approvals = everything
         .iter()
         .filter(|e| matches!(e.event, Event::ApprovalRequested { .. }))
         .count() as u64;
-    result.agents = events
+    result.agents = own
         .iter()
         .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
         .count() as u64;
-    let ran = ran_counts(&events, &backend);
+    let ran = ran_counts(own, backend);
     let final_files: BTreeMap<String, String> = backend
         .project()
         .lock()
         .map(|p| p.files.clone())
         .unwrap_or_default();
     check(case, result, totals, &ran, &final_files);
-    Ok(())
 }
 
 /// The case's scripted answers to approvals, in the order they are asked.
-type Answers = Arc<Mutex<VecDeque<String>>>;
+pub(crate) type Answers = Arc<Mutex<VecDeque<String>>>;
 
 /// The answer a scripted word stands for.
-fn answer_of(said: &str) -> Answer {
+pub(crate) fn answer_of(said: &str) -> Answer {
     match said {
         "yes" => Answer::Approve(LeaseScope::Once),
         "always" => Answer::Approve(LeaseScope::Tool),

@@ -60,6 +60,11 @@ pub struct Case {
     /// The person's messages, one turn each.
     #[serde(default)]
     pub turns: Vec<String>,
+    /// A task graph (the TOML of `rein run`) run instead of turns: each
+    /// task a conversation; the outcome is the graph's (`succeeded`,
+    /// `failed`, `cancelled`), the answer its last tasks' answers.
+    #[serde(default)]
+    pub graph: Option<String>,
     /// A structured question asked after the turns.
     #[serde(default)]
     pub ask: Option<Ask>,
@@ -282,8 +287,15 @@ fn check(case: &Case) -> Result<(), String> {
     if !matches!(case.tools.as_str(), "native" | "deferred") {
         return Err("tools must be native or deferred".into());
     }
-    if case.turns.is_empty() && case.ask.is_none() {
-        return Err("it has neither turns nor ask".into());
+    match (&case.graph, case.turns.is_empty() && case.ask.is_none()) {
+        (None, true) => return Err("it has neither turns, ask nor graph".into()),
+        (Some(_), false) => return Err("a graph case has no turns or ask".into()),
+        (Some(graph), true) => {
+            rein_orchestrator::GraphSpec::from_toml(graph)
+                .and_then(rein_orchestrator::GraphSpec::check)
+                .map_err(|e| format!("its graph: {}", e.message))?;
+        }
+        (None, false) => {}
     }
     Ok(())
 }
