@@ -46,7 +46,7 @@ pub async fn decide(
             Some(child) if child != session => {
                 Box::pin(decide(store, &child, approval_id, answer, surface)).await
             }
-            _ => Err(not_pending(store, session, approval_id).await),
+            _ => Err(not_pending_in_family(store, session, approval_id).await),
         };
     }
     let (decision, lease) = answer.stored();
@@ -148,6 +148,20 @@ pub async fn stop(
         )
         .await?;
     Ok(Delivery::Queued)
+}
+
+/// [`not_pending`] for `session` and its sub-agents: `conflict` when any
+/// of them decided it already.
+async fn not_pending_in_family(store: &dyn Store, session: &str, approval_id: &str) -> AgentError {
+    if let Ok(family) = crate::family::family(store, session).await {
+        for (member, _) in family.iter().skip(1) {
+            let err = not_pending(store, member, approval_id).await;
+            if err.code == codes::CONFLICT {
+                return err;
+            }
+        }
+    }
+    not_pending(store, session, approval_id).await
 }
 
 /// Why `approval_id` cannot be decided: it was decided already

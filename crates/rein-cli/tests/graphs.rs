@@ -8,12 +8,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{rein_at, run_with_stdin, stderr, stdout};
+use common::{rein_at, run_with_stdin, spawn_with_lines, stderr, stdout};
 
 fn example() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/graph.toml")
@@ -120,27 +120,12 @@ fn spawn_run(
     root: &std::path::Path,
     args: &[&str],
 ) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = rein_at(home)
-        .arg("run")
+    let mut cmd = rein_at(home);
+    cmd.arg("run")
         .args(args)
         .args(["--scripted", "--root"])
-        .arg(root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = mpsc::channel::<String>();
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, lines)
+        .arg(root);
+    spawn_with_lines(cmd)
 }
 
 #[test]

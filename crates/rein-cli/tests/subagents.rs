@@ -8,12 +8,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{rein_at, run_with_stdin, stderr};
+use common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
 
 const ASK: &[u8] = b"ask a helper to write notes.md\n";
 const WRITTEN: &str = "written by rein's scripted model\n";
@@ -30,23 +29,7 @@ fn spawn_chat(
     home: &std::path::Path,
     root: &std::path::Path,
 ) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = chat(home, root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = mpsc::channel::<String>();
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, lines)
+    spawn_with_lines(chat(home, root))
 }
 
 /// Read lines until one holds `rein approve PARENT APPROVAL`: (parent, approval).

@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use rein_approvals::Surface;
 use rein_gateway::Provider;
 use rein_orchestrator::{GraphOutcome, GraphSpec, Scheduler, TaskState};
 use rein_runner::{ConversationTasks, Profile};
@@ -14,7 +13,7 @@ use rein_sessions::Store;
 use rein_testing::FakeToolBackend;
 use rein_wire::AgentError;
 
-use crate::run::{Answers, CaseResult, answer_of, conclude};
+use crate::run::{Answers, CaseResult, conclude, decide_scripted};
 use crate::suite::Case;
 
 /// Run `case`'s graph (`text`); fill in `result` and check it.
@@ -43,22 +42,13 @@ pub(crate) async fn execute(
     let at_surface = store.clone();
     let person = tokio::spawn(async move {
         while let Some(waiting) = asked.recv().await {
-            let said = script
-                .lock()
-                .ok()
-                .and_then(|mut a| a.pop_front())
-                .unwrap_or_else(|| "no".to_owned());
-            let decided = rein_approvals::decide(
+            decide_scripted(
                 at_surface.as_ref(),
+                &script,
                 &waiting.session,
                 &waiting.request.approval_id,
-                answer_of(&said),
-                &Surface::simulated_person(),
             )
             .await;
-            if let Err(err) = decided {
-                tracing::warn!(code = %err.code, "a task's approval was not decided");
-            }
         }
     });
     let report = Scheduler::new(graph, Arc::new(tasks)).run().await;

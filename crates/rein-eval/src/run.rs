@@ -320,8 +320,34 @@ pub(crate) fn conclude(
 /// The case's scripted answers to approvals, in the order they are asked.
 pub(crate) type Answers = Arc<Mutex<VecDeque<String>>>;
 
+/// Decide `approval_id` in `session` with the script's next answer (no,
+/// when it has none left), as a simulated person on any surface would.
+pub(crate) async fn decide_scripted(
+    store: &dyn Store,
+    answers: &Answers,
+    session: &str,
+    approval_id: &str,
+) {
+    let said = answers
+        .lock()
+        .ok()
+        .and_then(|mut a| a.pop_front())
+        .unwrap_or_else(|| "no".to_owned());
+    let decided = rein_approvals::decide(
+        store,
+        session,
+        approval_id,
+        answer_of(&said),
+        &Surface::simulated_person(),
+    )
+    .await;
+    if let Err(err) = decided {
+        tracing::warn!(code = %err.code, "a scripted approval was not decided");
+    }
+}
+
 /// The answer a scripted word stands for.
-pub(crate) fn answer_of(said: &str) -> Answer {
+fn answer_of(said: &str) -> Answer {
     match said {
         "yes" => Answer::Approve(LeaseScope::Once),
         "always" => Answer::Approve(LeaseScope::Tool),
@@ -344,22 +370,7 @@ fn answer_children(conv: &Conversation, answers: Answers) -> tokio::task::JoinHa
                     kind: UiKind::AgentAwaiting { session, request },
                     ..
                 }) => {
-                    let said = answers
-                        .lock()
-                        .ok()
-                        .and_then(|mut a| a.pop_front())
-                        .unwrap_or_else(|| "no".to_owned());
-                    let decided = rein_approvals::decide(
-                        store.as_ref(),
-                        &session,
-                        &request.approval_id,
-                        answer_of(&said),
-                        &Surface::simulated_person(),
-                    )
-                    .await;
-                    if let Err(err) = decided {
-                        tracing::warn!(code = %err.code, "a sub-agent's approval was not decided");
-                    }
+                    decide_scripted(store.as_ref(), &answers, &session, &request.approval_id).await;
                 }
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,

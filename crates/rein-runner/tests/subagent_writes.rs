@@ -250,6 +250,19 @@ async fn a_childs_write_waits_for_the_person_while_its_sibling_finishes() {
             .unwrap()
             .is_empty()
     );
+    // A second decision, from the parent or the child, is a conflict.
+    for session in [&parent, &child] {
+        let again = rein_approvals::decide(
+            store.as_ref(),
+            session,
+            &request.approval_id,
+            Answer::Deny,
+            &Surface::command("approve"),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(again.code, rein_wire::error::codes::CONFLICT, "{again:?}");
+    }
     // The report rolls the children up, each under its path.
     let mut conv = conv;
     let report = conv.report().await.unwrap();
