@@ -8,6 +8,87 @@
 //! packet* (what its UI or API shows). [`run_plan`] does the rest: checks
 //! the graph before anything runs, runs it, and hands the report back.
 //!
+//! # A worked example
+//!
+//! A product's release plan — `{"version": "2.1", "checks": ["unit", "lint"]}`
+//! — becomes one task per check, side by side, and an announcement after
+//! all of them that reads their verdicts; the run comes back as the
+//! product's release report. (The longer form, with a failing check and
+//! refused packets, is `tests/plans.rs`.)
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use futures::FutureExt;
+//! use futures::future::BoxFuture;
+//! use rein_orchestrator::{
+//!     Attempt, GraphSpec, Outputs, PlanHost, Report, TaskRunner, TaskSpec, TaskState, run_plan,
+//! };
+//! use rein_wire::{AgentError, error::codes};
+//! use serde_json::{Value, json};
+//!
+//! struct Releases;
+//!
+//! impl PlanHost for Releases {
+//!     fn compose(&self, plan: &Value) -> Result<GraphSpec, AgentError> {
+//!         let Some(checks) = plan["checks"].as_array() else {
+//!             return Err(AgentError::new(codes::INVALID_INPUT, "`checks` is a list"));
+//!         };
+//!         let ids: Vec<String> = checks
+//!             .iter()
+//!             .filter_map(Value::as_str)
+//!             .map(|c| format!("check-{c}"))
+//!             .collect();
+//!         let mut tasks: Vec<TaskSpec> = ids
+//!             .iter()
+//!             .map(|id| TaskSpec::new(id, format!("Run {id}.")).yields(&["verdict"]))
+//!             .collect();
+//!         let verdicts: String = ids.iter().map(|id| format!("{id}: {{{{{id}.verdict}}}}; ")).collect();
+//!         let after: Vec<&str> = ids.iter().map(String::as_str).collect();
+//!         tasks.push(
+//!             TaskSpec::new("announce", format!("Announce {}: {verdicts}", plan["version"]))
+//!                 .after(&after)
+//!                 .yields(&["note"]),
+//!         );
+//!         Ok(GraphSpec { tasks, ..GraphSpec::default() })
+//!     }
+//!
+//!     fn summarise(&self, plan: &Value, report: &Report) -> Result<Value, AgentError> {
+//!         let note = report.tasks.iter().find_map(|(task, state)| match state {
+//!             TaskState::Succeeded { outputs, .. } if task == "announce" => outputs.get("note").cloned(),
+//!             _ => None,
+//!         });
+//!         Ok(json!({"version": plan["version"], "ready": note.is_some(), "note": note}))
+//!     }
+//! }
+//!
+//! /// Stands in for conversations (`rein_runner::ConversationTasks` in a product).
+//! struct Checks;
+//!
+//! impl TaskRunner for Checks {
+//!     fn run(&self, attempt: Attempt) -> BoxFuture<'static, Result<Outputs, AgentError>> {
+//!         async move {
+//!             Ok(match attempt.task.id.as_str() {
+//!                 "announce" => [("note".to_owned(), attempt.brief)].into(),
+//!                 _ => [("verdict".to_owned(), "ok".to_owned())].into(),
+//!             })
+//!         }
+//!         .boxed()
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let plan = json!({"version": "2.1", "checks": ["unit", "lint"]});
+//! let run = run_plan(&Releases, &plan, Arc::new(Checks)).await?;
+//! assert_eq!(run.result["ready"], true);
+//! assert_eq!(
+//!     run.result["note"],
+//!     "Announce \"2.1\": check-unit: ok; check-lint: ok; "
+//! );
+//! # Ok::<(), AgentError>(())
+//! # }).unwrap();
+//! ```
+//!
 //! Not here: what a task is (the [`TaskRunner`]), or any packet format —
 //! those are the product's.
 

@@ -538,3 +538,64 @@ async fn nesting_stops_at_the_depth_limit() {
     assert_eq!(paths.len(), 2, "{paths:?}");
     parent.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_parents_interrupt_reaches_a_running_child() {
+    let mut reader = Rule::call(
+        "read ",
+        "Reading.",
+        "read_file",
+        json!({"path": "a{step}.rs"}),
+        None,
+    );
+    // Each step reads another path: no loop to detect, only work.
+    reader.steps = 10_000;
+    let rules = vec![
+        Rule::call(
+            "ask a helper",
+            "Delegating.",
+            "delegate",
+            json!({"task": "read forever"}),
+            None,
+        ),
+        reader,
+    ];
+    let Setup {
+        _dir,
+        store,
+        mut conv,
+        mut ui,
+        ..
+    } = setup(rules).await;
+    conv.budgets.max_steps = 100_000;
+    conv.delegation.as_mut().unwrap().max_steps = 100_000;
+    let steering = conv.steering();
+    let turn = start(conv, "ask a helper to read");
+    // The child is working: its reads show under its path.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let event = ui.recv().await.unwrap();
+            if event.agent == "main/agent-1" && matches!(event.kind, UiKind::ToolResult { .. }) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the child reads");
+    steering.interrupt();
+    let (conv, outcome) = tokio::time::timeout(Duration::from_secs(30), turn)
+        .await
+        .expect("the interrupt reaches the running child")
+        .unwrap();
+    assert_eq!(outcome, TurnOutcome::Interrupted);
+    let log = conv_log(&store, &conv).await;
+    assert_eq!(
+        finished(&log),
+        [("main/agent-1".to_owned(), "agent_stopped".to_owned())]
+    );
+    let (_, child) = agents(&log).remove(0);
+    let child_log = store.read(&child, 0, 100_000).await.unwrap();
+    assert!(child_log.iter().any(|e| matches!(&e.event,
+        Event::TurnFinished { outcome, .. } if outcome == "interrupted")));
+    conv.close().await.unwrap();
+}
