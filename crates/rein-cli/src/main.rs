@@ -39,6 +39,9 @@ enum Command {
     /// Run a task graph (a TOML file): each task a conversation, in parallel
     /// where the graph allows.
     Run(cli::run_graph::RunOptions),
+    /// Serve conversations over HTTP (a JSON API and an event stream) on
+    /// 127.0.0.1; prints a one-time login link.
+    Serve(cli::serve::ServeOptions),
     /// Decide a pending approval (yes or no) — the session's own or one of
     /// its sub-agents'. With the session alone: list what waits, with the
     /// agent that asked.
@@ -228,6 +231,10 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
         Command::Run(options) => {
             let store = open_store(cli.home).await?;
             cli::run_graph::run(options, store, stdout, &mut std::io::stderr()).await
+        }
+        Command::Serve(options) => {
+            let store = open_store(cli.home).await?;
+            cli::serve::run(options, store, &mut std::io::stderr()).await
         }
         Command::Approve {
             session,

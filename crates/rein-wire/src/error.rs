@@ -235,6 +235,24 @@ registry! {
     BLACKBOARD_CONFLICT = "blackboard_conflict", 409, false,
         "The blackboard key changed since it was read",
         "The detail has its current revision and value; read it again and write against that revision.";
+    UNAUTHENTICATED = "unauthenticated", 401, false,
+        "The request carries no valid token or session cookie",
+        "Open the URL `rein serve` printed, or send `Authorization: Bearer TOKEN`.";
+    ORIGIN_REFUSED = "origin_refused", 403, false,
+        "The request comes from a page of another origin",
+        "Only rein's own page may change state; call the API from the same origin or without a browser.";
+    HOST_REFUSED = "host_refused", 403, false,
+        "The request names a host this server does not serve (DNS rebinding?)",
+        "Use the address `rein serve` printed.";
+    BODY_TOO_LARGE = "body_too_large", 413, false,
+        "The request body is larger than the server accepts", "Send less.";
+    ROUTE_NOT_FOUND = "route_not_found", 404, false,
+        "There is no such API route", "The routes are listed at /api/openapi.json.";
+    TURN_RUNNING = "turn_running", 409, false,
+        "A turn of this conversation is already running",
+        "Wait for it, steer it, or interrupt it.";
+    TOO_MANY_CLIENTS = "too_many_clients", 503, true,
+        "The server has as many connections or watchers as it allows", "Try again later.";
     GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
         "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
 }

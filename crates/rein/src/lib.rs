@@ -29,6 +29,9 @@
 //! - [`orchestrator`]: task graphs run in parallel (retries, time limits,
 //!   cancellation, a failure policy) and the shared blackboard;
 //! - [`trace`]: reports and golden traces read from the log;
+//! - `server` (feature `server`, off by default): the HTTP surface — a
+//!   JSON API and an SSE event stream over conversations, behind a token,
+//!   a cookie and origin checks, for a product to mount;
 //! - `testing` (feature `testing`, off by default): a fake
 //!   OpenAI-compatible server on loopback, fake tools and the backend
 //!   contract suite, for a product's own tests.
@@ -45,6 +48,8 @@ pub use rein_cache as cache;
 pub use rein_gateway as gateway;
 pub use rein_orchestrator as orchestrator;
 pub use rein_runner as runner;
+#[cfg(feature = "server")]
+pub use rein_server as server;
 pub use rein_sessions as sessions;
 #[cfg(feature = "testing")]
 pub use rein_testing as testing;

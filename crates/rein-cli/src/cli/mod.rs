@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod output;
 pub mod preview;
 pub mod run_graph;
+pub mod serve;
 pub mod session_root;
 pub mod sessions_cmd;
 pub mod turn;

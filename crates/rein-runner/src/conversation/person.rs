@@ -197,7 +197,7 @@ impl Conversation {
     /// `cancel` ends the wait with `None` (the caller decides what that
     /// means: a graph task stops waiting, a sub-agent is stopped). Never
     /// decides anything itself.
-    pub(crate) async fn wait_for_decision(
+    pub async fn wait_for_decision(
         &mut self,
         approval_id: &str,
         cancel: &tokio_util::sync::CancellationToken,

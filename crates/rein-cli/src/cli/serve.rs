@@ -1,0 +1,140 @@
+//! `rein serve`: the HTTP API (`rein-server`) over the embedded store, with
+//! the working folder's file tools — conversations a browser or a script
+//! drives, decided by a person through the API or any other surface.
+//!
+//! It binds 127.0.0.1 (`--port`, 0 picks one); another address only with
+//! `--bind` and a warning. It prints a login URL carrying a one-time token
+//! (the page exchanges it for an HttpOnly cookie). A script authenticates
+//! with the bearer token the person puts in `REIN_SERVE_TOKEN` — rein never
+//! prints one.
+//!
+//! Not here: the API itself (`rein-server`).
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rein_runner::Profile;
+use rein_server::Server;
+use rein_sessions::Store;
+use rein_wire::{AgentError, error::codes};
+
+use super::chat::{ChatOptions, resolve};
+
+/// The shortest bearer token `REIN_SERVE_TOKEN` may hold.
+const MIN_TOKEN_CHARS: usize = 32;
+
+/// `rein serve`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeOptions {
+    /// The port (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Listen on another address than 127.0.0.1 (anyone who can reach it
+    /// can try the token: only on a network you trust).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// The folder the file tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A base URL (an OpenAI-compatible server).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Use the offline scripted model (no key, no network).
+    #[arg(long)]
+    pub scripted: bool,
+}
+
+fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
+    writeln!(info, "{text}").map_err(super::output::output_error)
+}
+
+/// Serve until Ctrl-C.
+pub async fn run(
+    options: ServeOptions,
+    store: Arc<dyn Store>,
+    info: &mut impl Write,
+) -> Result<(), AgentError> {
+    let chat = ChatOptions {
+        provider: options.provider.clone(),
+        model: options.model.clone(),
+        base_url: options.base_url.clone(),
+        scripted: options.scripted,
+        ..ChatOptions::default()
+    };
+    let Some(resolved) = resolve(&chat)? else {
+        return Err(AgentError::new(
+            codes::MISSING_API_KEY,
+            "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or serve with --scripted",
+        ));
+    };
+    let root_dir = match &options.root {
+        Some(root) => root.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            AgentError::new(codes::INVALID_INPUT, format!("no working folder: {e}"))
+        })?,
+    };
+    let root = Arc::new(super::files::Root::new(&root_dir)?);
+    let stash = super::files::Stash(store.clone());
+    let backend = Arc::new(super::files::file_tools(root, Some(stash))?);
+    let profile = Profile::new("rein", resolved.model.clone()).with_system(
+        "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.",
+    );
+    let ip = options.bind.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    if !ip.is_loopback() {
+        say(
+            info,
+            &format!(
+                "warning: serving on {ip}, not only this machine: anyone who can reach it can try to log in"
+            ),
+        )?;
+    }
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, options.port))
+        .await
+        .map_err(|e| {
+            AgentError::new(
+                codes::INVALID_INPUT,
+                format!("cannot listen on {ip}:{}: {e}", options.port),
+            )
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
+    let provider_name = resolved.provider.name().to_owned();
+    let mut server = Server::new(store, resolved.provider, backend, profile, addr);
+    if let Ok(token) = std::env::var("REIN_SERVE_TOKEN") {
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                format!("REIN_SERVE_TOKEN must be at least {MIN_TOKEN_CHARS} characters"),
+            ));
+        }
+        server = server.with_bearer(&token);
+    }
+    let login = server.secrets().login_token().unwrap_or_default();
+    say(
+        info,
+        &format!(
+            "rein serve · {} via {} · root {}",
+            resolved.model,
+            provider_name,
+            root_dir.display()
+        ),
+    )?;
+    say(info, &format!("open http://{addr}/api/login?token={login}"))?;
+    say(
+        info,
+        "(the link works once; scripts send Authorization: Bearer $REIN_SERVE_TOKEN)",
+    )?;
+    tokio::select! {
+        served = server.serve(listener) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    }
+}

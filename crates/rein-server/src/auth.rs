@@ -1,0 +1,208 @@
+//! The guards every request passes: the `Host` it names, the `Origin` of
+//! a state-changing request, and who it is — the session cookie a
+//! one-time login URL gave, or the bearer token. Nothing else lets a
+//! request in.
+//!
+//! Why each: a page on another site can make a browser send requests to
+//! loopback (refused by `Origin`), and can rebind its own name to
+//! 127.0.0.1 (refused by `Host`); the cookie is `HttpOnly` (no script
+//! reads it) and `SameSite=Strict` (no other site's request carries it).
+//! Secrets are compared in constant time.
+//!
+//! Not here: what a route does (`routes`).
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use rein_wire::{AgentError, error::codes};
+
+use crate::Server;
+use crate::problem::Problem;
+
+/// The cookie's name.
+pub(crate) const COOKIE: &str = "rein_session";
+
+/// A server's secrets: a one-time login token (for the URL a person
+/// opens), the cookie it is exchanged for, and a bearer token (for
+/// scripts).
+#[derive(Debug)]
+pub struct Secrets {
+    login: Mutex<Option<String>>,
+    cookie: String,
+    bearer: String,
+}
+
+impl Clone for Secrets {
+    fn clone(&self) -> Self {
+        Secrets {
+            login: Mutex::new(self.login.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+            cookie: self.cookie.clone(),
+            bearer: self.bearer.clone(),
+        }
+    }
+}
+
+fn random_hex() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Secrets {
+    pub(crate) fn fresh() -> Secrets {
+        Secrets {
+            login: Mutex::new(Some(random_hex())),
+            cookie: random_hex(),
+            bearer: random_hex(),
+        }
+    }
+
+    /// These secrets with `token` as the bearer token.
+    pub(crate) fn with_bearer(&self, token: &str) -> Secrets {
+        Secrets {
+            bearer: token.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    /// The one-time login token, while unused.
+    pub fn login_token(&self) -> Option<String> {
+        self.login.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The bearer token (`Authorization: Bearer …`).
+    pub fn bearer(&self) -> &str {
+        &self.bearer
+    }
+
+    /// Exchange the one-time token for the cookie's value (once).
+    pub(crate) fn exchange(&self, token: &str) -> Option<String> {
+        let mut login = self.login.lock().unwrap_or_else(|p| p.into_inner());
+        match login.as_deref() {
+            Some(expected) if same(expected, token) => {
+                *login = None;
+                Some(self.cookie.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Constant-time comparison of two secrets.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The `Host` values a server bound to `addr` answers to.
+pub(crate) fn hosts_for(addr: SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let mut hosts = vec![
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ];
+    let own = addr.to_string();
+    if !hosts.contains(&own) {
+        hosts.push(own);
+    }
+    hosts
+}
+
+/// Who a request is, by its credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// The page, by its cookie.
+    Cookie,
+    /// A script, by the bearer token.
+    Bearer,
+}
+
+fn cookie_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value)
+}
+
+fn caller(server: &Server, headers: &HeaderMap) -> Option<Caller> {
+    let secrets = &server.inner.secrets;
+    if let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return same(value.trim(), &secrets.bearer).then_some(Caller::Bearer);
+    }
+    cookie_of(headers)
+        .filter(|value| same(value, &secrets.cookie))
+        .map(|_| Caller::Cookie)
+}
+
+/// The guard: `Host`, then `Origin` for a state-changing request, then
+/// the credentials (the login exchange itself needs none).
+pub(crate) async fn guard(
+    State(server): State<Server>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, Problem> {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !server.inner.hosts.iter().any(|h| h == host) {
+        return Err(Problem(AgentError::new(
+            codes::HOST_REFUSED,
+            format!("this server does not answer to the host `{host}`"),
+        )));
+    }
+    let changes = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let own_origin = origin.is_some_and(|o| {
+        o.strip_prefix("http://")
+            .is_some_and(|h| server.inner.hosts.iter().any(|own| own == h))
+    });
+    if changes && origin.is_some() && !own_origin {
+        return Err(Problem(AgentError::new(
+            codes::ORIGIN_REFUSED,
+            format!(
+                "a request from `{}` may not change anything here",
+                origin.unwrap_or_default()
+            ),
+        )));
+    }
+    if request.uri().path() == "/api/login" {
+        return Ok(next.run(request).await);
+    }
+    match caller(&server, headers) {
+        // A browser's state-changing request must say where it comes from.
+        Some(Caller::Cookie) if changes && !own_origin => Err(Problem(AgentError::new(
+            codes::ORIGIN_REFUSED,
+            "a change from the page must carry this server's Origin",
+        ))),
+        Some(who) => {
+            request.extensions_mut().insert(who);
+            Ok(next.run(request).await)
+        }
+        None => Err(Problem(AgentError::new(
+            codes::UNAUTHENTICATED,
+            "no valid session cookie or bearer token",
+        ))),
+    }
+}

@@ -1,0 +1,120 @@
+//! A conversation's events as Server-Sent Events: every logged event with
+//! its sequence number as the SSE `id` (kind `log`), and while a turn runs
+//! here its live events (kind `ui`: answer text as it streams, tool calls,
+//! usage) without an id — they are not kept; the log has their outcome.
+//!
+//! A client that reconnects with `Last-Event-ID: N` (or `?after=N`) gets
+//! the log from `N + 1` on, then the live tail: it subscribes before it
+//! reads back, and skips what it has sent, so nothing is lost or repeated
+//! across the seam; a watcher that falls behind the live channel reads the
+//! gap back from the log.
+//!
+//! Not here: routes and guards (`routes`, `auth`).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::sse::{Event as Sse, KeepAlive};
+use futures::Stream;
+use rein_sessions::StoredEvent;
+use rein_wire::{AgentError, error::codes};
+use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::Inner;
+
+/// Log events read back per page.
+const PAGE: usize = 500;
+
+/// How often an idle stream sends a comment (keeps proxies from closing it).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// One logged event as SSE.
+fn log_event(stored: &StoredEvent) -> Sse {
+    let data = json!({
+        "seq": stored.seq,
+        "at_ms": stored.at_ms,
+        "agent": stored.agent_path,
+        "kind": stored.event.kind(),
+        "data": stored.event.data(),
+    });
+    Sse::default()
+        .id(stored.seq.to_string())
+        .event("log")
+        .data(data.to_string())
+}
+
+/// The stream for `session` after sequence number `after`. Refused when
+/// the conversation has as many watchers as the limit (`too_many_clients`)
+/// or does not exist (`session_not_found`).
+pub(crate) async fn stream(
+    inner: Arc<Inner>,
+    session: String,
+    after: u64,
+    watchers: usize,
+) -> Result<(impl Stream<Item = Result<Sse, Infallible>>, KeepAlive), AgentError> {
+    inner.store.session(&session).await?;
+    let ui = inner.live.ui(&session);
+    if ui.receiver_count() >= watchers {
+        return Err(AgentError::new(
+            codes::TOO_MANY_CLIENTS,
+            format!("this conversation has {watchers} watchers already"),
+        ));
+    }
+    // Subscribed before reading back: an event appended meanwhile is in
+    // the channel, and skipped if the read-back had it.
+    let mut durable = inner.store.subscribe(&session);
+    let mut live = ui.subscribe();
+    let stream = async_stream::stream! {
+        let mut sent = after;
+        loop {
+            let Ok(page) = inner.store.read(&session, sent + 1, PAGE).await else { return };
+            let full = page.len() == PAGE;
+            for stored in &page {
+                sent = stored.seq;
+                yield Ok(log_event(stored));
+            }
+            if !full {
+                break;
+            }
+        }
+        loop {
+            tokio::select! {
+                event = durable.recv() => match event {
+                    Ok(stored) if stored.seq > sent => {
+                        // A gap (events appended between the read-back and
+                        // the subscription's first) is read from the log.
+                        if stored.seq > sent + 1 {
+                            let Ok(gap) = inner.store.read(&session, sent + 1, usize::try_from(stored.seq - sent - 1).unwrap_or(PAGE)).await else { return };
+                            for missed in &gap {
+                                yield Ok(log_event(missed));
+                            }
+                        }
+                        sent = stored.seq;
+                        yield Ok(log_event(&stored));
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => {
+                        let Ok(page) = inner.store.read(&session, sent + 1, PAGE).await else { return };
+                        for stored in &page {
+                            sent = stored.seq;
+                            yield Ok(log_event(stored));
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                event = live.recv() => match event {
+                    Ok(event) => {
+                        if let Ok(data) = serde_json::to_string(&event) {
+                            yield Ok(Sse::default().event("ui").data(data));
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                },
+            }
+        }
+    };
+    Ok((stream, KeepAlive::new().interval(KEEP_ALIVE)))
+}

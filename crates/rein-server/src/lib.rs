@@ -1,0 +1,142 @@
+//! rein's HTTP surface: conversations over a JSON API, each conversation's
+//! events as a Server-Sent Events stream, and a person's decisions, words
+//! and stops — the same operations and rules as the terminal.
+//!
+//! A [`Server`] is built from what a product brings (a store, a provider,
+//! its tools and a profile) and serves an axum [`Router`](axum::Router):
+//! mount it behind the product's own guards, or run it with
+//! [`Server::serve`] (what `rein serve` does). Every request passes the
+//! guards in `auth` first: the `Host` must be one this server answers to
+//! (DNS rebinding refused), a state-changing request from a browser must
+//! come from this server's own origin, and the caller must carry the
+//! session cookie (from the one-time login URL) or the bearer token —
+//! nothing else. Bodies are bounded; errors are `application/problem+json`
+//! with the registry's codes.
+//!
+//! Approvals are decided here only by a person through this API
+//! (`Surface::http`) — never by the model, which has no route to them.
+//!
+//! Not here: the page (static files a later layer serves), the runner's
+//! loop (`rein-runner`), or how a decision is delivered (`rein-approvals`).
+
+mod auth;
+mod events;
+mod live;
+mod problem;
+mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rein_gateway::Provider;
+use rein_runner::Profile;
+use rein_sessions::Store;
+use rein_tools::ToolBackend;
+
+pub use auth::Secrets;
+pub use routes::api_doc;
+
+/// What the server accepts, each bound finite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest request body, in bytes.
+    pub body_bytes: usize,
+    /// SSE watchers of one conversation at once.
+    pub watchers_per_conversation: usize,
+    /// Conversations listed at most.
+    pub listed: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            body_bytes: 64 * 1024,
+            watchers_per_conversation: 64,
+            listed: 200,
+        }
+    }
+}
+
+/// The HTTP surface over a product's conversations.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) limits: Limits,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) backend: Arc<dyn ToolBackend>,
+    pub(crate) profile: Profile,
+    pub(crate) secrets: Secrets,
+    pub(crate) hosts: Vec<String>,
+    pub(crate) live: live::Live,
+}
+
+impl Server {
+    /// A server for conversations on `store` with `provider`, `backend`'s
+    /// tools and `profile`, answering to `addr` (its `Host` names), with
+    /// fresh secrets.
+    pub fn new(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        addr: SocketAddr,
+    ) -> Server {
+        Server {
+            inner: Arc::new(Inner {
+                store,
+                provider,
+                backend,
+                profile,
+                secrets: Secrets::fresh(),
+                hosts: auth::hosts_for(addr),
+                live: live::Live::default(),
+            }),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same server with other limits.
+    pub fn with_limits(mut self, limits: Limits) -> Server {
+        self.limits = limits;
+        self
+    }
+
+    /// The same server taking `token` as its bearer token (a product or a
+    /// person chose it; the fresh one is never shown otherwise).
+    pub fn with_bearer(mut self, token: &str) -> Server {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.secrets = inner.secrets.with_bearer(token);
+        } else {
+            let shared = &self.inner;
+            self.inner = Arc::new(Inner {
+                store: shared.store.clone(),
+                provider: shared.provider.clone(),
+                backend: shared.backend.clone(),
+                profile: shared.profile.clone(),
+                secrets: shared.secrets.with_bearer(token),
+                hosts: shared.hosts.clone(),
+                live: live::Live::default(),
+            });
+        }
+        self
+    }
+
+    /// The secrets: the one-time login URL's token and the bearer token.
+    pub fn secrets(&self) -> &Secrets {
+        &self.inner.secrets
+    }
+
+    /// The routes, guarded.
+    pub fn router(&self) -> axum::Router {
+        routes::router(self.clone())
+    }
+
+    /// Serve on `listener` until the task is dropped.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+}

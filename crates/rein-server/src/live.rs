@@ -1,0 +1,191 @@
+//! Turns this server runs: at most one per conversation here (a second
+//! server gets `session_locked` from the store's lease while one runs),
+//! each on a task of its own, with its steering handle and a cancel for a
+//! person's interrupt; and a UI channel per watched conversation that the
+//! running turn's live events (answer text as it streams) go to.
+//!
+//! A turn paused at an approval waits for a person's decision on any
+//! surface (this API, the terminal, `rein approve`) through the session's
+//! inbox; nothing here decides.
+//!
+//! Not here: routes (`routes`), the event stream (`events`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rein_runner::{Conversation, Steering, TurnOutcome, UiEvent};
+use rein_wire::{AgentError, error::codes};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::Inner;
+
+/// UI events a watcher may fall behind by.
+const UI_BUFFER: usize = 1024;
+
+/// A running turn's handles.
+#[derive(Clone)]
+struct Running {
+    steering: Steering,
+    cancel: CancellationToken,
+}
+
+#[derive(Default)]
+pub(crate) struct Live {
+    running: Mutex<HashMap<String, Running>>,
+    ui: Mutex<HashMap<String, broadcast::Sender<UiEvent>>>,
+}
+
+impl Live {
+    /// The live UI channel of `session` (made on first use).
+    pub(crate) fn ui(&self, session: &str) -> broadcast::Sender<UiEvent> {
+        self.ui
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(session.to_owned())
+            .or_insert_with(|| broadcast::channel(UI_BUFFER).0)
+            .clone()
+    }
+
+    /// Whether a turn of `session` runs here.
+    pub(crate) fn is_running(&self, session: &str) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(session)
+    }
+
+    /// Interrupt the turn running here: at its next step, or at once if
+    /// it waits for a person (its pending approvals are then `stopped`).
+    pub(crate) fn interrupt(&self, session: &str) -> Result<(), AgentError> {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(turn) = running.get(session) else {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "no turn of this conversation is running here",
+            ));
+        };
+        turn.steering.interrupt();
+        turn.cancel.cancel();
+        Ok(())
+    }
+
+    fn finished(&self, session: &str) {
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session);
+    }
+}
+
+/// Start a turn of `session` with `text`, or (`None`) go on with its open
+/// turn — after a restart, or a decision made while nobody drove it.
+/// Refused while a turn runs here (`turn_running`) or in another process
+/// (`session_locked`, from the lease); a new turn is refused while one is
+/// open, and going on without one is `invalid_input`.
+pub(crate) async fn start_turn(
+    inner: &Arc<Inner>,
+    session: &str,
+    text: Option<String>,
+    person: String,
+) -> Result<(), AgentError> {
+    if inner.live.is_running(session) {
+        return Err(AgentError::new(
+            codes::TURN_RUNNING,
+            "a turn of this conversation is already running",
+        ));
+    }
+    let mut conversation = Conversation::open(
+        inner.store.clone(),
+        inner.provider.clone(),
+        inner.backend.clone(),
+        inner.profile.clone(),
+        Some(session),
+    )
+    .await?;
+    let open = match conversation.has_open_turn().await {
+        Ok(open) => open,
+        Err(err) => {
+            conversation.close().await?;
+            return Err(err);
+        }
+    };
+    let refused = match (&text, open) {
+        (Some(_), true) => Some(AgentError::new(
+            codes::TURN_RUNNING,
+            "a turn of this conversation is open (it may wait for a person): decide it, stop it, or resume it",
+        )),
+        (None, false) => Some(AgentError::new(
+            codes::INVALID_INPUT,
+            "there is no unfinished turn to resume",
+        )),
+        _ => None,
+    };
+    if let Some(err) = refused {
+        conversation.close().await?;
+        return Err(err);
+    }
+    let handles = Running {
+        steering: conversation.steering(),
+        cancel: CancellationToken::new(),
+    };
+    let taken = {
+        let mut running = inner.live.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.contains_key(session) {
+            false
+        } else {
+            running.insert(session.to_owned(), handles.clone());
+            true
+        }
+    };
+    if !taken {
+        conversation.close().await?;
+        return Err(AgentError::new(
+            codes::TURN_RUNNING,
+            "a turn of this conversation is already running",
+        ));
+    }
+    let ui = inner.live.ui(session);
+    let mut events = conversation.subscribe();
+    let forward = tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            let _ = ui.send(event);
+        }
+    });
+    let inner = inner.clone();
+    let session = session.to_owned();
+    tokio::spawn(async move {
+        let ended = drive(&mut conversation, text.as_deref(), &handles.cancel, &person).await;
+        if let Err(err) = ended {
+            tracing::warn!(code = %err.code, session = %session, "a turn served over HTTP failed");
+        }
+        if let Err(err) = conversation.close().await {
+            tracing::warn!(code = %err.code, "a served conversation's lease was not released");
+        }
+        forward.abort();
+        inner.live.finished(&session);
+    });
+    Ok(())
+}
+
+async fn drive(
+    conversation: &mut Conversation,
+    text: Option<&str>,
+    cancel: &CancellationToken,
+    person: &str,
+) -> Result<TurnOutcome, AgentError> {
+    let mut outcome = match text {
+        Some(text) => conversation.turn(text).await?,
+        None => conversation.resume().await?,
+    };
+    while let TurnOutcome::AwaitingApproval(request) = outcome {
+        outcome = match conversation
+            .wait_for_decision(&request.approval_id, cancel)
+            .await?
+        {
+            Some(outcome) => outcome,
+            None => conversation.stop_by(&format!("http:{person}")).await?,
+        };
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,483 @@
+//! The API's routes, each documented where it is declared: the OpenAPI
+//! document at `/api/openapi.json` is generated from these declarations
+//! (utoipa), so it lists exactly the routes that exist.
+//!
+//! Every route is behind `auth::guard`. A person's decision, words and
+//! stop go through `rein-approvals` with `Surface::http` — the same rules
+//! as the terminal and `rein approve` (a second decision is `conflict`).
+//!
+//! Not here: the guards (`auth`), running turns (`live`), the stream
+//! (`events`).
+
+use axum::Json;
+use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response, Sse};
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_wire::{AgentError, error::codes};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::Server;
+use crate::auth::{COOKIE, Caller};
+use crate::problem::Problem;
+
+type Answered = Result<Response, Problem>;
+
+#[derive(OpenApi)]
+#[openapi(info(
+    title = "rein",
+    description = "Conversations, their events, and a person's decisions"
+))]
+struct Doc;
+
+/// The API's routes, guarded, with the body bound and a problem+json 404.
+pub(crate) fn router(server: Server) -> axum::Router {
+    let (api, doc) = api_router().split_for_parts();
+    let doc = serde_json::to_value(&doc).unwrap_or(Value::Null);
+    let limit = server.limits.body_bytes;
+    api.route(
+        "/api/openapi.json",
+        axum::routing::get(move || {
+            let doc = doc.clone();
+            async move { Json(doc) }
+        }),
+    )
+    .fallback(|| async {
+        Problem(AgentError::new(
+            codes::ROUTE_NOT_FOUND,
+            "there is no such route",
+        ))
+    })
+    .layer(DefaultBodyLimit::max(limit))
+    .layer(axum::middleware::from_fn_with_state(
+        server.clone(),
+        crate::auth::guard,
+    ))
+    .with_state(server)
+}
+
+fn api_router() -> OpenApiRouter<Server> {
+    OpenApiRouter::with_openapi(Doc::openapi())
+        .routes(routes!(login))
+        .routes(routes!(list_conversations, create_conversation))
+        .routes(routes!(get_conversation))
+        .routes(routes!(post_turn))
+        .routes(routes!(resume_turn))
+        .routes(routes!(events))
+        .routes(routes!(list_approvals))
+        .routes(routes!(decide_approval))
+        .routes(routes!(steer))
+        .routes(routes!(interrupt))
+        .routes(routes!(stop))
+        .routes(routes!(branch))
+        .routes(routes!(report))
+}
+
+/// The OpenAPI document of every route (what `/api/openapi.json` serves).
+pub fn api_doc() -> Value {
+    let (_, doc) = api_router().split_for_parts();
+    serde_json::to_value(&doc).unwrap_or(Value::Null)
+}
+
+/// Who decided, for the log: the page's person or a script's token.
+fn surface(caller: Caller) -> Surface {
+    match caller {
+        Caller::Cookie => Surface::http("page"),
+        Caller::Bearer => Surface::http("token"),
+    }
+}
+
+/// A JSON body, or `invalid_input` naming what is wrong.
+fn body<T: serde::de::DeserializeOwned>(
+    payload: Result<Json<T>, axum::extract::rejection::JsonRejection>,
+) -> Result<T, Problem> {
+    match payload {
+        Ok(Json(value)) => Ok(value),
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(Problem(
+            AgentError::new(codes::BODY_TOO_LARGE, rejection.body_text()),
+        )),
+        Err(rejection) => Err(Problem(AgentError::new(
+            codes::INVALID_INPUT,
+            rejection.body_text(),
+        ))),
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+struct LoginQuery {
+    /// The one-time token from the URL `rein serve` printed.
+    token: String,
+}
+
+/// Exchange the one-time login token for the session cookie (HttpOnly,
+/// SameSite=Strict), then go to the page.
+#[utoipa::path(get, path = "/api/login", params(LoginQuery),
+    responses((status = 303, description = "The cookie is set"), (status = 401, description = "The token is wrong or used")))]
+async fn login(State(server): State<Server>, Query(query): Query<LoginQuery>) -> Answered {
+    let Some(cookie) = server.inner.secrets.exchange(&query.token) else {
+        return Err(Problem(AgentError::new(
+            codes::UNAUTHENTICATED,
+            "the login token is wrong or was used already",
+        )));
+    };
+    let set = format!("{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/");
+    // The page is not served yet: the link lands on the API's list.
+    Ok((
+        [(header::SET_COOKIE, set)],
+        Redirect::to("/api/conversations"),
+    )
+        .into_response())
+}
+
+/// A conversation as lists show it.
+async fn summary(server: &Server, id: &str) -> Result<Value, AgentError> {
+    let store = server.inner.store.as_ref();
+    let info = store.session(id).await?;
+    let last = store.read(id, info.head_seq.max(1), 1).await?;
+    let first_turn = store
+        .read(id, 1, 3)
+        .await?
+        .into_iter()
+        .find_map(|e| match e.event {
+            rein_sessions::Event::TurnStarted { prompt, .. } => Some(prompt),
+            _ => None,
+        });
+    let control = store.control(id).await?;
+    let state = if server.inner.live.is_running(id) {
+        "running"
+    } else if !control.pending.is_empty() {
+        "waiting"
+    } else {
+        "idle"
+    };
+    let report = rein_runner::report_with_agents(store, id).await?;
+    let totals = report.all.as_ref().unwrap_or(&report.totals);
+    let title = info.metadata["title"]
+        .as_str()
+        .map(str::to_owned)
+        .or(first_turn)
+        .unwrap_or_default();
+    Ok(json!({
+        "id": info.id,
+        "title": title.chars().take(120).collect::<String>(),
+        "model": info.metadata["model"],
+        "created_ms": info.created_ms,
+        "updated_ms": last.first().map_or(info.created_ms, |e| e.at_ms),
+        "state": state,
+        "cost_micro_usd": if totals.calls_without_cost == 0 { json!(totals.cost_micro_usd) } else { Value::Null },
+        "pending_approvals": control.pending.len(),
+    }))
+}
+
+/// The conversations, newest first.
+#[utoipa::path(get, path = "/api/conversations",
+    responses((status = 200, description = "id, title, model, created and updated times, state, cost")))]
+async fn list_conversations(State(server): State<Server>) -> Answered {
+    let sessions = server
+        .inner
+        .store
+        .list_sessions(server.limits.listed)
+        .await?;
+    let mut listed = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        // Sub-agents' and graph tasks' sessions are reached from their parent.
+        if session.metadata.get("parent_session").is_some()
+            || session.metadata.get("graph").is_some()
+        {
+            continue;
+        }
+        listed.push(summary(&server, &session.id).await?);
+    }
+    Ok(Json(json!({"conversations": listed})).into_response())
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct NewConversation {
+    /// A title for lists (default: the first thing said).
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// Start a conversation (no turn yet).
+#[utoipa::path(post, path = "/api/conversations", request_body = NewConversation,
+    responses((status = 201, description = "Its id")))]
+async fn create_conversation(
+    State(server): State<Server>,
+    payload: Result<Json<NewConversation>, axum::extract::rejection::JsonRejection>,
+) -> Answered {
+    let new = body(payload)?;
+    let profile = &server.inner.profile;
+    let info = server
+        .inner
+        .store
+        .create_session(json!({
+            "surface": "http",
+            "assistant": profile.name,
+            "model": profile.model,
+            "title": new.title,
+        }))
+        .await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": info.id}))).into_response())
+}
+
+/// One conversation: its summary, turns and pending approvals.
+#[utoipa::path(get, path = "/api/conversations/{id}", params(("id" = String, Path)),
+    responses((status = 200, description = "The conversation"), (status = 404, description = "No such conversation")))]
+async fn get_conversation(State(server): State<Server>, Path(id): Path<String>) -> Answered {
+    let mut conversation = summary(&server, &id).await?;
+    conversation["turns"] = json!(server.inner.store.turns(&id).await?);
+    conversation["approvals"] = waiting_json(&server, &id).await?;
+    Ok(Json(conversation).into_response())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct Said {
+    /// What the person says.
+    text: String,
+}
+
+/// Say something as a new turn; it runs here, its events on the stream.
+#[utoipa::path(post, path = "/api/conversations/{id}/turns", params(("id" = String, Path)), request_body = Said,
+    responses((status = 202, description = "The turn runs"), (status = 409, description = "A turn is open"), (status = 423, description = "Another process drives it")))]
+async fn post_turn(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
+    payload: Result<Json<Said>, axum::extract::rejection::JsonRejection>,
+) -> Answered {
+    let said = body(payload)?;
+    if said.text.trim().is_empty() {
+        return Err(Problem(AgentError::new(
+            codes::INVALID_INPUT,
+            "there is nothing to say",
+        )));
+    }
+    crate::live::start_turn(
+        &server.inner,
+        &id,
+        Some(said.text),
+        surface(caller).name().to_owned(),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"running": true}))).into_response())
+}
+
+/// Go on with the open turn (after a restart, or a decision made while
+/// nobody drove it).
+#[utoipa::path(post, path = "/api/conversations/{id}/resume", params(("id" = String, Path)),
+    responses((status = 202, description = "The turn goes on"), (status = 400, description = "No turn is open")))]
+async fn resume_turn(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
+) -> Answered {
+    crate::live::start_turn(&server.inner, &id, None, surface(caller).name().to_owned()).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"running": true}))).into_response())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+struct After {
+    /// Send the log after this sequence number (as `Last-Event-ID`).
+    after: Option<u64>,
+}
+
+/// The conversation's events (SSE): `log` events with their sequence
+/// number as id, resumable with `Last-Event-ID`; `ui` events live.
+#[utoipa::path(get, path = "/api/conversations/{id}/events", params(("id" = String, Path), After),
+    responses((status = 200, description = "text/event-stream"), (status = 503, description = "Too many watchers")))]
+async fn events(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    Query(after): Query<After>,
+    headers: HeaderMap,
+) -> Answered {
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let from = last.or(after.after).unwrap_or(0);
+    let watchers = server.limits.watchers_per_conversation;
+    let (stream, keep) = crate::events::stream(server.inner.clone(), id, from, watchers).await?;
+    Ok(Sse::new(stream).keep_alive(keep).into_response())
+}
+
+async fn waiting_json(server: &Server, id: &str) -> Result<Value, AgentError> {
+    let store = server.inner.store.as_ref();
+    store.session(id).await?;
+    let waiting = rein_approvals::waiting(store, id).await?;
+    let mut listed = Vec::with_capacity(waiting.len());
+    for w in waiting {
+        let events = rein_sessions::read_all(store, &w.session).await?;
+        let asked = rein_sessions::recovery::approval_request(&events, &w.approval_id);
+        let (arguments, preview) = match asked.map(|e| &e.event) {
+            Some(rein_sessions::Event::ApprovalRequested {
+                arguments, preview, ..
+            }) => (arguments.clone(), json!(preview)),
+            _ => (Value::Null, Value::Null),
+        };
+        listed.push(json!({
+            "approval_id": w.approval_id,
+            "session": w.session,
+            "agent_path": w.agent_path,
+            "tool": w.tool,
+            "permission": w.permission,
+            "arguments": arguments,
+            "preview": preview,
+        }));
+    }
+    Ok(json!(listed))
+}
+
+/// What waits for a person here and in the conversation's sub-agents,
+/// with the agent path that asked and the change's preview.
+#[utoipa::path(get, path = "/api/conversations/{id}/approvals", params(("id" = String, Path)),
+    responses((status = 200, description = "The pending approvals")))]
+async fn list_approvals(State(server): State<Server>, Path(id): Path<String>) -> Answered {
+    Ok(Json(json!({"approvals": waiting_json(&server, &id).await?})).into_response())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct Decision {
+    /// `yes` or `no`.
+    decision: String,
+    /// With yes: the tool for the rest of the turn.
+    #[serde(default)]
+    always: bool,
+}
+
+/// Decide a pending approval (the conversation's or a sub-agent's), as
+/// the person.
+#[utoipa::path(post, path = "/api/conversations/{id}/approvals/{approval}",
+    params(("id" = String, Path), ("approval" = String, Path)), request_body = Decision,
+    responses((status = 200, description = "Decided"), (status = 409, description = "Decided already")))]
+async fn decide_approval(
+    State(server): State<Server>,
+    Path((id, approval)): Path<(String, String)>,
+    Extension(caller): Extension<Caller>,
+    payload: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
+) -> Answered {
+    let decision = body(payload)?;
+    let answer = match (decision.decision.as_str(), decision.always) {
+        ("yes", false) => Answer::Approve(LeaseScope::Once),
+        ("yes", true) => Answer::Approve(LeaseScope::Tool),
+        ("no", false) => Answer::Deny,
+        ("no", true) => {
+            return Err(Problem(AgentError::new(
+                codes::INVALID_INPUT,
+                "`always` goes with yes; a no is for this call only",
+            )));
+        }
+        (other, _) => {
+            return Err(Problem(AgentError::new(
+                codes::INVALID_INPUT,
+                format!("the decision is yes or no, not `{other}`"),
+            )));
+        }
+    };
+    let delivery = rein_approvals::decide(
+        server.inner.store.as_ref(),
+        &id,
+        &approval,
+        answer,
+        &surface(caller),
+    )
+    .await?;
+    Ok(Json(json!({"delivered": format!("{delivery:?}").to_lowercase()})).into_response())
+}
+
+/// Say something to the running turn (heard at its next step).
+#[utoipa::path(post, path = "/api/conversations/{id}/steer", params(("id" = String, Path)), request_body = Said,
+    responses((status = 202, description = "Queued for the next step")))]
+async fn steer(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
+    payload: Result<Json<Said>, axum::extract::rejection::JsonRejection>,
+) -> Answered {
+    let said = body(payload)?;
+    server.inner.store.session(&id).await?;
+    rein_approvals::say(
+        server.inner.store.as_ref(),
+        &id,
+        &said.text,
+        &surface(caller),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"queued": true}))).into_response())
+}
+
+/// Interrupt the turn running here (at its next step; at once if it
+/// waits for a person, whose pending approvals are then stopped).
+#[utoipa::path(post, path = "/api/conversations/{id}/interrupt", params(("id" = String, Path)),
+    responses((status = 202, description = "Interrupting"), (status = 400, description = "No turn runs here")))]
+async fn interrupt(State(server): State<Server>, Path(id): Path<String>) -> Answered {
+    server.inner.live.interrupt(&id)?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"interrupting": true}))).into_response())
+}
+
+/// Stop the conversation's open turn, wherever it runs (its pending
+/// approvals are refused).
+#[utoipa::path(post, path = "/api/conversations/{id}/stop", params(("id" = String, Path)),
+    responses((status = 202, description = "Stop asked")))]
+async fn stop(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
+) -> Answered {
+    server.inner.store.session(&id).await?;
+    rein_approvals::stop(server.inner.store.as_ref(), &id, &surface(caller)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"stopping": true}))).into_response())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct Branch {
+    /// The earlier turn the next turn follows.
+    turn_id: String,
+}
+
+/// Make the next turn follow an earlier one (the turns after it stay, on
+/// their own branch).
+#[utoipa::path(post, path = "/api/conversations/{id}/branch", params(("id" = String, Path)), request_body = Branch,
+    responses((status = 200, description = "Branched"), (status = 409, description = "A turn runs")))]
+async fn branch(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    payload: Result<Json<Branch>, axum::extract::rejection::JsonRejection>,
+) -> Answered {
+    let branch = body(payload)?;
+    if server.inner.live.is_running(&id) {
+        return Err(Problem(AgentError::new(
+            codes::TURN_RUNNING,
+            "a turn runs: stop it first",
+        )));
+    }
+    let inner = &server.inner;
+    let mut conversation = rein_runner::Conversation::open(
+        inner.store.clone(),
+        inner.provider.clone(),
+        inner.backend.clone(),
+        inner.profile.clone(),
+        Some(&id),
+    )
+    .await?;
+    let branched = conversation.branch_from(&branch.turn_id).await;
+    conversation.close().await?;
+    branched?;
+    Ok(Json(json!({"branched_from": branch.turn_id})).into_response())
+}
+
+/// What the conversation did and cost, its sub-agents rolled up.
+#[utoipa::path(get, path = "/api/conversations/{id}/report", params(("id" = String, Path)),
+    responses((status = 200, description = "The trace report")))]
+async fn report(State(server): State<Server>, Path(id): Path<String>) -> Answered {
+    let report = rein_runner::report_with_agents(server.inner.store.as_ref(), &id).await?;
+    Ok(Json(json!(report)).into_response())
+}

@@ -1,0 +1,485 @@
+//! The API over real HTTP on loopback, with a real SQLite file and the
+//! scripted model: every route, the guards (no token, a wrong one, a
+//! foreign Origin, a rebinding Host, the one-time login), bounded bodies,
+//! an approval decided through the API, and the event stream resumed
+//! after a disconnect with nothing lost or repeated.
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use rein_runner::{Profile, ToolLoading};
+use rein_server::Server;
+use rein_sessions::{SqliteStore, Store};
+use rein_testing::{FakeToolBackend, Rule, ScriptedBrain};
+use serde_json::{Value, json};
+
+struct Running {
+    _dir: tempfile::TempDir,
+    addr: SocketAddr,
+    bearer: String,
+    login: String,
+    store: Arc<dyn Store>,
+    backend: Arc<FakeToolBackend>,
+    http: reqwest::Client,
+}
+
+async fn start() -> Running {
+    // reqwest is built without a default TLS provider; the tests speak
+    // plain HTTP on loopback, but the client wants one installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}")]).unwrap());
+    let brain = Arc::new(ScriptedBrain::new(vec![
+        Rule::call("read ", "Reading.", "read_file", json!({}), Some("path")),
+        Rule::call(
+            "write ",
+            "Writing.",
+            "write_file",
+            json!({"content": "x\n"}),
+            Some("path"),
+        ),
+        Rule::reply("hello", "Hello from the server."),
+    ]));
+    let profile = Profile {
+        tools: ToolLoading::Native,
+        max_output_tokens: 256,
+        ..Profile::new("served", "rein-scripted")
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::new(store.clone(), brain, backend.clone(), profile, addr);
+    let bearer = server.secrets().bearer().to_owned();
+    let login = server.secrets().login_token().unwrap();
+    tokio::spawn(server.serve(listener));
+    Running {
+        _dir: dir,
+        addr,
+        bearer,
+        login,
+        store,
+        backend,
+        http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+    }
+}
+
+impl Running {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http.get(self.url(path)).bearer_auth(&self.bearer)
+    }
+
+    fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(&self.bearer)
+            .json(&body)
+    }
+
+    async fn json(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn new_conversation(&self) -> String {
+        let (status, body) = self.json(self.post("/api/conversations", json!({}))).await;
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Wait until the conversation is in `state`.
+    async fn until_state(&self, id: &str, state: &str) -> Value {
+        for _ in 0..500 {
+            let (_, body) = self
+                .json(self.get(&format!("/api/conversations/{id}")))
+                .await;
+            if body["state"] == state {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("never {state}");
+    }
+}
+
+fn code(body: &Value) -> &str {
+    body["code"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_guards_let_in_only_the_token_or_the_cookie_from_this_origin() {
+    let server = start().await;
+    let list = server.url("/api/conversations");
+    // No credentials, a wrong token.
+    let (status, body) = server.json(server.http.get(&list)).await;
+    assert_eq!((status, code(&body)), (401, "unauthenticated"));
+    let (status, body) = server
+        .json(server.http.get(&list).bearer_auth("0".repeat(64)))
+        .await;
+    assert_eq!((status, code(&body)), (401, "unauthenticated"));
+    // A page elsewhere making the browser post here.
+    let (status, body) = server
+        .json(
+            server
+                .post("/api/conversations", json!({}))
+                .header("origin", "http://evil.example"),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (403, "origin_refused"));
+    // A rebound name pointing at loopback.
+    let (status, body) = server
+        .json(
+            server
+                .get("/api/conversations")
+                .header("host", format!("evil.example:{}", server.addr.port())),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (403, "host_refused"));
+    // The one-time login: a cookie, HttpOnly and SameSite=Strict, once.
+    let login = server.url(&format!("/api/login?token={}", server.login));
+    let response = server.http.get(&login).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let (status, body) = server.json(server.http.get(&login)).await;
+    assert_eq!(
+        (status, code(&body)),
+        (401, "unauthenticated"),
+        "the token works once"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let (status, _) = server
+        .json(server.http.get(&list).header("cookie", &pair))
+        .await;
+    assert_eq!(status, 200);
+    // With the cookie, a change must carry this server's Origin.
+    let create = server.url("/api/conversations");
+    let (status, body) = server
+        .json(
+            server
+                .http
+                .post(&create)
+                .header("cookie", &pair)
+                .json(&json!({})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (403, "origin_refused"));
+    let (status, _) = server
+        .json(
+            server
+                .http
+                .post(&create)
+                .header("cookie", &pair)
+                .header("origin", format!("http://{}", server.addr))
+                .json(&json!({})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    // Unknown routes and bad bodies are problems with codes.
+    let (status, body) = server.json(server.get("/api/nothing")).await;
+    assert_eq!((status, code(&body)), (404, "route_not_found"));
+    let id = server.new_conversation().await;
+    let (status, body) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"txt": "hi"}),
+        ))
+        .await;
+    assert_eq!((status, code(&body)), (400, "invalid_input"));
+    let big = "x".repeat(100 * 1024);
+    let (status, body) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": big}),
+        ))
+        .await;
+    assert_eq!((status, code(&body)), (413, "body_too_large"));
+    let (status, body) = server
+        .json(server.get("/api/conversations/no-such-id"))
+        .await;
+    assert_eq!((status, code(&body)), (404, "session_not_found"));
+}
+
+#[tokio::test]
+async fn a_write_waits_for_a_decision_through_the_api_and_the_report_counts_it() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    let (status, body) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "write notes.md"}),
+        ))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let waiting = server.until_state(&id, "running").await;
+    assert_eq!(waiting["state"], "running");
+    // The approval is listed with what it changes.
+    let mut approvals = Value::Null;
+    for _ in 0..500 {
+        let (_, body) = server
+            .json(server.get(&format!("/api/conversations/{id}/approvals")))
+            .await;
+        if body["approvals"].as_array().is_some_and(|a| !a.is_empty()) {
+            approvals = body["approvals"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked = &approvals[0];
+    assert_eq!(asked["tool"], "write_file");
+    assert_eq!(asked["agent_path"], "main");
+    assert_eq!(asked["arguments"]["path"], "notes.md", "{asked}");
+    assert!(
+        asked.get("preview").is_some(),
+        "the change's preview, when the tool makes one"
+    );
+    // A second turn while one is open is refused.
+    let (status, body) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "hello"}),
+        ))
+        .await;
+    assert_eq!((status, code(&body)), (409, "turn_running"));
+    let approval = asked["approval_id"].as_str().unwrap();
+    let path = format!("/api/conversations/{id}/approvals/{approval}");
+    let (status, body) = server
+        .json(server.post(&path, json!({"decision": "maybe"})))
+        .await;
+    assert_eq!((status, code(&body)), (400, "invalid_input"));
+    let (status, body) = server
+        .json(server.post(&path, json!({"decision": "yes"})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server
+        .json(server.post(&path, json!({"decision": "no"})))
+        .await;
+    assert_eq!((status, code(&body)), (409, "conflict"));
+    server.until_state(&id, "idle").await;
+    assert_eq!(server.backend.invocations("write_file"), 1);
+    let log = server.store.read(&id, 1, 1000).await.unwrap();
+    assert!(log.iter().any(|e| matches!(&e.event,
+        rein_sessions::Event::ApprovalDecided { by, .. } if by == "http:token")));
+    // The report and the list.
+    let (status, report) = server
+        .json(server.get(&format!("/api/conversations/{id}/report")))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(report["totals"]["model_calls"], 2);
+    let (_, listed) = server.json(server.get("/api/conversations")).await;
+    let first = &listed["conversations"][0];
+    assert_eq!(first["id"], id.as_str());
+    assert_eq!(first["title"], "write notes.md");
+    assert_eq!(first["model"], "rein-scripted");
+    // Branch from the first turn; steer and stop are queued; interrupt
+    // needs a running turn.
+    let turn = report["runs"][0]["turn_id"].as_str().unwrap().to_owned();
+    let (status, _) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/branch"),
+            json!({"turn_id": turn}),
+        ))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/steer"),
+            json!({"text": "be brief"}),
+        ))
+        .await;
+    assert_eq!(status, 202);
+    let (status, body) = server
+        .json(server.post(&format!("/api/conversations/{id}/interrupt"), json!({})))
+        .await;
+    assert_eq!((status, code(&body)), (400, "invalid_input"));
+    let (status, _) = server
+        .json(server.post(&format!("/api/conversations/{id}/stop"), json!({})))
+        .await;
+    assert_eq!(status, 202);
+    let (status, body) = server
+        .json(server.post(&format!("/api/conversations/{id}/resume"), json!({})))
+        .await;
+    assert_eq!((status, code(&body)), (400, "invalid_input"), "{body}");
+}
+
+#[tokio::test]
+async fn an_interrupt_ends_a_turn_that_waits_for_a_person() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "write notes.md"}),
+        ))
+        .await;
+    for _ in 0..500 {
+        let (_, body) = server
+            .json(server.get(&format!("/api/conversations/{id}")))
+            .await;
+        if body["pending_approvals"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, _) = server
+        .json(server.post(&format!("/api/conversations/{id}/interrupt"), json!({})))
+        .await;
+    assert_eq!(status, 202);
+    let done = server.until_state(&id, "idle").await;
+    assert_eq!(done["pending_approvals"], 0);
+    assert_eq!(server.backend.invocations("write_file"), 0);
+}
+
+/// Read SSE `log` events' sequence numbers until `until` is seen.
+async fn read_events(response: reqwest::Response, until: &str) -> Vec<(u64, String)> {
+    let mut seen = Vec::new();
+    let mut buffer = String::new();
+    let mut body = response.bytes_stream();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, body.next()).await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let data = block
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or_default();
+            if block.lines().any(|l| l == "event: log") {
+                let event: Value = serde_json::from_str(data).unwrap();
+                let kind = event["kind"].as_str().unwrap().to_owned();
+                seen.push((event["seq"].as_u64().unwrap(), kind.clone()));
+                if kind == until {
+                    return seen;
+                }
+            }
+        }
+    }
+    panic!("no `{until}` in {seen:?}");
+}
+
+#[tokio::test]
+async fn the_event_stream_resumes_after_a_disconnect_losing_and_repeating_nothing() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    let events = format!("/api/conversations/{id}/events");
+    let first = server.get(&events).send().await.unwrap();
+    assert_eq!(first.headers()["content-type"], "text/event-stream");
+    server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "read a.rs"}),
+        ))
+        .await;
+    // Up to the call, then the client goes away.
+    let before = read_events(first, "tool.called").await;
+    let last = before.last().unwrap().0;
+    server.until_state(&id, "idle").await;
+    let again = server
+        .get(&events)
+        .header("last-event-id", last.to_string())
+        .send()
+        .await
+        .unwrap();
+    let after = read_events(again, "turn.finished").await;
+    let seqs: Vec<u64> = before.iter().chain(&after).map(|(s, _)| *s).collect();
+    let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "every event once, in order");
+    let log = server.store.read(&id, 1, 1000).await.unwrap();
+    let through = log
+        .iter()
+        .position(|e| matches!(e.event, rein_sessions::Event::TurnFinished { .. }))
+        .unwrap();
+    assert_eq!(seqs.len(), through + 1);
+}
+
+#[tokio::test]
+async fn a_second_server_cannot_drive_a_conversation_the_first_drives() {
+    let first = start().await;
+    let id = first.new_conversation().await;
+    first
+        .json(first.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "write notes.md"}),
+        ))
+        .await;
+    first.until_state(&id, "running").await;
+    // Another server on the same store.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let other = Server::new(
+        first.store.clone(),
+        Arc::new(ScriptedBrain::new(Vec::new())),
+        first.backend.clone(),
+        Profile::new("served", "rein-scripted"),
+        addr,
+    );
+    let bearer = other.secrets().bearer().to_owned();
+    tokio::spawn(other.serve(listener));
+    let response = first
+        .http
+        .post(format!("http://{addr}/api/conversations/{id}/resume"))
+        .bearer_auth(&bearer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 423);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(code(&body), "session_locked");
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_every_route() {
+    let server = start().await;
+    let (status, doc) = server.json(server.get("/api/openapi.json")).await;
+    assert_eq!(status, 200);
+    assert_eq!(doc, rein_server::api_doc());
+    let mut paths: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(move |method| format!("{} {path}", method.to_uppercase()))
+        })
+        .collect();
+    paths.sort();
+    let c = "/api/conversations/{id}";
+    let mut expected = vec![
+        "GET /api/login".to_owned(),
+        "GET /api/conversations".to_owned(),
+        "POST /api/conversations".to_owned(),
+        format!("GET {c}"),
+        format!("POST {c}/turns"),
+        format!("POST {c}/resume"),
+        format!("GET {c}/events"),
+        format!("GET {c}/approvals"),
+        format!("POST {c}/approvals/{{approval}}"),
+        format!("POST {c}/steer"),
+        format!("POST {c}/interrupt"),
+        format!("POST {c}/stop"),
+        format!("POST {c}/branch"),
+        format!("GET {c}/report"),
+    ];
+    expected.sort();
+    assert_eq!(paths, expected);
+}
