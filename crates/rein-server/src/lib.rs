@@ -16,12 +16,16 @@
 //! Approvals are decided here only by a person through this API
 //! (`Surface::http`) — never by the model, which has no route to them.
 //!
-//! Not here: the page (static files a later layer serves), the runner's
-//! loop (`rein-runner`), or how a decision is delivered (`rein-approvals`).
+//! The page (`page`) is static files embedded in the binary, served at `/`
+//! behind the same guards.
+//!
+//! Not here: the runner's loop (`rein-runner`), or how a decision is
+//! delivered (`rein-approvals`).
 
 mod auth;
 mod events;
 mod live;
+mod page;
 mod problem;
 mod routes;
 
@@ -62,6 +66,7 @@ impl Default for Limits {
 pub struct Server {
     pub(crate) inner: Arc<Inner>,
     pub(crate) limits: Limits,
+    pub(crate) budgets: rein_runner::Budgets,
 }
 
 pub(crate) struct Inner {
@@ -96,12 +101,19 @@ impl Server {
                 live: live::Live::default(),
             }),
             limits: Limits::default(),
+            budgets: rein_runner::Budgets::default(),
         }
     }
 
     /// The same server with other limits.
     pub fn with_limits(mut self, limits: Limits) -> Server {
         self.limits = limits;
+        self
+    }
+
+    /// The same server running each turn with these budgets.
+    pub fn with_budgets(mut self, budgets: rein_runner::Budgets) -> Server {
+        self.budgets = budgets;
         self
     }
 

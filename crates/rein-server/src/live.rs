@@ -85,6 +85,7 @@ impl Live {
 /// open, and going on without one is `invalid_input`.
 pub(crate) async fn start_turn(
     inner: &Arc<Inner>,
+    budgets: rein_runner::Budgets,
     session: &str,
     text: Option<String>,
     person: String,
@@ -103,6 +104,7 @@ pub(crate) async fn start_turn(
         Some(session),
     )
     .await?;
+    conversation.budgets = budgets;
     let open = match conversation.has_open_turn().await {
         Ok(open) => open,
         Err(err) => {

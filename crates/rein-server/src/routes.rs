@@ -46,6 +46,9 @@ pub(crate) fn router(server: Server) -> axum::Router {
             async move { Json(doc) }
         }),
     )
+    .route("/", axum::routing::get(crate::page::index))
+    .route("/app.js", axum::routing::get(crate::page::script))
+    .route("/app.css", axum::routing::get(crate::page::style))
     .fallback(|| async {
         Problem(AgentError::new(
             codes::ROUTE_NOT_FOUND,
@@ -125,12 +128,7 @@ async fn login(State(server): State<Server>, Query(query): Query<LoginQuery>) ->
         )));
     };
     let set = format!("{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/");
-    // The page is not served yet: the link lands on the API's list.
-    Ok((
-        [(header::SET_COOKIE, set)],
-        Redirect::to("/api/conversations"),
-    )
-        .into_response())
+    Ok(([(header::SET_COOKIE, set)], Redirect::to("/")).into_response())
 }
 
 /// A conversation as lists show it.
@@ -260,6 +258,7 @@ async fn post_turn(
     }
     crate::live::start_turn(
         &server.inner,
+        server.budgets,
         &id,
         Some(said.text),
         surface(caller).name().to_owned(),
@@ -277,7 +276,14 @@ async fn resume_turn(
     Path(id): Path<String>,
     Extension(caller): Extension<Caller>,
 ) -> Answered {
-    crate::live::start_turn(&server.inner, &id, None, surface(caller).name().to_owned()).await?;
+    crate::live::start_turn(
+        &server.inner,
+        server.budgets,
+        &id,
+        None,
+        surface(caller).name().to_owned(),
+    )
+    .await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"running": true}))).into_response())
 }
 

@@ -1,0 +1,340 @@
+// rein's page: the conversation list, the transcript built from the
+// conversation's event stream, the answer as it streams, tool calls,
+// approvals with what they change, cost, steering, interrupt, branching.
+//
+// Safety: nothing the model or a tool wrote is ever parsed as HTML. Text
+// goes in with textContent; the small Markdown subset below builds
+// elements, never markup strings.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { id: null, source: null, calls: new Map(), streaming: null, running: false, cost: 0, costKnown: true, prompt: 0, cached: 0 };
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.detail || response.statusText);
+  return data;
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// Markdown, a safe subset: fenced code, paragraphs, `code`, **bold**, *em*.
+function inline(parent, text) {
+  const pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*]+\*)/g;
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    parent.append(text.slice(last, match.index));
+    const token = match[0];
+    if (token.startsWith("`")) parent.append(el("code", "", token.slice(1, -1)));
+    else if (token.startsWith("**")) parent.append(el("strong", "", token.slice(2, -2)));
+    else parent.append(el("em", "", token.slice(1, -1)));
+    last = match.index + token.length;
+  }
+  parent.append(text.slice(last));
+}
+
+function markdown(target, text) {
+  target.replaceChildren();
+  const parts = text.split(/```[^\n]*\n?/);
+  parts.forEach((part, i) => {
+    if (i % 2 === 1) {
+      target.append(el("pre", "", part.replace(/\n$/, "")));
+      return;
+    }
+    for (const para of part.split(/\n{2,}/)) {
+      if (!para.trim()) continue;
+      const p = el("p");
+      para.split("\n").forEach((line, j) => {
+        if (j > 0) p.append(el("br"));
+        inline(p, line);
+      });
+      target.append(p);
+    }
+  });
+}
+
+function scroll() {
+  const log = $("log");
+  log.scrollTop = log.scrollHeight;
+}
+
+function setRunning(running) {
+  state.running = running;
+  $("interrupt").hidden = !running;
+  $("send").textContent = running ? "Steer" : "Send";
+  $("say").placeholder = running
+    ? "Say something to the running turn (heard at its next step)"
+    : "Say something (Enter sends, Shift+Enter for a new line)";
+}
+
+function status(text) {
+  $("status").textContent = text || "";
+}
+
+function meter() {
+  const share = state.prompt ? Math.round((100 * state.cached) / state.prompt) : 0;
+  const cost = state.costKnown ? `$${(state.cost / 1e6).toFixed(4)}` : "cost unknown";
+  $("cost").textContent = `${cost} · cache ${share}%`;
+}
+
+function agentLabel(node, agent) {
+  if (agent && agent !== "main") node.prepend(el("span", "agent", agent));
+}
+
+function toolLine(callId, tool, args, agent) {
+  const details = el("details", "tool running");
+  const summary = el("summary", "", `${tool} ${JSON.stringify(args).slice(0, 120)}`);
+  agentLabel(summary, agent);
+  details.append(summary, el("pre", "", JSON.stringify(args, null, 2)));
+  state.calls.set(callId, details);
+  $("log").append(details);
+}
+
+function toolResult(callId, data) {
+  const details = state.calls.get(callId);
+  if (!details) return;
+  details.classList.remove("running");
+  details.classList.add(data.status === "ok" ? "ok" : "error");
+  const content = typeof data.content === "string" ? data.content : JSON.stringify(data.content, null, 2);
+  details.append(el("pre", "", content.slice(0, 20000)));
+}
+
+function diff(preview) {
+  const box = el("pre", "diff");
+  const text = preview.text || "";
+  for (const line of String(text).split("\n")) {
+    const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+    box.append(el("span", cls, line + "\n"));
+  }
+  return box;
+}
+
+async function refreshApprovals() {
+  if (!state.id) return;
+  const box = $("approvals");
+  const { approvals } = await api("GET", `/api/conversations/${state.id}/approvals`);
+  box.replaceChildren();
+  for (const a of approvals) {
+    const panel = el("div", "approval");
+    const who = a.agent_path === "main" ? "" : ` (${a.agent_path})`;
+    const subject = a.preview ? ` ${a.preview.subject}` : "";
+    panel.append(el("h2", "", `Approve ${a.tool}${subject}${who}?`));
+    if (a.preview && a.preview.truncated) panel.append(el("p", "", "(the preview is cut; the change is larger)"));
+    if (a.preview) panel.append(diff(a.preview));
+    else panel.append(el("pre", "diff", JSON.stringify(a.arguments, null, 2)));
+    const buttons = el("div", "buttons");
+    const yes = el("button", "primary", "Approve");
+    const no = el("button", "deny", "Deny");
+    const decide = async (decision) => {
+      yes.disabled = no.disabled = true;
+      try {
+        await api("POST", `/api/conversations/${state.id}/approvals/${a.approval_id}`, { decision });
+        status(decision === "yes" ? "Approved." : "Denied.");
+      } catch (err) {
+        status(err.message);
+      }
+      refreshApprovals();
+    };
+    yes.addEventListener("click", () => decide("yes"));
+    no.addEventListener("click", () => decide("no"));
+    buttons.append(yes, no);
+    panel.append(buttons);
+    box.append(panel);
+  }
+  if (approvals.length) box.querySelector("button.primary").focus();
+}
+
+function onLog(event) {
+  const e = JSON.parse(event.data);
+  const d = e.data;
+  const log = $("log");
+  switch (e.kind) {
+    case "turn.started": {
+      if (!$("title").textContent || $("title").textContent === "New conversation") $("title").textContent = d.prompt;
+      const you = el("div", "turn you", d.prompt);
+      const branch = el("button", "branch", "continue from before this turn");
+      branch.addEventListener("click", () => branchFrom(d.parent));
+      if (d.parent) you.append(branch);
+      log.append(you);
+      break;
+    }
+    case "model.completed": {
+      if (state.streaming) { state.streaming.remove(); state.streaming = null; }
+      const text = (d.message.content || []).filter((b) => b.type === "text").map((b) => b.text).join("");
+      if (text.trim() && e.agent === "main") {
+        const answer = el("div", "turn answer");
+        markdown(answer, text);
+        log.append(answer);
+      }
+      if (d.usage) {
+        state.prompt += (d.usage.input || 0) + (d.usage.cache_read || 0) + (d.usage.cache_write || 0);
+        state.cached += d.usage.cache_read || 0;
+      }
+      if (d.cost_micro_usd == null) state.costKnown = false; else state.cost += d.cost_micro_usd;
+      meter();
+      break;
+    }
+    case "tool.called":
+      toolLine(d.call_id, d.tool, d.arguments, e.agent);
+      break;
+    case "tool.result":
+      toolResult(d.call_id, d);
+      break;
+    case "approval.requested":
+    case "approval.decided":
+      refreshApprovals();
+      break;
+    case "turn.finished":
+      setRunning(false);
+      status(d.outcome === "finished" ? "" : `The turn ended: ${d.outcome}.`);
+      refreshList();
+      break;
+    default:
+      break;
+  }
+  scroll();
+}
+
+function onUi(event) {
+  const e = JSON.parse(event.data);
+  if (e.agent !== "main") {
+    if (e.type === "agent_awaiting") refreshApprovals();
+    return;
+  }
+  if (e.type === "text_delta") {
+    if (!state.streaming) {
+      state.streaming = el("div", "turn answer");
+      state.streaming.dataset.text = "";
+      $("log").append(state.streaming);
+    }
+    state.streaming.dataset.text += e.text;
+    markdown(state.streaming, state.streaming.dataset.text);
+    scroll();
+  } else if (e.type === "paused") {
+    status("Waiting for you.");
+  }
+}
+
+async function open(id) {
+  if (state.source) state.source.close();
+  Object.assign(state, { id, calls: new Map(), streaming: null, cost: 0, costKnown: true, prompt: 0, cached: 0 });
+  $("log").replaceChildren();
+  $("approvals").replaceChildren();
+  history.replaceState(null, "", `#${id}`);
+  for (const b of document.querySelectorAll("#list button")) b.setAttribute("aria-current", String(b.dataset.id === id));
+  const conversation = await api("GET", `/api/conversations/${id}`);
+  $("title").textContent = conversation.title || "New conversation";
+  setRunning(conversation.state === "running");
+  meter();
+  // From the start: the transcript is rebuilt from the log, then the
+  // stream goes on live (EventSource resumes with Last-Event-ID itself).
+  state.source = new EventSource(`/api/conversations/${id}/events`);
+  state.source.addEventListener("log", onLog);
+  state.source.addEventListener("ui", onUi);
+  refreshApprovals();
+  $("say").focus();
+}
+
+async function refreshList() {
+  const { conversations } = await api("GET", "/api/conversations");
+  const list = $("list");
+  list.replaceChildren();
+  for (const c of conversations) {
+    const item = el("li");
+    const button = el("button", "", c.title || "New conversation");
+    button.dataset.id = c.id;
+    button.setAttribute("aria-current", String(c.id === state.id));
+    button.append(el("small", "", `${c.state}${c.pending_approvals ? " · waiting for you" : ""}`));
+    button.addEventListener("click", () => { closeMenu(); open(c.id); });
+    item.append(button);
+    list.append(item);
+  }
+  return conversations;
+}
+
+async function send(event) {
+  event.preventDefault();
+  const text = $("say").value.trim();
+  if (!text) return;
+  try {
+    if (!state.id) {
+      const { id } = await api("POST", "/api/conversations", {});
+      await refreshList();
+      await open(id);
+    }
+    if (state.running) {
+      await api("POST", `/api/conversations/${state.id}/steer`, { text });
+      status("Heard: the model reads it at its next step.");
+    } else {
+      // Running before the request: its end may arrive on the stream
+      // before the request's answer does.
+      setRunning(true);
+      try {
+        await api("POST", `/api/conversations/${state.id}/turns`, { text });
+      } catch (err) {
+        setRunning(false);
+        throw err;
+      }
+      status("");
+      refreshList();
+    }
+    $("say").value = "";
+  } catch (err) {
+    status(err.message);
+  }
+}
+
+async function branchFrom(turn) {
+  try {
+    await api("POST", `/api/conversations/${state.id}/branch`, { turn_id: turn });
+    status("The next turn continues from there.");
+  } catch (err) {
+    status(err.message);
+  }
+}
+
+function closeMenu() {
+  $("side").classList.remove("open");
+  $("menu").setAttribute("aria-expanded", "false");
+}
+
+document.addEventListener("DOMContentLoaded", async () => {
+  $("composer").addEventListener("submit", send);
+  $("say").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) send(e);
+  });
+  $("interrupt").addEventListener("click", async () => {
+    try {
+      await api("POST", `/api/conversations/${state.id}/interrupt`, {});
+      // The turn's end may have arrived first; it says how it ended.
+      if (state.running) status("Interrupting at the next step.");
+    } catch (err) {
+      status(err.message);
+    }
+  });
+  $("new").addEventListener("click", async () => {
+    const { id } = await api("POST", "/api/conversations", {});
+    await refreshList();
+    closeMenu();
+    open(id);
+  });
+  $("menu").addEventListener("click", () => {
+    const side = $("side");
+    side.classList.toggle("open");
+    $("menu").setAttribute("aria-expanded", String(side.classList.contains("open")));
+  });
+  const conversations = await refreshList();
+  const wanted = location.hash.slice(1);
+  if (wanted) open(wanted);
+  else if (conversations.length) open(conversations[0].id);
+});

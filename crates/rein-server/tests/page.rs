@@ -1,0 +1,376 @@
+//! The page in a real browser: headless Chromium driven over WebDriver
+//! (Debian's `chromium` and `chromium-driver`, installed here when
+//! missing), against a real server on loopback with the scripted model —
+//! logging in with the one-time link, a write approved from the page and
+//! one denied (each showing what it changes), a reload that rebuilds the
+//! conversation, a steer and an interrupt of a running turn. Screenshots
+//! go to `target/browser/`.
+//!
+//! The WebDriver calls are a dozen JSON requests over loopback, written
+//! here on reqwest: the maintained client crate's TLS stack would build
+//! aws-lc from C for a protocol this test speaks in plain HTTP.
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use rein_runner::{Profile, ToolLoading};
+use rein_server::Server;
+use rein_sessions::{SqliteStore, Store};
+use rein_testing::{FakeToolBackend, Rule, ScriptedBrain};
+use serde_json::{Value, json};
+
+/// Debian's Chromium and its driver, installed when missing.
+fn ensure_chromium() {
+    if Path::new("/usr/bin/chromedriver").exists() && Path::new("/usr/bin/chromium").exists() {
+        return;
+    }
+    let status = Command::new("apt-get")
+        .args(["install", "-y", "-q", "chromium", "chromium-driver"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .expect("apt-get installs Chromium for the browser test");
+    assert!(
+        status.success(),
+        "apt-get install chromium chromium-driver failed"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A ChromeDriver process and one headless browser session in it.
+struct Browser {
+    driver: Child,
+    http: reqwest::Client,
+    base: String,
+    _profile: tempfile::TempDir,
+}
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    async fn start() -> Browser {
+        ensure_chromium();
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let http = reqwest::Client::new();
+        let root = format!("http://127.0.0.1:{port}");
+        let until = Instant::now() + Duration::from_secs(30);
+        while http.get(format!("{root}/status")).send().await.is_err() {
+            assert!(Instant::now() < until, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let args = vec![
+            "--headless".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--no-first-run".to_owned(),
+            "--window-size=1100,800".to_owned(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let created: Value = http
+            .post(format!("{root}/session"))
+            .json(&json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}
+            }}}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no browser session: {created}"))
+            .to_owned();
+        Browser {
+            driver,
+            http,
+            base: format!("{root}/session/{session}"),
+            _profile: profile,
+        }
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}{path}", self.base);
+        let request = match method {
+            "GET" => self.http.get(url),
+            _ => self.http.post(url).json(&body),
+        };
+        let answer: Value = request.send().await.unwrap().json().await.unwrap();
+        assert!(
+            answer["value"].get("error").is_none(),
+            "{method} {path}: {answer}"
+        );
+        answer["value"].clone()
+    }
+
+    async fn go(&self, url: &str) {
+        self.call("POST", "/url", json!({"url": url})).await;
+    }
+
+    async fn script(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": []}),
+        )
+        .await
+    }
+
+    /// Wait until `condition` (a JS expression) is true.
+    async fn until(&self, condition: &str, what: &str) {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            if self.script(&format!("return !!({condition});")).await == json!(true) {
+                return;
+            }
+            if Instant::now() > until {
+                let shown = self.script("return document.body.innerText;").await;
+                panic!("never {what}; the page shows:\n{shown}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn element(&self, css: &str) -> String {
+        let found = self
+            .call(
+                "POST",
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            )
+            .await;
+        found[ELEMENT].as_str().unwrap().to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let id = self.element(css).await;
+        self.call("POST", &format!("/element/{id}/click"), json!({}))
+            .await;
+    }
+
+    async fn type_in(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.call(
+            "POST",
+            &format!("/element/{id}/value"),
+            json!({"text": text}),
+        )
+        .await;
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = self.call("GET", "/screenshot", Value::Null).await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap())
+            .unwrap();
+        let dir = artifacts();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), bytes).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn artifacts() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/browser")
+}
+
+async fn serve() -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}\n")]).unwrap());
+    let mut reading = Rule::call(
+        "keep reading",
+        "Reading on.",
+        "read_file",
+        json!({"path": "f{step}.rs"}),
+        None,
+    );
+    reading.steps = 100_000;
+    let brain = Arc::new(ScriptedBrain::new(vec![
+        reading,
+        Rule::call(
+            "write ",
+            "Writing it.",
+            "write_file",
+            json!({"content": "# notes\n"}),
+            Some("path"),
+        ),
+        Rule::reply("hello", "Hello! **rein** answers from the page."),
+    ]));
+    let profile = Profile {
+        tools: ToolLoading::Native,
+        max_output_tokens: 256,
+        ..Profile::new("served", "rein-scripted")
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // The long turn runs until it is interrupted.
+    let server = Server::new(store, brain, backend.clone(), profile, addr).with_budgets(
+        rein_runner::Budgets {
+            max_steps: 1_000_000,
+            ..rein_runner::Budgets::default()
+        },
+    );
+    let login = server.secrets().login_token().unwrap();
+    tokio::spawn(server.serve(listener));
+    (addr, login, backend, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_approves_denies_reloads_steers_and_interrupts() {
+    let (addr, login, backend, _dir) = serve().await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until("document.querySelector('#new')", "the page")
+        .await;
+
+    // A plain answer, its Markdown rendered as elements.
+    browser.click("#new").await;
+    browser
+        .until("location.hash.length > 1", "a conversation")
+        .await;
+    browser.type_in("#say", "hello there").await;
+    browser.click("#send").await;
+    browser
+        .until("document.querySelector('.answer strong')", "the answer")
+        .await;
+    browser
+        .until(
+            "document.querySelector('#send').innerText === 'Send'",
+            "the turn's end",
+        )
+        .await;
+
+    // A write: the panel shows the change; approved from the page.
+    browser.type_in("#say", "write notes.md").await;
+    browser.click("#send").await;
+    browser
+        .until(
+            "document.querySelector('.approval .diff')",
+            "the approval panel",
+        )
+        .await;
+    let panel = browser
+        .script("return document.querySelector('.approval').innerText;")
+        .await;
+    assert!(panel.as_str().unwrap().contains("notes.md"), "{panel}");
+    assert!(panel.as_str().unwrap().contains("# notes"), "{panel}");
+    browser.screenshot("approval").await;
+    browser.click(".approval button.primary").await;
+    browser
+        .until(
+            "document.querySelector('details.tool.ok')",
+            "the write's result",
+        )
+        .await;
+    assert_eq!(backend.invocations("write_file"), 1);
+    browser
+        .until(
+            "document.querySelector('#send').innerText === 'Send'",
+            "the turn's end",
+        )
+        .await;
+
+    // Another, denied.
+    browser.type_in("#say", "write other.md").await;
+    browser.click("#send").await;
+    browser
+        .until(
+            "document.querySelector('.approval button.deny')",
+            "the second approval",
+        )
+        .await;
+    browser.click(".approval button.deny").await;
+    browser
+        .until(
+            "document.querySelectorAll('details.tool.error').length >= 1",
+            "the refusal",
+        )
+        .await;
+    assert_eq!(
+        backend.invocations("write_file"),
+        1,
+        "the denied write never ran"
+    );
+
+    // A reload rebuilds the conversation from its events.
+    browser.call("POST", "/refresh", json!({})).await;
+    browser
+        .until(
+            "document.querySelectorAll('.turn.you').length === 3",
+            "the turns again",
+        )
+        .await;
+    browser.screenshot("reloaded").await;
+
+    // A long turn: steered, then interrupted.
+    browser.type_in("#say", "keep reading the files").await;
+    browser.click("#send").await;
+    browser
+        .until(
+            "!document.querySelector('#interrupt').hidden",
+            "the running turn",
+        )
+        .await;
+    browser.type_in("#say", "only the first ten").await;
+    browser.click("#send").await;
+    browser
+        .until(
+            "document.querySelector('#status').innerText.includes('Heard')",
+            "the steer",
+        )
+        .await;
+    browser.screenshot("running").await;
+    browser.click("#interrupt").await;
+    browser
+        .until(
+            "document.querySelector('#status').innerText.includes('interrupted')",
+            "the interrupt",
+        )
+        .await;
+
+    // Phone width: the list folds behind the menu button.
+    browser
+        .call("POST", "/window/rect", json!({"width": 390, "height": 800}))
+        .await;
+    browser
+        .until(
+            "getComputedStyle(document.querySelector('#menu')).display !== 'none'",
+            "the menu button",
+        )
+        .await;
+    browser.screenshot("phone").await;
+}
