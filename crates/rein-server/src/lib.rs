@@ -79,6 +79,24 @@ pub(crate) struct Inner {
     pub(crate) live: live::Live,
 }
 
+impl Inner {
+    /// Open `session` with this server's provider, tools and profile
+    /// (taking its lease: `session_locked` while another process drives it).
+    pub(crate) async fn open(
+        &self,
+        session: &str,
+    ) -> Result<rein_runner::Conversation, rein_wire::AgentError> {
+        rein_runner::Conversation::open(
+            self.store.clone(),
+            self.provider.clone(),
+            self.backend.clone(),
+            self.profile.clone(),
+            Some(session),
+        )
+        .await
+    }
+}
+
 impl Server {
     /// A server for conversations on `store` with `provider`, `backend`'s
     /// tools and `profile`, answering to `addr` (its `Host` names), with

@@ -96,14 +96,7 @@ pub(crate) async fn start_turn(
             "a turn of this conversation is already running",
         ));
     }
-    let mut conversation = Conversation::open(
-        inner.store.clone(),
-        inner.provider.clone(),
-        inner.backend.clone(),
-        inner.profile.clone(),
-        Some(session),
-    )
-    .await?;
+    let mut conversation = inner.open(session).await?;
     conversation.budgets = budgets;
     let open = match conversation.has_open_turn().await {
         Ok(open) => open,

@@ -466,14 +466,7 @@ async fn branch(
         )));
     }
     let inner = &server.inner;
-    let mut conversation = rein_runner::Conversation::open(
-        inner.store.clone(),
-        inner.provider.clone(),
-        inner.backend.clone(),
-        inner.profile.clone(),
-        Some(&id),
-    )
-    .await?;
+    let mut conversation = inner.open(&id).await?;
     let branched = conversation.branch_from(&branch.turn_id).await;
     conversation.close().await?;
     branched?;

@@ -75,6 +75,44 @@ pub struct ChatOptions {
     pub subagents: bool,
 }
 
+/// The provider flags `rein run` and `rein serve` share (the chat has the
+/// same ones among its own).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProviderArgs {
+    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A base URL (an OpenAI-compatible server).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Use the offline scripted model (no key, no network).
+    #[arg(long)]
+    pub scripted: bool,
+}
+
+impl ProviderArgs {
+    /// The provider these flags name, or `missing_api_key` saying how to
+    /// name one (`verb` is the command: `run`, `serve`).
+    pub fn resolve(&self, verb: &str) -> Result<Resolved, AgentError> {
+        let chat = ChatOptions {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            scripted: self.scripted,
+            ..ChatOptions::default()
+        };
+        resolve(&chat)?.ok_or_else(|| {
+            AgentError::new(
+                codes::MISSING_API_KEY,
+                format!("no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or {verb} with --scripted"),
+            )
+        })
+    }
+}
+
 /// The provider and model a chat runs with.
 pub struct Resolved {
     /// The provider.

@@ -33,7 +33,7 @@ use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
 use tokio::sync::mpsc;
 
-use super::chat::{ChatOptions, resolve};
+use super::chat::ProviderArgs;
 
 /// A graph file is read up to this size.
 const MAX_GRAPH_BYTES: u64 = 1024 * 1024;
@@ -48,18 +48,9 @@ pub struct RunOptions {
     /// are kept, the rest run.
     #[arg(long, value_name = "ID", conflicts_with = "file")]
     pub resume: Option<String>,
-    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// A base URL (an OpenAI-compatible server).
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Use the offline scripted model (no key, no network).
-    #[arg(long)]
-    pub scripted: bool,
+    /// The model provider.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// The folder the file tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
@@ -100,19 +91,7 @@ pub async fn run(
     info: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
     // The provider first: nothing is recorded for a run that cannot start.
-    let chat = ChatOptions {
-        provider: options.provider.clone(),
-        model: options.model.clone(),
-        base_url: options.base_url.clone(),
-        scripted: options.scripted,
-        ..ChatOptions::default()
-    };
-    let Some(resolved) = resolve(&chat)? else {
-        return Err(AgentError::new(
-            codes::MISSING_API_KEY,
-            "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or run with --scripted",
-        ));
-    };
+    let resolved = options.provider.resolve("run")?;
     let (record, graph, done, entries) = match (&options.resume, &options.file) {
         (Some(session), _) => {
             let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;

@@ -20,7 +20,7 @@ use rein_server::Server;
 use rein_sessions::Store;
 use rein_wire::{AgentError, error::codes};
 
-use super::chat::{ChatOptions, resolve};
+use super::chat::ProviderArgs;
 
 /// The shortest bearer token `REIN_SERVE_TOKEN` may hold.
 const MIN_TOKEN_CHARS: usize = 32;
@@ -38,18 +38,9 @@ pub struct ServeOptions {
     /// The folder the file tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// A base URL (an OpenAI-compatible server).
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Use the offline scripted model (no key, no network).
-    #[arg(long)]
-    pub scripted: bool,
+    /// The model provider.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
 }
 
 fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
@@ -62,19 +53,7 @@ pub async fn run(
     store: Arc<dyn Store>,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let chat = ChatOptions {
-        provider: options.provider.clone(),
-        model: options.model.clone(),
-        base_url: options.base_url.clone(),
-        scripted: options.scripted,
-        ..ChatOptions::default()
-    };
-    let Some(resolved) = resolve(&chat)? else {
-        return Err(AgentError::new(
-            codes::MISSING_API_KEY,
-            "no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or serve with --scripted",
-        ));
-    };
+    let resolved = options.provider.resolve("serve")?;
     let root_dir = match &options.root {
         Some(root) => root.clone(),
         None => std::env::current_dir().map_err(|e| {
