@@ -168,6 +168,7 @@ async fn summary(server: &Server, id: &str) -> Result<Value, AgentError> {
         "state": state,
         "cost_micro_usd": if totals.calls_without_cost == 0 { json!(totals.cost_micro_usd) } else { Value::Null },
         "pending_approvals": control.pending.len(),
+        "head_seq": info.head_seq,
     }))
 }
 

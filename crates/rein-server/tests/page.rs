@@ -354,6 +354,26 @@ async fn the_page_approves_denies_reloads_steers_and_interrupts() {
         )
         .await;
     browser.screenshot("running").await;
+    // A reload mid-turn: the transcript is rebuilt, the turn is still
+    // shown running, and its new steps keep arriving.
+    browser.call("POST", "/refresh", json!({})).await;
+    browser
+        .until(
+            "!document.querySelector('#interrupt').hidden",
+            "the turn running after the reload",
+        )
+        .await;
+    let shown = browser
+        .script("return document.querySelectorAll('details.tool').length;")
+        .await
+        .as_u64()
+        .unwrap();
+    browser
+        .until(
+            &format!("document.querySelectorAll('details.tool').length > {shown}"),
+            "new steps after the reload",
+        )
+        .await;
     browser.click("#interrupt").await;
     browser
         .until(

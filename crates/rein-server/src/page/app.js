@@ -8,7 +8,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { id: null, source: null, calls: new Map(), streaming: null, running: false, cost: 0, costKnown: true, prompt: 0, cached: 0 };
+const state = { id: null, source: null, calls: new Map(), streaming: null, running: false, cost: 0, costKnown: true, prompt: 0, cached: 0, shownUpTo: 0 };
 
 async function api(method, path, body) {
   const response = await fetch(path, {
@@ -160,6 +160,8 @@ function onLog(event) {
   const log = $("log");
   switch (e.kind) {
     case "turn.started": {
+      // Replayed in order, the log leaves the last turn's state shown.
+      setRunning(true);
       if (!$("title").textContent || $("title").textContent === "New conversation") $("title").textContent = d.prompt;
       const you = el("div", "turn you", d.prompt);
       const branch = el("button", "branch", "continue from before this turn");
@@ -197,7 +199,7 @@ function onLog(event) {
     case "turn.finished":
       setRunning(false);
       status(d.outcome === "finished" ? "" : `The turn ended: ${d.outcome}.`);
-      refreshList();
+      if (e.seq > state.shownUpTo) refreshList();
       break;
     default:
       break;
@@ -227,13 +229,14 @@ function onUi(event) {
 
 async function open(id) {
   if (state.source) state.source.close();
-  Object.assign(state, { id, calls: new Map(), streaming: null, cost: 0, costKnown: true, prompt: 0, cached: 0 });
+  Object.assign(state, { id, calls: new Map(), streaming: null, cost: 0, costKnown: true, prompt: 0, cached: 0, shownUpTo: 0 });
   $("log").replaceChildren();
   $("approvals").replaceChildren();
   history.replaceState(null, "", `#${id}`);
   for (const b of document.querySelectorAll("#list button")) b.setAttribute("aria-current", String(b.dataset.id === id));
   const conversation = await api("GET", `/api/conversations/${id}`);
   $("title").textContent = conversation.title || "New conversation";
+  state.shownUpTo = conversation.head_seq || 0;
   setRunning(conversation.state === "running");
   meter();
   // From the start: the transcript is rebuilt from the log, then the
