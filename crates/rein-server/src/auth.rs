@@ -155,9 +155,36 @@ fn caller(server: &Server, headers: &HeaderMap) -> Option<Caller> {
 /// the credentials (the login exchange itself needs none).
 pub(crate) async fn guard(
     State(server): State<Server>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Result<Response, Problem> {
+    // A place among the requests served at once, held until the answer's
+    // body ends (an event stream holds it while it is open).
+    let Ok(place) = server.places.clone().try_acquire_owned() else {
+        return Err(Problem(AgentError::new(
+            codes::TOO_MANY_CLIENTS,
+            format!(
+                "the server answers {} requests at once",
+                server.limits.requests
+            ),
+        )));
+    };
+    let response = checked(server, request, next).await?;
+    let (parts, body) = response.into_parts();
+    let mut chunks = body.into_data_stream();
+    let held = async_stream::stream! {
+        let _place = place;
+        while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+            yield chunk;
+        }
+    };
+    Ok(Response::from_parts(
+        parts,
+        axum::body::Body::from_stream(held),
+    ))
+}
+
+async fn checked(server: Server, mut request: Request, next: Next) -> Result<Response, Problem> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)

@@ -49,6 +49,9 @@ pub struct Limits {
     pub watchers_per_conversation: usize,
     /// Conversations listed at most.
     pub listed: usize,
+    /// Requests served at once, event streams included (a stream holds
+    /// its place while it is open).
+    pub requests: usize,
 }
 
 impl Default for Limits {
@@ -57,6 +60,7 @@ impl Default for Limits {
             body_bytes: 64 * 1024,
             watchers_per_conversation: 64,
             listed: 200,
+            requests: 512,
         }
     }
 }
@@ -67,6 +71,8 @@ pub struct Server {
     pub(crate) inner: Arc<Inner>,
     pub(crate) limits: Limits,
     pub(crate) budgets: rein_runner::Budgets,
+    /// Places for requests at once (`Limits::requests`).
+    pub(crate) places: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) struct Inner {
@@ -120,12 +126,14 @@ impl Server {
             }),
             limits: Limits::default(),
             budgets: rein_runner::Budgets::default(),
+            places: Arc::new(tokio::sync::Semaphore::new(Limits::default().requests)),
         }
     }
 
     /// The same server with other limits.
     pub fn with_limits(mut self, limits: Limits) -> Server {
         self.limits = limits;
+        self.places = Arc::new(tokio::sync::Semaphore::new(limits.requests));
         self
     }
 

@@ -28,6 +28,10 @@ struct Running {
 }
 
 async fn start() -> Running {
+    start_with(rein_server::Limits::default()).await
+}
+
+async fn start_with(limits: rein_server::Limits) -> Running {
     // reqwest is built without a default TLS provider; the tests speak
     // plain HTTP on loopback, but the client wants one installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -53,7 +57,8 @@ async fn start() -> Running {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = Server::new(store.clone(), brain, backend.clone(), profile, addr);
+    let server =
+        Server::new(store.clone(), brain, backend.clone(), profile, addr).with_limits(limits);
     let bearer = server.secrets().bearer().to_owned();
     let login = server.secrets().login_token().unwrap();
     tokio::spawn(server.serve(listener));
@@ -482,4 +487,83 @@ async fn the_openapi_document_lists_every_route() {
     ];
     expected.sort();
     assert_eq!(paths, expected);
+}
+
+#[tokio::test]
+async fn several_conversations_wait_at_once_in_one_server() {
+    let server = start().await;
+    let mut ids = Vec::new();
+    for file in ["one.md", "two.md", "three.md"] {
+        let id = server.new_conversation().await;
+        let (status, _) = server
+            .json(server.post(
+                &format!("/api/conversations/{id}/turns"),
+                json!({"text": format!("write {file}")}),
+            ))
+            .await;
+        assert_eq!(status, 202);
+        ids.push(id);
+    }
+    // All three run side by side, each paused at its own question.
+    for id in &ids {
+        for _ in 0..500 {
+            let (_, body) = server
+                .json(server.get(&format!("/api/conversations/{id}")))
+                .await;
+            if body["pending_approvals"] == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    for id in &ids {
+        let (_, body) = server
+            .json(server.get(&format!("/api/conversations/{id}/approvals")))
+            .await;
+        let approval = body["approvals"][0]["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (status, _) = server
+            .json(server.post(
+                &format!("/api/conversations/{id}/approvals/{approval}"),
+                json!({"decision": "yes"}),
+            ))
+            .await;
+        assert_eq!(status, 200);
+    }
+    for id in &ids {
+        server.until_state(id, "idle").await;
+    }
+    assert_eq!(server.backend.invocations("write_file"), 3);
+}
+
+#[tokio::test]
+async fn requests_at_once_are_bounded_and_a_closed_stream_gives_its_place_back() {
+    let server = start_with(rein_server::Limits {
+        requests: 2,
+        ..rein_server::Limits::default()
+    })
+    .await;
+    let id = server.new_conversation().await;
+    let events = format!("/api/conversations/{id}/events");
+    let first = server.get(&events).send().await.unwrap();
+    let second = server.get(&events).send().await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    assert_eq!(second.status().as_u16(), 200);
+    // Both places are held by the open streams.
+    let (status, body) = server.json(server.get("/api/conversations")).await;
+    assert_eq!((status, code(&body)), (503, "too_many_clients"));
+    drop(first);
+    let mut answered = 0;
+    for _ in 0..200 {
+        let (status, _) = server.json(server.get("/api/conversations")).await;
+        answered = status;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(answered, 200, "the closed stream's place came back");
+    drop(second);
 }
