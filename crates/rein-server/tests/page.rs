@@ -30,15 +30,20 @@ fn ensure_chromium() {
     if Path::new("/usr/bin/chromedriver").exists() && Path::new("/usr/bin/chromium").exists() {
         return;
     }
-    let status = Command::new("apt-get")
-        .args(["install", "-y", "-q", "chromium", "chromium-driver"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .expect("apt-get installs Chromium for the browser test");
-    assert!(
-        status.success(),
-        "apt-get install chromium chromium-driver failed"
-    );
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "chromium", "chromium-driver"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .expect("apt-get installs Chromium for the browser test")
+            .success()
+    };
+    // A fresh machine may have no package lists yet.
+    let installed = install() || {
+        let _ = Command::new("apt-get").args(["update", "-q"]).status();
+        install()
+    };
+    assert!(installed, "apt-get install chromium chromium-driver failed");
 }
 
 fn free_port() -> u16 {
