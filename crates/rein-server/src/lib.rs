@@ -23,6 +23,7 @@
 //! delivered (`rein-approvals`).
 
 mod auth;
+mod connections;
 mod events;
 mod live;
 mod page;
@@ -52,6 +53,9 @@ pub struct Limits {
     /// Requests served at once, event streams included (a stream holds
     /// its place while it is open).
     pub requests: usize,
+    /// Connections held open at once by [`Server::serve`] (one more waits
+    /// in the kernel's backlog until one closes).
+    pub connections: usize,
 }
 
 impl Default for Limits {
@@ -61,6 +65,7 @@ impl Default for Limits {
             watchers_per_conversation: 64,
             listed: 200,
             requests: 512,
+            connections: 1024,
         }
     }
 }
@@ -173,8 +178,13 @@ impl Server {
         routes::router(self.clone())
     }
 
-    /// Serve on `listener` until the task is dropped.
+    /// Serve on `listener` until the task is dropped, holding at most
+    /// `Limits::connections` connections open.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        let bounded = connections::Bounded {
+            listener,
+            places: Arc::new(tokio::sync::Semaphore::new(self.limits.connections)),
+        };
+        axum::serve(bounded, self.router()).await
     }
 }
