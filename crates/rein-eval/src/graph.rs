@@ -13,7 +13,8 @@ use rein_sessions::Store;
 use rein_testing::FakeToolBackend;
 use rein_wire::AgentError;
 
-use crate::run::{Answers, CaseResult, conclude, decide_scripted};
+use crate::person::{Answers, decide_scripted};
+use crate::run::{CaseResult, conclude};
 use crate::suite::Case;
 
 /// Run `case`'s graph (`text`); fill in `result` and check it.

@@ -11,6 +11,7 @@
 //! It is not a benchmark: times are reported, never checked.
 
 mod graph;
+mod person;
 pub mod report;
 pub mod run;
 pub mod suite;

@@ -2,19 +2,20 @@
 //! scripted model (or a real provider), a simulated person for approvals,
 //! then the checks against the log and the backend.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_approvals::Surface;
 use rein_gateway::Provider;
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome, UiEvent, UiKind};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent, ToolStatus};
 use rein_testing::{FakeToolBackend, ScriptedBrain};
 use rein_wire::AgentError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::person::{Answers, answer_children, answer_of};
 use crate::suite::{Case, LoadedCase};
 
 /// The model the cases run against.
@@ -315,68 +316,6 @@ pub(crate) fn conclude(
         .map(|p| p.files.clone())
         .unwrap_or_default();
     check(case, result, totals, &ran, &final_files);
-}
-
-/// The case's scripted answers to approvals, in the order they are asked.
-pub(crate) type Answers = Arc<Mutex<VecDeque<String>>>;
-
-/// Decide `approval_id` in `session` with the script's next answer (no,
-/// when it has none left), as a simulated person on any surface would.
-pub(crate) async fn decide_scripted(
-    store: &dyn Store,
-    answers: &Answers,
-    session: &str,
-    approval_id: &str,
-) {
-    let said = answers
-        .lock()
-        .ok()
-        .and_then(|mut a| a.pop_front())
-        .unwrap_or_else(|| "no".to_owned());
-    let decided = rein_approvals::decide(
-        store,
-        session,
-        approval_id,
-        answer_of(&said),
-        &Surface::simulated_person(),
-    )
-    .await;
-    if let Err(err) = decided {
-        tracing::warn!(code = %err.code, "a scripted approval was not decided");
-    }
-}
-
-/// The answer a scripted word stands for.
-fn answer_of(said: &str) -> Answer {
-    match said {
-        "yes" => Answer::Approve(LeaseScope::Once),
-        "always" => Answer::Approve(LeaseScope::Tool),
-        _ => Answer::Deny,
-    }
-}
-
-/// Answer sub-agents' approvals from the script as a person at the
-/// parent's surface would: each `agent_awaiting` the parent's watchers see
-/// is decided in the sub-agent's session through the inbox. With no
-/// scripted answer left the person says no (a case that forgets one does
-/// not hang).
-fn answer_children(conv: &Conversation, answers: Answers) -> tokio::task::JoinHandle<()> {
-    let mut ui = conv.subscribe();
-    let store = conv.store();
-    tokio::spawn(async move {
-        loop {
-            match ui.recv().await {
-                Ok(UiEvent {
-                    kind: UiKind::AgentAwaiting { session, request },
-                    ..
-                }) => {
-                    decide_scripted(store.as_ref(), &answers, &session, &request.approval_id).await;
-                }
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-            }
-        }
-    })
 }
 
 /// A session's events followed by its sub-agents' (theirs, recursively).

@@ -6,122 +6,17 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{code, start};
 use futures::StreamExt;
-use rein_runner::{Profile, ToolLoading};
+use rein_runner::Profile;
 use rein_server::Server;
-use rein_sessions::{SqliteStore, Store};
-use rein_testing::{FakeToolBackend, Rule, ScriptedBrain};
+use rein_testing::ScriptedBrain;
 use serde_json::{Value, json};
-
-struct Running {
-    _dir: tempfile::TempDir,
-    addr: SocketAddr,
-    bearer: String,
-    login: String,
-    store: Arc<dyn Store>,
-    backend: Arc<FakeToolBackend>,
-    http: reqwest::Client,
-}
-
-async fn start() -> Running {
-    start_with(rein_server::Limits::default()).await
-}
-
-async fn start_with(limits: rein_server::Limits) -> Running {
-    // reqwest is built without a default TLS provider; the tests speak
-    // plain HTTP on loopback, but the client wants one installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}")]).unwrap());
-    let brain = Arc::new(ScriptedBrain::new(vec![
-        Rule::call("read ", "Reading.", "read_file", json!({}), Some("path")),
-        Rule::call(
-            "write ",
-            "Writing.",
-            "write_file",
-            json!({"content": "x\n"}),
-            Some("path"),
-        ),
-        Rule::reply("hello", "Hello from the server."),
-    ]));
-    let profile = Profile {
-        tools: ToolLoading::Native,
-        max_output_tokens: 256,
-        ..Profile::new("served", "rein-scripted")
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server =
-        Server::new(store.clone(), brain, backend.clone(), profile, addr).with_limits(limits);
-    let bearer = server.secrets().bearer().to_owned();
-    let login = server.secrets().login_token().unwrap();
-    tokio::spawn(server.serve(listener));
-    Running {
-        _dir: dir,
-        addr,
-        bearer,
-        login,
-        store,
-        backend,
-        http: reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap(),
-    }
-}
-
-impl Running {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn get(&self, path: &str) -> reqwest::RequestBuilder {
-        self.http.get(self.url(path)).bearer_auth(&self.bearer)
-    }
-
-    fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
-        self.http
-            .post(self.url(path))
-            .bearer_auth(&self.bearer)
-            .json(&body)
-    }
-
-    async fn json(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn new_conversation(&self) -> String {
-        let (status, body) = self.json(self.post("/api/conversations", json!({}))).await;
-        assert_eq!(status, 201, "{body}");
-        body["id"].as_str().unwrap().to_owned()
-    }
-
-    /// Wait until the conversation is in `state`.
-    async fn until_state(&self, id: &str, state: &str) -> Value {
-        for _ in 0..500 {
-            let (_, body) = self
-                .json(self.get(&format!("/api/conversations/{id}")))
-                .await;
-            if body["state"] == state {
-                return body;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("never {state}");
-    }
-}
-
-fn code(body: &Value) -> &str {
-    body["code"].as_str().unwrap_or_default()
-}
 
 #[tokio::test]
 async fn the_guards_let_in_only_the_token_or_the_cookie_from_this_origin() {
@@ -536,83 +431,4 @@ async fn several_conversations_wait_at_once_in_one_server() {
         server.until_state(id, "idle").await;
     }
     assert_eq!(server.backend.invocations("write_file"), 3);
-}
-
-#[tokio::test]
-async fn requests_at_once_are_bounded_and_a_closed_stream_gives_its_place_back() {
-    let server = start_with(rein_server::Limits {
-        requests: 2,
-        ..rein_server::Limits::default()
-    })
-    .await;
-    let id = server.new_conversation().await;
-    let events = format!("/api/conversations/{id}/events");
-    let first = server.get(&events).send().await.unwrap();
-    let second = server.get(&events).send().await.unwrap();
-    assert_eq!(first.status().as_u16(), 200);
-    assert_eq!(second.status().as_u16(), 200);
-    // Both places are held by the open streams.
-    let (status, body) = server.json(server.get("/api/conversations")).await;
-    assert_eq!((status, code(&body)), (503, "too_many_clients"));
-    drop(first);
-    let mut answered = 0;
-    for _ in 0..200 {
-        let (status, _) = server.json(server.get("/api/conversations")).await;
-        answered = status;
-        if status == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(answered, 200, "the closed stream's place came back");
-    drop(second);
-}
-
-/// A raw connection asking for `path` with the bearer token; closing it
-/// is dropping it.
-async fn raw_request(server: &Running, path: &str) -> tokio::net::TcpStream {
-    use tokio::io::AsyncWriteExt;
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
-        server.addr, server.bearer
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    stream
-}
-
-/// The status line's code, once an answer starts.
-async fn status_of(stream: &mut tokio::net::TcpStream) -> u16 {
-    use tokio::io::AsyncReadExt;
-    let mut buf = [0u8; 64];
-    let n = stream.read(&mut buf).await.unwrap();
-    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
-    head.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-#[tokio::test]
-async fn connections_at_once_are_bounded_and_the_next_waits_its_turn() {
-    let server = start_with(rein_server::Limits {
-        connections: 2,
-        ..rein_server::Limits::default()
-    })
-    .await;
-    // Made in the store: no pooled client connection holds a place.
-    let id = server.store.create_session(json!({})).await.unwrap().id;
-    let events = format!("/api/conversations/{id}/events");
-    let mut first = raw_request(&server, &events).await;
-    let mut second = raw_request(&server, &events).await;
-    assert_eq!(status_of(&mut first).await, 200);
-    assert_eq!(status_of(&mut second).await, 200);
-    // A third is not served while both are open...
-    let mut third = raw_request(&server, "/api/conversations").await;
-    let early = tokio::time::timeout(Duration::from_millis(300), status_of(&mut third)).await;
-    assert!(early.is_err(), "served beyond the bound");
-    // ...and is once one closes.
-    drop(first);
-    let status = tokio::time::timeout(Duration::from_secs(10), status_of(&mut third))
-        .await
-        .expect("served once a place was free");
-    assert_eq!(status, 200);
-    drop(second);
 }

@@ -1,0 +1,91 @@
+//! The server's bounds over real HTTP: requests at once (an open event
+//! stream holds its place until it closes) and connections held open (past
+//! the bound the next waits in the backlog).
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Running, code, start_with};
+use serde_json::json;
+
+#[tokio::test]
+async fn requests_at_once_are_bounded_and_a_closed_stream_gives_its_place_back() {
+    let server = start_with(rein_server::Limits {
+        requests: 2,
+        ..rein_server::Limits::default()
+    })
+    .await;
+    let id = server.new_conversation().await;
+    let events = format!("/api/conversations/{id}/events");
+    let first = server.get(&events).send().await.unwrap();
+    let second = server.get(&events).send().await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    assert_eq!(second.status().as_u16(), 200);
+    // Both places are held by the open streams.
+    let (status, body) = server.json(server.get("/api/conversations")).await;
+    assert_eq!((status, code(&body)), (503, "too_many_clients"));
+    drop(first);
+    let mut answered = 0;
+    for _ in 0..200 {
+        let (status, _) = server.json(server.get("/api/conversations")).await;
+        answered = status;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(answered, 200, "the closed stream's place came back");
+    drop(second);
+}
+
+/// A raw connection asking for `path` with the bearer token; closing it
+/// is dropping it.
+async fn raw_request(server: &Running, path: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        server.addr, server.bearer
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
+/// The status line's code, once an answer starts.
+async fn status_of(stream: &mut tokio::net::TcpStream) -> u16 {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 64];
+    let n = stream.read(&mut buf).await.unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+    head.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn connections_at_once_are_bounded_and_the_next_waits_its_turn() {
+    let server = start_with(rein_server::Limits {
+        connections: 2,
+        ..rein_server::Limits::default()
+    })
+    .await;
+    // Made in the store: no pooled client connection holds a place.
+    let id = server.store.create_session(json!({})).await.unwrap().id;
+    let events = format!("/api/conversations/{id}/events");
+    let mut first = raw_request(&server, &events).await;
+    let mut second = raw_request(&server, &events).await;
+    assert_eq!(status_of(&mut first).await, 200);
+    assert_eq!(status_of(&mut second).await, 200);
+    // A third is not served while both are open...
+    let mut third = raw_request(&server, "/api/conversations").await;
+    let early = tokio::time::timeout(Duration::from_millis(300), status_of(&mut third)).await;
+    assert!(early.is_err(), "served beyond the bound");
+    // ...and is once one closes.
+    drop(first);
+    let status = tokio::time::timeout(Duration::from_secs(10), status_of(&mut third))
+        .await
+        .expect("served once a place was free");
+    assert_eq!(status, 200);
+    drop(second);
+}

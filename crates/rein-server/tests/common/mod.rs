@@ -1,0 +1,121 @@
+//! What the API tests share: a server on loopback over a real SQLite file
+//! with the scripted model, and a client that speaks to it.
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+#![allow(dead_code, reason = "each test file uses a part")]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_runner::{Profile, ToolLoading};
+use rein_server::Server;
+use rein_sessions::{SqliteStore, Store};
+use rein_testing::{FakeToolBackend, Rule, ScriptedBrain};
+use serde_json::{Value, json};
+
+pub struct Running {
+    pub _dir: tempfile::TempDir,
+    pub addr: SocketAddr,
+    pub bearer: String,
+    pub login: String,
+    pub store: Arc<dyn Store>,
+    pub backend: Arc<FakeToolBackend>,
+    pub http: reqwest::Client,
+}
+
+pub async fn start() -> Running {
+    start_with(rein_server::Limits::default()).await
+}
+
+pub async fn start_with(limits: rein_server::Limits) -> Running {
+    // reqwest is built without a default TLS provider; the tests speak
+    // plain HTTP on loopback, but the client wants one installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}")]).unwrap());
+    let brain = Arc::new(ScriptedBrain::new(vec![
+        Rule::call("read ", "Reading.", "read_file", json!({}), Some("path")),
+        Rule::call(
+            "write ",
+            "Writing.",
+            "write_file",
+            json!({"content": "x\n"}),
+            Some("path"),
+        ),
+        Rule::reply("hello", "Hello from the server."),
+    ]));
+    let profile = Profile {
+        tools: ToolLoading::Native,
+        max_output_tokens: 256,
+        ..Profile::new("served", "rein-scripted")
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server =
+        Server::new(store.clone(), brain, backend.clone(), profile, addr).with_limits(limits);
+    let bearer = server.secrets().bearer().to_owned();
+    let login = server.secrets().login_token().unwrap();
+    tokio::spawn(server.serve(listener));
+    Running {
+        _dir: dir,
+        addr,
+        bearer,
+        login,
+        store,
+        backend,
+        http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+    }
+}
+
+impl Running {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http.get(self.url(path)).bearer_auth(&self.bearer)
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(&self.bearer)
+            .json(&body)
+    }
+
+    pub async fn json(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn new_conversation(&self) -> String {
+        let (status, body) = self.json(self.post("/api/conversations", json!({}))).await;
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Wait until the conversation is in `state`.
+    pub async fn until_state(&self, id: &str, state: &str) -> Value {
+        for _ in 0..500 {
+            let (_, body) = self
+                .json(self.get(&format!("/api/conversations/{id}")))
+                .await;
+            if body["state"] == state {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("never {state}");
+    }
+}
+
+pub fn code(body: &Value) -> &str {
+    body["code"].as_str().unwrap_or_default()
+}
