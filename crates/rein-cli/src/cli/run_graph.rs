@@ -145,15 +145,7 @@ pub async fn run(
             ),
         ));
     }
-    let root_dir = match &options.root {
-        Some(root) => root.clone(),
-        None => std::env::current_dir().map_err(|e| {
-            AgentError::new(codes::INVALID_INPUT, format!("no working folder: {e}"))
-        })?,
-    };
-    let root = Arc::new(super::files::Root::new(&root_dir)?);
-    let stash = super::files::Stash(store.clone());
-    let backend = Arc::new(super::files::file_tools(root, Some(stash))?);
+    let (_, backend) = super::files::tools_in(options.root.as_deref(), &store)?;
     // The tasks share a blackboard (as it was, on a resume); every write
     // goes into the graph's record.
     let board = Blackboard::restored(entries, record.recorder());

@@ -54,15 +54,7 @@ pub async fn run(
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let resolved = options.provider.resolve("serve")?;
-    let root_dir = match &options.root {
-        Some(root) => root.clone(),
-        None => std::env::current_dir().map_err(|e| {
-            AgentError::new(codes::INVALID_INPUT, format!("no working folder: {e}"))
-        })?,
-    };
-    let root = Arc::new(super::files::Root::new(&root_dir)?);
-    let stash = super::files::Stash(store.clone());
-    let backend = Arc::new(super::files::file_tools(root, Some(stash))?);
+    let (root_dir, backend) = super::files::tools_in(options.root.as_deref(), &store)?;
     let profile = Profile::new("rein", resolved.model.clone()).with_system(
         "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.",
     );

@@ -54,6 +54,26 @@ pub fn file_tools(root: Arc<Root>, stash: Option<Stash>) -> Result<Registry, Age
         .with(DeleteFile(root, stash))
 }
 
+/// The file tools in `root` (default: the current directory), their undo
+/// kept in `store`: the folder and the tools, for `rein run` and `rein serve`.
+pub fn tools_in(
+    root: Option<&std::path::Path>,
+    store: &Arc<dyn rein_sessions::Store>,
+) -> Result<(std::path::PathBuf, Arc<Registry>), AgentError> {
+    let dir = match root {
+        Some(root) => root.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("no working folder: {e}"),
+            )
+        })?,
+    };
+    let handle = Arc::new(Root::new(&dir)?);
+    let tools = file_tools(handle, Some(Stash(store.clone())))?;
+    Ok((dir, Arc::new(tools)))
+}
+
 /// `outcome`, undoable through `stash` when there is one.
 async fn kept(
     stash: Option<&Stash>,
