@@ -129,6 +129,23 @@ pub enum UiKind {
         /// How long it ran (0 for a call refused before it ran).
         duration_ms: u64,
     },
+    /// A running call reported how far it got (live only; not in the log).
+    ToolProgress {
+        /// The call.
+        call_id: String,
+        /// How far (the tool's own unit).
+        done: f64,
+        /// Out of how much, when known.
+        total: Option<f64>,
+        /// The tool's message, when it gave one (someone else's text).
+        message: Option<String>,
+    },
+    /// The tools on offer changed at this turn's start (a server joined,
+    /// failed, or changed its list); one line per change, for the person.
+    CatalogChanged {
+        /// What changed.
+        changes: Vec<String>,
+    },
     /// A call waits for a person.
     ApprovalRequested {
         /// The approval.

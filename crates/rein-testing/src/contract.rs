@@ -38,6 +38,7 @@ fn ctx() -> ToolContext {
         call_id: "contract".into(),
         elevated: true,
         policy: Policy::default(),
+        progress: rein_tools::Progress::none(),
     }
 }
 

@@ -25,6 +25,8 @@ pub struct ToolContext {
     pub elevated: bool,
     /// The conversation's policy (egress allow-list, writes allowed).
     pub policy: Policy,
+    /// Where the call reports how far it got (for the person watching).
+    pub progress: crate::Progress,
 }
 
 /// A write's move of a revision guard: `scope` went from `before` to `after`.
@@ -170,5 +172,16 @@ pub trait ToolBackend: Send + Sync {
     /// A skill's text.
     fn read_skill(&self, _name: &str) -> Option<String> {
         None
+    }
+
+    /// A turn is starting. A backend whose catalog can change while it
+    /// lives (MCP servers joining late, `tools/list_changed`) takes the
+    /// changes in here and only here, so [`ToolBackend::catalog`] and
+    /// [`ToolBackend::definition`] stay the same for a whole turn and the
+    /// stable prefix of a running turn never changes. Returns what changed,
+    /// one line each for the person (empty: nothing changed — the runner
+    /// then keeps its frozen prefix). Default: a fixed catalog.
+    fn turn_boundary(&self) -> Vec<String> {
+        Vec::new()
     }
 }

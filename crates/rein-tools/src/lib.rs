@@ -13,6 +13,8 @@
 //!   stored as an artifact and replaced by a stub the model pages through.
 //! - [`ResultCache`]: cacheable reads remembered per tool, canonical
 //!   arguments and revision.
+//! - [`Skills`]: a folder of markdown skills, checked whole at load.
+//! - [`Progress`]: how a running call reports how far it got.
 //!
 //! It does not decide whether a call may run (that is `rein-approvals`) nor
 //! when (that is `rein-runner`).
@@ -21,7 +23,9 @@ mod backend;
 mod bounded;
 mod cache;
 mod from_fn;
+mod progress;
 mod registry;
+mod skills;
 
 /// The attribute an `impl ToolBackend` (a `dyn` trait) needs, so its author
 /// does not add the crate; `impl Tool` needs none.
@@ -30,8 +34,10 @@ pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, To
 pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
 pub use from_fn::{FnTool, tool_fn};
+pub use progress::{Progress, ProgressReport};
 pub use registry::{Registry, Tool, schema_for, strict_variant};
 /// The words a tool speaks about what a call may do.
 pub use rein_wire::permission::{PermissionClass, Policy};
 /// What a person approving a call is shown.
 pub use rein_wire::{Preview, PreviewKind};
+pub use skills::{Skill, Skills};

@@ -224,12 +224,20 @@ impl<T: Tool> ErasedTool for Typed<T> {
 pub struct Registry {
     tools: BTreeMap<String, Box<dyn ErasedTool>>,
     strict: bool,
+    skills: crate::Skills,
 }
 
 impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         Registry::default()
+    }
+
+    /// Offer `skills` beside the tools (their index in the stable prefix,
+    /// each read with `read_skill`).
+    pub fn with_skills(mut self, skills: crate::Skills) -> Self {
+        self.skills = skills;
+        self
     }
 
     /// Add a tool. Its schema must compile; a name may be used once.
@@ -330,5 +338,13 @@ impl ToolBackend for Registry {
 
     fn revision(&self) -> String {
         "static".into()
+    }
+
+    fn skills(&self) -> Vec<ToolSummary> {
+        self.skills.index()
+    }
+
+    fn read_skill(&self, name: &str) -> Option<String> {
+        self.skills.read(name)
     }
 }

@@ -48,6 +48,7 @@ fn ctx() -> ToolContext {
         call_id: "c".into(),
         elevated: false,
         policy: Policy::default(),
+        progress: rein_tools::Progress::none(),
     }
 }
 

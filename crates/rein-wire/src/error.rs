@@ -253,6 +253,25 @@ registry! {
         "Wait for it, steer it, or interrupt it.";
     TOO_MANY_CLIENTS = "too_many_clients", 503, true,
         "The server has as many connections or watchers as it allows", "Try again later.";
+    MCP_CONFIG_INVALID = "mcp_config_invalid", 400, false,
+        "The MCP servers' configuration cannot be used",
+        "Fix the named server's entry in the config file (or the --mcp argument).";
+    MCP_SERVER_UNAVAILABLE = "mcp_server_unavailable", 503, true,
+        "The MCP server is not ready (starting, restarting, or failed to start)",
+        "Try again at a later turn; `rein mcp list` shows the server's status.";
+    MCP_SERVER_CRASHED = "mcp_server_crashed", 502, true,
+        "The MCP server went away during the call; it is being restarted",
+        "The call may or may not have taken effect; check before trying again.";
+    MCP_CALL_TIMEOUT = "mcp_call_timeout", 504, true,
+        "The MCP server did not answer the call in time; it is being restarted",
+        "The call may or may not have taken effect; check before trying again.";
+    MCP_TOOL_ERROR = "mcp_tool_error", 422, false,
+        "The MCP server's tool reported an error", "Read the message; fix the arguments or ask the person.";
+    MCP_PROTOCOL = "mcp_protocol", 502, false,
+        "The MCP peer broke the protocol", "The message says what it sent; report it to its authors.";
+    SKILL_INVALID = "skill_invalid", 400, false,
+        "A skill file cannot be used",
+        "Each skill is a markdown file with front matter naming `name` and `when` (one line each).";
     GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
         "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
 }

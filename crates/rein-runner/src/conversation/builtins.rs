@@ -82,6 +82,10 @@ impl ToolBackend for WithBuiltins {
     fn read_skill(&self, name: &str) -> Option<String> {
         self.product.read_skill(name)
     }
+
+    fn turn_boundary(&self) -> Vec<String> {
+        self.product.turn_boundary()
+    }
 }
 
 impl Conversation {

@@ -233,6 +233,7 @@ impl Conversation {
             call_id: call_id.clone(),
             elevated,
             policy: self.policy.clone(),
+            progress: self.journal.progress(&call_id),
         };
         let started = Instant::now();
         let outcome = self.backend.invoke(&tool, args.clone(), &ctx).await;

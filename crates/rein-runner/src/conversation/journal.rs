@@ -172,6 +172,27 @@ impl Journal {
         self.store.control(&self.session_id).await
     }
 
+    /// Where call `call_id` reports its progress: live UI events for
+    /// whoever watches (nothing when nobody does).
+    pub(super) fn progress(&self, call_id: &str) -> rein_tools::Progress {
+        let Some(ui) = self.ui.get().cloned() else {
+            return rein_tools::Progress::none();
+        };
+        let agent = self.agent.clone();
+        let call_id = call_id.to_owned();
+        rein_tools::Progress::to(move |report| {
+            let _ = ui.send(UiEvent {
+                agent: agent.clone(),
+                kind: UiKind::ToolProgress {
+                    call_id: call_id.clone(),
+                    done: report.done,
+                    total: report.total,
+                    message: report.message,
+                },
+            });
+        })
+    }
+
     pub(super) fn emit(&self, kind: UiKind) {
         if let Some(ui) = self.ui.get() {
             let _ = ui.send(UiEvent {

@@ -295,6 +295,13 @@ impl Conversation {
         let turn_id = rein_wire::ids::new_id();
         let run_id = rein_wire::ids::new_id();
         self.turn = TurnState::default();
+        // The one place the tools on offer may change: before a turn's
+        // first request, never inside a turn.
+        let changes = self.backend.turn_boundary();
+        if !changes.is_empty() {
+            self.transcript.refreeze();
+            self.journal.emit(UiKind::CatalogChanged { changes });
+        }
         self.journal.append(vec![
             Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
             Event::RunStarted {

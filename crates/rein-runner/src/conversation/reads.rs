@@ -85,6 +85,7 @@ impl Conversation {
                         call_id: call_id.clone(),
                         elevated: false,
                         policy: policy.clone(),
+                        progress: self.journal.progress(call_id),
                     };
                     let hit = hit.clone();
                     async move {

@@ -1,5 +1,5 @@
 //! The request a step sends: the stable prefix (frozen at the first
-//! request), the projected transcript (extended step by step), and its size
+//! request, again only after the tools changed at a turn boundary), the projected transcript (extended step by step), and its size
 //! and digest measured from what is new.
 //!
 //! Not here: sending it (`model_call`) or keeping it inside the window
@@ -13,7 +13,10 @@ use super::*;
 #[derive(Default)]
 pub(super) struct Transcript {
     /// The stable prefix (system blocks and tools), frozen at the first
-    /// request so it stays byte-identical for the whole conversation.
+    /// request so it stays byte-identical for the whole conversation —
+    /// unless the backend's tools change, which it says only at a turn's
+    /// start (`ToolBackend::turn_boundary`): then the next turn freezes it
+    /// anew.
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
     /// The transcript so far, extended step by step.
     projector: Option<crate::project::Projector>,
@@ -24,6 +27,12 @@ pub(super) struct Transcript {
 }
 
 impl Transcript {
+    /// Let the next request freeze the prefix again: the backend's tools
+    /// changed at a turn boundary.
+    pub(super) fn refreeze(&mut self) {
+        self.frozen = None;
+    }
+
     /// The transcript for `path`, fed only what is new since the last step
     /// when the path merely grew and nothing was compacted; rebuilt otherwise.
     fn messages(

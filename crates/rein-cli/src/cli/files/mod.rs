@@ -335,6 +335,7 @@ mod tests {
             call_id: "c".into(),
             elevated: true,
             policy: rein_approvals::Policy::default(),
+            progress: rein_tools::Progress::none(),
         };
         use rein_tools::ToolBackend;
         for path in ["../x", "/etc/passwd", "link/secret", "sub/../../x"] {
