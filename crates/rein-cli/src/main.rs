@@ -69,6 +69,11 @@ enum Command {
         /// The session.
         session: String,
     },
+    /// MCP: the configured servers, and rein served as one.
+    Mcp {
+        #[command(subcommand)]
+        command: cli::mcp::McpCommand,
+    },
     /// Recorded sessions.
     Sessions {
         #[command(subcommand)]
@@ -211,7 +216,8 @@ async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError>
 async fn dispatch(cli: Cli) -> Result<(), AgentError> {
     let stdout = &mut std::io::stdout();
     match cli.command {
-        Command::Chat(options) => {
+        Command::Chat(mut options) => {
+            options.home = cli.home.clone();
             let store = open_store(cli.home).await?;
             let stdin = std::io::stdin();
             if stdin.is_terminal() && options.prompt.is_none() {
@@ -236,6 +242,26 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             let store = open_store(cli.home).await?;
             cli::serve::run(options, store, &mut std::io::stderr()).await
         }
+        Command::Mcp { command } => match command {
+            cli::mcp::McpCommand::List { wait } => cli::mcp::list(cli.home, wait, stdout).await,
+            cli::mcp::McpCommand::Serve {
+                root,
+                http,
+                session,
+                approval_wait,
+            } => {
+                let store = open_store(cli.home).await?;
+                cli::mcp::serve(
+                    store,
+                    root,
+                    http,
+                    session,
+                    approval_wait,
+                    &mut std::io::stderr(),
+                )
+                .await
+            }
+        },
         Command::Approve {
             session,
             approval,

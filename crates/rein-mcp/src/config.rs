@@ -10,6 +10,7 @@
 //! default_class = "ask"               # read | ask | destructive
 //! timeout_secs = 60                   # one call
 //! start_timeout_secs = 30             # initialize + the first tools/list
+//! deferred = true                     # offer its tools by name, loaded on use
 //! [mcp.servers.everything.tools]
 //! get-env = "destructive"             # a class per tool, over the server's hints
 //!
@@ -107,6 +108,10 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// The longest start (initialize and the first list) may take.
     pub start_timeout: Duration,
+    /// Whether its tools are offered deferred (named in a catalog, their
+    /// definitions loaded when the model asks): the default, since a
+    /// server may bring many.
+    pub deferred: bool,
 }
 
 /// Every configured server, by name.
@@ -148,6 +153,7 @@ struct Entry {
     tools: BTreeMap<String, ClassName>,
     timeout_secs: Option<u64>,
     start_timeout_secs: Option<u64>,
+    deferred: Option<bool>,
 }
 
 impl McpConfig {
@@ -307,6 +313,7 @@ impl Entry {
                 self.start_timeout_secs,
                 DEFAULT_START_TIMEOUT,
             )?,
+            deferred: self.deferred.unwrap_or(true),
         })
     }
 }

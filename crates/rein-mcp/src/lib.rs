@@ -14,9 +14,11 @@
 
 pub mod catalog;
 pub mod config;
+pub mod serve;
 mod server;
 mod tools;
 
 pub use config::{ClassName, McpConfig, ServerConfig, Transport};
+pub use serve::{McpServe, ServeSettings};
 pub use server::{ServerHandle, Snapshot, Status};
 pub use tools::{McpClients, McpTools};

@@ -13,6 +13,7 @@
 //!   stored as an artifact and replaced by a stub the model pages through.
 //! - [`ResultCache`]: cacheable reads remembered per tool, canonical
 //!   arguments and revision.
+//! - [`Joined`]: several backends offered as one.
 //! - [`Skills`]: a folder of markdown skills, checked whole at load.
 //! - [`Progress`]: how a running call reports how far it got.
 //!
@@ -23,6 +24,7 @@ mod backend;
 mod bounded;
 mod cache;
 mod from_fn;
+mod joined;
 mod progress;
 mod registry;
 mod skills;
@@ -34,6 +36,7 @@ pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, To
 pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
 pub use from_fn::{FnTool, tool_fn};
+pub use joined::Joined;
 pub use progress::{Progress, ProgressReport};
 pub use registry::{Registry, Tool, schema_for, strict_variant};
 /// The words a tool speaks about what a call may do.

@@ -73,6 +73,17 @@ pub struct ChatOptions {
     /// their writes are asked here like the main agent's.
     #[arg(long)]
     pub subagents: bool,
+    /// Offer an MCP server's tools (a name configured in
+    /// `REIN_HOME/config.toml`; repeat for more). Servers start in the
+    /// background and join at a later turn when slow.
+    #[arg(long, value_name = "NAME")]
+    pub mcp: Vec<String>,
+    /// Offer the skills in this folder (markdown files with front matter).
+    #[arg(long, value_name = "DIR")]
+    pub skills: Option<PathBuf>,
+    /// Where rein's config lives (set by `rein` from `--home`).
+    #[arg(skip)]
+    pub home: Option<PathBuf>,
 }
 
 /// The provider flags `rein run` and `rein serve` share (the chat has the
@@ -378,12 +389,26 @@ pub async fn run(
     let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
     let root = Arc::new(super::files::Root::new(&root_dir)?);
     let stash = super::files::Stash(store.clone());
-    let backend = Arc::new(super::files::file_tools(root.clone(), Some(stash))?);
+    let mut files = super::files::file_tools(root.clone(), Some(stash))?;
+    if let Some(dir) = &options.skills {
+        files = files.with_skills(rein_tools::Skills::load(dir)?);
+    }
+    let mcp = super::mcp::clients(options.home.clone(), &options.mcp)?;
+    let backend: Arc<dyn rein_tools::ToolBackend> = match &mcp {
+        Some(clients) => Arc::new(rein_tools::Joined::new(vec![
+            Arc::new(files),
+            Arc::new(clients.tools()),
+        ])),
+        None => Arc::new(files),
+    };
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
     let mut profile = Profile::new("rein", resolved.model.clone()).with_system(system);
     profile.reasoning = options.reasoning;
+    if mcp.as_ref().is_some_and(super::mcp::deferred) {
+        profile.tools = rein_runner::ToolLoading::Deferred;
+    }
     if options.reasoning.is_some()
         && rein_wire::model_reasoning(&resolved.model) == rein_wire::ModelReasoning::DoesNot
     {
@@ -533,6 +558,9 @@ pub async fn run(
         info,
         &format!("session {id} (continue with: rein chat --resume {id})"),
     )?;
+    if let Some(clients) = &mcp {
+        clients.shutdown();
+    }
     conversation.close().await?;
     result
 }

@@ -11,6 +11,7 @@ pub mod files;
 pub mod graph_view;
 pub mod input;
 pub mod markdown;
+pub mod mcp;
 pub mod output;
 pub mod preview;
 pub mod run_graph;

@@ -1,0 +1,181 @@
+//! `rein mcp`: the MCP servers a person configured (`list`), the chat's
+//! `--mcp NAME`, and rein served as an MCP server (`serve`).
+//!
+//! `rein mcp serve --root DIR` offers the folder's file tools over stdio
+//! (or streamable HTTP on 127.0.0.1 with `--http PORT`). Every call is
+//! recorded in a session; one that changes a file waits until a person
+//! decides it with `rein approve SESSION` (the command says so on stderr,
+//! which an MCP client shows as the server's log). Nothing the client
+//! sends can approve a call.
+//!
+//! Not here: the MCP machinery (`rein-mcp`).
+
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_mcp::{McpClients, McpConfig, McpServe, ServeSettings, config::CONFIG_FILE};
+use rein_sessions::Store;
+use rein_wire::{AgentError, error::codes};
+
+/// `rein mcp`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum McpCommand {
+    /// The configured MCP servers: their status, tools and the tools' classes
+    /// (starts each, waits for it a little, stops it).
+    List {
+        /// Wait at most this many seconds for the servers to start.
+        #[arg(long, default_value_t = 15)]
+        wait: u64,
+    },
+    /// Serve the folder's file tools over MCP, behind rein's approvals.
+    Serve {
+        /// The folder the file tools work in (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Serve streamable HTTP on 127.0.0.1 at this port (0 picks one)
+        /// instead of stdio.
+        #[arg(long, value_name = "PORT")]
+        http: Option<u16>,
+        /// Record the calls in this session (default: a new one).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// The longest a call waits for a person, in seconds.
+        #[arg(long, default_value_t = 600)]
+        approval_wait: u64,
+    },
+}
+
+/// The configured servers named, started in the background (`None` when
+/// none are named).
+pub fn clients(home: Option<PathBuf>, names: &[String]) -> Result<Option<McpClients>, AgentError> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let config = config(home)?.only(names)?;
+    Ok(Some(McpClients::start(&config)))
+}
+
+/// Whether the chat offers tools deferred: unless every server named says
+/// `deferred = false`.
+pub fn deferred(clients: &McpClients) -> bool {
+    clients.servers().iter().any(|s| s.config().deferred)
+}
+
+fn config(home: Option<PathBuf>) -> Result<McpConfig, AgentError> {
+    let home = rein_sessions::home::resolve(home)?;
+    McpConfig::load(&home.join(CONFIG_FILE))
+}
+
+fn io(err: std::io::Error) -> AgentError {
+    super::output::output_error(err)
+}
+
+/// `rein mcp list`.
+pub async fn list(
+    home: Option<PathBuf>,
+    wait: u64,
+    out: &mut impl Write,
+) -> Result<(), AgentError> {
+    let config = config(home.clone())?;
+    if config.servers.is_empty() {
+        let home = rein_sessions::home::resolve(home)?;
+        writeln!(
+            out,
+            "no MCP servers are configured (add [mcp.servers.NAME] to {})",
+            home.join(CONFIG_FILE).display()
+        )
+        .map_err(io)?;
+        return Ok(());
+    }
+    let clients = McpClients::start(&config);
+    clients.settled(Duration::from_secs(wait)).await;
+    for server in clients.servers() {
+        let now = server.snapshot();
+        let how = match &server.config().transport {
+            rein_mcp::Transport::Stdio { command, .. } => format!("stdio `{command}`"),
+            rein_mcp::Transport::Http { url, .. } => format!("http {url}"),
+        };
+        let why = match &now.status {
+            rein_mcp::Status::Failed { error, .. } => format!(": {error}"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "{}  {}  {} tools  ({how}){why}",
+            server.name(),
+            now.status.word(),
+            now.tools.len()
+        )
+        .map_err(io)?;
+        for (name, tool) in now.tools.iter() {
+            writeln!(out, "  {name}  {}", tool.class.as_str()).map_err(io)?;
+        }
+        for why in &now.left_out {
+            writeln!(out, "  left out: {why}").map_err(io)?;
+        }
+    }
+    clients.shutdown();
+    Ok(())
+}
+
+/// `rein mcp serve`.
+pub async fn serve(
+    store: Arc<dyn Store>,
+    root: Option<PathBuf>,
+    http: Option<u16>,
+    session: Option<String>,
+    approval_wait: u64,
+    info: &mut impl Write,
+) -> Result<(), AgentError> {
+    let (root_dir, backend) = super::files::tools_in(root.as_deref(), &store)?;
+    let settings = ServeSettings {
+        approval_wait: Duration::from_secs(approval_wait.max(1)),
+        ..ServeSettings::default()
+    };
+    let served = McpServe::open(store, backend, session.as_deref(), settings)
+        .await?
+        .telling(|line| eprintln!("rein mcp serve: {line}"));
+    let id = served.session_id().to_owned();
+    let result = match http {
+        None => {
+            writeln!(
+                info,
+                "rein mcp serve · stdio · root {} · session {id}",
+                root_dir.display()
+            )
+            .map_err(io)?;
+            served.serve_stdio().await
+        }
+        Some(port) => {
+            let listener =
+                tokio::net::TcpListener::bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
+                    .await
+                    .map_err(|e| {
+                        AgentError::new(
+                            codes::INVALID_INPUT,
+                            format!("cannot listen on 127.0.0.1:{port}: {e}"),
+                        )
+                    })?;
+            let addr = listener
+                .local_addr()
+                .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
+            writeln!(
+                info,
+                "rein mcp serve · http://{addr}/mcp · root {} · session {id}",
+                root_dir.display()
+            )
+            .map_err(io)?;
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let app = served.router(cancel.clone());
+            tokio::select! {
+                served = axum::serve(listener, app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
+                _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) }
+            }
+        }
+    };
+    served.close().await?;
+    result
+}

@@ -1,0 +1,181 @@
+//! `rein mcp serve` driven by rmcp's own client over stdio: the folder's
+//! tools listed and called; a write waits until a person decides it with
+//! `rein approve` from another process — approved, it runs once; denied,
+//! it never runs — and every call is in the session's log.
+
+mod common;
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    serde_json::to_value(&result.content)
+        .unwrap_or(Value::Null)
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn call(tool: &str, args: Value) -> CallToolRequestParams {
+    let Value::Object(map) = args else {
+        panic!("object args")
+    };
+    CallToolRequestParams::new(tool.to_owned()).with_arguments(map)
+}
+
+/// Wait for the server's line naming the approval; answer it with `rein approve`.
+async fn decide(
+    lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    home: &std::path::Path,
+    answer: &str,
+) -> String {
+    let line = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let line = lines.recv().await.expect("the server's stderr ended");
+            if line.contains("rein approve ") {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the server said where the call waits");
+    let words: Vec<&str> = line
+        .split("rein approve ")
+        .nth(1)
+        .expect("words")
+        .split_whitespace()
+        .collect();
+    let (session, approval) = (words[0].to_owned(), words[1].to_owned());
+    let out = common::rein_at(home)
+        .args(["approve", &session, &approval, answer])
+        .output()
+        .expect("rein approve runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    session
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_lists_calls_and_waits_for_a_person() {
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    std::fs::write(root.path().join("notes.txt"), "hello from the folder\n").expect("seed");
+
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env("REIN_HOME", home.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .args(["mcp", "serve", "--root"])
+        .arg(root.path());
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rein mcp serve starts");
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let mut reader = tokio::io::BufReader::new(stderr.expect("stderr")).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = reader.next_line().await {
+            let _ = tx.send(line);
+        }
+    });
+    let client = ().serve(transport).await.expect("initialize");
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in ["list_files", "read_file", "write_file", "delete_file"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+
+    // A read runs at once.
+    let read = client
+        .call_tool(call("read_file", json!({"path": "notes.txt"})))
+        .await
+        .expect("read");
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    assert!(
+        text_of(&read).contains("hello from the folder"),
+        "{}",
+        text_of(&read)
+    );
+
+    // A write waits for a person; approved from another process, it runs.
+    let peer = client.peer().clone();
+    let write = tokio::spawn(async move {
+        peer.call_tool(call(
+            "write_file",
+            json!({"path": "new.txt", "content": "approved\n"}),
+        ))
+        .await
+    });
+    let session = decide(&mut lines, home.path(), "yes").await;
+    let written = write.await.expect("joined").expect("write");
+    assert_ne!(written.is_error, Some(true), "{written:?}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("new.txt")).expect("written"),
+        "approved\n"
+    );
+
+    // Denied, it never runs.
+    let peer = client.peer().clone();
+    let write = tokio::spawn(async move {
+        peer.call_tool(call(
+            "write_file",
+            json!({"path": "denied.txt", "content": "no\n"}),
+        ))
+        .await
+    });
+    decide(&mut lines, home.path(), "no").await;
+    let refused = write.await.expect("joined").expect("write answered");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(
+        !root.path().join("denied.txt").exists(),
+        "a denied write never runs"
+    );
+
+    // An unknown tool is a clear error result, not a hang.
+    let unknown = client
+        .call_tool(call("rm_rf", json!({})))
+        .await
+        .expect("answered");
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(
+        text_of(&unknown).contains("tool_not_found"),
+        "{}",
+        text_of(&unknown)
+    );
+    client.cancel().await.expect("client closes");
+
+    // Every call is in the session's log, with one result each.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let shown = common::rein_at(home.path())
+        .args(["trace", "report", &session, "--json"])
+        .output()
+        .expect("rein trace report");
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let report: Value = serde_json::from_slice(&shown.stdout).expect("report JSON");
+    // Three calls ran as three turns (the unknown tool never reached the
+    // session): a read and an approved write ok, the denied write an error.
+    assert_eq!(report["turns"], 3, "{report}");
+    assert_eq!(report["totals"]["tools"]["total"], 3, "{report}");
+    assert_eq!(report["totals"]["tools"]["ok"], 2, "{report}");
+    assert_eq!(report["totals"]["tools"]["error"], 1, "{report}");
+    assert_eq!(
+        report["totals"]["cost_micro_usd"], 0,
+        "the relay costs nothing"
+    );
+}

@@ -1,0 +1,320 @@
+//! rein as an MCP server: a [`ToolBackend`] offered over MCP (stdio, or
+//! streamable HTTP on loopback) with rein's policy in front.
+//!
+//! Every call a client makes is a turn of one conversation (see `relay`):
+//! recorded in a session like any other, checked, and — when its class
+//! needs a person — not run until a person decides it from a person's
+//! surface (`rein approve SESSION`, the terminal, the HTTP API). A client
+//! never decides: nothing it sends can approve a call. Calls run one at a
+//! time, in the order they came (the conversation holds the session's
+//! lease); a call waiting for a person holds the ones behind it.
+//!
+//! Not here: which tools (the caller's backend) or where the session lives
+//! (the caller's store).
+
+mod relay;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_runner::{Budgets, Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_sessions::Store;
+use rein_tools::ToolBackend;
+use rein_wire::permission::Policy;
+use rein_wire::{AgentError, ContentBlock, ImageSource};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+pub use relay::RELAY_MODEL;
+use relay::{Pending, Relay};
+
+/// How a served conversation behaves.
+#[derive(Debug, Clone)]
+pub struct ServeSettings {
+    /// The longest a call waits for a person before it is stopped.
+    pub approval_wait: Duration,
+    /// What the served conversation may do (writes allowed or not).
+    pub policy: Policy,
+}
+
+impl Default for ServeSettings {
+    fn default() -> Self {
+        ServeSettings {
+            approval_wait: Duration::from_secs(10 * 60),
+            policy: Policy::default(),
+        }
+    }
+}
+
+struct Inner {
+    backend: Arc<dyn ToolBackend>,
+    conversation: Mutex<Option<Conversation>>,
+    relay: Arc<Relay>,
+    session: String,
+    settings: ServeSettings,
+    /// Tells the person where a call waits (stderr for `rein mcp serve`).
+    on_wait: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// A backend served over MCP; cheap to clone (every clone serves the same
+/// conversation).
+#[derive(Clone)]
+pub struct McpServe {
+    inner: Arc<Inner>,
+}
+
+impl McpServe {
+    /// Serve `backend`'s tools, recording calls in a new session of
+    /// `store` (or continuing `existing`).
+    pub async fn open(
+        store: Arc<dyn Store>,
+        backend: Arc<dyn ToolBackend>,
+        existing: Option<&str>,
+        settings: ServeSettings,
+    ) -> Result<McpServe, AgentError> {
+        let relay = Arc::new(Relay::default());
+        let mut profile = Profile::new("mcp-serve", RELAY_MODEL);
+        profile.tools = ToolLoading::Native;
+        let metadata =
+            serde_json::json!({"assistant": "mcp-serve", "model": RELAY_MODEL, "surface": "mcp"});
+        let mut conversation = Conversation::open_with(
+            store,
+            relay.clone(),
+            backend.clone(),
+            profile,
+            existing,
+            metadata,
+        )
+        .await?;
+        conversation.policy = settings.policy.clone();
+        conversation.budgets = Budgets {
+            max_steps: 4,
+            max_wall: settings.approval_wait + Duration::from_secs(60 * 60),
+            ..Budgets::default()
+        };
+        let session = conversation.session_id().to_owned();
+        Ok(McpServe {
+            inner: Arc::new(Inner {
+                backend,
+                conversation: Mutex::new(Some(conversation)),
+                relay,
+                session,
+                settings,
+                on_wait: Box::new(|_| {}),
+            }),
+        })
+    }
+
+    /// Say where a call waits for a person with `tell` (before the first
+    /// call is served).
+    pub fn telling(mut self, tell: impl Fn(&str) + Send + Sync + 'static) -> McpServe {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.on_wait = Box::new(tell);
+        }
+        self
+    }
+
+    /// The session the calls are recorded in.
+    pub fn session_id(&self) -> &str {
+        &self.inner.session
+    }
+
+    /// Run one call as the client `client` made it; `cancel` ends a wait
+    /// for a person (the call is then stopped, never run).
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        client: &str,
+        cancel: &CancellationToken,
+    ) -> Result<CallToolResult, AgentError> {
+        let offered = self.inner.backend.catalog(&self.inner.settings.policy);
+        if !offered.iter().any(|t| t.name == tool) {
+            let names: Vec<String> = offered.into_iter().map(|t| t.name).collect();
+            return Ok(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text(format!(
+                    "tool_not_found: there is no tool `{tool}`; the tools are: {}",
+                    names.join(", ")
+                )),
+            ]));
+        }
+        let mut guard = self.inner.conversation.lock().await;
+        let conversation = guard.as_mut().ok_or_else(|| {
+            AgentError::new(
+                rein_wire::error::codes::INTERNAL,
+                "the served conversation is closed",
+            )
+        })?;
+        self.inner.relay.set(Pending {
+            call_id: format!("mcp-{}", rein_wire::ids::new_id()),
+            tool: tool.to_owned(),
+            arguments,
+        });
+        let mut outcome = conversation
+            .turn(&format!("MCP client `{client}` calls `{tool}`"))
+            .await?;
+        while let TurnOutcome::AwaitingApproval(request) = &outcome {
+            (self.inner.on_wait)(&format!(
+                "`{tool}` waits for a person: rein approve {} {} yes|no",
+                self.inner.session, request.approval_id
+            ));
+            let waited = CancellationToken::new();
+            let timer = {
+                let waited = waited.clone();
+                let cancel = cancel.clone();
+                let limit = self.inner.settings.approval_wait;
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = tokio::time::sleep(limit) => {}
+                        () = cancel.cancelled() => {}
+                    }
+                    waited.cancel();
+                })
+            };
+            let decided = conversation
+                .wait_for_decision(&request.approval_id, &waited)
+                .await;
+            timer.abort();
+            outcome = match decided? {
+                Some(next) => next,
+                None => {
+                    conversation
+                        .stop_by("mcp serve: nobody decided in time, or the client gave up")
+                        .await?
+                }
+            };
+        }
+        let relayed = self.inner.relay.take();
+        Ok(match relayed {
+            Some(result) => to_mcp(result.content, result.is_error),
+            None => CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+                "the call did not run: the turn ended {}",
+                outcome.name()
+            ))]),
+        })
+    }
+
+    /// Release the session's lease.
+    pub async fn close(&self) -> Result<(), AgentError> {
+        let conversation = self.inner.conversation.lock().await.take();
+        match conversation {
+            Some(conversation) => conversation.close().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Serve over this process's stdin and stdout until the client leaves.
+    pub async fn serve_stdio(&self) -> Result<(), AgentError> {
+        use rmcp::ServiceExt;
+        let running = self
+            .clone()
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|err| {
+                AgentError::new(rein_wire::error::codes::MCP_PROTOCOL, err.to_string())
+            })?;
+        let _ = running.waiting().await;
+        Ok(())
+    }
+
+    /// An axum router serving streamable HTTP at `/mcp` (bind it to
+    /// loopback; rmcp refuses a `Host` other than localhost's).
+    pub fn router(&self, cancel: CancellationToken) -> axum::Router {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let me = self.clone();
+        let mut config = StreamableHttpServerConfig::default();
+        config.cancellation_token = cancel;
+        let service = StreamableHttpService::new(
+            move || Ok(me.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        axum::Router::new().nest_service("/mcp", service)
+    }
+}
+
+/// A recorded result as MCP content.
+fn to_mcp(content: Vec<ContentBlock>, is_error: bool) -> CallToolResult {
+    let blocks = content
+        .into_iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(rmcp::model::ContentBlock::text(text)),
+            ContentBlock::Image {
+                source: ImageSource::Base64 { media_type, data },
+            } => Some(rmcp::model::ContentBlock::image(data, media_type)),
+            _ => None,
+        })
+        .collect();
+    if is_error {
+        CallToolResult::error(blocks)
+    } else {
+        CallToolResult::success(blocks)
+    }
+}
+
+impl ServerHandler for McpServe {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "rein's tools. A call that changes something waits until a person decides it with `rein approve`.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let backend = &self.inner.backend;
+        let tools = backend
+            .catalog(&self.inner.settings.policy)
+            .into_iter()
+            .filter_map(|summary| backend.definition(&summary.name))
+            .map(|spec| {
+                let schema: Map<String, Value> = match spec.input_schema {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                };
+                Tool::new(spec.name, spec.description, schema)
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .unwrap_or_else(|| "unknown".into());
+        let arguments = request
+            .arguments
+            .map(Value::Object)
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        match self
+            .call(&request.name, arguments, &client, &context.ct)
+            .await
+        {
+            Ok(result) => Ok(CallToolResponse::Complete(result)),
+            Err(err) => Err(ErrorData::internal_error(
+                format!("{}: {}", err.code, err.message),
+                None,
+            )),
+        }
+    }
+}
