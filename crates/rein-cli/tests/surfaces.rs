@@ -6,83 +6,11 @@
 
 mod common;
 
-use std::io::{Read as _, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{rein_at, stderr, stdout};
+use common::{Chat, rein_at, stderr, stdout};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
-
-/// A chat in its own process, its stderr collected as it comes.
-struct Chat {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    said: Arc<Mutex<String>>,
-}
-
-impl Chat {
-    fn start(home: &Path, args: &[&str]) -> Chat {
-        let mut child = rein_at(home)
-            .arg("chat")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let said = Arc::new(Mutex::new(String::new()));
-        for stream in [
-            Box::new(child.stderr.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stdout.take().unwrap()),
-        ] {
-            let said = said.clone();
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stream.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    said.lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            });
-        }
-        let stdin = child.stdin.take();
-        Chat { child, stdin, said }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Wait until the chat has said `text` (`nth` times).
-    fn wait_for(&self, text: &str, nth: usize) -> String {
-        common::wait_for_said(&self.said, text, nth)
-    }
-
-    fn session(&self) -> String {
-        let said = self.wait_for("· session ", 1);
-        said.split("· session ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap()
-            .to_owned()
-    }
-
-    fn finish(mut self) -> String {
-        self.stdin.take();
-        let status = self.child.wait().unwrap();
-        let said = self.said.lock().unwrap().clone();
-        assert!(status.success(), "{said}");
-        said
-    }
-}
 
 /// The approval a waiting chat names for other terminals.
 fn approval_in(said: &str, session: &str) -> String {

@@ -22,6 +22,7 @@ mod fake_provider;
 mod fake_server;
 mod fake_tools;
 pub mod fixtures;
+pub mod mcp;
 pub mod wire;
 
 pub use fake_provider::FakeProvider;

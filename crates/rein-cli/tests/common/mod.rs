@@ -4,9 +4,10 @@
 #![allow(dead_code, reason = "each test file uses a part of it")]
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::io::{BufRead, BufReader, Read as _, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 
 /// A `rein` command with its own empty home, so tests never touch the
 /// user's store.
@@ -110,5 +111,74 @@ pub fn wait_for_said(said: &std::sync::Mutex<String>, text: &str, nth: usize) ->
             "waited for `{text}`; got:\n{now}"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A chat in its own process, its stderr collected as it comes.
+pub struct Chat {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    said: Arc<Mutex<String>>,
+}
+
+impl Chat {
+    pub fn start(home: &Path, args: &[&str]) -> Chat {
+        let mut child = rein_at(home)
+            .arg("chat")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = Arc::new(Mutex::new(String::new()));
+        for stream in [
+            Box::new(child.stderr.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stdout.take().unwrap()),
+        ] {
+            let said = said.clone();
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    said.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+        }
+        let stdin = child.stdin.take();
+        Chat { child, stdin, said }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Wait until the chat has said `text` (`nth` times).
+    pub fn wait_for(&self, text: &str, nth: usize) -> String {
+        wait_for_said(&self.said, text, nth)
+    }
+
+    pub fn session(&self) -> String {
+        let said = self.wait_for("· session ", 1);
+        said.split("· session ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned()
+    }
+
+    pub fn finish(mut self) -> String {
+        self.stdin.take();
+        let status = self.child.wait().unwrap();
+        let said = self.said.lock().unwrap().clone();
+        assert!(status.success(), "{said}");
+        said
     }
 }

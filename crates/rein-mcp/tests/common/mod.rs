@@ -1,6 +1,5 @@
-//! What the MCP tests share: the reference server installed from npm
-//! (pinned to the version the recordings in `shared/fixtures/wire/mcp/`
-//! were made with), and configs naming it.
+//! What the MCP tests share: configs naming the reference server
+//! (`rein_testing::mcp`), and waiting for servers to be ready.
 
 #![allow(dead_code, reason = "each test file uses a part")]
 
@@ -10,36 +9,9 @@ use std::time::Duration;
 use rein_mcp::{McpClients, McpConfig, McpTools, Status};
 use rein_tools::ToolBackend;
 
-/// The reference server's npm package, at the recordings' version.
-pub const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
-
-/// The reference server's entry point, installed under the target
-/// directory on first use (npm; one install per machine, under a lock).
+/// The reference server's entry point (installed from npm on first use).
 pub fn everything() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-everything");
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    std::fs::create_dir_all(&dir).expect("target dir");
-    let lock = std::fs::File::create(dir.join(".lock")).expect("lock file");
-    lock.lock().expect("lock");
-    if !entry.is_file() {
-        let status = std::process::Command::new("npm")
-            .args([
-                "install",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-            ])
-            .arg(&dir)
-            .arg(EVERYTHING)
-            .status()
-            .expect("npm runs (Node.js is on the machine)");
-        assert!(
-            status.success(),
-            "npm install {EVERYTHING} failed: {status}"
-        );
-    }
-    entry
+    rein_testing::mcp::everything_server()
 }
 
 /// A config with the reference server as `ev` (stdio), plus `extra` TOML.

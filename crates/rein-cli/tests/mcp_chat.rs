@@ -1,0 +1,81 @@
+//! `rein chat --mcp ev` end to end: the reference MCP server
+//! (`@modelcontextprotocol/server-everything`, from npm) configured in
+//! `REIN_HOME/config.toml`, a model on loopback (FakeServer) that calls the
+//! server's `echo` through the deferred catalog, and the server's answer
+//! back in the model's next request. The server starts in the background:
+//! the chat's first turns run before it is ready, and it joins at a turn
+//! boundary with a note.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::Chat;
+use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::json;
+
+fn pong() -> Reply {
+    Reply::sse(ScriptedMessage::text(&["pong"]).openai_chat_sse())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_uses_a_tool_of_the_reference_server() {
+    let entry = rein_testing::mcp::everything_server();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\"]\n",
+            entry.display().to_string()
+        ),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let server = std::sync::Arc::new(FakeServer::start(vec![pong()]).await.unwrap());
+    let url = format!("{}/v1", server.base_url());
+    let home_path = home.path().to_owned();
+    let root_path = root.path().to_owned();
+    let fake = server.clone();
+    let said = tokio::task::spawn_blocking(move || {
+        let mut chat = Chat::start(
+            &home_path,
+            &["--base-url", &url, "--model", "m", "--root", root_path.to_str().unwrap(), "--mcp", "ev"],
+        );
+        // Turns go on while the server starts; it joins at a boundary.
+        let mut turns = 0;
+        loop {
+            turns += 1;
+            chat.send("ping");
+            let now = chat.wait_for("pong", turns);
+            if now.contains("MCP server `ev` is ready") {
+                break;
+            }
+            assert!(turns < 200, "the server never joined:\n{now}");
+            fake.push(pong());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c1",
+            "call_tool",
+            json!({"name": "ev__echo", "arguments": {"message": "from the chat"}}),
+            1,
+        ));
+        fake.push(Reply::sse(call.openai_chat_sse()));
+        fake.push(Reply::sse(ScriptedMessage::text(&["It echoed."]).openai_chat_sse()));
+        chat.send("echo something");
+        chat.wait_for("It echoed.", 1);
+        chat.send("/exit");
+        chat.finish()
+    })
+    .await
+    .unwrap();
+    assert!(said.contains("-> ev__echo"), "{said}");
+    assert!(said.contains("<- ok"), "{said}");
+    // The server's answer went back to the model.
+    let last = server.requests().last().unwrap().json().to_string();
+    assert!(last.contains("Echo: from the chat"), "{last}");
+    // The deferred catalog named the server's tools.
+    assert!(last.contains("ev__get-sum"), "{last}");
+}
