@@ -41,7 +41,16 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
     let said = tokio::task::spawn_blocking(move || {
         let mut chat = Chat::start(
             &home_path,
-            &["--base-url", &url, "--model", "m", "--root", root_path.to_str().unwrap(), "--mcp", "ev"],
+            &[
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--root",
+                root_path.to_str().unwrap(),
+                "--mcp",
+                "ev",
+            ],
         );
         // Turns go on while the server starts; it joins at a boundary.
         let mut turns = 0;
@@ -63,7 +72,9 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
             1,
         ));
         fake.push(Reply::sse(call.openai_chat_sse()));
-        fake.push(Reply::sse(ScriptedMessage::text(&["It echoed."]).openai_chat_sse()));
+        fake.push(Reply::sse(
+            ScriptedMessage::text(&["It echoed."]).openai_chat_sse(),
+        ));
         chat.send("echo something");
         chat.wait_for("It echoed.", 1);
         chat.send("/exit");

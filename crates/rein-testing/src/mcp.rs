@@ -22,12 +22,21 @@ pub fn everything_server() -> PathBuf {
     lock.lock().expect("the lock");
     if !entry.is_file() {
         let status = std::process::Command::new("npm")
-            .args(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix"])
+            .args([
+                "install",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+            ])
             .arg(&dir)
             .arg(EVERYTHING)
             .status()
             .expect("npm runs (Node.js is on the machine)");
-        assert!(status.success(), "npm install {EVERYTHING} failed: {status}");
+        assert!(
+            status.success(),
+            "npm install {EVERYTHING} failed: {status}"
+        );
     }
     entry
 }

@@ -32,6 +32,9 @@
 //! - `server` (feature `server`, off by default): the HTTP surface — a
 //!   JSON API and an SSE event stream over conversations, behind a token,
 //!   a cookie and origin checks, for a product to mount;
+//! - `mcp` (feature `mcp`, off by default): MCP both ways — configured
+//!   servers' tools as one backend whose catalog changes only between
+//!   turns, and a backend served over MCP behind rein's approvals;
 //! - `testing` (feature `testing`, off by default): a fake
 //!   OpenAI-compatible server on loopback, fake tools and the backend
 //!   contract suite, for a product's own tests.
@@ -46,6 +49,8 @@
 pub use rein_approvals as approvals;
 pub use rein_cache as cache;
 pub use rein_gateway as gateway;
+#[cfg(feature = "mcp")]
+pub use rein_mcp as mcp;
 pub use rein_orchestrator as orchestrator;
 pub use rein_runner as runner;
 #[cfg(feature = "server")]
