@@ -20,18 +20,63 @@ fn pong() -> Reply {
     Reply::sse(ScriptedMessage::text(&["pong"]).openai_chat_sse())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chat_uses_a_tool_of_the_reference_server() {
+fn config_for_everything(home: &std::path::Path) {
     let entry = rein_testing::mcp::everything_server();
-    let home = tempfile::tempdir().unwrap();
     std::fs::write(
-        home.path().join("config.toml"),
+        home.join("config.toml"),
         format!(
-            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\"]\n",
+            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\"]\n[mcp.servers.ev.tools]\nget-env = \"destructive\"\n[mcp.servers.gone]\ncommand = \"/nonexistent/server\"\n",
             entry.display().to_string()
         ),
     )
     .unwrap();
+}
+
+#[test]
+fn mcp_list_shows_each_server_its_status_and_its_tools_classes() {
+    let home = tempfile::tempdir().unwrap();
+    config_for_everything(home.path());
+    let out = common::rein_at(home.path())
+        .args(["mcp", "list"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("ev  ready  13 tools"), "{said}");
+    assert!(said.contains("  ev__echo  read"), "{said}");
+    assert!(
+        said.contains("  ev__get-env  destructive"),
+        "the person's class wins: {said}"
+    );
+    assert!(
+        said.contains("  ev__toggle-simulated-logging  write"),
+        "{said}"
+    );
+    assert!(said.contains("gone  failed  0 tools"), "{said}");
+    assert!(said.contains("could not be started"), "{said}");
+
+    // A bad entry is refused whole, with its code.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[mcp.servers.x]\ncommand='a'\nenv_from=['ANTHROPIC_API_KEY']\n",
+    )
+    .unwrap();
+    let out = common::rein_at(home.path())
+        .args(["mcp", "list"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error[mcp_config_invalid]"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_uses_a_tool_of_the_reference_server() {
+    let home = tempfile::tempdir().unwrap();
+    config_for_everything(home.path());
     let root = tempfile::tempdir().unwrap();
     let server = std::sync::Arc::new(FakeServer::start(vec![pong()]).await.unwrap());
     let url = format!("{}/v1", server.base_url());

@@ -288,6 +288,48 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_loads_whole_or_not_at_all() {
+        let dir = std::env::temp_dir().join(format!("rein-skills-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("deploy")).expect("dir");
+        std::fs::write(
+            dir.join("notes.md"),
+            "---\nname: notes\nwhen: asked for notes\n---\nWrite them.\n",
+        )
+        .expect("write");
+        std::fs::write(
+            dir.join("deploy/SKILL.md"),
+            "---\nname: deploy\ndescription: shipping\n---\nShip it.\n",
+        )
+        .expect("write");
+        std::fs::write(dir.join("README.txt"), "not a skill").expect("write");
+        let skills = Skills::load(&dir).expect("valid folder");
+        let names: Vec<String> = skills.index().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["deploy", "notes"]);
+        assert_eq!(
+            skills.read("deploy").as_deref(),
+            Some("# deploy\n\nShip it.\n")
+        );
+        std::fs::write(dir.join("broken.md"), "no front matter").expect("write");
+        let err = Skills::load(&dir).expect_err("one bad file refuses the folder");
+        assert!(err.message.contains("broken.md"), "{}", err.message);
+        std::fs::write(
+            dir.join("broken.md"),
+            "---\nname: notes\nwhen: again\n---\nx\n",
+        )
+        .expect("write");
+        let err = Skills::load(&dir).expect_err("a name used twice");
+        assert!(
+            err.message.contains("a second skill named `notes`"),
+            "{}",
+            err.message
+        );
+        let missing = Skills::load(&dir.join("nowhere")).expect_err("missing folder");
+        assert_eq!(missing.code, codes::SKILL_INVALID);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn malformed_skills_are_refused_with_the_reason() {
         for (raw, why) in [
             ("name: x\n", "no front matter"),
