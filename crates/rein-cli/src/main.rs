@@ -249,6 +249,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 http,
                 session,
                 approval_wait,
+                approve_by_elicitation,
             } => {
                 let store = open_store(cli.home).await?;
                 cli::mcp::serve(
@@ -257,6 +258,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                     http,
                     session,
                     approval_wait,
+                    approve_by_elicitation,
                     &mut std::io::stderr(),
                 )
                 .await

@@ -122,6 +122,17 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
         ));
         chat.send("echo something");
         chat.wait_for("It echoed.", 1);
+        // A long call's progress shows as it comes.
+        let long = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c2",
+            "call_tool",
+            json!({"name": "ev__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2}}),
+            1,
+        ));
+        fake.push(Reply::sse(long.openai_chat_sse()));
+        fake.push(Reply::sse(ScriptedMessage::text(&["Done waiting."]).openai_chat_sse()));
+        chat.send("run the long one");
+        chat.wait_for("Done waiting.", 1);
         chat.send("/exit");
         chat.finish()
     })
@@ -129,8 +140,11 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
     .unwrap();
     assert!(said.contains("-> ev__echo"), "{said}");
     assert!(said.contains("<- ok"), "{said}");
+    assert!(said.contains(".. 1 of 2"), "progress shown: {said}");
+    assert!(said.contains(".. 2 of 2"), "progress shown: {said}");
     // The server's answer went back to the model.
-    let last = server.requests().last().unwrap().json().to_string();
+    let requests = server.requests();
+    let last = requests[requests.len() - 3].json().to_string();
     assert!(last.contains("Echo: from the chat"), "{last}");
     // The deferred catalog named the server's tools.
     assert!(last.contains("ev__get-sum"), "{last}");

@@ -179,3 +179,79 @@ async fn a_client_lists_calls_and_waits_for_a_person() {
         "the relay costs nothing"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_over_streamable_http_on_loopback() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    std::fs::write(root.path().join("notes.txt"), "over http\n").expect("seed");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env("REIN_HOME", home.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .args(["mcp", "serve", "--http", "0", "--root"])
+        .arg(root.path())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("rein mcp serve --http starts");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(at) = line.find("http://") {
+                return line[at..]
+                    .split_whitespace()
+                    .next()
+                    .expect("url")
+                    .to_owned();
+            }
+        }
+        panic!("no address printed");
+    })
+    .await
+    .expect("the address is printed");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+
+    // A request naming another host (DNS rebinding) is refused.
+    let rebinding = reqwest::Client::new()
+        .post(&url)
+        .header("host", "evil.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .expect("answered");
+    assert!(
+        rebinding.status().is_client_error(),
+        "{}",
+        rebinding.status()
+    );
+
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+    );
+    let client = ().serve(transport).await.expect("initialize over HTTP");
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"read_file".to_owned()), "{names:?}");
+    let read = client
+        .call_tool(call("read_file", json!({"path": "notes.txt"})))
+        .await
+        .expect("read");
+    assert!(text_of(&read).contains("over http"), "{}", text_of(&read));
+    client.cancel().await.expect("close");
+    child.kill().await.expect("stopped");
+}

@@ -45,6 +45,11 @@ pub enum McpCommand {
         /// The longest a call waits for a person, in seconds.
         #[arg(long, default_value_t = 600)]
         approval_wait: u64,
+        /// Also let a client that supports elicitation ask its person
+        /// (only for an editor or chat window: an agent as client could
+        /// answer itself).
+        #[arg(long)]
+        approve_by_elicitation: bool,
     },
 }
 
@@ -128,11 +133,13 @@ pub async fn serve(
     http: Option<u16>,
     session: Option<String>,
     approval_wait: u64,
+    elicitation: bool,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let (root_dir, backend) = super::files::tools_in(root.as_deref(), &store)?;
     let settings = ServeSettings {
         approval_wait: Duration::from_secs(approval_wait.max(1)),
+        elicitation,
         ..ServeSettings::default()
     };
     let served = McpServe::open(store, backend, session.as_deref(), settings)

@@ -9,9 +9,17 @@
 //! time, in the order they came (the conversation holds the session's
 //! lease); a call waiting for a person holds the ones behind it.
 //!
+//! With [`ServeSettings::elicitation`] (off by default) a client that
+//! declares form elicitation is also asked to put the question to its
+//! person; the answer is recorded as `mcp-elicitation:CLIENT`. That trusts
+//! the client to show the question to a person and not answer it itself —
+//! so it is for a client that is an editor or a chat window, never for an
+//! agent.
+//!
 //! Not here: which tools (the caller's backend) or where the session lives
 //! (the caller's store).
 
+mod elicit;
 mod relay;
 
 use std::sync::Arc;
@@ -27,7 +35,7 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +50,9 @@ pub struct ServeSettings {
     pub approval_wait: Duration,
     /// What the served conversation may do (writes allowed or not).
     pub policy: Policy,
+    /// Also ask a client that supports elicitation to put each approval
+    /// to its person (see the module's docs for what that trusts).
+    pub elicitation: bool,
 }
 
 impl Default for ServeSettings {
@@ -49,6 +60,7 @@ impl Default for ServeSettings {
         ServeSettings {
             approval_wait: Duration::from_secs(10 * 60),
             policy: Policy::default(),
+            elicitation: false,
         }
     }
 }
@@ -127,12 +139,14 @@ impl McpServe {
     }
 
     /// Run one call as the client `client` made it; `cancel` ends a wait
-    /// for a person (the call is then stopped, never run).
+    /// for a person (the call is then stopped, never run). `peer` is the
+    /// client, asked by elicitation when the settings allow it.
     pub async fn call(
         &self,
         tool: &str,
         arguments: Value,
         client: &str,
+        peer: Option<&Peer<RoleServer>>,
         cancel: &CancellationToken,
     ) -> Result<CallToolResult, AgentError> {
         let offered = self.inner.backend.catalog(&self.inner.settings.policy);
@@ -178,10 +192,24 @@ impl McpServe {
                     waited.cancel();
                 })
             };
+            let asking = match peer.filter(|_| self.inner.settings.elicitation) {
+                Some(peer) => Some(tokio::spawn(elicit::ask(
+                    peer.clone(),
+                    conversation.store(),
+                    self.inner.session.clone(),
+                    request.clone(),
+                    client.to_owned(),
+                    self.inner.settings.approval_wait,
+                ))),
+                None => None,
+            };
             let decided = conversation
                 .wait_for_decision(&request.approval_id, &waited)
                 .await;
             timer.abort();
+            if let Some(asking) = asking {
+                asking.abort();
+            }
             outcome = match decided? {
                 Some(next) => next,
                 None => {
@@ -307,7 +335,13 @@ impl ServerHandler for McpServe {
             .map(Value::Object)
             .unwrap_or_else(|| Value::Object(Map::new()));
         match self
-            .call(&request.name, arguments, &client, &context.ct)
+            .call(
+                &request.name,
+                arguments,
+                &client,
+                Some(&context.peer),
+                &context.ct,
+            )
             .await
         {
             Ok(result) => Ok(CallToolResponse::Complete(result)),
