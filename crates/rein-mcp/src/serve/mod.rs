@@ -192,17 +192,18 @@ impl McpServe {
                     waited.cancel();
                 })
             };
-            let asking = match peer.filter(|_| self.inner.settings.elicitation) {
-                Some(peer) => Some(tokio::spawn(elicit::ask(
-                    peer.clone(),
-                    conversation.store(),
-                    self.inner.session.clone(),
-                    request.clone(),
-                    client.to_owned(),
-                    self.inner.settings.approval_wait,
-                ))),
-                None => None,
-            };
+            let asking = peer
+                .filter(|_| self.inner.settings.elicitation)
+                .map(|peer| {
+                    tokio::spawn(elicit::ask(
+                        peer.clone(),
+                        conversation.store(),
+                        self.inner.session.clone(),
+                        request.clone(),
+                        client.to_owned(),
+                        self.inner.settings.approval_wait,
+                    ))
+                });
             let decided = conversation
                 .wait_for_decision(&request.approval_id, &waited)
                 .await;
