@@ -25,7 +25,7 @@ fn config_for_everything(home: &std::path::Path) {
     std::fs::write(
         home.join("config.toml"),
         format!(
-            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\"]\n[mcp.servers.ev.tools]\nget-env = \"destructive\"\n[mcp.servers.gone]\ncommand = \"/nonexistent/server\"\n",
+            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\", \"REIN_TEST_VISIBLE\"]\n[mcp.servers.ev.tools]\nget-env = \"destructive\"\n[mcp.servers.gone]\ncommand = \"/nonexistent/server\"\n",
             entry.display().to_string()
         ),
     )
@@ -84,17 +84,15 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
     let root_path = root.path().to_owned();
     let fake = server.clone();
     let said = tokio::task::spawn_blocking(move || {
-        let mut chat = Chat::start(
+        // Canary keys in rein's environment must never reach the server.
+        let mut chat = Chat::start_with_env(
             &home_path,
+            &["--base-url", &url, "--model", "m", "--root", root_path.to_str().unwrap(), "--mcp", "ev"],
             &[
-                "--base-url",
-                &url,
-                "--model",
-                "m",
-                "--root",
-                root_path.to_str().unwrap(),
-                "--mcp",
-                "ev",
+                ("ANTHROPIC_API_KEY", "canary-anthropic-5f1c"),
+                ("OPENAI_API_KEY", "canary-openai-9d2e"),
+                ("REIN_TEST_VISIBLE", "named-and-passed"),
+                ("REIN_TEST_HIDDEN", "not-named-7a3b"),
             ],
         );
         // Turns go on while the server starts; it joins at a boundary.
@@ -133,6 +131,20 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
         fake.push(Reply::sse(ScriptedMessage::text(&["Done waiting."]).openai_chat_sse()));
         chat.send("run the long one");
         chat.wait_for("Done waiting.", 1);
+        // `get-env` dumps the server's environment; it is classed
+        // destructive here, so it is asked first.
+        let env = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c3",
+            "call_tool",
+            json!({"name": "ev__get-env", "arguments": {}}),
+            1,
+        ));
+        fake.push(Reply::sse(env.openai_chat_sse()));
+        fake.push(Reply::sse(ScriptedMessage::text(&["Env read."]).openai_chat_sse()));
+        chat.send("show the server's environment");
+        chat.wait_for("approve?", 1);
+        chat.send("y");
+        chat.wait_for("Env read.", 1);
         chat.send("/exit");
         chat.finish()
     })
@@ -144,8 +156,25 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
     assert!(said.contains(".. 2 of 2"), "progress shown: {said}");
     // The server's answer went back to the model.
     let requests = server.requests();
-    let last = requests[requests.len() - 3].json().to_string();
+    let last = requests[requests.len() - 5].json().to_string();
     assert!(last.contains("Echo: from the chat"), "{last}");
     // The deferred catalog named the server's tools.
     assert!(last.contains("ev__get-sum"), "{last}");
+    // The server had only what its entry names.
+    let env = requests.last().unwrap().json().to_string();
+    assert!(
+        env.contains("named-and-passed"),
+        "get-env's answer came back: {env}"
+    );
+    for secret in [
+        "canary-anthropic-5f1c",
+        "canary-openai-9d2e",
+        "not-named-7a3b",
+    ] {
+        assert!(
+            !env.contains(secret),
+            "{secret} reached the MCP server: {env}"
+        );
+        assert!(!said.contains(secret), "{secret} was printed");
+    }
 }

@@ -385,6 +385,10 @@ async fn run(shared: &Arc<Shared>, mut service: Service) -> Ended {
                 return Ended::Stopped;
             }
             () = shared.restart.notified() => {
+                // A hung server may not end when asked (a stopped process
+                // ignores SIGTERM): killed first. Its pid is still ours —
+                // the transport holds the child unreaped until it drops.
+                kill(shared);
                 let _ = service.close_with_timeout(Duration::from_secs(2)).await;
                 return Ended::Lost("it stopped answering (a call timed out and a ping went unanswered)".into());
             }
@@ -407,6 +411,17 @@ async fn run(shared: &Arc<Shared>, mut service: Service) -> Ended {
                 }
             }
         }
+    }
+}
+
+/// SIGKILL the server's process, if it has one.
+fn kill(shared: &Shared) {
+    let pid = shared.lock().snapshot.pid;
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 

@@ -233,3 +233,67 @@ async fn a_server_that_never_initializes_blocks_nothing_and_fails_clearly() {
     );
     clients.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_server_times_the_call_out_and_is_restarted() {
+    let clients = McpClients::start(
+        &common::config("")
+            .only(&["ev".into()])
+            .map(|mut c| {
+                if let Some(ev) = c.servers.get_mut("ev") {
+                    ev.call_timeout = Duration::from_secs(1);
+                }
+                c
+            })
+            .expect("ev"),
+    );
+    let tools = clients.tools();
+    common::ready(&clients, &tools).await;
+    let server = clients.servers()[0].clone();
+    let pid = server.snapshot().pid.expect("pid");
+    // Frozen: it reads nothing and answers nothing, but does not exit.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let hung = tools
+        .invoke("ev__echo", json!({"message": "anyone?"}), &ctx())
+        .await;
+    let Outcome::Failed {
+        code,
+        message,
+        retryable,
+        ..
+    } = hung
+    else {
+        panic!("a hung server's call must fail: {hung:?}");
+    };
+    assert_eq!(code, "mcp_call_timeout");
+    assert!(message.contains("within 1 s"), "{message}");
+    assert!(retryable);
+    // The missed ping restarts it: a new process serves.
+    for _ in 0..400 {
+        let now = server.snapshot();
+        if now.starts >= 2 && now.status == Status::Ready {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let now = server.snapshot();
+    assert_eq!((now.starts, now.status.clone()), (2, Status::Ready));
+    assert_ne!(now.pid, Some(pid));
+    let echo = tools
+        .invoke("ev__echo", json!({"message": "back"}), &ctx())
+        .await;
+    assert_eq!(echo, Outcome::ok(json!("Echo: back")));
+    // The frozen process was ended, not left behind.
+    let alive = std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(!alive.success(), "the hung server {pid} is gone");
+    clients.shutdown();
+}

@@ -123,9 +123,15 @@ pub struct Chat {
 
 impl Chat {
     pub fn start(home: &Path, args: &[&str]) -> Chat {
+        Chat::start_with_env(home, args, &[])
+    }
+
+    /// Like [`Chat::start`], with variables set in its environment.
+    pub fn start_with_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Chat {
         let mut child = rein_at(home)
             .arg("chat")
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
