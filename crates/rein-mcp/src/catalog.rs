@@ -56,13 +56,15 @@ pub fn tools_of(
             left_out.push(format!("{}: a tool without a name", config.name));
             continue;
         };
+        // The server's own words: shown to people only made visible.
+        let shown = rein_wire::visible::visible(remote);
         let Some(name) = rein_name(&config.name, remote) else {
-            left_out.push(format!("{}: `{remote}` has no usable name", config.name));
+            left_out.push(format!("{}: `{shown}` has no usable name", config.name));
             continue;
         };
         if tools.contains_key(&name) {
             left_out.push(format!(
-                "{}: `{remote}` collides with another tool as `{name}`",
+                "{}: `{shown}` collides with another tool as `{name}`",
                 config.name
             ));
             continue;
@@ -253,6 +255,40 @@ mod tests {
         assert_eq!(rein_name("ev", "a.b/c").as_deref(), Some("ev__a_b_c"));
         assert_eq!(rein_name("ev", "..."), None);
         assert_eq!(rein_name("ev", &"x".repeat(80)), None);
+    }
+
+    #[test]
+    fn hostile_names_become_safe_or_are_left_out_without_control_bytes() {
+        let listed = [
+            json!({"name": "\u{1b}[2J\u{1b}]0;pwned\u{7}"}),
+            json!({"name": "\u{1b}\u{7}"}),
+            json!({"name": "a.b"}),
+            json!({"name": "a/b"}),
+        ];
+        let (tools, left_out) = tools_of(&config(), &listed);
+        assert!(
+            tools.keys().all(|n| n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')),
+            "{:?}",
+            tools.keys().collect::<Vec<_>>()
+        );
+        assert!(tools.contains_key("ev__a_b"));
+        assert_eq!(left_out.len(), 2, "{left_out:?}");
+        assert!(
+            left_out.iter().any(|l| l.contains("collides")),
+            "{left_out:?}"
+        );
+        assert!(
+            left_out.iter().any(|l| l.contains("no usable name")),
+            "{left_out:?}"
+        );
+        for said in &left_out {
+            assert!(
+                !said.contains('\u{1b}') && !said.contains('\u{7}'),
+                "{said:?}"
+            );
+        }
     }
 
     #[test]

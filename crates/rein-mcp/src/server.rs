@@ -260,6 +260,9 @@ async fn supervise(shared: Arc<Shared>) {
                 )
             }
         };
+        // What a server said (its stderr, its errors) is someone else's
+        // text: it reaches logs and terminals only made visible.
+        let error = rein_wire::visible::visible(&error).into_owned();
         let retrying = failures < MAX_FAILED_STARTS;
         tracing::warn!(server = %shared.config.name, %error, retrying, "an MCP server is not available");
         shared.set(|s| {
@@ -432,7 +435,8 @@ async fn keep_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
     let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(4096));
     while let Some(line) = lines.next().await {
         let line = match line {
-            Ok(line) => line.chars().take(400).collect(),
+            Ok(line) => rein_wire::visible::visible(&line.chars().take(400).collect::<String>())
+                .into_owned(),
             Err(LinesCodecError::MaxLineLengthExceeded) => {
                 "(a line over 4096 bytes, left out)".into()
             }

@@ -78,6 +78,12 @@ fn io(err: std::io::Error) -> AgentError {
     super::output::output_error(err)
 }
 
+/// Print a line of `rein mcp list`: it quotes servers' own words (their
+/// errors, their tools' names), so it goes through `visible`.
+fn line(out: &mut impl Write, text: &str) -> Result<(), AgentError> {
+    writeln!(out, "{}", rein_wire::visible::visible(text)).map_err(io)
+}
+
 /// `rein mcp list`.
 pub async fn list(
     home: Option<PathBuf>,
@@ -107,19 +113,20 @@ pub async fn list(
             rein_mcp::Status::Failed { error, .. } => format!(": {error}"),
             _ => String::new(),
         };
-        writeln!(
+        line(
             out,
-            "{}  {}  {} tools  ({how}){why}",
-            server.name(),
-            now.status.word(),
-            now.tools.len()
-        )
-        .map_err(io)?;
+            &format!(
+                "{}  {}  {} tools  ({how}){why}",
+                server.name(),
+                now.status.word(),
+                now.tools.len()
+            ),
+        )?;
         for (name, tool) in now.tools.iter() {
-            writeln!(out, "  {name}  {}", tool.class.as_str()).map_err(io)?;
+            line(out, &format!("  {name}  {}", tool.class.as_str()))?;
         }
         for why in &now.left_out {
-            writeln!(out, "  left out: {why}").map_err(io)?;
+            line(out, &format!("  left out: {why}"))?;
         }
     }
     clients.shutdown();

@@ -120,7 +120,8 @@ fn print_event(
             out.write_all(visible(text).as_bytes()).map_err(io_error)?;
             *midline = !text.ends_with('\n');
         }
-        // Someone else's words (an MCP server's): made visible, bounded.
+        // Someone else's words (an MCP server's): bounded here, made
+        // visible by `say` like every status line.
         UiKind::ToolProgress {
             done,
             total,
@@ -130,13 +131,13 @@ fn print_event(
             let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
             let said = message
                 .as_deref()
-                .map(|m| format!(" {}", visible(&m.chars().take(200).collect::<String>())))
+                .map(|m| format!(" {}", m.chars().take(200).collect::<String>()))
                 .unwrap_or_default();
             line(format!("  {who}.. {done}{of}{said}"), midline)?;
         }
         UiKind::CatalogChanged { changes } => {
             for change in changes {
-                line(format!("  [{}]", visible(change)), midline)?;
+                line(format!("  [{change}]"), midline)?;
             }
         }
         // A failed model call ends the turn with the same error, which is
