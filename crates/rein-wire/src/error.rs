@@ -253,6 +253,17 @@ registry! {
         "Wait for it, steer it, or interrupt it.";
     TOO_MANY_CLIENTS = "too_many_clients", 503, true,
         "The server has as many connections or watchers as it allows", "Try again later.";
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable", 503, false,
+        "The sandbox cannot confine commands on this machine (no landlock, or the helper is missing)",
+        "Use a kernel with landlock (5.13+, enabled), or the host backend with its acknowledgement.";
+    HOST_UNACKNOWLEDGED = "host_unacknowledged", 400, false,
+        "The host backend runs commands without isolation and was not acknowledged",
+        "Set `unsafe_host_not_isolated = true` in the sandbox config only if you accept that.";
+    COMMAND_FORBIDDEN = "command_forbidden", 403, false,
+        "The command policy forbids this command", "Ask the person, or use another command.";
+    COMMAND_POLICY_INVALID = "command_policy_invalid", 400, false,
+        "The command policy cannot be used",
+        "Fix the named rule: each example must match its own rule and no earlier one.";
     MCP_CONFIG_INVALID = "mcp_config_invalid", 400, false,
         "The MCP servers' configuration cannot be used",
         "Fix the named server's entry in the config file (or the --mcp argument).";

@@ -1,0 +1,25 @@
+//! Commands run isolated.
+//!
+//! - [`Sandbox`]: run one command (argv, a working directory, exactly the
+//!   environment given) within bounds, its output bounded; two backends:
+//!   [`LinuxSandbox`] (landlock + seccomp + rlimits + a new session killed
+//!   whole at the wall-clock limit, applied by the helper
+//!   `rein-sandbox-exec` just before it becomes the command) and
+//!   [`HostSandbox`] (no isolation; only with an explicit acknowledgement,
+//!   and every result says so).
+//!
+//! Not here: whether a command may run at all (the command policy and
+//! the person's approval).
+
+mod cgroup;
+pub mod confine;
+mod run;
+pub mod spec;
+
+pub use run::{HostSandbox, LinuxSandbox, Output, Ran, Request, Sandbox};
+pub use spec::Limits;
+
+/// The most output kept per stream, in bytes.
+pub fn run_max_output() -> usize {
+    run::MAX_OUTPUT
+}

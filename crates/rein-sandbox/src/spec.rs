@@ -1,0 +1,64 @@
+//! What a confined command may do, as the parent tells the helper that
+//! applies it (`rein-sandbox-exec`): plain data, passed as JSON in one
+//! environment variable and removed before the command runs.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The variable the spec travels in.
+pub const SPEC_VAR: &str = "REIN_SANDBOX_SPEC";
+
+/// The helper's exit code when it refuses to run the command (the
+/// kernel cannot confine it, or the spec is bad): distinct from any the
+/// command gives, and paired with a `rein-sandbox: refused:` line.
+pub const REFUSED_EXIT: i32 = 125;
+
+/// The stderr marker of a refusal.
+pub const REFUSED_MARK: &str = "rein-sandbox: refused: ";
+
+/// Resource bounds, each applied with `setrlimit` (soft = hard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// CPU seconds.
+    pub cpu_secs: u64,
+    /// Address space, bytes.
+    pub memory_bytes: u64,
+    /// Processes of the user (not enforced for root by the kernel; the
+    /// wall-clock limit and the group kill bound a root fork bomb).
+    pub processes: u64,
+    /// The largest file it may write, bytes.
+    pub file_bytes: u64,
+    /// Open files.
+    pub open_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            cpu_secs: 60,
+            memory_bytes: 2 * 1024 * 1024 * 1024,
+            processes: 256,
+            file_bytes: 256 * 1024 * 1024,
+            open_files: 256,
+        }
+    }
+}
+
+/// The confinement of one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Readable (and executable) trees.
+    pub read: Vec<PathBuf>,
+    /// Writable trees (readable too).
+    pub write: Vec<PathBuf>,
+    /// Whether network sockets (IPv4, IPv6, raw packets) may be opened.
+    pub network: bool,
+    /// The bounds.
+    pub limits: Limits,
+    /// A pids cgroup made for this run, which the helper joins before
+    /// anything else (bounds a fork bomb even for root).
+    pub pids_cgroup: Option<PathBuf>,
+    /// The command.
+    pub argv: Vec<String>,
+}
