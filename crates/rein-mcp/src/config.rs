@@ -34,9 +34,8 @@ use serde::Deserialize;
 /// The config file's name inside `REIN_HOME`.
 pub const CONFIG_FILE: &str = "config.toml";
 
-/// Variables a server is never given, whatever its entry says: the keys
-/// rein's own model providers and surfaces read.
-pub const PROTECTED_VARS: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "REIN_SERVE_TOKEN"];
+/// Variables a server is never given, whatever its entry says.
+pub use rein_wire::env::PROVIDER_KEYS as PROTECTED_VARS;
 
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);

@@ -13,11 +13,14 @@
 
 mod cgroup;
 pub mod confine;
+pub mod policy;
 mod run;
 pub mod spec;
+mod tool;
 
 pub use run::{HostSandbox, LinuxSandbox, Output, Ran, Request, Sandbox};
 pub use spec::Limits;
+pub use tool::{RunCommand, RunInput};
 
 /// The most output kept per stream, in bytes.
 pub fn run_max_output() -> usize {

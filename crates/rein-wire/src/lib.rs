@@ -13,6 +13,7 @@ mod assemble;
 pub mod canonical;
 mod capabilities;
 pub mod clock;
+pub mod env;
 pub mod error;
 mod event;
 pub mod ids;

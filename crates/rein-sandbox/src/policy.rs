@@ -1,0 +1,257 @@
+//! The command policy: prefix rules deciding whether a command runs, asks
+//! a person first, or is refused — checked at load against each rule's
+//! own example commands.
+//!
+//! ```toml
+//! shell = false                 # `sh -c …` (any shell's -c) is refused unless true
+//! default = "ask"               # a command no rule names
+//! [[rule]]
+//! prefix = ["cargo", "test"]
+//! decision = "allow"
+//! examples = ["cargo test", "cargo test -p rein-wire"]
+//! [[rule]]
+//! prefix = ["rm"]
+//! decision = "forbid"
+//! examples = ["rm -rf target"]
+//! ```
+//!
+//! The first rule whose prefix is the command's first words decides.
+//! Every example must be decided by its own rule (not an earlier one): a
+//! rule whose examples do not match is a config error
+//! (`command_policy_invalid`), so a typo in a prefix cannot silently let
+//! commands through. A shell script is opaque: with `shell = true` it
+//! always asks.
+
+use rein_wire::permission::PermissionClass;
+use rein_wire::{AgentError, error::codes};
+use serde::Deserialize;
+
+/// What a rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Runs without asking.
+    Allow,
+    /// Waits for a person.
+    Ask,
+    /// Never runs.
+    Forbid,
+}
+
+/// One rule.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// The command's first words.
+    pub prefix: Vec<String>,
+    /// What it decides.
+    pub decision: Decision,
+    /// Commands it must decide (checked at load).
+    #[serde(default)]
+    pub examples: Vec<String>,
+}
+
+/// The policy.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandPolicy {
+    /// Whether a shell's `-c` may run at all (then it always asks).
+    #[serde(default)]
+    pub shell: bool,
+    /// What a command no rule names gets.
+    #[serde(default = "ask")]
+    pub default: Decision,
+    /// The rules, first match wins.
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<Rule>,
+}
+
+fn ask() -> Decision {
+    Decision::Ask
+}
+
+const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "fish",
+    "/bin/sh",
+    "/bin/bash",
+    "/usr/bin/bash",
+    "/usr/bin/sh",
+];
+
+impl Default for CommandPolicy {
+    fn default() -> Self {
+        CommandPolicy {
+            shell: false,
+            default: Decision::Ask,
+            rules: Vec::new(),
+        }
+    }
+}
+
+fn invalid(why: impl Into<String>) -> AgentError {
+    AgentError::new(codes::COMMAND_POLICY_INVALID, why)
+}
+
+impl CommandPolicy {
+    /// The policy in `text` (TOML), its examples checked.
+    pub fn parse(text: &str) -> Result<CommandPolicy, AgentError> {
+        let policy: CommandPolicy = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    /// Check every rule against its examples.
+    pub fn check(&self) -> Result<(), AgentError> {
+        for (n, rule) in self.rules.iter().enumerate() {
+            if rule.prefix.is_empty() || rule.prefix.iter().any(String::is_empty) {
+                return Err(invalid(format!("rule {} has an empty prefix", n + 1)));
+            }
+            for example in &rule.examples {
+                let argv: Vec<String> = example.split_whitespace().map(str::to_owned).collect();
+                let decided_by = self
+                    .rules
+                    .iter()
+                    .position(|r| starts_with(&argv, &r.prefix));
+                if decided_by != Some(n) {
+                    let by = match decided_by {
+                        Some(other) => format!(
+                            "rule {} ({})",
+                            other + 1,
+                            self.rules[other].prefix.join(" ")
+                        ),
+                        None => "no rule".into(),
+                    };
+                    return Err(invalid(format!(
+                        "rule {} ({}): its example `{example}` is decided by {by}",
+                        n + 1,
+                        rule.prefix.join(" ")
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the policy decides for `argv`, and why.
+    pub fn decide(&self, argv: &[String]) -> (Decision, String) {
+        let is_shell = argv.first().is_some_and(|p| SHELLS.contains(&p.as_str()))
+            && argv
+                .iter()
+                .skip(1)
+                .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
+        if is_shell {
+            return if self.shell {
+                (Decision::Ask, "a shell script (always asked)".into())
+            } else {
+                (
+                    Decision::Forbid,
+                    "a shell's -c (the policy does not allow a shell)".into(),
+                )
+            };
+        }
+        match self.rules.iter().find(|r| starts_with(argv, &r.prefix)) {
+            Some(rule) => (rule.decision, format!("rule `{}`", rule.prefix.join(" "))),
+            None => (self.default, "no rule names it (the default)".into()),
+        }
+    }
+
+    /// The class of `argv`'s call, or `command_forbidden`.
+    pub fn class(&self, argv: &[String]) -> Result<PermissionClass, AgentError> {
+        match self.decide(argv) {
+            (Decision::Allow, _) => Ok(PermissionClass::Read),
+            (Decision::Ask, _) => Ok(PermissionClass::Destructive),
+            (Decision::Forbid, why) => Err(AgentError::new(
+                codes::COMMAND_FORBIDDEN,
+                format!("`{}` is forbidden: {why}", argv.join(" ")),
+            )),
+        }
+    }
+}
+
+fn starts_with(argv: &[String], prefix: &[String]) -> bool {
+    argv.len() >= prefix.len() && argv.iter().zip(prefix).all(|(a, p)| a == p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    const POLICY: &str = r#"
+        default = "ask"
+        [[rule]]
+        prefix = ["cargo", "test"]
+        decision = "allow"
+        examples = ["cargo test", "cargo test -p x"]
+        [[rule]]
+        prefix = ["rm"]
+        decision = "forbid"
+        examples = ["rm -rf target"]
+    "#;
+
+    #[test]
+    fn the_first_matching_rule_decides() {
+        let policy = CommandPolicy::parse(POLICY).expect("valid");
+        assert_eq!(
+            policy.class(&argv("cargo test -q")).expect("ok"),
+            PermissionClass::Read
+        );
+        assert_eq!(
+            policy.class(&argv("cargo build")).expect("ok"),
+            PermissionClass::Destructive
+        );
+        assert_eq!(
+            policy.class(&argv("rm -rf /")).expect_err("forbidden").code,
+            codes::COMMAND_FORBIDDEN
+        );
+        // `cargo testx` is not `cargo test`: words, not characters.
+        assert_eq!(policy.decide(&argv("cargo testx")).0, Decision::Ask);
+    }
+
+    #[test]
+    fn shells_are_refused_unless_allowed_and_then_asked() {
+        let policy = CommandPolicy::parse(POLICY).expect("valid");
+        for script in ["sh -c ls", "bash -lc ls", "/bin/sh -c ls"] {
+            assert_eq!(policy.decide(&argv(script)).0, Decision::Forbid, "{script}");
+        }
+        let shell = CommandPolicy {
+            shell: true,
+            ..policy
+        };
+        assert_eq!(shell.decide(&argv("sh -c ls")).0, Decision::Ask);
+    }
+
+    #[test]
+    fn a_rule_whose_examples_do_not_match_is_refused() {
+        for (text, why) in [
+            (
+                "[[rule]]\nprefix = ['cargo', 'tset']\ndecision = 'allow'\nexamples = ['cargo test']\n",
+                "decided by no rule",
+            ),
+            (
+                "[[rule]]\nprefix = ['git']\ndecision = 'ask'\n[[rule]]\nprefix = ['git', 'status']\ndecision = 'allow'\nexamples = ['git status']\n",
+                "decided by rule 1 (git)",
+            ),
+            (
+                "[[rule]]\nprefix = []\ndecision = 'allow'\n",
+                "empty prefix",
+            ),
+            (
+                "[[rule]]\nprefix = ['x']\ndecision = 'maybe'\n",
+                "unknown variant",
+            ),
+        ] {
+            let err = CommandPolicy::parse(text).expect_err(text);
+            assert_eq!(err.code, codes::COMMAND_POLICY_INVALID);
+            assert!(err.message.contains(why), "{text}: {}", err.message);
+        }
+    }
+}

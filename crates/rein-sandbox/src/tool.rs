@@ -1,0 +1,171 @@
+//! `run_command`: the model runs a command (argv, no shell unless the
+//! policy allows one) in the person's folder, through a [`Sandbox`].
+//!
+//! The class of a call is the command policy's (allow → runs, ask → waits
+//! for a person, forbid → refused before anyone is asked). The working
+//! directory must be inside the root, decided on the resolved path. The
+//! command's environment is exactly what the config names (never a
+//! provider key). Every result says how isolated the run was.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_tools::{Outcome, PermissionClass, Tool, ToolContext};
+use rein_wire::{AgentError, error::codes};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::policy::CommandPolicy;
+use crate::run::{Request, Sandbox};
+
+/// The longest a model may ask a command to run.
+const MAX_TIMEOUT_SECS: u64 = 30 * 60;
+const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+/// What the model sends.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunInput {
+    /// The program and its arguments, one word each (no shell parsing).
+    pub command: Vec<String>,
+    /// The working directory, relative to the project root (default: the root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Seconds before the command and everything it started are killed (default 120).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// The `run_command` tool.
+pub struct RunCommand {
+    sandbox: Arc<dyn Sandbox>,
+    policy: CommandPolicy,
+    root: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+impl RunCommand {
+    /// Commands under `root`, through `sandbox`, decided by `policy`, with
+    /// exactly `env` as their environment (a provider key is refused).
+    pub fn new(
+        sandbox: Arc<dyn Sandbox>,
+        policy: CommandPolicy,
+        root: PathBuf,
+        env: BTreeMap<String, String>,
+    ) -> Result<RunCommand, AgentError> {
+        if let Some(key) = env
+            .keys()
+            .find(|k| rein_wire::env::PROVIDER_KEYS.contains(&k.as_str()))
+        {
+            return Err(AgentError::new(
+                codes::COMMAND_POLICY_INVALID,
+                format!("`{key}` is a key of rein's own; a command never gets it"),
+            ));
+        }
+        let root = root.canonicalize().map_err(|e| {
+            AgentError::new(
+                codes::INVALID_INPUT,
+                format!("the root {}: {e}", root.display()),
+            )
+        })?;
+        Ok(RunCommand {
+            sandbox,
+            policy,
+            root,
+            env,
+        })
+    }
+
+    fn cwd(&self, cwd: Option<&str>) -> Result<PathBuf, AgentError> {
+        let Some(cwd) = cwd else {
+            return Ok(self.root.clone());
+        };
+        let resolved = self.root.join(cwd).canonicalize().map_err(|e| {
+            AgentError::new(
+                codes::INVALID_INPUT,
+                format!("the working directory `{cwd}`: {e}"),
+            )
+        })?;
+        if resolved.starts_with(&self.root) && resolved.is_dir() {
+            Ok(resolved)
+        } else {
+            Err(AgentError::new(
+                codes::OUTSIDE_ROOT,
+                format!("the working directory `{cwd}` is not a folder inside the root"),
+            ))
+        }
+    }
+}
+
+impl Tool for RunCommand {
+    type Input = RunInput;
+
+    fn name(&self) -> &str {
+        "run_command"
+    }
+
+    fn description(&self) -> &str {
+        "Run a command (tests, builds, linters) in the project folder and read its output.\n\
+         Give the program and its arguments as separate words; there is no shell. It runs \
+         isolated: it can write only inside the project, read only the project and the \
+         system's programs, and has no network unless the person allowed it."
+    }
+
+    fn permission(&self, input: &RunInput) -> PermissionClass {
+        // `precheck` refused a forbidden command already; this never runs
+        // for one, and asks if it somehow did.
+        self.policy
+            .class(&input.command)
+            .unwrap_or(PermissionClass::Destructive)
+    }
+
+    fn precheck(&self, input: &RunInput) -> Result<(), AgentError> {
+        if input.command.is_empty() || input.command[0].is_empty() {
+            return Err(AgentError::new(
+                codes::TOOL_ARGUMENTS_INVALID,
+                "an empty command",
+            ));
+        }
+        self.policy.class(&input.command)?;
+        self.cwd(input.cwd.as_deref())?;
+        Ok(())
+    }
+
+    async fn invoke(&self, input: RunInput, _ctx: &ToolContext) -> Outcome {
+        // Decided again on what runs now: the folder may have changed.
+        if let Err(err) = self.policy.class(&input.command) {
+            return Outcome::from_error(&err);
+        }
+        let cwd = match self.cwd(input.cwd.as_deref()) {
+            Ok(cwd) => cwd,
+            Err(err) => return Outcome::from_error(&err),
+        };
+        let request = Request {
+            argv: input.command,
+            cwd,
+            env: self.env.clone(),
+            timeout: Duration::from_secs(
+                input
+                    .timeout_secs
+                    .unwrap_or(DEFAULT_TIMEOUT_SECS)
+                    .clamp(1, MAX_TIMEOUT_SECS),
+            ),
+        };
+        match self.sandbox.run(&request).await {
+            Ok(ran) => Outcome::ok(json!({
+                "exit_code": ran.code,
+                "timed_out": ran.timed_out,
+                "stdout": ran.stdout.text,
+                "stdout_bytes_dropped": ran.stdout.dropped,
+                "stderr": ran.stderr.text,
+                "stderr_bytes_dropped": ran.stderr.dropped,
+                "duration_ms": ran.duration_ms,
+                "isolation": ran.isolation,
+            })),
+            Err(err) => Outcome::from_error(&err),
+        }
+    }
+}
