@@ -152,6 +152,14 @@ enum WireCommand {
 }
 
 fn main() -> ExitCode {
+    // The sandbox's helper is this binary: confine, then become the
+    // command (never returns). Before anything else starts.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == rein_sandbox::helper::HELPER_ARG)
+    {
+        rein_sandbox::helper::main();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("REIN_LOG")

@@ -120,8 +120,9 @@ pub struct McpConfig {
     pub servers: BTreeMap<String, ServerConfig>,
 }
 
+/// The file as the MCP part reads it: other tables (`[sandbox]`,
+/// `[commands]`) belong to other parts.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
     mcp: Option<Section>,

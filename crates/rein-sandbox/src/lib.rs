@@ -12,7 +12,9 @@
 //! the person's approval).
 
 mod cgroup;
+pub mod config;
 pub mod confine;
+pub mod helper;
 pub mod policy;
 mod run;
 pub mod spec;

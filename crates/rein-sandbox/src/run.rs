@@ -83,6 +83,7 @@ pub trait Sandbox: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct LinuxSandbox {
     helper: PathBuf,
+    helper_args: Vec<String>,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
     network: bool,
@@ -116,11 +117,27 @@ impl LinuxSandbox {
     pub fn new(helper: impl Into<PathBuf>, write: Vec<PathBuf>) -> LinuxSandbox {
         LinuxSandbox {
             helper: helper.into(),
+            helper_args: Vec::new(),
             read: SYSTEM_READ.iter().map(PathBuf::from).collect(),
             write,
             network: false,
             limits: Limits::default(),
         }
+    }
+
+    /// A sandbox whose helper is this very binary, run with
+    /// [`HELPER_ARG`](crate::helper::HELPER_ARG) (its `main` must call
+    /// [`helper::main`](crate::helper::main) when it sees that argument).
+    pub fn self_helper(write: Vec<PathBuf>) -> Result<LinuxSandbox, AgentError> {
+        let exe = std::env::current_exe().map_err(|e| {
+            AgentError::new(
+                codes::SANDBOX_UNAVAILABLE,
+                format!("this program's path: {e}"),
+            )
+        })?;
+        let mut sandbox = LinuxSandbox::new(exe, write);
+        sandbox.helper_args = vec![crate::helper::HELPER_ARG.to_owned()];
+        Ok(sandbox)
     }
 
     /// Also let it read `paths`.
@@ -177,7 +194,11 @@ impl Sandbox for LinuxSandbox {
             let json = serde_json::to_string(&spec)
                 .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
             let mut command = tokio::process::Command::new(&self.helper);
-            command.env_clear().envs(&request.env).env(SPEC_VAR, json);
+            command
+                .args(&self.helper_args)
+                .env_clear()
+                .envs(&request.env)
+                .env(SPEC_VAR, json);
             let mut ran = spawn(command, request, self.isolation()).await?;
             if ran.code == Some(REFUSED_EXIT) && ran.stderr.text.contains(REFUSED_MARK) {
                 let why = ran

@@ -78,6 +78,14 @@ pub struct ChatOptions {
     /// background and join at a later turn when slow.
     #[arg(long, value_name = "NAME")]
     pub mcp: Vec<String>,
+    /// Offer `run_command`: commands run in the sandbox configured in
+    /// `REIN_HOME/config.toml` (`[sandbox]`, Linux isolation by default),
+    /// decided by its command policy (`[commands]`, or `--commands FILE`).
+    #[arg(long)]
+    pub allow_commands: bool,
+    /// The command policy file (see examples/commands.toml).
+    #[arg(long, value_name = "FILE", requires = "allow_commands")]
+    pub commands: Option<PathBuf>,
     /// Offer the skills in this folder (markdown files with front matter).
     #[arg(long, value_name = "DIR")]
     pub skills: Option<PathBuf>,
@@ -392,6 +400,16 @@ pub async fn run(
     let mut files = super::files::file_tools(root.clone(), Some(stash))?;
     if let Some(dir) = &options.skills {
         files = files.with_skills(rein_tools::Skills::load(dir)?);
+    }
+    if options.allow_commands {
+        let (tool, isolation) = super::commands_tool::build(
+            options.home.clone(),
+            options.commands.as_deref(),
+            &root_dir,
+        )
+        .await?;
+        say(info, &format!("  (run_command: {isolation})"))?;
+        files = files.with(tool)?;
     }
     let mcp = super::mcp::clients(options.home.clone(), &options.mcp)?;
     let backend: Arc<dyn rein_tools::ToolBackend> = match &mcp {

@@ -6,6 +6,7 @@
 pub mod branch;
 pub mod chat;
 pub mod commands;
+pub mod commands_tool;
 pub mod decode_cmd;
 pub mod files;
 pub mod graph_view;

@@ -1,0 +1,101 @@
+//! `rein chat --allow-commands`: the model's `run_command` runs in the
+//! Linux sandbox with the `rein` binary as its own helper, decided by the
+//! example policy shipped in `examples/commands.toml`; the host backend is
+//! refused without its acknowledgement.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::json;
+
+fn example_policy() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/commands.toml")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_runs_an_allowed_command_confined() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
+    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+        "c1",
+        "run_command",
+        json!({"command": ["ls", "-la"]}),
+        1,
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(call.openai_chat_sse()),
+        Reply::sse(ScriptedMessage::text(&["Listed."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let dir = root.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        common::rein()
+            .args([
+                "chat",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--allow-commands",
+                "--commands",
+            ])
+            .arg(example_policy())
+            .arg("--root")
+            .arg(&dir)
+            .args(["-p", "what is here?"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    if said.contains("sandbox_unavailable") && std::env::var_os("REIN_REQUIRE_SANDBOX").is_none() {
+        eprintln!("SKIPPED: the Linux sandbox cannot confine on this kernel: {said}");
+        return;
+    }
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("run_command: linux: landlock"), "{said}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Listed."));
+    let sent = server.requests()[1].json().to_string();
+    assert!(sent.contains("present.txt"), "{sent}");
+    assert!(
+        sent.contains("\\\"exit_code\\\":0") || sent.contains("exit_code"),
+        "{sent}"
+    );
+}
+
+#[test]
+fn the_host_backend_is_refused_without_its_acknowledgement() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[sandbox]\nbackend = \"host\"\n",
+    )
+    .unwrap();
+    let out = common::rein_at(home.path())
+        .args(["chat", "--scripted", "--allow-commands", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("error[host_unacknowledged]"), "{err}");
+
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[commands]\n[[commands.rule]]\nprefix = ['cargo', 'tset']\ndecision = 'allow'\nexamples = ['cargo test']\n",
+    )
+    .unwrap();
+    let out = common::rein_at(home.path())
+        .args(["chat", "--scripted", "--allow-commands", "-p", "hi"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error[command_policy_invalid]") && err.contains("decided by no rule"),
+        "{err}"
+    );
+}

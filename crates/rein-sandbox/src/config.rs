@@ -1,0 +1,178 @@
+//! The sandbox a person configured: `[sandbox]` and `[commands]` in rein's
+//! config file (`REIN_HOME/config.toml`).
+//!
+//! ```toml
+//! [sandbox]
+//! backend = "linux"                   # or "host", which also needs:
+//! # unsafe_host_not_isolated = true   # "I accept commands run with all my rights"
+//! network = false
+//! env_from = ["PATH", "HOME"]         # the commands' environment, by name
+//! env = { CARGO_TERM_COLOR = "never" }
+//!
+//! [commands]                          # the command policy (see `policy`)
+//! default = "ask"
+//! [[commands.rule]]
+//! prefix = ["cargo", "test"]
+//! decision = "allow"
+//! examples = ["cargo test"]
+//! ```
+//!
+//! Not here: running anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rein_wire::{AgentError, error::codes};
+use serde::Deserialize;
+
+use crate::policy::CommandPolicy;
+use crate::run::{HostSandbox, LinuxSandbox, Sandbox};
+
+/// Which backend runs commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// landlock + seccomp + rlimits (refuses to start without landlock).
+    #[default]
+    Linux,
+    /// No isolation; needs `unsafe_host_not_isolated = true`.
+    Host,
+}
+
+/// The `[sandbox]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// The backend.
+    #[serde(default)]
+    pub backend: Backend,
+    /// The host backend's acknowledgement.
+    #[serde(default)]
+    pub unsafe_host_not_isolated: bool,
+    /// Whether commands may open network sockets.
+    #[serde(default)]
+    pub network: bool,
+    /// Variables copied from rein's environment, by name.
+    #[serde(default = "default_env_from")]
+    pub env_from: Vec<String>,
+    /// Literal variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+fn default_env_from() -> Vec<String> {
+    vec!["PATH".into()]
+}
+
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    sandbox: Option<SandboxConfig>,
+    #[serde(default)]
+    commands: Option<CommandPolicy>,
+}
+
+/// What a config file says about commands.
+#[derive(Debug, Clone, Default)]
+pub struct CommandsConfig {
+    /// The sandbox.
+    pub sandbox: SandboxConfig,
+    /// The command policy.
+    pub policy: CommandPolicy,
+}
+
+fn invalid(path: &Path, why: impl std::fmt::Display) -> AgentError {
+    AgentError::new(
+        codes::COMMAND_POLICY_INVALID,
+        format!("{}: {why}", path.display()),
+    )
+}
+
+impl CommandsConfig {
+    /// Read `path` (a missing file: the defaults — the Linux backend, no
+    /// network, `PATH` only, every command asked, no shell).
+    pub fn load(path: &Path) -> Result<CommandsConfig, AgentError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(CommandsConfig {
+                    sandbox: SandboxConfig {
+                        env_from: default_env_from(),
+                        ..SandboxConfig::default()
+                    },
+                    policy: CommandPolicy::default(),
+                });
+            }
+            Err(e) => return Err(invalid(path, e)),
+        };
+        let file: File = toml::from_str(&text).map_err(|e| invalid(path, e))?;
+        let policy = file.commands.unwrap_or_default();
+        policy.check().map_err(|e| invalid(path, e.message))?;
+        let sandbox = file.sandbox.unwrap_or(SandboxConfig {
+            env_from: default_env_from(),
+            ..SandboxConfig::default()
+        });
+        for name in sandbox.env_from.iter().chain(sandbox.env.keys()) {
+            if rein_wire::env::PROVIDER_KEYS.contains(&name.as_str()) {
+                return Err(invalid(
+                    path,
+                    format!("`{name}` is a key of rein's own; a command never gets it"),
+                ));
+            }
+        }
+        Ok(CommandsConfig { sandbox, policy })
+    }
+
+    /// Replace the policy with the one in `path` (a file of its own).
+    pub fn with_policy_file(mut self, path: &Path) -> Result<CommandsConfig, AgentError> {
+        let text = std::fs::read_to_string(path).map_err(|e| invalid(path, e))?;
+        self.policy = CommandPolicy::parse(&text).map_err(|e| invalid(path, e.message))?;
+        Ok(self)
+    }
+
+    /// The commands' environment: the literal values and the named ones.
+    pub fn env(&self) -> BTreeMap<String, String> {
+        let mut env = self.sandbox.env.clone();
+        for name in &self.sandbox.env_from {
+            if let Ok(value) = std::env::var(name) {
+                env.insert(name.clone(), value);
+            }
+        }
+        env
+    }
+
+    /// The backend, writing only under `root`; `self_helper`: this binary
+    /// is its own helper. The Linux backend is checked (it refuses to start
+    /// where it cannot confine); the host backend needs its acknowledgement.
+    pub async fn sandbox(
+        &self,
+        root: &Path,
+        self_helper: bool,
+        helper: Option<PathBuf>,
+    ) -> Result<Arc<dyn Sandbox>, AgentError> {
+        match self.sandbox.backend {
+            Backend::Host => Ok(Arc::new(HostSandbox::new(
+                self.sandbox.unsafe_host_not_isolated,
+            )?)),
+            Backend::Linux => {
+                let write = vec![root.to_path_buf()];
+                let linux = match (self_helper, helper) {
+                    (_, Some(helper)) => LinuxSandbox::new(helper, write),
+                    (true, None) => LinuxSandbox::self_helper(write)?,
+                    (false, None) => {
+                        return Err(AgentError::new(
+                            codes::SANDBOX_UNAVAILABLE,
+                            "no sandbox helper was named",
+                        ));
+                    }
+                };
+                let linux = linux
+                    .reading([root.to_path_buf()])
+                    .with_network(self.sandbox.network);
+                linux.check().await?;
+                Ok(Arc::new(linux))
+            }
+        }
+    }
+}
