@@ -163,7 +163,7 @@ impl Default for Budgets {
 }
 
 /// A command that must exit 0 for a turn to count as a success.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Verification {
     /// The program and its arguments (run directly, not through a shell).
     pub command: Vec<String>,
@@ -173,6 +173,11 @@ pub struct Verification {
     pub attempts: u32,
     /// How long one check may run.
     pub timeout: Duration,
+    /// The sandbox it runs in (`None`: straight on the host, with rein's
+    /// environment — only for a command the product trusts).
+    pub sandbox: Option<std::sync::Arc<dyn rein_sandbox::Sandbox>>,
+    /// Its whole environment when it runs in the sandbox.
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 impl Verification {
@@ -183,7 +188,21 @@ impl Verification {
             cwd: None,
             attempts: 2,
             timeout: Duration::from_secs(300),
+            sandbox: None,
+            env: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Run it in `sandbox` with exactly `env` (the same sandbox the
+    /// product's `run_command` uses).
+    pub fn in_sandbox(
+        mut self,
+        sandbox: std::sync::Arc<dyn rein_sandbox::Sandbox>,
+        env: std::collections::BTreeMap<String, String>,
+    ) -> Self {
+        self.sandbox = Some(sandbox);
+        self.env = env;
+        self
     }
 }
 

@@ -69,7 +69,7 @@ pub struct Ran {
 }
 
 /// Something that runs commands confined.
-pub trait Sandbox: Send + Sync {
+pub trait Sandbox: Send + Sync + std::fmt::Debug {
     /// Run `request`. An `Err` means it did not run (the backend refused);
     /// a command that failed is an `Ok` with its exit code.
     fn run<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Ran, AgentError>>;

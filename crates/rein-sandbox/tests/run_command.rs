@@ -146,3 +146,54 @@ async fn the_policy_decides_and_a_person_approves_the_rest() {
         text("c4")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verification_gate_runs_in_the_same_sandbox() {
+    let root = tempfile::tempdir().expect("root");
+    let outside = tempfile::tempdir().expect("outside");
+    let sandbox = LinuxSandbox::new(
+        env!("CARGO_BIN_EXE_rein-sandbox-exec"),
+        vec![root.path().to_path_buf()],
+    );
+    if let Err(err) = sandbox.check().await {
+        assert!(
+            std::env::var_os("REIN_REQUIRE_SANDBOX").is_none(),
+            "{}",
+            err.message
+        );
+        eprintln!(
+            "SKIPPED: the Linux sandbox cannot confine on this kernel: {}",
+            err.message
+        );
+        return;
+    }
+    // The check tries to write outside the root: confined, it fails, and
+    // the model is told; the file never appears.
+    let escaped = outside.path().join("escaped.txt");
+    let script = format!("echo x > {} && test -f fixed.txt", escaped.display());
+    let mut check = rein_runner::Verification::new(&["sh", "-c", &script]).in_sandbox(
+        Arc::new(sandbox),
+        BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
+    );
+    check.cwd = Some(root.path().to_path_buf());
+    check.attempts = 0;
+    let provider = Arc::new(FakeProvider::from_messages(&[ScriptedMessage::text(&[
+        "All done.",
+    ])]));
+    let mut conversation = Conversation::open(
+        Arc::new(MemoryStore::new()),
+        provider,
+        Arc::new(Registry::new()),
+        Profile::new("t", "fake-model"),
+        None,
+    )
+    .await
+    .expect("open");
+    conversation.verification = Some(check);
+    let outcome = conversation.turn("finish").await.expect("turn");
+    let TurnOutcome::Error { error } = outcome else {
+        panic!("the confined check fails: {outcome:?}");
+    };
+    assert_eq!(error.code.as_str(), "verification_failed");
+    assert!(!escaped.exists(), "the check wrote outside the root");
+}

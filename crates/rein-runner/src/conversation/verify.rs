@@ -1,5 +1,6 @@
 //! The verification gate: a command run directly (no shell) with a
-//! timeout; its failure is reported back to the model.
+//! timeout — in the product's sandbox when it gave one — and its failure
+//! reported back to the model.
 //!
 //! Not here: when it runs (the loop, at a final answer).
 
@@ -11,6 +12,9 @@ pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
     let Some((program, args)) = check.command.split_first() else {
         return Err("no command was given".into());
     };
+    if let Some(sandbox) = &check.sandbox {
+        return in_sandbox(check, sandbox.as_ref()).await;
+    }
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)
@@ -48,5 +52,47 @@ pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
             .status
             .code()
             .map_or("signal".to_owned(), |c| c.to_string())
+    ))
+}
+
+async fn in_sandbox(
+    check: &Verification,
+    sandbox: &dyn rein_sandbox::Sandbox,
+) -> Result<(), String> {
+    let cwd = match &check.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("no working folder: {e}"))?,
+    };
+    let request = rein_sandbox::Request {
+        argv: check.command.clone(),
+        cwd,
+        env: check.env.clone(),
+        timeout: check.timeout,
+    };
+    let ran = sandbox
+        .run(&request)
+        .await
+        .map_err(|e| format!("it could not be run ({}): {}", e.code, e.message))?;
+    if ran.timed_out {
+        return Err(format!(
+            "it ran longer than {:?} and was stopped",
+            check.timeout
+        ));
+    }
+    if ran.code == Some(0) {
+        return Ok(());
+    }
+    let text = format!("{}{}", ran.stdout.text, ran.stderr.text);
+    let tail: String = text
+        .chars()
+        .rev()
+        .take(2000)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    Err(format!(
+        "exit status {}; output (last 2000 characters):\n{tail}",
+        ran.code.map_or("signal".to_owned(), |c| c.to_string())
     ))
 }
