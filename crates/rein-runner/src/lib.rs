@@ -16,6 +16,7 @@ mod context;
 mod conversation;
 mod delegation;
 mod graph_record;
+pub mod hooks;
 mod outcome;
 mod project;
 mod settings;

@@ -188,6 +188,25 @@ pub enum Event {
         /// The person's surface.
         by: String,
     },
+    /// A hook ran and did something (or failed): `point` is
+    /// `before_call`, `after_call` or `before_model_call`; `effect` is
+    /// `continue`, `deny`, `edit`, `annotate` or `failed`; `detail` holds
+    /// the reason, the edited arguments or the note. A call's
+    /// `before_call` record is read back on resume, so a hook is never asked
+    /// twice about one call.
+    #[serde(rename = "hook.ran")]
+    HookRan {
+        /// The hook's name.
+        hook: String,
+        /// Where it ran.
+        point: String,
+        /// The call it was about, if any.
+        call_id: Option<String>,
+        /// What it did.
+        effect: String,
+        /// The reason, the edited arguments, or the note.
+        detail: Value,
+    },
     /// A person said something mid-turn.
     #[serde(rename = "steer.said")]
     SteerSaid {
@@ -352,6 +371,7 @@ impl Event {
             Event::ApprovalDecided { .. } => "approval.decided",
             Event::ToolResult { .. } => "tool.result",
             Event::OperationUndone { .. } => "operation.undone",
+            Event::HookRan { .. } => "hook.ran",
             Event::SteerSaid { .. } => "steer.said",
             Event::SteerInterrupted { .. } => "steer.interrupted",
             Event::CompactionCreated { .. } => "compaction.created",

@@ -253,6 +253,8 @@ registry! {
         "Wait for it, steer it, or interrupt it.";
     TOO_MANY_CLIENTS = "too_many_clients", 503, true,
         "The server has as many connections or watchers as it allows", "Try again later.";
+    HOOK_DENIED = "hook_denied", 403, false,
+        "A hook refused this", "Read the hook's reason; a person can change the hook.";
     SANDBOX_UNAVAILABLE = "sandbox_unavailable", 503, false,
         "The sandbox cannot confine commands on this machine (no landlock, or the helper is missing)",
         "Use a kernel with landlock (5.13+, enabled), or the host backend with its acknowledgement.";

@@ -57,6 +57,25 @@ impl Conversation {
             } else {
                 (tool, args)
             };
+            // The hooks first: an edit is then checked like the model's.
+            let args = match self
+                .before_call(events, &call_id, &tool, args.clone())
+                .await?
+            {
+                Ok(args) => args,
+                Err(why) => {
+                    self.refuse(
+                        &call_id,
+                        &tool,
+                        &args,
+                        None,
+                        codes::HOOK_DENIED.as_str(),
+                        &why,
+                    )
+                    .await?;
+                    continue;
+                }
+            };
             let checked = self
                 .backend
                 .permission(&tool, &args)
@@ -247,11 +266,13 @@ impl Conversation {
                 moved.after.clone(),
             );
         }
+        let (outcome, mut records) = self.after_call(&call_id, &tool, &args, outcome).await;
         let event = self
             .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
             .await?;
         let fp = fingerprint(&tool, &args, &event);
-        self.journal.append(vec![event]).await?;
+        records.push(event);
+        self.journal.append(records).await?;
         Ok(fp)
     }
 

@@ -25,6 +25,7 @@ mod builtins;
 mod calls;
 mod delegate;
 mod folds;
+mod hooked;
 mod journal;
 mod model_call;
 mod person;
@@ -115,6 +116,9 @@ pub struct Conversation {
     pub context: crate::context::ContextPolicy,
     /// A check each turn must pass to count as finished.
     pub verification: Option<Verification>,
+    /// The hooks asked at a turn's fixed points, in order (see
+    /// [`crate::hooks`]).
+    pub hooks: Vec<Arc<dyn crate::hooks::Hook>>,
     /// Whether the model may hand tasks to sub-agents (`delegate`); set
     /// before the first turn (the tool is part of the frozen prefix).
     pub delegation: Option<crate::delegation::Delegation>,
@@ -179,6 +183,7 @@ impl Conversation {
             budgets: Budgets::default(),
             bounds: Bounds::default(),
             verification: None,
+            hooks: Vec::new(),
             delegation: None,
             turn: TurnState::default(),
             context: crate::context::ContextPolicy::default(),
@@ -422,6 +427,10 @@ impl Conversation {
                     .await;
             }
             self.turn.spent.steps += 1;
+            if let Some(why) = self.before_model_call().await? {
+                let error = AgentError::new(codes::HOOK_DENIED, why);
+                return self.finish(TurnOutcome::Error { error }).await;
+            }
             let message = match self.call_model(&events).await {
                 Ok(message) => message,
                 Err(err) => {
@@ -532,6 +541,7 @@ impl Conversation {
         self.journal.emit(UiKind::TurnFinished {
             outcome: outcome.name().into(),
         });
+        self.turn_end(&outcome).await;
         Ok(outcome)
     }
 }
