@@ -99,3 +99,74 @@ fn the_host_backend_is_refused_without_its_acknowledgement() {
         "{err}"
     );
 }
+
+#[test]
+fn a_paused_turn_resumed_with_commands_allowed_asks_the_person_first() {
+    use common::{run_with_stdin, stderr};
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // Process 1: a write waits for a person; stdin ends.
+    let mut cmd = common::rein_at(home.path());
+    cmd.args(["chat", "--scripted", "-p", "write later.txt", "--root"])
+        .arg(root.path());
+    let out = run_with_stdin(cmd, b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("rein approve"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "approve").unwrap();
+    let session = words[at + 1].to_owned();
+
+    // Process 2 would go on with commands allowed: the person is asked, says no.
+    let mut cmd = common::rein_at(home.path());
+    cmd.args([
+        "chat",
+        "--scripted",
+        "--allow-commands",
+        "--resume",
+        &session,
+        "--root",
+    ])
+    .arg(root.path());
+    let out = run_with_stdin(cmd, b"n\n");
+    let err = stderr(&out);
+    if err.contains("sandbox_unavailable") && std::env::var_os("REIN_REQUIRE_SANDBOX").is_none() {
+        eprintln!("SKIPPED: the Linux sandbox cannot confine on this kernel: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("changed: product") && err.contains("tool run_command added"),
+        "{err}"
+    );
+    assert!(err.contains("error[authority_changed]"), "{err}");
+    assert!(!root.path().join("later.txt").exists());
+
+    // Process 3: the same, and the person accepts; the turn goes on (the
+    // write is asked again, and answered yes).
+    let mut cmd = common::rein_at(home.path());
+    cmd.args([
+        "chat",
+        "--scripted",
+        "--allow-commands",
+        "--resume",
+        &session,
+        "--root",
+    ])
+    .arg(root.path());
+    let out = run_with_stdin(cmd, b"y\ny\n/exit\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(root.path().join("later.txt").exists(), "{}", stderr(&out));
+    let shown = common::rein_at(home.path())
+        .args(["sessions", "show", &session])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("authority"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+}

@@ -228,13 +228,16 @@ async fn ctrl_c_twice_leaves_at_once_and_the_turn_can_be_resumed() {
             .unwrap()
             .trim()
             .to_owned();
-        // The turn was left open; resuming it (here on the offline model)
-        // finishes it, and the session's lease did not outlive the process.
+        // The turn was left open; resuming it on another model (the
+        // offline one) is a change of the run's authority, which the
+        // person accepts here; then it finishes, and the session's lease
+        // did not outlive the process.
         let mut cmd = common::rein_at(&home_path);
         cmd.args(["chat", "--scripted", "--resume", &session]);
-        let out = common::run_with_stdin(cmd, b"/exit\n");
+        let out = common::run_with_stdin(cmd, b"y\n/exit\n");
         let err = common::stderr(&out);
         assert!(out.status.success(), "{err}");
+        assert!(err.contains("changed: model"), "{err}");
         assert!(err.contains("(resuming the unfinished turn)"), "{err}");
     })
     .await

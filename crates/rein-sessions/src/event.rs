@@ -207,6 +207,17 @@ pub enum Event {
         /// The reason, the edited arguments, or the note.
         detail: Value,
     },
+    /// A person accepted that the open run goes on under changed
+    /// authority (another model, tools, policy, roots or sandbox).
+    #[serde(rename = "authority.accepted")]
+    AuthorityAccepted {
+        /// The person's surface.
+        by: String,
+        /// The authority the run started with.
+        from: Value,
+        /// The authority it goes on with.
+        to: Value,
+    },
     /// A person said something mid-turn.
     #[serde(rename = "steer.said")]
     SteerSaid {
@@ -372,6 +383,7 @@ impl Event {
             Event::ToolResult { .. } => "tool.result",
             Event::OperationUndone { .. } => "operation.undone",
             Event::HookRan { .. } => "hook.ran",
+            Event::AuthorityAccepted { .. } => "authority.accepted",
             Event::SteerSaid { .. } => "steer.said",
             Event::SteerInterrupted { .. } => "steer.interrupted",
             Event::CompactionCreated { .. } => "compaction.created",

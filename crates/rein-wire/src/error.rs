@@ -255,6 +255,9 @@ registry! {
         "The server has as many connections or watchers as it allows", "Try again later.";
     HOOK_DENIED = "hook_denied", 403, false,
         "A hook refused this", "Read the hook's reason; a person can change the hook.";
+    AUTHORITY_CHANGED = "authority_changed", 409, false,
+        "The run started with other authority (model, tools, policy, roots or sandbox)",
+        "A person accepts the change (the terminal asks; `Conversation::accept_authority`), or start a new turn.";
     SANDBOX_UNAVAILABLE = "sandbox_unavailable", 503, false,
         "The sandbox cannot confine commands on this machine (no landlock, or the helper is missing)",
         "Use a kernel with landlock (5.13+, enabled), or the host backend with its acknowledgement.";

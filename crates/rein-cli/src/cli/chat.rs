@@ -395,30 +395,12 @@ pub async fn run(
         }
     };
     let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
-    let root = Arc::new(super::files::Root::new(&root_dir)?);
-    let stash = super::files::Stash(store.clone());
-    let mut files = super::files::file_tools(root.clone(), Some(stash))?;
-    if let Some(dir) = &options.skills {
-        files = files.with_skills(rein_tools::Skills::load(dir)?);
-    }
-    if options.allow_commands {
-        let (tool, isolation) = super::commands_tool::build(
-            options.home.clone(),
-            options.commands.as_deref(),
-            &root_dir,
-        )
-        .await?;
-        say(info, &format!("  (run_command: {isolation})"))?;
-        files = files.with(tool)?;
-    }
-    let mcp = super::mcp::clients(options.home.clone(), &options.mcp)?;
-    let backend: Arc<dyn rein_tools::ToolBackend> = match &mcp {
-        Some(clients) => Arc::new(rein_tools::Joined::new(vec![
-            Arc::new(files),
-            Arc::new(clients.tools()),
-        ])),
-        None => Arc::new(files),
-    };
+    let super::chat_tools::ChatTools {
+        root,
+        backend,
+        mcp,
+        commands_isolation,
+    } = super::chat_tools::assemble(&options, &store, &root_dir, info).await?;
     let system = options.system.clone().unwrap_or_else(|| {
         "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
     });
@@ -438,7 +420,12 @@ pub async fn run(
             ),
         )?;
     }
-    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.canonicalize().unwrap_or_else(|_| root_dir.clone()).display().to_string()});
+    let metadata_root = root_dir
+        .canonicalize()
+        .unwrap_or_else(|_| root_dir.clone())
+        .display()
+        .to_string();
+    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": metadata_root});
     let mut conversation = Conversation::open_with(
         store.clone(),
         resolved.provider.clone(),
@@ -451,6 +438,12 @@ pub async fn run(
     if options.subagents {
         conversation.delegation = Some(rein_runner::Delegation::default());
     }
+    conversation.authority_extra = json!({
+        "root": metadata_root,
+        "commands": commands_isolation,
+        "mcp": options.mcp,
+        "subagents": options.subagents,
+    });
     let id = conversation.session_id().to_owned();
     let mut view = View {
         cost: Cost::default(),
@@ -461,6 +454,19 @@ pub async fn run(
         // turn a crash cut short.
         let events = conversation.log_events().await?;
         let open = dangling(&events);
+        if !open.turns.is_empty()
+            && let Some(change) = conversation.authority_change().await?
+        {
+            say(info, &format!("  {}", change.message))?;
+            let answer = input
+                .line("  go on with the open turn under what this chat allows now? [y/N] ")
+                .await?
+                .unwrap_or_default();
+            if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+                return Err(change);
+            }
+            conversation.accept_authority(&Surface::terminal()).await?;
+        }
         if !open.turns.is_empty() {
             let pending = conversation.pending_approvals().await?.into_iter().next();
             let outcome = match pending {

@@ -5,6 +5,7 @@
 
 pub mod branch;
 pub mod chat;
+pub mod chat_tools;
 pub mod commands;
 pub mod commands_tool;
 pub mod decode_cmd;

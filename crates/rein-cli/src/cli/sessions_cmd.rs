@@ -186,6 +186,17 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
             } => format!("  approval asked: {tool} ({permission})"),
             Event::ApprovalDecided { decision, by, .. } => format!("  approval {decision} by {by}"),
             Event::SteerSaid { text } => format!("  (said mid-turn) {text}"),
+            Event::AuthorityAccepted { by, .. } => {
+                format!("  changed authority accepted by {by}")
+            }
+            Event::HookRan {
+                hook,
+                point,
+                effect,
+                ..
+            } => {
+                format!("  hook {hook} at {point}: {effect}")
+            }
             Event::TurnFinished { outcome, .. } if outcome != "finished" => {
                 format!("  [turn ended: {outcome}]")
             }

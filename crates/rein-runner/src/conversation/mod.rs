@@ -21,6 +21,7 @@
 //! - `verify`: the verification command.
 
 mod answers;
+mod authority;
 mod builtins;
 mod calls;
 mod delegate;
@@ -119,6 +120,10 @@ pub struct Conversation {
     /// The hooks asked at a turn's fixed points, in order (see
     /// [`crate::hooks`]).
     pub hooks: Vec<Arc<dyn crate::hooks::Hook>>,
+    /// What the product adds to the run's recorded authority (its roots,
+    /// its sandbox): a resume under different authority is refused until
+    /// a person accepts it.
+    pub authority_extra: Value,
     /// Whether the model may hand tasks to sub-agents (`delegate`); set
     /// before the first turn (the tool is part of the frozen prefix).
     pub delegation: Option<crate::delegation::Delegation>,
@@ -184,6 +189,7 @@ impl Conversation {
             bounds: Bounds::default(),
             verification: None,
             hooks: Vec::new(),
+            authority_extra: Value::Null,
             delegation: None,
             turn: TurnState::default(),
             context: crate::context::ContextPolicy::default(),
@@ -314,7 +320,7 @@ impl Conversation {
                 turn_id,
                 budgets: json!({"max_steps": self.budgets.max_steps, "max_tokens": self.budgets.max_tokens,
                                 "max_cost_micro_usd": self.budgets.max_cost_micro_usd, "max_wall_s": self.budgets.max_wall.as_secs()}),
-                profile: json!({"name": self.profile.name, "model": self.profile.model}),
+                profile: json!({"name": self.profile.name, "model": self.profile.model, "authority": self.authority()}),
             },
         ])
         .await?;
@@ -351,6 +357,15 @@ impl Conversation {
                 "there is no unfinished turn to resume",
             ));
         }
+        // A fresh process (nothing frozen yet) takes in what its backend
+        // offers now; a paused run in this process keeps its tools.
+        if !self.transcript.is_frozen() {
+            let changes = self.backend.turn_boundary();
+            if !changes.is_empty() {
+                self.journal.emit(UiKind::CatalogChanged { changes });
+            }
+        }
+        self.check_authority(&events)?;
         // What other surfaces decided or said meanwhile goes in first.
         let heard = self.take_inbox().await?;
         if let Some(by) = heard.stop {

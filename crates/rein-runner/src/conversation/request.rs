@@ -33,6 +33,11 @@ impl Transcript {
         self.frozen = None;
     }
 
+    /// Whether a prefix is frozen (a request was made in this process).
+    pub(super) fn is_frozen(&self) -> bool {
+        self.frozen.is_some()
+    }
+
     /// The transcript for `path`, fed only what is new since the last step
     /// when the path merely grew and nothing was compacted; rebuilt otherwise.
     fn messages(

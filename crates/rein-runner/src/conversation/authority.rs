@@ -1,0 +1,145 @@
+//! The run's authority: what a run was allowed when it started — the
+//! model, the tools offered (each by name and a digest of its
+//! definition), the policy, and what the product adds (its roots, its
+//! sandbox) — recorded in `run.started`, and checked when the run is
+//! resumed: a resume under different authority is refused
+//! (`authority_changed`, naming what changed) until a person accepts the
+//! change (`authority.accepted`, from a person's surface).
+//!
+//! Not here: deciding single calls (the gate).
+
+use super::*;
+
+impl Conversation {
+    /// The authority this conversation would run with now.
+    pub(super) fn authority(&self) -> Value {
+        let tools: serde_json::Map<String, Value> = self
+            .backend
+            .catalog(&self.policy)
+            .into_iter()
+            .map(|t| {
+                let digest = self
+                    .backend
+                    .definition(&t.name)
+                    .and_then(|d| serde_json::to_vec(&d).ok())
+                    .map(|bytes| blake3::hash(&bytes).to_hex()[..16].to_owned());
+                (t.name, json!(digest))
+            })
+            .collect();
+        json!({
+            "model": self.profile.model,
+            "tools": tools,
+            "policy": self.policy,
+            "product": self.authority_extra,
+        })
+    }
+
+    /// Refuse to go on with the open run when its authority changed and
+    /// no person accepted the change.
+    pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
+        let open = dangling(events);
+        let Some(run) = open.runs.last() else {
+            return Ok(());
+        };
+        let recorded = events.iter().rev().find_map(|e| match &e.event {
+            Event::RunStarted {
+                run_id, profile, ..
+            } if run_id == run => profile.get("authority").cloned(),
+            _ => None,
+        });
+        // A run recorded before authority was: nothing to compare.
+        let Some(recorded) = recorded else {
+            return Ok(());
+        };
+        let now = self.authority();
+        if recorded == now {
+            return Ok(());
+        }
+        let accepted = events
+            .iter()
+            .rev()
+            .any(|e| matches!(&e.event, Event::AuthorityAccepted { to, .. } if *to == now));
+        if accepted {
+            return Ok(());
+        }
+        Err(AgentError::new(
+            codes::AUTHORITY_CHANGED,
+            format!(
+                "this run started with other authority; changed: {}",
+                changed(&recorded, &now).join(", ")
+            ),
+        )
+        .with_field("recorded", recorded)
+        .with_field("now", now))
+    }
+
+    /// What a resume would be refused for now (`authority_changed`, with
+    /// what changed), so a surface can ask the person first; `None` when
+    /// the open run (if any) may go on.
+    pub async fn authority_change(&mut self) -> Result<Option<AgentError>, AgentError> {
+        let events = self.journal.log().await?;
+        Ok(self.check_authority(&events).err())
+    }
+
+    /// A person accepts that the open run goes on under the authority it
+    /// would have now (recorded as `authority.accepted`, naming them).
+    pub async fn accept_authority(
+        &mut self,
+        surface: &rein_approvals::Surface,
+    ) -> Result<(), AgentError> {
+        let events = self.journal.log().await?;
+        let open = dangling(&events);
+        let Some(run) = open.runs.last() else {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "there is no open run to accept a change for",
+            ));
+        };
+        let from = events
+            .iter()
+            .rev()
+            .find_map(|e| match &e.event {
+                Event::RunStarted {
+                    run_id, profile, ..
+                } if run_id == run => profile.get("authority").cloned(),
+                _ => None,
+            })
+            .unwrap_or(Value::Null);
+        self.journal
+            .append(vec![Event::AuthorityAccepted {
+                by: surface.name().to_owned(),
+                from,
+                to: self.authority(),
+            }])
+            .await?;
+        Ok(())
+    }
+}
+
+/// The top-level parts (and tools) that differ.
+fn changed(recorded: &Value, now: &Value) -> Vec<String> {
+    let mut changed = Vec::new();
+    for key in ["model", "policy", "product"] {
+        if recorded.get(key) != now.get(key) {
+            changed.push(key.to_owned());
+        }
+    }
+    let tools = |v: &Value| {
+        v.get("tools")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (before, after) = (tools(recorded), tools(now));
+    for (name, digest) in &before {
+        match after.get(name) {
+            None => changed.push(format!("tool {name} removed")),
+            Some(d) if d != digest => changed.push(format!("tool {name} changed")),
+            _ => {}
+        }
+    }
+    for name in after.keys().filter(|n| !before.contains_key(*n)) {
+        changed.push(format!("tool {name} added"));
+    }
+    changed
+}

@@ -1,0 +1,163 @@
+//! The run's authority: recorded at its start, checked on resume. A run
+//! paused at an approval and resumed by a process offering another tool,
+//! another model or another sandbox is refused until a person accepts the
+//! change; the acceptance names them.
+
+use std::sync::Arc;
+
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_runner::{Conversation, Profile, TurnOutcome};
+use rein_sessions::{Event, MemoryStore, Store};
+use rein_testing::{FakeProvider, ScriptedCall, ScriptedMessage};
+use rein_tools::{Outcome, PermissionClass, Registry, tool_fn};
+use serde_json::{Value, json};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Put {
+    /// What to store.
+    value: String,
+}
+
+fn tools(extra: bool) -> Arc<Registry> {
+    let registry = Registry::new()
+        .with(tool_fn(
+            "put",
+            "Store a value.",
+            PermissionClass::Write,
+            |input: Put| async move { Outcome::ok(json!({"stored": input.value})) },
+        ))
+        .expect("put");
+    Arc::new(if extra {
+        registry
+            .with(tool_fn(
+                "wipe",
+                "Wipe everything.",
+                PermissionClass::Destructive,
+                |_: Put| async { Outcome::ok(json!("wiped")) },
+            ))
+            .expect("wipe")
+    } else {
+        registry
+    })
+}
+
+fn provider() -> Arc<FakeProvider> {
+    Arc::new(FakeProvider::from_messages(&[
+        ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c1",
+            "put",
+            json!({"value": "x"}),
+            1,
+        )),
+        ScriptedMessage::text(&["Stored."]),
+    ]))
+}
+
+async fn open(
+    store: &Arc<MemoryStore>,
+    session: Option<&str>,
+    extra_tool: bool,
+    sandbox: &str,
+    provider: Arc<FakeProvider>,
+) -> Conversation {
+    let mut conversation = Conversation::open(
+        store.clone(),
+        provider,
+        tools(extra_tool),
+        Profile::new("t", "fake-model"),
+        session,
+    )
+    .await
+    .expect("open");
+    conversation.authority_extra = json!({"root": "/project", "sandbox": sandbox});
+    conversation
+}
+
+#[tokio::test]
+async fn a_resume_under_changed_authority_waits_for_a_person() {
+    let store = Arc::new(MemoryStore::new());
+    let mut first = open(&store, None, false, "linux: landlock", provider()).await;
+    let TurnOutcome::AwaitingApproval(asked) = first.turn("store x").await.expect("turn") else {
+        panic!("put asks");
+    };
+    let session = first.session_id().to_owned();
+    first
+        .decide(
+            &asked.approval_id,
+            Answer::Approve(LeaseScope::Once),
+            &Surface::terminal(),
+        )
+        .await
+        .expect("decided");
+    first.close().await.expect("closed");
+
+    // Another process offers one more tool and runs commands unisolated.
+    let later = provider();
+    let mut second = open(
+        &store,
+        Some(&session),
+        true,
+        "host: NOT ISOLATED",
+        later.clone(),
+    )
+    .await;
+    let refused = second.resume().await.expect_err("refused");
+    assert_eq!(refused.code.as_str(), "authority_changed");
+    assert!(
+        refused.message.contains("product") && refused.message.contains("tool wipe added"),
+        "{}",
+        refused.message
+    );
+    assert!(
+        later.requests().is_empty(),
+        "nothing ran under the new authority"
+    );
+
+    second
+        .accept_authority(&Surface::terminal())
+        .await
+        .expect("accepted");
+    let done = second.resume().await.expect("resumed");
+    assert!(matches!(done, TurnOutcome::Finished { .. }), "{done:?}");
+    let log: Vec<Event> = rein_sessions::read_all(store.as_ref() as &dyn Store, &session)
+        .await
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    let accepted: Vec<(String, Value)> = log
+        .iter()
+        .filter_map(|e| match e {
+            Event::AuthorityAccepted { by, to, .. } => {
+                Some((by.clone(), to["product"]["sandbox"].clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        accepted,
+        [("terminal".to_owned(), json!("host: NOT ISOLATED"))]
+    );
+}
+
+#[tokio::test]
+async fn the_same_authority_resumes_without_asking() {
+    let store = Arc::new(MemoryStore::new());
+    let mut first = open(&store, None, false, "linux", provider()).await;
+    let TurnOutcome::AwaitingApproval(asked) = first.turn("store x").await.expect("turn") else {
+        panic!("put asks");
+    };
+    let session = first.session_id().to_owned();
+    first
+        .decide(
+            &asked.approval_id,
+            Answer::Approve(LeaseScope::Once),
+            &Surface::terminal(),
+        )
+        .await
+        .expect("decided");
+    first.close().await.expect("closed");
+    let mut second = open(&store, Some(&session), false, "linux", provider()).await;
+    let done = second.resume().await.expect("same authority");
+    assert!(matches!(done, TurnOutcome::Finished { .. }), "{done:?}");
+}
