@@ -23,6 +23,7 @@ mod settings;
 mod steering;
 mod subagent;
 mod tasks;
+mod telemetry;
 
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate};

@@ -37,6 +37,20 @@ impl StopReason {
             other => StopReason::Other(other.to_owned()),
         }
     }
+
+    /// Its name (`end_turn`, `tool_use`, …; `other` for one rein does not
+    /// know, whose provider text is not repeated).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::Refusal => "refusal",
+            StopReason::PauseTurn => "pause_turn",
+            StopReason::Other(_) => "other",
+        }
+    }
 }
 
 /// One normalised event of a streamed model call.

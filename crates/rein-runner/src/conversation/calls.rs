@@ -255,7 +255,13 @@ impl Conversation {
             progress: self.journal.progress(&call_id),
         };
         let started = Instant::now();
-        let outcome = self.backend.invoke(&tool, args.clone(), &ctx).await;
+        let span = crate::telemetry::tool_span(&tool, &call_id);
+        let outcome = tracing::Instrument::instrument(
+            self.backend.invoke(&tool, args.clone(), &ctx),
+            span.clone(),
+        )
+        .await;
+        crate::telemetry::tool_done(&span, &outcome);
         if let Outcome::Ok {
             advanced: Some(moved),
             ..

@@ -124,6 +124,9 @@ pub struct Conversation {
     /// its sandbox): a resume under different authority is refused until
     /// a person accepts it.
     pub authority_extra: Value,
+    /// Put the person's prompt on the turn's telemetry span (off: spans
+    /// carry names, ids, counts and codes only).
+    pub telemetry_content: bool,
     /// Whether the model may hand tasks to sub-agents (`delegate`); set
     /// before the first turn (the tool is part of the frozen prefix).
     pub delegation: Option<crate::delegation::Delegation>,
@@ -190,6 +193,7 @@ impl Conversation {
             verification: None,
             hooks: Vec::new(),
             authority_extra: Value::Null,
+            telemetry_content: false,
             delegation: None,
             turn: TurnState::default(),
             context: crate::context::ContextPolicy::default(),
@@ -324,7 +328,13 @@ impl Conversation {
             },
         ])
         .await?;
-        self.run().await
+        let span = crate::telemetry::agent_span(
+            &self.profile.name,
+            self.journal.session_id(),
+            self.journal.agent(),
+            self.telemetry_content.then_some(text),
+        );
+        tracing::Instrument::instrument(self.run(), span).await
     }
 
     /// Make the next turn continue from `turn_id`, an earlier turn of this
@@ -382,7 +392,13 @@ impl Conversation {
         // Sub-agents started earlier in this turn count against its bound
         // (and keep their paths), after a restart too.
         self.turn.delegated = agents_in_open_turn(&events);
-        self.run().await
+        let span = crate::telemetry::agent_span(
+            &self.profile.name,
+            self.journal.session_id(),
+            self.journal.agent(),
+            None,
+        );
+        tracing::Instrument::instrument(self.run(), span).await
     }
 
     /// The step loop of the open turn.
@@ -446,7 +462,22 @@ impl Conversation {
                 let error = AgentError::new(codes::HOOK_DENIED, why);
                 return self.finish(TurnOutcome::Error { error }).await;
             }
-            let message = match self.call_model(&events).await {
+            let chat = crate::telemetry::chat_span(self.provider.name(), &self.profile.model);
+            let asked = Instant::now();
+            let called =
+                tracing::Instrument::instrument(self.call_model(&events), chat.clone()).await;
+            match &called {
+                Ok(message) => crate::telemetry::model_called(
+                    &chat,
+                    self.provider.name(),
+                    message.model.as_deref().unwrap_or(&self.profile.model),
+                    message.usage.as_ref(),
+                    message.stop_reason.as_ref().map(|r| r.as_str()),
+                    asked.elapsed().as_secs_f64(),
+                ),
+                Err(err) => crate::telemetry::model_failed(&chat, err.code.as_str()),
+            }
+            let message = match called {
                 Ok(message) => message,
                 Err(err) => {
                     self.journal.emit(UiKind::Error {

@@ -99,7 +99,16 @@ impl Conversation {
                                 spent = ran.spent;
                                 ran.outcome
                             }
-                            (None, None, None) => backend.invoke(tool, args.clone(), &ctx).await,
+                            (None, None, None) => {
+                                let span = crate::telemetry::tool_span(tool, call_id);
+                                let outcome = tracing::Instrument::instrument(
+                                    backend.invoke(tool, args.clone(), &ctx),
+                                    span.clone(),
+                                )
+                                .await;
+                                crate::telemetry::tool_done(&span, &outcome);
+                                outcome
+                            }
                         };
                         (outcome, spent, started.elapsed())
                     }
