@@ -17,6 +17,7 @@ fn ctx() -> ToolContext {
         elevated: false,
         policy: Policy::default(),
         progress: Progress::none(),
+        app: rein_tools::AppContext::default(),
     }
 }
 

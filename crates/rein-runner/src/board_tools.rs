@@ -93,6 +93,10 @@ impl ToolBackend for WithBlackboard {
         spec(name).or_else(|| self.product.definition(name))
     }
 
+    fn prepare(&self, name: &str, args: Value) -> Result<Value, AgentError> {
+        self.product.prepare(name, args)
+    }
+
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
         match name {
             BLACKBOARD_READ => Ok(PermissionClass::Read),

@@ -247,6 +247,10 @@ impl ToolBackend for Narrowed {
         self.inner.definition(name).filter(|_| self.has(name))
     }
 
+    fn prepare(&self, name: &str, args: Value) -> Result<Value, AgentError> {
+        self.inner.prepare(name, args)
+    }
+
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
         if !self.has(name) {
             return Err(AgentError::new(

@@ -161,3 +161,93 @@ async fn the_same_authority_resumes_without_asking() {
     let done = second.resume().await.expect("same authority");
     assert!(matches!(done, TurnOutcome::Finished { .. }), "{done:?}");
 }
+
+/// The product's own context, handed to its tools.
+struct Tenant(&'static str);
+
+/// Stores a name; normalises it once (trimmed, lower case) and reads the
+/// tenant from the product's context.
+struct Rename {
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rein_tools::Tool for Rename {
+    type Input = Put;
+
+    fn name(&self) -> &str {
+        "rename"
+    }
+
+    fn description(&self) -> &str {
+        "Rename the project."
+    }
+
+    fn permission(&self, _input: &Put) -> PermissionClass {
+        PermissionClass::Write
+    }
+
+    fn prepare(&self, mut args: Value) -> Result<Value, rein_wire::AgentError> {
+        if let Some(value) = args.get("value").and_then(Value::as_str) {
+            args["value"] = json!(value.trim().to_lowercase());
+        }
+        Ok(args)
+    }
+
+    async fn invoke(&self, input: Put, ctx: &rein_tools::ToolContext) -> Outcome {
+        let tenant = ctx.app.get::<Tenant>().map_or("none", |t| t.0);
+        self.seen
+            .lock()
+            .expect("lock")
+            .push(format!("{tenant}:{}", input.value));
+        Outcome::ok(json!("renamed"))
+    }
+}
+
+#[tokio::test]
+async fn arguments_are_prepared_once_and_tools_read_the_products_context() {
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let tools = Registry::new()
+        .with(Rename { seen: seen.clone() })
+        .expect("rename");
+    let provider = Arc::new(FakeProvider::from_messages(&[
+        ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c1",
+            "rename",
+            json!({"value": "  Shop  "}),
+            1,
+        )),
+        ScriptedMessage::text(&["Renamed."]),
+    ]));
+    let mut conversation = Conversation::open(
+        Arc::new(MemoryStore::new()),
+        provider,
+        Arc::new(tools),
+        Profile::new("t", "fake-model"),
+        None,
+    )
+    .await
+    .expect("open");
+    conversation.app_context = rein_tools::AppContext::new(Tenant("acme"));
+    let TurnOutcome::AwaitingApproval(asked) = conversation.turn("rename").await.expect("turn")
+    else {
+        panic!("a write asks");
+    };
+    assert_eq!(
+        asked.arguments,
+        json!({"value": "shop"}),
+        "the person sees the prepared input"
+    );
+    conversation
+        .decide_and_resume(
+            &asked.approval_id,
+            Answer::Approve(LeaseScope::Once),
+            &Surface::terminal(),
+        )
+        .await
+        .expect("resumed");
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        ["acme:shop"],
+        "the tool ran on what the person saw"
+    );
+}

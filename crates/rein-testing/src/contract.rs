@@ -39,6 +39,7 @@ fn ctx() -> ToolContext {
         elevated: true,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),
+        app: rein_tools::AppContext::default(),
     }
 }
 

@@ -15,8 +15,35 @@ pub struct ToolSummary {
     pub purpose: String,
 }
 
+/// The product's own context for its tools (a database pool, the signed-in
+/// user, a tenant): opaque to rein, typed for the tool that reads it.
+#[derive(Clone, Default)]
+pub struct AppContext(Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>);
+
+impl AppContext {
+    /// Context holding `value`.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        AppContext(Some(std::sync::Arc::new(value)))
+    }
+
+    /// The value, if there is one of type `T`.
+    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.as_deref().and_then(|v| v.downcast_ref::<T>())
+    }
+}
+
+impl std::fmt::Debug for AppContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "AppContext(set)"
+        } else {
+            "AppContext(none)"
+        })
+    }
+}
+
 /// What a running call knows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ToolContext {
     /// The model's call id.
     pub call_id: String,
@@ -27,6 +54,8 @@ pub struct ToolContext {
     pub policy: Policy,
     /// Where the call reports how far it got (for the person watching).
     pub progress: crate::Progress,
+    /// The product's context (see [`AppContext`]).
+    pub app: AppContext,
 }
 
 /// A write's move of a revision guard: `scope` went from `before` to `after`.
@@ -125,6 +154,15 @@ pub trait ToolBackend: Send + Sync {
 
     /// A tool's full definition (name, description, schema).
     fn definition(&self, name: &str) -> Option<ToolSpec>;
+
+    /// Normalise a call's arguments once, before anything else looks at
+    /// them (a path made canonical, a default filled in), so the policy,
+    /// the person and the execution all see the same input. Must be pure:
+    /// the same arguments give the same result (a resumed run prepares
+    /// again). An `Err` refuses the call. Default: unchanged.
+    fn prepare(&self, _name: &str, args: Value) -> Result<Value, AgentError> {
+        Ok(args)
+    }
 
     /// The permission class of this call. Validates the arguments first:
     /// an unknown tool or invalid arguments is an `Err` with a code the

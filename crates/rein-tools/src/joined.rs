@@ -50,6 +50,13 @@ impl ToolBackend for Joined {
         self.parts.iter().find_map(|p| p.definition(name))
     }
 
+    fn prepare(&self, name: &str, args: Value) -> Result<Value, AgentError> {
+        match self.owner(name) {
+            Some(part) => part.prepare(name, args),
+            None => Ok(args),
+        }
+    }
+
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
         match self.owner(name) {
             Some(part) => part.permission(name, args),

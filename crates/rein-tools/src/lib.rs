@@ -32,7 +32,9 @@ mod skills;
 /// The attribute an `impl ToolBackend` (a `dyn` trait) needs, so its author
 /// does not add the crate; `impl Tool` needs none.
 pub use async_trait::async_trait;
-pub use backend::{Advanced, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary};
+pub use backend::{
+    Advanced, AppContext, Outcome, RevisionGuard, ToolBackend, ToolContext, ToolSummary,
+};
 pub use bounded::{ArtifactSink, Bounds, bound};
 pub use cache::ResultCache;
 pub use from_fn::{FnTool, tool_fn};

@@ -44,6 +44,12 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Normalise the arguments once, before they are checked (see
+    /// [`ToolBackend::prepare`]; pure). Default: unchanged.
+    fn prepare(&self, args: Value) -> Result<Value, AgentError> {
+        Ok(args)
+    }
+
     /// What a person approving this call is shown (a diff, the start of a
     /// new file, a sentence), made when the call is asked about. Default:
     /// nothing beyond the arguments.
@@ -155,6 +161,7 @@ trait ErasedTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn check(&self, args: &Value) -> Result<PermissionClass, AgentError>;
     fn cacheable(&self) -> bool;
+    fn prepare(&self, args: Value) -> Result<Value, AgentError>;
     fn preview(&self, args: &Value) -> Option<Preview>;
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome;
 }
@@ -176,6 +183,10 @@ fn invalid(tool: &str, why: String) -> AgentError {
 impl<T: Tool> ErasedTool for Typed<T> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn prepare(&self, args: Value) -> Result<Value, AgentError> {
+        self.tool.prepare(args)
     }
 
     fn check(&self, args: &Value) -> Result<PermissionClass, AgentError> {
@@ -315,6 +326,13 @@ impl ToolBackend for Registry {
             }
             spec
         })
+    }
+
+    fn prepare(&self, name: &str, args: Value) -> Result<Value, AgentError> {
+        match self.tools.get(name) {
+            Some(tool) => tool.prepare(args),
+            None => Ok(args),
+        }
     }
 
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {

@@ -49,6 +49,7 @@ fn ctx() -> ToolContext {
         elevated: false,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),
+        app: rein_tools::AppContext::default(),
     }
 }
 

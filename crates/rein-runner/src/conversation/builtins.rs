@@ -33,6 +33,10 @@ impl ToolBackend for WithBuiltins {
         self.product.definition(name)
     }
 
+    fn prepare(&self, name: &str, args: Value) -> Result<Value, AgentError> {
+        self.product.prepare(name, args)
+    }
+
     fn permission(&self, name: &str, args: &Value) -> Result<PermissionClass, AgentError> {
         builtin_permission(name, args).unwrap_or_else(|| self.product.permission(name, args))
     }

@@ -76,6 +76,23 @@ impl Conversation {
                     continue;
                 }
             };
+            // Normalised once: the policy, the person and the tool see
+            // the same input.
+            let args = match self.backend.prepare(&tool, args.clone()) {
+                Ok(args) => args,
+                Err(err) => {
+                    self.refuse(
+                        &call_id,
+                        &tool,
+                        &args,
+                        None,
+                        err.code.as_str(),
+                        &err.message,
+                    )
+                    .await?;
+                    continue;
+                }
+            };
             let checked = self
                 .backend
                 .permission(&tool, &args)
@@ -253,6 +270,7 @@ impl Conversation {
             elevated,
             policy: self.policy.clone(),
             progress: self.journal.progress(&call_id),
+            app: self.app_context.clone(),
         };
         let started = Instant::now();
         let span = crate::telemetry::tool_span(&tool, &call_id);

@@ -127,6 +127,9 @@ pub struct Conversation {
     /// Put the person's prompt on the turn's telemetry span (off: spans
     /// carry names, ids, counts and codes only).
     pub telemetry_content: bool,
+    /// The product's context, handed to every tool call
+    /// (`ToolContext::app`).
+    pub app_context: rein_tools::AppContext,
     /// Whether the model may hand tasks to sub-agents (`delegate`); set
     /// before the first turn (the tool is part of the frozen prefix).
     pub delegation: Option<crate::delegation::Delegation>,
@@ -194,6 +197,7 @@ impl Conversation {
             hooks: Vec::new(),
             authority_extra: Value::Null,
             telemetry_content: false,
+            app_context: rein_tools::AppContext::default(),
             delegation: None,
             turn: TurnState::default(),
             context: crate::context::ContextPolicy::default(),

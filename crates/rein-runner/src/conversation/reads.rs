@@ -86,6 +86,7 @@ impl Conversation {
                         elevated: false,
                         policy: policy.clone(),
                         progress: self.journal.progress(call_id),
+                        app: self.app_context.clone(),
                     };
                     let hit = hit.clone();
                     async move {

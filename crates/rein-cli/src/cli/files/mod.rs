@@ -336,6 +336,7 @@ mod tests {
             elevated: true,
             policy: rein_approvals::Policy::default(),
             progress: rein_tools::Progress::none(),
+            app: rein_tools::AppContext::default(),
         };
         use rein_tools::ToolBackend;
         for path in ["../x", "/etc/passwd", "link/secret", "sub/../../x"] {
