@@ -6,6 +6,7 @@
 //! backend = "linux"                   # or "host", which also needs:
 //! # unsafe_host_not_isolated = true   # "I accept commands run with all my rights"
 //! network = false
+//! # bubblewrap = true                # require it (unset: used when installed)
 //! env_from = ["PATH", "HOME"]         # the commands' environment, by name
 //! env = { CARGO_TERM_COLOR = "never" }
 //!
@@ -53,6 +54,10 @@ pub struct SandboxConfig {
     /// Whether commands may open network sockets.
     #[serde(default)]
     pub network: bool,
+    /// Bubblewrap around the Linux backend: unset uses it when installed,
+    /// `true` requires it, `false` never uses it.
+    #[serde(default)]
+    pub bubblewrap: Option<bool>,
     /// Variables copied from rein's environment, by name.
     #[serde(default = "default_env_from")]
     pub env_from: Vec<String>,
@@ -167,9 +172,19 @@ impl CommandsConfig {
                         ));
                     }
                 };
-                let linux = linux
+                let mut linux = linux
                     .reading([root.to_path_buf()])
                     .with_network(self.sandbox.network);
+                match (self.sandbox.bubblewrap, crate::bwrap::find()) {
+                    (Some(false), _) | (None, None) => {}
+                    (_, Some(bwrap)) => linux = linux.with_bubblewrap(bwrap),
+                    (Some(true), None) => {
+                        return Err(AgentError::new(
+                            codes::SANDBOX_UNAVAILABLE,
+                            "the config asks for bubblewrap, which is not installed (apt-get install bubblewrap)",
+                        ));
+                    }
+                }
                 linux.check().await?;
                 Ok(Arc::new(linux))
             }

@@ -66,7 +66,11 @@ pub fn confine(spec: &Spec) -> Result<(), String> {
         std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())
             .map_err(|e| format!("joining the pids cgroup {}: {e}", cgroup.display()))?;
     }
-    nix::unistd::setsid().map_err(|e| format!("a new session: {e}"))?;
+    // Under bubblewrap this process may lead its session already.
+    let leads = nix::unistd::getsid(None).ok() == Some(nix::unistd::getpid());
+    if !leads {
+        nix::unistd::setsid().map_err(|e| format!("a new session: {e}"))?;
+    }
     limit(&spec.limits)?;
     files(spec)?;
     syscalls(spec.network)?;

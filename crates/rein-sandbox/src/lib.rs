@@ -11,6 +11,7 @@
 //! Not here: whether a command may run at all (the command policy and
 //! the person's approval).
 
+pub mod bwrap;
 mod cgroup;
 pub mod config;
 pub mod confine;

@@ -88,6 +88,7 @@ pub struct LinuxSandbox {
     write: Vec<PathBuf>,
     network: bool,
     limits: Limits,
+    bwrap: Option<PathBuf>,
 }
 
 /// The system trees a command reads by default (programs, libraries,
@@ -122,7 +123,15 @@ impl LinuxSandbox {
             write,
             network: false,
             limits: Limits::default(),
+            bwrap: None,
         }
+    }
+
+    /// Also run inside bubblewrap (`bwrap` at `path`; see
+    /// [`crate::bwrap::find`]): namespaces holding only the named trees.
+    pub fn with_bubblewrap(mut self, path: PathBuf) -> Self {
+        self.bwrap = Some(path);
+        self
     }
 
     /// A sandbox whose helper is this very binary, run with
@@ -193,7 +202,27 @@ impl Sandbox for LinuxSandbox {
             };
             let json = serde_json::to_string(&spec)
                 .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
-            let mut command = tokio::process::Command::new(&self.helper);
+            let mut command = match &self.bwrap {
+                None => tokio::process::Command::new(&self.helper),
+                Some(bwrap) => {
+                    let cgroup_dir = cgroup.as_ref().map(|c| c.path().to_path_buf());
+                    let mut command = tokio::process::Command::new(bwrap);
+                    command
+                        .args(crate::bwrap::args(
+                            &self.read,
+                            &self.write,
+                            &[self.helper.as_path()],
+                            &cgroup_dir.as_deref().into_iter().collect::<Vec<_>>(),
+                            self.network,
+                            &request.cwd,
+                        ))
+                        .arg("--")
+                        .arg(&self.helper)
+                        // bwrap leads the group the parent kills.
+                        .process_group(0);
+                    command
+                }
+            };
             command
                 .args(&self.helper_args)
                 .env_clear()
@@ -222,7 +251,12 @@ impl Sandbox for LinuxSandbox {
 
     fn isolation(&self) -> String {
         format!(
-            "linux: landlock + seccomp + rlimits{}",
+            "linux: {}landlock + seccomp + rlimits{}",
+            if self.bwrap.is_some() {
+                "bubblewrap + "
+            } else {
+                ""
+            },
             if self.network {
                 ", network allowed"
             } else {
