@@ -171,3 +171,29 @@ fn the_sink_is_bounded_and_secret_shapes_are_masked() {
     assert!(file.len() < 900, "bounded: {} bytes", file.len());
     assert!(file.contains("reached its bound"), "{file}");
 }
+
+#[tokio::test]
+async fn token_usage_and_duration_become_gen_ai_metrics() {
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    let exporter = InMemoryMetricExporter::default();
+    let meters = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let subscriber =
+        tracing_subscriber::registry().with(rein_telemetry::MetricsLayer::new(meters.clone()));
+    {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        a_turn(false).await;
+    }
+    meters.force_flush().expect("flush");
+    let metrics = format!("{:?}", exporter.get_finished_metrics().expect("metrics"));
+    for name in [
+        "gen_ai.client.token.usage",
+        "gen_ai.client.operation.duration",
+    ] {
+        assert!(metrics.contains(name), "{name} missing");
+    }
+    for canary in [PROMPT_CANARY, RESULT_CANARY, KEY_CANARY] {
+        assert!(!metrics.contains(canary), "{canary} reached a metric");
+    }
+}
