@@ -16,6 +16,10 @@ pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
         return in_sandbox(check, sandbox.as_ref()).await;
     }
     let mut command = tokio::process::Command::new(program);
+    // rein's own keys never reach a check (its output reaches the log).
+    for key in rein_wire::env::PROVIDER_KEYS {
+        command.env_remove(key);
+    }
     command
         .args(args)
         .kill_on_drop(true)
