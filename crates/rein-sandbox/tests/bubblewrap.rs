@@ -3,6 +3,8 @@
 //! writes stay in the root, no network, its own pid namespace, and nothing
 //! outlives the limit. Skips, saying so, where bubblewrap cannot be had.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;

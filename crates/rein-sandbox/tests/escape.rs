@@ -1,7 +1,8 @@
 //! Escape attempts against the Linux backend, through the real helper and
-//! the kernel's own landlock and seccomp. Where the kernel cannot confine,
-//! each test says so on stderr and skips; set `REIN_REQUIRE_SANDBOX=1` (CI
-//! does) to make that a failure instead.
+//! the kernel's own landlock and seccomp (skipped, saying so, where the
+//! kernel cannot confine: see `common`).
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,31 +10,8 @@ use std::time::Duration;
 
 use rein_sandbox::{LinuxSandbox, Ran, Request, Sandbox};
 
-fn sandbox(write: &Path) -> LinuxSandbox {
-    LinuxSandbox::new(
-        env!("CARGO_BIN_EXE_rein-sandbox-exec"),
-        vec![write.to_path_buf()],
-    )
-}
-
-/// The sandbox, or `None` (said on stderr) where this kernel cannot confine.
 async fn usable(write: &Path) -> Option<LinuxSandbox> {
-    let sandbox = sandbox(write);
-    match sandbox.check().await {
-        Ok(()) => Some(sandbox),
-        Err(err) => {
-            assert!(
-                std::env::var_os("REIN_REQUIRE_SANDBOX").is_none(),
-                "the sandbox is required here but cannot confine: {}",
-                err.message
-            );
-            eprintln!(
-                "SKIPPED: the Linux sandbox cannot confine on this kernel: {}",
-                err.message
-            );
-            None
-        }
-    }
+    common::usable(common::sandbox(write)).await
 }
 
 fn sh(script: &str, cwd: &Path) -> Request {

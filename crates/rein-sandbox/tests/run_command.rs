@@ -3,13 +3,15 @@
 //! and runs once a person approves; the working directory stays in the
 //! root; the command gets only the environment the config names.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sandbox::policy::CommandPolicy;
-use rein_sandbox::{LinuxSandbox, RunCommand, Sandbox};
+use rein_sandbox::{RunCommand, Sandbox};
 use rein_sessions::{Event, MemoryStore};
 use rein_testing::{FakeProvider, ScriptedCall, ScriptedMessage};
 use rein_tools::Registry;
@@ -39,22 +41,9 @@ fn call(id: &str, args: serde_json::Value) -> ScriptedMessage {
 async fn the_policy_decides_and_a_person_approves_the_rest() {
     let root = tempfile::tempdir().expect("root");
     std::fs::write(root.path().join("present.txt"), "here\n").expect("seed");
-    let sandbox = LinuxSandbox::new(
-        env!("CARGO_BIN_EXE_rein-sandbox-exec"),
-        vec![root.path().to_path_buf()],
-    );
-    if let Err(err) = sandbox.check().await {
-        assert!(
-            std::env::var_os("REIN_REQUIRE_SANDBOX").is_none(),
-            "{}",
-            err.message
-        );
-        eprintln!(
-            "SKIPPED: the Linux sandbox cannot confine on this kernel: {}",
-            err.message
-        );
+    let Some(sandbox) = common::usable(common::sandbox(root.path())).await else {
         return;
-    }
+    };
     let sandbox: Arc<dyn Sandbox> = Arc::new(sandbox);
     let env = BTreeMap::from([
         ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
@@ -151,22 +140,9 @@ async fn the_policy_decides_and_a_person_approves_the_rest() {
 async fn the_verification_gate_runs_in_the_same_sandbox() {
     let root = tempfile::tempdir().expect("root");
     let outside = tempfile::tempdir().expect("outside");
-    let sandbox = LinuxSandbox::new(
-        env!("CARGO_BIN_EXE_rein-sandbox-exec"),
-        vec![root.path().to_path_buf()],
-    );
-    if let Err(err) = sandbox.check().await {
-        assert!(
-            std::env::var_os("REIN_REQUIRE_SANDBOX").is_none(),
-            "{}",
-            err.message
-        );
-        eprintln!(
-            "SKIPPED: the Linux sandbox cannot confine on this kernel: {}",
-            err.message
-        );
+    let Some(sandbox) = common::usable(common::sandbox(root.path())).await else {
         return;
-    }
+    };
     // The check tries to write outside the root: confined, it fails, and
     // the model is told; the file never appears.
     let escaped = outside.path().join("escaped.txt");
