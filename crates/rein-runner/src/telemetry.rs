@@ -87,7 +87,20 @@ pub(crate) fn model_failed(span: &Span, code: &str) {
     span.record("error.type", code);
 }
 
-pub(crate) fn tool_span(tool: &str, call_id: &str) -> Span {
+/// Run `call` (a backend's invoke of `tool`) inside its `execute_tool`
+/// span, and note how it ended.
+pub(crate) async fn traced_call(
+    tool: &str,
+    call_id: &str,
+    call: impl std::future::Future<Output = Outcome>,
+) -> Outcome {
+    let span = tool_span(tool, call_id);
+    let outcome = tracing::Instrument::instrument(call, span.clone()).await;
+    tool_done(&span, &outcome);
+    outcome
+}
+
+fn tool_span(tool: &str, call_id: &str) -> Span {
     tracing::info_span!(
         "execute_tool",
         otel.name = format!("execute_tool {tool}"),
@@ -99,7 +112,7 @@ pub(crate) fn tool_span(tool: &str, call_id: &str) -> Span {
 }
 
 /// How a call ended, on its span (the code only, never the result).
-pub(crate) fn tool_done(span: &Span, outcome: &Outcome) {
+fn tool_done(span: &Span, outcome: &Outcome) {
     if let Outcome::Failed { code, .. } = outcome {
         span.record("error.type", code.as_str());
     }

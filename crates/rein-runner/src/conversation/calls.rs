@@ -273,13 +273,12 @@ impl Conversation {
             app: self.app_context.clone(),
         };
         let started = Instant::now();
-        let span = crate::telemetry::tool_span(&tool, &call_id);
-        let outcome = tracing::Instrument::instrument(
+        let outcome = crate::telemetry::traced_call(
+            &tool,
+            &call_id,
             self.backend.invoke(&tool, args.clone(), &ctx),
-            span.clone(),
         )
         .await;
-        crate::telemetry::tool_done(&span, &outcome);
         if let Outcome::Ok {
             advanced: Some(moved),
             ..

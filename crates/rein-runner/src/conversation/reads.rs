@@ -101,14 +101,12 @@ impl Conversation {
                                 ran.outcome
                             }
                             (None, None, None) => {
-                                let span = crate::telemetry::tool_span(tool, call_id);
-                                let outcome = tracing::Instrument::instrument(
+                                crate::telemetry::traced_call(
+                                    tool,
+                                    call_id,
                                     backend.invoke(tool, args.clone(), &ctx),
-                                    span.clone(),
                                 )
-                                .await;
-                                crate::telemetry::tool_done(&span, &outcome);
-                                outcome
+                                .await
                             }
                         };
                         (outcome, spent, started.elapsed())

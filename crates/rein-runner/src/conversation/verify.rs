@@ -40,22 +40,10 @@ pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
     if output.status.success() {
         return Ok(());
     }
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    let tail: String = text
-        .chars()
-        .rev()
-        .take(2000)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    Err(format!(
-        "exit status {}; output (last 2000 characters):\n{tail}",
-        output
-            .status
-            .code()
-            .map_or("signal".to_owned(), |c| c.to_string())
+    Err(failed(
+        output.status.code(),
+        &String::from_utf8_lossy(&output.stdout),
+        &String::from_utf8_lossy(&output.stderr),
     ))
 }
 
@@ -86,7 +74,13 @@ async fn in_sandbox(
     if ran.code == Some(0) {
         return Ok(());
     }
-    let text = format!("{}{}", ran.stdout.text, ran.stderr.text);
+    Err(failed(ran.code, &ran.stdout.text, &ran.stderr.text))
+}
+
+/// A failed check as the model is told: its exit status and the last 2000
+/// characters of what it printed.
+fn failed(code: Option<i32>, stdout: &str, stderr: &str) -> String {
+    let text = format!("{stdout}{stderr}");
     let tail: String = text
         .chars()
         .rev()
@@ -95,8 +89,8 @@ async fn in_sandbox(
         .into_iter()
         .rev()
         .collect();
-    Err(format!(
+    format!(
         "exit status {}; output (last 2000 characters):\n{tail}",
-        ran.code.map_or("signal".to_owned(), |c| c.to_string())
-    ))
+        code.map_or("signal".to_owned(), |c| c.to_string())
+    )
 }
