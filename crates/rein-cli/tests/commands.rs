@@ -115,27 +115,24 @@ fn a_paused_turn_resumed_with_commands_allowed_asks_the_person_first() {
         .arg(root.path());
     let out = run_with_stdin(cmd, b"");
     assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    let line = err
-        .lines()
-        .find(|l| l.contains("rein approve"))
-        .unwrap_or_else(|| panic!("{err}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = words.iter().position(|w| *w == "approve").unwrap();
-    let session = words[at + 1].to_owned();
+    let (session, _) = common::pending_of(&out);
+    // The same session resumed with commands allowed, answering `stdin`.
+    let resume = |stdin: &[u8]| {
+        let mut cmd = common::rein_at(home.path());
+        cmd.args([
+            "chat",
+            "--scripted",
+            "--allow-commands",
+            "--resume",
+            &session,
+            "--root",
+        ])
+        .arg(root.path());
+        run_with_stdin(cmd, stdin)
+    };
 
     // Process 2 would go on with commands allowed: the person is asked, says no.
-    let mut cmd = common::rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--scripted",
-        "--allow-commands",
-        "--resume",
-        &session,
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run_with_stdin(cmd, b"n\n");
+    let out = resume(b"n\n");
     let err = stderr(&out);
     if err.contains("sandbox_unavailable") && std::env::var_os("REIN_REQUIRE_SANDBOX").is_none() {
         eprintln!("SKIPPED: the Linux sandbox cannot confine on this kernel: {err}");
@@ -151,17 +148,7 @@ fn a_paused_turn_resumed_with_commands_allowed_asks_the_person_first() {
 
     // Process 3: the same, and the person accepts; the turn goes on (the
     // write is asked again, and answered yes).
-    let mut cmd = common::rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--scripted",
-        "--allow-commands",
-        "--resume",
-        &session,
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run_with_stdin(cmd, b"y\ny\n/exit\n");
+    let out = resume(b"y\ny\n/exit\n");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(root.path().join("later.txt").exists(), "{}", stderr(&out));
     let shown = common::rein_at(home.path())
