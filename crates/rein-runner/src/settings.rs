@@ -206,8 +206,5 @@ impl Verification {
     }
 }
 
-/// The same call repeated this many times with the same result earns a nudge…
-pub(crate) const LOOP_NUDGE: u32 = 3;
-
-/// …and this many ends the turn.
-pub(crate) const LOOP_STOP: u32 = 5;
+// The loop rule (how many repeats nudge, how many stop) is `rein_wire::loops`,
+// shared with the agents rein hosts.

@@ -17,6 +17,7 @@ pub mod env;
 pub mod error;
 mod event;
 pub mod ids;
+pub mod loops;
 mod message;
 pub mod permission;
 mod preview;

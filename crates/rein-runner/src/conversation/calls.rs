@@ -40,7 +40,7 @@ impl Conversation {
         &mut self,
         events: &[StoredEvent],
         calls: Vec<(String, String, Value)>,
-        repeats: &mut HashMap<String, u32>,
+        repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
         let mut reads: Vec<(String, String, Value)> = Vec::new();
         for (call_id, tool, args) in calls {
@@ -346,7 +346,7 @@ impl Conversation {
 
     pub(super) async fn note_repeat(
         &mut self,
-        repeats: &mut HashMap<String, u32>,
+        repeats: &mut rein_wire::loops::Repeats,
         fp: &str,
     ) -> Result<Option<TurnOutcome>, AgentError> {
         self.count_repeat(repeats, fp.to_owned()).await
@@ -354,18 +354,17 @@ impl Conversation {
 
     pub(super) async fn count_repeat(
         &mut self,
-        repeats: &mut HashMap<String, u32>,
+        repeats: &mut rein_wire::loops::Repeats,
         fp: String,
     ) -> Result<Option<TurnOutcome>, AgentError> {
-        let n = repeats.entry(fp).or_insert(0);
-        *n += 1;
-        if *n >= LOOP_STOP {
-            return Ok(Some(TurnOutcome::LoopDetected));
+        match repeats.observe(fp) {
+            rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
+            rein_wire::loops::Repeat::Nudge => {
+                self.steering.say(self.profile.wording.loop_nudge.clone());
+                Ok(None)
+            }
+            rein_wire::loops::Repeat::Fine => Ok(None),
         }
-        if *n == LOOP_NUDGE {
-            self.steering.say(self.profile.wording.loop_nudge.clone());
-        }
-        Ok(None)
     }
 
     /// The `tool.result` for an outcome, bounded (offloaded when too big).

@@ -48,9 +48,7 @@ pub(super) fn fingerprint(tool: &str, args: &Value, result: &Event) -> String {
         Event::ToolResult { content, .. } => content.to_string(),
         _ => String::new(),
     };
-    blake3::hash(format!("{tool}\u{0}{args}\u{0}{content}").as_bytes())
-        .to_hex()
-        .to_string()
+    rein_wire::loops::fingerprint(tool, &args, &content)
 }
 
 /// The turn ids from the root to the open (or last) turn.

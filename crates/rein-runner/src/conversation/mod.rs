@@ -65,7 +65,6 @@ use crate::project::project;
 use crate::steering::Steering;
 
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
-use crate::settings::{LOOP_NUDGE, LOOP_STOP};
 use builtins::*;
 use folds::*;
 use verify::*;
@@ -410,7 +409,7 @@ impl Conversation {
         let started = Instant::now();
         self.turn.spent = crate::delegation::Spent::default();
         self.turn.started = Some(started);
-        let mut repeats: HashMap<String, u32> = HashMap::new();
+        let mut repeats = rein_wire::loops::Repeats::new();
         let mut failed_checks: u32 = 0;
         loop {
             let events = self.journal.log().await?;

@@ -18,7 +18,7 @@ impl Conversation {
         &mut self,
         events: &[StoredEvent],
         reads: Vec<(String, String, Value)>,
-        repeats: &mut HashMap<String, u32>,
+        repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
         if reads.is_empty() {
             return Ok(None);

@@ -1,0 +1,600 @@
+//! `claude -p --output-format stream-json --verbose`: lines in, steps out.
+//!
+//! The rules, each from the stream as Claude Code writes it:
+//! - One JSON object per line with a string `type`; anything else (not
+//!   JSON, not an object, no `type`, past the decoder's nesting limit) is a
+//!   protocol failure.
+//! - One invocation can run several turns. The first opens with the
+//!   stream; a later one opens with its own `system/init`, or — with every
+//!   turn so far closed — with an `assistant` or `user` record of the main
+//!   conversation (whose `system/init` is then that turn's own). The n-th
+//!   `result` closes the n-th turn: results held back while a background
+//!   agent runs arrive later, together, in turn order.
+//! - A sub-agent's records carry `parent_tool_use_id`; they are activity
+//!   and tool calls, never a turn (no sub-agent `init` or `result` exists).
+//! - Every `result` is checked in order: `is_error` (`subtype: success`
+//!   can come with `is_error: true`), then `subtype` must be `success`, then
+//!   `result` must be a string. A `result` with every turn closed is a
+//!   protocol failure; stdout ending inside a turn is a failure.
+//! - A line past the per-line bound is counted and skipped — except that
+//!   the `result` line has no such allowance: if it was skipped, the stream
+//!   ends without it and fails, saying so.
+//! - Records with every turn closed that open none (notices between turns,
+//!   `SessionEnd` hooks) are counted and otherwise ignored; unknown record
+//!   types are counted and are activity.
+//! - Cost: `total_cost_usd` is the session's so far, so the last result's
+//!   is the invocation's, and each turn's is the difference; integer
+//!   micro-USD; absent or unreadable stays unknown, never zero. `num_turns`
+//!   and `duration_ms` are per turn and summed; one result lacking a count
+//!   makes its sum unknown for good.
+//! - Permission denials (`system/permission_denied`, a result's
+//!   `permission_denials`) and an `AskUserQuestion` that failed are kept
+//!   once per call: kind, tool, one allowed detail.
+//! - Loop detection: each completed call is fingerprinted from its name,
+//!   the digest of its whole input and of its whole `tool_result` block
+//!   without `tool_use_id`.
+//!
+//! Not here: the process, line framing, the session log.
+
+use std::collections::{HashMap, HashSet};
+
+use rein_wire::Usage;
+use rein_wire::loops::{Repeat, Repeats, fingerprint};
+use serde_json::{Map, Value, json};
+
+use crate::progress::{
+    MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
+};
+use crate::reducer::{
+    MAX_COUNT, MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step,
+    TurnResult, count, micro_usd,
+};
+
+/// The one input shown per tool; a tool not listed shows its name only.
+/// Bash shows its `description`, never its `command`: a command line is
+/// where credentials are typed.
+pub const TOOL_DETAILS: &[(&str, &str)] = &[
+    ("Read", "file_path"),
+    ("Edit", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("Write", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+    ("Grep", "pattern"),
+    ("Glob", "pattern"),
+    ("Bash", "description"),
+    ("Task", "description"),
+    ("Agent", "description"),
+];
+
+const PATH_INPUTS: &[&str] = &["file_path", "notebook_path"];
+
+/// The tool through which the model asks the user a question.
+pub const QUESTION_TOOL: &str = "AskUserQuestion";
+
+/// Record types that are activity only; any other unknown type is counted.
+const ACTIVITY_TYPES: &[&str] = &["rate_limit_event"];
+
+/// A refused subject is cut to this many characters.
+const MAX_SUBJECT_CHARS: usize = 160;
+
+/// An open tool call: its name, its input's digest, its allowed detail.
+struct OpenTool {
+    name: String,
+    input_digest: String,
+    detail: String,
+}
+
+/// One `claude -p --output-format stream-json --verbose` invocation.
+pub struct ClaudeStream {
+    cwd: String,
+    steps: Vec<Step>,
+    failure: Option<String>,
+    text: Option<String>,
+    exited_early: bool,
+    turns: u32,
+    turn_has_init: bool,
+    results: u32,
+    models: Vec<String>,
+    num_turns: Option<u64>,
+    duration_ms: Option<u64>,
+    last_total_cost: Option<u64>,
+    last_known_cost: u64,
+    open: HashMap<String, OpenTool>,
+    refused: Vec<Refusal>,
+    refused_count: u64,
+    refused_ids: HashSet<String>,
+    repeats: Repeats,
+    records: u64,
+    oversize: u64,
+    unknown: u64,
+    after_result: u64,
+    tool_calls: u64,
+    tool_errors: u64,
+    retries: u64,
+    last: Map<String, Value>,
+}
+
+impl ClaudeStream {
+    /// A reducer for a run in `cwd` (paths shown relative to it).
+    pub fn new(cwd: &str) -> Self {
+        ClaudeStream {
+            cwd: cwd.to_owned(),
+            steps: Vec::new(),
+            failure: None,
+            text: None,
+            exited_early: false,
+            turns: 1,
+            turn_has_init: false,
+            results: 0,
+            models: Vec::new(),
+            num_turns: Some(0),
+            duration_ms: Some(0),
+            last_total_cost: None,
+            last_known_cost: 0,
+            open: HashMap::new(),
+            refused: Vec::new(),
+            refused_count: 0,
+            refused_ids: HashSet::new(),
+            repeats: Repeats::new(),
+            records: 0,
+            oversize: 0,
+            unknown: 0,
+            after_result: 0,
+            tool_calls: 0,
+            tool_errors: 0,
+            retries: 0,
+            last: Map::new(),
+        }
+    }
+
+    fn send(&mut self, progress: Progress) {
+        self.steps.push(Step::Progress(progress));
+    }
+
+    fn fail(&mut self, reason: &str) {
+        if self.failure.is_none() {
+            self.failure = Some(clean(reason, MAX_REASON_CHARS));
+            self.text = None;
+        }
+    }
+
+    fn protocol(&mut self, what: &str) {
+        self.fail(&format!("claude: stream-json protocol violation: {what}"));
+    }
+
+    fn observe(&mut self, kind: &str, record: &Value) {
+        match kind {
+            "system" => self.system(record),
+            "assistant" => self.assistant(record),
+            "user" => self.user(record),
+            _ => {
+                if !ACTIVITY_TYPES.contains(&kind) {
+                    self.unknown += 1;
+                }
+                self.send(Progress::of(ProgressKind::Activity));
+            }
+        }
+    }
+
+    fn system(&mut self, record: &Value) {
+        match record.get("subtype").and_then(Value::as_str) {
+            Some("init") => {
+                let model = clean_value(record.get("model"), MAX_VALUE_CHARS);
+                let at = (self.turns as usize).saturating_sub(1);
+                if self.models.len() <= at {
+                    self.models.resize(at + 1, String::new());
+                }
+                self.models[at].clone_from(&model);
+                self.send(Progress::detail(ProgressKind::Started, &model));
+            }
+            Some("thinking_tokens") => {
+                let tokens = count(record.get("estimated_tokens")).unwrap_or(0);
+                self.send(Progress::of(ProgressKind::Thinking { tokens }));
+            }
+            Some("api_retry") => {
+                self.retries += 1;
+                let attempt = count(record.get("attempt"));
+                let limit = count(record.get("max_retries"));
+                let detail = match (attempt, limit) {
+                    (Some(a), Some(m)) => format!("attempt {a} of {m}"),
+                    (Some(a), None) => format!("attempt {a}"),
+                    _ => String::new(),
+                };
+                self.send(Progress::detail(ProgressKind::ProviderRetry, &detail));
+            }
+            Some("permission_denied") => {
+                let id = record.get("tool_use_id").and_then(Value::as_str);
+                let call = id.and_then(|id| self.open.get(id));
+                let name = match record.get("tool_name").and_then(Value::as_str) {
+                    Some(name) => name.to_owned(),
+                    None => call.map(|c| c.name.clone()).unwrap_or_default(),
+                };
+                let detail = call.map(|c| c.detail.clone()).unwrap_or_default();
+                self.refuse(RefusalKind::Permission, id, &name, &detail);
+            }
+            // Hooks, status and compaction notices: liveness only. A hook's
+            // output is the operator's and is never shown.
+            _ => self.send(Progress::of(ProgressKind::Activity)),
+        }
+    }
+
+    fn blocks(record: &Value) -> impl Iterator<Item = &Value> {
+        record
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.is_object())
+    }
+
+    fn assistant(&mut self, record: &Value) {
+        let mut sent = false;
+        for block in Self::blocks(record) {
+            match block.get("type").and_then(Value::as_str) {
+                Some("thinking" | "redacted_thinking") => {
+                    self.send(Progress::of(ProgressKind::Thinking { tokens: 0 }));
+                }
+                Some("text") => self.send(Progress::of(ProgressKind::AssistantText)),
+                Some("tool_use") => self.tool_use(block),
+                _ => continue,
+            }
+            sent = true;
+        }
+        if !sent {
+            self.send(Progress::of(ProgressKind::Activity));
+        }
+    }
+
+    fn tool_use(&mut self, block: &Value) {
+        self.tool_calls += 1;
+        let name = block
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let input = block.get("input");
+        let detail = self.detail(&name, input);
+        let id = block
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !id.is_empty() && self.open.len() < MAX_OPEN_TOOLS {
+            let input_digest = digest(input.unwrap_or(&Value::Null));
+            self.open.insert(
+                id.clone(),
+                OpenTool {
+                    name: name.clone(),
+                    input_digest,
+                    detail: detail.clone(),
+                },
+            );
+        }
+        self.steps.push(Step::ToolCalled {
+            id: clean(&id, MAX_VALUE_CHARS),
+            tool: clean(&name, MAX_VALUE_CHARS),
+            detail: detail.clone(),
+        });
+        self.send(Progress::tool(ProgressKind::ToolStarted, &name, &detail));
+    }
+
+    /// The one input of `name`'s call shown for it ([`TOOL_DETAILS`]), or "".
+    fn detail(&self, name: &str, input: Option<&Value>) -> String {
+        let Some((_, field)) = TOOL_DETAILS.iter().find(|(tool, _)| *tool == name) else {
+            return String::new();
+        };
+        let Some(value) = input.and_then(|i| i.get(*field)).and_then(Value::as_str) else {
+            return String::new();
+        };
+        if PATH_INPUTS.contains(field) {
+            relative_path(value, &self.cwd)
+        } else {
+            clean(value, MAX_VALUE_CHARS)
+        }
+    }
+
+    fn refuse(&mut self, kind: RefusalKind, id: Option<&str>, name: &str, detail: &str) {
+        if let Some(id) = id {
+            if self.refused_ids.contains(id) {
+                return;
+            }
+            if self.refused_ids.len() < MAX_OPEN_TOOLS {
+                self.refused_ids.insert(id.to_owned());
+            }
+        }
+        self.refused_count += 1;
+        let subject = if !name.is_empty() && !detail.is_empty() {
+            format!("{name}: {detail}")
+        } else {
+            name.to_owned()
+        };
+        let subject = clean(&subject, MAX_SUBJECT_CHARS);
+        self.send(Progress::tool(ProgressKind::Refused, name, detail));
+        if self.refused.len() < MAX_REFUSED {
+            self.refused.push(Refusal { kind, subject });
+        }
+    }
+
+    fn user(&mut self, record: &Value) {
+        let mut sent = false;
+        for block in Self::blocks(record) {
+            if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            sent = true;
+            let id = block.get("tool_use_id").and_then(Value::as_str);
+            let call = id.and_then(|id| self.open.remove(id));
+            let name = call.as_ref().map(|c| c.name.clone()).unwrap_or_default();
+            let ok = block.get("is_error").and_then(Value::as_bool) != Some(true);
+            if ok {
+                self.send(Progress::tool(ProgressKind::ToolFinished, &name, ""));
+            } else {
+                self.tool_errors += 1;
+                if name == QUESTION_TOOL {
+                    // Not offered under -p: the question reached no one. Its
+                    // words are the model's; only the kind is kept.
+                    self.refuse(RefusalKind::Question, id, "", "");
+                }
+                self.send(Progress::tool(ProgressKind::ToolFailed, &name, ""));
+            }
+            if let Some(id) = id {
+                self.steps.push(Step::ToolDone {
+                    id: clean(id, MAX_VALUE_CHARS),
+                    ok,
+                });
+            }
+            if let Some(call) = call {
+                // The id differs on every call; everything else is the result.
+                let mut result = block.as_object().cloned().unwrap_or_default();
+                result.remove("tool_use_id");
+                let fp = fingerprint(
+                    &call.name,
+                    &call.input_digest,
+                    &digest(&Value::Object(result)),
+                );
+                let verdict = self.repeats.observe(fp);
+                if verdict != Repeat::Fine {
+                    self.steps.push(Step::Loop(verdict));
+                }
+            }
+        }
+        if !sent {
+            self.send(Progress::of(ProgressKind::Activity));
+        }
+    }
+
+    fn take_result(&mut self, record: &Value) {
+        let index = self.results;
+        self.results += 1;
+        let subtype = record.get("subtype").and_then(Value::as_str);
+        let is_error = record.get("is_error").and_then(Value::as_bool);
+        let mut last = Map::new();
+        last.insert(
+            "result_subtype".into(),
+            json!(clean_value(record.get("subtype"), MAX_VALUE_CHARS)),
+        );
+        last.insert("is_error".into(), json!(is_error == Some(true)));
+        for key in ["terminal_reason", "stop_reason"] {
+            last.insert(
+                key.into(),
+                json!(clean_value(record.get(key), MAX_VALUE_CHARS)),
+            );
+        }
+        let turn_duration = count(record.get("duration_ms"));
+        self.num_turns = sum(self.num_turns, count(record.get("num_turns")));
+        self.duration_ms = sum(self.duration_ms, turn_duration);
+        let total = micro_usd(record.get("total_cost_usd"));
+        let turn_cost = total.map(|t| t.saturating_sub(self.last_known_cost));
+        if let Some(t) = total {
+            self.last_known_cost = t;
+        }
+        self.last_total_cost = total;
+        if let Some(denials) = record.get("permission_denials").and_then(Value::as_array) {
+            last.insert("permission_denials".into(), json!(denials.len()));
+            for denial in denials.iter().filter(|d| d.is_object()) {
+                let name = denial
+                    .get("tool_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let detail = self.detail(&name, denial.get("tool_input"));
+                let id = denial.get("tool_use_id").and_then(Value::as_str);
+                self.refuse(RefusalKind::Permission, id, &name, &detail);
+            }
+        }
+        self.last = last;
+        let result = record.get("result");
+        let mut turn = TurnResult {
+            index,
+            model: self.models.get(index as usize).cloned().unwrap_or_default(),
+            usage: usage(record.get("usage")),
+            cost_micro_usd: turn_cost,
+            duration_ms: turn_duration,
+            ..TurnResult::default()
+        };
+        let failed = if is_error == Some(true) {
+            let mut facts = vec![format!("subtype {}", subtype.map_or("-", |s| s))];
+            if let Some(reason) = record.get("terminal_reason").and_then(Value::as_str) {
+                facts.push(format!("terminal_reason {reason}"));
+            }
+            if let Some(status) = count(record.get("api_error_status")) {
+                facts.push(format!("api_error_status {status}"));
+            }
+            let excerpt = clean_value(result, MAX_VALUE_CHARS * 2);
+            let mut reason = format!("claude: the run ended in an error ({})", facts.join(", "));
+            if !excerpt.is_empty() {
+                reason.push_str(": ");
+                reason.push_str(&excerpt);
+            }
+            Some(reason)
+        } else if is_error.is_none() {
+            Some("claude: stream-json protocol violation: the result event has no boolean 'is_error'".to_owned())
+        } else if subtype != Some("success") {
+            Some(format!(
+                "claude: the run did not succeed (subtype {})",
+                clean(subtype.unwrap_or("-"), 60)
+            ))
+        } else if let Some(text) = result.and_then(Value::as_str) {
+            turn.text = Some(text.to_owned());
+            if self.failure.is_none() {
+                self.text = Some(text.to_owned());
+            }
+            None
+        } else {
+            Some(
+                "claude: stream-json protocol violation: the result event has no string 'result'"
+                    .to_owned(),
+            )
+        };
+        if let Some(reason) = failed {
+            self.fail(&reason);
+            turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
+        }
+        self.send(Progress::of(ProgressKind::TurnFinished));
+        self.steps.push(Step::TurnClosed(turn));
+    }
+}
+
+/// Two partial sums: unknown once either part is.
+fn sum(total: Option<u64>, part: Option<u64>) -> Option<u64> {
+    Some(total?.saturating_add(part?).min(MAX_COUNT))
+}
+
+/// The digest of a JSON value (its canonical form).
+pub(crate) fn digest(value: &Value) -> String {
+    let text = rein_wire::canonical::to_string(value).unwrap_or_default();
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// A result's `usage` in rein's terms, when it has one.
+fn usage(value: Option<&Value>) -> Option<Usage> {
+    let value = value.filter(|v| v.is_object())?;
+    Some(Usage {
+        input: count(value.get("input_tokens")).unwrap_or(0),
+        output: count(value.get("output_tokens")).unwrap_or(0),
+        cache_read: count(value.get("cache_read_input_tokens")).unwrap_or(0),
+        cache_write: count(value.get("cache_creation_input_tokens")).unwrap_or(0),
+        reasoning: 0,
+    })
+}
+
+impl Reducer for ClaudeStream {
+    fn feed(&mut self, line: &[u8]) {
+        self.records += 1;
+        if self.failure.is_some() {
+            return;
+        }
+        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+            self.protocol("a stdout line is not JSON (or exceeds the decoder's nesting limit)");
+            return;
+        };
+        let Some(kind) = record.get("type").and_then(Value::as_str) else {
+            self.protocol("a stdout line is not a JSON object with a 'type'");
+            return;
+        };
+        if kind == "result" {
+            if self.results < self.turns {
+                self.take_result(&record);
+            } else {
+                self.protocol("a result event outside a turn");
+            }
+            return;
+        }
+        let is_init =
+            kind == "system" && record.get("subtype").and_then(Value::as_str) == Some("init");
+        let sub_agent = record
+            .get("parent_tool_use_id")
+            .is_some_and(|p| !p.is_null());
+        if self.results == self.turns {
+            if sub_agent || !(is_init || kind == "assistant" || kind == "user") {
+                self.after_result += 1;
+                self.send(Progress::of(ProgressKind::Activity));
+                return;
+            }
+            self.turns += 1;
+            self.turn_has_init = is_init;
+        } else if is_init {
+            if self.turn_has_init {
+                self.turns += 1;
+            }
+            self.turn_has_init = true;
+        }
+        self.observe(kind, &record);
+    }
+
+    fn oversize(&mut self, _limit: usize) {
+        self.records += 1;
+        self.oversize += 1;
+        self.send(Progress::of(ProgressKind::Activity));
+    }
+
+    fn framing_error(&mut self, what: &str) {
+        self.protocol(what);
+    }
+
+    fn stream_ended(&mut self) {
+        if self.results == self.turns || self.failure.is_some() {
+            return;
+        }
+        self.exited_early = true;
+        if self.results > 0 {
+            self.fail("claude: exited inside a turn that has no result event");
+            return;
+        }
+        let mut reason = "claude: exited without a result event".to_owned();
+        if self.oversize > 0 {
+            reason.push_str(&format!(
+                " ({} line(s) past the per-line bound were skipped; the result must arrive whole in one line)",
+                self.oversize
+            ));
+        }
+        self.fail(&reason);
+    }
+
+    fn drain(&mut self) -> Vec<Step> {
+        std::mem::take(&mut self.steps)
+    }
+
+    fn outcome(&self) -> Outcome {
+        Outcome {
+            text: self.text.clone().filter(|_| self.failure.is_none()),
+            failure: self.failure.clone(),
+            exited_early: self.exited_early,
+            refused: self.refused.clone(),
+            refused_count: self.refused_count,
+            cost_micro_usd: self.last_total_cost,
+        }
+    }
+
+    fn summary(&self) -> Value {
+        let mut out = self.last.clone();
+        if let Some(n) = self.num_turns.filter(|_| self.results > 0) {
+            out.insert("num_turns".into(), json!(n));
+        }
+        if let Some(ms) = self.duration_ms.filter(|_| self.results > 0) {
+            out.insert("duration_ms".into(), json!(ms));
+        }
+        if let Some(cost) = self.last_total_cost {
+            out.insert("cost_micro_usd".into(), json!(cost));
+        }
+        for (key, value) in [
+            ("results", u64::from(self.results)),
+            ("records", self.records),
+            ("oversize_records", self.oversize),
+            ("unknown_events", self.unknown),
+            ("records_after_result", self.after_result),
+            ("tool_calls", self.tool_calls),
+            ("tool_errors", self.tool_errors),
+            ("api_retries", self.retries),
+            ("refused", self.refused_count),
+        ] {
+            out.insert(key.into(), json!(value));
+        }
+        out.insert(
+            "failure".into(),
+            json!(self.failure.clone().unwrap_or_default()),
+        );
+        Value::Object(out)
+    }
+}

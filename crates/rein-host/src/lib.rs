@@ -1,0 +1,21 @@
+//! Hosting other agents: Claude Code, Codex, and any agent that speaks ACP,
+//! driven as workers whose progress is shown safely, whose cost is counted,
+//! and whose sessions a person can watch and take over.
+//!
+//! - [`claude`] and [`codex`]: pure reducers over each CLI's JSON lines
+//!   ([`Reducer`]): lines in, [`Step`]s out, one [`Outcome`]. No process,
+//!   clock or file, so recordings, live runs and fuzz inputs share them.
+//! - [`progress`]: what a person is shown — redacted by construction.
+//!
+//! Not here: rein's own conversations (`rein-runner`), or the terminal
+//! rendering of progress (the CLI's).
+
+pub mod claude;
+pub mod codex;
+pub mod progress;
+pub mod reducer;
+
+pub use claude::ClaudeStream;
+pub use codex::CodexStream;
+pub use progress::{Progress, ProgressKind};
+pub use reducer::{Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult};

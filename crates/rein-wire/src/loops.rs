@@ -1,0 +1,103 @@
+//! Loop detection: the same action with the same result, over and over.
+//!
+//! One rule for every agent rein watches — its own conversations and the
+//! agents it hosts (`rein-host`): an action is fingerprinted from the tool's
+//! name, a digest of its whole input and a digest of its whole result (never
+//! the call's id, which differs every time); the [`LOOP_NUDGE`]th repeat of
+//! one fingerprint earns a nudge, the [`LOOP_STOP`]th ends the turn.
+//!
+//! Not here: what a nudge says or how a turn is ended (the runner's and the
+//! host's), or digesting a provider's record (the reducers do that).
+
+use std::collections::HashMap;
+
+/// The same action repeated this many times with the same result earns a nudge…
+pub const LOOP_NUDGE: u32 = 3;
+
+/// …and this many ends the turn.
+pub const LOOP_STOP: u32 = 5;
+
+/// At most this many distinct fingerprints are counted; past it new ones
+/// are not (a run that never repeats itself must not grow memory forever).
+pub const MAX_FINGERPRINTS: usize = 4096;
+
+/// What one more observation of a fingerprint means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// Nothing to do yet.
+    Fine,
+    /// The [`LOOP_NUDGE`]th time: tell the model to try something else.
+    Nudge,
+    /// [`LOOP_STOP`] times or more: end the turn.
+    Stop,
+}
+
+/// Counts of fingerprints within one turn.
+#[derive(Debug, Default, Clone)]
+pub struct Repeats {
+    seen: HashMap<String, u32>,
+}
+
+impl Repeats {
+    /// No action seen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One more action with fingerprint `fp`.
+    pub fn observe(&mut self, fp: String) -> Repeat {
+        if !self.seen.contains_key(&fp) && self.seen.len() >= MAX_FINGERPRINTS {
+            return Repeat::Fine;
+        }
+        let n = self.seen.entry(fp).or_insert(0);
+        *n = n.saturating_add(1);
+        if *n >= LOOP_STOP {
+            Repeat::Stop
+        } else if *n == LOOP_NUDGE {
+            Repeat::Nudge
+        } else {
+            Repeat::Fine
+        }
+    }
+}
+
+/// An action's fingerprint: its tool, the digest of its whole input and the
+/// digest of its whole result (each digest any stable hex or bytes).
+pub fn fingerprint(tool: &str, input_digest: &str, result_digest: &str) -> String {
+    blake3::hash(format!("{tool}\u{0}{input_digest}\u{0}{result_digest}").as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_third_repeat_nudges_and_the_fifth_stops() {
+        let mut r = Repeats::new();
+        let fp = fingerprint("read", "a", "b");
+        let seen: Vec<Repeat> = (0..6).map(|_| r.observe(fp.clone())).collect();
+        assert_eq!(
+            seen,
+            [
+                Repeat::Fine,
+                Repeat::Fine,
+                Repeat::Nudge,
+                Repeat::Fine,
+                Repeat::Stop,
+                Repeat::Stop
+            ]
+        );
+        assert_eq!(r.observe(fingerprint("read", "a", "c")), Repeat::Fine);
+    }
+
+    #[test]
+    fn distinct_fingerprints_are_bounded() {
+        let mut r = Repeats::new();
+        for i in 0..MAX_FINGERPRINTS + 10 {
+            r.observe(i.to_string());
+        }
+        assert_eq!(r.seen.len(), MAX_FINGERPRINTS);
+    }
+}
