@@ -6,16 +6,23 @@
 //!   ([`Reducer`]): lines in, [`Step`]s out, one [`Outcome`]. No process,
 //!   clock or file, so recordings, live runs and fuzz inputs share them.
 //! - [`progress`]: what a person is shown — redacted by construction.
+//! - [`driver`]: the CLI as a child process (bounded lines, a time limit,
+//!   the whole process group killed when the run is over) feeding a reducer;
+//!   [`record`]: the hosted run as an ordinary rein session.
 //!
 //! Not here: rein's own conversations (`rein-runner`), or the terminal
 //! rendering of progress (the CLI's).
 
 pub mod claude;
 pub mod codex;
+pub mod driver;
 pub mod progress;
+pub mod record;
 pub mod reducer;
 
 pub use claude::ClaudeStream;
 pub use codex::CodexStream;
+pub use driver::{Driven, Ended, HostSpec, drive};
 pub use progress::{Progress, ProgressKind};
+pub use record::Recorder;
 pub use reducer::{Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult};

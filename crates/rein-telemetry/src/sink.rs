@@ -37,33 +37,10 @@ fn allowed(name: &str) -> bool {
         || name.starts_with("monotonic_counter.")
 }
 
-/// `text` with secret-shaped runs and the `secrets` masked, bounded.
+/// `text` with secret-shaped runs and the `secrets` masked
+/// ([`rein_wire::secrets::mask`]), bounded.
 pub fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets.iter().filter(|s| s.len() >= 8) {
-        out = out.replace(secret.as_str(), "[redacted]");
-    }
-    let words: Vec<String> = out
-        .split(' ')
-        .map(|word| {
-            let bare =
-                word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
-            let shaped = (bare.starts_with("sk-")
-                || bare.starts_with("sk_")
-                || bare.starts_with("ghp_")
-                || bare.starts_with("xox"))
-                && bare.len() >= 12;
-            if shaped {
-                word.replace(bare, "[redacted]")
-            } else {
-                word.to_owned()
-            }
-        })
-        .collect();
-    let mut out = words.join(" ");
-    if let Some(at) = out.find("Bearer ") {
-        out.replace_range(at + 7.., "[redacted]");
-    }
+    let mut out = rein_wire::secrets::mask(text, secrets);
     if out.chars().count() > MAX_VALUE_CHARS {
         out = out.chars().take(MAX_VALUE_CHARS).collect::<String>() + "…";
     }

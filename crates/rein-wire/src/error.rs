@@ -288,6 +288,12 @@ registry! {
     SKILL_INVALID = "skill_invalid", 400, false,
         "A skill file cannot be used",
         "Each skill is a markdown file with front matter naming `name` and `when` (one line each).";
+    HOSTED_AGENT_UNAVAILABLE = "hosted_agent_unavailable", 503, false,
+        "The hosted agent's program cannot be started",
+        "Check the command after `--` (is it installed and on the PATH the config names?).";
+    SESSION_REFUSED = "session_refused", 409, false,
+        "The agent session cannot be opened or used that way",
+        "Read the named reason: the render mode, the protocol channel, or who holds the session's input.";
     GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
         "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
 }

@@ -22,6 +22,7 @@ mod message;
 pub mod permission;
 mod preview;
 mod request;
+pub mod secrets;
 mod usage;
 pub mod visible;
 

@@ -1,0 +1,396 @@
+//! Runs a hosted CLI as a child process and feeds its stdout to a reducer.
+//!
+//! The child gets exactly the environment its spec names (nothing of
+//! rein's), its own process group, and a wall-clock limit. stdout is framed
+//! into lines of at most [`HostSpec::max_line`] bytes: a longer line is
+//! skipped and reported to the reducer, an unterminated last line is a
+//! framing failure. The whole group is killed when the run is over — at the
+//! limit, when a person stops it, when loop detection says stop, and when
+//! the driver is dropped mid-run ([`GroupGuard`]). stderr is kept as a few
+//! bounded, cleaned lines for a failure's reason, with the secrets the
+//! child was given masked.
+//!
+//! Not here: what the lines mean (the reducers), the session log
+//! (`record.rs`), terminals (`session.rs`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rein_wire::AgentError;
+use rein_wire::error::codes;
+use rein_wire::loops::Repeat;
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use crate::progress::{MAX_REASON_CHARS, Progress, clean};
+use crate::record::Recorder;
+use crate::reducer::{Outcome, Reducer, Step};
+
+/// A stdout line longer than this (bytes) is skipped by default.
+pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// A hosted run's wall-clock limit by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// stderr lines kept (the last ones), each cut to 200 characters.
+const STDERR_LINES: usize = 5;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct HostSpec {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// Its whole environment.
+    pub env: BTreeMap<String, String>,
+    /// The wall-clock limit.
+    pub timeout: Duration,
+    /// The longest stdout line read; longer ones are skipped.
+    pub max_line: usize,
+}
+
+impl HostSpec {
+    /// `argv` in `cwd` with an empty environment and the default bounds.
+    pub fn new(argv: Vec<String>, cwd: PathBuf) -> Self {
+        HostSpec {
+            argv,
+            cwd,
+            env: BTreeMap::new(),
+            timeout: DEFAULT_TIMEOUT,
+            max_line: DEFAULT_MAX_LINE,
+        }
+    }
+
+    /// Copy these variables from rein's environment (those set).
+    pub fn env_from<'a>(mut self, names: impl IntoIterator<Item = &'a str>) -> Self {
+        for name in names {
+            if let Ok(value) = std::env::var(name) {
+                self.env.insert(name.to_owned(), value);
+            }
+        }
+        self
+    }
+}
+
+/// How a hosted run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// Every turn has its result and none failed.
+    Finished,
+    /// The stream or a turn failed.
+    Failed,
+    /// The wall-clock limit passed; the child was killed.
+    Timeout,
+    /// A person stopped it; the child was killed.
+    Stopped,
+    /// The same call kept getting the same result; the child was killed.
+    LoopDetected,
+}
+
+impl Ended {
+    /// The name recorded for it (the turn's and run's `outcome`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ended::Finished => "finished",
+            Ended::Failed => "failed",
+            Ended::Timeout => "timeout",
+            Ended::Stopped => "interrupted",
+            Ended::LoopDetected => "loop_detected",
+        }
+    }
+}
+
+/// A finished hosted run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Driven {
+    /// How it ended.
+    pub ended: Ended,
+    /// The reducer's outcome.
+    pub outcome: Outcome,
+    /// The reducer's summary.
+    pub summary: serde_json::Value,
+    /// The child's exit code, when it exited on its own.
+    pub exit_code: Option<i32>,
+    /// The last lines of stderr, cleaned.
+    pub stderr_tail: Vec<String>,
+    /// Wall time.
+    pub duration_ms: u64,
+}
+
+/// Kills the child's whole process group when dropped.
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(group) = self.0.take() {
+            for _ in 0..100 {
+                if killpg(group, Signal::SIGKILL).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Run `spec`, feeding `reducer`, showing progress through `show` and
+/// recording through `recorder`; `stop` ends it early.
+pub async fn drive(
+    spec: &HostSpec,
+    reducer: &mut dyn Reducer,
+    mut recorder: Option<&mut Recorder>,
+    show: &mut (dyn FnMut(&Progress) + Send),
+    stop: CancellationToken,
+) -> Result<Driven, AgentError> {
+    let started = Instant::now();
+    let (program, args) = spec
+        .argv
+        .split_first()
+        .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(&spec.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            AgentError::new(
+                codes::HOSTED_AGENT_UNAVAILABLE,
+                format!("cannot start `{}`: {e}", clean(program, 120)),
+            )
+        })?;
+    let mut guard = GroupGuard(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
+    // What the child was given as a secret is masked in what it says.
+    let secrets: Vec<String> = spec
+        .env
+        .iter()
+        .filter(|(name, _)| rein_wire::secrets::is_secret_name(name))
+        .map(|(_, value)| value.clone())
+        .collect();
+    let stderr = tokio::spawn(stderr_tail(child.stderr.take(), secrets));
+    let mut lines = Lines::new(child.stdout.take(), spec.max_line);
+    let deadline = tokio::time::sleep(spec.timeout);
+    tokio::pin!(deadline);
+    let mut ended = None;
+    let mut status = None;
+    loop {
+        let line = tokio::select! {
+            line = lines.next() => line,
+            exited = child.wait(), if status.is_none() => {
+                status = Some(exited.ok());
+                // The program is gone; what it left in its group (holding
+                // stdout open) goes too, and the stream ends once drained.
+                guard.kill();
+                continue;
+            }
+            () = &mut deadline => { ended = Some(Ended::Timeout); break; }
+            () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
+        };
+        match line {
+            Line::Text(ref bytes) => reducer.feed(bytes),
+            Line::Oversize => reducer.oversize(spec.max_line),
+            Line::Unterminated => reducer.framing_error("the last stdout line has no newline"),
+            Line::End => {
+                reducer.stream_ended();
+            }
+        }
+        for step in reducer.drain() {
+            if let Step::Progress(p) = &step {
+                show(p);
+            }
+            if let Step::Loop(Repeat::Stop) = step {
+                ended = Some(Ended::LoopDetected);
+            }
+            if let Some(r) = recorder.as_deref_mut() {
+                r.step(&step).await?;
+            }
+        }
+        if matches!(line, Line::End) || ended.is_some() {
+            break;
+        }
+    }
+    let exit_code = if ended.is_some() {
+        guard.kill();
+        let _ = child.wait().await;
+        None
+    } else {
+        let status = match status {
+            Some(status) => status,
+            None => tokio::select! {
+                status = child.wait() => status.ok(),
+                () = tokio::time::sleep(Duration::from_secs(5)) => None,
+            },
+        };
+        // Whatever it left behind in its group goes too.
+        guard.kill();
+        status.and_then(|s| s.code())
+    };
+    let stderr_tail = match tokio::time::timeout(Duration::from_secs(2), stderr).await {
+        Ok(Ok(tail)) => tail,
+        _ => Vec::new(),
+    };
+    let mut outcome = reducer.outcome();
+    let ended = ended.unwrap_or(if outcome.failure.is_some() {
+        Ended::Failed
+    } else {
+        Ended::Finished
+    });
+    if ended != Ended::Finished && ended != Ended::Failed {
+        outcome.text = None;
+        outcome.failure.get_or_insert_with(|| match ended {
+            Ended::Timeout => format!("stopped at the time limit ({} s)", spec.timeout.as_secs()),
+            Ended::Stopped => "stopped by a person".to_owned(),
+            _ => "stopped: the same call kept getting the same result".to_owned(),
+        });
+    } else if ended == Ended::Failed && outcome.exited_early {
+        let mut reason = outcome.failure.take().unwrap_or_default();
+        match exit_code {
+            Some(code) => reason.push_str(&format!(" (exit code {code})")),
+            None => reason.push_str(" (killed by a signal)"),
+        }
+        if let Some(last) = stderr_tail.last() {
+            reason.push_str(&format!("; stderr: {last}"));
+        }
+        outcome.failure = Some(clean(&reason, MAX_REASON_CHARS));
+    }
+    let driven = Driven {
+        ended,
+        outcome,
+        summary: reducer.summary(),
+        exit_code,
+        stderr_tail,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    if let Some(r) = recorder {
+        r.finish(&driven).await?;
+    }
+    Ok(driven)
+}
+
+enum Line {
+    Text(Vec<u8>),
+    Oversize,
+    Unterminated,
+    End,
+}
+
+/// stdout framed into bounded lines. A line being read is kept in the
+/// struct, so [`Lines::next`] is cancel-safe (the driver selects on it).
+struct Lines<R> {
+    reader: Option<BufReader<R>>,
+    max: usize,
+    partial: Vec<u8>,
+    over: bool,
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    fn new(stream: Option<R>, max: usize) -> Self {
+        Lines {
+            reader: stream.map(|s| BufReader::with_capacity(64 * 1024, s)),
+            max,
+            partial: Vec::new(),
+            over: false,
+        }
+    }
+
+    /// The next line; a line past the bound is consumed and reported.
+    async fn next(&mut self) -> Line {
+        let Some(reader) = self.reader.as_mut() else {
+            return Line::End;
+        };
+        loop {
+            let buf = reader.fill_buf().await.unwrap_or_default();
+            if buf.is_empty() {
+                self.reader = None;
+                let over = std::mem::take(&mut self.over);
+                let partial = std::mem::take(&mut self.partial);
+                return if over {
+                    Line::Oversize
+                } else if partial.is_empty() {
+                    Line::End
+                } else {
+                    Line::Unterminated
+                };
+            }
+            let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => (i, true),
+                None => (buf.len(), false),
+            };
+            if !self.over {
+                if self.partial.len() + take > self.max {
+                    self.over = true;
+                    self.partial = Vec::new();
+                } else {
+                    self.partial.extend_from_slice(&buf[..take]);
+                }
+            }
+            reader.consume(take + usize::from(done));
+            if done {
+                if std::mem::take(&mut self.over) {
+                    return Line::Oversize;
+                }
+                let mut line = std::mem::take(&mut self.partial);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                return Line::Text(line);
+            }
+        }
+    }
+}
+
+/// The last few stderr lines, cleaned and cut; what came before is dropped
+/// as it is read.
+async fn stderr_tail(stream: Option<impl AsyncRead + Unpin>, secrets: Vec<String>) -> Vec<String> {
+    let Some(stream) = stream else {
+        return Vec::new();
+    };
+    let mut reader = BufReader::new(stream);
+    let mut kept: VecDeque<String> = VecDeque::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Lines are read whole up to 64 KiB; a longer one is cut there.
+        match (&mut reader)
+            .take(64 * 1024)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = rein_wire::secrets::mask(&String::from_utf8_lossy(&buf), &secrets);
+                let text = clean(&text, 200);
+                if !text.is_empty() {
+                    if kept.len() == STDERR_LINES {
+                        kept.pop_front();
+                    }
+                    kept.push_back(text);
+                }
+            }
+        }
+    }
+    kept.into()
+}

@@ -1,0 +1,192 @@
+//! A hosted run recorded in an ordinary rein session, so `rein trace
+//! report`, `rein sessions` and every surface that reads a log cover it.
+//!
+//! The mapping: the session's metadata names the hosted agent
+//! (`{"hosted": "claude", "program": "claude"}`); the person's prompt is a
+//! `turn.started`; the run a `run.started`; each hosted turn's result a
+//! `model.completed` (its model, final text, tokens, cost in micro-USD,
+//! duration); each tool call a `tool.called` whose arguments are only the
+//! reducer's one allowed detail, and its one `tool.result` (content `{}`:
+//! the hosted tool's output stays the hosted agent's). A call still open
+//! when the run ends gets an `interrupted` result, so every call has
+//! exactly one. The run ends with `turn.finished` and `run.finished`
+//! (outcome, the reducer's summary, the refused requests).
+//!
+//! Not here: what a record means (the reducers) or the process (`driver.rs`).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_sessions::{Event, Lease, NewEvent, ResultSource, Store, ToolStatus};
+use rein_wire::{AgentError, ContentBlock, Message, Role};
+use serde_json::json;
+
+use crate::driver::Driven;
+use crate::reducer::Step;
+
+/// How long the recorder's hold on the session lasts between renewals.
+const LEASE_TTL: Duration = Duration::from_secs(60);
+
+/// Open tool calls tracked at most (past it a call's result is recorded as
+/// interrupted at the end rather than matched).
+const MAX_OPEN: usize = 4096;
+
+/// Writes one hosted run into a new session.
+pub struct Recorder {
+    store: Arc<dyn Store>,
+    lease: Lease,
+    session: String,
+    turn_id: String,
+    run_id: String,
+    open: BTreeSet<String>,
+}
+
+impl Recorder {
+    /// A new session for a run of `kind` (`claude`, `codex`, `acp`) whose
+    /// program is `program`, started by a person's `prompt`.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        kind: &str,
+        program: &str,
+        prompt: &str,
+    ) -> Result<Self, AgentError> {
+        let info = store
+            .create_session(json!({"hosted": kind, "program": program}))
+            .await?;
+        let lease = store.acquire(&info.id, "rein-host", LEASE_TTL).await?;
+        let turn_id = rein_wire::ids::new_prefixed("turn");
+        let run_id = rein_wire::ids::new_prefixed("run");
+        let mut recorder = Recorder {
+            store,
+            lease,
+            session: info.id,
+            turn_id: turn_id.clone(),
+            run_id: run_id.clone(),
+            open: BTreeSet::new(),
+        };
+        recorder
+            .append(vec![
+                Event::TurnStarted {
+                    turn_id: turn_id.clone(),
+                    parent: None,
+                    prompt: prompt.to_owned(),
+                },
+                Event::RunStarted {
+                    run_id,
+                    turn_id,
+                    budgets: json!({}),
+                    profile: json!({"hosted": kind, "program": program}),
+                },
+            ])
+            .await?;
+        Ok(recorder)
+    }
+
+    /// The session written to.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    async fn append(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
+        if self.lease.expires_ms - rein_wire::clock::now_ms() < 30_000 {
+            self.lease = self.store.renew(&self.lease, LEASE_TTL).await?;
+        }
+        self.store
+            .append(
+                &self.lease,
+                events.into_iter().map(NewEvent::main).collect(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Record what a step says happened (progress is not recorded).
+    pub async fn step(&mut self, step: &Step) -> Result<(), AgentError> {
+        match step {
+            Step::ToolCalled { id, tool, detail } => {
+                if self.open.len() >= MAX_OPEN || !self.open.insert(id.clone()) {
+                    return Ok(());
+                }
+                self.append(vec![Event::ToolCalled {
+                    call_id: id.clone(),
+                    tool: tool.clone(),
+                    arguments: json!({"detail": detail}),
+                    permission: None,
+                }])
+                .await
+            }
+            Step::ToolDone { id, ok } => {
+                if !self.open.remove(id) {
+                    return Ok(());
+                }
+                self.append(vec![result(id, *ok, ResultSource::Live)]).await
+            }
+            Step::TurnClosed(turn) => {
+                let text = turn.text.clone().unwrap_or_default();
+                self.append(vec![Event::ModelCompleted {
+                    call_id: format!("{}-{}", self.run_id, turn.index),
+                    model: turn.model.clone(),
+                    message: Message {
+                        role: Role::Assistant,
+                        content: vec![ContentBlock::Text { text }],
+                    },
+                    usage: turn.usage,
+                    cost_micro_usd: turn.cost_micro_usd,
+                    reasoning_cost_micro_usd: None,
+                    stop_reason: None,
+                    cache_verdict: None,
+                    latency_ms: turn.duration_ms.unwrap_or(0),
+                }])
+                .await
+            }
+            Step::Progress(_) | Step::Loop(_) => Ok(()),
+        }
+    }
+
+    /// Close the run: open calls interrupted, the turn and run finished.
+    pub async fn finish(&mut self, driven: &Driven) -> Result<(), AgentError> {
+        let mut events: Vec<Event> = std::mem::take(&mut self.open)
+            .into_iter()
+            .map(|id| result(&id, false, ResultSource::Interrupted))
+            .collect();
+        let outcome = driven.ended.as_str();
+        events.push(Event::TurnFinished {
+            turn_id: self.turn_id.clone(),
+            outcome: outcome.to_owned(),
+            reply: driven.outcome.text.clone(),
+        });
+        events.push(Event::RunFinished {
+            run_id: self.run_id.clone(),
+            outcome: outcome.to_owned(),
+            totals: json!({
+                "summary": driven.summary,
+                "failure": driven.outcome.failure,
+                "refused": driven.outcome.refused,
+                "refused_count": driven.outcome.refused_count,
+                "cost_micro_usd": driven.outcome.cost_micro_usd,
+                "exit_code": driven.exit_code,
+                "duration_ms": driven.duration_ms,
+            }),
+        });
+        self.append(events).await?;
+        self.store.release(&self.lease).await
+    }
+}
+
+fn result(id: &str, ok: bool, source: ResultSource) -> Event {
+    Event::ToolResult {
+        call_id: id.to_owned(),
+        status: if ok {
+            ToolStatus::Ok
+        } else {
+            ToolStatus::Error
+        },
+        source,
+        content: json!({}),
+        artifact: None,
+        operation_id: None,
+        undo: false,
+        duration_ms: 0,
+    }
+}
