@@ -69,6 +69,12 @@ enum Command {
         /// The session.
         session: String,
     },
+    /// Other agents (Claude Code, Codex) run as workers and recorded as
+    /// sessions.
+    Agents {
+        #[command(subcommand)]
+        command: cli::agents::AgentsCommand,
+    },
     /// MCP: the configured servers, and rein served as one.
     Mcp {
         #[command(subcommand)]
@@ -250,6 +256,31 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             let store = open_store(cli.home).await?;
             cli::serve::run(options, store, &mut std::io::stderr()).await
         }
+        Command::Agents { command } => match command {
+            cli::agents::AgentsCommand::Run {
+                kind,
+                prompt,
+                env,
+                timeout,
+                cwd,
+                command,
+            } => {
+                let store = open_store(cli.home).await?;
+                let args = cli::agents::RunArgs {
+                    kind,
+                    prompt,
+                    env,
+                    timeout: std::time::Duration::from_secs(timeout),
+                    cwd,
+                    command,
+                };
+                cli::agents::run(args, store, stdout, &mut std::io::stderr()).await
+            }
+            cli::agents::AgentsCommand::List { limit } => {
+                let store = open_store(cli.home).await?;
+                cli::agents::list(store.as_ref(), limit, stdout).await
+            }
+        },
         Command::Mcp { command } => match command {
             cli::mcp::McpCommand::List { wait } => cli::mcp::list(cli.home, wait, stdout).await,
             cli::mcp::McpCommand::Serve {

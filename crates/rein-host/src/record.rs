@@ -174,6 +174,28 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// Close a run that could not start (the program is missing, say): the
+    /// turn and run finished as `failed`, with the reason.
+    pub async fn abandon(&mut self, reason: &str) -> Result<(), AgentError> {
+        let outcome = crate::driver::Ended::Failed.as_str().to_owned();
+        self.append(vec![
+            Event::TurnFinished {
+                turn_id: self.turn_id.clone(),
+                outcome: outcome.clone(),
+                reply: None,
+            },
+            Event::RunFinished {
+                run_id: self.run_id.clone(),
+                outcome,
+                totals: json!({"failure": crate::progress::clean(reason, crate::progress::MAX_REASON_CHARS)}),
+            },
+        ])
+        .await?;
+        self.store.release(&self.lease).await
+    }
+}
+
 fn result(id: &str, ok: bool, source: ResultSource) -> Event {
     Event::ToolResult {
         call_id: id.to_owned(),

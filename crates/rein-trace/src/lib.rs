@@ -16,4 +16,4 @@ pub mod golden;
 mod report;
 
 pub use agents::AgentReport;
-pub use report::{RunReport, ToolCounts, Totals, TraceReport, report};
+pub use report::{RunReport, ToolCounts, Totals, TraceReport, report, usd};

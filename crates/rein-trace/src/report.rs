@@ -200,7 +200,8 @@ pub fn report(session_id: &str, events: &[StoredEvent]) -> TraceReport {
     }
 }
 
-fn usd(micro: u64) -> String {
+/// Micro-USD as dollars with six decimals (`$0.012300`).
+pub fn usd(micro: u64) -> String {
     format!("${}.{:06}", micro / 1_000_000, micro % 1_000_000)
 }
 

@@ -291,6 +291,9 @@ registry! {
     HOSTED_AGENT_UNAVAILABLE = "hosted_agent_unavailable", 503, false,
         "The hosted agent's program cannot be started",
         "Check the command after `--` (is it installed and on the PATH the config names?).";
+    HOSTED_AGENT_FAILED = "hosted_agent_failed", 502, false,
+        "The hosted agent's run did not finish well (it failed, was stopped, timed out or looped)",
+        "Read the reason; `rein trace report SESSION` shows what it did.";
     SESSION_REFUSED = "session_refused", 409, false,
         "The agent session cannot be opened or used that way",
         "Read the named reason: the render mode, the protocol channel, or who holds the session's input.";

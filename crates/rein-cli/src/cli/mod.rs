@@ -3,6 +3,7 @@
 //! rule for a closed output. A product uses the library (`rein::…`), not
 //! these.
 
+pub mod agents;
 pub mod branch;
 pub mod chat;
 pub mod chat_tools;

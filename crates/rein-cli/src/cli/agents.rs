@@ -1,0 +1,259 @@
+//! `rein agents`: other agents' CLIs run as workers and recorded as rein
+//! sessions (`run`), and the hosted runs so far (`list`).
+//!
+//! `rein agents run claude -- claude -p --output-format stream-json
+//! --verbose "fix the test"` runs the command with only the environment
+//! named (`PATH`, `HOME`, `LANG`, `TERM` and each `--env NAME`), shows
+//! redacted progress lines on stderr, prints the final text on stdout and a
+//! summary with the cost on stderr; the run is a session `rein trace report`
+//! reads. Ctrl-C stops it (the child's whole process group is killed).
+//!
+//! Not here: the reducers, the driver and the recording (`rein-host`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_host::{ClaudeStream, CodexStream, Driven, Ended, HostSpec, Recorder, Reducer, drive};
+use rein_sessions::Store;
+use rein_wire::{AgentError, error::codes};
+
+use crate::cli::output::output_error;
+
+/// The variables every hosted CLI gets (those set).
+const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
+
+/// Which CLI's stream the command writes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum HostedKind {
+    /// `claude -p --output-format stream-json --verbose`.
+    Claude,
+    /// `codex exec --json`.
+    Codex,
+}
+
+impl HostedKind {
+    fn name(self) -> &'static str {
+        match self {
+            HostedKind::Claude => "claude",
+            HostedKind::Codex => "codex",
+        }
+    }
+}
+
+/// `rein agents`' subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum AgentsCommand {
+    /// Run another agent's CLI as a worker: redacted progress on stderr, the
+    /// final text on stdout, the run recorded as a session.
+    Run {
+        /// Whose stream the command writes.
+        kind: HostedKind,
+        /// The person's request, appended to the command as its last argument.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Also give the CLI this variable from rein's environment (repeatable;
+        /// e.g. its API key).
+        #[arg(long = "env", value_name = "NAME")]
+        env: Vec<String>,
+        /// The run's time limit in seconds.
+        #[arg(long, default_value_t = 3600)]
+        timeout: u64,
+        /// The working directory (default: the current one).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// The command, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Hosted runs, newest first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+/// Options of `rein agents run`.
+pub struct RunArgs {
+    /// Whose stream.
+    pub kind: HostedKind,
+    /// Appended to the command.
+    pub prompt: Option<String>,
+    /// Extra variables by name.
+    pub env: Vec<String>,
+    /// The limit.
+    pub timeout: Duration,
+    /// The working directory.
+    pub cwd: Option<PathBuf>,
+    /// The command.
+    pub command: Vec<String>,
+}
+
+/// `rein agents run`.
+pub async fn run(
+    args: RunArgs,
+    store: Arc<dyn Store>,
+    out: &mut impl Write,
+    err: &mut (impl Write + Send),
+) -> Result<(), AgentError> {
+    let cwd = match args.cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| {
+            AgentError::new(codes::INVALID_INPUT, format!("no working directory: {e}"))
+        })?,
+    };
+    let mut argv = args.command;
+    if let Some(prompt) = &args.prompt {
+        argv.push(prompt.clone());
+    }
+    let program = std::path::Path::new(&argv[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut spec = HostSpec::new(argv, cwd.clone())
+        .env_from(BASE_ENV.iter().copied())
+        .env_from(args.env.iter().map(String::as_str));
+    spec.timeout = args.timeout;
+    let cwd_text = cwd.display().to_string();
+    let mut reducer: Box<dyn Reducer> = match args.kind {
+        HostedKind::Claude => Box::new(ClaudeStream::new(&cwd_text)),
+        HostedKind::Codex => Box::new(CodexStream::new(&cwd_text)),
+    };
+    let prompt = args
+        .prompt
+        .unwrap_or_else(|| "(the request is in the command line)".to_owned());
+    let mut recorder = Recorder::start(store, args.kind.name(), &program, &prompt).await?;
+    let session = recorder.session().to_owned();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_ctrl_c = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let mut shown_err = Ok(());
+    let mut show = |p: &rein_host::Progress| {
+        // Activity is liveness for a watcher, not a line worth printing.
+        if p.kind != rein_host::ProgressKind::Activity && shown_err.is_ok() {
+            shown_err = writeln!(err, ".. {p}");
+        }
+    };
+    let driven = match drive(
+        &spec,
+        reducer.as_mut(),
+        Some(&mut recorder),
+        &mut show,
+        stop,
+    )
+    .await
+    {
+        Ok(driven) => driven,
+        Err(e) => {
+            recorder.abandon(&e.message).await?;
+            return Err(e);
+        }
+    };
+    shown_err.map_err(output_error)?;
+    if let Some(text) = &driven.outcome.text {
+        writeln!(out, "{}", rein_wire::visible::visible(text)).map_err(output_error)?;
+    }
+    writeln!(err, "{}", summary_line(args.kind.name(), &driven, &session)).map_err(output_error)?;
+    match driven.ended {
+        Ended::Finished => Ok(()),
+        _ => Err(AgentError::new(
+            codes::HOSTED_AGENT_FAILED,
+            driven
+                .outcome
+                .failure
+                .clone()
+                .unwrap_or_else(|| driven.ended.as_str().to_owned()),
+        )),
+    }
+}
+
+/// `claude finished in 1.5 s · 3 tool calls · 1 refused · $0.012300 · session ses_…`.
+fn summary_line(kind: &str, driven: &Driven, session: &str) -> String {
+    let mut parts = vec![format!(
+        "{kind} {} in {:.1} s",
+        driven.ended.as_str(),
+        driven.duration_ms as f64 / 1000.0
+    )];
+    if let Some(n) = driven
+        .summary
+        .get("tool_calls")
+        .and_then(serde_json::Value::as_u64)
+    {
+        parts.push(format!("{n} tool call{}", if n == 1 { "" } else { "s" }));
+    }
+    if driven.outcome.refused_count > 0 {
+        let subjects: Vec<&str> = driven
+            .outcome
+            .refused
+            .iter()
+            .map(|r| r.subject.as_str())
+            .collect();
+        parts.push(format!(
+            "{} refused ({})",
+            driven.outcome.refused_count,
+            subjects.join(", ")
+        ));
+    }
+    parts.push(match driven.outcome.cost_micro_usd {
+        Some(cost) => rein_trace::usd(cost),
+        None => "cost unknown".to_owned(),
+    });
+    parts.push(format!("session {session}"));
+    parts.join(" · ")
+}
+
+/// `rein agents list`.
+pub async fn list(store: &dyn Store, limit: usize, out: &mut impl Write) -> Result<(), AgentError> {
+    let mut shown = 0usize;
+    // Hosted runs are sessions like any other; more are read than shown so
+    // that chats in between do not hide them.
+    for info in store
+        .list_sessions(limit.saturating_mul(10).max(100))
+        .await?
+    {
+        let Some(kind) = info
+            .metadata
+            .get("hosted")
+            .and_then(serde_json::Value::as_str)
+        else {
+            continue;
+        };
+        let events = rein_sessions::read_all(store, &info.id).await?;
+        let report = rein_trace::report(&info.id, &events);
+        let outcome = report
+            .runs
+            .last()
+            .and_then(|r| r.outcome.clone())
+            .unwrap_or_else(|| "running".to_owned());
+        let cost = if report.totals.calls_without_cost == 0 && report.totals.model_calls > 0 {
+            rein_trace::usd(report.totals.cost_micro_usd)
+        } else {
+            "cost unknown".to_owned()
+        };
+        writeln!(
+            out,
+            "{}  {:<7} {:<14} {} tool calls  {}",
+            info.id,
+            rein_wire::visible::visible(kind),
+            outcome,
+            report.totals.tools.total,
+            cost
+        )
+        .map_err(output_error)?;
+        shown += 1;
+        if shown >= limit {
+            break;
+        }
+    }
+    if shown == 0 {
+        writeln!(out, "no hosted runs yet (start one with `rein agents run`)")
+            .map_err(output_error)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! `rein agents run|list` over a real child: a script stands in for the
+//! hosted CLI, printing stream lines with delays.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::path::Path;
+
+fn script(dir: &Path, lines: &[serde_json::Value], tail: &str) -> String {
+    let data = dir.join("lines.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&data, text).unwrap();
+    let path = dir.join("fake.sh");
+    std::fs::write(
+        &path,
+        format!(
+            "while IFS= read -r line; do printf '%s\\n' \"$line\"; sleep 0.02; done < '{}'\n{tail}\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_hosted_claude_run_shows_progress_prints_its_answer_and_is_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let secret = "sk-ant-api03-NOT-FOR-EYES-1234";
+    let lines = vec![
+        serde_json::json!({"type": "system", "subtype": "init", "model": "claude-test"}),
+        serde_json::json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Write",
+            "input": {"file_path": format!("{}/src/lib.rs", work.path().display()), "content": secret}}]}}),
+        serde_json::json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}),
+        serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": "Wrote it.\u{1b}[2J",
+            "num_turns": 2, "duration_ms": 900, "total_cost_usd": 0.0042}),
+    ];
+    // The prompt arrives as the last argument; the script records its args.
+    let argv_file = work.path().join("argv.txt");
+    let sh = script(
+        work.path(),
+        &lines,
+        &format!("printf '%s\\n' \"$@\" > '{}'", argv_file.display()),
+    );
+    let out = common::rein_at(home.path())
+        .current_dir(work.path())
+        .args([
+            "agents",
+            "run",
+            "claude",
+            "--prompt",
+            "write lib.rs",
+            "--",
+            "/bin/sh",
+            &sh,
+            "-p",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "Wrote it.^[[2J\n");
+    assert!(stderr.contains(".. started: claude-test"), "{stderr}");
+    assert!(stderr.contains(".. tool Write: src/lib.rs"), "{stderr}");
+    assert!(stderr.contains("claude finished in"), "{stderr}");
+    assert!(
+        stderr.contains("1 tool call · $0.004200 · session "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(secret) && !stdout.contains(secret));
+    assert_eq!(
+        std::fs::read_to_string(&argv_file).unwrap(),
+        "-p\nwrite lib.rs\n"
+    );
+
+    let session = stderr.rsplit("session ").next().unwrap().trim().to_owned();
+    let report = common::rein_at(home.path())
+        .args(["trace", "report", &session])
+        .output()
+        .unwrap();
+    let report_text = common::stdout(&report);
+    assert!(report.status.success(), "{}", common::stderr(&report));
+    assert!(report_text.contains("$0.004200"), "{report_text}");
+
+    let list = common::rein_at(home.path())
+        .args(["agents", "list"])
+        .output()
+        .unwrap();
+    let listed = common::stdout(&list);
+    assert!(
+        listed.contains(&session) && listed.contains("claude") && listed.contains("finished"),
+        "{listed}"
+    );
+    assert!(listed.contains("1 tool calls  $0.004200"), "{listed}");
+}
+
+#[test]
+fn a_hosted_run_that_dies_mid_turn_fails_with_a_stable_code() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let lines = vec![serde_json::json!({"type": "turn.started"})];
+    let sh = script(work.path(), &lines, "exit 3");
+    let out = common::rein_at(home.path())
+        .current_dir(work.path())
+        .args(["agents", "run", "codex", "--", "/bin/sh", &sh])
+        .output()
+        .unwrap();
+    let stderr = common::stderr(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("hosted_agent_failed"), "{stderr}");
+    assert!(
+        stderr.contains("codex: exited inside a turn that did not complete (exit code 3)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("codex failed in"), "{stderr}");
+
+    let missing = common::rein_at(home.path())
+        .args(["agents", "run", "claude", "--", "/nonexistent/claude"])
+        .output()
+        .unwrap();
+    assert!(common::stderr(&missing).contains("hosted_agent_unavailable"));
+    let list = common::rein_at(home.path())
+        .args(["agents", "list"])
+        .output()
+        .unwrap();
+    let listed = common::stdout(&list);
+    assert_eq!(
+        listed.matches("failed").count(),
+        2,
+        "the run that could not start is closed: {listed}"
+    );
+}
