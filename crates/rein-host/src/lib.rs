@@ -9,6 +9,9 @@
 //! - [`driver`]: the CLI as a child process (bounded lines, a time limit,
 //!   the whole process group killed when the run is over) feeding a reducer;
 //!   [`record`]: the hosted run as an ordinary rein session.
+//! - [`session`]: the session host — a terminal per session ([`pty`]) and,
+//!   for a protocol agent, a separate inbound channel; live plural attach,
+//!   takeover by typing, interventions recorded.
 //!
 //! Not here: rein's own conversations (`rein-runner`), or the terminal
 //! rendering of progress (the CLI's).
@@ -17,8 +20,10 @@ pub mod claude;
 pub mod codex;
 pub mod driver;
 pub mod progress;
+pub mod pty;
 pub mod record;
 pub mod reducer;
+pub mod session;
 
 pub use claude::ClaudeStream;
 pub use codex::CodexStream;

@@ -1,0 +1,594 @@
+//! The session host: every hosted session owns a terminal, and — when the
+//! agent speaks a protocol — a separate inbound channel for its framed
+//! messages. A person can watch from several surfaces at once and take the
+//! session over by typing.
+//!
+//! Two channels because a terminal is not a byte pipe: it is free to
+//! re-render `\r\n\r\n` as a cursor move and `\n` as `\r\n`, which breaks a
+//! byte-counted protocol. So [`SessionPty`] (what a person reads and types
+//! into) and [`ProtocolChannel`] (what the agent says, inbound only — no
+//! `send`: a prompt, a steer or an approval each has its own path) are
+//! distinct types with no conversion, and "send the JSON-RPC through the
+//! terminal" cannot be written.
+//!
+//! The rules kept here:
+//! - What renders is a mode, and the modes are exclusive, checked at
+//!   [`SessionHost::open`] with named refusals: a `native-tui` session has
+//!   no protocol channel, an `acp` session must have one, the agent must
+//!   support the mode, and an id is opened once.
+//! - Attach is live and plural (not resume): each viewer gets the retained
+//!   output as a bounded [`Snapshot`] that says when older output is gone,
+//!   then every new chunk; attach and detach are events with viewer counts.
+//! - Input from a surface is routed by the turn's state with a named
+//!   result ([`InputResult`]); while a person holds the session it is
+//!   refused, naming the holder.
+//! - **Takeover by typing**: a person's keystroke takes the write lease at
+//!   once (no request and wait); a second person's is refused, naming the
+//!   holder, and the refusal is recorded. While a person holds it, the
+//!   agent's side may not write input ([`SessionHost::agent_input`]); the
+//!   agent's output is never gated. Only the holder releases.
+//! - Interventions (takeover, release, refused takeover) go to the durable
+//!   record with what was typed; the live feed ([`SessionEvent`]) is
+//!   content-free.
+//!
+//! Not here: spawning the process (`pty.rs`), the protocol itself (ACP).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+
+/// Output retained per session for a new viewer.
+pub const SNAPSHOT_BYTES: usize = 256 * 1024;
+
+/// What a takeover records of the keystrokes that made it, at most.
+pub const MAX_RECORDED_INPUT: usize = 4096;
+
+/// What renders in a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenderMode {
+    /// The agent's own terminal UI, in the PTY.
+    NativeTui,
+    /// The agent speaks ACP on its own channel; its messages are rendered.
+    Acp,
+}
+
+/// The human half: a terminal rein owns both ends of.
+pub trait SessionPty: Send {
+    /// Write a person's (or the agent driver's) input.
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()>;
+    /// Resize the terminal.
+    fn resize(&mut self, cols: u16, rows: u16) -> std::io::Result<()>;
+    /// Close it (the process is ended).
+    fn close(&mut self);
+}
+
+/// The framed half: what the agent says. Inbound only, on purpose.
+pub trait ProtocolChannel: Send {
+    /// Close it.
+    fn close(&mut self);
+}
+
+/// Why a session was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenRefusal {
+    /// The agent does not support the mode asked for.
+    ModeUnavailable,
+    /// `acp` needs a protocol channel.
+    ProtocolChannelRequired,
+    /// `native-tui` cannot have one: a TUI is not also serving a protocol.
+    ProtocolChannelForbidden,
+    /// A session with this id is open.
+    SessionExists,
+}
+
+/// Who may write into the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "holder", rename_all = "snake_case")]
+pub enum Lease {
+    /// The agent's driver (no person is typing).
+    Agent,
+    /// A person took it over.
+    Person {
+        /// The viewer who took it.
+        viewer: String,
+        /// Takeovers of this session so far.
+        interventions: u32,
+    },
+}
+
+/// Where keystrokes went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Written to the terminal.
+    Pty,
+    /// To be sent as a protocol message (a turn or a steer) by its owner.
+    Protocol,
+}
+
+/// How a surface's input was routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// No turn was running: it starts one.
+    StartTurn,
+    /// A turn is running and takes steering: heard at its next step.
+    Steer,
+    /// A turn is running and does not take steering: held for the next.
+    Queued,
+}
+
+/// The result of a surface's input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum InputResult {
+    /// Routed.
+    Routed {
+        /// How.
+        routing: Routing,
+        /// Where.
+        delivery: Delivery,
+    },
+    /// No such session: stop showing it.
+    NoSuchSession,
+    /// Someone else holds the session: show who, offer nothing else.
+    LeaseHeld {
+        /// The holder.
+        holder: String,
+    },
+}
+
+/// Retained output for a new viewer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The bytes, oldest first.
+    pub output: Vec<u8>,
+    /// Older output was dropped.
+    pub truncated: bool,
+}
+
+/// The live, content-free feed.
+#[expect(
+    missing_docs,
+    reason = "the fields are the session, the viewer, counts and the mode, named plainly"
+)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// Opened.
+    Opened { session: String, mode: RenderMode },
+    /// A viewer attached.
+    Attached {
+        session: String,
+        viewer: String,
+        viewers: usize,
+    },
+    /// A viewer detached.
+    Detached {
+        session: String,
+        viewer: String,
+        viewers: usize,
+    },
+    /// A surface's input was routed.
+    Input { session: String, routing: Routing },
+    /// A person took the session over.
+    Takeover {
+        session: String,
+        viewer: String,
+        interventions: u32,
+    },
+    /// A takeover was refused.
+    TakeoverRefused {
+        session: String,
+        viewer: String,
+        holder: String,
+    },
+    /// The person handed it back.
+    Released { session: String, viewer: String },
+    /// Closed.
+    Closed { session: String },
+}
+
+/// What the durable record keeps of an intervention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterventionKind {
+    /// A person took the session over (with what they typed).
+    Takeover,
+    /// A person's takeover was refused (someone else held it).
+    Refused,
+    /// The person handed it back.
+    Released,
+}
+
+/// One durable intervention record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Intervention {
+    /// The session.
+    pub session: String,
+    /// Who.
+    pub viewer: String,
+    /// What.
+    pub kind: InterventionKind,
+    /// The holder, for a refusal.
+    pub holder: Option<String>,
+    /// What the person typed to take over (takeover only, bounded).
+    pub data: Option<String>,
+}
+
+type Viewer = Box<dyn FnMut(&[u8]) + Send>;
+
+struct Session {
+    mode: RenderMode,
+    pty: Box<dyn SessionPty>,
+    protocol: Option<Box<dyn ProtocolChannel>>,
+    viewers: BTreeMap<String, Viewer>,
+    retained: VecDeque<u8>,
+    truncated: bool,
+    lease: Lease,
+    interventions: u32,
+}
+
+impl Session {
+    fn retain(&mut self, chunk: &[u8]) {
+        self.retained.extend(chunk);
+        let over = self.retained.len().saturating_sub(SNAPSHOT_BYTES);
+        if over > 0 {
+            self.retained.drain(..over);
+            self.truncated = true;
+        }
+    }
+
+    fn delivery(&self) -> Delivery {
+        match self.mode {
+            RenderMode::NativeTui => Delivery::Pty,
+            RenderMode::Acp => Delivery::Protocol,
+        }
+    }
+}
+
+/// The sessions of a host. Cheap to clone; all clones share them.
+#[derive(Clone, Default)]
+pub struct SessionHost {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    sessions: BTreeMap<String, Session>,
+    events: Option<Box<dyn FnMut(SessionEvent) + Send>>,
+    record: Option<Box<dyn FnMut(Intervention) + Send>>,
+}
+
+impl Inner {
+    fn emit(&mut self, event: SessionEvent) {
+        if let Some(sink) = self.events.as_mut() {
+            sink(event);
+        }
+    }
+
+    fn record(&mut self, entry: Intervention) {
+        if let Some(sink) = self.record.as_mut() {
+            sink(entry);
+        }
+    }
+}
+
+/// What opening a session needs.
+pub struct OpenRequest {
+    /// Its id.
+    pub session: String,
+    /// The modes the agent supports.
+    pub supports: Vec<RenderMode>,
+    /// The mode asked for.
+    pub mode: RenderMode,
+    /// Its terminal.
+    pub pty: Box<dyn SessionPty>,
+    /// Its protocol channel: required for `acp`, refused for `native-tui`.
+    pub protocol: Option<Box<dyn ProtocolChannel>>,
+}
+
+impl SessionHost {
+    /// A host with no sessions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A viewer that panicked mid-write leaves plain data behind.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Where the live, content-free events go.
+    pub fn on_event(&self, sink: impl FnMut(SessionEvent) + Send + 'static) {
+        self.lock().events = Some(Box::new(sink));
+    }
+
+    /// Where interventions go to become a durable record.
+    pub fn on_intervention(&self, sink: impl FnMut(Intervention) + Send + 'static) {
+        self.lock().record = Some(Box::new(sink));
+    }
+
+    /// Open a session, or say by name why not.
+    pub fn open(&self, request: OpenRequest) -> Result<(), OpenRefusal> {
+        let mut inner = self.lock();
+        if inner.sessions.contains_key(&request.session) {
+            return Err(OpenRefusal::SessionExists);
+        }
+        if !request.supports.contains(&request.mode) {
+            return Err(OpenRefusal::ModeUnavailable);
+        }
+        match (request.mode, request.protocol.is_some()) {
+            (RenderMode::Acp, false) => return Err(OpenRefusal::ProtocolChannelRequired),
+            (RenderMode::NativeTui, true) => return Err(OpenRefusal::ProtocolChannelForbidden),
+            _ => {}
+        }
+        inner.sessions.insert(
+            request.session.clone(),
+            Session {
+                mode: request.mode,
+                pty: request.pty,
+                protocol: request.protocol,
+                viewers: BTreeMap::new(),
+                retained: VecDeque::new(),
+                truncated: false,
+                lease: Lease::Agent,
+                interventions: 0,
+            },
+        );
+        inner.emit(SessionEvent::Opened {
+            session: request.session,
+            mode: request.mode,
+        });
+        Ok(())
+    }
+
+    /// The agent's output (never gated): retained and sent to every viewer.
+    pub fn output(&self, session: &str, chunk: &[u8]) {
+        let mut inner = self.lock();
+        if let Some(s) = inner.sessions.get_mut(session) {
+            s.retain(chunk);
+            for viewer in s.viewers.values_mut() {
+                viewer(chunk);
+            }
+        }
+    }
+
+    /// Add a live viewer: the snapshot now, every chunk after. `None` when
+    /// there is no such session.
+    pub fn attach(
+        &self,
+        session: &str,
+        viewer: &str,
+        sink: impl FnMut(&[u8]) + Send + 'static,
+    ) -> Option<Snapshot> {
+        let mut inner = self.lock();
+        let s = inner.sessions.get_mut(session)?;
+        s.viewers.insert(viewer.to_owned(), Box::new(sink));
+        let snapshot = Snapshot {
+            output: s.retained.iter().copied().collect(),
+            truncated: s.truncated,
+        };
+        let viewers = s.viewers.len();
+        inner.emit(SessionEvent::Attached {
+            session: session.to_owned(),
+            viewer: viewer.to_owned(),
+            viewers,
+        });
+        Some(snapshot)
+    }
+
+    /// Remove a viewer (a holder's lease stays until released).
+    pub fn detach(&self, session: &str, viewer: &str) -> bool {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get_mut(session) else {
+            return false;
+        };
+        if s.viewers.remove(viewer).is_none() {
+            return false;
+        }
+        let viewers = s.viewers.len();
+        inner.emit(SessionEvent::Detached {
+            session: session.to_owned(),
+            viewer: viewer.to_owned(),
+            viewers,
+        });
+        true
+    }
+
+    /// The retained output (the read half of attach, for a surface that polls).
+    pub fn snapshot(&self, session: &str) -> Option<Snapshot> {
+        let inner = self.lock();
+        let s = inner.sessions.get(session)?;
+        Some(Snapshot {
+            output: s.retained.iter().copied().collect(),
+            truncated: s.truncated,
+        })
+    }
+
+    /// A surface's message for the agent, routed by the turn's state.
+    pub fn route_input(
+        &self,
+        session: &str,
+        viewer: &str,
+        turn_in_flight: bool,
+        accepts_steering: bool,
+    ) -> InputResult {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get(session) else {
+            return InputResult::NoSuchSession;
+        };
+        if let Lease::Person { viewer: holder, .. } = &s.lease
+            && holder != viewer
+        {
+            return InputResult::LeaseHeld {
+                holder: holder.clone(),
+            };
+        }
+        let routing = match (turn_in_flight, accepts_steering) {
+            (false, _) => Routing::StartTurn,
+            (true, true) => Routing::Steer,
+            (true, false) => Routing::Queued,
+        };
+        let delivery = s.delivery();
+        inner.emit(SessionEvent::Input {
+            session: session.to_owned(),
+            routing,
+        });
+        InputResult::Routed { routing, delivery }
+    }
+
+    /// A person typed into the session. The first keystroke takes the
+    /// lease; the keystrokes go to the terminal (or, in `acp`, are the
+    /// caller's to send as a protocol message — the returned delivery says
+    /// which). Another person holding it refuses, naming them.
+    pub fn take_over(
+        &self,
+        session: &str,
+        viewer: &str,
+        data: &[u8],
+    ) -> Result<(Lease, Delivery), InputResult> {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get_mut(session) else {
+            return Err(InputResult::NoSuchSession);
+        };
+        if let Lease::Person { viewer: holder, .. } = &s.lease
+            && holder != viewer
+        {
+            let holder = holder.clone();
+            inner.emit(SessionEvent::TakeoverRefused {
+                session: session.to_owned(),
+                viewer: viewer.to_owned(),
+                holder: holder.clone(),
+            });
+            inner.record(Intervention {
+                session: session.to_owned(),
+                viewer: viewer.to_owned(),
+                kind: InterventionKind::Refused,
+                holder: Some(holder.clone()),
+                data: None,
+            });
+            return Err(InputResult::LeaseHeld { holder });
+        }
+        let took = s.lease == Lease::Agent;
+        if took {
+            s.interventions = s.interventions.saturating_add(1);
+            s.lease = Lease::Person {
+                viewer: viewer.to_owned(),
+                interventions: s.interventions,
+            };
+        }
+        let delivery = s.delivery();
+        if delivery == Delivery::Pty {
+            // A write the terminal refuses (the process is gone) changes
+            // nothing about who holds it.
+            let _ = s.pty.write(data);
+        }
+        let lease = s.lease.clone();
+        if took {
+            let interventions = s.interventions;
+            inner.emit(SessionEvent::Takeover {
+                session: session.to_owned(),
+                viewer: viewer.to_owned(),
+                interventions,
+            });
+            let cut = &data[..data.len().min(MAX_RECORDED_INPUT)];
+            inner.record(Intervention {
+                session: session.to_owned(),
+                viewer: viewer.to_owned(),
+                kind: InterventionKind::Takeover,
+                holder: None,
+                data: Some(String::from_utf8_lossy(cut).into_owned()),
+            });
+        }
+        Ok((lease, delivery))
+    }
+
+    /// The person hands the session back. Only the holder may.
+    pub fn release(&self, session: &str, viewer: &str) -> bool {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get_mut(session) else {
+            return false;
+        };
+        if !matches!(&s.lease, Lease::Person { viewer: holder, .. } if holder == viewer) {
+            return false;
+        }
+        s.lease = Lease::Agent;
+        inner.emit(SessionEvent::Released {
+            session: session.to_owned(),
+            viewer: viewer.to_owned(),
+        });
+        inner.record(Intervention {
+            session: session.to_owned(),
+            viewer: viewer.to_owned(),
+            kind: InterventionKind::Released,
+            holder: None,
+            data: None,
+        });
+        true
+    }
+
+    /// Whether the agent's side may write input now (no person holds it).
+    pub fn agent_may_write(&self, session: &str) -> bool {
+        let inner = self.lock();
+        inner
+            .sessions
+            .get(session)
+            .is_some_and(|s| s.lease == Lease::Agent)
+    }
+
+    /// The agent driver's input, written only while no person holds the
+    /// session; `Err` names the holder otherwise.
+    pub fn agent_input(&self, session: &str, data: &[u8]) -> Result<(), InputResult> {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get_mut(session) else {
+            return Err(InputResult::NoSuchSession);
+        };
+        match &s.lease {
+            Lease::Person { viewer, .. } => Err(InputResult::LeaseHeld {
+                holder: viewer.clone(),
+            }),
+            Lease::Agent => {
+                let _ = s.pty.write(data);
+                Ok(())
+            }
+        }
+    }
+
+    /// Who holds the session and how many watch it.
+    pub fn state(&self, session: &str) -> Option<(Lease, Vec<String>, RenderMode)> {
+        let inner = self.lock();
+        let s = inner.sessions.get(session)?;
+        Some((s.lease.clone(), s.viewers.keys().cloned().collect(), s.mode))
+    }
+
+    /// Resize a session's terminal.
+    pub fn resize(&self, session: &str, cols: u16, rows: u16) -> bool {
+        let mut inner = self.lock();
+        inner
+            .sessions
+            .get_mut(session)
+            .is_some_and(|s| s.pty.resize(cols, rows).is_ok())
+    }
+
+    /// Close a session: its terminal and channel closed, viewers dropped.
+    pub fn close(&self, session: &str) -> bool {
+        let mut inner = self.lock();
+        let Some(mut s) = inner.sessions.remove(session) else {
+            return false;
+        };
+        s.pty.close();
+        if let Some(p) = s.protocol.as_mut() {
+            p.close();
+        }
+        inner.emit(SessionEvent::Closed {
+            session: session.to_owned(),
+        });
+        true
+    }
+}

@@ -1,0 +1,281 @@
+//! The session host with a real `bash` in a real PTY: two viewers see the
+//! same output, a person takes over by typing, the agent's input is gated
+//! meanwhile (its output never is), a second person's takeover is refused
+//! and recorded, the holder releases.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rein_host::pty;
+use rein_host::session::{
+    Delivery, InputResult, Intervention, InterventionKind, Lease, OpenRefusal, OpenRequest,
+    ProtocolChannel, RenderMode, SNAPSHOT_BYTES, SessionEvent, SessionHost, SessionPty,
+};
+
+type Screen = Arc<Mutex<Vec<u8>>>;
+
+fn viewer(host: &SessionHost, session: &str, name: &str) -> Screen {
+    let screen: Screen = Arc::default();
+    let sink = screen.clone();
+    let snapshot = host
+        .attach(session, name, move |chunk| {
+            sink.lock().unwrap().extend_from_slice(chunk)
+        })
+        .unwrap();
+    screen.lock().unwrap().extend_from_slice(&snapshot.output);
+    screen
+}
+
+fn wait_for(screen: &Screen, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+        if text.contains(needle) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {needle:?} in {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn seen(screen: &Screen, needle: &str) -> bool {
+    String::from_utf8_lossy(&screen.lock().unwrap()).contains(needle)
+}
+
+fn bash(host: &SessionHost, session: &str) -> pty::PtyProcess {
+    let env: BTreeMap<String, String> = [
+        ("PATH", "/usr/bin:/bin"),
+        ("TERM", "dumb"),
+        ("PS1", "$ "),
+        ("HOME", "/tmp"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let argv = ["/bin/bash", "--norc", "--noprofile", "-i"].map(String::from);
+    let (terminal, process) = pty::spawn(
+        &argv,
+        std::path::Path::new("/tmp"),
+        &env,
+        (120, 40),
+        host.clone(),
+        session,
+    )
+    .unwrap();
+    host.open(OpenRequest {
+        session: session.into(),
+        supports: vec![RenderMode::NativeTui],
+        mode: RenderMode::NativeTui,
+        pty: Box::new(terminal),
+        protocol: None,
+    })
+    .unwrap();
+    process
+}
+
+#[test]
+fn two_viewers_a_takeover_by_typing_gated_agent_input_and_release() {
+    let host = SessionHost::new();
+    let events: Arc<Mutex<Vec<SessionEvent>>> = Arc::default();
+    let records: Arc<Mutex<Vec<Intervention>>> = Arc::default();
+    let (e, r) = (events.clone(), records.clone());
+    host.on_event(move |ev| e.lock().unwrap().push(ev));
+    host.on_intervention(move |x| r.lock().unwrap().push(x));
+    let process = bash(&host, "s1");
+
+    let alice = viewer(&host, "s1", "alice");
+    let bob = viewer(&host, "s1", "bob");
+    host.agent_input("s1", b"echo agent-$((1+1))\n").unwrap();
+    wait_for(&alice, "agent-2");
+    wait_for(&bob, "agent-2");
+
+    // Alice types: the lease is hers at once, her keystrokes reach bash.
+    let (lease, delivery) = host
+        .take_over("s1", "alice", b"echo person-$((2+3))\n")
+        .unwrap();
+    assert_eq!(
+        lease,
+        Lease::Person {
+            viewer: "alice".into(),
+            interventions: 1
+        }
+    );
+    assert_eq!(delivery, Delivery::Pty);
+    wait_for(&bob, "person-5");
+
+    // The agent's input is gated while she holds it…
+    assert!(!host.agent_may_write("s1"));
+    assert_eq!(
+        host.agent_input("s1", b"echo gated-$((3+4))\n"),
+        Err(InputResult::LeaseHeld {
+            holder: "alice".into()
+        })
+    );
+    // …its output is not (bash's own output keeps flowing to both).
+    host.take_over("s1", "alice", b"echo still-$((4+4))\n")
+        .unwrap();
+    wait_for(&alice, "still-8");
+    wait_for(&bob, "still-8");
+
+    // Bob's takeover is refused, naming Alice, and recorded.
+    assert_eq!(
+        host.take_over("s1", "bob", b"echo bob-$((5+5))\n"),
+        Err(InputResult::LeaseHeld {
+            holder: "alice".into()
+        })
+    );
+    assert_eq!(
+        host.route_input("s1", "bob", false, false),
+        InputResult::LeaseHeld {
+            holder: "alice".into()
+        }
+    );
+    assert!(!host.release("s1", "bob"), "only the holder releases");
+    assert!(host.release("s1", "alice"));
+    host.agent_input("s1", b"echo back-$((6+6))\n").unwrap();
+    wait_for(&alice, "back-12");
+    assert!(
+        !seen(&alice, "gated-7") && !seen(&alice, "bob-10"),
+        "gated input reached bash"
+    );
+
+    // A late viewer gets the retained screen; detach counts down.
+    let carol = viewer(&host, "s1", "carol");
+    assert!(seen(&carol, "agent-2") && seen(&carol, "back-12"));
+    assert!(host.detach("s1", "carol"));
+
+    let records = records.lock().unwrap().clone();
+    let kinds: Vec<InterventionKind> = records.iter().map(|x| x.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            InterventionKind::Takeover,
+            InterventionKind::Refused,
+            InterventionKind::Released
+        ]
+    );
+    assert_eq!(records[0].data.as_deref(), Some("echo person-$((2+3))\n"));
+    assert_eq!(records[1].holder.as_deref(), Some("alice"));
+    let events = events.lock().unwrap().clone();
+    let feed = serde_json::to_string(&events).unwrap();
+    assert!(
+        !feed.contains("person-"),
+        "the live feed carries no content: {feed}"
+    );
+    assert!(events.contains(&SessionEvent::Attached {
+        session: "s1".into(),
+        viewer: "bob".into(),
+        viewers: 2
+    }));
+    assert!(events.contains(&SessionEvent::Detached {
+        session: "s1".into(),
+        viewer: "carol".into(),
+        viewers: 2
+    }));
+    assert!(events.contains(&SessionEvent::TakeoverRefused {
+        session: "s1".into(),
+        viewer: "bob".into(),
+        holder: "alice".into()
+    }));
+
+    assert!(host.close("s1"));
+    assert!(process.wait().is_some());
+    assert_eq!(
+        host.take_over("s1", "alice", b"x"),
+        Err(InputResult::NoSuchSession)
+    );
+}
+
+#[test]
+fn the_snapshot_is_bounded_and_says_so() {
+    let host = SessionHost::new();
+    let process = bash(&host, "big");
+    let watcher = viewer(&host, "big", "w");
+    host.agent_input(
+        "big",
+        b"head -c 300000 /dev/zero | tr '\\0' x; echo; echo end-$((9*9))\n",
+    )
+    .unwrap();
+    wait_for(&watcher, "end-81");
+    let snapshot = host.snapshot("big").unwrap();
+    assert!(snapshot.truncated);
+    assert!(snapshot.output.len() <= SNAPSHOT_BYTES);
+    assert!(String::from_utf8_lossy(&snapshot.output).contains("end-81"));
+    host.close("big");
+    process.wait();
+}
+
+struct NoPty;
+impl SessionPty for NoPty {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn resize(&mut self, _: u16, _: u16) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn close(&mut self) {}
+}
+struct Channel;
+impl ProtocolChannel for Channel {
+    fn close(&mut self) {}
+}
+
+#[test]
+fn render_modes_are_exclusive_and_refusals_are_named() {
+    let host = SessionHost::new();
+    let open = |id: &str, supports: Vec<RenderMode>, mode, protocol: bool| {
+        host.open(OpenRequest {
+            session: id.into(),
+            supports,
+            mode,
+            pty: Box::new(NoPty),
+            protocol: protocol.then(|| Box::new(Channel) as Box<dyn ProtocolChannel>),
+        })
+    };
+    let both = vec![RenderMode::NativeTui, RenderMode::Acp];
+    assert_eq!(
+        open("a", both.clone(), RenderMode::NativeTui, true),
+        Err(OpenRefusal::ProtocolChannelForbidden)
+    );
+    assert_eq!(
+        open("a", both.clone(), RenderMode::Acp, false),
+        Err(OpenRefusal::ProtocolChannelRequired)
+    );
+    assert_eq!(
+        open("a", vec![RenderMode::NativeTui], RenderMode::Acp, true),
+        Err(OpenRefusal::ModeUnavailable)
+    );
+    assert_eq!(open("a", both.clone(), RenderMode::Acp, true), Ok(()));
+    assert_eq!(
+        open("a", both, RenderMode::NativeTui, false),
+        Err(OpenRefusal::SessionExists)
+    );
+    // In acp the person's keystrokes are the protocol owner's to send.
+    let (_, delivery) = host.take_over("a", "p", b"stop that").unwrap();
+    assert_eq!(delivery, Delivery::Protocol);
+    host.release("a", "p");
+    assert_eq!(
+        host.route_input("a", "p", true, true),
+        InputResult::Routed {
+            routing: rein_host::session::Routing::Steer,
+            delivery: Delivery::Protocol
+        }
+    );
+    assert_eq!(
+        host.route_input("a", "p", true, false),
+        InputResult::Routed {
+            routing: rein_host::session::Routing::Queued,
+            delivery: Delivery::Protocol
+        }
+    );
+    assert_eq!(
+        host.route_input("zzz", "p", false, false),
+        InputResult::NoSuchSession
+    );
+}
