@@ -265,7 +265,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 cwd,
                 command,
             } => {
-                let store = open_store(cli.home).await?;
+                let store = open_store(cli.home.clone()).await?;
                 let args = cli::agents::RunArgs {
                     kind,
                     prompt,
@@ -273,8 +273,16 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                     timeout: std::time::Duration::from_secs(timeout),
                     cwd,
                     command,
+                    home: cli.home,
                 };
                 cli::agents::run(args, store, stdout, &mut std::io::stderr()).await
+            }
+            cli::agents::AgentsCommand::Attach { id, name } => {
+                let home = rein::sessions::home::resolve(cli.home)?;
+                let name = name
+                    .or_else(|| std::env::var("USER").ok())
+                    .unwrap_or_else(|| "viewer".to_owned());
+                cli::agents_tui::attach(&home, &id, &name, &mut std::io::stderr()).await
             }
             cli::agents::AgentsCommand::List { limit } => {
                 let store = open_store(cli.home).await?;

@@ -11,11 +11,13 @@
 //!   [`record`]: the hosted run as an ordinary rein session.
 //! - [`session`]: the session host — a terminal per session ([`pty`]) and,
 //!   for a protocol agent, a separate inbound channel; live plural attach,
-//!   takeover by typing, interventions recorded.
+//!   takeover by typing, interventions recorded; [`attach`]: the same
+//!   session from another process, over a Unix socket.
 //!
 //! Not here: rein's own conversations (`rein-runner`), or the terminal
 //! rendering of progress (the CLI's).
 
+pub mod attach;
 pub mod claude;
 pub mod codex;
 pub mod driver;

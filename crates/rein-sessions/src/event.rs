@@ -355,6 +355,22 @@ pub enum Event {
         /// `succeeded`, `failed` or `cancelled`.
         outcome: String,
     },
+    /// A person intervened in a hosted agent's terminal: took it over by
+    /// typing (with what they typed, bounded), was refused because someone
+    /// else held it, or handed it back.
+    #[serde(rename = "host.intervened")]
+    HostIntervened {
+        /// The viewer (surface and person).
+        viewer: String,
+        /// `takeover`, `refused` or `released`.
+        intervention: String,
+        /// Who held it, for a refusal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        holder: Option<String>,
+        /// What was typed, for a takeover.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+    },
     /// A kind (or version) this build does not know, kept verbatim.
     #[serde(skip)]
     Unknown {
@@ -399,6 +415,7 @@ impl Event {
             Event::TaskFinished { .. } => "task.finished",
             Event::BlackboardWritten { .. } => "blackboard.written",
             Event::GraphFinished { .. } => "graph.finished",
+            Event::HostIntervened { .. } => "host.intervened",
             Event::Unknown { kind, .. } => kind,
         }
     }

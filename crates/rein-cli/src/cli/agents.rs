@@ -31,6 +31,9 @@ pub enum HostedKind {
     Claude,
     /// `codex exec --json`.
     Codex,
+    /// Any program's own terminal UI, in a PTY others can attach to and
+    /// take over by typing.
+    Tui,
 }
 
 impl HostedKind {
@@ -38,6 +41,7 @@ impl HostedKind {
         match self {
             HostedKind::Claude => "claude",
             HostedKind::Codex => "codex",
+            HostedKind::Tui => "tui",
         }
     }
 }
@@ -67,6 +71,15 @@ pub enum AgentsCommand {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Watch a live `rein agents run tui` session from this terminal; type
+    /// to take it over (Ctrl-] r hands it back, Ctrl-] d detaches).
+    Attach {
+        /// The session.
+        id: String,
+        /// The name others see when you hold it.
+        #[arg(long = "as", value_name = "NAME")]
+        name: Option<String>,
+    },
     /// Hosted runs, newest first.
     List {
         /// At most this many.
@@ -89,6 +102,8 @@ pub struct RunArgs {
     pub cwd: Option<PathBuf>,
     /// The command.
     pub command: Vec<String>,
+    /// rein's home (where a live session's socket is).
+    pub home: Option<PathBuf>,
 }
 
 /// `rein agents run`.
@@ -117,13 +132,17 @@ pub async fn run(
         .env_from(args.env.iter().map(String::as_str));
     spec.timeout = args.timeout;
     let cwd_text = cwd.display().to_string();
-    let mut reducer: Box<dyn Reducer> = match args.kind {
-        HostedKind::Claude => Box::new(ClaudeStream::new(&cwd_text)),
-        HostedKind::Codex => Box::new(CodexStream::new(&cwd_text)),
-    };
     let prompt = args
         .prompt
         .unwrap_or_else(|| "(the request is in the command line)".to_owned());
+    let mut reducer: Box<dyn Reducer> = match args.kind {
+        HostedKind::Claude => Box::new(ClaudeStream::new(&cwd_text)),
+        HostedKind::Codex => Box::new(CodexStream::new(&cwd_text)),
+        HostedKind::Tui => {
+            let home = rein_sessions::home::resolve(args.home)?;
+            return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
+        }
+    };
     let mut recorder = Recorder::start(store, args.kind.name(), &program, &prompt).await?;
     let session = recorder.session().to_owned();
     let stop = tokio_util::sync::CancellationToken::new();

@@ -4,6 +4,7 @@
 //! these.
 
 pub mod agents;
+pub mod agents_tui;
 pub mod branch;
 pub mod chat;
 pub mod chat_tools;

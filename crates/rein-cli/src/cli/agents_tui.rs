@@ -1,0 +1,349 @@
+//! `rein agents run tui -- CMD` and `rein agents attach ID`: another agent's
+//! own terminal UI in a PTY rein owns, shown here and to any other terminal
+//! that attaches; whoever types takes the session over.
+//!
+//! The owner's terminal is a viewer too (`local`). In both, Ctrl-] then
+//! `r` hands the session back, Ctrl-] then `d` detaches (an attached
+//! viewer only). The run is a session: interventions are `host.intervened`
+//! events, the process's end is the run's end. The terminal's bytes are the
+//! agent's own screen, passed on as they are (as if it ran here directly).
+//!
+//! Not here: the session rules and the socket protocol (`rein-host`).
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_host::attach::{self, kind};
+use rein_host::session::{InterventionKind, OpenRequest, RenderMode, SessionHost};
+use rein_host::{HostSpec, pty};
+use rein_sessions::{Event, NewEvent, Store};
+use rein_wire::{AgentError, error::codes};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::output::output_error;
+
+/// The escape key (Ctrl-]).
+const ESCAPE: u8 = 0x1d;
+
+/// What a keystroke batch means.
+enum Key {
+    Bytes(Vec<u8>),
+    Release,
+    Detach,
+}
+
+/// Splits keystrokes at the escape: Ctrl-] r releases, Ctrl-] d detaches,
+/// Ctrl-] Ctrl-] sends one Ctrl-].
+#[derive(Default)]
+struct Keys {
+    escaped: bool,
+}
+
+impl Keys {
+    fn feed(&mut self, input: &[u8]) -> Vec<Key> {
+        let mut out = Vec::new();
+        let mut bytes = Vec::new();
+        for &b in input {
+            if self.escaped {
+                self.escaped = false;
+                match b {
+                    b'r' => out.push(Key::Release),
+                    b'd' => out.push(Key::Detach),
+                    ESCAPE => bytes.push(ESCAPE),
+                    _ => {}
+                }
+                continue;
+            }
+            if b == ESCAPE {
+                if !bytes.is_empty() {
+                    out.push(Key::Bytes(std::mem::take(&mut bytes)));
+                }
+                self.escaped = true;
+            } else {
+                bytes.push(b);
+            }
+        }
+        if !bytes.is_empty() {
+            out.push(Key::Bytes(bytes));
+        }
+        out
+    }
+}
+
+/// The terminal in raw mode while it lives (nothing when stdin is no terminal).
+struct RawMode(Option<nix::sys::termios::Termios>);
+
+impl RawMode {
+    fn enter() -> Self {
+        use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return RawMode(None);
+        }
+        let Ok(saved) = tcgetattr(&stdin) else {
+            return RawMode(None);
+        };
+        let mut raw = saved.clone();
+        cfmakeraw(&mut raw);
+        let _ = tcsetattr(&stdin, SetArg::TCSANOW, &raw);
+        RawMode(Some(saved))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0.take() {
+            let _ = nix::sys::termios::tcsetattr(
+                std::io::stdin(),
+                nix::sys::termios::SetArg::TCSANOW,
+                &saved,
+            );
+        }
+    }
+}
+
+/// Keystrokes from stdin on a thread of their own (stdin blocks).
+fn stdin_keys() -> tokio::sync::mpsc::UnboundedReceiver<Key> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let mut keys = Keys::default();
+        let mut buf = [0u8; 4096];
+        let mut stdin = std::io::stdin();
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    for key in keys.feed(&buf[..n]) {
+                        if tx.send(key).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Where a live session's socket is.
+pub fn socket_path(home: &Path, session: &str) -> PathBuf {
+    home.join("agents").join(format!("{session}.sock"))
+}
+
+fn refused(message: impl Into<String>) -> AgentError {
+    AgentError::new(codes::SESSION_REFUSED, message)
+}
+
+/// `rein agents run tui -- CMD`.
+pub async fn run(
+    spec: HostSpec,
+    prompt: &str,
+    home: &Path,
+    store: Arc<dyn Store>,
+    err: &mut impl Write,
+) -> Result<(), AgentError> {
+    let program = Path::new(&spec.argv[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let info = store
+        .create_session(json!({"hosted": "tui", "program": program}))
+        .await?;
+    let id = info.id;
+    let lease = store
+        .acquire(&id, "rein-agents", Duration::from_secs(24 * 3600))
+        .await?;
+    let turn_id = rein_wire::ids::new_prefixed("turn");
+    let run_id = rein_wire::ids::new_prefixed("run");
+    store
+        .append(
+            &lease,
+            vec![
+                NewEvent::main(Event::TurnStarted {
+                    turn_id: turn_id.clone(),
+                    parent: None,
+                    prompt: prompt.to_owned(),
+                }),
+                NewEvent::main(Event::RunStarted {
+                    run_id: run_id.clone(),
+                    turn_id: turn_id.clone(),
+                    budgets: json!({}),
+                    profile: json!({"hosted": "tui", "program": program}),
+                }),
+            ],
+        )
+        .await?;
+    let host = SessionHost::new();
+    // Interventions become durable records, in order, on one task.
+    let (record_tx, mut record_rx) = tokio::sync::mpsc::unbounded_channel();
+    host.on_intervention(move |x| {
+        let _ = record_tx.send(x);
+    });
+    let recorder = {
+        let (store, lease) = (store.clone(), lease.clone());
+        tokio::spawn(async move {
+            while let Some(x) = record_rx.recv().await {
+                let intervention = match x.kind {
+                    InterventionKind::Takeover => "takeover",
+                    InterventionKind::Refused => "refused",
+                    InterventionKind::Released => "released",
+                };
+                let event = Event::HostIntervened {
+                    viewer: x.viewer,
+                    intervention: intervention.into(),
+                    holder: x.holder,
+                    data: x.data,
+                };
+                store.append(&lease, vec![NewEvent::main(event)]).await?;
+            }
+            Ok::<_, AgentError>(())
+        })
+    };
+    let (terminal, process) = pty::spawn(
+        &spec.argv,
+        &spec.cwd,
+        &spec.env,
+        (120, 40),
+        host.clone(),
+        &id,
+    )?;
+    host.open(OpenRequest {
+        session: id.clone(),
+        supports: vec![RenderMode::NativeTui],
+        mode: RenderMode::NativeTui,
+        pty: Box::new(terminal),
+        protocol: None,
+    })
+    .map_err(|why| refused(format!("the session cannot be opened: {why:?}")))?;
+    host.attach(&id, "local", |chunk| {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(chunk);
+        let _ = out.flush();
+    });
+    let socket = socket_path(home, &id);
+    let listener =
+        attach::listen(&socket).map_err(|e| refused(format!("cannot serve viewers: {e}")))?;
+    let ended = CancellationToken::new();
+    tokio::spawn(attach::serve(
+        listener,
+        host.clone(),
+        id.clone(),
+        ended.clone(),
+    ));
+    writeln!(err, "[rein] session {id}: attach from another terminal with `rein agents attach {id}`; Ctrl-] r hands it back").map_err(output_error)?;
+    let raw = RawMode::enter();
+    let mut keys = stdin_keys();
+    let mut waiting = tokio::task::spawn_blocking(move || process.wait());
+    let exit = loop {
+        tokio::select! {
+            exit = &mut waiting => break exit.ok().flatten(),
+            key = keys.recv() => match key {
+                Some(Key::Bytes(bytes)) => {
+                    if let Err(rein_host::session::InputResult::LeaseHeld { holder }) = host.take_over(&id, "local", &bytes) {
+                        eprint!("\r\n[rein] {holder} holds the session; your keys were not sent\r\n");
+                    }
+                }
+                Some(Key::Release) => { host.release(&id, "local"); }
+                Some(Key::Detach) | None => {}
+            },
+        }
+    };
+    drop(raw);
+    ended.cancel();
+    host.close(&id);
+    let _ = std::fs::remove_file(&socket);
+    drop(host);
+    // The recorder ends when the host (and its sink) is gone.
+    if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(5), recorder)
+        .await
+        .unwrap_or(Ok(Ok(())))
+    {
+        return Err(e);
+    }
+    let outcome = if exit == Some(0) {
+        "finished"
+    } else {
+        "failed"
+    };
+    store
+        .append(
+            &lease,
+            vec![
+                NewEvent::main(Event::TurnFinished {
+                    turn_id,
+                    outcome: outcome.into(),
+                    reply: None,
+                }),
+                NewEvent::main(Event::RunFinished {
+                    run_id,
+                    outcome: outcome.into(),
+                    totals: json!({"exit_code": exit}),
+                }),
+            ],
+        )
+        .await?;
+    store.release(&lease).await?;
+    writeln!(
+        err,
+        "[rein] {program} ended (exit code {}); session {id}",
+        exit.map_or("none".into(), |c| c.to_string())
+    )
+    .map_err(output_error)?;
+    Ok(())
+}
+
+/// `rein agents attach ID`.
+pub async fn attach(
+    home: &Path,
+    session: &str,
+    name: &str,
+    err: &mut impl Write,
+) -> Result<(), AgentError> {
+    let socket = socket_path(home, session);
+    let stream = tokio::net::UnixStream::connect(&socket)
+        .await
+        .map_err(|_| {
+            refused(format!(
+                "no live session {} here (is `rein agents run tui` still running?)",
+                rein_wire::visible::visible(session)
+            ))
+        })?;
+    let (mut r, mut w) = stream.into_split();
+    attach::write_frame(&mut w, kind::HELLO, name.as_bytes())
+        .await
+        .map_err(output_error)?;
+    let raw = RawMode::enter();
+    let mut keys = stdin_keys();
+    let mut stdout = std::io::stdout();
+    let mut stdin_open = true;
+    loop {
+        tokio::select! {
+            frame = attach::read_frame(&mut r) => match frame {
+                Ok(Some((kind::OUTPUT, bytes))) => {
+                    stdout.write_all(&bytes).and_then(|()| stdout.flush()).map_err(output_error)?;
+                }
+                Ok(Some((kind::STATUS, text))) => {
+                    let text = String::from_utf8_lossy(&text);
+                    write!(err, "\r\n[rein] {}\r\n", rein_wire::visible::visible(&text)).map_err(output_error)?;
+                }
+                Ok(Some((kind::END, _))) | Ok(None) | Err(_) => {
+                    write!(err, "\r\n[rein] the session ended\r\n").map_err(output_error)?;
+                    break;
+                }
+                Ok(Some(_)) => {}
+            },
+            key = keys.recv(), if stdin_open => match key {
+                Some(Key::Bytes(bytes)) => attach::write_frame(&mut w, kind::KEYS, &bytes).await.map_err(output_error)?,
+                Some(Key::Release) => attach::write_frame(&mut w, kind::RELEASE, &[]).await.map_err(output_error)?,
+                Some(Key::Detach) => break,
+                // Piped input ran out: keep watching until the session ends.
+                None => stdin_open = false,
+            },
+        }
+    }
+    drop(raw);
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! Attaching to a hosted session from another process: the session's
+//! owner serves it on a Unix socket only its user can reach, and
+//! `rein agents attach` connects, sees the same screen and can take over by
+//! typing.
+//!
+//! Frames both ways are `[kind: u8][length: u32, big-endian][payload]`,
+//! at most [`MAX_FRAME`] bytes of payload. A viewer sends `H` (hello: its
+//! name) first, then `K` (keystrokes: a takeover by typing), `R` (release)
+//! or `Z` (resize: cols and rows as two u16). The owner sends `O` (output:
+//! the snapshot first, then live chunks), `S` (a status line: who holds
+//! the session, a refusal naming the holder, that older output is gone) and
+//! `E` (the session ended). A viewer that cannot keep up is dropped, never
+//! waited for: the agent's output is never gated.
+//!
+//! Not here: the session's rules (`session.rs`), terminals' raw mode (the CLI).
+
+use std::path::Path;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::session::{InputResult, Lease, SessionHost};
+
+/// The largest frame payload.
+pub const MAX_FRAME: usize = 64 * 1024;
+
+/// Frames queued for one viewer before it is dropped as too slow.
+const VIEWER_QUEUE: usize = 4096;
+
+/// Frame kinds.
+pub mod kind {
+    /// Viewer → owner: its name.
+    pub const HELLO: u8 = b'H';
+    /// Viewer → owner: keystrokes.
+    pub const KEYS: u8 = b'K';
+    /// Viewer → owner: hand the session back.
+    pub const RELEASE: u8 = b'R';
+    /// Viewer → owner: resize (cols, rows).
+    pub const RESIZE: u8 = b'Z';
+    /// Owner → viewer: terminal output.
+    pub const OUTPUT: u8 = b'O';
+    /// Owner → viewer: a status line.
+    pub const STATUS: u8 = b'S';
+    /// Owner → viewer: the session ended.
+    pub const END: u8 = b'E';
+}
+
+/// Write one frame.
+pub async fn write_frame(
+    w: &mut (impl AsyncWrite + Unpin),
+    kind: u8,
+    payload: &[u8],
+) -> std::io::Result<()> {
+    for chunk in payload
+        .chunks(MAX_FRAME)
+        .chain(payload.is_empty().then_some(&[][..]))
+    {
+        let len = u32::try_from(chunk.len()).map_err(std::io::Error::other)?;
+        let mut frame = Vec::with_capacity(5 + chunk.len());
+        frame.push(kind);
+        frame.extend_from_slice(&len.to_be_bytes());
+        frame.extend_from_slice(chunk);
+        w.write_all(&frame).await?;
+    }
+    w.flush().await
+}
+
+/// Read one frame; `None` at the end of the stream. A frame past
+/// [`MAX_FRAME`] is an error.
+pub async fn read_frame(
+    r: &mut (impl AsyncRead + Unpin),
+) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::other(format!(
+            "a frame of {len} bytes is past the bound"
+        )));
+    }
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload).await?;
+    Ok(Some((head[0], payload)))
+}
+
+/// Serve `session` of `host` to viewers connecting on `socket` until the
+/// task is dropped. The socket's directory must be the user's own (0700).
+pub fn listen(path: &Path) -> std::io::Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let _ = std::fs::remove_file(path);
+    UnixListener::bind(path)
+}
+
+/// Accept viewers until `ended`; then every viewer is told the session ended.
+pub async fn serve(
+    listener: UnixListener,
+    host: SessionHost,
+    session: String,
+    ended: CancellationToken,
+) {
+    let mut n = 0u64;
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => return,
+            },
+            () = ended.cancelled() => return,
+        };
+        n += 1;
+        tokio::spawn(viewer(
+            stream,
+            host.clone(),
+            session.clone(),
+            n,
+            ended.clone(),
+        ));
+    }
+}
+
+async fn viewer(
+    stream: tokio::net::UnixStream,
+    host: SessionHost,
+    session: String,
+    n: u64,
+    ended: CancellationToken,
+) {
+    let (mut r, mut w) = stream.into_split();
+    let Ok(Some((kind::HELLO, name))) = read_frame(&mut r).await else {
+        return;
+    };
+    let name = crate::progress::clean(&String::from_utf8_lossy(&name), 40);
+    // Two viewers with one name are still two viewers.
+    let viewer = format!("{}#{n}", if name.is_empty() { "viewer" } else { &name });
+    let (tx, mut rx) = mpsc::channel::<(u8, Vec<u8>)>(VIEWER_QUEUE);
+    let live = tx.clone();
+    let Some(snapshot) = host.attach(&session, &viewer, move |chunk| {
+        // Never wait on a viewer: one that is this far behind is dropped
+        // (its queue closes when the sink is replaced at detach).
+        let _ = live.try_send((kind::OUTPUT, chunk.to_vec()));
+    }) else {
+        let _ = write_frame(&mut w, kind::END, b"no such session").await;
+        return;
+    };
+    let writer = tokio::spawn(async move {
+        if snapshot.truncated {
+            write_frame(
+                &mut w,
+                kind::STATUS,
+                b"earlier output is gone (only the latest is kept)",
+            )
+            .await?;
+        }
+        write_frame(&mut w, kind::OUTPUT, &snapshot.output).await?;
+        while let Some((k, payload)) = rx.recv().await {
+            write_frame(&mut w, k, &payload).await?;
+            if k == kind::END {
+                break;
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let status = |text: String| {
+        let _ = tx.try_send((kind::STATUS, text.into_bytes()));
+    };
+    status(format!(
+        "attached as {viewer}; type to take over, Ctrl-] r releases, Ctrl-] d detaches"
+    ));
+    loop {
+        let frame = tokio::select! {
+            frame = read_frame(&mut r) => frame,
+            () = ended.cancelled() => {
+                let _ = tx.send((kind::END, b"the session ended".to_vec())).await;
+                // The writer sends what is queued, then the end.
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
+                return;
+            }
+        };
+        let Ok(Some((k, payload))) = frame else { break };
+        match k {
+            kind::KEYS => {
+                let held = matches!(host.state(&session),
+                    Some((Lease::Person { viewer: holder, .. }, _, _)) if holder == viewer);
+                match host.take_over(&session, &viewer, &payload) {
+                    Ok(_) if !held => status(
+                        "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),
+                    ),
+                    Ok(_) => {}
+                    Err(InputResult::LeaseHeld { holder }) => {
+                        status(format!("{holder} holds the session; your keys were not sent"));
+                    }
+                    Err(_) => break,
+                }
+            }
+            kind::RELEASE if host.release(&session, &viewer) => {
+                status("you handed the session back".to_owned());
+            }
+            kind::RESIZE if payload.len() == 4 => {
+                let cols = u16::from_be_bytes([payload[0], payload[1]]);
+                let rows = u16::from_be_bytes([payload[2], payload[3]]);
+                host.resize(&session, cols, rows);
+            }
+            _ => {}
+        }
+    }
+    host.detach(&session, &viewer);
+    drop(tx);
+    writer.abort();
+}
