@@ -6,7 +6,7 @@
 //! skipped and reported to the reducer, an unterminated last line is a
 //! framing failure. The whole group is killed when the run is over — at the
 //! limit, when a person stops it, when loop detection says stop, and when
-//! the driver is dropped mid-run ([`GroupGuard`]). stderr is kept as a few
+//! the driver is dropped mid-run (`GroupGuard`). stderr is kept as a few
 //! bounded, cleaned lines for a failure's reason, with the secrets the
 //! child was given masked.
 //!
