@@ -69,6 +69,9 @@ enum Command {
         /// The session.
         session: String,
     },
+    /// Serve rein as an ACP agent on stdin/stdout (for editors that speak
+    /// the Agent Client Protocol).
+    Acp(cli::acp::AcpOptions),
     /// Other agents (Claude Code, Codex) run as workers and recorded as
     /// sessions.
     Agents {
@@ -255,6 +258,10 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
         Command::Serve(options) => {
             let store = open_store(cli.home).await?;
             cli::serve::run(options, store, &mut std::io::stderr()).await
+        }
+        Command::Acp(options) => {
+            let store = open_store(cli.home).await?;
+            cli::acp::serve(options, store).await
         }
         Command::Agents { command } => match command {
             cli::agents::AgentsCommand::Run {

@@ -125,10 +125,10 @@ pub struct Driven {
 }
 
 /// Kills the child's whole process group when dropped.
-struct GroupGuard(Option<Pid>);
+pub(crate) struct GroupGuard(Option<Pid>);
 
 impl GroupGuard {
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(group) = self.0.take() {
             for _ in 0..100 {
                 if killpg(group, Signal::SIGKILL).is_err() {
@@ -156,41 +156,11 @@ pub async fn drive(
     stop: CancellationToken,
 ) -> Result<Driven, AgentError> {
     let started = Instant::now();
-    let (program, args) = spec
-        .argv
-        .split_first()
-        .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            AgentError::new(
-                codes::HOSTED_AGENT_UNAVAILABLE,
-                format!("cannot start `{}`: {e}", clean(program, 120)),
-            )
-        })?;
-    let mut guard = GroupGuard(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
-    // What the child was given as a secret is masked in what it says.
-    let secrets: Vec<String> = spec
-        .env
-        .iter()
-        .filter(|(name, _)| rein_wire::secrets::is_secret_name(name))
-        .map(|(_, value)| value.clone())
-        .collect();
-    let stderr = tokio::spawn(stderr_tail(child.stderr.take(), secrets));
+    let Spawned {
+        mut child,
+        mut guard,
+        stderr,
+    } = spawn(spec, false)?;
     let mut lines = Lines::new(child.stdout.take(), spec.max_line);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
@@ -248,6 +218,75 @@ pub async fn drive(
         guard.kill();
         status.and_then(|s| s.code())
     };
+    conclude(spec, reducer, recorder, ended, exit_code, stderr, started).await
+}
+
+/// A started child: the process, its group's guard, its stderr's tail.
+pub(crate) struct Spawned {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) guard: GroupGuard,
+    pub(crate) stderr: tokio::task::JoinHandle<Vec<String>>,
+}
+
+/// Start `spec`'s program with only its environment, in its own process
+/// group, stdout piped (and stdin, for a protocol agent).
+pub(crate) fn spawn(spec: &HostSpec, with_stdin: bool) -> Result<Spawned, AgentError> {
+    let (program, args) = spec
+        .argv
+        .split_first()
+        .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(&spec.env)
+        .stdin(if with_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            AgentError::new(
+                codes::HOSTED_AGENT_UNAVAILABLE,
+                format!("cannot start `{}`: {e}", clean(program, 120)),
+            )
+        })?;
+    let guard = GroupGuard(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
+    // What the child was given as a secret is masked in what it says.
+    let secrets: Vec<String> = spec
+        .env
+        .iter()
+        .filter(|(name, _)| rein_wire::secrets::is_secret_name(name))
+        .map(|(_, value)| value.clone())
+        .collect();
+    let stderr = tokio::spawn(stderr_tail(child.stderr.take(), secrets));
+    Ok(Spawned {
+        child,
+        guard,
+        stderr,
+    })
+}
+
+/// The run's end: the outcome said for how it ended, recorded.
+pub(crate) async fn conclude(
+    spec: &HostSpec,
+    reducer: &mut dyn Reducer,
+    recorder: Option<&mut Recorder>,
+    ended: Option<Ended>,
+    exit_code: Option<i32>,
+    stderr: tokio::task::JoinHandle<Vec<String>>,
+    started: Instant,
+) -> Result<Driven, AgentError> {
     let stderr_tail = match tokio::time::timeout(Duration::from_secs(2), stderr).await {
         Ok(Ok(tail)) => tail,
         _ => Vec::new(),
@@ -290,7 +329,7 @@ pub async fn drive(
     Ok(driven)
 }
 
-enum Line {
+pub(crate) enum Line {
     Text(Vec<u8>),
     Oversize,
     Unterminated,
@@ -299,7 +338,7 @@ enum Line {
 
 /// stdout framed into bounded lines. A line being read is kept in the
 /// struct, so [`Lines::next`] is cancel-safe (the driver selects on it).
-struct Lines<R> {
+pub(crate) struct Lines<R> {
     reader: Option<BufReader<R>>,
     max: usize,
     partial: Vec<u8>,
@@ -307,7 +346,7 @@ struct Lines<R> {
 }
 
 impl<R: AsyncRead + Unpin> Lines<R> {
-    fn new(stream: Option<R>, max: usize) -> Self {
+    pub(crate) fn new(stream: Option<R>, max: usize) -> Self {
         Lines {
             reader: stream.map(|s| BufReader::with_capacity(64 * 1024, s)),
             max,
@@ -317,7 +356,7 @@ impl<R: AsyncRead + Unpin> Lines<R> {
     }
 
     /// The next line; a line past the bound is consumed and reported.
-    async fn next(&mut self) -> Line {
+    pub(crate) async fn next(&mut self) -> Line {
         let Some(reader) = self.reader.as_mut() else {
             return Line::End;
         };

@@ -5,6 +5,9 @@
 //! - [`claude`] and [`codex`]: pure reducers over each CLI's JSON lines
 //!   ([`Reducer`]): lines in, [`Step`]s out, one [`Outcome`]. No process,
 //!   clock or file, so recordings, live runs and fuzz inputs share them.
+//! - [`acp`]: any ACP agent driven as a child, its permission requests
+//!   decided by a person; [`acp_stream`]: its messages reduced, purely;
+//!   [`acp_serve`]: rein itself served as an ACP agent.
 //! - [`progress`]: what a person is shown — redacted by construction.
 //! - [`driver`]: the CLI as a child process (bounded lines, a time limit,
 //!   the whole process group killed when the run is over) feeding a reducer;
@@ -17,10 +20,14 @@
 //! Not here: rein's own conversations (`rein-runner`), or the terminal
 //! rendering of progress (the CLI's).
 
+pub mod acp;
+pub mod acp_serve;
+pub mod acp_stream;
 pub mod attach;
 pub mod claude;
 pub mod codex;
 pub mod driver;
+pub mod jsonrpc;
 pub mod progress;
 pub mod pty;
 pub mod record;

@@ -175,6 +175,48 @@ impl Recorder {
 }
 
 impl Recorder {
+    /// A hosted agent asks a person before its call runs: recorded before
+    /// anyone is asked. Returns the approval's id.
+    pub async fn approval_requested(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        detail: &str,
+    ) -> Result<String, AgentError> {
+        let approval_id = rein_wire::ids::new_prefixed("appr");
+        self.append(vec![Event::ApprovalRequested {
+            approval_id: approval_id.clone(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            arguments: json!({"detail": detail}),
+            permission: rein_wire::permission::PermissionClass::Destructive,
+            preview: None,
+        }])
+        .await?;
+        Ok(approval_id)
+    }
+
+    /// A person's answer (or that nobody answered: expired).
+    pub async fn approval_decided(
+        &mut self,
+        approval_id: &str,
+        answer: Option<&crate::acp::Answer>,
+    ) -> Result<(), AgentError> {
+        use rein_wire::permission::{Decision, LeaseScope};
+        let (decision, by, lease) = match answer {
+            Some(a) if a.allow => (Decision::Approved, a.by.clone(), Some(LeaseScope::Once)),
+            Some(a) => (Decision::Denied, a.by.clone(), None),
+            None => (Decision::Expired, "nobody".to_owned(), None),
+        };
+        self.append(vec![Event::ApprovalDecided {
+            approval_id: approval_id.to_owned(),
+            decision,
+            by,
+            lease,
+        }])
+        .await
+    }
+
     /// Close a run that could not start (the program is missing, say): the
     /// turn and run finished as `failed`, with the reason.
     pub async fn abandon(&mut self, reason: &str) -> Result<(), AgentError> {

@@ -31,6 +31,9 @@ pub enum HostedKind {
     Claude,
     /// `codex exec --json`.
     Codex,
+    /// Any agent speaking the Agent Client Protocol on its stdio (needs
+    /// `--prompt`); its permission requests are asked here.
+    Acp,
     /// Any program's own terminal UI, in a PTY others can attach to and
     /// take over by typing.
     Tui,
@@ -41,6 +44,7 @@ impl HostedKind {
         match self {
             HostedKind::Claude => "claude",
             HostedKind::Codex => "codex",
+            HostedKind::Acp => "acp",
             HostedKind::Tui => "tui",
         }
     }
@@ -120,7 +124,14 @@ pub async fn run(
         })?,
     };
     let mut argv = args.command;
-    if let Some(prompt) = &args.prompt {
+    let acp = matches!(args.kind, HostedKind::Acp);
+    if acp && args.prompt.is_none() {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "an ACP agent is asked in the protocol: give the request with --prompt",
+        ));
+    }
+    if let Some(prompt) = args.prompt.as_ref().filter(|_| !acp) {
         argv.push(prompt.clone());
     }
     let program = std::path::Path::new(&argv[0])
@@ -135,9 +146,11 @@ pub async fn run(
     let prompt = args
         .prompt
         .unwrap_or_else(|| "(the request is in the command line)".to_owned());
-    let mut reducer: Box<dyn Reducer> = match args.kind {
-        HostedKind::Claude => Box::new(ClaudeStream::new(&cwd_text)),
-        HostedKind::Codex => Box::new(CodexStream::new(&cwd_text)),
+    // The CLIs' line reducers; an ACP agent is driven over its protocol.
+    let mut reducer: Option<Box<dyn Reducer>> = match args.kind {
+        HostedKind::Claude => Some(Box::new(ClaudeStream::new(&cwd_text))),
+        HostedKind::Codex => Some(Box::new(CodexStream::new(&cwd_text))),
+        HostedKind::Acp => None,
         HostedKind::Tui => {
             let home = rein_sessions::home::resolve(args.home)?;
             return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
@@ -159,15 +172,36 @@ pub async fn run(
             shown_err = writeln!(err, ".. {p}");
         }
     };
-    let driven = match drive(
-        &spec,
-        reducer.as_mut(),
-        Some(&mut recorder),
-        &mut show,
-        stop,
-    )
-    .await
-    {
+    let driven = match reducer.as_mut() {
+        Some(reducer) => {
+            drive(
+                &spec,
+                reducer.as_mut(),
+                Some(&mut recorder),
+                &mut show,
+                stop,
+            )
+            .await
+        }
+        None => {
+            let mut stream = rein_host::acp_stream::AcpStream::new(&cwd_text);
+            let ask = rein_host::acp::AcpAsk {
+                prompt: prompt.clone(),
+                person: Arc::new(crate::cli::acp::TerminalPerson),
+                view: None,
+            };
+            rein_host::acp::drive_acp(
+                &spec,
+                ask,
+                &mut stream,
+                Some(&mut recorder),
+                &mut show,
+                stop,
+            )
+            .await
+        }
+    };
+    let driven = match driven {
         Ok(driven) => driven,
         Err(e) => {
             recorder.abandon(&e.message).await?;

@@ -3,6 +3,7 @@
 //! rule for a closed output. A product uses the library (`rein::…`), not
 //! these.
 
+pub mod acp;
 pub mod agents;
 pub mod agents_tui;
 pub mod branch;

@@ -1,0 +1,88 @@
+//! `rein acp`: rein served as an ACP agent on stdio (an editor starts it),
+//! and the terminal's person for `rein agents run acp` (asked before a
+//! hosted ACP agent's call runs).
+//!
+//! Each ACP session is a conversation with the file tools in the session's
+//! working directory, recorded like a chat. Calls that change files are
+//! asked through the editor (`session/request_permission`).
+//!
+//! Not here: the protocol (`rein-host`).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rein_host::acp::{Answer, Person, Question};
+use rein_host::acp_serve::{AcpServe, OpenConversation};
+use rein_runner::{Conversation, Profile};
+use rein_sessions::Store;
+use rein_wire::AgentError;
+
+use super::chat::ProviderArgs;
+
+/// Options of `rein acp`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AcpOptions {
+    /// The model provider.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+}
+
+/// Serve until the editor closes stdin.
+pub async fn serve(options: AcpOptions, store: Arc<dyn Store>) -> Result<(), AgentError> {
+    let resolved = options.provider.resolve("acp")?;
+    let open: OpenConversation = Arc::new(move |cwd: PathBuf| {
+        let store = store.clone();
+        let provider = resolved.provider.clone();
+        let model = resolved.model.clone();
+        Box::pin(async move {
+            let (_, backend) = super::files::tools_in(Some(&cwd), &store)?;
+            let profile = Profile::new("rein", model).with_system(
+                "You are a helpful assistant working in the person's project folder, inside their editor. Use the tools to look at files before answering questions about them. Answer concisely.",
+            );
+            let metadata = serde_json::json!({"assistant": "rein", "surface": "acp"});
+            Conversation::open_with(store, provider, backend, profile, None, metadata).await
+        })
+    });
+    AcpServe::new(open).serve_stdio().await
+}
+
+/// The person at this terminal, asked on stderr, answering on stdin.
+pub struct TerminalPerson;
+
+impl Person for TerminalPerson {
+    fn ask(&self, question: Question) -> futures::future::BoxFuture<'static, Option<Answer>> {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let what = if question.detail.is_empty() {
+                    question.tool.clone()
+                } else {
+                    format!("{}: {}", question.tool, question.detail)
+                };
+                let mut err = std::io::stderr();
+                let _ = write!(
+                    err,
+                    "[rein] the agent asks to run {what} — allow once? [y/N] "
+                );
+                let _ = err.flush();
+                let mut line = String::new();
+                let stdin = std::io::stdin();
+                if stdin.lock().read_line(&mut line).ok()? == 0 {
+                    return None;
+                }
+                let by = if stdin.is_terminal() {
+                    "terminal"
+                } else {
+                    "stdin"
+                };
+                Some(Answer {
+                    allow: matches!(line.trim(), "y" | "Y" | "yes"),
+                    by: format!("{by}:person"),
+                })
+            })
+            .await
+            .ok()
+            .flatten()
+        })
+    }
+}

@@ -1,0 +1,329 @@
+//! Driving any ACP agent: the agent runs as a child speaking JSON-RPC on
+//! its stdio; rein is its client. One prompt per run: `initialize`,
+//! `session/new` in the working directory, `session/prompt`; the agent's
+//! `session/update`s feed [`AcpStream`] in the order they arrived, and its
+//! `session/request_permission` requests go to rein's approvals — recorded
+//! (`approval.requested`, `approval.decided`) and decided only by a person
+//! ([`Person`]), never by rein or the agent. The client advertises no file
+//! system or terminal: the agent works with its own tools, gated by those
+//! permission requests.
+//!
+//! Incoming lines are bounded ([`MAX_MESSAGE_BYTES`]): a message past it
+//! ends the connection, and the run fails.
+//!
+//! Not here: what a message means (`acp_stream.rs`), the process rules
+//! shared with the CLI drivers (`driver.rs`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use rein_wire::AgentError;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::acp_stream::AcpStream;
+use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn};
+use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
+use crate::progress::{Progress, ProgressKind};
+use crate::record::Recorder;
+use crate::reducer::{Reducer, Step};
+use crate::session::{OpenRequest, ProtocolChannel, RenderMode, SessionHost, SessionPty};
+
+/// The longest message (line) read from an agent.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The ACP protocol version rein speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// What a person is asked before a hosted agent's call runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The agent's call id.
+    pub call_id: String,
+    /// The tool's kind (`edit`, `execute`, …).
+    pub tool: String,
+    /// Its one allowed detail (a path), "" for none.
+    pub detail: String,
+}
+
+/// A person's answer: yes or no, and who said it (their surface).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Run it (once).
+    pub allow: bool,
+    /// The person's surface, recorded as the decider.
+    pub by: String,
+}
+
+/// A person's surface. `None`: nobody answered (the call is refused).
+pub trait Person: Send + Sync {
+    /// Ask.
+    fn ask(&self, question: Question) -> BoxFuture<'static, Option<Answer>>;
+}
+
+/// What to ask an ACP agent, who decides its permissions, and where its
+/// session is watched.
+pub struct AcpAsk {
+    /// The person's request.
+    pub prompt: String,
+    /// The person asked before a call runs.
+    pub person: Arc<dyn Person>,
+    /// A session host to open the run's session in (`acp` mode), for
+    /// viewers to watch; closing that session's channel stops the run.
+    pub view: Option<(SessionHost, String)>,
+}
+
+/// The terminal half of an `acp` session: it renders what the agent says
+/// and takes no input (that goes through the protocol: a prompt, a cancel,
+/// a permission's answer).
+struct RenderedTerminal;
+
+impl SessionPty for RenderedTerminal {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other(
+            "an ACP session's terminal only renders; input goes through the protocol",
+        ))
+    }
+    fn resize(&mut self, _: u16, _: u16) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn close(&mut self) {}
+}
+
+/// The protocol half: the agent's messages arrive through the run itself;
+/// closing it stops the run.
+struct AcpChannel(CancellationToken);
+
+impl ProtocolChannel for AcpChannel {
+    fn close(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// What a viewer of an `acp` session sees for a message: the answer's
+/// words (made visible) and progress lines.
+fn render(message: &Value, steps: &[Step]) -> String {
+    let mut out = String::new();
+    if message
+        .pointer("/params/update/sessionUpdate")
+        .and_then(Value::as_str)
+        == Some("agent_message_chunk")
+        && let Some(text) = message
+            .pointer("/params/update/content/text")
+            .and_then(Value::as_str)
+    {
+        out.push_str(&rein_wire::visible::visible(text).replace('\n', "\r\n"));
+    }
+    for step in steps {
+        if let Step::Progress(p) = step
+            && !matches!(p.kind, ProgressKind::Activity | ProgressKind::AssistantText)
+        {
+            out.push_str(&format!("\r\n.. {p}\r\n"));
+        }
+    }
+    out
+}
+
+/// Run one prompt against the ACP agent `spec` starts.
+pub async fn drive_acp(
+    spec: &HostSpec,
+    ask: AcpAsk,
+    reducer: &mut AcpStream,
+    mut recorder: Option<&mut Recorder>,
+    show: &mut (dyn FnMut(&Progress) + Send),
+    stop: CancellationToken,
+) -> Result<Driven, AgentError> {
+    let started = Instant::now();
+    let AcpAsk {
+        prompt,
+        person,
+        view,
+    } = ask;
+    if let Some((host, session)) = &view {
+        host.open(OpenRequest {
+            session: session.clone(),
+            supports: vec![RenderMode::Acp],
+            mode: RenderMode::Acp,
+            pty: Box::new(RenderedTerminal),
+            protocol: Some(Box::new(AcpChannel(stop.clone()))),
+        })
+        .map_err(|why| {
+            AgentError::new(
+                rein_wire::error::codes::SESSION_REFUSED,
+                format!("the session cannot be opened: {why:?}"),
+            )
+        })?;
+    }
+    let Spawned {
+        mut child,
+        mut guard,
+        stderr,
+    } = spawn(spec, true)?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(AgentError::new(
+            rein_wire::error::codes::INTERNAL,
+            "the agent's stdio was not piped",
+        ));
+    };
+    let (peer, mut incoming, _reading) = jsonrpc::connect(stdout, stdin, MAX_MESSAGE_BYTES);
+    let prompting = {
+        let peer = peer.clone();
+        let cwd = spec.cwd.display().to_string();
+        async move {
+            peer.request(
+                "initialize",
+                json!({
+                    "protocolVersion": PROTOCOL_VERSION,
+                    // No file system or terminal of the client's: the agent
+                    // works with its own tools, gated by permission requests.
+                    "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+                    "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")},
+                }),
+            )
+            .await?;
+            let session = peer
+                .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+                .await?;
+            let id = session.get("sessionId").cloned().unwrap_or(Value::Null);
+            peer.request(
+                "session/prompt",
+                json!({"sessionId": id, "prompt": [{"type": "text", "text": prompt}]}),
+            )
+            .await
+        }
+    };
+    let mut prompting = std::pin::pin!(prompting);
+    let deadline = tokio::time::sleep(spec.timeout);
+    let mut deadline = std::pin::pin!(deadline);
+    let mut ended = None;
+    let mut finished = false;
+    let mut answer: Option<Value> = None;
+    let mut last = Value::Null;
+    while !finished {
+        let next = if answer.is_none() {
+            tokio::select! {
+                answered = &mut prompting => {
+                    answer = Some(match answered {
+                        Ok(result) => json!({"result": result}),
+                        Err(e) => json!({"error": {"message": e.to_string()}}),
+                    });
+                    // What arrived before the answer is read first.
+                    incoming.try_recv().ok()
+                }
+                next = incoming.recv() => next,
+                () = &mut deadline => { ended = Some(Ended::Timeout); break; }
+                () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
+            }
+        } else {
+            incoming.try_recv().ok()
+        };
+        match next {
+            Some(Incoming::Notification { method, params }) => {
+                let message = json!({"method": method, "params": params});
+                reducer.feed(message.to_string().as_bytes());
+                last = message;
+            }
+            Some(Incoming::Request { id, method, params })
+                if method == "session/request_permission" =>
+            {
+                reducer.feed(json!({"method": method}).to_string().as_bytes());
+                let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+                let (tool, detail) = reducer.describe(&call);
+                let call_id = crate::progress::clean_value(call.get("toolCallId"), 120);
+                let approval = match recorder.as_deref_mut() {
+                    Some(r) => Some(r.approval_requested(&call_id, &tool, &detail).await?),
+                    None => None,
+                };
+                let asked = person.ask(Question {
+                    call_id,
+                    tool,
+                    detail,
+                });
+                let said = tokio::select! {
+                    said = asked => said,
+                    () = &mut deadline => { ended = Some(Ended::Timeout); None }
+                    () = stop.cancelled() => { ended = Some(Ended::Stopped); None }
+                };
+                let allow = said.as_ref().is_some_and(|a| a.allow);
+                if let (Some(r), Some(id)) = (recorder.as_deref_mut(), approval) {
+                    r.approval_decided(&id, said.as_ref()).await?;
+                }
+                if !allow {
+                    reducer.refused(&call);
+                }
+                peer.respond(id, permission_outcome(&params, allow));
+                if ended.is_some() {
+                    break;
+                }
+            }
+            Some(Incoming::Request { id, method, .. }) => {
+                reducer.feed(json!({"method": method}).to_string().as_bytes());
+                peer.respond_error(
+                    id,
+                    METHOD_NOT_FOUND,
+                    "rein's client does not serve this method",
+                );
+            }
+            None => match answer.take() {
+                Some(answer) => {
+                    reducer.feed(answer.to_string().as_bytes());
+                    finished = true;
+                }
+                None => {
+                    // The agent closed its side before answering.
+                    reducer.stream_ended();
+                    finished = true;
+                }
+            },
+        }
+        let steps = reducer.drain();
+        if let Some((host, session)) = &view {
+            let shown = render(&std::mem::take(&mut last), &steps);
+            if !shown.is_empty() {
+                host.output(session, shown.as_bytes());
+            }
+        }
+        for step in steps {
+            if let Step::Progress(p) = &step {
+                show(p);
+            }
+            if let Step::Loop(rein_wire::loops::Repeat::Stop) = step {
+                ended = Some(Ended::LoopDetected);
+                finished = true;
+            }
+            if let Some(r) = recorder.as_deref_mut() {
+                r.step(&step).await?;
+            }
+        }
+    }
+    // One prompt per run: the agent is done with (or stopped) now.
+    if let Some((host, session)) = &view {
+        host.close(session);
+    }
+    guard.kill();
+    let _ = child.wait().await;
+    conclude(spec, reducer, recorder, ended, None, stderr, started).await
+}
+
+/// The answer to a permission request: an option chosen by its kind
+/// (allow once, or a rejection), never by position or name; `cancelled`
+/// when the agent offered none of that kind.
+fn permission_outcome(params: &Value, allow: bool) -> Value {
+    let wanted: &[&str] = if allow {
+        &["allow_once"]
+    } else {
+        &["reject_once", "reject_always"]
+    };
+    let options = params.get("options").and_then(Value::as_array);
+    let chosen = wanted.iter().find_map(|kind| {
+        options?
+            .iter()
+            .find(|o| o.get("kind").and_then(Value::as_str) == Some(kind))
+            .and_then(|o| o.get("optionId").cloned())
+    });
+    match chosen {
+        Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+        None => json!({"outcome": {"outcome": "cancelled"}}),
+    }
+}

@@ -1,0 +1,367 @@
+//! What an ACP agent says, reduced: its JSON-RPC messages in, steps out,
+//! one outcome — pure, like the CLI reducers, so the live client and
+//! synthetic messages share it.
+//!
+//! A line is one message from the agent as JSON: a `session/update`
+//! notification (`params.update.sessionUpdate`: `agent_message_chunk`,
+//! `agent_thought_chunk`, `tool_call`, `tool_call_update`, `plan`, …), a
+//! `session/request_permission` request, or the response to the client's
+//! `session/prompt` (`result.stopReason`, or `error`). One prompt is one
+//! turn: the answer is the text of its message chunks; `end_turn` closes it
+//! well, any other stop reason (`max_tokens`, `max_turn_requests`,
+//! `refusal`, `cancelled`) or an error fails it; the stream ending first is
+//! a failure. Progress carries a tool's kind and, for file tools, the first
+//! location relative to the working directory — never a call's title (it
+//! can hold a command line), its raw input or output, thoughts or the
+//! answer's text. A permission the person refused is kept once per call.
+//! ACP reports no money: the cost stays unknown.
+//!
+//! Not here: the connection, the child, asking the person (`acp.rs`).
+
+use std::collections::{HashMap, HashSet};
+
+use rein_wire::loops::{Repeat, Repeats, fingerprint};
+use serde_json::{Value, json};
+
+use crate::claude::digest;
+use crate::progress::{
+    MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
+};
+use crate::reducer::{
+    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult,
+};
+
+/// The answer's text is kept up to this many bytes (the rest is counted).
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// Tool kinds whose first location is shown.
+const FILE_KINDS: &[&str] = &["read", "edit", "delete", "move"];
+
+/// One prompt to an ACP agent.
+pub struct AcpStream {
+    cwd: String,
+    steps: Vec<Step>,
+    failure: Option<String>,
+    text: Option<String>,
+    answer: String,
+    answer_dropped: u64,
+    finished: bool,
+    exited_early: bool,
+    open: HashMap<String, (String, String)>,
+    done: HashSet<String>,
+    refused: Vec<Refusal>,
+    refused_count: u64,
+    refused_ids: HashSet<String>,
+    repeats: Repeats,
+    records: u64,
+    unknown: u64,
+    tool_calls: u64,
+    tool_errors: u64,
+    permissions: u64,
+}
+
+impl AcpStream {
+    /// A reducer for a prompt run in `cwd`.
+    pub fn new(cwd: &str) -> Self {
+        AcpStream {
+            cwd: cwd.to_owned(),
+            steps: Vec::new(),
+            failure: None,
+            text: None,
+            answer: String::new(),
+            answer_dropped: 0,
+            finished: false,
+            exited_early: false,
+            open: HashMap::new(),
+            done: HashSet::new(),
+            refused: Vec::new(),
+            refused_count: 0,
+            refused_ids: HashSet::new(),
+            repeats: Repeats::new(),
+            records: 0,
+            unknown: 0,
+            tool_calls: 0,
+            tool_errors: 0,
+            permissions: 0,
+        }
+    }
+
+    fn send(&mut self, progress: Progress) {
+        self.steps.push(Step::Progress(progress));
+    }
+
+    fn fail(&mut self, reason: &str) {
+        if self.failure.is_none() {
+            self.failure = Some(clean(reason, MAX_REASON_CHARS));
+            self.text = None;
+        }
+    }
+
+    /// A tool call's name (its kind) and its one allowed detail.
+    pub fn describe(&self, call: &Value) -> (String, String) {
+        let kind = clean_value(call.get("kind"), 40);
+        let kind = if kind.is_empty() {
+            "other".to_owned()
+        } else {
+            kind
+        };
+        let detail = if FILE_KINDS.contains(&kind.as_str()) {
+            call.get("locations")
+                .and_then(Value::as_array)
+                .and_then(|l| l.first())
+                .and_then(|l| l.get("path"))
+                .and_then(Value::as_str)
+                .map(|p| relative_path(p, &self.cwd))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        (kind, detail)
+    }
+
+    fn update(&mut self, update: &Value) {
+        match update.get("sessionUpdate").and_then(Value::as_str) {
+            Some("agent_message_chunk") => {
+                if let Some(text) = update.pointer("/content/text").and_then(Value::as_str) {
+                    let room = MAX_ANSWER_BYTES.saturating_sub(self.answer.len());
+                    if text.len() <= room {
+                        self.answer.push_str(text);
+                    } else {
+                        self.answer_dropped += text.len() as u64;
+                    }
+                }
+                self.send(Progress::of(ProgressKind::AssistantText));
+            }
+            Some("agent_thought_chunk") => {
+                self.send(Progress::of(ProgressKind::Thinking { tokens: 0 }))
+            }
+            Some("tool_call") => self.tool_call(update),
+            Some("tool_call_update") => self.tool_update(update),
+            Some(
+                "plan"
+                | "user_message_chunk"
+                | "available_commands_update"
+                | "current_mode_update"
+                | "config_option_update"
+                | "session_info_update"
+                | "usage_update",
+            ) => self.send(Progress::of(ProgressKind::Activity)),
+            _ => {
+                self.unknown += 1;
+                self.send(Progress::of(ProgressKind::Activity));
+            }
+        }
+    }
+
+    fn id_of(update: &Value) -> String {
+        clean_value(update.get("toolCallId"), MAX_VALUE_CHARS)
+    }
+
+    fn tool_call(&mut self, update: &Value) {
+        let id = Self::id_of(update);
+        if self.open.contains_key(&id) || self.done.contains(&id) {
+            self.tool_update(update);
+            return;
+        }
+        self.tool_calls += 1;
+        let (tool, detail) = self.describe(update);
+        if self.open.len() < MAX_OPEN_TOOLS {
+            let input = update.get("rawInput").cloned().unwrap_or(Value::Null);
+            self.open.insert(id.clone(), (tool.clone(), digest(&input)));
+        }
+        self.steps.push(Step::ToolCalled {
+            id: id.clone(),
+            tool: tool.clone(),
+            detail: detail.clone(),
+        });
+        self.send(Progress::tool(ProgressKind::ToolStarted, &tool, &detail));
+        self.tool_update(update);
+    }
+
+    fn tool_update(&mut self, update: &Value) {
+        let id = Self::id_of(update);
+        let status = update.get("status").and_then(Value::as_str);
+        let ok = match status {
+            Some("completed") => true,
+            Some("failed") => false,
+            _ => {
+                if update.get("sessionUpdate").and_then(Value::as_str) == Some("tool_call_update") {
+                    self.send(Progress::of(ProgressKind::Activity));
+                }
+                return;
+            }
+        };
+        if self.done.contains(&id) {
+            self.send(Progress::of(ProgressKind::Activity));
+            return;
+        }
+        if self.done.len() < MAX_OPEN_TOOLS {
+            self.done.insert(id.clone());
+        }
+        let call = self.open.remove(&id);
+        let tool = call.as_ref().map(|c| c.0.clone()).unwrap_or_default();
+        if ok {
+            self.send(Progress::tool(ProgressKind::ToolFinished, &tool, ""));
+        } else {
+            self.tool_errors += 1;
+            self.send(Progress::tool(ProgressKind::ToolFailed, &tool, ""));
+        }
+        self.steps.push(Step::ToolDone { id: id.clone(), ok });
+        if let Some((name, input)) = call {
+            let mut result = update.as_object().cloned().unwrap_or_default();
+            result.remove("toolCallId");
+            let verdict =
+                self.repeats
+                    .observe(fingerprint(&name, &input, &digest(&Value::Object(result))));
+            if verdict != Repeat::Fine {
+                self.steps.push(Step::Loop(verdict));
+            }
+        }
+    }
+
+    /// The person refused the call `tool_call` asked permission for.
+    pub fn refused(&mut self, tool_call: &Value) {
+        let id = Self::id_of(tool_call);
+        if !id.is_empty() {
+            if self.refused_ids.contains(&id) {
+                return;
+            }
+            if self.refused_ids.len() < MAX_OPEN_TOOLS {
+                self.refused_ids.insert(id);
+            }
+        }
+        let (tool, detail) = self.describe(tool_call);
+        self.refused_count += 1;
+        self.send(Progress::tool(ProgressKind::Refused, &tool, &detail));
+        if self.refused.len() < MAX_REFUSED {
+            let subject = if detail.is_empty() {
+                tool
+            } else {
+                format!("{tool}: {detail}")
+            };
+            self.refused.push(Refusal {
+                kind: RefusalKind::Permission,
+                subject: clean(&subject, 160),
+            });
+        }
+    }
+
+    fn response(&mut self, message: &Value) {
+        if self.finished {
+            self.send(Progress::of(ProgressKind::Activity));
+            return;
+        }
+        self.finished = true;
+        let mut turn = TurnResult::default();
+        if let Some(error) = message.get("error") {
+            let text = clean_value(error.get("message"), MAX_VALUE_CHARS * 2);
+            let reason = format!("acp: the prompt failed: {text}");
+            self.fail(&reason);
+            turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
+        } else {
+            match message
+                .pointer("/result/stopReason")
+                .and_then(Value::as_str)
+            {
+                Some("end_turn") => {
+                    let answer = std::mem::take(&mut self.answer);
+                    turn.text = Some(answer.clone());
+                    if self.failure.is_none() {
+                        self.text = Some(answer);
+                    }
+                }
+                other => {
+                    let reason = format!(
+                        "acp: the turn ended without an answer (stop reason {})",
+                        clean(other.unwrap_or("-"), 40)
+                    );
+                    self.fail(&reason);
+                    turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
+                }
+            }
+        }
+        self.send(Progress::of(ProgressKind::TurnFinished));
+        self.steps.push(Step::TurnClosed(turn));
+    }
+}
+
+impl Reducer for AcpStream {
+    fn feed(&mut self, line: &[u8]) {
+        self.records += 1;
+        if self.failure.is_some() {
+            return;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+            self.fail("acp: protocol violation: a message is not JSON");
+            return;
+        };
+        if !message.is_object() {
+            self.fail("acp: protocol violation: a message is not a JSON object");
+            return;
+        }
+        match message.get("method").and_then(Value::as_str) {
+            Some("session/update") => match message.pointer("/params/update") {
+                Some(update) => self.update(update),
+                None => self.fail("acp: protocol violation: a session/update without an update"),
+            },
+            Some("session/request_permission") => {
+                self.permissions += 1;
+                self.send(Progress::of(ProgressKind::Activity));
+            }
+            Some(_) => {
+                self.unknown += 1;
+                self.send(Progress::of(ProgressKind::Activity));
+            }
+            None if message.get("result").is_some() || message.get("error").is_some() => {
+                self.response(&message);
+            }
+            None => {
+                self.fail("acp: protocol violation: a message is neither a call nor a response")
+            }
+        }
+    }
+
+    fn oversize(&mut self, _limit: usize) {
+        self.fail("acp: a message was past the size bound");
+    }
+
+    fn framing_error(&mut self, what: &str) {
+        self.fail(&format!("acp: {what}"));
+    }
+
+    fn stream_ended(&mut self) {
+        if self.finished || self.failure.is_some() {
+            return;
+        }
+        self.exited_early = true;
+        self.fail("acp: the agent went away before the turn ended");
+    }
+
+    fn drain(&mut self) -> Vec<Step> {
+        std::mem::take(&mut self.steps)
+    }
+
+    fn outcome(&self) -> Outcome {
+        Outcome {
+            text: self.text.clone().filter(|_| self.failure.is_none()),
+            failure: self.failure.clone(),
+            exited_early: self.exited_early,
+            refused: self.refused.clone(),
+            refused_count: self.refused_count,
+            cost_micro_usd: None,
+        }
+    }
+
+    fn summary(&self) -> Value {
+        json!({
+            "records": self.records,
+            "unknown_events": self.unknown,
+            "tool_calls": self.tool_calls,
+            "tool_errors": self.tool_errors,
+            "permission_requests": self.permissions,
+            "refused": self.refused_count,
+            "answer_bytes_dropped": self.answer_dropped,
+            "failure": self.failure.clone().unwrap_or_default(),
+        })
+    }
+}
