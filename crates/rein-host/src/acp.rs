@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp_stream::AcpStream;
-use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn};
+use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn, take_steps};
 use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
 use crate::progress::{Progress, ProgressKind};
 use crate::record::Recorder;
@@ -284,17 +284,9 @@ pub async fn drive_acp(
                 host.output(session, shown.as_bytes());
             }
         }
-        for step in steps {
-            if let Step::Progress(p) = &step {
-                show(p);
-            }
-            if let Step::Loop(rein_wire::loops::Repeat::Stop) = step {
-                ended = Some(Ended::LoopDetected);
-                finished = true;
-            }
-            if let Some(r) = recorder.as_deref_mut() {
-                r.step(&step).await?;
-            }
+        if take_steps(steps, show, recorder.as_deref_mut()).await? {
+            ended = Some(Ended::LoopDetected);
+            finished = true;
         }
     }
     // One prompt per run: the agent is done with (or stopped) now.

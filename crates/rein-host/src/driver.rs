@@ -27,7 +27,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::progress::{MAX_REASON_CHARS, Progress, clean};
+use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Outcome, Reducer, Step};
 
@@ -187,16 +187,8 @@ pub async fn drive(
                 reducer.stream_ended();
             }
         }
-        for step in reducer.drain() {
-            if let Step::Progress(p) = &step {
-                show(p);
-            }
-            if let Step::Loop(Repeat::Stop) = step {
-                ended = Some(Ended::LoopDetected);
-            }
-            if let Some(r) = recorder.as_deref_mut() {
-                r.step(&step).await?;
-            }
+        if take_steps(reducer.drain(), show, recorder.as_deref_mut()).await? {
+            ended = Some(Ended::LoopDetected);
         }
         if matches!(line, Line::End) || ended.is_some() {
             break;
@@ -219,6 +211,28 @@ pub async fn drive(
         status.and_then(|s| s.code())
     };
     conclude(spec, reducer, recorder, ended, exit_code, stderr, started).await
+}
+
+/// Act on a reducer's steps: progress shown, facts recorded, a loop's
+/// nudge said. `true` when loop detection says stop.
+pub(crate) async fn take_steps(
+    steps: Vec<Step>,
+    show: &mut (dyn FnMut(&Progress) + Send),
+    mut recorder: Option<&mut Recorder>,
+) -> Result<bool, AgentError> {
+    let mut stop = false;
+    for step in steps {
+        match &step {
+            Step::Progress(p) => show(p),
+            Step::Loop(Repeat::Nudge) => show(&Progress::of(ProgressKind::Repeating)),
+            Step::Loop(Repeat::Stop) => stop = true,
+            _ => {}
+        }
+        if let Some(r) = recorder.as_deref_mut() {
+            r.step(&step).await?;
+        }
+    }
+    Ok(stop)
 }
 
 /// A started child: the process, its group's guard, its stderr's tail.

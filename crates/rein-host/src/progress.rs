@@ -47,6 +47,8 @@ pub enum ProgressKind {
     Activity,
     /// A turn ended with its result.
     TurnFinished,
+    /// Loop detection's nudge: the same call got the same result again.
+    Repeating,
 }
 
 /// One progress event.
@@ -102,6 +104,7 @@ impl fmt::Display for Progress {
             ProgressKind::Refused => "refused",
             ProgressKind::Activity => "…",
             ProgressKind::TurnFinished => "turn finished",
+            ProgressKind::Repeating => "repeating: the same call got the same result again",
         };
         f.write_str(what)?;
         if let ProgressKind::Thinking { tokens } = self.kind

@@ -261,3 +261,36 @@ async fn a_person_stops_a_run() {
         Some("stopped by a person")
     );
 }
+
+#[tokio::test]
+async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = vec![json!({"type": "system", "subtype": "init", "model": "m"})];
+    for i in 0..8 {
+        let id = format!("t{i}");
+        lines.push(json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": "/a"}}]}}));
+        lines.push(json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": id, "content": "same"}]}}));
+    }
+    let argv = script(dir.path(), &lines, "sleep 300");
+    let mut shown: Vec<String> = Vec::new();
+    let mut reducer = ClaudeStream::new("");
+    let driven = drive(
+        &spec(argv, dir.path()),
+        &mut reducer,
+        None,
+        &mut |p: &Progress| shown.push(p.to_string()),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(driven.ended, Ended::LoopDetected);
+    assert_eq!(
+        shown.iter().filter(|s| s.starts_with("repeating")).count(),
+        1,
+        "{shown:?}"
+    );
+    assert_eq!(
+        driven.summary["tool_calls"], 5,
+        "stopped at the fifth repeat"
+    );
+}

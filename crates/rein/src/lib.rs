@@ -35,6 +35,11 @@
 //! - `mcp` (feature `mcp`, off by default): MCP both ways — configured
 //!   servers' tools as one backend whose catalog changes only between
 //!   turns, and a backend served over MCP behind rein's approvals;
+//! - `host` (feature `host`, off by default): other agents hosted — pure
+//!   reducers for Claude Code's and Codex's JSON streams, a driver that
+//!   records a hosted run as a session, ACP both ways (its permission
+//!   requests decided by a person), and sessions with a PTY that several
+//!   viewers watch and a person takes over by typing;
 //! - `testing` (feature `testing`, off by default): a fake
 //!   OpenAI-compatible server on loopback, fake tools and the backend
 //!   contract suite, for a product's own tests.
@@ -49,6 +54,8 @@
 pub use rein_approvals as approvals;
 pub use rein_cache as cache;
 pub use rein_gateway as gateway;
+#[cfg(feature = "host")]
+pub use rein_host as host;
 #[cfg(feature = "mcp")]
 pub use rein_mcp as mcp;
 pub use rein_orchestrator as orchestrator;
