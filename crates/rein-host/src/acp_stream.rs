@@ -23,12 +23,11 @@ use std::collections::{HashMap, HashSet};
 use rein_wire::loops::{Repeat, Repeats, fingerprint};
 use serde_json::{Value, json};
 
-use crate::claude::digest;
 use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult,
+    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult, digest,
 };
 
 /// The answer's text is kept up to this many bytes (the rest is counted).

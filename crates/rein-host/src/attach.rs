@@ -15,6 +15,8 @@
 //! Not here: the session's rules (`session.rs`), terminals' raw mode (the CLI).
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
@@ -25,6 +27,9 @@ use crate::session::{InputResult, Lease, SessionHost};
 
 /// The largest frame payload.
 pub const MAX_FRAME: usize = 64 * 1024;
+
+/// Viewers served at once; another is told so and closed.
+pub const MAX_VIEWERS: usize = 32;
 
 /// Frames queued for one viewer before it is dropped as too slow.
 const VIEWER_QUEUE: usize = 4096;
@@ -109,6 +114,7 @@ pub async fn serve(
     ended: CancellationToken,
 ) {
     let mut n = 0u64;
+    let live = Arc::new(AtomicUsize::new(0));
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -118,13 +124,18 @@ pub async fn serve(
             () = ended.cancelled() => return,
         };
         n += 1;
-        tokio::spawn(viewer(
-            stream,
-            host.clone(),
-            session.clone(),
-            n,
-            ended.clone(),
-        ));
+        if live.fetch_add(1, Ordering::SeqCst) >= MAX_VIEWERS {
+            live.fetch_sub(1, Ordering::SeqCst);
+            let (_, mut w) = stream.into_split();
+            let _ = write_frame(&mut w, kind::END, b"too many viewers").await;
+            continue;
+        }
+        let (host, session, ended, live) =
+            (host.clone(), session.clone(), ended.clone(), live.clone());
+        tokio::spawn(async move {
+            viewer(stream, host, session, n, ended).await;
+            live.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 }
 

@@ -30,12 +30,12 @@ use rein_wire::Usage;
 use rein_wire::loops::{Repeat, Repeats, fingerprint};
 use serde_json::{Value, json};
 
-use crate::claude::digest;
 use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
     MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult, count,
+    digest,
 };
 
 /// An item that is a tool call: its name, input digest and allowed detail.

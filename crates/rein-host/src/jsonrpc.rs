@@ -26,6 +26,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::driver::{Line, Lines};
 
+/// Messages read ahead of the one being handled; past it reading waits
+/// (the other side's writes block), so a flood cannot grow memory.
+pub const INCOMING_QUEUE: usize = 1024;
+
 /// JSON-RPC's code for a method the peer does not serve.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC's code for a failure inside the method.
@@ -86,7 +90,7 @@ pub fn connect(
     max_line: usize,
 ) -> (
     Peer,
-    mpsc::UnboundedReceiver<Incoming>,
+    mpsc::Receiver<Incoming>,
     tokio::task::JoinHandle<String>,
 ) {
     let (out, mut lines_out) = mpsc::unbounded_channel::<String>();
@@ -100,7 +104,7 @@ pub fn connect(
         }
     });
     let pending: Pending = Arc::default();
-    let (tx, incoming) = mpsc::unbounded_channel();
+    let (tx, incoming) = mpsc::channel(INCOMING_QUEUE);
     let waiting = pending.clone();
     let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ended = closed.clone();
@@ -126,14 +130,16 @@ pub fn connect(
             let params = message.get("params").cloned().unwrap_or(Value::Null);
             match (method, message.get("id")) {
                 (Some(method), Some(id)) => {
-                    let _ = tx.send(Incoming::Request {
-                        id: id.clone(),
-                        method,
-                        params,
-                    });
+                    let _ = tx
+                        .send(Incoming::Request {
+                            id: id.clone(),
+                            method,
+                            params,
+                        })
+                        .await;
                 }
                 (Some(method), None) => {
-                    let _ = tx.send(Incoming::Notification { method, params });
+                    let _ = tx.send(Incoming::Notification { method, params }).await;
                 }
                 (None, Some(id)) => {
                     let Some(id) = id.as_u64() else { continue };

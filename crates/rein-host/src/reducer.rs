@@ -125,6 +125,12 @@ pub trait Reducer: Send {
     fn summary(&self) -> serde_json::Value;
 }
 
+/// The digest of a JSON value (its canonical form).
+pub fn digest(value: &serde_json::Value) -> String {
+    let text = rein_wire::canonical::to_string(value).unwrap_or_default();
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
 /// `value` as a count, when it is a non-negative integer below [`MAX_COUNT`].
 pub fn count(value: Option<&serde_json::Value>) -> Option<u64> {
     value

@@ -36,9 +36,10 @@
 //!
 //! Not here: the process, line framing, the session log.
 
+mod result;
+
 use std::collections::{HashMap, HashSet};
 
-use rein_wire::Usage;
 use rein_wire::loops::{Repeat, Repeats, fingerprint};
 use serde_json::{Map, Value, json};
 
@@ -46,8 +47,7 @@ use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_COUNT, MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step,
-    TurnResult, count, micro_usd,
+    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, count, digest,
 };
 
 /// The one input shown per tool; a tool not listed shows its name only.
@@ -94,7 +94,9 @@ pub struct ClaudeStream {
     turns: u32,
     turn_has_init: bool,
     results: u32,
-    models: Vec<String>,
+    /// The model each open turn's `init` named (turn index, model); at most
+    /// [`MAX_OPEN_TOOLS`] open turns are remembered.
+    models: std::collections::VecDeque<(u32, String)>,
     num_turns: Option<u64>,
     duration_ms: Option<u64>,
     last_total_cost: Option<u64>,
@@ -126,7 +128,7 @@ impl ClaudeStream {
             turns: 1,
             turn_has_init: false,
             results: 0,
-            models: Vec::new(),
+            models: std::collections::VecDeque::new(),
             num_turns: Some(0),
             duration_ms: Some(0),
             last_total_cost: None,
@@ -149,6 +151,21 @@ impl ClaudeStream {
 
     fn send(&mut self, progress: Progress) {
         self.steps.push(Step::Progress(progress));
+    }
+
+    /// The model turn `index` named; turns up to it are forgotten.
+    fn model_of(&mut self, index: u32) -> String {
+        while let Some((turn, _)) = self.models.front()
+            && *turn < index
+        {
+            self.models.pop_front();
+        }
+        match self.models.front() {
+            Some((turn, _)) if *turn == index => {
+                self.models.pop_front().map(|m| m.1).unwrap_or_default()
+            }
+            _ => String::new(),
+        }
     }
 
     fn fail(&mut self, reason: &str) {
@@ -180,11 +197,13 @@ impl ClaudeStream {
         match record.get("subtype").and_then(Value::as_str) {
             Some("init") => {
                 let model = clean_value(record.get("model"), MAX_VALUE_CHARS);
-                let at = (self.turns as usize).saturating_sub(1);
-                if self.models.len() <= at {
-                    self.models.resize(at + 1, String::new());
+                let at = self.turns.saturating_sub(1);
+                let room = self.models.len() < MAX_OPEN_TOOLS;
+                match self.models.back_mut() {
+                    Some((turn, named)) if *turn == at => named.clone_from(&model),
+                    _ if room => self.models.push_back((at, model.clone())),
+                    _ => {}
                 }
-                self.models[at].clone_from(&model);
                 self.send(Progress::detail(ProgressKind::Started, &model));
             }
             Some("thinking_tokens") => {
@@ -363,120 +382,6 @@ impl ClaudeStream {
             self.send(Progress::of(ProgressKind::Activity));
         }
     }
-
-    fn take_result(&mut self, record: &Value) {
-        let index = self.results;
-        self.results += 1;
-        let subtype = record.get("subtype").and_then(Value::as_str);
-        let is_error = record.get("is_error").and_then(Value::as_bool);
-        let mut last = Map::new();
-        last.insert(
-            "result_subtype".into(),
-            json!(clean_value(record.get("subtype"), MAX_VALUE_CHARS)),
-        );
-        last.insert("is_error".into(), json!(is_error == Some(true)));
-        for key in ["terminal_reason", "stop_reason"] {
-            last.insert(
-                key.into(),
-                json!(clean_value(record.get(key), MAX_VALUE_CHARS)),
-            );
-        }
-        let turn_duration = count(record.get("duration_ms"));
-        self.num_turns = sum(self.num_turns, count(record.get("num_turns")));
-        self.duration_ms = sum(self.duration_ms, turn_duration);
-        let total = micro_usd(record.get("total_cost_usd"));
-        let turn_cost = total.map(|t| t.saturating_sub(self.last_known_cost));
-        if let Some(t) = total {
-            self.last_known_cost = t;
-        }
-        self.last_total_cost = total;
-        if let Some(denials) = record.get("permission_denials").and_then(Value::as_array) {
-            last.insert("permission_denials".into(), json!(denials.len()));
-            for denial in denials.iter().filter(|d| d.is_object()) {
-                let name = denial
-                    .get("tool_name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let detail = self.detail(&name, denial.get("tool_input"));
-                let id = denial.get("tool_use_id").and_then(Value::as_str);
-                self.refuse(RefusalKind::Permission, id, &name, &detail);
-            }
-        }
-        self.last = last;
-        let result = record.get("result");
-        let mut turn = TurnResult {
-            index,
-            model: self.models.get(index as usize).cloned().unwrap_or_default(),
-            usage: usage(record.get("usage")),
-            cost_micro_usd: turn_cost,
-            duration_ms: turn_duration,
-            ..TurnResult::default()
-        };
-        let failed = if is_error == Some(true) {
-            let mut facts = vec![format!("subtype {}", subtype.map_or("-", |s| s))];
-            if let Some(reason) = record.get("terminal_reason").and_then(Value::as_str) {
-                facts.push(format!("terminal_reason {reason}"));
-            }
-            if let Some(status) = count(record.get("api_error_status")) {
-                facts.push(format!("api_error_status {status}"));
-            }
-            let excerpt = clean_value(result, MAX_VALUE_CHARS * 2);
-            let mut reason = format!("claude: the run ended in an error ({})", facts.join(", "));
-            if !excerpt.is_empty() {
-                reason.push_str(": ");
-                reason.push_str(&excerpt);
-            }
-            Some(reason)
-        } else if is_error.is_none() {
-            Some("claude: stream-json protocol violation: the result event has no boolean 'is_error'".to_owned())
-        } else if subtype != Some("success") {
-            Some(format!(
-                "claude: the run did not succeed (subtype {})",
-                clean(subtype.unwrap_or("-"), 60)
-            ))
-        } else if let Some(text) = result.and_then(Value::as_str) {
-            turn.text = Some(text.to_owned());
-            if self.failure.is_none() {
-                self.text = Some(text.to_owned());
-            }
-            None
-        } else {
-            Some(
-                "claude: stream-json protocol violation: the result event has no string 'result'"
-                    .to_owned(),
-            )
-        };
-        if let Some(reason) = failed {
-            self.fail(&reason);
-            turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
-        }
-        self.send(Progress::of(ProgressKind::TurnFinished));
-        self.steps.push(Step::TurnClosed(turn));
-    }
-}
-
-/// Two partial sums: unknown once either part is.
-fn sum(total: Option<u64>, part: Option<u64>) -> Option<u64> {
-    Some(total?.saturating_add(part?).min(MAX_COUNT))
-}
-
-/// The digest of a JSON value (its canonical form).
-pub(crate) fn digest(value: &Value) -> String {
-    let text = rein_wire::canonical::to_string(value).unwrap_or_default();
-    blake3::hash(text.as_bytes()).to_hex().to_string()
-}
-
-/// A result's `usage` in rein's terms, when it has one.
-fn usage(value: Option<&Value>) -> Option<Usage> {
-    let value = value.filter(|v| v.is_object())?;
-    Some(Usage {
-        input: count(value.get("input_tokens")).unwrap_or(0),
-        output: count(value.get("output_tokens")).unwrap_or(0),
-        cache_read: count(value.get("cache_read_input_tokens")).unwrap_or(0),
-        cache_write: count(value.get("cache_creation_input_tokens")).unwrap_or(0),
-        reasoning: 0,
-    })
 }
 
 impl Reducer for ClaudeStream {

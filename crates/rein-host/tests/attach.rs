@@ -1,0 +1,101 @@
+//! The attach socket: a viewer gets the snapshot then live output, its
+//! keys take the session over, and viewers past the bound are turned away.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::sync::{Arc, Mutex};
+
+use rein_host::attach::{self, MAX_VIEWERS, kind};
+use rein_host::session::{Lease, OpenRequest, RenderMode, SessionHost, SessionPty};
+use tokio::net::UnixStream;
+use tokio_util::sync::CancellationToken;
+
+/// A terminal that keeps what was typed into it.
+struct Typed(Arc<Mutex<Vec<u8>>>);
+
+impl SessionPty for Typed {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(())
+    }
+    fn resize(&mut self, _: u16, _: u16) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn close(&mut self) {}
+}
+
+async fn next_of(stream: &mut UnixStream, want: u8) -> Vec<u8> {
+    loop {
+        let (k, payload) = attach::read_frame(stream).await.unwrap().unwrap();
+        if k == want {
+            return payload;
+        }
+    }
+}
+
+#[tokio::test]
+async fn viewers_see_output_take_over_and_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = SessionHost::new();
+    let typed: Arc<Mutex<Vec<u8>>> = Arc::default();
+    host.open(OpenRequest {
+        session: "s".into(),
+        supports: vec![RenderMode::NativeTui],
+        mode: RenderMode::NativeTui,
+        pty: Box::new(Typed(typed.clone())),
+        protocol: None,
+    })
+    .unwrap();
+    host.output("s", b"before ");
+    let socket = dir.path().join("agents").join("s.sock");
+    let listener = attach::listen(&socket).unwrap();
+    let ended = CancellationToken::new();
+    tokio::spawn(attach::serve(
+        listener,
+        host.clone(),
+        "s".into(),
+        ended.clone(),
+    ));
+
+    let mut first = UnixStream::connect(&socket).await.unwrap();
+    attach::write_frame(&mut first, kind::HELLO, b"ann")
+        .await
+        .unwrap();
+    assert_eq!(next_of(&mut first, kind::OUTPUT).await, b"before ");
+    host.output("s", b"after");
+    assert_eq!(next_of(&mut first, kind::OUTPUT).await, b"after");
+    attach::write_frame(&mut first, kind::KEYS, b"ls\n")
+        .await
+        .unwrap();
+    let said = String::from_utf8(next_of(&mut first, kind::STATUS).await).unwrap();
+    let said = if said.starts_with("attached") {
+        String::from_utf8(next_of(&mut first, kind::STATUS).await).unwrap()
+    } else {
+        said
+    };
+    assert!(said.starts_with("you took the session over"), "{said}");
+    assert_eq!(typed.lock().unwrap().as_slice(), b"ls\n");
+    assert!(
+        matches!(host.state("s").unwrap().0, Lease::Person { viewer, .. } if viewer.starts_with("ann#"))
+    );
+
+    // Fill the rest of the places; the next one is turned away.
+    let mut others = Vec::new();
+    for _ in 1..MAX_VIEWERS {
+        let mut s = UnixStream::connect(&socket).await.unwrap();
+        attach::write_frame(&mut s, kind::HELLO, b"v")
+            .await
+            .unwrap();
+        next_of(&mut s, kind::OUTPUT).await;
+        others.push(s);
+    }
+    let mut late = UnixStream::connect(&socket).await.unwrap();
+    attach::write_frame(&mut late, kind::HELLO, b"late")
+        .await
+        .unwrap();
+    assert_eq!(next_of(&mut late, kind::END).await, b"too many viewers");
+
+    // The session's end reaches every viewer.
+    ended.cancel();
+    assert_eq!(next_of(&mut first, kind::END).await, b"the session ended");
+}
