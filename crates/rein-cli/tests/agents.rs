@@ -131,3 +131,48 @@ fn a_hosted_run_that_dies_mid_turn_fails_with_a_stable_code() {
         "the run that could not start is closed: {listed}"
     );
 }
+
+#[test]
+fn another_terminal_watches_a_hosted_stream_run() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let lines = vec![
+        serde_json::json!({"type": "system", "subtype": "init", "model": "claude-test"}),
+        serde_json::json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "fn main"}}]}}),
+    ];
+    let result = serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": "Found it.", "total_cost_usd": 0.001});
+    // The result comes once a viewer has had time to attach.
+    let sh = script(
+        work.path(),
+        &lines,
+        &format!("sleep 2\nprintf '%s\\n' '{result}'"),
+    );
+    let mut owner = common::rein_at(home.path())
+        .current_dir(work.path())
+        .args(["agents", "run", "claude", "--", "/bin/sh", &sh])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(owner.stderr.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    let id = line
+        .split("rein agents attach ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('`')
+        .to_owned();
+    let viewer = common::rein_at(home.path())
+        .args(["agents", "attach", &id])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let (seen, status) = (common::stdout(&viewer), common::stderr(&viewer));
+    assert!(seen.contains(".. tool Grep: fn main"), "{seen}");
+    assert!(seen.contains("Found it."), "{seen}");
+    assert!(status.contains("the session ended"), "{status}");
+    assert!(owner.wait().unwrap().success());
+}

@@ -25,10 +25,11 @@ use tokio_util::sync::CancellationToken;
 use crate::acp_stream::AcpStream;
 use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn, take_steps};
 use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
-use crate::progress::{Progress, ProgressKind};
+use crate::progress::Progress;
 use crate::record::Recorder;
-use crate::reducer::{Reducer, Step};
-use crate::session::{OpenRequest, ProtocolChannel, RenderMode, SessionHost, SessionPty};
+use crate::reducer::Reducer;
+use crate::session::{RenderMode, SessionHost};
+use crate::view::View;
 
 /// The longest message (line) read from an agent.
 pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
@@ -74,57 +75,6 @@ pub struct AcpAsk {
     pub view: Option<(SessionHost, String)>,
 }
 
-/// The terminal half of an `acp` session: it renders what the agent says
-/// and takes no input (that goes through the protocol: a prompt, a cancel,
-/// a permission's answer).
-struct RenderedTerminal;
-
-impl SessionPty for RenderedTerminal {
-    fn write(&mut self, _: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other(
-            "an ACP session's terminal only renders; input goes through the protocol",
-        ))
-    }
-    fn resize(&mut self, _: u16, _: u16) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn close(&mut self) {}
-}
-
-/// The protocol half: the agent's messages arrive through the run itself;
-/// closing it stops the run.
-struct AcpChannel(CancellationToken);
-
-impl ProtocolChannel for AcpChannel {
-    fn close(&mut self) {
-        self.0.cancel();
-    }
-}
-
-/// What a viewer of an `acp` session sees for a message: the answer's
-/// words (made visible) and progress lines.
-fn render(message: &Value, steps: &[Step]) -> String {
-    let mut out = String::new();
-    if message
-        .pointer("/params/update/sessionUpdate")
-        .and_then(Value::as_str)
-        == Some("agent_message_chunk")
-        && let Some(text) = message
-            .pointer("/params/update/content/text")
-            .and_then(Value::as_str)
-    {
-        out.push_str(&rein_wire::visible::visible(text).replace('\n', "\r\n"));
-    }
-    for step in steps {
-        if let Step::Progress(p) = step
-            && !matches!(p.kind, ProgressKind::Activity | ProgressKind::AssistantText)
-        {
-            out.push_str(&format!("\r\n.. {p}\r\n"));
-        }
-    }
-    out
-}
-
 /// Run one prompt against the ACP agent `spec` starts.
 pub async fn drive_acp(
     spec: &HostSpec,
@@ -140,21 +90,10 @@ pub async fn drive_acp(
         person,
         view,
     } = ask;
-    if let Some((host, session)) = &view {
-        host.open(OpenRequest {
-            session: session.clone(),
-            supports: vec![RenderMode::Acp],
-            mode: RenderMode::Acp,
-            pty: Box::new(RenderedTerminal),
-            protocol: Some(Box::new(AcpChannel(stop.clone()))),
-        })
-        .map_err(|why| {
-            AgentError::new(
-                rein_wire::error::codes::SESSION_REFUSED,
-                format!("the session cannot be opened: {why:?}"),
-            )
-        })?;
-    }
+    let view = match view {
+        Some((host, session)) => Some(View::open(host, session, RenderMode::Acp, &stop)?),
+        None => None,
+    };
     let Spawned {
         mut child,
         mut guard,
@@ -278,11 +217,9 @@ pub async fn drive_acp(
             },
         }
         let steps = reducer.drain();
-        if let Some((host, session)) = &view {
-            let shown = render(&std::mem::take(&mut last), &steps);
-            if !shown.is_empty() {
-                host.output(session, shown.as_bytes());
-            }
+        if let Some(view) = &view {
+            let words = std::mem::take(&mut last);
+            view.show(Some(answer_words(&words)), &steps);
         }
         if take_steps(steps, show, recorder.as_deref_mut()).await? {
             ended = Some(Ended::LoopDetected);
@@ -290,12 +227,25 @@ pub async fn drive_acp(
         }
     }
     // One prompt per run: the agent is done with (or stopped) now.
-    if let Some((host, session)) = &view {
-        host.close(session);
-    }
+    drop(view);
     guard.kill();
     let _ = child.wait().await;
     conclude(spec, reducer, recorder, ended, None, stderr, started).await
+}
+
+/// The answer's words in a message ("" for any other message).
+fn answer_words(message: &Value) -> &str {
+    if message
+        .pointer("/params/update/sessionUpdate")
+        .and_then(Value::as_str)
+        == Some("agent_message_chunk")
+    {
+        return message
+            .pointer("/params/update/content/text")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+    }
+    ""
 }
 
 /// The answer to a permission request: an option chosen by its kind

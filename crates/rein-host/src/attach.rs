@@ -203,6 +203,9 @@ async fn viewer(
                 let held = matches!(host.state(&session),
                     Some((Lease::Person { viewer: holder, .. }, _, _)) if holder == viewer);
                 match host.take_over(&session, &viewer, &payload) {
+                    Ok((_, crate::session::Delivery::Protocol)) => status(
+                        "this session's agent takes no typed input: it is driven through its protocol".to_owned(),
+                    ),
                     Ok(_) if !held => status(
                         "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),
                     ),

@@ -30,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Outcome, Reducer, Step};
+use crate::session::{RenderMode, SessionHost};
+use crate::view::View;
 
 /// A stdout line longer than this (bytes) is skipped by default.
 pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
@@ -147,15 +149,22 @@ impl Drop for GroupGuard {
 }
 
 /// Run `spec`, feeding `reducer`, showing progress through `show` and
-/// recording through `recorder`; `stop` ends it early.
+/// recording through `recorder`; `stop` ends it early. With `view`, the
+/// run is a session of that host (`stream` mode) that viewers can watch;
+/// closing it stops the run.
 pub async fn drive(
     spec: &HostSpec,
     reducer: &mut dyn Reducer,
     mut recorder: Option<&mut Recorder>,
     show: &mut (dyn FnMut(&Progress) + Send),
     stop: CancellationToken,
+    view: Option<(SessionHost, String)>,
 ) -> Result<Driven, AgentError> {
     let started = Instant::now();
+    let view = match view {
+        Some((host, session)) => Some(View::open(host, session, RenderMode::Stream, &stop)?),
+        None => None,
+    };
     let Spawned {
         mut child,
         mut guard,
@@ -187,13 +196,19 @@ pub async fn drive(
                 reducer.stream_ended();
             }
         }
-        if take_steps(reducer.drain(), show, recorder.as_deref_mut()).await? {
+        let steps = reducer.drain();
+        if let Some(view) = &view {
+            view.show(None, &steps);
+        }
+        if take_steps(steps, show, recorder.as_deref_mut()).await? {
             ended = Some(Ended::LoopDetected);
         }
         if matches!(line, Line::End) || ended.is_some() {
             break;
         }
     }
+    // Viewers learn the run is over as soon as it is.
+    drop(view);
     let exit_code = if ended.is_some() {
         guard.kill();
         let _ = child.wait().await;

@@ -33,6 +33,7 @@ pub mod pty;
 pub mod record;
 pub mod reducer;
 pub mod session;
+mod view;
 
 pub use claude::ClaudeStream;
 pub use codex::CodexStream;

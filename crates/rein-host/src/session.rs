@@ -14,7 +14,7 @@
 //! The rules kept here:
 //! - What renders is a mode, and the modes are exclusive, checked at
 //!   [`SessionHost::open`] with named refusals: a `native-tui` session has
-//!   no protocol channel, an `acp` session must have one, the agent must
+//!   no protocol channel, an `acp` or `stream` session must have one, the agent must
 //!   support the mode, and an id is opened once.
 //! - Attach is live and plural (not resume): each viewer gets the retained
 //!   output as a bounded [`Snapshot`] that says when older output is gone,
@@ -52,6 +52,9 @@ pub enum RenderMode {
     NativeTui,
     /// The agent speaks ACP on its own channel; its messages are rendered.
     Acp,
+    /// A CLI's JSON stream (`claude -p`, `codex exec --json`) on its own
+    /// channel; its progress and answer are rendered.
+    Stream,
 }
 
 /// The human half: a terminal rein owns both ends of.
@@ -245,7 +248,7 @@ impl Session {
     fn delivery(&self) -> Delivery {
         match self.mode {
             RenderMode::NativeTui => Delivery::Pty,
-            RenderMode::Acp => Delivery::Protocol,
+            RenderMode::Acp | RenderMode::Stream => Delivery::Protocol,
         }
     }
 }
@@ -324,7 +327,9 @@ impl SessionHost {
             return Err(OpenRefusal::ModeUnavailable);
         }
         match (request.mode, request.protocol.is_some()) {
-            (RenderMode::Acp, false) => return Err(OpenRefusal::ProtocolChannelRequired),
+            (RenderMode::Acp | RenderMode::Stream, false) => {
+                return Err(OpenRefusal::ProtocolChannelRequired);
+            }
             (RenderMode::NativeTui, true) => return Err(OpenRefusal::ProtocolChannelForbidden),
             _ => {}
         }

@@ -72,6 +72,7 @@ async fn a_hosted_run_is_recorded_and_reported() {
         Some(&mut recorder),
         &mut show,
         CancellationToken::new(),
+        None,
     )
     .await
     .unwrap();
@@ -115,6 +116,7 @@ async fn a_run_killed_at_its_limit_mid_turn_leaves_nothing_running() {
         Some(&mut recorder),
         &mut |_| {},
         CancellationToken::new(),
+        None,
     )
     .await
     .unwrap();
@@ -185,6 +187,7 @@ async fn a_child_killed_mid_turn_is_a_failure_that_says_so() {
         None,
         &mut |_| {},
         CancellationToken::new(),
+        None,
     )
     .await
     .unwrap();
@@ -220,6 +223,7 @@ async fn the_child_sees_only_the_named_environment_and_long_lines_are_skipped() 
         None,
         &mut |_| {},
         CancellationToken::new(),
+        None,
     )
     .await
     .unwrap();
@@ -252,6 +256,7 @@ async fn a_person_stops_a_run() {
         None,
         &mut |_| {},
         stop,
+        None,
     )
     .await
     .unwrap();
@@ -280,6 +285,7 @@ async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
         None,
         &mut |p: &Progress| shown.push(p.to_string()),
         CancellationToken::new(),
+        None,
     )
     .await
     .unwrap();
@@ -293,4 +299,57 @@ async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
         driven.summary["tool_calls"], 5,
         "stopped at the fifth repeat"
     );
+}
+
+#[tokio::test]
+async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
+    use rein_host::session::{Delivery, SessionHost};
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let host = SessionHost::new();
+    let screen: Arc<Mutex<Vec<u8>>> = Arc::default();
+    // Watch from the moment the session opens, then close it mid-turn.
+    let watcher = {
+        let (host, screen) = (host.clone(), screen.clone());
+        tokio::spawn(async move {
+            while host.state("run-1").is_none() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let sink = screen.clone();
+            host.attach("run-1", "w", move |c| {
+                sink.lock().unwrap().extend_from_slice(c)
+            });
+            let typed = host.take_over("run-1", "w", b"hello?").unwrap().1;
+            while !String::from_utf8_lossy(&screen.lock().unwrap()).contains("done Bash") {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            host.close("run-1");
+            typed
+        })
+    };
+    let argv = script(dir.path(), &lines()[..3], "sleep 300");
+    let mut reducer = ClaudeStream::new("");
+    let driven = drive(
+        &spec(argv, dir.path()),
+        &mut reducer,
+        None,
+        &mut |_| {},
+        CancellationToken::new(),
+        Some((host.clone(), "run-1".into())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        watcher.await.unwrap(),
+        Delivery::Protocol,
+        "a stream takes no typed input"
+    );
+    assert_eq!(driven.ended, Ended::Stopped);
+    let seen = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    assert!(
+        seen.contains(".. started: claude-test") && seen.contains(".. tool Bash: Fetch the page"),
+        "{seen}"
+    );
+    assert!(!seen.contains(SECRET) && !seen.contains("curl"), "{seen}");
+    assert!(host.state("run-1").is_none());
 }

@@ -143,6 +143,7 @@ pub async fn run(
         .env_from(args.env.iter().map(String::as_str));
     spec.timeout = args.timeout;
     let cwd_text = cwd.display().to_string();
+    let home = rein_sessions::home::resolve(args.home)?;
     let prompt = args
         .prompt
         .unwrap_or_else(|| "(the request is in the command line)".to_owned());
@@ -152,12 +153,20 @@ pub async fn run(
         HostedKind::Codex => Some(Box::new(CodexStream::new(&cwd_text))),
         HostedKind::Acp => None,
         HostedKind::Tui => {
-            let home = rein_sessions::home::resolve(args.home)?;
             return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
         }
     };
     let mut recorder = Recorder::start(store, args.kind.name(), &program, &prompt).await?;
     let session = recorder.session().to_owned();
+    // Other terminals can watch the run while it lasts.
+    let host = rein_host::session::SessionHost::new();
+    let viewers = crate::cli::agents_tui::Viewers::serve(&home, &host, &session)?;
+    writeln!(
+        err,
+        "[rein] watch from another terminal with `rein agents attach {session}`"
+    )
+    .map_err(output_error)?;
+    let view = Some((host, session.clone()));
     let stop = tokio_util::sync::CancellationToken::new();
     let on_ctrl_c = stop.clone();
     tokio::spawn(async move {
@@ -180,6 +189,7 @@ pub async fn run(
                 Some(&mut recorder),
                 &mut show,
                 stop,
+                view,
             )
             .await
         }
@@ -188,7 +198,7 @@ pub async fn run(
             let ask = rein_host::acp::AcpAsk {
                 prompt: prompt.clone(),
                 person: Arc::new(crate::cli::acp::TerminalPerson),
-                view: None,
+                view,
             };
             rein_host::acp::drive_acp(
                 &spec,
@@ -201,6 +211,7 @@ pub async fn run(
             .await
         }
     };
+    drop(viewers);
     let driven = match driven {
         Ok(driven) => driven,
         Err(e) => {

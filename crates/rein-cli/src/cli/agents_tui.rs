@@ -137,6 +137,37 @@ fn refused(message: impl Into<String>) -> AgentError {
     AgentError::new(codes::SESSION_REFUSED, message)
 }
 
+/// A session served to other terminals (`rein agents attach ID`) while
+/// this lives: its socket removed and its viewers told when dropped.
+pub struct Viewers {
+    socket: PathBuf,
+    ended: CancellationToken,
+}
+
+impl Viewers {
+    /// Serve `session` of `host` on its socket under `home`.
+    pub fn serve(home: &Path, host: &SessionHost, session: &str) -> Result<Viewers, AgentError> {
+        let socket = socket_path(home, session);
+        let listener =
+            attach::listen(&socket).map_err(|e| refused(format!("cannot serve viewers: {e}")))?;
+        let ended = CancellationToken::new();
+        tokio::spawn(attach::serve(
+            listener,
+            host.clone(),
+            session.to_owned(),
+            ended.clone(),
+        ));
+        Ok(Viewers { socket, ended })
+    }
+}
+
+impl Drop for Viewers {
+    fn drop(&mut self) {
+        self.ended.cancel();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
 /// `rein agents run tui -- CMD`.
 pub async fn run(
     spec: HostSpec,
@@ -223,16 +254,7 @@ pub async fn run(
         let _ = out.write_all(chunk);
         let _ = out.flush();
     });
-    let socket = socket_path(home, &id);
-    let listener =
-        attach::listen(&socket).map_err(|e| refused(format!("cannot serve viewers: {e}")))?;
-    let ended = CancellationToken::new();
-    tokio::spawn(attach::serve(
-        listener,
-        host.clone(),
-        id.clone(),
-        ended.clone(),
-    ));
+    let viewers = Viewers::serve(home, &host, &id)?;
     writeln!(err, "[rein] session {id}: attach from another terminal with `rein agents attach {id}`; Ctrl-] r hands it back").map_err(output_error)?;
     let raw = RawMode::enter();
     let mut keys = stdin_keys();
@@ -252,9 +274,8 @@ pub async fn run(
         }
     };
     drop(raw);
-    ended.cancel();
+    drop(viewers);
     host.close(&id);
-    let _ = std::fs::remove_file(&socket);
     drop(host);
     // The recorder ends when the host (and its sink) is gone.
     if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(5), recorder)

@@ -1,0 +1,107 @@
+//! A protocol agent's run as a session of the session host, for viewers.
+//!
+//! An agent driven through a protocol (ACP, or a CLI's JSON stream) has no
+//! screen of its own: its session's terminal half renders what the run
+//! says — progress lines and the answer's words, made visible — and takes
+//! no input (that goes through the protocol: a prompt, a cancel, a
+//! permission's answer). Its protocol half stands for the agent's channel;
+//! closing the session closes it, which stops the run.
+//!
+//! Not here: the rules of sessions (`session.rs`), driving (`driver.rs`,
+//! `acp.rs`).
+
+use rein_wire::AgentError;
+use tokio_util::sync::CancellationToken;
+
+use crate::progress::ProgressKind;
+use crate::reducer::Step;
+use crate::session::{OpenRequest, ProtocolChannel, RenderMode, SessionHost, SessionPty};
+
+/// The terminal half: renders, takes no input.
+struct RenderedTerminal;
+
+impl SessionPty for RenderedTerminal {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other(
+            "this session's terminal only renders; its agent takes input through its protocol",
+        ))
+    }
+    fn resize(&mut self, _: u16, _: u16) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn close(&mut self) {}
+}
+
+/// The protocol half: closing it stops the run.
+struct RunChannel(CancellationToken);
+
+impl ProtocolChannel for RunChannel {
+    fn close(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// A run's open session; closed when dropped.
+pub(crate) struct View {
+    host: SessionHost,
+    session: String,
+}
+
+impl View {
+    /// Open `session` in `mode` (`acp` or `stream`); closing it cancels `stop`.
+    pub(crate) fn open(
+        host: SessionHost,
+        session: String,
+        mode: RenderMode,
+        stop: &CancellationToken,
+    ) -> Result<View, AgentError> {
+        host.open(OpenRequest {
+            session: session.clone(),
+            supports: vec![mode],
+            mode,
+            pty: Box::new(RenderedTerminal),
+            protocol: Some(Box::new(RunChannel(stop.clone()))),
+        })
+        .map_err(|why| {
+            AgentError::new(
+                rein_wire::error::codes::SESSION_REFUSED,
+                format!("the session cannot be opened: {why:?}"),
+            )
+        })?;
+        Ok(View { host, session })
+    }
+
+    /// Render the answer's `words` (if any) and the steps' progress.
+    pub(crate) fn show(&self, words: Option<&str>, steps: &[Step]) {
+        let mut out = String::new();
+        if let Some(words) = words {
+            out.push_str(&rein_wire::visible::visible(words).replace('\n', "\r\n"));
+        }
+        for step in steps {
+            match step {
+                Step::Progress(p)
+                    if !matches!(p.kind, ProgressKind::Activity | ProgressKind::AssistantText) =>
+                {
+                    out.push_str(&format!("\r\n.. {p}\r\n"));
+                }
+                // A CLI's answer arrives whole with its turn's result.
+                Step::TurnClosed(turn) if words.is_none() => {
+                    if let Some(text) = &turn.text {
+                        out.push_str(&rein_wire::visible::visible(text).replace('\n', "\r\n"));
+                        out.push_str("\r\n");
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !out.is_empty() {
+            self.host.output(&self.session, out.as_bytes());
+        }
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        self.host.close(&self.session);
+    }
+}
