@@ -27,7 +27,7 @@ use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult, digest,
+    MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Refusals, Step, TurnResult, digest,
 };
 
 /// The answer's text is kept up to this many bytes (the rest is counted).
@@ -48,9 +48,7 @@ pub struct AcpStream {
     exited_early: bool,
     open: HashMap<String, (String, String)>,
     done: HashSet<String>,
-    refused: Vec<Refusal>,
-    refused_count: u64,
-    refused_ids: HashSet<String>,
+    refusals: Refusals,
     repeats: Repeats,
     records: u64,
     unknown: u64,
@@ -73,9 +71,7 @@ impl AcpStream {
             exited_early: false,
             open: HashMap::new(),
             done: HashSet::new(),
-            refused: Vec::new(),
-            refused_count: 0,
-            refused_ids: HashSet::new(),
+            refusals: Refusals::default(),
             repeats: Repeats::new(),
             records: 0,
             unknown: 0,
@@ -221,27 +217,12 @@ impl AcpStream {
     /// The person refused the call `tool_call` asked permission for.
     pub fn refused(&mut self, tool_call: &Value) {
         let id = Self::id_of(tool_call);
-        if !id.is_empty() {
-            if self.refused_ids.contains(&id) {
-                return;
-            }
-            if self.refused_ids.len() < MAX_OPEN_TOOLS {
-                self.refused_ids.insert(id);
-            }
-        }
         let (tool, detail) = self.describe(tool_call);
-        self.refused_count += 1;
-        self.send(Progress::tool(ProgressKind::Refused, &tool, &detail));
-        if self.refused.len() < MAX_REFUSED {
-            let subject = if detail.is_empty() {
-                tool
-            } else {
-                format!("{tool}: {detail}")
-            };
-            self.refused.push(Refusal {
-                kind: RefusalKind::Permission,
-                subject: clean(&subject, 160),
-            });
+        if let Some(shown) = self
+            .refusals
+            .add(RefusalKind::Permission, Some(&id), &tool, &detail)
+        {
+            self.send(shown);
         }
     }
 
@@ -345,8 +326,8 @@ impl Reducer for AcpStream {
             text: self.text.clone().filter(|_| self.failure.is_none()),
             failure: self.failure.clone(),
             exited_early: self.exited_early,
-            refused: self.refused.clone(),
-            refused_count: self.refused_count,
+            refused: self.refusals.kept(),
+            refused_count: self.refusals.count(),
             cost_micro_usd: None,
         }
     }
@@ -358,7 +339,7 @@ impl Reducer for AcpStream {
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
             "permission_requests": self.permissions,
-            "refused": self.refused_count,
+            "refused": self.refusals.count(),
             "answer_bytes_dropped": self.answer_dropped,
             "failure": self.failure.clone().unwrap_or_default(),
         })

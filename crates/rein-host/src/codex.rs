@@ -34,8 +34,7 @@ use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult, count,
-    digest,
+    MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Refusals, Step, TurnResult, count, digest,
 };
 
 /// An item that is a tool call: its name, input digest and allowed detail.
@@ -58,9 +57,7 @@ pub struct CodexStream {
     last_error: Option<String>,
     open: HashMap<String, OpenItem>,
     done: HashSet<String>,
-    refused: Vec<Refusal>,
-    refused_count: u64,
-    refused_ids: HashSet<String>,
+    refusals: Refusals,
     repeats: Repeats,
     usage: Usage,
     records: u64,
@@ -87,9 +84,7 @@ impl CodexStream {
             last_error: None,
             open: HashMap::new(),
             done: HashSet::new(),
-            refused: Vec::new(),
-            refused_count: 0,
-            refused_ids: HashSet::new(),
+            refusals: Refusals::default(),
             repeats: Repeats::new(),
             usage: Usage::default(),
             records: 0,
@@ -251,24 +246,11 @@ impl CodexStream {
     }
 
     fn refuse(&mut self, id: &str, name: &str, detail: &str) {
-        if self.refused_ids.contains(id) {
-            return;
-        }
-        if self.refused_ids.len() < MAX_OPEN_TOOLS {
-            self.refused_ids.insert(id.to_owned());
-        }
-        self.refused_count += 1;
-        let subject = if detail.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{name}: {detail}")
-        };
-        self.send(Progress::tool(ProgressKind::Refused, name, detail));
-        if self.refused.len() < MAX_REFUSED {
-            self.refused.push(Refusal {
-                kind: RefusalKind::Permission,
-                subject: clean(&subject, 160),
-            });
+        if let Some(shown) = self
+            .refusals
+            .add(RefusalKind::Permission, Some(id), name, detail)
+        {
+            self.send(shown);
         }
     }
 
@@ -415,8 +397,8 @@ impl Reducer for CodexStream {
             text: self.text.clone().filter(|_| self.failure.is_none()),
             failure: self.failure.clone(),
             exited_early: self.exited_early,
-            refused: self.refused.clone(),
-            refused_count: self.refused_count,
+            refused: self.refusals.kept(),
+            refused_count: self.refusals.count(),
             cost_micro_usd: None,
         }
     }
@@ -431,7 +413,7 @@ impl Reducer for CodexStream {
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
             "stream_errors": self.retries,
-            "refused": self.refused_count,
+            "refused": self.refusals.count(),
             "input_tokens": self.usage.prompt_total(),
             "output_tokens": self.usage.output,
             "failure": self.failure.clone().unwrap_or_default(),

@@ -107,6 +107,65 @@ pub struct Outcome {
     pub cost_micro_usd: Option<u64>,
 }
 
+/// Requests a hosted agent refused on its own: kept once per call id (the
+/// first [`MAX_REFUSED`] named, all counted), each shown once.
+#[derive(Debug, Default)]
+pub(crate) struct Refusals {
+    ids: std::collections::HashSet<String>,
+    kept: Vec<Refusal>,
+    count: u64,
+}
+
+impl Refusals {
+    /// One more refusal of `tool` (its allowed `detail`) for call `id`: the
+    /// progress event to show, or `None` when that call was refused before.
+    pub(crate) fn add(
+        &mut self,
+        kind: RefusalKind,
+        id: Option<&str>,
+        tool: &str,
+        detail: &str,
+    ) -> Option<Progress> {
+        if let Some(id) = id.filter(|id| !id.is_empty()) {
+            if self.ids.contains(id) {
+                return None;
+            }
+            if self.ids.len() < MAX_OPEN_TOOLS {
+                self.ids.insert(id.to_owned());
+            }
+        }
+        self.count += 1;
+        if self.kept.len() < MAX_REFUSED {
+            let subject = match (tool.is_empty(), detail.is_empty()) {
+                (false, false) => format!("{tool}: {detail}"),
+                _ => tool.to_owned(),
+            };
+            self.kept.push(Refusal {
+                kind,
+                subject: crate::progress::clean(&subject, MAX_SUBJECT_CHARS),
+            });
+        }
+        Some(Progress::tool(
+            crate::progress::ProgressKind::Refused,
+            tool,
+            detail,
+        ))
+    }
+
+    /// The named refusals.
+    pub(crate) fn kept(&self) -> Vec<Refusal> {
+        self.kept.clone()
+    }
+
+    /// How many there were.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+/// A refused subject is cut to this many characters.
+const MAX_SUBJECT_CHARS: usize = 160;
+
 /// A hosted CLI's stream reducer.
 pub trait Reducer: Send {
     /// Reduce one stdout line (without its newline).

@@ -38,7 +38,7 @@
 
 mod result;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rein_wire::loops::{Repeat, Repeats, fingerprint};
 use serde_json::{Map, Value, json};
@@ -47,7 +47,7 @@ use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_OPEN_TOOLS, MAX_REFUSED, Outcome, Reducer, Refusal, RefusalKind, Step, count, digest,
+    MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Refusals, Step, count, digest,
 };
 
 /// The one input shown per tool; a tool not listed shows its name only.
@@ -74,9 +74,6 @@ pub const QUESTION_TOOL: &str = "AskUserQuestion";
 /// Record types that are activity only; any other unknown type is counted.
 const ACTIVITY_TYPES: &[&str] = &["rate_limit_event"];
 
-/// A refused subject is cut to this many characters.
-const MAX_SUBJECT_CHARS: usize = 160;
-
 /// An open tool call: its name, its input's digest, its allowed detail.
 struct OpenTool {
     name: String,
@@ -102,9 +99,7 @@ pub struct ClaudeStream {
     last_total_cost: Option<u64>,
     last_known_cost: u64,
     open: HashMap<String, OpenTool>,
-    refused: Vec<Refusal>,
-    refused_count: u64,
-    refused_ids: HashSet<String>,
+    refusals: Refusals,
     repeats: Repeats,
     records: u64,
     oversize: u64,
@@ -134,9 +129,7 @@ impl ClaudeStream {
             last_total_cost: None,
             last_known_cost: 0,
             open: HashMap::new(),
-            refused: Vec::new(),
-            refused_count: 0,
-            refused_ids: HashSet::new(),
+            refusals: Refusals::default(),
             repeats: Repeats::new(),
             records: 0,
             oversize: 0,
@@ -314,24 +307,8 @@ impl ClaudeStream {
     }
 
     fn refuse(&mut self, kind: RefusalKind, id: Option<&str>, name: &str, detail: &str) {
-        if let Some(id) = id {
-            if self.refused_ids.contains(id) {
-                return;
-            }
-            if self.refused_ids.len() < MAX_OPEN_TOOLS {
-                self.refused_ids.insert(id.to_owned());
-            }
-        }
-        self.refused_count += 1;
-        let subject = if !name.is_empty() && !detail.is_empty() {
-            format!("{name}: {detail}")
-        } else {
-            name.to_owned()
-        };
-        let subject = clean(&subject, MAX_SUBJECT_CHARS);
-        self.send(Progress::tool(ProgressKind::Refused, name, detail));
-        if self.refused.len() < MAX_REFUSED {
-            self.refused.push(Refusal { kind, subject });
+        if let Some(shown) = self.refusals.add(kind, id, name, detail) {
+            self.send(shown);
         }
     }
 
@@ -466,8 +443,8 @@ impl Reducer for ClaudeStream {
             text: self.text.clone().filter(|_| self.failure.is_none()),
             failure: self.failure.clone(),
             exited_early: self.exited_early,
-            refused: self.refused.clone(),
-            refused_count: self.refused_count,
+            refused: self.refusals.kept(),
+            refused_count: self.refusals.count(),
             cost_micro_usd: self.last_total_cost,
         }
     }
@@ -492,7 +469,7 @@ impl Reducer for ClaudeStream {
             ("tool_calls", self.tool_calls),
             ("tool_errors", self.tool_errors),
             ("api_retries", self.retries),
-            ("refused", self.refused_count),
+            ("refused", self.refusals.count()),
         ] {
             out.insert(key.into(), json!(value));
         }
