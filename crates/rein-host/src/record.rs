@@ -25,8 +25,12 @@ use serde_json::json;
 use crate::driver::Driven;
 use crate::reducer::Step;
 
-/// How long the recorder's hold on the session lasts between renewals.
-const LEASE_TTL: Duration = Duration::from_secs(60);
+/// How long the recorder's hold on the session lasts between writes, by
+/// default.
+pub const LEASE_TTL: Duration = Duration::from_secs(60);
+
+/// Who holds the session while the run is recorded.
+const HOLDER: &str = "rein-host";
 
 /// Open tool calls tracked at most (past it a call's result is recorded as
 /// interrupted at the end rather than matched).
@@ -40,6 +44,7 @@ pub struct Recorder {
     turn_id: String,
     run_id: String,
     open: BTreeSet<String>,
+    ttl: Duration,
 }
 
 impl Recorder {
@@ -54,7 +59,7 @@ impl Recorder {
         let info = store
             .create_session(json!({"hosted": kind, "program": program}))
             .await?;
-        let lease = store.acquire(&info.id, "rein-host", LEASE_TTL).await?;
+        let lease = store.acquire(&info.id, HOLDER, LEASE_TTL).await?;
         let turn_id = rein_wire::ids::new_prefixed("turn");
         let run_id = rein_wire::ids::new_prefixed("run");
         let mut recorder = Recorder {
@@ -64,6 +69,7 @@ impl Recorder {
             turn_id: turn_id.clone(),
             run_id: run_id.clone(),
             open: BTreeSet::new(),
+            ttl: LEASE_TTL,
         };
         recorder
             .append(vec![
@@ -83,14 +89,33 @@ impl Recorder {
         Ok(recorder)
     }
 
+    /// Hold the session for `ttl` between writes from now on (default
+    /// [`LEASE_TTL`]); a hold that lapsed while the agent was quiet is taken
+    /// again.
+    pub async fn lease_ttl(mut self, ttl: Duration) -> Result<Self, AgentError> {
+        self.lease = self.store.renew(&self.lease, ttl).await?;
+        self.ttl = ttl;
+        Ok(self)
+    }
+
     /// The session written to.
     pub fn session(&self) -> &str {
         &self.session
     }
 
     async fn append(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
-        if self.lease.expires_ms - rein_wire::clock::now_ms() < 30_000 {
-            self.lease = self.store.renew(&self.lease, LEASE_TTL).await?;
+        // Renew once half the lease has run; a hosted agent can be quiet
+        // for longer than the lease (thinking), so one that lapsed is taken
+        // again (the session is this run's own: nobody else writes to it).
+        let half = i64::try_from(self.ttl.as_millis() / 2).unwrap_or(i64::MAX);
+        if rein_wire::clock::now_ms() > self.lease.expires_ms.saturating_sub(half) {
+            self.lease = match self.store.renew(&self.lease, self.ttl).await {
+                Ok(lease) => lease,
+                Err(e) if e.code == rein_wire::error::codes::LEASE_LOST => {
+                    self.store.acquire(&self.session, HOLDER, self.ttl).await?
+                }
+                Err(e) => return Err(e),
+            };
         }
         self.store
             .append(
@@ -215,6 +240,52 @@ impl Recorder {
             lease,
         }])
         .await
+    }
+
+    /// A person's intervention in the run's terminal (`host.intervened`).
+    pub async fn intervention(
+        &mut self,
+        x: &crate::session::Intervention,
+    ) -> Result<(), AgentError> {
+        use crate::session::InterventionKind;
+        let intervention = match x.kind {
+            InterventionKind::Takeover => "takeover",
+            InterventionKind::Refused => "refused",
+            InterventionKind::Released => "released",
+        };
+        self.append(vec![Event::HostIntervened {
+            viewer: x.viewer.clone(),
+            intervention: intervention.into(),
+            holder: x.holder.clone(),
+            data: x.data.clone(),
+        }])
+        .await
+    }
+
+    /// Close a run whose program ran in a terminal: finished when it exited
+    /// with 0, failed otherwise.
+    pub async fn finish_exit(&mut self, exit_code: Option<i32>) -> Result<(), AgentError> {
+        let outcome = if exit_code == Some(0) {
+            crate::driver::Ended::Finished
+        } else {
+            crate::driver::Ended::Failed
+        }
+        .as_str()
+        .to_owned();
+        self.append(vec![
+            Event::TurnFinished {
+                turn_id: self.turn_id.clone(),
+                outcome: outcome.clone(),
+                reply: None,
+            },
+            Event::RunFinished {
+                run_id: self.run_id.clone(),
+                outcome,
+                totals: json!({"exit_code": exit_code}),
+            },
+        ])
+        .await?;
+        self.store.release(&self.lease).await
     }
 
     /// Close a run that could not start (the program is missing, say): the

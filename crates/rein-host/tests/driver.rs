@@ -353,3 +353,47 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
     assert!(!seen.contains(SECRET) && !seen.contains("curl"), "{seen}");
     assert!(host.state("run-1").is_none());
 }
+
+#[tokio::test]
+async fn an_agent_quiet_for_longer_than_the_lease_is_still_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path()).await;
+    let mut recorder = Recorder::start(store.clone(), "claude", "claude", "p")
+        .await
+        .unwrap()
+        .lease_ttl(Duration::from_millis(400))
+        .await
+        .unwrap();
+    let session = recorder.session().to_owned();
+    // Thinking for longer than the hold lasts, between a call and its result.
+    let all = lines();
+    let data = dir.path().join("rest.jsonl");
+    std::fs::write(
+        &data,
+        all[2..]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let tail = format!("sleep 1.5\ncat '{}'", data.display());
+    let argv = script(dir.path(), &all[..2], &tail);
+    let mut reducer = ClaudeStream::new("");
+    let driven = drive(
+        &spec(argv, dir.path()),
+        &mut reducer,
+        Some(&mut recorder),
+        &mut |_| {},
+        CancellationToken::new(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(driven.ended, Ended::Finished, "{:?}", driven.outcome);
+    let events = read_all(store.as_ref(), &session).await.unwrap();
+    assert!(
+        events.iter().any(
+            |e| matches!(&e.event, Event::RunFinished { outcome, .. } if outcome == "finished")
+        )
+    );
+}

@@ -13,14 +13,12 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rein_host::attach::{self, kind};
-use rein_host::session::{InterventionKind, OpenRequest, RenderMode, SessionHost};
-use rein_host::{HostSpec, pty};
-use rein_sessions::{Event, NewEvent, Store};
+use rein_host::session::{OpenRequest, RenderMode, SessionHost};
+use rein_host::{HostSpec, Recorder, pty};
+use rein_sessions::Store;
 use rein_wire::{AgentError, error::codes};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::output::output_error;
@@ -180,67 +178,28 @@ pub async fn run(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let info = store
-        .create_session(json!({"hosted": "tui", "program": program}))
-        .await?;
-    let id = info.id;
-    let lease = store
-        .acquire(&id, "rein-agents", Duration::from_secs(24 * 3600))
-        .await?;
-    let turn_id = rein_wire::ids::new_prefixed("turn");
-    let run_id = rein_wire::ids::new_prefixed("run");
-    store
-        .append(
-            &lease,
-            vec![
-                NewEvent::main(Event::TurnStarted {
-                    turn_id: turn_id.clone(),
-                    parent: None,
-                    prompt: prompt.to_owned(),
-                }),
-                NewEvent::main(Event::RunStarted {
-                    run_id: run_id.clone(),
-                    turn_id: turn_id.clone(),
-                    budgets: json!({}),
-                    profile: json!({"hosted": "tui", "program": program}),
-                }),
-            ],
-        )
-        .await?;
+    let mut recorder = Recorder::start(store, "tui", &program, prompt).await?;
+    let id = recorder.session().to_owned();
     let host = SessionHost::new();
-    // Interventions become durable records, in order, on one task.
+    // Interventions become durable records, in order, on this task.
     let (record_tx, mut record_rx) = tokio::sync::mpsc::unbounded_channel();
     host.on_intervention(move |x| {
         let _ = record_tx.send(x);
     });
-    let recorder = {
-        let (store, lease) = (store.clone(), lease.clone());
-        tokio::spawn(async move {
-            while let Some(x) = record_rx.recv().await {
-                let intervention = match x.kind {
-                    InterventionKind::Takeover => "takeover",
-                    InterventionKind::Refused => "refused",
-                    InterventionKind::Released => "released",
-                };
-                let event = Event::HostIntervened {
-                    viewer: x.viewer,
-                    intervention: intervention.into(),
-                    holder: x.holder,
-                    data: x.data,
-                };
-                store.append(&lease, vec![NewEvent::main(event)]).await?;
-            }
-            Ok::<_, AgentError>(())
-        })
-    };
-    let (terminal, process) = pty::spawn(
+    let (terminal, process) = match pty::spawn(
         &spec.argv,
         &spec.cwd,
         &spec.env,
         (120, 40),
         host.clone(),
         &id,
-    )?;
+    ) {
+        Ok(started) => started,
+        Err(e) => {
+            recorder.abandon(&e.message).await?;
+            return Err(e);
+        }
+    };
     host.open(OpenRequest {
         session: id.clone(),
         supports: vec![RenderMode::NativeTui],
@@ -262,6 +221,7 @@ pub async fn run(
     let exit = loop {
         tokio::select! {
             exit = &mut waiting => break exit.ok().flatten(),
+            Some(x) = record_rx.recv() => recorder.intervention(&x).await?,
             key = keys.recv() => match key {
                 Some(Key::Bytes(bytes)) => {
                     if let Err(rein_host::session::InputResult::LeaseHeld { holder }) = host.take_over(&id, "local", &bytes) {
@@ -276,37 +236,11 @@ pub async fn run(
     drop(raw);
     drop(viewers);
     host.close(&id);
-    drop(host);
-    // The recorder ends when the host (and its sink) is gone.
-    if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(5), recorder)
-        .await
-        .unwrap_or(Ok(Ok(())))
-    {
-        return Err(e);
+    while let Ok(x) = record_rx.try_recv() {
+        recorder.intervention(&x).await?;
     }
-    let outcome = if exit == Some(0) {
-        "finished"
-    } else {
-        "failed"
-    };
-    store
-        .append(
-            &lease,
-            vec![
-                NewEvent::main(Event::TurnFinished {
-                    turn_id,
-                    outcome: outcome.into(),
-                    reply: None,
-                }),
-                NewEvent::main(Event::RunFinished {
-                    run_id,
-                    outcome: outcome.into(),
-                    totals: json!({"exit_code": exit}),
-                }),
-            ],
-        )
-        .await?;
-    store.release(&lease).await?;
+    let exit = exit.and_then(|code| i32::try_from(code).ok());
+    recorder.finish_exit(exit).await?;
     writeln!(
         err,
         "[rein] {program} ended (exit code {}); session {id}",
