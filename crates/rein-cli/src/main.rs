@@ -265,7 +265,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
         }
         Command::Agents { command } => match command {
             cli::agents::AgentsCommand::Run {
-                kind,
+                agent,
                 prompt,
                 env,
                 timeout,
@@ -274,10 +274,10 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             } => {
                 let store = open_store(cli.home.clone()).await?;
                 let args = cli::agents::RunArgs {
-                    kind,
+                    agent,
                     prompt,
                     env,
-                    timeout: std::time::Duration::from_secs(timeout),
+                    timeout: timeout.map(std::time::Duration::from_secs),
                     cwd,
                     command,
                     home: cli.home,
@@ -292,8 +292,9 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 cli::agents_tui::attach(&home, &id, &name, &mut std::io::stderr()).await
             }
             cli::agents::AgentsCommand::List { limit } => {
+                let home = rein::sessions::home::resolve(cli.home.clone())?;
                 let store = open_store(cli.home).await?;
-                cli::agents::list(store.as_ref(), limit, stdout).await
+                cli::agents::list(&home, store.as_ref(), limit, stdout).await
             }
         },
         Command::Mcp { command } => match command {

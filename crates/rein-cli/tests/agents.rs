@@ -176,3 +176,77 @@ fn another_terminal_watches_a_hosted_stream_run() {
     assert!(status.contains("the session ended"), "{status}");
     assert!(owner.wait().unwrap().success());
 }
+
+#[test]
+fn a_configured_agent_runs_by_name_with_only_its_named_environment() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let lines = vec![
+        serde_json::json!({"type": "system", "subtype": "init", "model": "m"}),
+        serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": "ok", "total_cost_usd": 0.5}),
+    ];
+    let env_file = work.path().join("env.txt");
+    let sh = script(
+        work.path(),
+        &lines,
+        &format!("env > '{}'", env_file.display()),
+    );
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[agents.fake]\nkind = \"claude\"\ncommand = \"/bin/sh\"\nargs = [\"{sh}\"]\nenv = {{ FAKE_MODE = \"quiet\" }}\nenv_from = [\"MY_TOKEN\"]\ntimeout_secs = 30\n"
+        ),
+    )
+    .unwrap();
+    let out = common::rein_at(home.path())
+        .current_dir(work.path())
+        .env("MY_TOKEN", "tok-123456789")
+        .env("OTHER_SECRET", "must-not-pass")
+        .args(["agents", "run", "fake"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(common::stdout(&out), "ok\n");
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    assert!(
+        env.contains("FAKE_MODE=quiet") && env.contains("MY_TOKEN=tok-123456789"),
+        "{env}"
+    );
+    assert!(!env.contains("OTHER_SECRET"), "{env}");
+
+    let list = common::rein_at(home.path())
+        .args(["agents", "list"])
+        .output()
+        .unwrap();
+    let listed = common::stdout(&list);
+    assert!(
+        listed.contains("configured  fake") && listed.contains("claude  sh"),
+        "{listed}"
+    );
+    assert!(listed.contains("$0.500000"), "{listed}");
+
+    let unknown = common::rein_at(home.path())
+        .args(["agents", "run", "nobody"])
+        .output()
+        .unwrap();
+    let said = common::stderr(&unknown);
+    assert!(
+        said.contains("agent_config_invalid") && said.contains("configured: fake"),
+        "{said}"
+    );
+    let bare = common::rein_at(home.path())
+        .args(["agents", "run", "codex"])
+        .output()
+        .unwrap();
+    assert!(common::stderr(&bare).contains("give the command after `--`"));
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[agents.bad]\nkind = \"claude\"\ncommand = \"\"\n",
+    )
+    .unwrap();
+    let bad = common::rein_at(home.path())
+        .args(["agents", "list"])
+        .output()
+        .unwrap();
+    assert!(common::stderr(&bad).contains("agent `bad`: `command` is empty"));
+}

@@ -26,6 +26,7 @@ pub mod acp_stream;
 pub mod attach;
 pub mod claude;
 pub mod codex;
+pub mod config;
 pub mod driver;
 pub mod jsonrpc;
 pub mod progress;

@@ -288,6 +288,9 @@ registry! {
     SKILL_INVALID = "skill_invalid", 400, false,
         "A skill file cannot be used",
         "Each skill is a markdown file with front matter naming `name` and `when` (one line each).";
+    AGENT_CONFIG_INVALID = "agent_config_invalid", 400, false,
+        "The hosted agents' configuration cannot be used",
+        "Fix the named agent's entry under [agents] in the config file.";
     HOSTED_AGENT_UNAVAILABLE = "hosted_agent_unavailable", 503, false,
         "The hosted agent's program cannot be started",
         "Check the command after `--` (is it installed and on the PATH the config names?).";

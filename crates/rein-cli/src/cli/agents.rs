@@ -15,40 +15,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rein_host::config::{AgentEntry, AgentKind, AgentsConfig, BASE_ENV};
 use rein_host::{ClaudeStream, CodexStream, Driven, Ended, HostSpec, Recorder, Reducer, drive};
+use rein_mcp::config::CONFIG_FILE;
 use rein_sessions::Store;
 use rein_wire::{AgentError, error::codes};
 
 use crate::cli::output::output_error;
-
-/// The variables every hosted CLI gets (those set).
-const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
-
-/// Which CLI's stream the command writes.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum HostedKind {
-    /// `claude -p --output-format stream-json --verbose`.
-    Claude,
-    /// `codex exec --json`.
-    Codex,
-    /// Any agent speaking the Agent Client Protocol on its stdio (needs
-    /// `--prompt`); its permission requests are asked here.
-    Acp,
-    /// Any program's own terminal UI, in a PTY others can attach to and
-    /// take over by typing.
-    Tui,
-}
-
-impl HostedKind {
-    fn name(self) -> &'static str {
-        match self {
-            HostedKind::Claude => "claude",
-            HostedKind::Codex => "codex",
-            HostedKind::Acp => "acp",
-            HostedKind::Tui => "tui",
-        }
-    }
-}
 
 /// `rein agents`' subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -56,8 +29,9 @@ pub enum AgentsCommand {
     /// Run another agent's CLI as a worker: redacted progress on stderr, the
     /// final text on stdout, the run recorded as a session.
     Run {
-        /// Whose stream the command writes.
-        kind: HostedKind,
+        /// A configured agent (`[agents.NAME]` in REIN_HOME/config.toml), or
+        /// how the command after `--` is driven: claude, codex, acp or tui.
+        agent: String,
         /// The person's request, appended to the command as its last argument.
         #[arg(long)]
         prompt: Option<String>,
@@ -65,18 +39,19 @@ pub enum AgentsCommand {
         /// e.g. its API key).
         #[arg(long = "env", value_name = "NAME")]
         env: Vec<String>,
-        /// The run's time limit in seconds.
-        #[arg(long, default_value_t = 3600)]
-        timeout: u64,
+        /// The run's time limit in seconds (default: the agent's entry, else
+        /// an hour).
+        #[arg(long)]
+        timeout: Option<u64>,
         /// The working directory (default: the current one).
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
-        /// The command, after `--`.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        /// The command, after `--` (replaces a configured agent's).
+        #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
     },
-    /// Watch a live `rein agents run tui` session from this terminal; type
-    /// to take it over (Ctrl-] r hands it back, Ctrl-] d detaches).
+    /// Watch a live hosted run from this terminal (Ctrl-] d detaches); in a
+    /// `tui` run, type to take it over (Ctrl-] r hands it back).
     Attach {
         /// The session.
         id: String,
@@ -84,7 +59,7 @@ pub enum AgentsCommand {
         #[arg(long = "as", value_name = "NAME")]
         name: Option<String>,
     },
-    /// Hosted runs, newest first.
+    /// The configured agents, then hosted runs, newest first.
     List {
         /// At most this many.
         #[arg(long, default_value_t = 20)]
@@ -94,14 +69,14 @@ pub enum AgentsCommand {
 
 /// Options of `rein agents run`.
 pub struct RunArgs {
-    /// Whose stream.
-    pub kind: HostedKind,
+    /// A configured agent, or a kind.
+    pub agent: String,
     /// Appended to the command.
     pub prompt: Option<String>,
     /// Extra variables by name.
     pub env: Vec<String>,
-    /// The limit.
-    pub timeout: Duration,
+    /// The limit, over the entry's.
+    pub timeout: Option<Duration>,
     /// The working directory.
     pub cwd: Option<PathBuf>,
     /// The command.
@@ -123,8 +98,10 @@ pub async fn run(
             AgentError::new(codes::INVALID_INPUT, format!("no working directory: {e}"))
         })?,
     };
-    let mut argv = args.command;
-    let acp = matches!(args.kind, HostedKind::Acp);
+    let home = rein_sessions::home::resolve(args.home)?;
+    let (kind, entry) = resolve_agent(&home, &args.agent, args.command)?;
+    let mut argv = entry.argv;
+    let acp = kind == AgentKind::Acp;
     if acp && args.prompt.is_none() {
         return Err(AgentError::new(
             codes::INVALID_INPUT,
@@ -140,23 +117,25 @@ pub async fn run(
         .unwrap_or_default();
     let mut spec = HostSpec::new(argv, cwd.clone())
         .env_from(BASE_ENV.iter().copied())
+        .env_from(entry.env_from.iter().map(String::as_str))
         .env_from(args.env.iter().map(String::as_str));
-    spec.timeout = args.timeout;
+    spec.env.extend(entry.env);
+    spec.timeout = args.timeout.unwrap_or(entry.timeout);
+    spec.max_line = entry.max_line;
     let cwd_text = cwd.display().to_string();
-    let home = rein_sessions::home::resolve(args.home)?;
     let prompt = args
         .prompt
         .unwrap_or_else(|| "(the request is in the command line)".to_owned());
     // The CLIs' line reducers; an ACP agent is driven over its protocol.
-    let mut reducer: Option<Box<dyn Reducer>> = match args.kind {
-        HostedKind::Claude => Some(Box::new(ClaudeStream::new(&cwd_text))),
-        HostedKind::Codex => Some(Box::new(CodexStream::new(&cwd_text))),
-        HostedKind::Acp => None,
-        HostedKind::Tui => {
+    let mut reducer: Option<Box<dyn Reducer>> = match kind {
+        AgentKind::Claude => Some(Box::new(ClaudeStream::new(&cwd_text))),
+        AgentKind::Codex => Some(Box::new(CodexStream::new(&cwd_text))),
+        AgentKind::Acp => None,
+        AgentKind::Tui => {
             return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
         }
     };
-    let mut recorder = Recorder::start(store, args.kind.name(), &program, &prompt).await?;
+    let mut recorder = Recorder::start(store, kind.as_str(), &program, &prompt).await?;
     let session = recorder.session().to_owned();
     // Other terminals can watch the run while it lasts.
     let host = rein_host::session::SessionHost::new();
@@ -223,7 +202,7 @@ pub async fn run(
     if let Some(text) = &driven.outcome.text {
         writeln!(out, "{}", rein_wire::visible::visible(text)).map_err(output_error)?;
     }
-    writeln!(err, "{}", summary_line(args.kind.name(), &driven, &session)).map_err(output_error)?;
+    writeln!(err, "{}", summary_line(kind.as_str(), &driven, &session)).map_err(output_error)?;
     match driven.ended {
         Ended::Finished => Ok(()),
         _ => Err(AgentError::new(
@@ -235,6 +214,57 @@ pub async fn run(
                 .unwrap_or_else(|| driven.ended.as_str().to_owned()),
         )),
     }
+}
+
+/// The agent `name` names: a configured entry (its command replaced by
+/// `command` when one is given), or a kind with the command after `--`.
+fn resolve_agent(
+    home: &std::path::Path,
+    name: &str,
+    command: Vec<String>,
+) -> Result<(AgentKind, AgentEntry), AgentError> {
+    let config = AgentsConfig::load(&home.join(CONFIG_FILE))?;
+    if let Some(entry) = config.agents.get(name) {
+        let mut entry = entry.clone();
+        if !command.is_empty() {
+            entry.argv = command;
+        }
+        return Ok((entry.kind, entry));
+    }
+    let Some(kind) = AgentKind::named(name) else {
+        let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+        return Err(AgentError::new(
+            codes::AGENT_CONFIG_INVALID,
+            format!(
+                "no agent `{}` is configured (configured: {}); or name how the command after `--` is driven: claude, codex, acp or tui",
+                rein_wire::visible::visible(name),
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    };
+    if command.is_empty() {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "give the command after `--` (e.g. `rein agents run {name} -- {name} …`), or configure [agents.NAME]"
+            ),
+        ));
+    }
+    Ok((
+        kind,
+        AgentEntry {
+            kind,
+            argv: command,
+            env: Default::default(),
+            env_from: Vec::new(),
+            timeout: rein_host::driver::DEFAULT_TIMEOUT,
+            max_line: rein_host::driver::DEFAULT_MAX_LINE,
+        },
+    ))
 }
 
 /// `claude finished in 1.5 s · 3 tool calls · 1 refused · $0.012300 · session ses_…`.
@@ -273,7 +303,26 @@ fn summary_line(kind: &str, driven: &Driven, session: &str) -> String {
 }
 
 /// `rein agents list`.
-pub async fn list(store: &dyn Store, limit: usize, out: &mut impl Write) -> Result<(), AgentError> {
+pub async fn list(
+    home: &std::path::Path,
+    store: &dyn Store,
+    limit: usize,
+    out: &mut impl Write,
+) -> Result<(), AgentError> {
+    let config = AgentsConfig::load(&home.join(CONFIG_FILE))?;
+    for (name, entry) in &config.agents {
+        let program = std::path::Path::new(&entry.argv[0])
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "configured  {name:<16} {:<7} {}",
+            entry.kind.as_str(),
+            rein_wire::visible::visible(&program)
+        )
+        .map_err(output_error)?;
+    }
     let mut shown = 0usize;
     // Hosted runs are sessions like any other; more are read than shown so
     // that chats in between do not hide them.
