@@ -7,15 +7,18 @@
 //!   clock or file, so recordings, live runs and fuzz inputs share them.
 //! - [`acp`]: any ACP agent driven as a child, its permission requests
 //!   decided by a person; [`acp_stream`]: its messages reduced, purely;
-//!   [`acp_serve`]: rein itself served as an ACP agent.
+//!   [`acp_serve`]: rein itself served as an ACP agent; [`jsonrpc`]: the
+//!   JSON-RPC both sides speak.
 //! - [`progress`]: what a person is shown — redacted by construction.
 //! - [`driver`]: the CLI as a child process (bounded lines, a time limit,
 //!   the whole process group killed when the run is over) feeding a reducer;
-//!   [`record`]: the hosted run as an ordinary rein session.
+//!   [`record`]: the hosted run as an ordinary rein session; [`config`]:
+//!   the agents a person configured (`[agents.NAME]`).
 //! - [`session`]: the session host — a terminal per session ([`pty`]) and,
 //!   for a protocol agent, a separate inbound channel; live plural attach,
-//!   takeover by typing, interventions recorded; [`attach`]: the same
-//!   session from another process, over a Unix socket.
+//!   takeover by typing, interventions recorded; a protocol agent's run is
+//!   such a session too, rendered; [`attach`]: the same session from
+//!   another process, over a Unix socket.
 //!
 //! Not here: rein's own conversations (`rein-runner`), or the terminal
 //! rendering of progress (the CLI's).

@@ -14,8 +14,8 @@
 //! The rules kept here:
 //! - What renders is a mode, and the modes are exclusive, checked at
 //!   [`SessionHost::open`] with named refusals: a `native-tui` session has
-//!   no protocol channel, an `acp` or `stream` session must have one, the agent must
-//!   support the mode, and an id is opened once.
+//!   no protocol channel, an `acp` or `stream` session must have one, the
+//!   agent must support the mode, and an id is opened once.
 //! - Attach is live and plural (not resume): each viewer gets the retained
 //!   output as a bounded [`Snapshot`] that says when older output is gone,
 //!   then every new chunk; attach and detach are events with viewer counts.
