@@ -37,18 +37,9 @@ use serde_json::json;
 /// What the person asked for on the command line (`rein chat`'s flags).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ChatOptions {
-    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// A base URL (an OpenAI-compatible server such as vLLM, llama.cpp or Ollama).
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Use the offline scripted model (no key, no network).
-    #[arg(long)]
-    pub scripted: bool,
+    /// The model provider.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Ask one question, print the answer and exit.
     #[arg(short, long)]
     pub prompt: Option<String>,
@@ -94,8 +85,8 @@ pub struct ChatOptions {
     pub home: Option<PathBuf>,
 }
 
-/// The provider flags `rein run` and `rein serve` share (the chat has the
-/// same ones among its own).
+/// The provider flags every command that calls a model shares (`chat`,
+/// `run`, `serve`, `acp`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProviderArgs {
     /// The wire API: anthropic, openai-chat, openai-responses or scripted.
@@ -104,7 +95,7 @@ pub struct ProviderArgs {
     /// The model name.
     #[arg(long)]
     pub model: Option<String>,
-    /// A base URL (an OpenAI-compatible server).
+    /// A base URL (an OpenAI-compatible server such as vLLM, llama.cpp or Ollama).
     #[arg(long)]
     pub base_url: Option<String>,
     /// Use the offline scripted model (no key, no network).
@@ -116,14 +107,7 @@ impl ProviderArgs {
     /// The provider these flags name, or `missing_api_key` saying how to
     /// name one (`verb` is the command: `run`, `serve`).
     pub fn resolve(&self, verb: &str) -> Result<Resolved, AgentError> {
-        let chat = ChatOptions {
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            base_url: self.base_url.clone(),
-            scripted: self.scripted,
-            ..ChatOptions::default()
-        };
-        resolve(&chat)?.ok_or_else(|| {
+        resolve(self)?.ok_or_else(|| {
             AgentError::new(
                 codes::MISSING_API_KEY,
                 format!("no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or {verb} with --scripted"),
@@ -154,7 +138,7 @@ fn scripted() -> Resolved {
     }
 }
 
-fn http(api: WireApi, options: &ChatOptions) -> Result<Resolved, AgentError> {
+fn http(api: WireApi, options: &ProviderArgs) -> Result<Resolved, AgentError> {
     let config = match &options.base_url {
         Some(url) if api == WireApi::OpenAiChat => ProviderConfig::openai_compatible(url.clone()),
         Some(url) => ProviderConfig::from_env(api).with_base_url(url.clone()),
@@ -190,7 +174,7 @@ To try rein without any of these: rein chat --scripted";
 
 /// Pick the provider from the options and the environment. `Ok(None)`:
 /// nothing is configured (the caller offers the scripted model).
-pub fn resolve(options: &ChatOptions) -> Result<Option<Resolved>, AgentError> {
+pub fn resolve(options: &ProviderArgs) -> Result<Option<Resolved>, AgentError> {
     if options.scripted {
         return Ok(Some(scripted()));
     }
@@ -374,7 +358,7 @@ pub async fn run(
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let mut input = Asker::new(input);
-    let resolved = match resolve(&options)? {
+    let resolved = match resolve(&options.provider)? {
         Some(resolved) => resolved,
         None => {
             say(info, KEY_HELP)?;
