@@ -8,6 +8,31 @@
 
 use super::*;
 
+/// What checking a call before the gate found.
+enum Checked {
+    /// It goes to the gate with these arguments and this class.
+    Runs(Value, PermissionClass),
+    /// It will not run: the arguments it was refused with, why, and whether
+    /// a repeat of it counts towards loop detection.
+    Refused {
+        args: Value,
+        code: String,
+        message: String,
+        counts: bool,
+    },
+}
+
+impl Checked {
+    fn refused(args: Value, code: &str, message: String, counts: bool) -> Self {
+        Checked::Refused {
+            args,
+            code: code.to_owned(),
+            message,
+            counts,
+        }
+    }
+}
+
 impl Conversation {
     /// A call that will not run: its `tool.called` and its one error
     /// result, appended together, and the UI told.
@@ -34,6 +59,50 @@ impl Conversation {
         Ok(())
     }
 
+    /// A call's arguments through the hooks (an edit is then checked like
+    /// the model's), normalised once (the policy, the person and the tool
+    /// see the same input), and classed — or why it will not run.
+    async fn check_call(
+        &mut self,
+        events: &[StoredEvent],
+        call_id: &str,
+        tool: &str,
+        args: Value,
+    ) -> Result<Checked, AgentError> {
+        let args = match self
+            .before_call(events, call_id, tool, args.clone())
+            .await?
+        {
+            Ok(args) => args,
+            Err(why) => {
+                return Ok(Checked::refused(
+                    args,
+                    codes::HOOK_DENIED.as_str(),
+                    why,
+                    false,
+                ));
+            }
+        };
+        let args = match self.backend.prepare(tool, args.clone()) {
+            Ok(args) => args,
+            Err(err) => {
+                return Ok(Checked::refused(
+                    args,
+                    err.code.as_str(),
+                    err.message,
+                    false,
+                ));
+            }
+        };
+        match self.backend.permission(tool, &args) {
+            Ok(class) => Ok(Checked::Runs(args, class)),
+            Err(err) => {
+                let err = self.naming_builtins(err);
+                Ok(Checked::refused(args, err.code.as_str(), err.message, true))
+            }
+        }
+    }
+
     /// Run the calls of the last assistant message that have no result
     /// yet. `Some(outcome)` ends (or pauses) the turn.
     pub(super) async fn run_calls(
@@ -57,64 +126,24 @@ impl Conversation {
             } else {
                 (tool, args)
             };
-            // The hooks first: an edit is then checked like the model's.
-            let args = match self
-                .before_call(events, &call_id, &tool, args.clone())
-                .await?
-            {
-                Ok(args) => args,
-                Err(why) => {
-                    self.refuse(
-                        &call_id,
-                        &tool,
-                        &args,
-                        None,
-                        codes::HOOK_DENIED.as_str(),
-                        &why,
-                    )
-                    .await?;
-                    continue;
-                }
-            };
-            // Normalised once: the policy, the person and the tool see
-            // the same input.
-            let args = match self.backend.prepare(&tool, args.clone()) {
-                Ok(args) => args,
-                Err(err) => {
-                    self.refuse(
-                        &call_id,
-                        &tool,
-                        &args,
-                        None,
-                        err.code.as_str(),
-                        &err.message,
-                    )
-                    .await?;
-                    continue;
-                }
-            };
-            let checked = self
-                .backend
-                .permission(&tool, &args)
-                .map_err(|err| self.naming_builtins(err));
-            let class = match checked {
-                Ok(class) => class,
-                Err(err) => {
-                    self.refuse(
-                        &call_id,
-                        &tool,
-                        &args,
-                        None,
-                        err.code.as_str(),
-                        &err.message,
-                    )
-                    .await?;
+            let (args, class) = match self.check_call(events, &call_id, &tool, args).await? {
+                Checked::Runs(args, class) => (args, class),
+                Checked::Refused {
+                    args,
+                    code,
+                    message,
+                    counts,
+                } => {
+                    self.refuse(&call_id, &tool, &args, None, &code, &message)
+                        .await?;
                     // The same refused call made again and again is a loop
                     // too (a small model retrying an invalid edit, say).
-                    let refused = error_result(&call_id, err.code.as_str(), &err.message);
-                    let fp = fingerprint(&tool, &args, &refused);
-                    if let Some(outcome) = self.count_repeat(repeats, fp).await? {
-                        return Ok(Some(outcome));
+                    if counts {
+                        let refused = error_result(&call_id, &code, &message);
+                        let fp = fingerprint(&tool, &args, &refused);
+                        if let Some(outcome) = self.count_repeat(repeats, fp).await? {
+                            return Ok(Some(outcome));
+                        }
                     }
                     continue;
                 }
