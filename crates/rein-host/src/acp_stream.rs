@@ -27,7 +27,7 @@ use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Refusals, Step, TurnResult, digest,
+    Core, MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Step, TurnResult, digest,
 };
 
 /// The answer's text is kept up to this many bytes (the rest is counted).
@@ -39,16 +39,12 @@ const FILE_KINDS: &[&str] = &["read", "edit", "delete", "move"];
 /// One prompt to an ACP agent.
 pub struct AcpStream {
     cwd: String,
-    steps: Vec<Step>,
-    failure: Option<String>,
-    text: Option<String>,
+    core: Core,
     answer: String,
     answer_dropped: u64,
     finished: bool,
-    exited_early: bool,
     open: HashMap<String, (String, String)>,
     done: HashSet<String>,
-    refusals: Refusals,
     repeats: Repeats,
     records: u64,
     unknown: u64,
@@ -62,33 +58,18 @@ impl AcpStream {
     pub fn new(cwd: &str) -> Self {
         AcpStream {
             cwd: cwd.to_owned(),
-            steps: Vec::new(),
-            failure: None,
-            text: None,
+            core: Core::default(),
             answer: String::new(),
             answer_dropped: 0,
             finished: false,
-            exited_early: false,
             open: HashMap::new(),
             done: HashSet::new(),
-            refusals: Refusals::default(),
             repeats: Repeats::new(),
             records: 0,
             unknown: 0,
             tool_calls: 0,
             tool_errors: 0,
             permissions: 0,
-        }
-    }
-
-    fn send(&mut self, progress: Progress) {
-        self.steps.push(Step::Progress(progress));
-    }
-
-    fn fail(&mut self, reason: &str) {
-        if self.failure.is_none() {
-            self.failure = Some(clean(reason, MAX_REASON_CHARS));
-            self.text = None;
         }
     }
 
@@ -125,11 +106,11 @@ impl AcpStream {
                         self.answer_dropped += text.len() as u64;
                     }
                 }
-                self.send(Progress::of(ProgressKind::AssistantText));
+                self.core.send(Progress::of(ProgressKind::AssistantText));
             }
-            Some("agent_thought_chunk") => {
-                self.send(Progress::of(ProgressKind::Thinking { tokens: 0 }))
-            }
+            Some("agent_thought_chunk") => self
+                .core
+                .send(Progress::of(ProgressKind::Thinking { tokens: 0 })),
             Some("tool_call") => self.tool_call(update),
             Some("tool_call_update") => self.tool_update(update),
             Some(
@@ -140,10 +121,10 @@ impl AcpStream {
                 | "config_option_update"
                 | "session_info_update"
                 | "usage_update",
-            ) => self.send(Progress::of(ProgressKind::Activity)),
+            ) => self.core.send(Progress::of(ProgressKind::Activity)),
             _ => {
                 self.unknown += 1;
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
         }
     }
@@ -164,12 +145,13 @@ impl AcpStream {
             let input = update.get("rawInput").cloned().unwrap_or(Value::Null);
             self.open.insert(id.clone(), (tool.clone(), digest(&input)));
         }
-        self.steps.push(Step::ToolCalled {
+        self.core.steps.push(Step::ToolCalled {
             id: id.clone(),
             tool: tool.clone(),
             detail: detail.clone(),
         });
-        self.send(Progress::tool(ProgressKind::ToolStarted, &tool, &detail));
+        self.core
+            .send(Progress::tool(ProgressKind::ToolStarted, &tool, &detail));
         self.tool_update(update);
     }
 
@@ -181,13 +163,13 @@ impl AcpStream {
             Some("failed") => false,
             _ => {
                 if update.get("sessionUpdate").and_then(Value::as_str) == Some("tool_call_update") {
-                    self.send(Progress::of(ProgressKind::Activity));
+                    self.core.send(Progress::of(ProgressKind::Activity));
                 }
                 return;
             }
         };
         if self.done.contains(&id) {
-            self.send(Progress::of(ProgressKind::Activity));
+            self.core.send(Progress::of(ProgressKind::Activity));
             return;
         }
         if self.done.len() < MAX_OPEN_TOOLS {
@@ -196,12 +178,14 @@ impl AcpStream {
         let call = self.open.remove(&id);
         let tool = call.as_ref().map(|c| c.0.clone()).unwrap_or_default();
         if ok {
-            self.send(Progress::tool(ProgressKind::ToolFinished, &tool, ""));
+            self.core
+                .send(Progress::tool(ProgressKind::ToolFinished, &tool, ""));
         } else {
             self.tool_errors += 1;
-            self.send(Progress::tool(ProgressKind::ToolFailed, &tool, ""));
+            self.core
+                .send(Progress::tool(ProgressKind::ToolFailed, &tool, ""));
         }
-        self.steps.push(Step::ToolDone { id: id.clone(), ok });
+        self.core.steps.push(Step::ToolDone { id: id.clone(), ok });
         if let Some((name, input)) = call {
             let mut result = update.as_object().cloned().unwrap_or_default();
             result.remove("toolCallId");
@@ -209,7 +193,7 @@ impl AcpStream {
                 self.repeats
                     .observe(fingerprint(&name, &input, &digest(&Value::Object(result))));
             if verdict != Repeat::Fine {
-                self.steps.push(Step::Loop(verdict));
+                self.core.steps.push(Step::Loop(verdict));
             }
         }
     }
@@ -218,17 +202,13 @@ impl AcpStream {
     pub fn refused(&mut self, tool_call: &Value) {
         let id = Self::id_of(tool_call);
         let (tool, detail) = self.describe(tool_call);
-        if let Some(shown) = self
-            .refusals
-            .add(RefusalKind::Permission, Some(&id), &tool, &detail)
-        {
-            self.send(shown);
-        }
+        self.core
+            .refuse(RefusalKind::Permission, Some(&id), &tool, &detail);
     }
 
     fn response(&mut self, message: &Value) {
         if self.finished {
-            self.send(Progress::of(ProgressKind::Activity));
+            self.core.send(Progress::of(ProgressKind::Activity));
             return;
         }
         self.finished = true;
@@ -236,7 +216,7 @@ impl AcpStream {
         if let Some(error) = message.get("error") {
             let text = clean_value(error.get("message"), MAX_VALUE_CHARS * 2);
             let reason = format!("acp: the prompt failed: {text}");
-            self.fail(&reason);
+            self.core.fail(&reason);
             turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
         } else {
             match message
@@ -246,8 +226,8 @@ impl AcpStream {
                 Some("end_turn") => {
                     let answer = std::mem::take(&mut self.answer);
                     turn.text = Some(answer.clone());
-                    if self.failure.is_none() {
-                        self.text = Some(answer);
+                    if self.core.failure.is_none() {
+                        self.core.text = Some(answer);
                     }
                 }
                 other => {
@@ -255,81 +235,79 @@ impl AcpStream {
                         "acp: the turn ended without an answer (stop reason {})",
                         clean(other.unwrap_or("-"), 40)
                     );
-                    self.fail(&reason);
+                    self.core.fail(&reason);
                     turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
                 }
             }
         }
-        self.send(Progress::of(ProgressKind::TurnFinished));
-        self.steps.push(Step::TurnClosed(turn));
+        self.core.send(Progress::of(ProgressKind::TurnFinished));
+        self.core.steps.push(Step::TurnClosed(turn));
     }
 }
 
 impl Reducer for AcpStream {
     fn feed(&mut self, line: &[u8]) {
         self.records += 1;
-        if self.failure.is_some() {
+        if self.core.failure.is_some() {
             return;
         }
         let Ok(message) = serde_json::from_slice::<Value>(line) else {
-            self.fail("acp: protocol violation: a message is not JSON");
+            self.core
+                .fail("acp: protocol violation: a message is not JSON");
             return;
         };
         if !message.is_object() {
-            self.fail("acp: protocol violation: a message is not a JSON object");
+            self.core
+                .fail("acp: protocol violation: a message is not a JSON object");
             return;
         }
         match message.get("method").and_then(Value::as_str) {
             Some("session/update") => match message.pointer("/params/update") {
                 Some(update) => self.update(update),
-                None => self.fail("acp: protocol violation: a session/update without an update"),
+                None => self
+                    .core
+                    .fail("acp: protocol violation: a session/update without an update"),
             },
             Some("session/request_permission") => {
                 self.permissions += 1;
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
             Some(_) => {
                 self.unknown += 1;
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
             None if message.get("result").is_some() || message.get("error").is_some() => {
                 self.response(&message);
             }
-            None => {
-                self.fail("acp: protocol violation: a message is neither a call nor a response")
-            }
+            None => self
+                .core
+                .fail("acp: protocol violation: a message is neither a call nor a response"),
         }
     }
 
     fn oversize(&mut self, _limit: usize) {
-        self.fail("acp: a message was past the size bound");
+        self.core.fail("acp: a message was past the size bound");
     }
 
     fn framing_error(&mut self, what: &str) {
-        self.fail(&format!("acp: {what}"));
+        self.core.fail(&format!("acp: {what}"));
     }
 
     fn stream_ended(&mut self) {
-        if self.finished || self.failure.is_some() {
+        if self.finished || self.core.failure.is_some() {
             return;
         }
-        self.exited_early = true;
-        self.fail("acp: the agent went away before the turn ended");
+        self.core.exited_early = true;
+        self.core
+            .fail("acp: the agent went away before the turn ended");
     }
 
     fn drain(&mut self) -> Vec<Step> {
-        std::mem::take(&mut self.steps)
+        self.core.drain()
     }
 
     fn outcome(&self) -> Outcome {
-        Outcome {
-            text: self.text.clone().filter(|_| self.failure.is_none()),
-            failure: self.failure.clone(),
-            exited_early: self.exited_early,
-            refused: self.refusals.kept(),
-            refused_count: self.refusals.count(),
-            cost_micro_usd: None,
-        }
+        self.core.outcome(None)
     }
 
     fn summary(&self) -> Value {
@@ -339,9 +317,9 @@ impl Reducer for AcpStream {
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
             "permission_requests": self.permissions,
-            "refused": self.refusals.count(),
+            "refused": self.core.refusals.count(),
             "answer_bytes_dropped": self.answer_dropped,
-            "failure": self.failure.clone().unwrap_or_default(),
+            "failure": self.core.failure.clone().unwrap_or_default(),
         })
     }
 }

@@ -34,7 +34,7 @@ use crate::progress::{
     MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
 };
 use crate::reducer::{
-    MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Refusals, Step, TurnResult, count, digest,
+    Core, MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Step, TurnResult, count, digest,
 };
 
 /// An item that is a tool call: its name, input digest and allowed detail.
@@ -46,10 +46,7 @@ struct OpenItem {
 /// One `codex exec --json` invocation.
 pub struct CodexStream {
     cwd: String,
-    steps: Vec<Step>,
-    failure: Option<String>,
-    text: Option<String>,
-    exited_early: bool,
+    core: Core,
     in_turn: bool,
     turns: u32,
     completed: u32,
@@ -57,7 +54,6 @@ pub struct CodexStream {
     last_error: Option<String>,
     open: HashMap<String, OpenItem>,
     done: HashSet<String>,
-    refusals: Refusals,
     repeats: Repeats,
     usage: Usage,
     records: u64,
@@ -73,10 +69,7 @@ impl CodexStream {
     pub fn new(cwd: &str) -> Self {
         CodexStream {
             cwd: cwd.to_owned(),
-            steps: Vec::new(),
-            failure: None,
-            text: None,
-            exited_early: false,
+            core: Core::default(),
             in_turn: false,
             turns: 0,
             completed: 0,
@@ -84,7 +77,6 @@ impl CodexStream {
             last_error: None,
             open: HashMap::new(),
             done: HashSet::new(),
-            refusals: Refusals::default(),
             repeats: Repeats::new(),
             usage: Usage::default(),
             records: 0,
@@ -96,19 +88,9 @@ impl CodexStream {
         }
     }
 
-    fn send(&mut self, progress: Progress) {
-        self.steps.push(Step::Progress(progress));
-    }
-
-    fn fail(&mut self, reason: &str) {
-        if self.failure.is_none() {
-            self.failure = Some(clean(reason, MAX_REASON_CHARS));
-            self.text = None;
-        }
-    }
-
     fn protocol(&mut self, what: &str) {
-        self.fail(&format!("codex: --json protocol violation: {what}"));
+        self.core
+            .fail(&format!("codex: --json protocol violation: {what}"));
     }
 
     /// A tool item's name, the input digested for loop detection, and its
@@ -170,38 +152,41 @@ impl CodexStream {
                         },
                     );
                 }
-                self.steps.push(Step::ToolCalled {
+                self.core.steps.push(Step::ToolCalled {
                     id: clean(&id, MAX_VALUE_CHARS),
                     tool: name.clone(),
                     detail: detail.clone(),
                 });
-                self.send(Progress::tool(ProgressKind::ToolStarted, &name, &detail));
+                self.core
+                    .send(Progress::tool(ProgressKind::ToolStarted, &name, &detail));
             }
             if phase == "item.completed" {
                 self.tool_completed(&id, &name, &detail, item);
             } else if known {
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
             return;
         }
         match item.get("type").and_then(Value::as_str) {
-            Some("reasoning") => self.send(Progress::of(ProgressKind::Thinking { tokens: 0 })),
+            Some("reasoning") => self
+                .core
+                .send(Progress::of(ProgressKind::Thinking { tokens: 0 })),
             Some("agent_message") => {
                 if phase == "item.completed"
                     && let Some(text) = item.get("text").and_then(Value::as_str)
                 {
                     self.turn_text = Some(text.to_owned());
                 }
-                self.send(Progress::of(ProgressKind::AssistantText));
+                self.core.send(Progress::of(ProgressKind::AssistantText));
             }
-            Some("todo_list") => self.send(Progress::of(ProgressKind::Activity)),
+            Some("todo_list") => self.core.send(Progress::of(ProgressKind::Activity)),
             Some("error") => {
                 self.last_error = Some(clean_value(item.get("message"), MAX_VALUE_CHARS * 2));
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
             _ => {
                 self.unknown += 1;
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
         }
     }
@@ -217,15 +202,18 @@ impl CodexStream {
             self.done.insert(id.to_owned());
         }
         if status == "declined" {
-            self.refuse(id, name, detail);
+            self.core
+                .refuse(RefusalKind::Permission, Some(id), name, detail);
         }
         if ok {
-            self.send(Progress::tool(ProgressKind::ToolFinished, name, ""));
+            self.core
+                .send(Progress::tool(ProgressKind::ToolFinished, name, ""));
         } else {
             self.tool_errors += 1;
-            self.send(Progress::tool(ProgressKind::ToolFailed, name, ""));
+            self.core
+                .send(Progress::tool(ProgressKind::ToolFailed, name, ""));
         }
-        self.steps.push(Step::ToolDone {
+        self.core.steps.push(Step::ToolDone {
             id: clean(id, MAX_VALUE_CHARS),
             ok,
         });
@@ -240,17 +228,8 @@ impl CodexStream {
             );
             let verdict = self.repeats.observe(fp);
             if verdict != Repeat::Fine {
-                self.steps.push(Step::Loop(verdict));
+                self.core.steps.push(Step::Loop(verdict));
             }
-        }
-    }
-
-    fn refuse(&mut self, id: &str, name: &str, detail: &str) {
-        if let Some(shown) = self
-            .refusals
-            .add(RefusalKind::Permission, Some(id), name, detail)
-        {
-            self.send(shown);
         }
     }
 
@@ -280,8 +259,8 @@ impl CodexStream {
         if ok {
             let text = self.turn_text.take().unwrap_or_default();
             turn.text = Some(text.clone());
-            if self.failure.is_none() {
-                self.text = Some(text);
+            if self.core.failure.is_none() {
+                self.core.text = Some(text);
             }
         } else {
             let message = record
@@ -293,11 +272,11 @@ impl CodexStream {
             } else {
                 format!("codex: the turn failed: {message}")
             };
-            self.fail(&reason);
+            self.core.fail(&reason);
             turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
         }
-        self.send(Progress::of(ProgressKind::TurnFinished));
-        self.steps.push(Step::TurnClosed(turn));
+        self.core.send(Progress::of(ProgressKind::TurnFinished));
+        self.core.steps.push(Step::TurnClosed(turn));
     }
 
     /// `Reconnecting... 2/5` → "attempt 2 of 5".
@@ -319,7 +298,7 @@ impl CodexStream {
 impl Reducer for CodexStream {
     fn feed(&mut self, line: &[u8]) {
         self.records += 1;
-        if self.failure.is_some() {
+        if self.core.failure.is_some() {
             return;
         }
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
@@ -331,7 +310,7 @@ impl Reducer for CodexStream {
             return;
         };
         match kind {
-            "thread.started" => self.send(Progress::of(ProgressKind::Activity)),
+            "thread.started" => self.core.send(Progress::of(ProgressKind::Activity)),
             "turn.started" => {
                 if self.in_turn {
                     self.protocol("a turn started inside another");
@@ -340,7 +319,7 @@ impl Reducer for CodexStream {
                 self.in_turn = true;
                 self.turns += 1;
                 self.turn_text = None;
-                self.send(Progress::of(ProgressKind::Started));
+                self.core.send(Progress::of(ProgressKind::Started));
             }
             "turn.completed" | "turn.failed" if !self.in_turn => {
                 self.protocol("a turn ended with no turn open");
@@ -353,11 +332,12 @@ impl Reducer for CodexStream {
                 let message = clean_value(record.get("message"), MAX_VALUE_CHARS * 2);
                 let detail = Self::attempt_of(&message);
                 self.last_error = Some(message);
-                self.send(Progress::detail(ProgressKind::ProviderRetry, &detail));
+                self.core
+                    .send(Progress::detail(ProgressKind::ProviderRetry, &detail));
             }
             _ => {
                 self.unknown += 1;
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
         }
     }
@@ -365,7 +345,7 @@ impl Reducer for CodexStream {
     fn oversize(&mut self, _limit: usize) {
         self.records += 1;
         self.oversize += 1;
-        self.send(Progress::of(ProgressKind::Activity));
+        self.core.send(Progress::of(ProgressKind::Activity));
     }
 
     fn framing_error(&mut self, what: &str) {
@@ -373,10 +353,10 @@ impl Reducer for CodexStream {
     }
 
     fn stream_ended(&mut self) {
-        if self.failure.is_some() || (!self.in_turn && self.completed > 0) {
+        if self.core.failure.is_some() || (!self.in_turn && self.completed > 0) {
             return;
         }
-        self.exited_early = true;
+        self.core.exited_early = true;
         let mut reason = if self.in_turn {
             "codex: exited inside a turn that did not complete".to_owned()
         } else {
@@ -385,22 +365,15 @@ impl Reducer for CodexStream {
         if let Some(error) = self.last_error.clone().filter(|e| !e.is_empty()) {
             reason.push_str(&format!(" (last error: {error})"));
         }
-        self.fail(&reason);
+        self.core.fail(&reason);
     }
 
     fn drain(&mut self) -> Vec<Step> {
-        std::mem::take(&mut self.steps)
+        self.core.drain()
     }
 
     fn outcome(&self) -> Outcome {
-        Outcome {
-            text: self.text.clone().filter(|_| self.failure.is_none()),
-            failure: self.failure.clone(),
-            exited_early: self.exited_early,
-            refused: self.refusals.kept(),
-            refused_count: self.refusals.count(),
-            cost_micro_usd: None,
-        }
+        self.core.outcome(None)
     }
 
     fn summary(&self) -> Value {
@@ -413,10 +386,10 @@ impl Reducer for CodexStream {
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
             "stream_errors": self.retries,
-            "refused": self.refusals.count(),
+            "refused": self.core.refusals.count(),
             "input_tokens": self.usage.prompt_total(),
             "output_tokens": self.usage.output,
-            "failure": self.failure.clone().unwrap_or_default(),
+            "failure": self.core.failure.clone().unwrap_or_default(),
         })
     }
 }

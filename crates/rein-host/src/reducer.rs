@@ -163,6 +163,61 @@ impl Refusals {
     }
 }
 
+/// What every reducer keeps the same way: the steps not yet drained, the
+/// outcome so far (a first failure wins and clears the text), and the
+/// refused requests.
+#[derive(Debug, Default)]
+pub(crate) struct Core {
+    pub(crate) steps: Vec<Step>,
+    pub(crate) failure: Option<String>,
+    pub(crate) text: Option<String>,
+    pub(crate) exited_early: bool,
+    pub(crate) refusals: Refusals,
+}
+
+impl Core {
+    /// Show `progress`.
+    pub(crate) fn send(&mut self, progress: Progress) {
+        self.steps.push(Step::Progress(progress));
+    }
+
+    /// The run failed for `reason` (bounded, cleaned); a later reason is
+    /// not kept.
+    pub(crate) fn fail(&mut self, reason: &str) {
+        if self.failure.is_none() {
+            self.failure = Some(crate::progress::clean(
+                reason,
+                crate::progress::MAX_REASON_CHARS,
+            ));
+            self.text = None;
+        }
+    }
+
+    /// A refused request, kept once per call and shown once.
+    pub(crate) fn refuse(&mut self, kind: RefusalKind, id: Option<&str>, tool: &str, detail: &str) {
+        if let Some(shown) = self.refusals.add(kind, id, tool, detail) {
+            self.send(shown);
+        }
+    }
+
+    /// The steps since the last call.
+    pub(crate) fn drain(&mut self) -> Vec<Step> {
+        std::mem::take(&mut self.steps)
+    }
+
+    /// The outcome so far, with the cost the reducer knows.
+    pub(crate) fn outcome(&self, cost_micro_usd: Option<u64>) -> Outcome {
+        Outcome {
+            text: self.text.clone().filter(|_| self.failure.is_none()),
+            failure: self.failure.clone(),
+            exited_early: self.exited_early,
+            refused: self.refusals.kept(),
+            refused_count: self.refusals.count(),
+            cost_micro_usd,
+        }
+    }
+}
+
 /// A refused subject is cut to this many characters.
 const MAX_SUBJECT_CHARS: usize = 160;
 

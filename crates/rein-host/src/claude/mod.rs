@@ -43,12 +43,8 @@ use std::collections::HashMap;
 use rein_wire::loops::{Repeat, Repeats, fingerprint};
 use serde_json::{Map, Value, json};
 
-use crate::progress::{
-    MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path,
-};
-use crate::reducer::{
-    MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Refusals, Step, count, digest,
-};
+use crate::progress::{MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path};
+use crate::reducer::{Core, MAX_OPEN_TOOLS, Outcome, Reducer, RefusalKind, Step, count, digest};
 
 /// The one input shown per tool; a tool not listed shows its name only.
 /// Bash shows its `description`, never its `command`: a command line is
@@ -84,10 +80,7 @@ struct OpenTool {
 /// One `claude -p --output-format stream-json --verbose` invocation.
 pub struct ClaudeStream {
     cwd: String,
-    steps: Vec<Step>,
-    failure: Option<String>,
-    text: Option<String>,
-    exited_early: bool,
+    core: Core,
     turns: u32,
     turn_has_init: bool,
     results: u32,
@@ -99,7 +92,6 @@ pub struct ClaudeStream {
     last_total_cost: Option<u64>,
     last_known_cost: u64,
     open: HashMap<String, OpenTool>,
-    refusals: Refusals,
     repeats: Repeats,
     records: u64,
     oversize: u64,
@@ -116,10 +108,7 @@ impl ClaudeStream {
     pub fn new(cwd: &str) -> Self {
         ClaudeStream {
             cwd: cwd.to_owned(),
-            steps: Vec::new(),
-            failure: None,
-            text: None,
-            exited_early: false,
+            core: Core::default(),
             turns: 1,
             turn_has_init: false,
             results: 0,
@@ -129,7 +118,6 @@ impl ClaudeStream {
             last_total_cost: None,
             last_known_cost: 0,
             open: HashMap::new(),
-            refusals: Refusals::default(),
             repeats: Repeats::new(),
             records: 0,
             oversize: 0,
@@ -140,10 +128,6 @@ impl ClaudeStream {
             retries: 0,
             last: Map::new(),
         }
-    }
-
-    fn send(&mut self, progress: Progress) {
-        self.steps.push(Step::Progress(progress));
     }
 
     /// The model turn `index` named; turns up to it are forgotten.
@@ -161,15 +145,9 @@ impl ClaudeStream {
         }
     }
 
-    fn fail(&mut self, reason: &str) {
-        if self.failure.is_none() {
-            self.failure = Some(clean(reason, MAX_REASON_CHARS));
-            self.text = None;
-        }
-    }
-
     fn protocol(&mut self, what: &str) {
-        self.fail(&format!("claude: stream-json protocol violation: {what}"));
+        self.core
+            .fail(&format!("claude: stream-json protocol violation: {what}"));
     }
 
     fn observe(&mut self, kind: &str, record: &Value) {
@@ -181,7 +159,7 @@ impl ClaudeStream {
                 if !ACTIVITY_TYPES.contains(&kind) {
                     self.unknown += 1;
                 }
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
             }
         }
     }
@@ -197,11 +175,13 @@ impl ClaudeStream {
                     _ if room => self.models.push_back((at, model.clone())),
                     _ => {}
                 }
-                self.send(Progress::detail(ProgressKind::Started, &model));
+                self.core
+                    .send(Progress::detail(ProgressKind::Started, &model));
             }
             Some("thinking_tokens") => {
                 let tokens = count(record.get("estimated_tokens")).unwrap_or(0);
-                self.send(Progress::of(ProgressKind::Thinking { tokens }));
+                self.core
+                    .send(Progress::of(ProgressKind::Thinking { tokens }));
             }
             Some("api_retry") => {
                 self.retries += 1;
@@ -212,7 +192,8 @@ impl ClaudeStream {
                     (Some(a), None) => format!("attempt {a}"),
                     _ => String::new(),
                 };
-                self.send(Progress::detail(ProgressKind::ProviderRetry, &detail));
+                self.core
+                    .send(Progress::detail(ProgressKind::ProviderRetry, &detail));
             }
             Some("permission_denied") => {
                 let id = record.get("tool_use_id").and_then(Value::as_str);
@@ -222,11 +203,12 @@ impl ClaudeStream {
                     None => call.map(|c| c.name.clone()).unwrap_or_default(),
                 };
                 let detail = call.map(|c| c.detail.clone()).unwrap_or_default();
-                self.refuse(RefusalKind::Permission, id, &name, &detail);
+                self.core
+                    .refuse(RefusalKind::Permission, id, &name, &detail);
             }
             // Hooks, status and compaction notices: liveness only. A hook's
             // output is the operator's and is never shown.
-            _ => self.send(Progress::of(ProgressKind::Activity)),
+            _ => self.core.send(Progress::of(ProgressKind::Activity)),
         }
     }
 
@@ -245,16 +227,17 @@ impl ClaudeStream {
         for block in Self::blocks(record) {
             match block.get("type").and_then(Value::as_str) {
                 Some("thinking" | "redacted_thinking") => {
-                    self.send(Progress::of(ProgressKind::Thinking { tokens: 0 }));
+                    self.core
+                        .send(Progress::of(ProgressKind::Thinking { tokens: 0 }));
                 }
-                Some("text") => self.send(Progress::of(ProgressKind::AssistantText)),
+                Some("text") => self.core.send(Progress::of(ProgressKind::AssistantText)),
                 Some("tool_use") => self.tool_use(block),
                 _ => continue,
             }
             sent = true;
         }
         if !sent {
-            self.send(Progress::of(ProgressKind::Activity));
+            self.core.send(Progress::of(ProgressKind::Activity));
         }
     }
 
@@ -283,12 +266,13 @@ impl ClaudeStream {
                 },
             );
         }
-        self.steps.push(Step::ToolCalled {
+        self.core.steps.push(Step::ToolCalled {
             id: clean(&id, MAX_VALUE_CHARS),
             tool: clean(&name, MAX_VALUE_CHARS),
             detail: detail.clone(),
         });
-        self.send(Progress::tool(ProgressKind::ToolStarted, &name, &detail));
+        self.core
+            .send(Progress::tool(ProgressKind::ToolStarted, &name, &detail));
     }
 
     /// The one input of `name`'s call shown for it ([`TOOL_DETAILS`]), or "".
@@ -306,12 +290,6 @@ impl ClaudeStream {
         }
     }
 
-    fn refuse(&mut self, kind: RefusalKind, id: Option<&str>, name: &str, detail: &str) {
-        if let Some(shown) = self.refusals.add(kind, id, name, detail) {
-            self.send(shown);
-        }
-    }
-
     fn user(&mut self, record: &Value) {
         let mut sent = false;
         for block in Self::blocks(record) {
@@ -324,18 +302,20 @@ impl ClaudeStream {
             let name = call.as_ref().map(|c| c.name.clone()).unwrap_or_default();
             let ok = block.get("is_error").and_then(Value::as_bool) != Some(true);
             if ok {
-                self.send(Progress::tool(ProgressKind::ToolFinished, &name, ""));
+                self.core
+                    .send(Progress::tool(ProgressKind::ToolFinished, &name, ""));
             } else {
                 self.tool_errors += 1;
                 if name == QUESTION_TOOL {
                     // Not offered under -p: the question reached no one. Its
                     // words are the model's; only the kind is kept.
-                    self.refuse(RefusalKind::Question, id, "", "");
+                    self.core.refuse(RefusalKind::Question, id, "", "");
                 }
-                self.send(Progress::tool(ProgressKind::ToolFailed, &name, ""));
+                self.core
+                    .send(Progress::tool(ProgressKind::ToolFailed, &name, ""));
             }
             if let Some(id) = id {
-                self.steps.push(Step::ToolDone {
+                self.core.steps.push(Step::ToolDone {
                     id: clean(id, MAX_VALUE_CHARS),
                     ok,
                 });
@@ -351,12 +331,12 @@ impl ClaudeStream {
                 );
                 let verdict = self.repeats.observe(fp);
                 if verdict != Repeat::Fine {
-                    self.steps.push(Step::Loop(verdict));
+                    self.core.steps.push(Step::Loop(verdict));
                 }
             }
         }
         if !sent {
-            self.send(Progress::of(ProgressKind::Activity));
+            self.core.send(Progress::of(ProgressKind::Activity));
         }
     }
 }
@@ -364,7 +344,7 @@ impl ClaudeStream {
 impl Reducer for ClaudeStream {
     fn feed(&mut self, line: &[u8]) {
         self.records += 1;
-        if self.failure.is_some() {
+        if self.core.failure.is_some() {
             return;
         }
         let Ok(record) = serde_json::from_slice::<Value>(line) else {
@@ -391,7 +371,7 @@ impl Reducer for ClaudeStream {
         if self.results == self.turns {
             if sub_agent || !(is_init || kind == "assistant" || kind == "user") {
                 self.after_result += 1;
-                self.send(Progress::of(ProgressKind::Activity));
+                self.core.send(Progress::of(ProgressKind::Activity));
                 return;
             }
             self.turns += 1;
@@ -408,7 +388,7 @@ impl Reducer for ClaudeStream {
     fn oversize(&mut self, _limit: usize) {
         self.records += 1;
         self.oversize += 1;
-        self.send(Progress::of(ProgressKind::Activity));
+        self.core.send(Progress::of(ProgressKind::Activity));
     }
 
     fn framing_error(&mut self, what: &str) {
@@ -416,12 +396,13 @@ impl Reducer for ClaudeStream {
     }
 
     fn stream_ended(&mut self) {
-        if self.results == self.turns || self.failure.is_some() {
+        if self.results == self.turns || self.core.failure.is_some() {
             return;
         }
-        self.exited_early = true;
+        self.core.exited_early = true;
         if self.results > 0 {
-            self.fail("claude: exited inside a turn that has no result event");
+            self.core
+                .fail("claude: exited inside a turn that has no result event");
             return;
         }
         let mut reason = "claude: exited without a result event".to_owned();
@@ -431,22 +412,15 @@ impl Reducer for ClaudeStream {
                 self.oversize
             ));
         }
-        self.fail(&reason);
+        self.core.fail(&reason);
     }
 
     fn drain(&mut self) -> Vec<Step> {
-        std::mem::take(&mut self.steps)
+        self.core.drain()
     }
 
     fn outcome(&self) -> Outcome {
-        Outcome {
-            text: self.text.clone().filter(|_| self.failure.is_none()),
-            failure: self.failure.clone(),
-            exited_early: self.exited_early,
-            refused: self.refusals.kept(),
-            refused_count: self.refusals.count(),
-            cost_micro_usd: self.last_total_cost,
-        }
+        self.core.outcome(self.last_total_cost)
     }
 
     fn summary(&self) -> Value {
@@ -469,13 +443,13 @@ impl Reducer for ClaudeStream {
             ("tool_calls", self.tool_calls),
             ("tool_errors", self.tool_errors),
             ("api_retries", self.retries),
-            ("refused", self.refusals.count()),
+            ("refused", self.core.refusals.count()),
         ] {
             out.insert(key.into(), json!(value));
         }
         out.insert(
             "failure".into(),
-            json!(self.failure.clone().unwrap_or_default()),
+            json!(self.core.failure.clone().unwrap_or_default()),
         );
         Value::Object(out)
     }

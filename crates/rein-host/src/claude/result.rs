@@ -48,7 +48,8 @@ impl ClaudeStream {
                     .to_owned();
                 let detail = self.detail(&name, denial.get("tool_input"));
                 let id = denial.get("tool_use_id").and_then(Value::as_str);
-                self.refuse(RefusalKind::Permission, id, &name, &detail);
+                self.core
+                    .refuse(RefusalKind::Permission, id, &name, &detail);
             }
         }
         self.last = last;
@@ -85,8 +86,8 @@ impl ClaudeStream {
             ))
         } else if let Some(text) = result.and_then(Value::as_str) {
             turn.text = Some(text.to_owned());
-            if self.failure.is_none() {
-                self.text = Some(text.to_owned());
+            if self.core.failure.is_none() {
+                self.core.text = Some(text.to_owned());
             }
             None
         } else {
@@ -96,11 +97,11 @@ impl ClaudeStream {
             )
         };
         if let Some(reason) = failed {
-            self.fail(&reason);
+            self.core.fail(&reason);
             turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
         }
-        self.send(Progress::of(ProgressKind::TurnFinished));
-        self.steps.push(Step::TurnClosed(turn));
+        self.core.send(Progress::of(ProgressKind::TurnFinished));
+        self.core.steps.push(Step::TurnClosed(turn));
     }
 }
 
