@@ -1,7 +1,8 @@
 //! Bubblewrap around the Linux backend, where it is installed: the
 //! command then also runs in its own mount, pid, IPC and UTS namespaces
 //! (and network namespace unless allowed) that hold only the trees the
-//! spec names — a file outside them does not exist for it — with the
+//! spec names — a file outside them does not exist for it, a private
+//! `/tmp` and `/dev`, so no socket of the host's is even named — with the
 //! helper's landlock, seccomp and rlimits inside as before. The sandbox
 //! ends with bubblewrap (`--die-with-parent`; the pid namespace's first
 //! process takes the rest with it).
@@ -34,6 +35,9 @@ pub(crate) fn args(
 ) -> Vec<String> {
     let mut args: Vec<String> = [
         "--die-with-parent",
+        // Root inside keeps no capability (the helper drops them too).
+        "--cap-drop",
+        "ALL",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",

@@ -1,21 +1,31 @@
 //! Confining the current process, then becoming the command: what the
 //! helper `rein-sandbox-exec` does between its start and its `exec`.
 //!
-//! In order: a new session (so the whole group can be killed), the
-//! resource limits, the filesystem rules (landlock: only the spec's trees,
-//! read or write; `no_new_privs` set), the syscall filter (seccomp: no
-//! network sockets unless allowed; no ptrace, mount, kexec, module
-//! loading, bpf, namespaces, keyrings, reboot…, and no leaving the process
-//! group, which is killed whole). Each step that cannot be
-//! applied refuses the run: the command never runs less confined than
-//! asked. Landlock must be enforced at least in part (an older kernel
-//! lacks the newest rights); not enforced at all is a refusal.
+//! In order: the run's pids cgroup joined, a new session (so the whole
+//! group can be killed), the resource limits, every capability dropped
+//! (root included: the bounding set emptied, so the command gains none at
+//! `exec`), the filesystem rules (landlock: only the spec's trees, read or
+//! write, no device nodes made anywhere; `no_new_privs` set; where the
+//! kernel has scoping, no signal and no abstract Unix socket reaches a
+//! process outside the sandbox), then the syscall filter (seccomp: no
+//! socket but IPv4/IPv6 when the network is allowed, none at all
+//! otherwise — Unix and netlink included, `socketpair` stays; no ptrace,
+//! mount, kexec, module loading, bpf, namespaces, keyrings, reboot, host
+//! names, device nodes…, no leaving the process group, which is killed
+//! whole; and where landlock could not scope signals, no signal beyond
+//! the group). Each step that cannot be applied refuses the run: the
+//! command never runs less confined than asked. Landlock must be enforced
+//! at least in part (an older kernel lacks the newest rights); not
+//! enforced at all is a refusal.
+//!
+//! Not here: the namespaces bubblewrap adds around the helper (`bwrap`).
 
 use std::collections::BTreeMap;
 
+use caps::CapSet;
 use landlock::{
-    ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    path_beneath_rules,
+    ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope, path_beneath_rules,
 };
 use nix::sys::resource::{Resource, setrlimit};
 use seccompiler::{
@@ -54,10 +64,27 @@ const DENIED: &[i64] = &[
     // Leaving the group would escape the kill at the limit.
     libc::SYS_setsid,
     libc::SYS_setpgid,
+    // The host's names are the host's.
+    libc::SYS_sethostname,
+    libc::SYS_setdomainname,
 ];
 
-/// Socket families refused unless the spec allows the network.
-const NETWORK_FAMILIES: &[i32] = &[libc::AF_INET, libc::AF_INET6, libc::AF_PACKET];
+/// The only socket families a command may open, and only when the spec
+/// allows the network. Unix sockets (pathname and abstract: a person's
+/// tmux, `rein agents attach`, a desktop bus), netlink (the host's
+/// interfaces and routes) and raw packets are never opened;
+/// `socketpair` is not `socket` and stays.
+const NETWORK_FAMILIES: &[i32] = &[libc::AF_INET, libc::AF_INET6];
+
+/// Syscalls that send a signal to a process or thread named by id.
+const SIGNALLING: &[i64] = &[
+    libc::SYS_kill,
+    libc::SYS_tkill,
+    libc::SYS_tgkill,
+    libc::SYS_rt_sigqueueinfo,
+    libc::SYS_rt_tgsigqueueinfo,
+    libc::SYS_pidfd_send_signal,
+];
 
 /// Confine this process as `spec` says. An `Err` says what could not be
 /// applied; the caller must not run the command then.
@@ -72,8 +99,36 @@ pub fn confine(spec: &Spec) -> Result<(), String> {
         nix::unistd::setsid().map_err(|e| format!("a new session: {e}"))?;
     }
     limit(&spec.limits)?;
-    files(spec)?;
-    syscalls(spec.network)?;
+    drop_capabilities()?;
+    let scoped = files(spec)?;
+    let group = nix::unistd::getpgrp().as_raw();
+    syscalls(spec.network, (!scoped).then_some(group))?;
+    Ok(())
+}
+
+/// Every capability gone, for good: the bounding set emptied first (so
+/// `exec` gives root none back), then the ambient, inheritable, permitted
+/// and effective sets. An ordinary user has none to drop and may not
+/// touch the bounding set; `no_new_privs` (set with landlock) keeps a
+/// set-uid program from granting any.
+fn drop_capabilities() -> Result<(), String> {
+    let fail =
+        |what: &str, e: caps::errors::CapsError| format!("dropping capabilities ({what}): {e}");
+    if caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false) {
+        caps::clear(None, CapSet::Bounding).map_err(|e| fail("bounding", e))?;
+    }
+    for (name, set) in [
+        ("ambient", CapSet::Ambient),
+        ("inheritable", CapSet::Inheritable),
+        ("effective", CapSet::Effective),
+        ("permitted", CapSet::Permitted),
+    ] {
+        caps::clear(None, set).map_err(|e| fail(name, e))?;
+    }
+    let left = caps::read(None, CapSet::Permitted).map_err(|e| fail("read back", e))?;
+    if !left.is_empty() {
+        return Err(format!("capabilities left after dropping: {left:?}"));
+    }
     Ok(())
 }
 
@@ -91,15 +146,21 @@ fn limit(limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
-fn files(spec: &Spec) -> Result<(), String> {
-    let abi = ABI::V5;
+/// The filesystem rules and the scopes; `Ok(true)` when this kernel scoped
+/// signals to the sandbox (landlock ABI 6 and later).
+fn files(spec: &Spec) -> Result<bool, String> {
+    let abi = ABI::V9;
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
+    // No device node is made anywhere, and no pathname Unix socket is
+    // reached through a root (the filter refuses the socket before that).
+    let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::ResolveUnix);
     let status = Ruleset::default()
         .handle_access(all)
+        .and_then(|r| r.scope(Scope::from_all(ABI::V6)))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(&spec.read, read)))
-        .and_then(|r| r.add_rules(path_beneath_rules(&spec.write, all)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&spec.write, write)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("landlock: {e}"))?;
     if status.ruleset == RulesetStatus::NotEnforced {
@@ -110,31 +171,79 @@ fn files(spec: &Spec) -> Result<(), String> {
     if !status.no_new_privs {
         return Err("no_new_privs could not be set".into());
     }
-    Ok(())
+    Ok(matches!(
+        status.landlock,
+        LandlockStatus::Available { effective_abi, .. } if effective_abi >= ABI::V6
+    ))
 }
 
-fn syscalls(network: bool) -> Result<(), String> {
+/// The syscall filter. `own_group` is set where landlock could not scope
+/// signals: then a signal goes only to the command's own group (`kill(0)`
+/// or `kill(-group)`), never to a process or thread named by id.
+fn syscalls(network: bool, own_group: Option<i32>) -> Result<(), String> {
+    let arg = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(seccomp)
+    };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|s| (*s, Vec::new())).collect();
-    if !network {
-        let families = NETWORK_FAMILIES
+    // socket(): refused outright without the network; with it, refused
+    // for every family but IPv4 and IPv6.
+    let socket = if network {
+        let others = NETWORK_FAMILIES
             .iter()
-            .map(|family| {
-                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *family as u64)
-                    .and_then(|c| SeccompRule::new(vec![c]))
+            .map(|family| arg(0, SeccompCmpOp::Ne, *family as u64))
+            .collect::<Result<Vec<_>, _>>()?;
+        vec![SeccompRule::new(others).map_err(seccomp)?]
+    } else {
+        Vec::new()
+    };
+    rules.insert(libc::SYS_socket, socket);
+    // Device nodes (a FIFO stays): mknod's mode is its second argument,
+    // mknodat's its third.
+    for (syscall, mode) in [(libc::SYS_mknod, 1), (libc::SYS_mknodat, 2)] {
+        let device = [libc::S_IFCHR, libc::S_IFBLK]
+            .iter()
+            .map(|kind| {
+                arg(
+                    mode,
+                    SeccompCmpOp::MaskedEq(u64::from(libc::S_IFMT)),
+                    u64::from(*kind),
+                )
+                .and_then(|c| SeccompRule::new(vec![c]).map_err(seccomp))
             })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("seccomp: {e}"))?;
-        rules.insert(libc::SYS_socket, families);
+            .collect::<Result<Vec<_>, _>>()?;
+        rules.insert(syscall, device);
     }
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
+    if let Some(group) = own_group {
+        for syscall in SIGNALLING {
+            rules.insert(*syscall, Vec::new());
+        }
+        // kill() only to the own group: pid 0 or -group.
+        let elsewhere = vec![
+            arg(0, SeccompCmpOp::Ne, 0)?,
+            arg(
+                0,
+                SeccompCmpOp::Ne,
+                u64::from(group.wrapping_neg().cast_unsigned()),
+            )?,
+        ];
+        rules.insert(
+            libc::SYS_kill,
+            vec![SeccompRule::new(elsewhere).map_err(seccomp)?],
+        );
+    }
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(seccomp)?;
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )
-    .map_err(|e| format!("seccomp: {e}"))?;
-    let program: BpfProgram = filter.try_into().map_err(|e| format!("seccomp: {e}"))?;
-    seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+    .map_err(seccomp)?;
+    let program: BpfProgram = filter.try_into().map_err(seccomp)?;
+    seccompiler::apply_filter(&program).map_err(seccomp)
+}
+
+fn seccomp(e: impl std::fmt::Display) -> String {
+    format!("seccomp: {e}")
 }

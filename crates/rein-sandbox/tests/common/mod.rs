@@ -35,3 +35,29 @@ pub async fn usable(sandbox: LinuxSandbox) -> Option<LinuxSandbox> {
         }
     }
 }
+
+/// Whether `program` runs here, installing Debian's `package` first when it
+/// does not (test scripts install what they need).
+pub fn installed(program: &str, package: &str) -> bool {
+    let runs = || {
+        std::process::Command::new(program)
+            .arg("-V")
+            .output()
+            .is_ok()
+    };
+    if runs() {
+        return true;
+    }
+    let apt = |args: &[&str]| {
+        std::process::Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !apt(&["install", "-y", "-q", package]) {
+        let _ = apt(&["update", "-q"]);
+        let _ = apt(&["install", "-y", "-q", package]);
+    }
+    runs()
+}
