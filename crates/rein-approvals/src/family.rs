@@ -29,6 +29,10 @@ pub struct Waiting {
     pub tool: String,
     /// Its permission class.
     pub permission: PermissionClass,
+    /// The call's arguments as asked (a person sees them before deciding).
+    pub arguments: serde_json::Value,
+    /// What the person is shown of the change, when the tool made a preview.
+    pub preview: Option<rein_wire::Preview>,
 }
 
 /// `session` and its sub-agents' sessions (theirs too), each with its
@@ -61,13 +65,26 @@ pub async fn waiting(store: &dyn Store, session: &str) -> Result<Vec<Waiting>, A
     let mut all = Vec::new();
     for (member, agent_path) in family(store, session).await? {
         let control = store.control(&member).await?;
+        if control.pending.is_empty() {
+            continue;
+        }
+        let events = rein_sessions::read_all(store, &member).await?;
         for pending in control.pending {
+            let asked = rein_sessions::recovery::approval_request(&events, &pending.approval_id);
+            let (arguments, preview) = match asked.map(|e| &e.event) {
+                Some(Event::ApprovalRequested {
+                    arguments, preview, ..
+                }) => (arguments.clone(), preview.clone()),
+                _ => (serde_json::Value::Null, None),
+            };
             all.push(Waiting {
                 session: member.clone(),
                 agent_path: agent_path.clone(),
                 approval_id: pending.approval_id,
                 tool: pending.tool,
                 permission: pending.permission,
+                arguments,
+                preview,
             });
         }
     }

@@ -51,6 +51,20 @@ pub async fn decide(
     }
     let (decision, lease) = answer.stored();
     let queued = store.inbox(session).await?;
+    let opened = rein_sessions::open_turn_started(store, session).await?;
+    if let Some(stop) = queued.iter().find(|e| e.stops_turn_opened_at(opened)) {
+        // A stop wins over any decision queued after it.
+        let by = match &stop.item {
+            InboxItem::Stop { by } => by.as_str(),
+            _ => "a person",
+        };
+        return Err(AgentError::new(
+            codes::CONFLICT,
+            format!(
+                "the turn is being stopped (asked by {by}): approval `{approval_id}` is refused with it"
+            ),
+        ));
+    }
     if queued
         .iter()
         .any(|e| e.item.approval_id() == Some(approval_id))
@@ -133,12 +147,23 @@ pub async fn say(
 }
 
 /// Stop the session's open turn from `surface`: its pending approvals are
-/// decided `stopped` and the turn ends `interrupted`, by the driver.
+/// decided `stopped`, an open model stream is cut, and the turn ends
+/// `interrupted`, by the driver. With no turn open it is `no_open_turn`
+/// and nothing is kept: a stop never ends a turn begun after it.
 pub async fn stop(
     store: &dyn Store,
     session: &str,
     surface: &Surface,
 ) -> Result<Delivery, AgentError> {
+    if rein_sessions::open_turn_started(store, session)
+        .await?
+        .is_none()
+    {
+        return Err(AgentError::new(
+            codes::NO_OPEN_TURN,
+            format!("session {session} has no open turn: there is nothing to stop"),
+        ));
+    }
     store
         .post(
             session,

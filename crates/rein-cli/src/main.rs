@@ -339,6 +339,13 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                             "{:<16} {:<16} {} ({})",
                             w.agent_path, w.tool, w.approval_id, w.permission
                         ));
+                        // Never asked blind: what the call does, or its
+                        // arguments.
+                        lines.push(
+                            cli::preview::asked_lines(&w.tool, &w.arguments, w.preview.as_ref())
+                                .trim_end()
+                                .to_owned(),
+                        );
                     }
                     lines.push(format!(
                         "decide one with: rein approve {session} APPROVAL yes|no"

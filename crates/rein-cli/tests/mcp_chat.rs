@@ -25,7 +25,7 @@ fn config_for_everything(home: &std::path::Path) {
     std::fs::write(
         home.join("config.toml"),
         format!(
-            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\", \"REIN_TEST_VISIBLE\"]\n[mcp.servers.ev.tools]\nget-env = \"destructive\"\n[mcp.servers.gone]\ncommand = \"/nonexistent/server\"\n",
+            "[mcp.servers.ev]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv_from = [\"PATH\", \"REIN_TEST_VISIBLE\"]\n[mcp.servers.ev.tools]\nget-env = \"destructive\"\nget-sum = \"destructive\"\n[mcp.servers.gone]\ncommand = \"/nonexistent/server\"\n",
             entry.display().to_string()
         ),
     )
@@ -145,6 +145,24 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
         chat.wait_for("approve?", 1);
         chat.send("y");
         chat.wait_for("Env read.", 1);
+        // Asked about an MCP call, a person sees every argument.
+        let sum = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c4",
+            "call_tool",
+            json!({"name": "ev__get-sum", "arguments": {"a": 4217, "b": 25}}),
+            1,
+        ));
+        fake.push(Reply::sse(sum.openai_chat_sse()));
+        fake.push(Reply::sse(ScriptedMessage::text(&["Summed."]).openai_chat_sse()));
+        chat.send("add them");
+        let asked = chat.wait_for("approve?", 2);
+        let asked = asked.rsplit("-> ").next().unwrap_or_default().to_owned();
+        assert!(
+            asked.contains("\"a\": 4217") && asked.contains("\"b\": 25"),
+            "the approval hid the arguments:\n{asked}"
+        );
+        chat.send("y");
+        chat.wait_for("Summed.", 1);
         chat.send("/exit");
         chat.finish()
     })
@@ -156,12 +174,12 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
     assert!(said.contains(".. 2 of 2"), "progress shown: {said}");
     // The server's answer went back to the model.
     let requests = server.requests();
-    let last = requests[requests.len() - 5].json().to_string();
+    let last = requests[requests.len() - 7].json().to_string();
     assert!(last.contains("Echo: from the chat"), "{last}");
     // The deferred catalog named the server's tools.
     assert!(last.contains("ev__get-sum"), "{last}");
     // The server had only what its entry names.
-    let env = requests.last().unwrap().json().to_string();
+    let env = requests[requests.len() - 3].json().to_string();
     assert!(
         env.contains("named-and-passed"),
         "get-env's answer came back: {env}"

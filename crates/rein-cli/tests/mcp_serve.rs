@@ -36,6 +36,7 @@ async fn decide(
     lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
     home: &std::path::Path,
     answer: &str,
+    shown: &str,
 ) -> String {
     let line = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
@@ -54,6 +55,16 @@ async fn decide(
         .split_whitespace()
         .collect();
     let (session, approval) = (words[0].to_owned(), words[1].to_owned());
+    // Whoever decides sees what the call would do, never only its name.
+    let listed = common::rein_at(home)
+        .args(["approve", &session])
+        .output()
+        .expect("rein approve lists");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains(&approval) && listed.contains(shown),
+        "the waiting call was listed blind:\n{listed}"
+    );
     let out = common::rein_at(home)
         .args(["approve", &session, &approval, answer])
         .output()
@@ -118,7 +129,7 @@ async fn a_client_lists_calls_and_waits_for_a_person() {
         ))
         .await
     });
-    let session = decide(&mut lines, home.path(), "yes").await;
+    let session = decide(&mut lines, home.path(), "yes", "approved").await;
     let written = write.await.expect("joined").expect("write");
     assert_ne!(written.is_error, Some(true), "{written:?}");
     assert_eq!(
@@ -135,7 +146,7 @@ async fn a_client_lists_calls_and_waits_for_a_person() {
         ))
         .await
     });
-    decide(&mut lines, home.path(), "no").await;
+    decide(&mut lines, home.path(), "no", "denied.txt").await;
     let refused = write.await.expect("joined").expect("write answered");
     assert_eq!(refused.is_error, Some(true), "{refused:?}");
     assert!(

@@ -275,13 +275,19 @@ impl ToolBackend for McpTools {
         format!("mcp:{}", epochs.join("."))
     }
 
-    fn preview(&self, name: &str, _args: &Value) -> Option<Preview> {
+    /// What the person is asked about: the server, the tool, and every
+    /// argument the model gave (bounded, the rest counted).
+    fn preview(&self, name: &str, args: &Value) -> Option<Preview> {
         let (index, tool) = self.find(name).ok()?;
         let server = self.clients.servers[index].name();
         Some(Preview::new(
             PreviewKind::Text,
             format!("{server}/{}", tool.remote),
-            format!("calls `{}` on MCP server `{server}`", tool.remote),
+            format!(
+                "calls `{}` on MCP server `{server}` with:\n{}",
+                tool.remote,
+                rein_wire::arguments_text(args, rein_wire::MAX_SHOWN_ARGUMENT_CHARS)
+            ),
         ))
     }
 

@@ -426,3 +426,65 @@ async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_b
         }
     }
 }
+
+/// An interrupt cuts a model stream that is open and stalled: the turn ends
+/// `interrupted` then, not at the stream's idle timeout, and a stale stop
+/// posted before a turn began does not end that turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_cuts_an_open_stream_and_a_stale_stop_ends_nothing() {
+    let body = ScriptedMessage::text(&["Thinking it", " over"]).openai_chat_sse();
+    let parts: Vec<String> = body.split_inclusive("\n\n").map(str::to_owned).collect();
+    let stalling = Reply::sse_chunks(parts).delay_before(2, std::time::Duration::from_secs(600));
+    let done = Reply::sse(ScriptedMessage::text(&["Done."]).openai_chat_sse());
+    let server = FakeServer::start(vec![stalling, done]).await.unwrap();
+    let provider = provider_for(WireApi::OpenAiChat, &server);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[]).unwrap());
+    let mut conv = Conversation::open(
+        store.clone(),
+        provider,
+        backend,
+        Profile::new("Helper", "m"),
+        None,
+    )
+    .await
+    .unwrap();
+    let steering = conv.steering();
+    let mut ui = conv.subscribe();
+    let interrupter = tokio::spawn(async move {
+        // Interrupt once the answer has begun to stream.
+        while let Ok(event) = ui.recv().await {
+            if matches!(event.kind, rein_runner::UiKind::TextDelta { .. }) {
+                steering.interrupt();
+                return true;
+            }
+        }
+        false
+    });
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), conv.turn("think"))
+        .await
+        .expect("the interrupt cut the stream")
+        .unwrap();
+    assert_eq!(outcome, TurnOutcome::Interrupted);
+    assert!(interrupter.await.unwrap());
+
+    // A stop posted while no turn is open is passed over by the next turn.
+    let session = conv.session_id().to_owned();
+    store
+        .post(
+            &session,
+            rein_sessions::InboxItem::Stop { by: "stale".into() },
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let outcome = conv.turn("again").await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "Done.".into()
+        }
+    );
+}

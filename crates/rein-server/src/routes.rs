@@ -430,9 +430,10 @@ async fn interrupt(State(server): State<Server>, Path(id): Path<String>) -> Answ
 }
 
 /// Stop the conversation's open turn, wherever it runs (its pending
-/// approvals are refused).
+/// approvals are refused, an open model stream is cut). With no turn open
+/// it is `no_open_turn` and nothing is kept for the next turn.
 #[utoipa::path(post, path = "/api/conversations/{id}/stop", params(("id" = String, Path)),
-    responses((status = 202, description = "Stop asked")))]
+    responses((status = 202, description = "Stop asked"), (status = 409, description = "No turn is open")))]
 async fn stop(
     State(server): State<Server>,
     Path(id): Path<String>,

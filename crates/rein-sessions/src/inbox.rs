@@ -63,3 +63,14 @@ pub struct InboxEntry {
     /// What was asked.
     pub item: InboxItem,
 }
+
+impl InboxEntry {
+    /// Whether this entry stops the turn that opened at `opened_ms` (the
+    /// `at_ms` of its `turn.started`; `None`: no turn is open). The one
+    /// rule for a stop: it stops the turn open when it was posted, never a
+    /// turn that began after it — a stop posted with no turn open is
+    /// passed over, not kept for the next one.
+    pub fn stops_turn_opened_at(&self, opened_ms: Option<i64>) -> bool {
+        matches!(self.item, InboxItem::Stop { .. }) && opened_ms.is_some_and(|t| self.at_ms >= t)
+    }
+}

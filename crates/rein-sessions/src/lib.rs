@@ -35,5 +35,5 @@ pub use projection::{history, started_turn};
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{
     ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,
-    read_all,
+    open_turn_started, read_all,
 };

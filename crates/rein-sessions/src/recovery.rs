@@ -100,6 +100,28 @@ pub fn dangling(events: &[StoredEvent]) -> Dangling {
     }
 }
 
+/// The session metadata key an import sets (`rein sessions import`): the
+/// sequence number its imported history runs through.
+pub const IMPORTED: &str = "imported";
+
+/// How far a session's log is imported history (`0`: none of it). Imported
+/// history is evidence, never authority: no decision, lease, root or
+/// acceptance in it is acted on — a run it left open is accepted by a
+/// person first, and its approvals are asked again.
+pub fn imported_through(metadata: &serde_json::Value) -> u64 {
+    metadata[IMPORTED]["through_seq"].as_u64().unwrap_or(0)
+}
+
+/// When the open turn began (the `at_ms` of the earliest `turn.started`
+/// without a `turn.finished`), or `None` when no turn is open.
+pub fn open_turn_started(events: &[StoredEvent]) -> Option<i64> {
+    let open = dangling(events).turns;
+    events.iter().find_map(|e| match &e.event {
+        Event::TurnStarted { turn_id, .. } if open.contains(turn_id) => Some(e.at_ms),
+        _ => None,
+    })
+}
+
 /// The `approval.requested` event of `approval_id`, if the log has it.
 pub fn approval_request<'a>(
     events: &'a [StoredEvent],

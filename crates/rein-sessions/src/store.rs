@@ -232,3 +232,21 @@ pub async fn read_all(store: &dyn Store, session: &str) -> Result<Vec<StoredEven
     }
     Ok(events)
 }
+
+/// [`crate::recovery::open_turn_started`] read from the store's turn tree
+/// (one event read, not the whole log).
+pub async fn open_turn_started(
+    store: &dyn Store,
+    session: &str,
+) -> Result<Option<i64>, AgentError> {
+    let turns = store.turns(session).await?;
+    let Some(open) = turns
+        .iter()
+        .filter(|t| t.finished_seq.is_none())
+        .min_by_key(|t| t.started_seq)
+    else {
+        return Ok(None);
+    };
+    let started = store.read(session, open.started_seq, 1).await?;
+    Ok(started.first().map(|e| e.at_ms))
+}

@@ -224,7 +224,24 @@ pub async fn import(store: &dyn Store, text: &str) -> Result<String, AgentError>
         Event::SessionCreated { metadata } => metadata,
         _ => Value::Null,
     };
-    let session = store.create_session(metadata).await?;
+    // Marked by the importer, whatever the trace says: everything up to
+    // here is evidence, never authority (`recovery::imported_through`).
+    let through_seq = restored.len() as u64 + 1;
+    let mut metadata = match metadata {
+        Value::Object(map) => map,
+        other => serde_json::Map::from_iter([("metadata".to_owned(), other)]),
+    };
+    metadata.insert(
+        rein_sessions::recovery::IMPORTED.to_owned(),
+        serde_json::json!({"through_seq": through_seq, "from": "golden trace"}),
+    );
+    let session = store.create_session(Value::Object(metadata)).await?;
+    if session.head_seq + restored.len() as u64 != through_seq {
+        return Err(AgentError::new(
+            codes::INTERNAL,
+            "a new session did not start with exactly its `session.created`",
+        ));
+    }
     let lease = store
         .acquire(
             &session.id,

@@ -248,6 +248,9 @@ registry! {
         "The request body is larger than the server accepts", "Send less.";
     ROUTE_NOT_FOUND = "route_not_found", 404, false,
         "There is no such API route", "The routes are listed at /api/openapi.json.";
+    NO_OPEN_TURN = "no_open_turn", 409, false,
+        "No turn of this conversation is open, so there is nothing to stop",
+        "Nothing was kept: a stop ends only a turn open when it is asked, never the next one.";
     TURN_RUNNING = "turn_running", 409, false,
         "A turn of this conversation is already running",
         "Wait for it, steer it, or interrupt it.";

@@ -31,7 +31,9 @@ pub use capabilities::{CachingStyle, Capabilities, ModelReasoning, model_reasoni
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
-pub use preview::{MAX_PREVIEW_BYTES, Preview, PreviewKind};
+pub use preview::{
+    MAX_PREVIEW_BYTES, MAX_SHOWN_ARGUMENT_CHARS, Preview, PreviewKind, arguments_text,
+};
 pub use request::{
     CacheBreakpoint, CacheTarget, MIN_THINKING_BUDGET, Metadata, OutputSchema, Reasoning, Request,
     Sampling, SystemBlock, ToolSpec,

@@ -64,9 +64,37 @@ impl Preview {
     }
 }
 
+/// The most characters of a call's arguments a person is shown at once
+/// (the rest is counted, never dropped silently).
+pub const MAX_SHOWN_ARGUMENT_CHARS: usize = 4_000;
+
+/// A call's arguments as a person is shown them before deciding: pretty
+/// JSON, cut at `max_chars` characters with what was left out counted.
+/// Written by the model: a surface makes it visible before it shows it.
+pub fn arguments_text(arguments: &serde_json::Value, max_chars: usize) -> String {
+    let text = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text;
+    }
+    let kept: String = text.chars().take(max_chars).collect();
+    format!("{kept}\n… {} more characters", total - max_chars)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_are_shown_whole_or_cut_with_the_rest_counted() {
+        let args = serde_json::json!({"path": "/home/user/.bashrc", "text": "x".repeat(50)});
+        let whole = arguments_text(&args, 1_000);
+        assert!(whole.contains("/home/user/.bashrc") && whole.contains(&"x".repeat(50)));
+        let cut = arguments_text(&args, 20);
+        assert!(cut.starts_with(&whole.chars().take(20).collect::<String>()));
+        let rest = whole.chars().count() - 20;
+        assert!(cut.ends_with(&format!("… {rest} more characters")), "{cut}");
+    }
 
     #[test]
     fn a_long_preview_is_cut_at_a_character_boundary() {

@@ -265,17 +265,18 @@ async fn ask_approval(
                 return Ok(Asked::Answer(answer));
             }
             () = tokio::time::sleep(INBOX_POLL) => {
+                // A stop is taken (and acted on) with the inbox, and wins
+                // over any decision that came with it.
                 let heard = conversation.take_inbox().await?;
+                if let Some(by) = heard.stop {
+                    input.stale += 1;
+                    say(info, &format!("\n  stopped by {by} (press Enter to go on)"))?;
+                    return Ok(Asked::Elsewhere);
+                }
                 let decided = heard.decided.iter().find(|(a, _, _)| a == approval_id);
                 if let Some((_, decision, by)) = decided {
                     input.stale += 1;
                     say(info, &format!("\n  {decision} by {by} (press Enter to go on)"))?;
-                    return Ok(Asked::Elsewhere);
-                }
-                if let Some(by) = heard.stop {
-                    input.stale += 1;
-                    say(info, &format!("\n  stopped by {by} (press Enter to go on)"))?;
-                    conversation.stop_by(&by).await?;
                     return Ok(Asked::Elsewhere);
                 }
             }
@@ -300,9 +301,22 @@ async fn settle(
                 let asked = ask_approval(conversation, input, info, &request).await?;
                 match asked {
                     Asked::Answer(answer) => {
-                        conversation
+                        let decided = conversation
                             .decide(&approval_id, answer, &Surface::terminal())
-                            .await?;
+                            .await;
+                        match decided {
+                            Ok(()) => {}
+                            // Decided or stopped elsewhere first: said, and
+                            // the turn goes on only if it is still open.
+                            Err(err) if err.code == codes::CONFLICT => {
+                                say(info, &format!("  {}", err.message))?;
+                                if !conversation.has_open_turn().await? {
+                                    say(info, "  [turn ended: interrupted]")?;
+                                    break;
+                                }
+                            }
+                            Err(err) => return Err(err),
+                        }
                         outcome = drive(conversation, None, input, out, info, view).await?;
                     }
                     Asked::Elsewhere if conversation.has_open_turn().await? => {

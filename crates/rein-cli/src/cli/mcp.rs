@@ -151,7 +151,13 @@ pub async fn serve(
     };
     let served = McpServe::open(store, backend, session.as_deref(), settings)
         .await?
-        .telling(|line| eprintln!("rein mcp serve: {line}"));
+        .telling(|line, asked| {
+            eprint!(
+                "rein mcp serve: {}\n{}",
+                rein_wire::visible::visible(line),
+                super::preview::asked_lines(&asked.tool, &asked.arguments, asked.preview.as_ref())
+            );
+        });
     let id = served.session_id().to_owned();
     let result = match http {
         None => {

@@ -53,6 +53,29 @@ pub fn render(preview: &Preview, colour: bool, all: bool) -> (String, usize) {
     (out, lines.len() - shown)
 }
 
+/// What a person is shown of a call waiting for them, for a plain text
+/// surface (`rein approve SESSION`, `rein mcp serve`'s line): the preview
+/// its tool made, else its arguments — bounded and made visible.
+pub fn asked_lines(tool: &str, arguments: &serde_json::Value, preview: Option<&Preview>) -> String {
+    let fallback;
+    let shown = match preview {
+        Some(preview) => preview,
+        None => {
+            fallback = Preview::new(
+                PreviewKind::Text,
+                tool,
+                rein_wire::arguments_text(arguments, rein_wire::MAX_SHOWN_ARGUMENT_CHARS),
+            );
+            &fallback
+        }
+    };
+    let (mut lines, hidden) = render(shown, false, false);
+    if hidden > 0 {
+        lines.push_str(&format!("    … {hidden} more lines\n"));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

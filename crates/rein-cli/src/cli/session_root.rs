@@ -24,12 +24,33 @@ pub async fn root_of(
     input: &mut Asker,
     info: &mut impl Write,
 ) -> Result<std::path::PathBuf, AgentError> {
-    let recorded = match &options.session {
-        Some(id) => store.session(id).await?.metadata["root"]
-            .as_str()
-            .map(std::path::PathBuf::from),
-        None => None,
+    let metadata = match &options.session {
+        Some(id) => store.session(id).await?.metadata,
+        None => serde_json::Value::Null,
     };
+    let recorded = metadata["root"].as_str().map(std::path::PathBuf::from);
+    // An imported session's root is what its trace says: evidence, never
+    // where the tools work unless the person says so here.
+    if rein_sessions::recovery::imported_through(&metadata) > 0
+        && options.root.is_none()
+        && let Some(recorded) = recorded
+    {
+        say(
+            info,
+            &format!(
+                "This session was imported: its trace names the folder {}, which is not a permission.",
+                recorded.display()
+            ),
+        )?;
+        let answer = input.line("Work in that folder? [y/N] ").await?;
+        if answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes")) {
+            return Ok(recorded);
+        }
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "an imported session works only where the person says: resume it with --root DIR",
+        ));
+    }
     let here = || {
         std::env::current_dir().map_err(|e| {
             AgentError::new(codes::INVALID_INPUT, format!("no current directory: {e}"))

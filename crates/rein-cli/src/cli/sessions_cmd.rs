@@ -186,6 +186,7 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
             } => format!("  approval asked: {tool} ({permission})"),
             Event::ApprovalDecided { decision, by, .. } => format!("  approval {decision} by {by}"),
             Event::SteerSaid { text } => format!("  (said mid-turn) {text}"),
+            Event::Stopped { by } => format!("  stopped by {by}"),
             Event::AuthorityAccepted { by, .. } => {
                 format!("  changed authority accepted by {by}")
             }

@@ -65,6 +65,9 @@ impl Default for ServeSettings {
     }
 }
 
+/// How the server says where a call waits: the line, and the request.
+type Tell = dyn Fn(&str, &rein_runner::ApprovalRequest) + Send + Sync;
+
 struct Inner {
     backend: Arc<dyn ToolBackend>,
     conversation: Mutex<Option<Conversation>>,
@@ -72,7 +75,7 @@ struct Inner {
     session: String,
     settings: ServeSettings,
     /// Tells the person where a call waits (stderr for `rein mcp serve`).
-    on_wait: Box<dyn Fn(&str) + Send + Sync>,
+    on_wait: Box<Tell>,
 }
 
 /// A backend served over MCP; cheap to clone (every clone serves the same
@@ -119,14 +122,18 @@ impl McpServe {
                 relay,
                 session,
                 settings,
-                on_wait: Box::new(|_| {}),
+                on_wait: Box::new(|_, _| {}),
             }),
         })
     }
 
-    /// Say where a call waits for a person with `tell` (before the first
-    /// call is served).
-    pub fn telling(mut self, tell: impl Fn(&str) + Send + Sync + 'static) -> McpServe {
+    /// Say where a call waits for a person with `tell`: a line naming how
+    /// to decide it, and the request itself, whose arguments or preview a
+    /// person must see before deciding (before the first call is served).
+    pub fn telling(
+        mut self,
+        tell: impl Fn(&str, &rein_runner::ApprovalRequest) + Send + Sync + 'static,
+    ) -> McpServe {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.on_wait = Box::new(tell);
         }
@@ -175,10 +182,13 @@ impl McpServe {
             .turn(&format!("MCP client `{client}` calls `{tool}`"))
             .await?;
         while let TurnOutcome::AwaitingApproval(request) = &outcome {
-            (self.inner.on_wait)(&format!(
-                "`{tool}` waits for a person: rein approve {} {} yes|no",
-                self.inner.session, request.approval_id
-            ));
+            (self.inner.on_wait)(
+                &format!(
+                    "`{tool}` waits for a person: rein approve {} {} yes|no",
+                    self.inner.session, request.approval_id
+                ),
+                request,
+            );
             let waited = CancellationToken::new();
             let timer = {
                 let waited = waited.clone();

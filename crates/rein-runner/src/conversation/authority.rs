@@ -36,30 +36,46 @@ impl Conversation {
 
     /// Refuse to go on with the open run when its authority changed and
     /// no person accepted the change.
+    ///
+    /// A run opened in imported history is never taken on its word: its
+    /// recorded authority (roots included) is evidence, so it goes on only
+    /// once a person accepted it after the import, whatever it records.
     pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
         let open = dangling(events);
         let Some(run) = open.runs.last() else {
             return Ok(());
         };
-        let recorded = events.iter().rev().find_map(|e| match &e.event {
+        let evidence = self.journal.evidence_through();
+        let started = events.iter().rev().find_map(|e| match &e.event {
             Event::RunStarted {
                 run_id, profile, ..
-            } if run_id == run => profile.get("authority").cloned(),
+            } if run_id == run => Some((e.seq, profile.get("authority").cloned())),
             _ => None,
         });
+        let imported = started.as_ref().is_some_and(|(seq, _)| *seq <= evidence);
+        let now = self.authority();
+        // Only a person's acceptance made after the import counts.
+        let accepted = events.iter().rev().any(|e| {
+            e.seq > evidence
+                && matches!(&e.event, Event::AuthorityAccepted { to, .. } if *to == now)
+        });
+        if imported {
+            if accepted {
+                return Ok(());
+            }
+            let recorded = started.and_then(|(_, a)| a).unwrap_or(Value::Null);
+            return Err(AgentError::new(
+                codes::AUTHORITY_CHANGED,
+                "this run was imported: what it records (root, tools, decisions) is evidence, not permission; a person accepts going on under what this chat allows now, and its approvals are asked again",
+            )
+            .with_field("recorded", recorded)
+            .with_field("now", now));
+        }
         // A run recorded before authority was: nothing to compare.
-        let Some(recorded) = recorded else {
+        let Some(recorded) = started.and_then(|(_, a)| a) else {
             return Ok(());
         };
-        let now = self.authority();
-        if recorded == now {
-            return Ok(());
-        }
-        let accepted = events
-            .iter()
-            .rev()
-            .any(|e| matches!(&e.event, Event::AuthorityAccepted { to, .. } if *to == now));
-        if accepted {
+        if recorded == now || accepted {
             return Ok(());
         }
         Err(AgentError::new(

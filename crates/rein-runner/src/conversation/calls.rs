@@ -158,7 +158,7 @@ impl Conversation {
             // What the person said about this call comes first: their "no"
             // wins over any lease.
             let state = if class.needs_approval() {
-                approval_state(events, &call_id)
+                approval_state(events, &call_id, self.journal.evidence_through())
             } else {
                 ApprovalState::None
             };
@@ -243,16 +243,30 @@ impl Conversation {
                         // What the person sees is made now, from the world as
                         // it is when they are asked, and kept with the request.
                         let preview = self.backend.preview(&tool, &args);
-                        self.journal
-                            .append(vec![Event::ApprovalRequested {
-                                approval_id: approval_id.clone(),
-                                call_id: call_id.clone(),
-                                tool: tool.clone(),
-                                arguments: args.clone(),
-                                permission: class,
-                                preview: preview.clone(),
-                            }])
-                            .await?;
+                        // One asked in imported history is left unanswered
+                        // there: closed as expired, and asked anew here.
+                        let stale = self
+                            .journal
+                            .control()
+                            .await?
+                            .pending
+                            .into_iter()
+                            .filter(|p| p.call_id == call_id)
+                            .map(|p| Event::ApprovalDecided {
+                                approval_id: p.approval_id,
+                                decision: Decision::Expired,
+                                by: "rein: asked again after an import".into(),
+                                lease: None,
+                            });
+                        let asked = Event::ApprovalRequested {
+                            approval_id: approval_id.clone(),
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            arguments: args.clone(),
+                            permission: class,
+                            preview: preview.clone(),
+                        };
+                        self.journal.append(stale.chain([asked]).collect()).await?;
                         self.journal.emit(UiKind::ApprovalRequested {
                             approval_id: approval_id.clone(),
                             tool: tool.clone(),

@@ -155,8 +155,16 @@ pub(super) enum ApprovalState {
     Refused { decision: Decision },
 }
 
-pub(super) fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalState {
-    let Some(approval_id) = events.iter().rev().find_map(|e| match &e.event {
+/// What a person said about `call_id`. Imported history (events up to
+/// `evidence_through`) is evidence, not a decision: an approval asked or
+/// decided there counts as never asked, so the call is asked again.
+pub(super) fn approval_state(
+    events: &[StoredEvent],
+    call_id: &str,
+    evidence_through: u64,
+) -> ApprovalState {
+    let live = events.iter().filter(|e| e.seq > evidence_through);
+    let Some(approval_id) = live.clone().rev().find_map(|e| match &e.event {
         Event::ApprovalRequested {
             approval_id,
             call_id: c,
@@ -166,7 +174,7 @@ pub(super) fn approval_state(events: &[StoredEvent], call_id: &str) -> ApprovalS
     }) else {
         return ApprovalState::None;
     };
-    for e in events {
+    for e in live {
         if let Event::ApprovalDecided {
             approval_id: a,
             decision,

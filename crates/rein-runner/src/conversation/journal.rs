@@ -38,6 +38,9 @@ pub(super) struct Journal {
     /// Made at the first subscription: its buffer is the largest part of
     /// an idle conversation, and most conversations are not watched.
     ui: std::sync::OnceLock<broadcast::Sender<UiEvent>>,
+    /// How far the log is imported history (evidence, never authority;
+    /// `rein_sessions::recovery::imported_through`): 0 for none.
+    evidence_through: u64,
 }
 
 /// The log as far as the conversation has read it. Owned by the
@@ -60,8 +63,9 @@ impl Journal {
     /// Take the session's lease (`session_locked` while another holds it).
     pub(super) async fn open(
         store: Arc<dyn Store>,
-        session_id: String,
+        session: &rein_sessions::SessionInfo,
     ) -> Result<Self, AgentError> {
+        let session_id = session.id.clone();
         let holder = format!("rein runner (pid {})", std::process::id());
         let lease = store.acquire(&session_id, &holder, LEASE_TTL).await?;
         Ok(Journal {
@@ -73,7 +77,14 @@ impl Journal {
             known: Known::default(),
             staged: Vec::new(),
             ui: std::sync::OnceLock::new(),
+            evidence_through: rein_sessions::recovery::imported_through(&session.metadata),
         })
+    }
+
+    /// How far the log is imported history, never acted on: its decisions,
+    /// leases and acceptances count for nothing (0: none of it is).
+    pub(super) fn evidence_through(&self) -> u64 {
+        self.evidence_through
     }
 
     /// The store the session lives in.

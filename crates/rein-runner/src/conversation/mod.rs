@@ -181,7 +181,7 @@ impl Conversation {
             Some(id) => store.session(id).await?,
             None => store.create_session(metadata).await?,
         };
-        let journal = journal::Journal::open(store.clone(), info.id).await?;
+        let journal = journal::Journal::open(store.clone(), &info).await?;
         let mut conversation = Conversation {
             provider,
             backend: Arc::new(builtins::WithBuiltins {
@@ -381,16 +381,22 @@ impl Conversation {
         self.check_authority(&events)?;
         // What other surfaces decided or said meanwhile goes in first.
         let heard = self.take_inbox().await?;
-        if let Some(by) = heard.stop {
-            return self.stop_by(&by).await;
+        if heard.stop.is_some() {
+            return Ok(TurnOutcome::Interrupted);
         }
         let events = if heard.is_empty() {
             events
         } else {
             self.journal.log().await?
         };
-        // Leases granted earlier in this run still hold; none from before it.
-        let log: Vec<Event> = events.iter().map(|e| e.event.clone()).collect();
+        // Leases granted earlier in this run still hold; none from before
+        // it, and none from imported history.
+        let evidence = self.journal.evidence_through();
+        let log: Vec<Event> = events
+            .iter()
+            .filter(|e| e.seq > evidence)
+            .map(|e| e.event.clone())
+            .collect();
         self.turn.leases = Leases::of_open_run(&log);
         // Sub-agents started earlier in this turn count against its bound
         // (and keep their paths), after a restart too.
@@ -426,8 +432,8 @@ impl Conversation {
             } else {
                 Heard::default()
             };
-            if let Some(by) = heard.stop {
-                return self.stop_by(&by).await;
+            if heard.stop.is_some() {
+                return Ok(TurnOutcome::Interrupted);
             }
             if heard.said > 0 {
                 continue;
@@ -469,6 +475,16 @@ impl Conversation {
             let asked = Instant::now();
             let called =
                 tracing::Instrument::instrument(self.call_model(&events), chat.clone()).await;
+            // Cut short by a stop or an interrupt: the step boundary ends
+            // the turn (the inbox is looked at again at once).
+            let called = match called {
+                Ok(None) => {
+                    self.inbox_taken = None;
+                    continue;
+                }
+                Ok(Some(message)) => Ok(message),
+                Err(err) => Err(err),
+            };
             match &called {
                 Ok(message) => crate::telemetry::model_called(
                     &chat,

@@ -1,18 +1,26 @@
 //! One model call of the step loop: the request built and kept inside the
 //! window, `model.requested` staged, the stream assembled (text deltas
 //! to the UI), the cache verdict and `model.completed` staged (both are
-//! committed with the step's next append; see `journal`).
+//! committed with the step's next append; see `journal`). An interrupt or
+//! a stop cuts an open stream at once (the connection is dropped; the
+//! step boundary ends the turn).
 //!
 //! Not here: building the request (`request`) or what the answer's calls
 //! do (`calls`).
 
 use super::*;
 
+/// How often an open stream looks for an interrupt (the inbox, for a stop
+/// from another surface, every [`INBOX_EVERY`]).
+const STREAM_WATCH: Duration = Duration::from_millis(50);
+
 impl Conversation {
+    /// The model's answer, or `None` when an interrupt or a stop cut the
+    /// stream short.
     pub(super) async fn call_model(
         &mut self,
         events: &[StoredEvent],
-    ) -> Result<AssembledMessage, AgentError> {
+    ) -> Result<Option<AssembledMessage>, AgentError> {
         let mut request = self.request(events)?;
         let window = self
             .context
@@ -65,7 +73,28 @@ impl Conversation {
         let started = Instant::now();
         let mut stream = self.provider.stream(request);
         let mut assembler = Assembler::new();
-        while let Some(item) = stream.next().await {
+        let opened = rein_sessions::recovery::open_turn_started(events);
+        let mut watch = tokio::time::interval(STREAM_WATCH);
+        let mut inbox_looked = Instant::now();
+        loop {
+            let item = tokio::select! {
+                biased;
+                item = stream.next() => item,
+                _ = watch.tick() => {
+                    if self.steering.is_interrupted() {
+                        return Ok(None);
+                    }
+                    if inbox_looked.elapsed() >= INBOX_EVERY {
+                        inbox_looked = Instant::now();
+                        let queued = self.journal.store().inbox(self.journal.session_id()).await?;
+                        if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
+                            return Ok(None);
+                        }
+                    }
+                    continue;
+                }
+            };
+            let Some(item) = item else { break };
             let event = item?;
             match &event {
                 StreamEvent::TextDelta { text } => {
@@ -153,6 +182,6 @@ impl Conversation {
             // Nothing ran: staged like the message they answer.
             self.journal.stage(results).await?;
         }
-        Ok(message)
+        Ok(Some(message))
     }
 }

@@ -16,7 +16,8 @@ pub struct Heard {
     pub decided: Vec<(String, Decision, String)>,
     /// Words said to the turn elsewhere (recorded as `steer.said`).
     pub said: usize,
-    /// A stop asked for elsewhere, by whom (the caller acts on it).
+    /// A stop asked for elsewhere, by whom. Already acted on: the turn is
+    /// stopped ([`Conversation::stop_by`]) and ended `interrupted`.
     pub stop: Option<String>,
 }
 
@@ -39,6 +40,14 @@ impl Conversation {
         surface: &Surface,
     ) -> Result<(), AgentError> {
         let heard = self.take_inbox().await?;
+        if let Some(by) = &heard.stop {
+            return Err(AgentError::new(
+                codes::CONFLICT,
+                format!(
+                    "the turn was stopped by {by}: approval `{approval_id}` was refused with it"
+                ),
+            ));
+        }
         if let Some((_, decision, by)) = heard.decided.iter().find(|(a, _, _)| a == approval_id) {
             return Err(AgentError::new(
                 codes::CONFLICT,
@@ -71,8 +80,11 @@ impl Conversation {
     /// Take what other surfaces put in the session's inbox into the log:
     /// a decision for an approval still pending becomes `approval.decided`
     /// (one decided meanwhile is passed over), words become `steer.said`,
-    /// all in one transaction with marking them taken. A stop is returned
-    /// for the caller to act on ([`Conversation::stop`]). The loop calls
+    /// all in one transaction with marking them taken. A stop is acted on
+    /// here, so no caller can pass over one: it wins over every decision
+    /// queued after it (those are not recorded), then the turn is stopped
+    /// ([`Conversation::stop_by`]) and [`Heard::stop`] says by whom; a stop
+    /// posted before the open turn began is passed over. The loop calls
     /// this at every step boundary and on resume; a surface waiting at an
     /// approval calls it to learn of decisions made elsewhere.
     pub async fn take_inbox(&mut self) -> Result<Heard, AgentError> {
@@ -86,10 +98,21 @@ impl Conversation {
             return Ok(Heard::default());
         };
         let control = self.journal.control().await?;
+        let opened = if entries
+            .iter()
+            .any(|e| matches!(e.item, InboxItem::Stop { .. }))
+        {
+            rein_sessions::recovery::open_turn_started(&self.journal.log().await?)
+        } else {
+            None
+        };
         let mut heard = Heard::default();
         let mut events = Vec::new();
         for entry in entries {
+            let stops = entry.stops_turn_opened_at(opened);
             match entry.item {
+                // A stop wins over any decision queued after it.
+                InboxItem::Decision { .. } if heard.stop.is_some() => {}
                 InboxItem::Decision {
                     approval_id,
                     decision,
@@ -112,7 +135,9 @@ impl Conversation {
                     events.push(Event::SteerSaid { text });
                     heard.said += 1;
                 }
-                InboxItem::Stop { by } => heard.stop = Some(by),
+                InboxItem::Stop { by } if stops && heard.stop.is_none() => heard.stop = Some(by),
+                // Posted before this turn began (or a second one): not kept.
+                InboxItem::Stop { .. } => {}
             }
         }
         self.journal.append_taking(events, Some(upto)).await?;
@@ -121,6 +146,9 @@ impl Conversation {
                 approval_id: approval_id.clone(),
                 decision: decision.to_string(),
             });
+        }
+        if let Some(by) = &heard.stop {
+            self.stop_by(by).await?;
         }
         Ok(heard)
     }
@@ -144,9 +172,15 @@ impl Conversation {
     pub async fn pending_approvals(&mut self) -> Result<Vec<ApprovalRequest>, AgentError> {
         let control = self.journal.control().await?;
         let events = self.journal.log().await?;
+        let evidence = self.journal.evidence_through();
         Ok(control
             .pending
             .iter()
+            // One asked in imported history is asked again, not answered.
+            .filter(|p| {
+                rein_sessions::recovery::approval_request(&events, &p.approval_id)
+                    .is_none_or(|asked| asked.seq > evidence)
+            })
             .map(|p| {
                 let asked = rein_sessions::recovery::approval_request(&events, &p.approval_id);
                 let arguments =
@@ -203,9 +237,8 @@ impl Conversation {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Option<TurnOutcome>, AgentError> {
         loop {
-            let heard = self.take_inbox().await?;
-            if let Some(by) = heard.stop {
-                return self.stop_by(&by).await.map(Some);
+            if self.take_inbox().await?.stop.is_some() {
+                return Ok(Some(TurnOutcome::Interrupted));
             }
             let control = self.journal.control().await?;
             if !control.pending.iter().any(|p| p.approval_id == approval_id) {

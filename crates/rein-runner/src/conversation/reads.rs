@@ -182,6 +182,7 @@ impl Conversation {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<T, AgentError> {
         tokio::pin!(all);
+        let opened = rein_sessions::recovery::open_turn_started(&self.journal.log().await?);
         loop {
             tokio::select! {
                 done = &mut all => return Ok(done),
@@ -195,7 +196,7 @@ impl Conversation {
                         .store()
                         .inbox(self.journal.session_id())
                         .await?;
-                    if queued.iter().any(|e| matches!(e.item, rein_sessions::InboxItem::Stop { .. })) {
+                    if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
                         cancel.cancel();
                         // Taken at the next step boundary, without waiting.
                         self.inbox_taken = None;
