@@ -439,3 +439,44 @@ fn undo_never_writes_through_a_link_planted_since_the_change() {
         "keep me\n"
     );
 }
+
+#[test]
+fn a_file_too_large_to_keep_for_undo_is_not_replaced_or_deleted() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let big = root.path().join("big.txt");
+    std::fs::write(&big, vec![b'x'; 5 * 1024 * 1024]).unwrap();
+    for ask in ["write big.txt", "delete big.txt"] {
+        let out = chat(home.path(), root.path(), format!("{ask}\n/exit\n").as_bytes());
+        let err = stderr(&out);
+        // Refused with its reason before anyone is asked.
+        assert!(!err.contains("approve?"), "{ask}: {err}");
+        assert!(err.contains("too_large"), "{ask}: {err}");
+        assert!(err.contains("undone"), "{ask}: {err}");
+        assert_eq!(std::fs::metadata(&big).unwrap().len(), 5 * 1024 * 1024);
+    }
+}
+
+#[test]
+fn a_binary_file_is_previewed_as_what_it_is_and_its_replacement_undone() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let blob = root.path().join("blob.bin");
+    let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 256) as u8).collect();
+    std::fs::write(&blob, &bytes).unwrap();
+    let out = chat(
+        home.path(),
+        root.path(),
+        b"write blob.bin\ny\n/undo\ndelete blob.bin\nn\n/exit\n",
+    );
+    let err = stderr(&out);
+    // Not "new file": what is there now, its size and kind.
+    assert!(
+        err.contains("replaces a binary file of 1000 bytes"),
+        "{err}"
+    );
+    assert!(!err.contains("new file"), "{err}");
+    assert!(err.contains("a binary file of 1000 bytes"), "{err}");
+    // Replaced, then undone byte for byte.
+    assert_eq!(std::fs::read(&blob).unwrap(), bytes);
+}

@@ -189,8 +189,8 @@ async fn a_write_waits_for_a_decision_through_the_api_and_the_report_counts_it()
     assert_eq!(first["id"], id.as_str());
     assert_eq!(first["title"], "write notes.md");
     assert_eq!(first["model"], "rein-scripted");
-    // Branch from the first turn; steer and stop are queued; interrupt
-    // needs a running turn.
+    // Branch from the first turn; steer is queued; interrupt needs a
+    // running turn, and a stop an open one (it is never kept for the next).
     let turn = report["runs"][0]["turn_id"].as_str().unwrap().to_owned();
     let (status, _) = server
         .json(server.post(
@@ -210,10 +210,10 @@ async fn a_write_waits_for_a_decision_through_the_api_and_the_report_counts_it()
         .json(server.post(&format!("/api/conversations/{id}/interrupt"), json!({})))
         .await;
     assert_eq!((status, code(&body)), (400, "invalid_input"));
-    let (status, _) = server
+    let (status, body) = server
         .json(server.post(&format!("/api/conversations/{id}/stop"), json!({})))
         .await;
-    assert_eq!(status, 202);
+    assert_eq!((status, code(&body)), (409, "no_open_turn"), "{body}");
     let (status, body) = server
         .json(server.post(&format!("/api/conversations/{id}/resume"), json!({})))
         .await;

@@ -96,6 +96,13 @@ pub fn export(events: &[StoredEvent]) -> Result<String, AgentError> {
     out.push('\n');
     for stored in events {
         let mut data = stored.event.data();
+        // The importer's own mark is not part of the history: a trace
+        // exported again is the trace that was imported.
+        if let Event::SessionCreated { .. } = stored.event
+            && let Some(metadata) = data.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            metadata.remove(rein_sessions::recovery::IMPORTED);
+        }
         normalise(&mut data, &mut tokens);
         let line = json!({
             "seq": stored.seq,

@@ -69,7 +69,8 @@ pub fn asked_lines(tool: &str, arguments: &serde_json::Value, preview: Option<&P
             &fallback
         }
     };
-    let (mut lines, hidden) = render(shown, false, false);
+    let (lines, hidden) = render(shown, false, false);
+    let mut lines = format!("    {}\n{lines}", visible(&shown.subject));
     if hidden > 0 {
         lines.push_str(&format!("    … {hidden} more lines\n"));
     }

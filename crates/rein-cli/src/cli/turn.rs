@@ -334,7 +334,7 @@ pub(super) async fn drive(
                     interrupts += 1;
                     if interrupts == 1 {
                         steering.interrupt();
-                        say(info, "\n  (interrupting at the next step; Ctrl-C again leaves now)")?;
+                        say(info, "\n  (interrupting: an open answer is cut, a running tool finishes first; Ctrl-C again leaves now)")?;
                     } else {
                         // Leaving like a crash, on purpose: a call running now
                         // is recorded `interrupted` when the session is next

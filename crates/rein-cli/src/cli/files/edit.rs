@@ -126,44 +126,65 @@ pub fn diff(path: &str, before: &str, after: &str) -> Preview {
     Preview::new(PreviewKind::Diff, path, text)
 }
 
-/// What writing `content` to `path` would do: a diff when the file exists
-/// and is text, else the new file's first lines.
+/// What writing `content` to `path` would do, saying what is there now: a
+/// diff when the file exists and is text, what a binary file is replaced
+/// by, else the new file's first lines.
 pub fn write_preview(root: &Root, path: &str, content: &str) -> Preview {
-    match read_text(root, path) {
-        Ok(before) => diff(path, &before, content),
-        Err(_) => {
-            let lines = content.lines().count();
-            let head: Vec<&str> = content.lines().take(PREVIEW_LINES).collect();
-            let more = lines.saturating_sub(PREVIEW_LINES);
-            let tail = if more > 0 {
-                format!("\n… {more} more lines")
-            } else {
-                String::new()
-            };
-            Preview::new(
-                PreviewKind::NewFile,
+    let new = head_of(content);
+    match root.read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(before) => diff(path, &before, content),
+            Err(binary) => Preview::new(
+                PreviewKind::Text,
                 path,
                 format!(
-                    "new file, {} bytes, {lines} lines\n{}{tail}",
-                    content.len(),
-                    head.join("\n")
+                    "replaces a binary file of {} bytes with {} bytes of text, {new}",
+                    binary.as_bytes().len(),
+                    content.len()
                 ),
-            )
-        }
+            ),
+        },
+        Err(refused) if refused.code == codes::FILE_NOT_FOUND => Preview::new(
+            PreviewKind::NewFile,
+            path,
+            format!("new file, {} bytes, {new}", content.len()),
+        ),
+        Err(refused) => Preview::new(
+            PreviewKind::Text,
+            path,
+            format!(
+                "replaces what cannot be read ({}) with {} bytes",
+                refused.message,
+                content.len()
+            ),
+        ),
     }
 }
 
-/// What deleting `path` removes: its size and first lines.
-pub fn delete_preview(root: &Root, path: &str) -> Option<Preview> {
-    let bytes = root.read(path).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
+/// `text`'s line count and first lines (`N lines\nfirst…`).
+fn head_of(text: &str) -> String {
     let lines = text.lines().count();
     let head: Vec<&str> = text.lines().take(PREVIEW_LINES).collect();
-    Some(Preview::new(
-        PreviewKind::Delete,
-        path,
-        format!("{} bytes, {lines} lines\n{}", bytes.len(), head.join("\n")),
-    ))
+    let more = lines.saturating_sub(PREVIEW_LINES);
+    let tail = if more > 0 {
+        format!("\n… {more} more lines")
+    } else {
+        String::new()
+    };
+    format!("{lines} lines\n{}{tail}", head.join("\n"))
+}
+
+/// What deleting `path` removes: its size and first lines (a binary file's
+/// size, or why it cannot be read).
+pub fn delete_preview(root: &Root, path: &str) -> Preview {
+    let text = match root.read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => format!("{} bytes, {}", text.len(), head_of(&text)),
+            Err(binary) => format!("a binary file of {} bytes", binary.as_bytes().len()),
+        },
+        Err(refused) => format!("it cannot be read: {}", refused.message),
+    };
+    Preview::new(PreviewKind::Delete, path, text)
 }
 
 /// The `edit_file` tool over a root (undoable with a stash).

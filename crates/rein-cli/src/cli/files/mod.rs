@@ -88,6 +88,19 @@ async fn kept(
     }
 }
 
+/// What `path` holds before a change, when the change is to be undoable
+/// (a stash is kept): refused when it could not be kept.
+fn undoable_now(
+    stash: Option<&Stash>,
+    root: &Root,
+    path: &str,
+) -> Result<undo::Before, AgentError> {
+    match stash {
+        Some(_) => undo::Before::keepable(root, path),
+        None => Ok(undo::Before::of(root, path)),
+    }
+}
+
 /// A file path, relative to the project root.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PathArg {
@@ -239,13 +252,17 @@ impl Tool for WriteFile {
         PermissionClass::SourceFileWrite
     }
     fn precheck(&self, input: &WriteArgs) -> Result<(), AgentError> {
-        self.0.precheck_write(&input.path).map_err(Refused::error)
+        self.0.precheck_write(&input.path).map_err(Refused::error)?;
+        undoable_now(self.1.as_ref(), &self.0, &input.path).map(drop)
     }
     fn preview(&self, input: &WriteArgs) -> Option<rein_wire::Preview> {
         Some(edit::write_preview(&self.0, &input.path, &input.content))
     }
     async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
-        let before = undo::Before::of(&self.0, &input.path);
+        let before = match undoable_now(self.1.as_ref(), &self.0, &input.path) {
+            Ok(before) => before,
+            Err(refused) => return Outcome::from_error(&refused),
+        };
         match self.0.write(&input.path, input.content.as_bytes()) {
             Ok(()) => {
                 let done =
@@ -272,13 +289,19 @@ impl Tool for DeleteFile {
         PermissionClass::Destructive
     }
     fn precheck(&self, input: &PathArg) -> Result<(), AgentError> {
-        self.0.precheck_delete(&input.path).map_err(Refused::error)
+        self.0
+            .precheck_delete(&input.path)
+            .map_err(Refused::error)?;
+        undoable_now(self.1.as_ref(), &self.0, &input.path).map(drop)
     }
     fn preview(&self, input: &PathArg) -> Option<rein_wire::Preview> {
-        edit::delete_preview(&self.0, &input.path)
+        Some(edit::delete_preview(&self.0, &input.path))
     }
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
-        let before = undo::Before::of(&self.0, &input.path);
+        let before = match undoable_now(self.1.as_ref(), &self.0, &input.path) {
+            Ok(before) => before,
+            Err(refused) => return Outcome::from_error(&refused),
+        };
         match self.0.remove(&input.path) {
             Ok(()) => {
                 let done = Outcome::ok(json!({"deleted": input.path}));

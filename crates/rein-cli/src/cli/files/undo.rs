@@ -36,10 +36,23 @@ pub enum Before {
 impl Before {
     /// What `path` holds now.
     pub fn of(root: &Root, path: &str) -> Self {
+        Before::keepable(root, path).unwrap_or(Before::Unknown)
+    }
+
+    /// What `path` holds now, or why it could not be kept for undo (too
+    /// large, unreadable): a change the person could not undo is refused
+    /// with that reason, before anyone is asked and again before it runs.
+    pub fn keepable(root: &Root, path: &str) -> Result<Self, AgentError> {
         match root.read(path) {
-            Ok(bytes) => Before::Bytes(bytes),
-            Err(refused) if refused.code == codes::FILE_NOT_FOUND => Before::Absent,
-            Err(_) => Before::Unknown,
+            Ok(bytes) => Ok(Before::Bytes(bytes)),
+            Err(refused) if refused.code == codes::FILE_NOT_FOUND => Ok(Before::Absent),
+            Err(refused) => Err(AgentError::new(
+                refused.code,
+                format!(
+                    "{}; rein keeps what a change replaces so that it can be undone, and cannot keep this, so it is left as it is",
+                    refused.message
+                ),
+            )),
         }
     }
 }
