@@ -230,7 +230,38 @@ async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError>
     Ok(Arc::new(SqliteStore::open_home(&home).await?))
 }
 
+/// A surface told to end — SIGTERM, or SIGHUP when its terminal closes —
+/// takes what it started along: every sandboxed command's group and every
+/// hosted program's, then exits. (`rein agents run` stops its run itself,
+/// so that it is recorded as stopped.)
+fn end_on_signals() {
+    tokio::spawn(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        let code = tokio::select! {
+            _ = term.recv() => 128 + libc::SIGTERM,
+            _ = hup.recv() => 128 + libc::SIGHUP,
+        };
+        rein_sandbox::kill_running();
+        rein_host::kill_running();
+        std::process::exit(code);
+    });
+}
+
 async fn dispatch(cli: Cli) -> Result<(), AgentError> {
+    if !matches!(
+        cli.command,
+        Command::Agents {
+            command: cli::agents::AgentsCommand::Run { .. }
+        }
+    ) {
+        end_on_signals();
+    }
     let stdout = &mut std::io::stdout();
     match cli.command {
         Command::Chat(mut options) => {

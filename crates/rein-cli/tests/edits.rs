@@ -447,7 +447,11 @@ fn a_file_too_large_to_keep_for_undo_is_not_replaced_or_deleted() {
     let big = root.path().join("big.txt");
     std::fs::write(&big, vec![b'x'; 5 * 1024 * 1024]).unwrap();
     for ask in ["write big.txt", "delete big.txt"] {
-        let out = chat(home.path(), root.path(), format!("{ask}\n/exit\n").as_bytes());
+        let out = chat(
+            home.path(),
+            root.path(),
+            format!("{ask}\n/exit\n").as_bytes(),
+        );
         let err = stderr(&out);
         // Refused with its reason before anyone is asked.
         assert!(!err.contains("approve?"), "{ask}: {err}");

@@ -126,19 +126,32 @@ pub struct Driven {
     pub duration_ms: u64,
 }
 
-/// Kills the child's whole process group when dropped.
-pub(crate) struct GroupGuard(Option<Pid>);
+/// Kills the child's whole process group when dropped, and whatever else
+/// still holds the run's output pipes (`lifetime`).
+pub(crate) struct GroupGuard {
+    group: Option<Pid>,
+    pipes: Vec<String>,
+}
 
 impl GroupGuard {
+    pub(crate) fn new(group: Option<Pid>, pipes: Vec<String>) -> GroupGuard {
+        if let Some(group) = group {
+            crate::lifetime::started(group);
+        }
+        GroupGuard { group, pipes }
+    }
+
     pub(crate) fn kill(&mut self) {
-        if let Some(group) = self.0.take() {
+        if let Some(group) = self.group.take() {
             for _ in 0..100 {
                 if killpg(group, Signal::SIGKILL).is_err() {
-                    return;
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
+            crate::lifetime::ended(group);
         }
+        crate::lifetime::kill_pipe_holders(&std::mem::take(&mut self.pipes));
     }
 }
 
@@ -264,8 +277,16 @@ pub(crate) fn spawn(spec: &HostSpec, with_stdin: bool) -> Result<Spawned, AgentE
         .argv
         .split_first()
         .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
+    let argv =
+        crate::lifetime::with_parent_death(program, args, spec.env.get("PATH").map(String::as_str))
+            .map_err(|e| {
+                AgentError::new(
+                    codes::HOSTED_AGENT_UNAVAILABLE,
+                    format!("cannot start `{}`: {e}", clean(program, 120)),
+                )
+            })?;
+    let mut child = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(&spec.env)
@@ -285,11 +306,21 @@ pub(crate) fn spawn(spec: &HostSpec, with_stdin: bool) -> Result<Spawned, AgentE
                 format!("cannot start `{}`: {e}", clean(program, 120)),
             )
         })?;
-    let guard = GroupGuard(
+    use std::os::fd::AsRawFd;
+    let pipes = [
+        child.stdout.as_ref().map(AsRawFd::as_raw_fd),
+        child.stderr.as_ref().map(AsRawFd::as_raw_fd),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(crate::lifetime::pipe_of)
+    .collect();
+    let guard = GroupGuard::new(
         child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw),
+        pipes,
     );
     // What the child was given as a secret is masked in what it says.
     let secrets: Vec<String> = spec

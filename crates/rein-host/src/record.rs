@@ -12,6 +12,10 @@
 //! exactly one. The run ends with `turn.finished` and `run.finished`
 //! (outcome, the reducer's summary, the refused requests).
 //!
+//! The metadata also carries the driver's process mark: a run whose driver
+//! was killed outright (and so could not close it) is closed `failed` by
+//! the next rein that looks ([`close_dead`]), never left "running".
+//!
 //! Not here: what a record means (the reducers) or the process (`driver.rs`).
 
 use std::collections::BTreeSet;
@@ -57,7 +61,11 @@ impl Recorder {
         prompt: &str,
     ) -> Result<Self, AgentError> {
         let info = store
-            .create_session(json!({"hosted": kind, "program": program}))
+            .create_session(json!({
+                "hosted": kind,
+                "program": program,
+                "driver": rein_sessions::ProcessMark::current(),
+            }))
             .await?;
         let lease = store.acquire(&info.id, HOLDER, LEASE_TTL).await?;
         let turn_id = rein_wire::ids::new_prefixed("turn");
@@ -307,6 +315,61 @@ impl Recorder {
         .await?;
         self.store.release(&self.lease).await
     }
+}
+
+/// Close every hosted run among the newest `limit` sessions whose driver
+/// provably died without closing it: its turn and run finished `failed`,
+/// saying why. The sessions closed (their watch sockets can go too).
+pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, AgentError> {
+    let mut closed = Vec::new();
+    for info in store.list_sessions(limit).await? {
+        let driver = info
+            .metadata
+            .get("driver")
+            .filter(|_| info.metadata.get("hosted").is_some())
+            .and_then(|d| serde_json::from_value::<rein_sessions::ProcessMark>(d.clone()).ok());
+        let Some(driver) = driver.filter(rein_sessions::ProcessMark::provably_dead) else {
+            continue;
+        };
+        let events = rein_sessions::read_all(store, &info.id).await?;
+        let open = rein_sessions::recovery::dangling(&events);
+        if open.turns.is_empty() && open.runs.is_empty() {
+            continue;
+        }
+        let lease = match store.acquire(&info.id, HOLDER, LEASE_TTL).await {
+            Ok(lease) => lease,
+            Err(e) if e.code == rein_wire::error::codes::SESSION_LOCKED => continue,
+            Err(e) => return Err(e),
+        };
+        let outcome = crate::driver::Ended::Failed.as_str();
+        let why = format!(
+            "its driver (pid {}) ended without closing the run",
+            driver.pid
+        );
+        let mut closing: Vec<NewEvent> = open
+            .turns
+            .into_iter()
+            .map(|turn_id| {
+                NewEvent::main(Event::TurnFinished {
+                    turn_id,
+                    outcome: outcome.to_owned(),
+                    reply: None,
+                })
+            })
+            .collect();
+        closing.extend(open.runs.into_iter().map(|run_id| {
+            NewEvent::main(Event::RunFinished {
+                run_id,
+                outcome: outcome.to_owned(),
+                totals: json!({"failure": why}),
+            })
+        }));
+        let appended = store.append(&lease, closing).await;
+        store.release(&lease).await?;
+        appended?;
+        closed.push(info.id);
+    }
+    Ok(closed)
 }
 
 fn result(id: &str, ok: bool, source: ResultSource) -> Event {

@@ -29,6 +29,16 @@ pub fn main() -> ! {
     let Some((program, args)) = spec.argv.split_first() else {
         refuse("an empty command");
     };
+    // The command dies with the rein that started it (the signal survives
+    // the exec); started after rein is gone, it does not run at all.
+    if let Some(parent) = spec.parent {
+        if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL) {
+            refuse(&format!("a parent-death signal: {e}"));
+        }
+        if nix::unistd::getppid().as_raw().cast_unsigned() != parent {
+            refuse("the process that started this command has ended");
+        }
+    }
     if let Err(why) = crate::confine::confine(&spec) {
         refuse(&why);
     }

@@ -16,11 +16,13 @@ mod cgroup;
 pub mod config;
 pub mod confine;
 pub mod helper;
+mod live;
 pub mod policy;
 mod run;
 pub mod spec;
 mod tool;
 
+pub use live::kill_running;
 pub use run::{HostSandbox, LinuxSandbox, Output, Ran, Request, Sandbox};
 pub use spec::Limits;
 pub use tool::{RunCommand, RunInput};

@@ -198,6 +198,9 @@ impl Sandbox for LinuxSandbox {
                 network: self.network,
                 limits: self.limits,
                 pids_cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
+                // Inside bubblewrap the helper's parent is bubblewrap, which
+                // dies with rein itself (`--die-with-parent`).
+                parent: self.bwrap.is_none().then(std::process::id),
                 argv: request.argv.clone(),
             };
             let json = serde_json::to_string(&spec)
@@ -335,6 +338,8 @@ async fn spawn(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    // Known while it runs, so a surface ending on a signal kills it.
+    let _live = crate::live::Live::new(group);
     let stdout = tokio::spawn(bounded(child.stdout.take()));
     let stderr = tokio::spawn(bounded(child.stderr.take()));
     let waited = tokio::time::timeout(request.timeout, child.wait()).await;

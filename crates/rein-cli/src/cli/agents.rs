@@ -99,6 +99,7 @@ pub async fn run(
         })?,
     };
     let home = rein_sessions::home::resolve(args.home)?;
+    close_dead(&home, store.as_ref()).await?;
     let (kind, entry) = resolve_agent(&home, &args.agent, args.command)?;
     let mut argv = entry.argv;
     let acp = kind == AgentKind::Acp;
@@ -147,11 +148,23 @@ pub async fn run(
     .map_err(output_error)?;
     let view = Some((host, session.clone()));
     let stop = tokio_util::sync::CancellationToken::new();
-    let on_ctrl_c = stop.clone();
+    // Ctrl-C, a closed terminal (SIGHUP) or SIGTERM stop the run: the
+    // program's group is killed and the run recorded as stopped.
+    let on_signal = stop.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
         }
+        on_signal.cancel();
     });
     let mut shown_err = Ok(());
     let mut show = |p: &rein_host::Progress| {
@@ -303,12 +316,22 @@ fn summary_line(kind: &str, driven: &Driven, session: &str) -> String {
 }
 
 /// `rein agents list`.
+/// Close the record of every hosted run whose driver died (killed
+/// outright, it could not), and remove its watch socket.
+pub async fn close_dead(home: &std::path::Path, store: &dyn Store) -> Result<(), AgentError> {
+    for session in rein_host::record::close_dead(store, 1_000).await? {
+        let _ = std::fs::remove_file(crate::cli::agents_tui::socket_path(home, &session));
+    }
+    Ok(())
+}
+
 pub async fn list(
     home: &std::path::Path,
     store: &dyn Store,
     limit: usize,
     out: &mut impl Write,
 ) -> Result<(), AgentError> {
+    close_dead(home, store).await?;
     let config = AgentsConfig::load(&home.join(CONFIG_FILE))?;
     for (name, entry) in &config.agents {
         let program = std::path::Path::new(&entry.argv[0])
