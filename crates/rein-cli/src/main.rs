@@ -195,7 +195,14 @@ fn main() -> ExitCode {
         Err(err) => {
             // Never panic on a closed stderr: the exit code still tells.
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error[{}]: {}", err.code, err.message);
+            // A provider's or a peer's words: control characters shown,
+            // never sent to the terminal.
+            let _ = writeln!(
+                stderr,
+                "error[{}]: {}",
+                err.code,
+                rein::wire::visible::visible(&err.message)
+            );
             if let Some(info) = rein::wire::error::lookup(&err.code) {
                 let _ = writeln!(stderr, "  {}", info.hint);
             }

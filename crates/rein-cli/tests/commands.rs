@@ -161,3 +161,63 @@ fn a_paused_turn_resumed_with_commands_allowed_asks_the_person_first() {
         String::from_utf8_lossy(&shown.stdout)
     );
 }
+
+/// The policy judges what will be executed: neither a path nor a wrapper
+/// is a way past `forbid rm`, nor past `shell = false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_or_a_wrapper_is_no_way_past_the_policy() {
+    for command in [
+        json!(["/usr/bin/rm", "keep.txt"]),
+        json!(["/usr/bin/env", "rm", "keep.txt"]),
+        json!(["nice", "-n", "5", "rm", "keep.txt"]),
+        json!(["/bin/dash", "-c", "rm keep.txt"]),
+        json!(["/usr/bin/env", "sh", "-c", "rm keep.txt"]),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("keep.txt"), "kept\n").unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[commands]\ndefault = \"allow\"\n[[commands.rule]]\nprefix = [\"rm\"]\ndecision = \"forbid\"\nexamples = [\"rm -rf x\"]\n",
+        )
+        .unwrap();
+        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c1",
+            "run_command",
+            json!({"command": command}),
+            1,
+        ));
+        let server = FakeServer::start(vec![
+            Reply::sse(call.openai_chat_sse()),
+            Reply::sse(ScriptedMessage::text(&["Refused."]).openai_chat_sse()),
+        ])
+        .await
+        .unwrap();
+        let url = format!("{}/v1", server.base_url());
+        let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+        let out = tokio::task::spawn_blocking(move || {
+            common::rein_at(&home_path)
+                .args([
+                    "chat",
+                    "--base-url",
+                    &url,
+                    "--model",
+                    "m",
+                    "--allow-commands",
+                ])
+                .arg("--root")
+                .arg(&root_path)
+                .args(["-p", "clean up"])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            root.path().join("keep.txt").exists(),
+            "{command}: it ran: {said}"
+        );
+        assert!(said.contains("command_forbidden"), "{command}: {said}");
+    }
+}

@@ -245,7 +245,12 @@ impl Entry {
                 "a server's name is 1–32 of a-z, 0-9, `-`, `_` (no `__`: it joins server and tool)",
             ));
         }
-        for var in self.env.keys().chain(&self.env_from) {
+        for var in self
+            .env
+            .keys()
+            .chain(&self.env_from)
+            .chain(&self.bearer_env)
+        {
             if PROTECTED_VARS.contains(&var.as_str()) {
                 return Err(bad(
                     name,
@@ -357,6 +362,10 @@ mod tests {
             ),
             (
                 "[mcp.servers.a]\ncommand='x'\nenv={OPENAI_API_KEY='k'}\n",
+                "never given",
+            ),
+            (
+                "[mcp.servers.a]\nurl='http://h/mcp'\nbearer_env='OPENAI_API_KEY'\n",
                 "never given",
             ),
             ("[mcp.servers.A]\ncommand='x'\n", "a server's name"),

@@ -342,6 +342,9 @@ async fn connect(shared: &Arc<Shared>) -> Result<Service, String> {
                     .map_err(|_| format!("its token variable `{var}` is not set"))?;
                 config.auth_header = Some(token);
             }
+            // rustls with ring, as the gateway's client (the first install
+            // wins; without one, building the client panics).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let client = reqwest::Client::builder()
                 .build()
                 .map_err(|err| format!("no HTTP client: {err}"))?;

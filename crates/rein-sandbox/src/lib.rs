@@ -15,6 +15,7 @@ pub mod bwrap;
 mod cgroup;
 pub mod config;
 pub mod confine;
+mod executed;
 pub mod helper;
 mod live;
 pub mod policy;

@@ -19,10 +19,14 @@
 //! Every example must be decided by its own rule (not an earlier one): a
 //! rule whose examples do not match is a config error
 //! (`command_policy_invalid`), so a typo in a prefix cannot silently let
-//! commands through. A shell script is opaque: with `shell = true` it
-//! always asks.
+//! commands through. A command is judged by what it executes (`executed`):
+//! `/usr/bin/rm` is `rm`, and `env`, `nice`, `timeout`, `xargs`… are seen
+//! through. A script is opaque — a shell's `-c`, an interpreter's inline
+//! code, `env -S` — and with `shell = true` it always asks.
 
 use rein_wire::permission::PermissionClass;
+
+use crate::executed::{Executed, program_name};
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 
@@ -69,19 +73,6 @@ pub struct CommandPolicy {
 fn ask() -> Decision {
     Decision::Ask
 }
-
-const SHELLS: &[&str] = &[
-    "sh",
-    "bash",
-    "dash",
-    "zsh",
-    "ksh",
-    "fish",
-    "/bin/sh",
-    "/bin/bash",
-    "/usr/bin/bash",
-    "/usr/bin/sh",
-];
 
 impl Default for CommandPolicy {
     fn default() -> Self {
@@ -137,23 +128,22 @@ impl CommandPolicy {
         Ok(())
     }
 
-    /// What the policy decides for `argv`, and why.
+    /// What the policy decides for `argv` — judged by what it executes —
+    /// and why.
     pub fn decide(&self, argv: &[String]) -> (Decision, String) {
-        let is_shell = argv.first().is_some_and(|p| SHELLS.contains(&p.as_str()))
-            && argv
-                .iter()
-                .skip(1)
-                .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
-        if is_shell {
-            return if self.shell {
-                (Decision::Ask, "a shell script (always asked)".into())
-            } else {
-                (
+        let command = match crate::executed::executed(argv) {
+            Executed::Command(command) => command,
+            Executed::Script(what) if self.shell => {
+                return (Decision::Ask, format!("{what} (always asked)"));
+            }
+            Executed::Script(what) => {
+                return (
                     Decision::Forbid,
-                    "a shell's -c (the policy does not allow a shell)".into(),
-                )
-            };
-        }
+                    format!("{what} (the policy does not allow a shell)"),
+                );
+            }
+        };
+        let argv = command.as_slice();
         match self.rules.iter().find(|r| starts_with(argv, &r.prefix)) {
             Some(rule) => (rule.decision, format!("rule `{}`", rule.prefix.join(" "))),
             None => (self.default, "no rule names it (the default)".into()),
@@ -173,8 +163,16 @@ impl CommandPolicy {
     }
 }
 
+/// Whether `argv` begins with `prefix`, a program by its file name.
 fn starts_with(argv: &[String], prefix: &[String]) -> bool {
-    argv.len() >= prefix.len() && argv.iter().zip(prefix).all(|(a, p)| a == p)
+    argv.len() >= prefix.len()
+        && argv.iter().zip(prefix).enumerate().all(|(i, (a, p))| {
+            if i == 0 {
+                program_name(a) == program_name(p)
+            } else {
+                a == p
+            }
+        })
 }
 
 #[cfg(test)]
@@ -214,12 +212,31 @@ mod tests {
         );
         // `cargo testx` is not `cargo test`: words, not characters.
         assert_eq!(policy.decide(&argv("cargo testx")).0, Decision::Ask);
+        // What will be executed decides: a path or a wrapper is no way past.
+        for line in [
+            "/usr/bin/rm -rf x",
+            "env rm x",
+            "/usr/bin/env rm x",
+            "nice -n 5 rm x",
+            "timeout 5 rm x",
+            "xargs rm",
+        ] {
+            assert_eq!(policy.decide(&argv(line)).0, Decision::Forbid, "{line}");
+        }
+        assert_eq!(policy.decide(&argv("nice cargo test")).0, Decision::Allow);
     }
 
     #[test]
     fn shells_are_refused_unless_allowed_and_then_asked() {
         let policy = CommandPolicy::parse(POLICY).expect("valid");
-        for script in ["sh -c ls", "bash -lc ls", "/bin/sh -c ls"] {
+        for script in [
+            "sh -c ls",
+            "bash -lc ls",
+            "/bin/sh -c ls",
+            "/bin/dash -c ls",
+            "/usr/bin/env sh -c ls",
+            "nice -n 5 bash -c ls",
+        ] {
             assert_eq!(policy.decide(&argv(script)).0, Decision::Forbid, "{script}");
         }
         let shell = CommandPolicy {

@@ -106,12 +106,15 @@ impl SqliteStore {
                 ),
             ));
         }
-        std::fs::create_dir_all(home).map_err(|err| {
-            AgentError::new(
-                codes::STORE_UNAVAILABLE,
-                format!("cannot create {}: {err}", home.display()),
-            )
-        })?;
+        // Owner-only: the store holds the person's transcripts.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(home)
+            .map_err(|err| {
+                AgentError::new(
+                    codes::STORE_UNAVAILABLE,
+                    format!("cannot create {}: {err}", home.display()),
+                )
+            })?;
         SqliteStore::open(home.join(crate::home::DB_FILE)).await
     }
 
@@ -121,6 +124,7 @@ impl SqliteStore {
         durability: Durability,
     ) -> Result<Self, AgentError> {
         let path = path.as_ref().to_path_buf();
+        owner_only_file(&path)?;
         check_schema(&path).await?;
         let options = SqliteConnectOptions::new()
             .filename(&path)
@@ -162,6 +166,58 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// The database must be a regular file — a FIFO or a device planted there
+/// would hang or harm every command — and only its owner reads it (and its
+/// `-wal` and `-shm`, which SQLite makes with the file's own mode): it is
+/// created `0600`, and an existing one is made so.
+fn owner_only_file(path: &Path) -> Result<(), AgentError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let unavailable = |why: String| AgentError::new(codes::STORE_UNAVAILABLE, why);
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(unavailable(format!(
+                "{} is not a regular file, so it is not opened as the store",
+                path.display()
+            )));
+        }
+        Ok(_) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(err) => {
+                    return Err(unavailable(format!(
+                        "cannot create {}: {err}",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        Err(err) => {
+            return Err(unavailable(format!(
+                "cannot read {}: {err}",
+                path.display()
+            )));
+        }
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let file = PathBuf::from(format!("{}{suffix}", path.display()));
+        if let Ok(meta) = std::fs::metadata(&file)
+            && meta.is_file()
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            // Another owner's file stays as it is (and SQLite says so).
+            let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+        }
+    }
+    Ok(())
 }
 
 /// Refuse a database written by a newer schema, without changing it.
