@@ -91,6 +91,53 @@ fn always_ends_with_its_turn_and_a_later_no_wins_in_the_same_chat() {
     assert!(log.contains("approval denied by terminal"), "{log}");
 }
 
+/// "No" to a call, then "always" for its tool later in the same turn: the
+/// identical refused call, made again, is asked again — never run under
+/// the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_is_asked_again_after_a_later_always() {
+    use rein_testing::ScriptedCall;
+    let write = |id: &str, path: &str| {
+        Reply::sse(
+            ScriptedMessage::text(&[])
+                .with_call(ScriptedCall::new(
+                    id,
+                    "write_file",
+                    serde_json::json!({"path": path, "content": "x\n"}),
+                    1,
+                ))
+                .openai_chat_sse(),
+        )
+    };
+    let server = FakeServer::start(vec![
+        write("c1", "refused.txt"),
+        write("c2", "allowed.txt"),
+        write("c3", "refused.txt"),
+        Reply::sse(ScriptedMessage::text(&["Done."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let home = tempfile::tempdir().unwrap();
+    let t = tree();
+    let (home_path, root) = (home.path().to_owned(), t.root.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = rein_at(&home_path);
+        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+            .arg(&root);
+        run_with_stdin(cmd, b"write things\nn\na\nn\n/exit\n")
+    })
+    .await
+    .unwrap();
+    assert!(t.root.join("allowed.txt").exists(), "{}", stderr(&out));
+    assert!(
+        !t.root.join("refused.txt").exists(),
+        "the refused call ran under a later lease:\n{}",
+        stderr(&out)
+    );
+    assert_eq!(asked(&out), 3, "{}", stderr(&out));
+}
+
 #[test]
 fn always_does_not_survive_into_a_resumed_session() {
     let home = tempfile::tempdir().unwrap();

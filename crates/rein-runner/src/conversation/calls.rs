@@ -167,7 +167,14 @@ impl Conversation {
                 ApprovalState::Refused { .. } => Said::No,
                 ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
             };
-            let elevated = match gate(class, &tool, &self.policy, &self.turn.leases, said) {
+            // A call the person refused is asked again: no lease covers it.
+            let no_lease = Leases::default();
+            let leases = if said == Said::Nothing && refused_in_turn(events, &tool, &args) {
+                &no_lease
+            } else {
+                &self.turn.leases
+            };
+            let elevated = match gate(class, &tool, &self.policy, leases, said) {
                 Verdict::Run { elevated } => {
                     if let ApprovalState::Approved { scope } = state {
                         self.turn.leases.grant(&tool, scope);

@@ -195,6 +195,29 @@ pub(super) fn approval_state(
     ApprovalState::Pending { approval_id }
 }
 
+/// Whether a person refused a call of `tool` with exactly `args` earlier in
+/// the open turn: that call is asked again, never covered by a lease
+/// granted since ("no" to it, then "always" for its tool, is still "no"
+/// to it until the person says otherwise).
+pub(super) fn refused_in_turn(events: &[StoredEvent], tool: &str, args: &Value) -> bool {
+    let start = events
+        .iter()
+        .rposition(|e| matches!(e.event, Event::TurnStarted { .. }))
+        .unwrap_or(0);
+    let turn = &events[start..];
+    turn.iter().any(|e| match &e.event {
+        Event::ApprovalDecided {
+            approval_id,
+            decision: Decision::Denied,
+            ..
+        } => turn.iter().any(|r| {
+            matches!(&r.event, Event::ApprovalRequested { approval_id: a, tool: t, arguments, .. }
+                if a == approval_id && t == tool && arguments == args)
+        }),
+        _ => false,
+    })
+}
+
 /// A call that did not run: its `tool.called` and its one error result.
 pub(super) fn refused(
     call_id: impl Into<String>,
