@@ -199,8 +199,23 @@ async fn the_same_over_streamable_http_on_loopback() {
     let home = tempfile::tempdir().expect("home");
     let root = tempfile::tempdir().expect("root");
     std::fs::write(root.path().join("notes.txt"), "over http\n").expect("seed");
+    // Without a token of its own it does not serve at all.
+    let refused = common::rein_at(home.path())
+        .env_remove("REIN_MCP_TOKEN")
+        .args(["mcp", "serve", "--http", "0", "--root"])
+        .arg(root.path())
+        .output()
+        .expect("runs");
+    assert!(!refused.status.success());
+    assert!(
+        common::stderr(&refused).contains("REIN_MCP_TOKEN"),
+        "{}",
+        common::stderr(&refused)
+    );
+    let token = "a-test-token-of-forty-characters-0123456";
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rein"))
         .env("REIN_HOME", home.path())
+        .env("REIN_MCP_TOKEN", token)
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .args(["mcp", "serve", "--http", "0", "--root"])
@@ -229,26 +244,54 @@ async fn the_same_over_streamable_http_on_loopback() {
         "{url}"
     );
 
-    // A request naming another host (DNS rebinding) is refused.
-    let rebinding = reqwest::Client::new()
-        .post(&url)
-        .header("host", "evil.example")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
-        .send()
+    // Any local caller without the token, a request naming another host
+    // (DNS rebinding) and a page of another site are each refused.
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+    let attempt = |extra: &[(&str, &str)]| {
+        let mut request = reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(initialize);
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    let bearer = format!("Bearer {token}");
+    for (why, extra) in [
+        ("no token", vec![]),
+        (
+            "a wrong token",
+            vec![("authorization", "Bearer not-the-token")],
+        ),
+        (
+            "another host",
+            vec![("authorization", bearer.as_str()), ("host", "evil.example")],
+        ),
+        (
+            "a foreign page",
+            vec![
+                ("authorization", bearer.as_str()),
+                ("origin", "http://evil.example"),
+            ],
+        ),
+    ] {
+        let answer = attempt(&extra).await.expect("answered");
+        assert!(
+            answer.status().is_client_error(),
+            "{why}: {}",
+            answer.status()
+        );
+    }
+    let with_token = attempt(&[("authorization", bearer.as_str())])
         .await
         .expect("answered");
-    assert!(
-        rebinding.status().is_client_error(),
-        "{}",
-        rebinding.status()
-    );
+    assert!(with_token.status().is_success(), "{}", with_token.status());
 
-    let transport = StreamableHttpClientTransport::with_client(
-        reqwest::Client::new(),
-        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
-    );
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+    config.auth_header = Some(token.to_owned());
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
     let client = ().serve(transport).await.expect("initialize over HTTP");
     let names: Vec<String> = client
         .list_all_tools()

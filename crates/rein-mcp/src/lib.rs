@@ -19,6 +19,6 @@ mod server;
 mod tools;
 
 pub use config::{ClassName, McpConfig, ServerConfig, Transport};
-pub use serve::{McpServe, ServeSettings};
+pub use serve::{HttpGuard, McpServe, ServeSettings};
 pub use server::{ServerHandle, Snapshot, Status};
 pub use tools::{McpClients, McpTools};

@@ -93,14 +93,7 @@ impl Secrets {
     }
 }
 
-/// Constant-time comparison of two secrets.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
+use rein_wire::secrets::same_secret as same;
 
 /// The `Host` values a server bound to `addr` answers to.
 pub(crate) fn hosts_for(addr: SocketAddr) -> Vec<String> {

@@ -42,6 +42,17 @@ pub fn mask(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// Whether two secrets are equal, compared in constant time for strings
+/// of one length (a token guard must not leak how much of a guess was
+/// right).
+pub fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
 /// Whether an environment variable's name says its value is a secret.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();

@@ -170,6 +170,7 @@ pub async fn serve(
             served.serve_stdio().await
         }
         Some(port) => {
+            let token = http_token()?;
             let listener =
                 tokio::net::TcpListener::bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
                     .await
@@ -189,7 +190,14 @@ pub async fn serve(
             )
             .map_err(io)?;
             let cancel = tokio_util::sync::CancellationToken::new();
-            let app = served.router(cancel.clone());
+            let guard = rein_mcp::HttpGuard {
+                hosts: vec![
+                    format!("127.0.0.1:{}", addr.port()),
+                    format!("localhost:{}", addr.port()),
+                ],
+                token,
+            };
+            let app = served.router(cancel.clone(), guard);
             tokio::select! {
                 served = axum::serve(listener, app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
                 _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) }
@@ -198,4 +206,22 @@ pub async fn serve(
     };
     served.close().await?;
     result
+}
+
+/// The variable `rein mcp serve --http` reads its bearer token from.
+pub const TOKEN_VAR: &str = "REIN_MCP_TOKEN";
+
+/// The token every HTTP caller must send: `REIN_MCP_TOKEN`, at least 32
+/// characters (rein never makes one up or prints one).
+fn http_token() -> Result<String, AgentError> {
+    let token = std::env::var(TOKEN_VAR).unwrap_or_default();
+    if token.trim().chars().count() < 32 {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "`rein mcp serve --http` answers only callers with a token: set {TOKEN_VAR} to a secret of at least 32 characters, and have the client send `Authorization: Bearer` with it"
+            ),
+        ));
+    }
+    Ok(token.trim().to_owned())
 }
