@@ -216,7 +216,7 @@ pub async fn drive_acp(
                 }
             },
         }
-        let steps = reducer.drain();
+        let steps = crate::driver::masked(reducer.drain(), &crate::driver::secrets_of(spec));
         if let Some(view) = &view {
             let words = std::mem::take(&mut last);
             view.show(Some(answer_words(&words)), &steps);

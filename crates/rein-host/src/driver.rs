@@ -183,6 +183,7 @@ pub async fn drive(
         mut guard,
         stderr,
     } = spawn(spec, false)?;
+    let secrets = secrets_of(spec);
     let mut lines = Lines::new(child.stdout.take(), spec.max_line);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
@@ -209,7 +210,7 @@ pub async fn drive(
                 reducer.stream_ended();
             }
         }
-        let steps = reducer.drain();
+        let steps = masked(reducer.drain(), &secrets);
         if let Some(view) = &view {
             view.show(None, &steps);
         }
@@ -239,6 +240,21 @@ pub async fn drive(
         status.and_then(|s| s.code())
     };
     conclude(spec, reducer, recorder, ended, exit_code, stderr, started).await
+}
+
+/// What the child was given as a secret (a variable whose name says so):
+/// masked in everything it says, wherever that goes.
+pub(crate) fn secrets_of(spec: &HostSpec) -> Vec<String> {
+    spec.env
+        .iter()
+        .filter(|(name, _)| rein_wire::secrets::is_secret_name(name))
+        .map(|(_, value)| value.clone())
+        .collect()
+}
+
+/// `steps` with `secrets` masked in them.
+pub(crate) fn masked(steps: Vec<Step>, secrets: &[String]) -> Vec<Step> {
+    steps.into_iter().map(|s| s.masked(secrets)).collect()
 }
 
 /// Act on a reducer's steps: progress shown, facts recorded, a loop's
@@ -322,14 +338,7 @@ pub(crate) fn spawn(spec: &HostSpec, with_stdin: bool) -> Result<Spawned, AgentE
             .map(Pid::from_raw),
         pipes,
     );
-    // What the child was given as a secret is masked in what it says.
-    let secrets: Vec<String> = spec
-        .env
-        .iter()
-        .filter(|(name, _)| rein_wire::secrets::is_secret_name(name))
-        .map(|(_, value)| value.clone())
-        .collect();
-    let stderr = tokio::spawn(stderr_tail(child.stderr.take(), secrets));
+    let stderr = tokio::spawn(stderr_tail(child.stderr.take(), secrets_of(spec)));
     Ok(Spawned {
         child,
         guard,
@@ -352,6 +361,11 @@ pub(crate) async fn conclude(
         _ => Vec::new(),
     };
     let mut outcome = reducer.outcome();
+    let secrets = secrets_of(spec);
+    outcome.text = outcome.text.map(|t| rein_wire::secrets::mask(&t, &secrets));
+    outcome.failure = outcome
+        .failure
+        .map(|t| rein_wire::secrets::mask(&t, &secrets));
     let ended = ended.unwrap_or(if outcome.failure.is_some() {
         Ended::Failed
     } else {

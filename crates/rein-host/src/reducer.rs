@@ -52,6 +52,33 @@ pub enum Step {
     Loop(Repeat),
 }
 
+impl Step {
+    /// This step with the `secrets` the program was given, and
+    /// secret-shaped words, masked in every text it carries (shown,
+    /// recorded or sent to a viewer alike).
+    pub(crate) fn masked(self, secrets: &[String]) -> Step {
+        let mask = |text: String| rein_wire::secrets::mask(&text, secrets);
+        match self {
+            Step::Progress(p) => Step::Progress(Progress {
+                kind: p.kind,
+                tool: mask(p.tool),
+                detail: mask(p.detail),
+            }),
+            Step::ToolCalled { id, tool, detail } => Step::ToolCalled {
+                id,
+                tool: mask(tool),
+                detail: mask(detail),
+            },
+            Step::TurnClosed(mut turn) => {
+                turn.text = turn.text.map(mask);
+                turn.failure = turn.failure.map(mask);
+                Step::TurnClosed(turn)
+            }
+            other => other,
+        }
+    }
+}
+
 /// One hosted turn as it ended.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct TurnResult {

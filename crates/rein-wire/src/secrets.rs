@@ -42,6 +42,31 @@ pub fn mask(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// Every string in `value` with the named `secrets` (those of 8 characters
+/// or more) masked — and nothing else: a tool's result keeps words merely
+/// shaped like keys (code, docs), but never the keys rein itself holds.
+pub fn mask_named_json(value: &mut serde_json::Value, secrets: &[String]) {
+    let secrets: Vec<&String> = secrets.iter().filter(|s| s.len() >= 8).collect();
+    if secrets.is_empty() {
+        return;
+    }
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            serde_json::Value::String(text)
+                if secrets.iter().any(|s| text.contains(s.as_str())) =>
+            {
+                for secret in &secrets {
+                    *text = text.replace(secret.as_str(), MASK);
+                }
+            }
+            serde_json::Value::Array(items) => stack.extend(items.iter_mut()),
+            serde_json::Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+}
+
 /// Whether two secrets are equal, compared in constant time for strings
 /// of one length (a token guard must not leak how much of a guess was
 /// right).

@@ -199,6 +199,16 @@ pub fn resolve(options: &ProviderArgs) -> Result<Option<Resolved>, AgentError> {
 /// How often a chat waiting at an approval looks at the session's inbox.
 const INBOX_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
+/// The values of the provider keys set in this environment: masked in
+/// every tool result a conversation records.
+pub fn provider_secrets() -> Vec<String> {
+    rein_wire::env::PROVIDER_KEYS
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .filter(|value| !value.trim().is_empty())
+        .collect()
+}
+
 /// How an approval prompt ended.
 enum Asked {
     /// The person answered here.
@@ -433,6 +443,7 @@ pub async fn run(
         metadata,
     )
     .await?;
+    conversation.mask_secrets(provider_secrets());
     if options.subagents {
         conversation.delegation = Some(rein_runner::Delegation::default());
     }

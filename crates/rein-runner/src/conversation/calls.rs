@@ -428,11 +428,14 @@ impl Conversation {
         let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
         let event = match outcome {
             Outcome::Ok {
-                result,
+                mut result,
                 operation_id,
                 undo,
                 ..
             } => {
+                // A key rein holds never enters the log (nor the model's
+                // next request), whatever file the tool read it from.
+                rein_wire::secrets::mask_named_json(&mut result, &self.secrets);
                 let (content, artifact) = bound(
                     &crate::artifacts::StoreArtifacts(self.journal.store().as_ref()),
                     result,
@@ -466,9 +469,13 @@ impl Conversation {
             Outcome::Failed {
                 code,
                 message,
-                detail,
+                mut detail,
                 ..
             } => {
+                let message = rein_wire::secrets::mask(&message, &self.secrets);
+                if let Some(detail) = detail.as_mut() {
+                    rein_wire::secrets::mask_named_json(detail, &self.secrets);
+                }
                 self.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: false,

@@ -150,6 +150,9 @@ pub struct Conversation {
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
     steering: Steering,
+    /// Secret values (the provider's key) masked in every tool result
+    /// before it is recorded: see [`Conversation::mask_secrets`].
+    secrets: Vec<String>,
 }
 
 impl Conversation {
@@ -209,6 +212,7 @@ impl Conversation {
             transcript: request::Transcript::default(),
             monitor: rein_cache::CacheMonitor::new(),
             steering: Steering::default(),
+            secrets: Vec::new(),
         };
         conversation.journal.recover().await?;
         Ok(conversation)
@@ -245,6 +249,13 @@ impl Conversation {
     /// model missing from the table has no cost, never a cost of zero).
     pub fn set_prices(&mut self, prices: PriceTable) {
         self.prices = prices;
+    }
+
+    /// Mask these secret values (the provider's key, say) in every tool
+    /// result before it is recorded or shown to the model: a model that
+    /// reads a project's `.env` must not put rein's own key in the log.
+    pub fn mask_secrets(&mut self, secrets: Vec<String>) {
+        self.secrets = secrets;
     }
 
     /// The session's id.
