@@ -89,3 +89,50 @@ async fn connections_at_once_are_bounded_and_the_next_waits_its_turn() {
     assert_eq!(status, 200);
     drop(second);
 }
+
+/// Sockets opened and left, or a request head sent by halves, do not hold
+/// the places for good: each is closed, and a real request is served.
+#[tokio::test]
+async fn idle_and_half_sent_connections_give_their_places_back() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start_with(rein_server::Limits {
+        connections: 3,
+        ..rein_server::Limits::default()
+    })
+    .await;
+    let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut half = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    half.write_all(b"GET /api/conversations HTTP/1.1\r\nHost: ")
+        .await
+        .unwrap();
+    let mut trickle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let id = server.store.create_session(json!({})).await.unwrap().id;
+    // All three places are held; a real request waits...
+    let mut real = raw_request(&server, &format!("/api/conversations/{id}")).await;
+    // ...while one of them keeps sending a byte at a time, never a whole
+    // head; the server closes all three, and the real request is served.
+    let trickling = tokio::spawn(async move {
+        for _ in 0..40 {
+            if trickle.write_all(b"X").await.is_err() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        false
+    });
+    let status = tokio::time::timeout(Duration::from_secs(60), status_of(&mut real))
+        .await
+        .expect("a real request was served once the idle ones were closed");
+    assert_eq!(status, 200);
+    let mut buf = [0u8; 16];
+    for stream in [&mut idle, &mut half] {
+        let closed = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf))
+            .await
+            .expect("closed by the server");
+        assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    }
+    assert!(
+        trickling.await.unwrap(),
+        "the trickling socket was never closed"
+    );
+}
