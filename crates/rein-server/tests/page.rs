@@ -399,3 +399,42 @@ async fn the_page_approves_denies_reloads_steers_and_interrupts() {
         .await;
     browser.screenshot("phone").await;
 }
+
+/// A file name or a prompt carrying BiDi controls reads on the page as its
+/// bytes do: `run‹U+202E›txt.exe` is never shown as `runexe.txt`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
+    let (addr, login, _backend, _dir) = serve().await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until("document.querySelector('#new')", "the page")
+        .await;
+    browser.click("#new").await;
+    browser
+        .until("location.hash.length > 1", "a conversation")
+        .await;
+    browser.type_in("#say", "write run\u{202e}txt.exe").await;
+    browser.click("#send").await;
+    browser
+        .until(
+            "document.querySelector('.approval .diff')",
+            "the approval panel",
+        )
+        .await;
+    for (what, css) in [("the approval", ".approval"), ("the transcript", "#log")] {
+        let text = browser
+            .script(&format!(
+                "return document.querySelector('{css}').innerText;"
+            ))
+            .await;
+        let text = text.as_str().unwrap();
+        assert!(
+            !text.contains('\u{202e}'),
+            "{what} obeys the control: {text:?}"
+        );
+        assert!(text.contains("run<U+202E>txt.exe"), "{what}: {text:?}");
+    }
+}

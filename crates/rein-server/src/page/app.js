@@ -4,7 +4,10 @@
 //
 // Safety: nothing the model or a tool wrote is ever parsed as HTML. Text
 // goes in with textContent; the small Markdown subset below builds
-// elements, never markup strings.
+// elements, never markup strings. And no character acts unseen: control,
+// BiDi and invisible characters are shown as `^[` or `<U+202E>`, as the
+// terminal shows them (`visible`), so a file name or a diff reads as its
+// bytes do.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -21,10 +24,22 @@ async function api(method, path, body) {
   return data;
 }
 
+// The same rule as rein_wire::visible: controls but newline and tab, and
+// the BiDi, zero-width and separator characters, are shown, not obeyed.
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+function visible(text) {
+  return String(text).replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    if (code < 0x20) return "^" + String.fromCharCode(code + 64);
+    if (code === 0x7f) return "^?";
+    return "<U+" + code.toString(16).toUpperCase().padStart(4, "0") + ">";
+  });
+}
+
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
+  if (text !== undefined) node.textContent = visible(text);
   return node;
 }
 
@@ -33,14 +48,14 @@ function inline(parent, text) {
   const pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*]+\*)/g;
   let last = 0;
   for (const match of text.matchAll(pattern)) {
-    parent.append(text.slice(last, match.index));
+    parent.append(visible(text.slice(last, match.index)));
     const token = match[0];
     if (token.startsWith("`")) parent.append(el("code", "", token.slice(1, -1)));
     else if (token.startsWith("**")) parent.append(el("strong", "", token.slice(2, -2)));
     else parent.append(el("em", "", token.slice(1, -1)));
     last = match.index + token.length;
   }
-  parent.append(text.slice(last));
+  parent.append(visible(text.slice(last)));
 }
 
 function markdown(target, text) {
@@ -78,7 +93,7 @@ function setRunning(running) {
 }
 
 function status(text) {
-  $("status").textContent = text || "";
+  $("status").textContent = visible(text || "");
 }
 
 function meter() {
@@ -162,7 +177,7 @@ function onLog(event) {
     case "turn.started": {
       // Replayed in order, the log leaves the last turn's state shown.
       setRunning(true);
-      if (!$("title").textContent || $("title").textContent === "New conversation") $("title").textContent = d.prompt;
+      if (!$("title").textContent || $("title").textContent === "New conversation") $("title").textContent = visible(d.prompt);
       const you = el("div", "turn you", d.prompt);
       const branch = el("button", "branch", "continue from before this turn");
       branch.addEventListener("click", () => branchFrom(d.parent));
@@ -235,7 +250,7 @@ async function open(id) {
   history.replaceState(null, "", `#${id}`);
   for (const b of document.querySelectorAll("#list button")) b.setAttribute("aria-current", String(b.dataset.id === id));
   const conversation = await api("GET", `/api/conversations/${id}`);
-  $("title").textContent = conversation.title || "New conversation";
+  $("title").textContent = visible(conversation.title || "New conversation");
   state.shownUpTo = conversation.head_seq || 0;
   setRunning(conversation.state === "running");
   meter();
