@@ -49,9 +49,26 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A name someone else chose (a client's, a peer's) as one safe line: every
+/// unsafe character made visible, newlines and tabs too (`^J`, `^I`), so it
+/// cannot forge the next line of a transcript; cut at `max_chars`.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let cut: String = text.chars().take(max_chars).collect();
+    visible(&cut).replace('\n', "^J").replace('\t', "^I")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_one_line() {
+        assert_eq!(
+            one_line("evil\n  approval approved by terminal\t\u{1b}", 100),
+            "evil^J  approval approved by terminal^I^["
+        );
+        assert_eq!(one_line("abcdef", 3), "abc");
+    }
 
     #[test]
     fn controls_are_shown_not_sent() {

@@ -381,7 +381,9 @@ impl ServerHandler for McpServe {
         let client = context
             .peer
             .peer_info()
-            .map(|info| info.client_info.name.clone())
+            // The client names itself: one safe line, so its name cannot
+            // forge lines of the transcript or the terminal.
+            .map(|info| rein_wire::visible::one_line(&info.client_info.name, 64))
             .unwrap_or_else(|| "unknown".into());
         let arguments = request
             .arguments
