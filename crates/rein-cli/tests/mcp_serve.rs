@@ -311,7 +311,7 @@ async fn the_same_over_streamable_http_on_loopback() {
 }
 
 /// A client names itself: a newline in its name forges no line of the
-/// session's transcript.
+/// session's transcript. And a long result reaches it whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_name_forges_no_line_of_the_transcript() {
     use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
@@ -339,6 +339,17 @@ async fn a_clients_name_forges_no_line_of_the_transcript() {
         .call_tool(call("read_file", json!({"path": "notes.txt"})))
         .await
         .expect("read");
+    // A result past the model's bound goes to the client whole: it is not
+    // offered `read_result`, so it is never sent a stub naming it.
+    let long = format!("{}THE END\n", "line of the long file\n".repeat(1_500));
+    std::fs::write(root.path().join("long.txt"), &long).expect("long");
+    let whole = client
+        .call_tool(call("read_file", json!({"path": "long.txt"})))
+        .await
+        .expect("read");
+    assert!(text_of(&whole).contains("THE END"), "cut short");
+    assert!(!text_of(&whole).contains("read_result"), "a stub");
+
     let session = tokio::time::timeout(Duration::from_secs(30), async {
         while let Ok(Some(line)) = said.next_line().await {
             if let Some(id) = line.split("session ").nth(1) {

@@ -65,6 +65,10 @@ impl Default for ServeSettings {
     }
 }
 
+/// The most characters of a result a client is sent whole (past it, the
+/// store keeps it and the client gets its start).
+const SERVED_RESULT_CHARS: usize = 16 * 1024 * 1024;
+
 /// How the server says where a call waits: the line, and the request.
 type Tell = dyn Fn(&str, &rein_runner::ApprovalRequest) + Send + Sync;
 
@@ -109,6 +113,14 @@ impl McpServe {
         )
         .await?;
         conversation.policy = settings.policy.clone();
+        // The client is not a model with `read_result`: a result goes to it
+        // whole (the file tools read at most 4 MiB), never as a stub that
+        // names a tool it is not offered.
+        conversation.bounds = rein_tools::Bounds {
+            max_chars: SERVED_RESULT_CHARS,
+            max_string: SERVED_RESULT_CHARS,
+            ..rein_tools::Bounds::default()
+        };
         conversation.budgets = Budgets {
             max_steps: 4,
             max_wall: settings.approval_wait + Duration::from_secs(60 * 60),
