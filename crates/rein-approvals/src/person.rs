@@ -19,6 +19,16 @@ use rein_wire::{AgentError, error::codes};
 
 use crate::{Answer, Surface};
 
+/// The most bytes one steer carries.
+pub const MAX_SAID_BYTES: usize = 64 * 1024;
+
+/// The most items a session's inbox holds untaken, and the most bytes of
+/// words among them.
+pub const MAX_QUEUED: usize = 64;
+
+/// See [`MAX_QUEUED`].
+pub const MAX_QUEUED_BYTES: usize = 256 * 1024;
+
 /// Where a person's input went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
@@ -132,6 +142,34 @@ pub async fn say(
         return Err(AgentError::new(
             codes::INVALID_INPUT,
             "there is nothing to say",
+        ));
+    }
+    if text.len() > MAX_SAID_BYTES {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "{} bytes is more than one steer takes ({MAX_SAID_BYTES})",
+                text.len()
+            ),
+        ));
+    }
+    // What waits for the turn is bounded: words pile up only as fast as
+    // the turn takes them.
+    let queued = store.inbox(session).await?;
+    let waiting: usize = queued
+        .iter()
+        .map(|e| match &e.item {
+            InboxItem::Say { text, .. } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    if queued.len() >= MAX_QUEUED || waiting + text.len() > MAX_QUEUED_BYTES {
+        return Err(AgentError::new(
+            codes::INBOX_FULL,
+            format!(
+                "session {session} has {} items ({waiting} bytes) waiting for its turn already",
+                queued.len()
+            ),
         ));
     }
     store

@@ -23,8 +23,12 @@ use rein_wire::{AgentError, error::codes};
 use crate::Server;
 use crate::problem::Problem;
 
-/// The cookie's name.
-pub(crate) const COOKIE: &str = "rein_session";
+/// The session cookie's name for a server bound to `addr` (one per port:
+/// cookies do not tell ports apart, so two servers on one host would
+/// otherwise overwrite each other's).
+pub(crate) fn cookie_name(addr: SocketAddr) -> String {
+    format!("rein_session_{}", addr.port())
+}
 
 /// A server's secrets: a one-time login token (for the URL a person
 /// opens), the cookie it is exchanged for, and a bearer token (for
@@ -119,14 +123,14 @@ pub(crate) enum Caller {
     Bearer,
 }
 
-fn cookie_of(headers: &HeaderMap) -> Option<&str> {
+fn cookie_of<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(cookie, _)| *cookie == name)
         .map(|(_, value)| value)
 }
 
@@ -135,11 +139,15 @@ fn caller(server: &Server, headers: &HeaderMap) -> Option<Caller> {
     if let Some(value) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| {
+            // The scheme is case-insensitive (RFC 9110).
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(token)
+        })
     {
         return same(value.trim(), &secrets.bearer).then_some(Caller::Bearer);
     }
-    cookie_of(headers)
+    cookie_of(headers, &server.inner.cookie)
         .filter(|value| same(value, &secrets.cookie))
         .map(|_| Caller::Cookie)
 }

@@ -54,7 +54,8 @@ pub(crate) async fn stream(
     after: u64,
     watchers: usize,
 ) -> Result<(impl Stream<Item = Result<Sse, Infallible>>, KeepAlive), AgentError> {
-    inner.store.session(&session).await?;
+    let head = inner.store.session(&session).await?.head_seq;
+    let after = after.min(head);
     let ui = inner.live.ui(&session);
     if ui.receiver_count() >= watchers {
         return Err(AgentError::new(

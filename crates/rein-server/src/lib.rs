@@ -87,6 +87,9 @@ pub(crate) struct Inner {
     pub(crate) profile: Profile,
     pub(crate) secrets: Secrets,
     pub(crate) hosts: Vec<String>,
+    /// The session cookie's name: one per port, so a second server on the
+    /// same host does not overwrite the first one's.
+    pub(crate) cookie: String,
     pub(crate) live: live::Live,
 }
 
@@ -127,6 +130,7 @@ impl Server {
                 profile,
                 secrets: Secrets::fresh(),
                 hosts: auth::hosts_for(addr),
+                cookie: auth::cookie_name(addr),
                 live: live::Live::default(),
             }),
             limits: Limits::default(),
@@ -162,6 +166,7 @@ impl Server {
                 profile: shared.profile.clone(),
                 secrets: shared.secrets.with_bearer(token),
                 hosts: shared.hosts.clone(),
+                cookie: shared.cookie.clone(),
                 live: live::Live::default(),
             });
         }

@@ -1,9 +1,11 @@
 //! Errors as HTTP answers: `application/problem+json` (RFC 9457) with the
 //! registry's code, status and hint — the same words a terminal prints.
 
+use axum::extract::Request;
 use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rein_wire::AgentError;
+use rein_wire::{AgentError, error::codes};
 
 /// An [`AgentError`] answered as problem details.
 #[derive(Debug)]
@@ -32,4 +34,41 @@ impl IntoResponse for Problem {
         )
             .into_response()
     }
+}
+
+/// Every error answered as problem+json, whoever made it: axum's own
+/// answers (a query or path that does not parse, a method a route does not
+/// take) come as plain text, and are replaced by a problem with the
+/// registry's code for their status and their words as the detail.
+pub(crate) async fn problems_only(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/problem+json"));
+    if is_problem || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let code = match status.as_u16() {
+        401 => codes::UNAUTHENTICATED,
+        404 => codes::ROUTE_NOT_FOUND,
+        405 => codes::METHOD_NOT_ALLOWED,
+        413 => codes::BODY_TOO_LARGE,
+        _ if status.is_client_error() => codes::INVALID_INPUT,
+        _ => codes::INTERNAL,
+    };
+    let said = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let message = if said.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        said
+    };
+    let mut answer = Problem(AgentError::new(code, message)).into_response();
+    *answer.status_mut() = status;
+    answer
 }

@@ -22,7 +22,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::Server;
-use crate::auth::{COOKIE, Caller};
+use crate::auth::Caller;
 use crate::problem::Problem;
 
 type Answered = Result<Response, Problem>;
@@ -60,6 +60,7 @@ pub(crate) fn router(server: Server) -> axum::Router {
         server.clone(),
         crate::auth::guard,
     ))
+    .layer(axum::middleware::from_fn(crate::problem::problems_only))
     .with_state(server)
 }
 
@@ -127,7 +128,10 @@ async fn login(State(server): State<Server>, Query(query): Query<LoginQuery>) ->
             "the login token is wrong or was used already",
         )));
     };
-    let set = format!("{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/");
+    let set = format!(
+        "{}={cookie}; HttpOnly; SameSite=Strict; Path=/",
+        server.inner.cookie
+    );
     Ok(([(header::SET_COOKIE, set)], Redirect::to("/")).into_response())
 }
 
@@ -304,10 +308,23 @@ async fn events(
     Query(after): Query<After>,
     headers: HeaderMap,
 ) -> Answered {
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    // A resume point that is no sequence number is refused, not taken as
+    // "from the start"; one past the head is the head (it never wraps).
+    let last = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    AgentError::new(
+                        codes::INVALID_INPUT,
+                        "Last-Event-ID must be a sequence number this stream sent",
+                    )
+                })?,
+        ),
+    };
     let from = last.or(after.after).unwrap_or(0);
     let watchers = server.limits.watchers_per_conversation;
     let (stream, keep) = crate::events::stream(server.inner.clone(), id, from, watchers).await?;

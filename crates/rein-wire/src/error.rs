@@ -251,6 +251,12 @@ registry! {
     NO_OPEN_TURN = "no_open_turn", 409, false,
         "No turn of this conversation is open, so there is nothing to stop",
         "Nothing was kept: a stop ends only a turn open when it is asked, never the next one.";
+    METHOD_NOT_ALLOWED = "method_not_allowed", 405, false,
+        "The route does not take this method",
+        "The routes and their methods are listed at /api/openapi.json.";
+    INBOX_FULL = "inbox_full", 429, true,
+        "The conversation has as much waiting for it as it takes",
+        "Wait for the running turn to take what was said (at its next step), then say more.";
     TURN_RUNNING = "turn_running", 409, false,
         "A turn of this conversation is already running",
         "Wait for it, steer it, or interrupt it.";
