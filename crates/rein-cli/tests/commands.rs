@@ -221,3 +221,57 @@ async fn a_path_or_a_wrapper_is_no_way_past_the_policy() {
         assert!(said.contains("command_forbidden"), "{command}: {said}");
     }
 }
+
+/// A relative `--root` names the same folder for every part: a sandboxed
+/// command reads the project it names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_root_is_the_projects_for_commands_too() {
+    let base = tempfile::tempdir().unwrap();
+    let project = base.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("present.txt"), "here\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[commands]\ndefault = \"allow\"\n",
+    )
+    .unwrap();
+    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+        "c1",
+        "run_command",
+        json!({"command": ["cat", "present.txt"]}),
+        1,
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(call.openai_chat_sse()),
+        Reply::sse(ScriptedMessage::text(&["Read."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, cwd) = (home.path().to_owned(), base.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        common::rein_at(&home_path)
+            .current_dir(&cwd)
+            .args([
+                "chat",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--allow-commands",
+            ])
+            .args(["--root", "project", "-p", "read it"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = server.requests()[1].json().to_string();
+    assert!(sent.contains("here"), "{sent}");
+}

@@ -124,3 +124,21 @@ fn a_streamable_http_mcp_server_is_listed_without_a_panic() {
     assert!(!said.contains("crypto provider"), "{said}");
     assert!(said.contains("remote"), "{said}");
 }
+
+#[test]
+fn a_huge_prompt_is_shown_cut_with_what_was_left_out() {
+    let home = tempfile::tempdir().unwrap();
+    let huge = "y".repeat(300_000);
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted"]);
+    let out = common::run_with_stdin(cmd, format!("{huge}\n/exit\n").as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let session = common::session_of(&out);
+    let shown = rein_at(home.path())
+        .args(["sessions", "show", &session])
+        .output()
+        .unwrap();
+    let shown = common::stdout(&shown);
+    assert!(shown.len() < 50_000, "{} bytes shown", shown.len());
+    assert!(shown.contains("more characters"), "{}", &shown[..200]);
+}

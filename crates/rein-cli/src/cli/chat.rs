@@ -403,6 +403,14 @@ pub async fn run(
         }
     };
     let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
+    // One absolute path for every part: a relative one means another
+    // folder to a sandboxed command that runs somewhere else.
+    let root_dir = root_dir.canonicalize().map_err(|e| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!("the root {}: {e}", root_dir.display()),
+        )
+    })?;
     let super::chat_tools::ChatTools {
         root,
         backend,

@@ -209,11 +209,26 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
         };
         if !line.is_empty() {
             // The transcript quotes the model: its control characters are
-            // shown, never sent to the terminal.
-            writeln!(out, "{}", visible(&line)).map_err(out_error)?;
+            // shown, never sent to the terminal; a huge one is cut.
+            writeln!(out, "{}", visible(&shown_part(&line))).map_err(out_error)?;
         }
     }
     Ok(())
+}
+
+/// The most characters of one event `rein sessions show` prints.
+const MAX_SHOWN_CHARS: usize = 4_000;
+
+/// `line`, or its start and how much was left out (the export has it all).
+fn shown_part(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(MAX_SHOWN_CHARS) {
+        None => std::borrow::Cow::Borrowed(line),
+        Some((at, _)) => std::borrow::Cow::Owned(format!(
+            "{} … ({} more characters; `rein sessions export` has them all)",
+            &line[..at],
+            line[at..].chars().count()
+        )),
+    }
 }
 
 /// `rein sessions tree ID`: the turn tree, children indented under parents.
