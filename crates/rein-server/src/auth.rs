@@ -111,7 +111,32 @@ pub(crate) fn hosts_for(addr: SocketAddr) -> Vec<String> {
     if !hosts.contains(&own) {
         hosts.push(own);
     }
+    // Bound to every interface: the machine's own addresses are its names
+    // too (any other name is still refused: DNS rebinding).
+    if addr.ip().is_unspecified() {
+        for ip in interface_addresses() {
+            let name = std::net::SocketAddr::new(ip, port).to_string();
+            if ip.is_ipv4() == addr.is_ipv4() && !hosts.contains(&name) {
+                hosts.push(name);
+            }
+        }
+    }
     hosts
+}
+
+/// The machine's own IP addresses, by its interfaces.
+fn interface_addresses() -> Vec<std::net::IpAddr> {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    interfaces
+        .filter_map(|i| i.address)
+        .filter_map(|a| {
+            a.as_sockaddr_in()
+                .map(|v4| std::net::IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
+        })
+        .collect()
 }
 
 /// Who a request is, by its credentials.
@@ -232,5 +257,33 @@ async fn checked(server: Server, mut request: Request, next: Next) -> Result<Res
             codes::UNAUTHENTICATED,
             "no valid session cookie or bearer token",
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bound_to_every_interface_the_machines_own_addresses_are_its_names() {
+        let any: SocketAddr = "0.0.0.0:8080".parse().expect("addr");
+        let hosts = hosts_for(any);
+        let own: Vec<String> = interface_addresses()
+            .into_iter()
+            .filter(std::net::IpAddr::is_ipv4)
+            .map(|ip| format!("{ip}:8080"))
+            .collect();
+        assert!(!own.is_empty(), "this machine has an IPv4 address");
+        for name in &own {
+            assert!(hosts.contains(name), "{name} not in {hosts:?}");
+        }
+        assert!(!hosts.iter().any(|h| h.starts_with("evil.example")));
+        // Bound to loopback, no interface address is a name.
+        let local = hosts_for("127.0.0.1:8080".parse().expect("addr"));
+        assert!(
+            own.iter()
+                .filter(|n| !n.starts_with("127."))
+                .all(|n| !local.contains(n))
+        );
     }
 }
