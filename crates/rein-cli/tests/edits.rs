@@ -484,3 +484,20 @@ fn a_binary_file_is_previewed_as_what_it_is_and_its_replacement_undone() {
     // Replaced, then undone byte for byte.
     assert_eq!(std::fs::read(&blob).unwrap(), bytes);
 }
+
+#[test]
+fn undo_brings_a_deleted_script_back_with_its_exec_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let script = root.path().join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    chat(
+        home.path(),
+        root.path(),
+        b"delete run.sh\ny\n/undo\n/exit\n",
+    );
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "the script came back without its exec bit");
+}

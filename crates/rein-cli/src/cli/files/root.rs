@@ -240,6 +240,27 @@ impl Root {
         Ok(())
     }
 
+    /// A regular file's permission bits (`None` when it cannot be told).
+    pub fn mode(&self, path: &str) -> Option<u32> {
+        use cap_std::fs::PermissionsExt;
+        let rel = self.relative(path).ok()?;
+        let meta = self.dir.metadata(rel).ok()?;
+        meta.is_file().then(|| meta.permissions().mode() & 0o7777)
+    }
+
+    /// Set a regular file's permission bits (an undo gives back the exec
+    /// bit a change or a delete took).
+    pub fn set_mode(&self, path: &str, mode: u32) -> Result<(), Refused> {
+        use cap_std::fs::PermissionsExt;
+        let rel = self.relative(path)?;
+        let failed = |e: io::Error| Refused::io(path, "write", codes::WRITE_FAILED, &e);
+        let meta = self.dir.metadata(rel).map_err(failed)?;
+        one_regular_file(path, &meta)?;
+        self.dir
+            .set_permissions(rel, cap_std::fs::Permissions::from_mode(mode & 0o777))
+            .map_err(failed)
+    }
+
     /// Remove a file (a symbolic link is removed itself, never its target).
     pub fn remove(&self, path: &str) -> Result<(), Refused> {
         let rel = self.relative(path)?;

@@ -25,8 +25,8 @@ const FILE_OP: &str = "file:";
 
 /// What a file held before a change, as far as it could be read.
 pub enum Before {
-    /// These bytes.
-    Bytes(Vec<u8>),
+    /// These bytes, with these permission bits.
+    Bytes(Vec<u8>, Option<u32>),
     /// Nothing: the file did not exist.
     Absent,
     /// It could not be read (too large, refused): the change is not undoable.
@@ -44,7 +44,7 @@ impl Before {
     /// with that reason, before anyone is asked and again before it runs.
     pub fn keepable(root: &Root, path: &str) -> Result<Self, AgentError> {
         match root.read(path) {
-            Ok(bytes) => Ok(Before::Bytes(bytes)),
+            Ok(bytes) => Ok(Before::Bytes(bytes, root.mode(path))),
             Err(refused) if refused.code == codes::FILE_NOT_FOUND => Ok(Before::Absent),
             Err(refused) => Err(AgentError::new(
                 refused.code,
@@ -79,18 +79,21 @@ impl Stash {
         else {
             return outcome;
         };
-        let kept = match before {
-            Before::Unknown => None,
-            Before::Absent => Some(Value::Null),
-            Before::Bytes(bytes) => self
-                .0
-                .put_artifact(&bytes, "application/octet-stream")
-                .await
-                .ok()
-                .map(|a| Value::String(a.hash)),
+        let (kept, mode) = match before {
+            Before::Unknown => (None, None),
+            Before::Absent => (Some(Value::Null), None),
+            Before::Bytes(bytes, mode) => (
+                self.0
+                    .put_artifact(&bytes, "application/octet-stream")
+                    .await
+                    .ok()
+                    .map(|a| Value::String(a.hash)),
+                mode,
+            ),
         };
-        let record = kept
-            .map(|before| json!({"path": path, "before": before, "after": after.map(hash_hex)}));
+        let record = kept.map(|before| {
+            json!({"path": path, "before": before, "mode": mode, "after": after.map(hash_hex)})
+        });
         let operation_id = match record {
             Some(record) => self
                 .0
@@ -140,7 +143,7 @@ pub async fn undo_last(
     let path = record["path"].as_str().unwrap_or_default().to_owned();
     // Only what the change left is undone: anything since wins.
     let now = match Before::of(root, &path) {
-        Before::Bytes(bytes) => Some(hash_hex(&bytes)),
+        Before::Bytes(bytes, _) => Some(hash_hex(&bytes)),
         Before::Absent => None,
         Before::Unknown => {
             return Err(AgentError::new(
@@ -159,6 +162,9 @@ pub async fn undo_last(
         Some(hash) => {
             let bytes = store.read_artifact(hash, Slice::Whole).await?;
             root.write(&path, &bytes).map_err(super::Refused::error)?;
+            if let Some(mode) = record["mode"].as_u64().and_then(|m| u32::try_from(m).ok()) {
+                root.set_mode(&path, mode).map_err(super::Refused::error)?;
+            }
         }
         None => root.remove(&path).map_err(super::Refused::error)?,
     }
