@@ -465,6 +465,7 @@ pub async fn run(
     let mut view = View {
         cost: Cost::default(),
         show_reasoning: options.show_reasoning,
+        progress_said: None,
     };
     let result = async {
         // A continued session may have a turn waiting: an approval, or a

@@ -127,7 +127,12 @@ fn print_event(
             total,
             message,
             ..
-        } => {
+        } if total.is_some_and(|t| *done >= t)
+            || view
+                .progress_said
+                .is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) =>
+        {
+            view.progress_said = Some(std::time::Instant::now());
             let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
             let said = message
                 .as_deref()
@@ -155,7 +160,13 @@ pub struct View {
     pub cost: Cost,
     /// Whether the model's reasoning is shown (dimmed, apart from the answer).
     pub show_reasoning: bool,
+    /// When a tool's progress was last said: a tool that reports thousands
+    /// of times is said at most every [`PROGRESS_EVERY`] (and at its end).
+    pub progress_said: Option<std::time::Instant>,
 }
+
+/// How often a tool's progress is said at the most.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How often the spinner is redrawn.
 const SPINNER_TICK: std::time::Duration = std::time::Duration::from_millis(100);
