@@ -501,3 +501,26 @@ fn undo_brings_a_deleted_script_back_with_its_exec_bit() {
     let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o755, "the script came back without its exec bit");
 }
+
+#[test]
+fn undo_brings_a_deleted_link_back_as_a_link() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(NOTES);
+    let link = root.path().join("latest.txt");
+    std::os::unix::fs::symlink("notes.txt", &link).unwrap();
+    chat(
+        home.path(),
+        root.path(),
+        b"delete latest.txt\ny\n/undo\n/exit\n",
+    );
+    let meta = std::fs::symlink_metadata(&link).expect("it is back");
+    assert!(meta.file_type().is_symlink(), "it came back as a copy");
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        std::path::PathBuf::from("notes.txt")
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        NOTES
+    );
+}

@@ -283,7 +283,7 @@ impl Tool for DeleteFile {
         "delete_file"
     }
     fn description(&self) -> &str {
-        "Delete a file of the project (cannot be undone). The person approves it first."
+        "Delete a file of the project (a symbolic link is removed itself). The person approves it first, and can undo it."
     }
     fn permission(&self, _: &PathArg) -> PermissionClass {
         PermissionClass::Destructive
@@ -292,15 +292,22 @@ impl Tool for DeleteFile {
         self.0
             .precheck_delete(&input.path)
             .map_err(Refused::error)?;
+        if self.0.link_target(&input.path).is_some() {
+            return Ok(());
+        }
         undoable_now(self.1.as_ref(), &self.0, &input.path).map(drop)
     }
     fn preview(&self, input: &PathArg) -> Option<rein_wire::Preview> {
         Some(edit::delete_preview(&self.0, &input.path))
     }
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
-        let before = match undoable_now(self.1.as_ref(), &self.0, &input.path) {
-            Ok(before) => before,
-            Err(refused) => return Outcome::from_error(&refused),
+        // A link is deleted as a link: undo makes the link again.
+        let before = match self.0.link_target(&input.path) {
+            Some(target) => undo::Before::Link(target),
+            None => match undoable_now(self.1.as_ref(), &self.0, &input.path) {
+                Ok(before) => before,
+                Err(refused) => return Outcome::from_error(&refused),
+            },
         };
         match self.0.remove(&input.path) {
             Ok(()) => {

@@ -261,6 +261,26 @@ impl Root {
             .map_err(failed)
     }
 
+    /// Where the symbolic link at `path` points, as written in it, or
+    /// `None` when `path` is no link.
+    pub fn link_target(&self, path: &str) -> Option<PathBuf> {
+        let rel = self.relative(path).ok()?;
+        let meta = self.dir.symlink_metadata(rel).ok()?;
+        if !meta.is_symlink() {
+            return None;
+        }
+        self.dir.read_link_contents(rel).ok()
+    }
+
+    /// Make `path` a symbolic link to `target` again (an undone delete: the
+    /// link the person had, never a copy of what it points to).
+    pub fn make_link(&self, path: &str, target: &Path) -> Result<(), Refused> {
+        let rel = self.relative(path)?;
+        self.dir
+            .symlink_contents(target, rel)
+            .map_err(|e| Refused::io(path, "write", codes::WRITE_FAILED, &e))
+    }
+
     /// Remove a file (a symbolic link is removed itself, never its target).
     pub fn remove(&self, path: &str) -> Result<(), Refused> {
         let rel = self.relative(path)?;

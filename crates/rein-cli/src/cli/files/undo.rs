@@ -27,6 +27,8 @@ const FILE_OP: &str = "file:";
 pub enum Before {
     /// These bytes, with these permission bits.
     Bytes(Vec<u8>, Option<u32>),
+    /// A symbolic link to this (a delete removes the link itself).
+    Link(std::path::PathBuf),
     /// Nothing: the file did not exist.
     Absent,
     /// It could not be read (too large, refused): the change is not undoable.
@@ -79,8 +81,24 @@ impl Stash {
         else {
             return outcome;
         };
+        if let Before::Link(target) = &before {
+            let record =
+                json!({"path": path, "link": target.to_string_lossy(), "after": Value::Null});
+            let operation_id = self
+                .0
+                .put_artifact(record.to_string().as_bytes(), "application/json")
+                .await
+                .ok()
+                .map(|a| format!("{FILE_OP}{}", a.hash));
+            return Outcome::Ok {
+                result,
+                undo: operation_id.is_some(),
+                operation_id,
+                advanced,
+            };
+        }
         let (kept, mode) = match before {
-            Before::Unknown => (None, None),
+            Before::Unknown | Before::Link(_) => (None, None),
             Before::Absent => (Some(Value::Null), None),
             Before::Bytes(bytes, mode) => (
                 self.0
@@ -144,8 +162,8 @@ pub async fn undo_last(
     // Only what the change left is undone: anything since wins.
     let now = match Before::of(root, &path) {
         Before::Bytes(bytes, _) => Some(hash_hex(&bytes)),
-        Before::Absent => None,
-        Before::Unknown => {
+        Before::Absent if root.link_target(&path).is_none() => None,
+        Before::Absent | Before::Link(_) | Before::Unknown => {
             return Err(AgentError::new(
                 codes::CHANGED_SINCE,
                 format!("`{path}` cannot be read now, so it is left as it is"),
@@ -158,15 +176,11 @@ pub async fn undo_last(
             format!("`{path}` has changed since that change, so it is left as it is"),
         ));
     }
-    match record["before"].as_str() {
-        Some(hash) => {
-            let bytes = store.read_artifact(hash, Slice::Whole).await?;
-            root.write(&path, &bytes).map_err(super::Refused::error)?;
-            if let Some(mode) = record["mode"].as_u64().and_then(|m| u32::try_from(m).ok()) {
-                root.set_mode(&path, mode).map_err(super::Refused::error)?;
-            }
-        }
-        None => root.remove(&path).map_err(super::Refused::error)?,
+    if let Some(target) = record["link"].as_str() {
+        root.make_link(&path, std::path::Path::new(target))
+            .map_err(super::Refused::error)?;
+    } else {
+        restore(root, &path, &record, store).await?;
     }
     conversation
         .record_undone(
@@ -176,4 +190,25 @@ pub async fn undo_last(
         )
         .await?;
     Ok(path)
+}
+
+/// Put back what an undo record says `path` held: its bytes and mode, or
+/// nothing (the change created it).
+async fn restore(
+    root: &Root,
+    path: &str,
+    record: &Value,
+    store: &dyn Store,
+) -> Result<(), AgentError> {
+    match record["before"].as_str() {
+        Some(hash) => {
+            let bytes = store.read_artifact(hash, Slice::Whole).await?;
+            root.write(path, &bytes).map_err(super::Refused::error)?;
+            if let Some(mode) = record["mode"].as_u64().and_then(|m| u32::try_from(m).ok()) {
+                root.set_mode(path, mode).map_err(super::Refused::error)?;
+            }
+        }
+        None => root.remove(path).map_err(super::Refused::error)?,
+    }
+    Ok(())
 }
