@@ -372,3 +372,48 @@ async fn a_clients_name_forges_no_line_of_the_transcript() {
         "a forged line: {shown}"
     );
 }
+
+/// A line that is not JSON, or one past the bound, gets JSON-RPC's parse
+/// error (id null) instead of silence, and the server goes on.
+#[test]
+fn a_malformed_or_overlong_line_gets_a_parse_error() {
+    use std::io::{BufRead, Write};
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    let mut child = common::rein_at(home.path())
+        .args(["mcp", "serve", "--root"])
+        .arg(root.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(b"this is not json\n").expect("garbage");
+        let long = vec![b'x'; 9 * 1024 * 1024];
+        stdin.write_all(&long).expect("long");
+        stdin.write_all(b"\n").expect("its end");
+        stdin
+            .write_all(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#)
+            .expect("initialize");
+        stdin.write_all(b"\n").expect("newline");
+        stdin
+    });
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(lines.next().expect("a line").expect("read"));
+    }
+    drop(writer.join().expect("written"));
+    let _ = child.kill();
+    let _ = child.wait();
+    for answer in &answers[..2] {
+        let value: Value = serde_json::from_str(answer).expect("JSON");
+        assert_eq!(value["error"]["code"], -32700, "{answer}");
+        assert_eq!(value["id"], Value::Null, "{answer}");
+    }
+    let value: Value = serde_json::from_str(&answers[2]).expect("JSON");
+    assert_eq!(value["id"], 1, "{}", answers[2]);
+    assert!(value["result"]["serverInfo"].is_object(), "{}", answers[2]);
+}

@@ -20,6 +20,7 @@
 //! (the caller's store).
 
 mod elicit;
+mod framing;
 mod relay;
 
 use std::sync::Arc;
@@ -266,7 +267,7 @@ impl McpServe {
         use rmcp::ServiceExt;
         let running = self
             .clone()
-            .serve(rmcp::transport::stdio())
+            .serve(framing::framed(tokio::io::stdin(), tokio::io::stdout()))
             .await
             .map_err(|err| {
                 AgentError::new(rein_wire::error::codes::MCP_PROTOCOL, err.to_string())
