@@ -28,8 +28,8 @@ mod telemetry;
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{
-    ApprovalRequest, Budgets, Conversation, Heard, MAX_SHOWN_ARGUMENTS, Profile, ToolLoading,
-    Verification, Wording,
+    ApprovalRequest, Budgets, Conversation, Heard, MAX_PROMPT_BYTES, MAX_SHOWN_ARGUMENTS, Profile,
+    ToolLoading, Verification, Wording,
 };
 pub use delegation::Delegation;
 pub use graph_record::{GraphRecord, Resumed};

@@ -488,3 +488,29 @@ async fn an_interrupt_cuts_an_open_stream_and_a_stale_stop_ends_nothing() {
         }
     );
 }
+
+/// A message past the bound is refused before anything is recorded.
+#[tokio::test]
+async fn a_message_past_the_bound_is_refused_and_nothing_is_recorded() {
+    let server = FakeServer::start(vec![]).await.unwrap();
+    let provider = provider_for(WireApi::OpenAiChat, &server);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let backend = Arc::new(FakeToolBackend::new(&[]).unwrap());
+    let mut conv = Conversation::open(
+        store.clone(),
+        provider,
+        backend,
+        Profile::new("Helper", "m"),
+        None,
+    )
+    .await
+    .unwrap();
+    let huge = "x".repeat(rein_runner::MAX_PROMPT_BYTES + 1);
+    let err = conv.turn(&huge).await.expect_err("refused");
+    assert_eq!(err.code.as_str(), "invalid_input");
+    let session = conv.session_id().to_owned();
+    assert!(store.turns(&session).await.unwrap().is_empty());
+    assert!(server.requests().is_empty());
+}

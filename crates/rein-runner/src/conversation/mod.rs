@@ -80,6 +80,10 @@ const UI_BUFFER: usize = 1024;
 /// words from another surface need not be heard sooner than this.
 const INBOX_EVERY: Duration = Duration::from_millis(200);
 
+/// The most bytes a person's message starts a turn with: far past any
+/// model's window, and a bound on what one event holds.
+pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
+
 /// How long the conversation's hold on its session lasts between renewals.
 const LEASE_TTL: Duration = Duration::from_secs(120);
 
@@ -314,8 +318,19 @@ impl Conversation {
         self.journal.release().await
     }
 
-    /// Start a turn with what the person said, and run it.
+    /// Start a turn with what the person said, and run it. A message past
+    /// [`MAX_PROMPT_BYTES`] is refused (`invalid_input`) before anything is
+    /// recorded.
     pub async fn turn(&mut self, text: &str) -> Result<TurnOutcome, AgentError> {
+        if text.len() > MAX_PROMPT_BYTES {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                format!(
+                    "the message is {} bytes; a turn takes at most {MAX_PROMPT_BYTES} (give a long text as a file the tools read)",
+                    text.len()
+                ),
+            ));
+        }
         let info = self
             .journal
             .store()
