@@ -275,3 +275,79 @@ async fn a_relative_root_is_the_projects_for_commands_too() {
     let sent = server.requests()[1].json().to_string();
     assert!(sent.contains("here"), "{sent}");
 }
+
+/// Through `rein chat` itself: an approved command cannot reach a Unix
+/// socket listening outside the root (a person's tmux, `rein agents
+/// attach`), with or without bubblewrap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_reaches_no_unix_socket_outside_the_root() {
+    for bubblewrap in ["false", "true"] {
+        if bubblewrap == "true" && rein_sandbox::bwrap::find().is_none() {
+            continue;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!("[sandbox]\nbubblewrap = {bubblewrap}\n[commands]\ndefault = \"allow\"\n"),
+        )
+        .unwrap();
+        let socket = outside.path().join("door.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        // A script in the project (inline code is refused by the policy).
+        std::fs::write(
+            root.path().join("connect.pl"),
+            "use Socket; socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die \"socket: $!\\n\"; connect($s, pack_sockaddr_un($ARGV[0])) or die \"connect: $!\\n\"; print \"REA\" . \"CHED\\n\";\n",
+        )
+        .unwrap();
+        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            "c1",
+            "run_command",
+            json!({"command": ["perl", "connect.pl", socket.display().to_string()]}),
+            1,
+        ));
+        let server = FakeServer::start(vec![
+            Reply::sse(call.openai_chat_sse()),
+            Reply::sse(ScriptedMessage::text(&["Tried."]).openai_chat_sse()),
+        ])
+        .await
+        .unwrap();
+        let url = format!("{}/v1", server.base_url());
+        let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+        let out = tokio::task::spawn_blocking(move || {
+            common::rein_at(&home_path)
+                .args([
+                    "chat",
+                    "--base-url",
+                    &url,
+                    "--model",
+                    "m",
+                    "--allow-commands",
+                ])
+                .arg("--root")
+                .arg(&root_path)
+                .args(["-p", "connect"])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sent = server.requests()[1].json().to_string();
+        assert!(!sent.contains("REACHED"), "bubblewrap {bubblewrap}: {sent}");
+        assert!(
+            sent.contains("not permitted") || sent.contains("No such file"),
+            "bubblewrap {bubblewrap}: refused inside the sandbox: {sent}"
+        );
+        assert!(
+            matches!(listener.accept(), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "bubblewrap {bubblewrap}: the listener outside took a connection"
+        );
+    }
+}
