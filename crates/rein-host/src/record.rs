@@ -331,6 +331,12 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
         let Some(driver) = driver.filter(rein_sessions::ProcessMark::provably_dead) else {
             continue;
         };
+        // Most such runs ended long ago: the turn tree says so without
+        // reading their logs.
+        let turns = store.turns(&info.id).await?;
+        if turns.iter().all(|t| t.finished_seq.is_some()) {
+            continue;
+        }
         let events = rein_sessions::read_all(store, &info.id).await?;
         let open = rein_sessions::recovery::dangling(&events);
         if open.turns.is_empty() && open.runs.is_empty() {
