@@ -129,6 +129,17 @@ fn drop_capabilities() -> Result<(), String> {
     if !left.is_empty() {
         return Err(format!("capabilities left after dropping: {left:?}"));
     }
+    // Root gets its bounding set back at `exec`: one that could not be
+    // emptied (no CAP_SETPCAP here) would hand the command capabilities.
+    if nix::unistd::geteuid().is_root() {
+        let bounding = caps::read(None, CapSet::Bounding).map_err(|e| fail("bounding", e))?;
+        if !bounding.is_empty() {
+            return Err(
+                "running as root without CAP_SETPCAP, the command would regain capabilities at exec"
+                    .into(),
+            );
+        }
+    }
     Ok(())
 }
 

@@ -260,3 +260,48 @@ async fn no_device_no_host_name_no_interface_no_capability() {
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname")
 }
+
+/// As root without CAP_SETPCAP (some containers) the bounding set cannot be
+/// emptied, and `exec` would hand the command root's capabilities back:
+/// the helper refuses to run it at all.
+#[test]
+fn root_that_cannot_drop_its_bounding_set_is_refused() {
+    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIPPED: needs root and setpriv");
+        return;
+    }
+    let root = tempfile::tempdir().expect("root");
+    let spec = rein_sandbox::spec::Spec {
+        read: ["/usr", "/bin", "/lib", "/lib64", "/etc/ld.so.cache"]
+            .map(std::path::PathBuf::from)
+            .to_vec(),
+        write: vec![root.path().to_path_buf()],
+        network: false,
+        limits: rein_sandbox::Limits::default(),
+        pids_cgroup: None,
+        parent: None,
+        argv: vec!["/bin/true".into()],
+    };
+    let run = |wrapped: bool| {
+        let mut command = if wrapped {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--bounding-set=-setpcap", "--"])
+                .arg(env!("CARGO_BIN_EXE_rein-sandbox-exec"));
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_rein-sandbox-exec"))
+        };
+        command
+            .env(
+                rein_sandbox::spec::SPEC_VAR,
+                serde_json::to_string(&spec).expect("spec"),
+            )
+            .output()
+            .expect("helper")
+    };
+    let refused = run(true);
+    assert_eq!(refused.status.code(), Some(125), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("CAP_SETPCAP"));
+    // The control: with the capability, the same spec runs.
+    assert_eq!(run(false).status.code(), Some(0));
+}
