@@ -99,7 +99,9 @@ pub fn confine(spec: &Spec) -> Result<(), String> {
         nix::unistd::setsid().map_err(|e| format!("a new session: {e}"))?;
     }
     limit(&spec.limits)?;
-    drop_capabilities()?;
+    // Inside bubblewrap (no parent named), `--cap-drop ALL` has set
+    // SECBIT_NOROOT: root regains nothing at exec whatever the bounding set.
+    drop_capabilities(spec.parent.is_some())?;
     let scoped = files(spec)?;
     let group = nix::unistd::getpgrp().as_raw();
     syscalls(spec.network, (!scoped).then_some(group))?;
@@ -110,8 +112,10 @@ pub fn confine(spec: &Spec) -> Result<(), String> {
 /// `exec` gives root none back), then the ambient, inheritable, permitted
 /// and effective sets. An ordinary user has none to drop and may not
 /// touch the bounding set; `no_new_privs` (set with landlock) keeps a
-/// set-uid program from granting any.
-fn drop_capabilities() -> Result<(), String> {
+/// set-uid program from granting any. Root whose bounding set stays (no
+/// `CAP_SETPCAP`) is refused when `bounding_must_go` — outside bubblewrap,
+/// where nothing else keeps `exec` from giving the capabilities back.
+fn drop_capabilities(bounding_must_go: bool) -> Result<(), String> {
     let fail =
         |what: &str, e: caps::errors::CapsError| format!("dropping capabilities ({what}): {e}");
     if caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false) {
@@ -131,7 +135,7 @@ fn drop_capabilities() -> Result<(), String> {
     }
     // Root gets its bounding set back at `exec`: one that could not be
     // emptied (no CAP_SETPCAP here) would hand the command capabilities.
-    if nix::unistd::geteuid().is_root() {
+    if bounding_must_go && nix::unistd::geteuid().is_root() {
         let bounding = caps::read(None, CapSet::Bounding).map_err(|e| fail("bounding", e))?;
         if !bounding.is_empty() {
             return Err(
