@@ -22,11 +22,11 @@ use std::sync::Arc;
 use super::commands::{self, Command, Cost, HELP};
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
+pub use super::provider::{KEY_HELP, ProviderArgs, provider_secrets, resolve};
+use super::provider::{missing_key, scripted};
 use super::session_root;
 use super::turn::{View, drive};
 use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_gateway::scripted::ScriptedBrain;
-use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
 use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::Store;
 use rein_sessions::recovery::dangling;
@@ -85,129 +85,8 @@ pub struct ChatOptions {
     pub home: Option<PathBuf>,
 }
 
-/// The provider flags every command that calls a model shares (`chat`,
-/// `run`, `serve`, `acp`).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ProviderArgs {
-    /// The wire API: anthropic, openai-chat, openai-responses or scripted.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// A base URL (an OpenAI-compatible server such as vLLM, llama.cpp or Ollama).
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Use the offline scripted model (no key, no network).
-    #[arg(long)]
-    pub scripted: bool,
-}
-
-impl ProviderArgs {
-    /// The provider these flags name, or `missing_api_key` saying how to
-    /// name one (`verb` is the command: `run`, `serve`).
-    pub fn resolve(&self, verb: &str) -> Result<Resolved, AgentError> {
-        resolve(self)?.ok_or_else(|| {
-            AgentError::new(
-                codes::MISSING_API_KEY,
-                format!("no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or {verb} with --scripted"),
-            )
-        })
-    }
-}
-
-/// The provider and model a chat runs with.
-pub struct Resolved {
-    /// The provider.
-    pub provider: Arc<dyn Provider>,
-    /// The model name.
-    pub model: String,
-}
-
-fn default_model(api: WireApi) -> &'static str {
-    match api {
-        WireApi::AnthropicMessages => "claude-sonnet-4-5",
-        WireApi::OpenAiChat | WireApi::OpenAiResponses => "gpt-4.1-mini",
-    }
-}
-
-fn scripted() -> Resolved {
-    Resolved {
-        provider: Arc::new(ScriptedBrain::demo()),
-        model: "rein-scripted".into(),
-    }
-}
-
-fn http(api: WireApi, options: &ProviderArgs) -> Result<Resolved, AgentError> {
-    let config = match &options.base_url {
-        Some(url) if api == WireApi::OpenAiChat => ProviderConfig::openai_compatible(url.clone()),
-        Some(url) => ProviderConfig::from_env(api).with_base_url(url.clone()),
-        None => ProviderConfig::from_env(api),
-    };
-    if options.base_url.is_none() && config.api_key.is_none() {
-        return Err(missing_key());
-    }
-    Ok(Resolved {
-        provider: Arc::new(HttpProvider::new(config)?),
-        model: options
-            .model
-            .clone()
-            .unwrap_or_else(|| default_model(api).to_owned()),
-    })
-}
-
-fn missing_key() -> AgentError {
-    AgentError::new(
-        codes::MISSING_API_KEY,
-        "no API key is set for a model provider",
-    )
-}
-
-/// How to set a key, for a person.
-pub const KEY_HELP: &str = "\
-No API key found. To talk to a real model, set one of:
-  export ANTHROPIC_API_KEY=sk-ant-...   (Anthropic; add --model to choose one)
-  export OPENAI_API_KEY=sk-...          (OpenAI)
-or point rein at a local OpenAI-compatible server:
-  rein chat --base-url http://127.0.0.1:8080/v1 --model NAME
-To try rein without any of these: rein chat --scripted";
-
-/// Pick the provider from the options and the environment. `Ok(None)`:
-/// nothing is configured (the caller offers the scripted model).
-pub fn resolve(options: &ProviderArgs) -> Result<Option<Resolved>, AgentError> {
-    if options.scripted {
-        return Ok(Some(scripted()));
-    }
-    if let Some(name) = &options.provider {
-        if name == "scripted" {
-            return Ok(Some(scripted()));
-        }
-        return http(name.parse()?, options).map(Some);
-    }
-    if options.base_url.is_some() {
-        return http(WireApi::OpenAiChat, options).map(Some);
-    }
-    for api in [WireApi::AnthropicMessages, WireApi::OpenAiChat] {
-        let set = std::env::var(api.key_variable()).is_ok_and(|k| !k.trim().is_empty());
-        if set {
-            return http(api, options).map(Some);
-        }
-    }
-    Ok(None)
-}
-
 /// How often a chat waiting at an approval looks at the session's inbox.
 const INBOX_POLL: std::time::Duration = std::time::Duration::from_millis(300);
-
-/// The values of the provider keys set in this environment: masked in
-/// every tool result a conversation records.
-pub fn provider_secrets() -> Vec<String> {
-    rein_wire::env::PROVIDER_KEYS
-        .iter()
-        .filter_map(|name| std::env::var(name).ok())
-        .filter(|value| !value.trim().is_empty())
-        .collect()
-}
 
 /// How an approval prompt ended.
 enum Asked {

@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod mcp;
 pub mod output;
 pub mod preview;
+pub mod provider;
 pub mod run_graph;
 pub mod serve;
 pub mod session_root;

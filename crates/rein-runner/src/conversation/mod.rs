@@ -37,9 +37,9 @@ pub use person::Heard;
 mod pressure;
 mod reads;
 mod request;
+mod turn_state;
 mod verify;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,7 @@ use crate::steering::Steering;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use builtins::*;
 use folds::*;
-use verify::*;
+use turn_state::TurnState;
 
 /// The agent path of the conversation itself.
 const MAIN: &str = "main";
@@ -86,23 +86,6 @@ pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
 
 /// How long the conversation's hold on its session lasts between renewals.
 const LEASE_TTL: Duration = Duration::from_secs(120);
-
-/// What lasts only while a turn runs: made new when a turn starts or
-/// resumes, so nothing in it outlives the turn it was granted in.
-#[derive(Debug, Default)]
-struct TurnState {
-    /// Leases a person granted in this run ("always" for a tool).
-    leases: Leases,
-    /// Sub-agents started in this turn.
-    delegated: u32,
-    /// What the turn's step loop has used (its own steps and calls, and
-    /// what its sub-agents spent), since it last started or resumed.
-    spent: crate::delegation::Spent,
-    /// When the step loop last started or resumed.
-    started: Option<Instant>,
-    /// Revision guards moved by this message's own writes: (scope, before) -> after.
-    carried: HashMap<(String, String), String>,
-}
 
 /// One session, driven turn by turn.
 pub struct Conversation {
@@ -503,13 +486,9 @@ impl Conversation {
                 tracing::Instrument::instrument(self.call_model(&events), chat.clone()).await;
             // Cut short by a stop or an interrupt: the step boundary ends
             // the turn (the inbox is looked at again at once).
-            let called = match called {
-                Ok(None) => {
-                    self.inbox_taken = None;
-                    continue;
-                }
-                Ok(Some(message)) => Ok(message),
-                Err(err) => Err(err),
+            let Some(called) = called.transpose() else {
+                self.inbox_taken = None;
+                continue;
             };
             match &called {
                 Ok(message) => crate::telemetry::model_called(
@@ -542,32 +521,13 @@ impl Conversation {
             }
             if message.tool_calls.is_empty() {
                 if let Some(check) = self.verification.clone() {
-                    match run_check(&check).await {
-                        Ok(()) => {}
-                        Err(report) => {
-                            failed_checks += 1;
-                            if failed_checks > check.attempts {
-                                let error = AgentError::new(
-                                    codes::VERIFICATION_FAILED,
-                                    format!(
-                                        "`{}` still fails after {} fixes",
-                                        check.command.join(" "),
-                                        check.attempts
-                                    ),
-                                )
-                                .with_field("output", report.clone());
-                                return self.finish(TurnOutcome::Error { error }).await;
-                            }
-                            self.journal
-                                .append(vec![Event::SteerSaid {
-                                    text: self
-                                        .profile
-                                        .wording
-                                        .check_failed
-                                        .replace("{command}", &check.command.join(" "))
-                                        .replace("{report}", &report),
-                                }])
-                                .await?;
+                    match verify::verdict(&check, &mut failed_checks, &self.profile.wording).await {
+                        verify::Checked::Passed => {}
+                        verify::Checked::GaveUp(error) => {
+                            return self.finish(TurnOutcome::Error { error }).await;
+                        }
+                        verify::Checked::Retry(text) => {
+                            self.journal.append(vec![Event::SteerSaid { text }]).await?;
                             continue;
                         }
                     }

@@ -6,6 +6,40 @@
 
 use super::*;
 
+/// What the gate says of an answer that made no calls.
+pub(super) enum Checked {
+    /// The command passed: the turn ends.
+    Passed,
+    /// It failed: the model is told this and goes on.
+    Retry(String),
+    /// It still fails after every fix allowed.
+    GaveUp(AgentError),
+}
+
+/// Run the check and judge it, counting failures in `failed`.
+pub(super) async fn verdict(check: &Verification, failed: &mut u32, wording: &Wording) -> Checked {
+    let Err(report) = run_check(check).await else {
+        return Checked::Passed;
+    };
+    *failed += 1;
+    let command = check.command.join(" ");
+    if *failed > check.attempts {
+        return Checked::GaveUp(
+            AgentError::new(
+                codes::VERIFICATION_FAILED,
+                format!("`{command}` still fails after {} fixes", check.attempts),
+            )
+            .with_field("output", report),
+        );
+    }
+    Checked::Retry(
+        wording
+            .check_failed
+            .replace("{command}", &command)
+            .replace("{report}", &report),
+    )
+}
+
 /// Run a verification command; `Err` carries the exit status and the tail
 /// of its output.
 pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
