@@ -411,6 +411,7 @@ mod tests {
             arguments: serde_json::Value::Null,
             permission: PermissionClass::SourceFileWrite,
             preview: None,
+            bound_to: None,
         }
     }
 

@@ -224,6 +224,7 @@ impl Recorder {
             arguments: json!({"detail": detail}),
             permission: rein_wire::permission::PermissionClass::Destructive,
             preview: None,
+            bound_to: None,
         }])
         .await?;
         Ok(approval_id)
@@ -392,5 +393,6 @@ fn result(id: &str, ok: bool, source: ResultSource) -> Event {
         operation_id: None,
         undo: false,
         duration_ms: 0,
+        seen: None,
     }
 }

@@ -75,6 +75,7 @@ async fn session(steps: usize) -> (Arc<dyn Store>, String) {
             operation_id: None,
             undo: false,
             duration_ms: 1,
+            seen: None,
         }));
     }
     store.append(&lease, events).await.unwrap();

@@ -152,6 +152,10 @@ impl ToolBackend for WithBlackboard {
         self.product.preview(name, args)
     }
 
+    fn changes(&self, name: &str, args: &Value) -> Option<rein_wire::Revision> {
+        self.product.changes(name, args)
+    }
+
     fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
         self.product.revision_guard()
     }

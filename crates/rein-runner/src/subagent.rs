@@ -287,6 +287,10 @@ impl ToolBackend for Narrowed {
         self.inner.preview(name, args)
     }
 
+    fn changes(&self, name: &str, args: &Value) -> Option<rein_wire::Revision> {
+        self.inner.changes(name, args)
+    }
+
     fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
         self.inner.revision_guard()
     }

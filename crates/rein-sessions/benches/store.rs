@@ -27,6 +27,7 @@ fn event(i: usize) -> NewEvent {
         operation_id: None,
         undo: false,
         duration_ms: 3,
+        seen: None,
     })
 }
 

@@ -146,6 +146,10 @@ pub enum Event {
         /// start of a new file), when the tool makes one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<rein_wire::Preview>,
+        /// What the call would change, at the revision it had when the
+        /// person was asked: an approval holds for that revision only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bound_to: Option<rein_wire::Revision>,
     },
     /// A person decided (or the approval expired or the run stopped).
     #[serde(rename = "approval.decided")]
@@ -178,6 +182,10 @@ pub enum Event {
         undo: bool,
         /// Wall time of the call.
         duration_ms: u64,
+        /// The resource the call read or left, at that revision (what the
+        /// conversation has seen, for the read-before-write rule).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen: Option<rein_wire::Revision>,
     },
     /// A person undid an operation a tool result named (its
     /// `operation_id`); the result itself stays in the log.

@@ -317,6 +317,7 @@ async fn the_control_record_moves_with_the_log() {
                 arguments: json!({"path": "x"}),
                 permission: rein_wire::permission::PermissionClass::SourceFileWrite,
                 preview: None,
+                bound_to: None,
             })
         };
         let decide = |a: &str| {
@@ -578,6 +579,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 operation_id: Some("op".into()),
                 undo: true,
                 duration_ms: 3,
+                seen: None,
             }),
             NewEvent {
                 agent_path: "main/researcher".into(),

@@ -231,6 +231,7 @@ impl Tool for WriteFile {
             result: json!({"written": input.path, "revision": p.revision}),
             operation_id: None,
             undo: false,
+            seen: None,
             advanced: Some(Advanced {
                 scope: "default".into(),
                 before: before.to_string(),
@@ -273,6 +274,7 @@ impl Tool for SetNote {
             result: json!({"set": input.key}),
             operation_id: Some(op),
             undo: true,
+            seen: None,
             advanced: None,
         }
     }
@@ -301,6 +303,7 @@ impl Tool for DeleteFile {
                     result: json!({"deleted": input.path}),
                     operation_id: None,
                     undo: false,
+                    seen: None,
                     advanced: None,
                 }
             }

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use rein_wire::permission::{PermissionClass, Policy};
-use rein_wire::{AgentError, Preview, ToolSpec};
+use rein_wire::{AgentError, Preview, Revision, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -95,6 +95,11 @@ pub enum Outcome {
         undo: bool,
         /// The revision guard it moved, if it moved one.
         advanced: Option<Advanced>,
+        /// The resource it read or left, at the revision it read or left
+        /// it (a file's content hash): what the conversation has seen, for
+        /// the read-before-write rule (see [`ToolBackend::changes`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen: Option<Revision>,
     },
     /// It failed.
     Failed {
@@ -117,7 +122,18 @@ impl Outcome {
             operation_id: None,
             undo: false,
             advanced: None,
+            seen: None,
         }
+    }
+
+    /// This success, saying it read or left `revision` (a failure is
+    /// unchanged: it saw nothing).
+    #[must_use]
+    pub fn seen(mut self, revision: Revision) -> Self {
+        if let Outcome::Ok { seen, .. } = &mut self {
+            *seen = Some(revision);
+        }
+        self
     }
 
     /// A failure with a code and message.
@@ -193,6 +209,17 @@ pub trait ToolBackend: Send + Sync {
     ///
     /// [`Tool::preview`]: crate::Tool::preview
     fn preview(&self, _name: &str, _args: &Value) -> Option<Preview> {
+        None
+    }
+
+    /// What this call would change, at the revision it has now (a file's
+    /// path and content hash; no token: it does not exist yet). The runner
+    /// holds it against what the conversation has seen — the `seen` of
+    /// earlier results — and refuses, before anyone is asked, a change to
+    /// something that exists and was not seen as it is now (`not_read`,
+    /// `changed_since_read`); a person's approval binds to it too
+    /// (`changed_since_approval`). Default: nothing (no such rule).
+    fn changes(&self, _name: &str, _args: &Value) -> Option<Revision> {
         None
     }
 

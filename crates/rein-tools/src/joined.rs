@@ -104,6 +104,10 @@ impl ToolBackend for Joined {
         self.owner(name)?.preview(name, args)
     }
 
+    fn changes(&self, name: &str, args: &Value) -> Option<rein_wire::Revision> {
+        self.owner(name)?.changes(name, args)
+    }
+
     fn skills(&self) -> Vec<ToolSummary> {
         let mut all = BTreeMap::new();
         for part in &self.parts {

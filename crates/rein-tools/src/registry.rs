@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use rein_wire::permission::{PermissionClass, Policy};
-use rein_wire::{AgentError, Preview, ToolSpec};
+use rein_wire::{AgentError, Preview, Revision, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -54,6 +54,12 @@ pub trait Tool: Send + Sync + 'static {
     /// new file, a sentence), made when the call is asked about. Default:
     /// nothing beyond the arguments.
     fn preview(&self, _input: &Self::Input) -> Option<Preview> {
+        None
+    }
+
+    /// What a call with `input` would change, at the revision it has now
+    /// (see [`ToolBackend::changes`]). Default: nothing.
+    fn changes(&self, _input: &Self::Input) -> Option<Revision> {
         None
     }
 
@@ -163,6 +169,7 @@ trait ErasedTool: Send + Sync {
     fn cacheable(&self) -> bool;
     fn prepare(&self, args: Value) -> Result<Value, AgentError>;
     fn preview(&self, args: &Value) -> Option<Preview>;
+    fn changes(&self, args: &Value) -> Option<Revision>;
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome;
 }
 
@@ -219,6 +226,11 @@ impl<T: Tool> ErasedTool for Typed<T> {
     fn preview(&self, args: &Value) -> Option<Preview> {
         let input: T::Input = serde_json::from_value(args.clone()).ok()?;
         self.tool.preview(&input)
+    }
+
+    fn changes(&self, args: &Value) -> Option<Revision> {
+        let input: T::Input = serde_json::from_value(args.clone()).ok()?;
+        self.tool.changes(&input)
     }
 
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome {
@@ -352,6 +364,10 @@ impl ToolBackend for Registry {
 
     fn preview(&self, name: &str, args: &Value) -> Option<Preview> {
         self.tools.get(name)?.preview(args)
+    }
+
+    fn changes(&self, name: &str, args: &Value) -> Option<Revision> {
+        self.tools.get(name)?.changes(args)
     }
 
     fn revision(&self) -> String {

@@ -61,6 +61,7 @@ fn tool(call: &str, status: ToolStatus, source: ResultSource) -> Vec<NewEvent> {
             operation_id: None,
             undo: false,
             duration_ms: 7,
+            seen: None,
         }),
     ]
 }

@@ -201,6 +201,15 @@ registry! {
     CHANGED_SINCE = "changed_since", 409, false,
         "It has changed since, so it is left as it is",
         "Look at it as it is now; undo only reverts a change nothing has touched since.";
+    NOT_READ = "not_read", 409, false,
+        "The file exists and this conversation has not read it",
+        "Nothing was changed: read the file first, then make the change from what it holds.";
+    CHANGED_SINCE_READ = "changed_since_read", 409, false,
+        "The file changed after this conversation read it",
+        "Nothing was changed: read the file again, then make the change from what it holds now.";
+    CHANGED_SINCE_APPROVAL = "changed_since_approval", 409, false,
+        "The file changed after the person approved the change",
+        "Nothing was changed: what the person approved no longer describes it; read the file again and propose the change anew.";
     TOOL_ARGUMENTS_MALFORMED = "tool_arguments_malformed", 502, false,
         "A tool call's arguments are not valid JSON", "The model produced broken arguments; ask it again.";
     SESSION_NOT_FOUND = "session_not_found", 404, false,

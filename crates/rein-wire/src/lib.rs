@@ -22,6 +22,7 @@ mod message;
 pub mod permission;
 mod preview;
 mod request;
+mod revision;
 pub mod secrets;
 mod usage;
 pub mod visible;
@@ -38,4 +39,5 @@ pub use request::{
     CacheBreakpoint, CacheTarget, MIN_THINKING_BUDGET, Metadata, OutputSchema, Reasoning, Request,
     Sampling, SystemBlock, ToolSpec,
 };
+pub use revision::Revision;
 pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};

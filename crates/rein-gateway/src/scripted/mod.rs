@@ -120,6 +120,27 @@ impl Rule {
 }
 
 impl Rule {
+    /// A rule that first reads the file named by the word after the phrase
+    /// (`read_file`), then calls `tool` on it with `arguments` — as a model
+    /// must before it changes a file.
+    pub fn after_reading(phrase: &str, reply: &str, tool: &str, arguments: Value) -> Self {
+        let on_path = |tool: &str, arguments: Value, step: u32| RuleCall {
+            tool: tool.into(),
+            arguments,
+            word_into: Some("path".into()),
+            rest_into: None,
+            at_step: Some(step),
+        };
+        Rule {
+            calls: vec![
+                on_path("read_file", empty_object(), 0),
+                on_path(tool, arguments, 1),
+            ],
+            steps: 2,
+            ..Rule::reply(phrase, reply)
+        }
+    }
+
     /// Make `tool` with `arguments` in the same message too.
     pub fn and_call(mut self, tool: &str, arguments: Value) -> Self {
         self.calls.push(RuleCall {
@@ -224,26 +245,23 @@ impl ScriptedBrain {
                 serde_json::json!({}),
                 Some("path"),
             ),
-            Rule::call(
+            Rule::after_reading(
                 "edit ",
                 "Editing it: TODO becomes DONE.",
                 "edit_file",
                 serde_json::json!({"edits": [{"old_text": "TODO", "new_text": "DONE"}]}),
-                Some("path"),
             ),
-            Rule::call(
+            Rule::after_reading(
                 "write ",
                 "Writing it.",
                 "write_file",
                 serde_json::json!({"content": "written by rein's scripted model\n"}),
-                Some("path"),
             ),
-            Rule::call(
+            Rule::after_reading(
                 "delete ",
                 "Deleting it.",
                 "delete_file",
                 serde_json::json!({}),
-                Some("path"),
             ),
             Rule::reply(
                 "hello",

@@ -167,6 +167,28 @@ impl Conversation {
                 ApprovalState::Refused { .. } => Said::No,
                 ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
             };
+            // A change to what exists runs only on the revision the model
+            // saw (and an approved one on the revision the person saw);
+            // refused before anyone is asked.
+            if let Some(err) = self.stale_change(events, &tool, &args, &state) {
+                self.refuse(
+                    &call_id,
+                    &tool,
+                    &args,
+                    Some(class),
+                    err.code.as_str(),
+                    &err.message,
+                )
+                .await?;
+                let refused = error_result(&call_id, err.code.as_str(), &err.message);
+                if let Some(outcome) = self
+                    .count_repeat(repeats, fingerprint(&tool, &args, &refused))
+                    .await?
+                {
+                    return Ok(Some(outcome));
+                }
+                continue;
+            }
             // A call the person refused is asked again: no lease covers it.
             let no_lease = Leases::default();
             let leases = if said == Said::Nothing && refused_in_turn(events, &tool, &args) {
@@ -176,7 +198,7 @@ impl Conversation {
             };
             let elevated = match gate(class, &tool, &self.policy, leases, said) {
                 Verdict::Run { elevated } => {
-                    if let ApprovalState::Approved { scope } = state {
+                    if let ApprovalState::Approved { scope, .. } = state {
                         self.turn.leases.grant(&tool, scope);
                     }
                     elevated
@@ -272,6 +294,7 @@ impl Conversation {
                             arguments: args.clone(),
                             permission: class,
                             preview: preview.clone(),
+                            bound_to: self.backend.changes(&tool, &args),
                         };
                         self.journal.append(stale.chain([asked]).collect()).await?;
                         self.journal.emit(UiKind::ApprovalRequested {
@@ -339,6 +362,12 @@ impl Conversation {
                 moved.after.clone(),
             );
         }
+        if let Outcome::Ok {
+            seen: Some(left), ..
+        } = &outcome
+        {
+            self.turn.left.insert(left.clone());
+        }
         let (outcome, mut records) = self.after_call(&call_id, &tool, &args, outcome).await;
         let event = self
             .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
@@ -347,6 +376,33 @@ impl Conversation {
         records.push(event);
         self.journal.append(records).await?;
         Ok(fp)
+    }
+
+    /// Why a change `tool` would make with `args` must not run now (see
+    /// `revisions`): checked for a call not yet asked about, or approved.
+    fn stale_change(
+        &self,
+        events: &[StoredEvent],
+        tool: &str,
+        args: &Value,
+        state: &ApprovalState,
+    ) -> Option<AgentError> {
+        let approved = match state {
+            ApprovalState::None => None,
+            ApprovalState::Approved { approval_id, .. } => {
+                Some(super::revisions::bound_to(events, approval_id))
+            }
+            // Waiting, or refused: nothing runs either way.
+            ApprovalState::Pending { .. } | ApprovalState::Refused { .. } => return None,
+        };
+        let now = self.backend.changes(tool, args)?;
+        super::revisions::stale(
+            events,
+            self.journal.evidence_through(),
+            &self.turn.left,
+            &now,
+            approved,
+        )
     }
 
     /// Carry a write's expected revision past the revisions this message's
@@ -431,6 +487,7 @@ impl Conversation {
                 mut result,
                 operation_id,
                 undo,
+                seen,
                 ..
             } => {
                 // A key rein holds never enters the log (nor the model's
@@ -464,6 +521,7 @@ impl Conversation {
                     operation_id,
                     undo,
                     duration_ms,
+                    seen,
                 }
             }
             Outcome::Failed {
@@ -493,6 +551,7 @@ impl Conversation {
                     operation_id: None,
                     undo: false,
                     duration_ms,
+                    seen: None,
                 }
             }
         };

@@ -39,6 +39,7 @@ pub(super) fn error_result(call_id: &str, code: &str, message: &str) -> Event {
         operation_id: None,
         undo: false,
         duration_ms: 0,
+        seen: None,
     }
 }
 
@@ -150,9 +151,16 @@ pub(super) static EMPTY: rein_wire::Message = rein_wire::Message {
 
 pub(super) enum ApprovalState {
     None,
-    Pending { approval_id: String },
-    Approved { scope: rein_approvals::LeaseScope },
-    Refused { decision: Decision },
+    Pending {
+        approval_id: String,
+    },
+    Approved {
+        scope: rein_approvals::LeaseScope,
+        approval_id: String,
+    },
+    Refused {
+        decision: Decision,
+    },
 }
 
 /// What a person said about `call_id`. Imported history (events up to
@@ -185,7 +193,7 @@ pub(super) fn approval_state(
         {
             if *decision == Decision::Approved {
                 let scope = lease.unwrap_or(rein_approvals::LeaseScope::Once);
-                return ApprovalState::Approved { scope };
+                return ApprovalState::Approved { scope, approval_id };
             }
             return ApprovalState::Refused {
                 decision: *decision,

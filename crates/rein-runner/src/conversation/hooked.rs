@@ -228,6 +228,7 @@ fn annotated(outcome: Outcome, hook: &str, note: &str) -> Outcome {
             operation_id,
             undo,
             advanced,
+            seen,
         } => {
             let result = match result {
                 Value::Object(mut map) => {
@@ -244,6 +245,7 @@ fn annotated(outcome: Outcome, hook: &str, note: &str) -> Outcome {
                 operation_id,
                 undo,
                 advanced,
+                seen,
             }
         }
         Outcome::Failed {

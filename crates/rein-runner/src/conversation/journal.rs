@@ -361,6 +361,7 @@ impl Journal {
                 operation_id: None,
                 undo: false,
                 duration_ms: 0,
+                    seen: None,
             });
         }
         if !results.is_empty() {

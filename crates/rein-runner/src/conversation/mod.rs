@@ -37,6 +37,7 @@ pub use person::Heard;
 mod pressure;
 mod reads;
 mod request;
+mod revisions;
 mod turn_state;
 mod verify;
 

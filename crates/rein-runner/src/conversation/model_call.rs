@@ -119,6 +119,7 @@ impl Conversation {
             return Err(err.clone());
         }
         self.turn.carried.clear();
+        self.turn.left.clear();
         let model = message
             .model
             .clone()

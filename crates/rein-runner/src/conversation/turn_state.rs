@@ -3,7 +3,7 @@
 //!
 //! Not here: what lasts across turns (the `Conversation`, its `Journal`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use rein_approvals::Leases;
@@ -23,4 +23,7 @@ pub(super) struct TurnState {
     pub(super) started: Option<Instant>,
     /// Revision guards moved by this message's own writes: (scope, before) -> after.
     pub(super) carried: HashMap<(String, String), String>,
+    /// What this message's own writes left (a file at its new revision):
+    /// seen, for the read-before-write rule (`revisions`).
+    pub(super) left: HashSet<rein_wire::Revision>,
 }

@@ -108,12 +108,14 @@ fn occurrences(text: &str, needle: &str) -> Vec<usize> {
 /// The file's text, or why it cannot be edited as text.
 fn read_text(root: &Root, path: &str) -> Result<String, AgentError> {
     let bytes = root.read(path).map_err(Refused::error)?;
-    String::from_utf8(bytes).map_err(|_| {
-        AgentError::new(
-            codes::NOT_A_FILE,
-            format!("`{path}` is not UTF-8 text, so it cannot be edited by text"),
-        )
-    })
+    String::from_utf8(bytes).map_err(|_| not_text(path))
+}
+
+fn not_text(path: &str) -> AgentError {
+    AgentError::new(
+        codes::NOT_A_FILE,
+        format!("`{path}` is not UTF-8 text, so it cannot be edited by text"),
+    )
 }
 
 /// A unified diff of `path` from `before` to `after`, three lines of context.
@@ -216,29 +218,43 @@ impl Tool for EditFile {
         let after = apply(&input.path, &before, &input.edits).ok()?;
         Some(diff(&input.path, &before, &after))
     }
+    fn changes(&self, input: &EditArgs) -> Option<rein_wire::Revision> {
+        Some(self.0.revision(&input.path))
+    }
     async fn invoke(&self, input: EditArgs, _: &ToolContext) -> Outcome {
         // The file is read again: what is edited is what is there now.
-        let result = read_text(&self.0, &input.path)
-            .and_then(|before| apply(&input.path, &before, &input.edits));
-        let after = match result {
+        let before = match super::undoable_now(self.1.as_ref(), &self.0, &input.path) {
+            Ok(before) => before,
+            Err(refused) => return Outcome::from_error(&refused),
+        };
+        let super::undo::Before::Bytes(bytes, _) = &before else {
+            return Outcome::from_error(&read_text(&self.0, &input.path).err().unwrap_or_else(
+                || {
+                    AgentError::new(
+                        codes::FILE_NOT_FOUND,
+                        format!("`{}` cannot be read", input.path),
+                    )
+                },
+            ));
+        };
+        let text = match String::from_utf8(bytes.clone()) {
+            Ok(text) => text,
+            Err(_) => return Outcome::from_error(&not_text(&input.path)),
+        };
+        let after = match apply(&input.path, &text, &input.edits) {
             Ok(after) => after,
             Err(err) => return Outcome::from_error(&err),
         };
-        let before = super::undo::Before::of(&self.0, &input.path);
-        match self.0.write(&input.path, after.as_bytes()) {
-            Ok(()) => {
-                let done = Outcome::ok(json!({"edited": input.path, "edits": input.edits.len()}));
-                super::kept(
-                    self.1.as_ref(),
-                    done,
-                    &input.path,
-                    before,
-                    Some(after.as_bytes()),
-                )
-                .await
-            }
-            Err(refused) => refused.outcome(),
-        }
+        let done = json!({"edited": input.path, "edits": input.edits.len()});
+        super::change(
+            &self.0,
+            self.1.as_ref(),
+            &input.path,
+            before,
+            Some(after.as_bytes()),
+            done,
+        )
+        .await
     }
 }
 

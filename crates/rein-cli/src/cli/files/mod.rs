@@ -12,6 +12,8 @@
 //! Not here: the confinement itself (`root`), or who approves (the runner
 //! and `rein-approvals`).
 
+#[cfg(test)]
+mod crash_tests;
 mod edit;
 mod root;
 mod undo;
@@ -20,7 +22,7 @@ use std::sync::Arc;
 
 use rein_approvals::PermissionClass;
 use rein_tools::{Outcome, Registry, Tool, ToolContext};
-use rein_wire::{AgentError, error::codes};
+use rein_wire::{AgentError, Revision, error::codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -74,17 +76,32 @@ pub fn tools_in(
     Ok((dir, Arc::new(tools)))
 }
 
-/// `outcome`, undoable through `stash` when there is one.
-async fn kept(
+/// Change `path` the one way every file tool does: what it holds is kept
+/// for undo first (when there is a stash), then the file is written with
+/// `after` (atomically) or removed (`None`), and the outcome `done` says
+/// what the change left, which this conversation has now seen.
+async fn change(
+    root: &Root,
     stash: Option<&Stash>,
-    outcome: Outcome,
     path: &str,
     before: undo::Before,
     after: Option<&[u8]>,
+    done: serde_json::Value,
 ) -> Outcome {
-    match stash {
-        Some(stash) => stash.undoable(outcome, path, before, after).await,
-        None => outcome,
+    let operation = match stash {
+        Some(stash) => stash.keep(path, &before, after).await,
+        None => None,
+    };
+    let changed = match after {
+        Some(bytes) => root.write(path, bytes, None),
+        None => root.remove(path),
+    };
+    match changed {
+        Ok(()) => {
+            let left = Revision::new(Root::resource(path), after.map(rein_sessions::hash_hex));
+            undo::undoable(Outcome::ok(done).seen(left), operation)
+        }
+        Err(refused) => refused.outcome(),
     }
 }
 
@@ -124,7 +141,12 @@ impl Tool for ReadFile {
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
         match self.0.read(&input.path) {
             Ok(bytes) => {
+                let seen = Revision::new(
+                    Root::resource(&input.path),
+                    Some(rein_sessions::hash_hex(&bytes)),
+                );
                 Outcome::ok(json!({"path": input.path, "content": String::from_utf8_lossy(&bytes)}))
+                    .seen(seen)
             }
             Err(refused) => refused.outcome(),
         }
@@ -258,20 +280,17 @@ impl Tool for WriteFile {
     fn preview(&self, input: &WriteArgs) -> Option<rein_wire::Preview> {
         Some(edit::write_preview(&self.0, &input.path, &input.content))
     }
+    fn changes(&self, input: &WriteArgs) -> Option<Revision> {
+        Some(self.0.revision(&input.path))
+    }
     async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
         let before = match undoable_now(self.1.as_ref(), &self.0, &input.path) {
             Ok(before) => before,
             Err(refused) => return Outcome::from_error(&refused),
         };
-        match self.0.write(&input.path, input.content.as_bytes()) {
-            Ok(()) => {
-                let done =
-                    Outcome::ok(json!({"written": input.path, "bytes": input.content.len()}));
-                let after = Some(input.content.as_bytes());
-                kept(self.1.as_ref(), done, &input.path, before, after).await
-            }
-            Err(refused) => refused.outcome(),
-        }
+        let done = json!({"written": input.path, "bytes": input.content.len()});
+        let after = Some(input.content.as_bytes());
+        change(&self.0, self.1.as_ref(), &input.path, before, after, done).await
     }
 }
 
@@ -300,6 +319,13 @@ impl Tool for DeleteFile {
     fn preview(&self, input: &PathArg) -> Option<rein_wire::Preview> {
         Some(edit::delete_preview(&self.0, &input.path))
     }
+    fn changes(&self, input: &PathArg) -> Option<Revision> {
+        // Removing a link loses no content (undo makes it again).
+        self.0
+            .link_target(&input.path)
+            .is_none()
+            .then(|| self.0.revision(&input.path))
+    }
     async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
         // A link is deleted as a link: undo makes the link again.
         let before = match self.0.link_target(&input.path) {
@@ -309,13 +335,8 @@ impl Tool for DeleteFile {
                 Err(refused) => return Outcome::from_error(&refused),
             },
         };
-        match self.0.remove(&input.path) {
-            Ok(()) => {
-                let done = Outcome::ok(json!({"deleted": input.path}));
-                kept(self.1.as_ref(), done, &input.path, before, None).await
-            }
-            Err(refused) => refused.outcome(),
-        }
+        let done = json!({"deleted": input.path});
+        change(&self.0, self.1.as_ref(), &input.path, before, None, done).await
     }
 }
 

@@ -12,6 +12,10 @@
 //! file with more than one link is refused, read or written, decided on
 //! the opened file's own `fstat`.
 //!
+//! A write is atomic (a new file in the same folder, synced, renamed over
+//! the old one): a crash leaves the old file or the new one, never an
+//! empty or half-written one.
+//!
 //! [`Root::precheck_write`] and [`Root::precheck_delete`] answer "could
 //! this run?" before a person is asked; they are a courtesy, not the
 //! guard: the operation itself checks again.
@@ -201,26 +205,105 @@ impl Root {
         Ok(())
     }
 
-    /// Create or replace a regular file with `bytes`, creating its folders.
-    pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), Refused> {
+    /// Create or replace a regular file with `bytes`, creating its folders,
+    /// atomically: the bytes go to a new hidden file in the same folder,
+    /// are synced, and the new file is renamed over the old one (the
+    /// folder synced after), so a crash at any point leaves the old file
+    /// or the new one, never an empty or a half-written one. The file keeps
+    /// its permission bits and (where rein may) its owner; `mode` sets the
+    /// bits instead (an undo gives back what a change took). A symbolic
+    /// link inside the root stays a link: its target is replaced.
+    pub fn write(&self, path: &str, bytes: &[u8], mode: Option<u32>) -> Result<(), Refused> {
+        use cap_std::fs::{MetadataExt as _, PermissionsExt as _};
         let rel = self.relative(path)?;
         let failed = |e: io::Error| Refused::io(path, "write", codes::WRITE_FAILED, &e);
-        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.dir.create_dir_all(parent).map_err(failed)?;
-        }
+        let target = self.through_link(path, rel)?;
+        let (folder, name) = match (target.parent(), target.file_name()) {
+            (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+                self.dir.create_dir_all(parent).map_err(failed)?;
+                (self.dir.open_dir(parent).map_err(failed)?, name.to_owned())
+            }
+            (_, Some(name)) => (self.dir.try_clone().map_err(failed)?, name.to_owned()),
+            _ => return Err(Refused::outside(path)),
+        };
+        let existing = match folder.symlink_metadata(&name) {
+            Ok(meta) => {
+                one_regular_file(path, &meta)?;
+                Some(meta)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(failed(e)),
+        };
+        let bits = mode.or_else(|| existing.as_ref().map(|m| m.permissions().mode() & 0o7777));
+        let temp = format!(
+            ".{}.rein-{}.tmp",
+            name.to_string_lossy(),
+            rein_wire::ids::new_id()
+        );
         let mut options = OpenOptions::new();
-        // No truncation yet: the opened file is checked before it changes.
         options
             .write(true)
-            .create(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-        let file = self.dir.open_with(rel, &options).map_err(failed)?;
-        let meta = file.metadata().map_err(failed)?;
-        one_regular_file(path, &meta)?;
-        let mut file = file.into_std();
-        file.set_len(0).map_err(failed)?;
-        file.write_all(bytes).map_err(failed)?;
-        Ok(())
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY);
+        let file = folder.open_with(&temp, &options).map_err(failed)?;
+        let written = (|| {
+            let file = file.into_std();
+            if let Some(meta) = &existing {
+                // Best effort: only a privileged rein may give a file away.
+                let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+            }
+            if let Some(bits) = bits {
+                file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(bits))?;
+            }
+            (&file).write_all(bytes)?;
+            file.sync_all()?;
+            folder.rename(&temp, &folder, &name)
+        })();
+        if let Err(e) = written {
+            let _ = folder.remove_file(&temp);
+            return Err(failed(e));
+        }
+        // The rename is durable once the folder is.
+        folder
+            .open(".")
+            .and_then(|dir| dir.into_std().sync_all())
+            .map_err(failed)
+    }
+
+    /// Where a write of `path` lands: `rel` itself, or — when it is a
+    /// symbolic link — the file it leads to, resolved beneath the root.
+    fn through_link(&self, path: &str, rel: &Path) -> Result<PathBuf, Refused> {
+        match self.dir.symlink_metadata(rel) {
+            Ok(meta) if meta.is_symlink() => self
+                .dir
+                .canonicalize(rel)
+                .map_err(|e| Refused::io(path, "write", codes::WRITE_FAILED, &e)),
+            _ => Ok(rel.to_path_buf()),
+        }
+    }
+
+    /// The name a change to `path` is kept under: its parts joined by `/`,
+    /// `.` left out (`./a//b` and `a/b` are one file).
+    pub fn resource(path: &str) -> String {
+        Path::new(path)
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(part) => Some(part.to_string_lossy()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// `path` at the revision it has now: its content's hash, none when it
+    /// does not exist (what cannot be read is named by why).
+    pub fn revision(&self, path: &str) -> rein_wire::Revision {
+        let token = match self.read(path) {
+            Ok(bytes) => Some(rein_sessions::hash_hex(&bytes)),
+            Err(refused) if refused.code == codes::FILE_NOT_FOUND => None,
+            Err(refused) => Some(format!("unreadable: {}", refused.code)),
+        };
+        rein_wire::Revision::new(Root::resource(path), token)
     }
 
     /// Could a delete of `path` run? It must exist inside the root and
@@ -246,19 +329,6 @@ impl Root {
         let rel = self.relative(path).ok()?;
         let meta = self.dir.metadata(rel).ok()?;
         meta.is_file().then(|| meta.permissions().mode() & 0o7777)
-    }
-
-    /// Set a regular file's permission bits (an undo gives back the exec
-    /// bit a change or a delete took).
-    pub fn set_mode(&self, path: &str, mode: u32) -> Result<(), Refused> {
-        use cap_std::fs::PermissionsExt;
-        let rel = self.relative(path)?;
-        let failed = |e: io::Error| Refused::io(path, "write", codes::WRITE_FAILED, &e);
-        let meta = self.dir.metadata(rel).map_err(failed)?;
-        one_regular_file(path, &meta)?;
-        self.dir
-            .set_permissions(rel, cap_std::fs::Permissions::from_mode(mode & 0o777))
-            .map_err(failed)
     }
 
     /// Where the symbolic link at `path` points, as written in it, or

@@ -1,6 +1,7 @@
 //! Undo for the file tools: before a write, edit or delete changes a file,
-//! what it held is kept in the session's store (an artifact), and the
-//! result names an operation a person can undo (`/undo`). Undo restores
+//! what it held is kept in the session's store (an artifact) — before, so
+//! a crash during the change leaves it undoable — and the result names an
+//! operation a person can undo (`/undo`). Undo restores
 //! that content — or removes a file the change created — only when the
 //! file is still exactly what the change left; otherwise it refuses with
 //! `changed_since` and touches nothing.
@@ -64,69 +65,54 @@ impl Before {
 pub struct Stash(pub Arc<dyn Store>);
 
 impl Stash {
-    /// `outcome` with an undoable operation for changing `path` from
-    /// `before` to `after` (`None`: the change removed it). Unchanged when
-    /// the change cannot be undone or the store refuses (the change itself
-    /// has happened either way).
-    pub async fn undoable(
-        &self,
-        outcome: Outcome,
-        path: &str,
-        before: Before,
-        after: Option<&[u8]>,
-    ) -> Outcome {
-        let Outcome::Ok {
-            result, advanced, ..
-        } = outcome
-        else {
-            return outcome;
-        };
-        if let Before::Link(target) = &before {
-            let record =
-                json!({"path": path, "link": target.to_string_lossy(), "after": Value::Null});
-            let operation_id = self
-                .0
-                .put_artifact(record.to_string().as_bytes(), "application/json")
-                .await
-                .ok()
-                .map(|a| format!("{FILE_OP}{}", a.hash));
-            return Outcome::Ok {
-                result,
-                undo: operation_id.is_some(),
-                operation_id,
-                advanced,
-            };
-        }
-        let (kept, mode) = match before {
-            Before::Unknown | Before::Link(_) => (None, None),
-            Before::Absent => (Some(Value::Null), None),
-            Before::Bytes(bytes, mode) => (
-                self.0
-                    .put_artifact(&bytes, "application/octet-stream")
+    /// Keep what `path` holds (`before`) and what the change will leave
+    /// (`after`; `None`: it removes it) in the store, before the change
+    /// runs, so a crash after it still leaves it undoable: the id of the
+    /// operation that undoes it, or `None` when it cannot be undone (what
+    /// was there is unknown, or the store refused).
+    pub async fn keep(&self, path: &str, before: &Before, after: Option<&[u8]>) -> Option<String> {
+        let record = match before {
+            Before::Unknown => return None,
+            Before::Link(target) => {
+                json!({"path": path, "link": target.to_string_lossy(), "after": Value::Null})
+            }
+            Before::Absent => {
+                json!({"path": path, "before": Value::Null, "mode": Value::Null, "after": after.map(hash_hex)})
+            }
+            Before::Bytes(bytes, mode) => {
+                let kept = self
+                    .0
+                    .put_artifact(bytes, "application/octet-stream")
                     .await
-                    .ok()
-                    .map(|a| Value::String(a.hash)),
-                mode,
-            ),
+                    .ok()?;
+                json!({"path": path, "before": kept.hash, "mode": mode, "after": after.map(hash_hex)})
+            }
         };
-        let record = kept.map(|before| {
-            json!({"path": path, "before": before, "mode": mode, "after": after.map(hash_hex)})
-        });
-        let operation_id = match record {
-            Some(record) => self
-                .0
-                .put_artifact(record.to_string().as_bytes(), "application/json")
-                .await
-                .ok()
-                .map(|a| format!("{FILE_OP}{}", a.hash)),
-            None => None,
-        };
+        self.0
+            .put_artifact(record.to_string().as_bytes(), "application/json")
+            .await
+            .ok()
+            .map(|a| format!("{FILE_OP}{}", a.hash))
+    }
+}
+
+/// `outcome`, naming the operation that undoes it (a failure is unchanged:
+/// nothing happened to undo).
+pub fn undoable(outcome: Outcome, operation: Option<String>) -> Outcome {
+    match outcome {
         Outcome::Ok {
             result,
-            undo: operation_id.is_some(),
-            operation_id,
             advanced,
-        }
+            seen,
+            ..
+        } => Outcome::Ok {
+            result,
+            undo: operation.is_some(),
+            operation_id: operation,
+            advanced,
+            seen,
+        },
+        failed @ Outcome::Failed { .. } => failed,
     }
 }
 
@@ -203,10 +189,9 @@ async fn restore(
     match record["before"].as_str() {
         Some(hash) => {
             let bytes = store.read_artifact(hash, Slice::Whole).await?;
-            root.write(path, &bytes).map_err(super::Refused::error)?;
-            if let Some(mode) = record["mode"].as_u64().and_then(|m| u32::try_from(m).ok()) {
-                root.set_mode(path, mode).map_err(super::Refused::error)?;
-            }
+            let mode = record["mode"].as_u64().and_then(|m| u32::try_from(m).ok());
+            root.write(path, &bytes, mode)
+                .map_err(super::Refused::error)?;
         }
         None => root.remove(path).map_err(super::Refused::error)?,
     }
