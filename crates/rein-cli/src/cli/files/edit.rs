@@ -135,7 +135,17 @@ pub fn write_preview(root: &Root, path: &str, content: &str) -> Preview {
     let new = head_of(content);
     match root.read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(before) => diff(path, &before, content),
+            Ok(before) => {
+                let mut preview = diff(path, &before, content);
+                if let Some(warning) = rewrite_warning(&before, content) {
+                    preview = Preview::new(
+                        PreviewKind::Diff,
+                        path,
+                        format!("{warning}\n{}", preview.text),
+                    );
+                }
+                preview
+            }
             Err(binary) => Preview::new(
                 PreviewKind::Text,
                 path,
@@ -161,6 +171,32 @@ pub fn write_preview(root: &Root, path: &str, content: &str) -> Preview {
             ),
         ),
     }
+}
+
+/// The plain sentence a whole-file rewrite opens its preview with when it
+/// removes most of what the file holds (more than half its lines), so a
+/// person sees what is lost before the diff: "replaces 10 lines with 1".
+fn rewrite_warning(before: &str, after: &str) -> Option<String> {
+    let old = before.lines().count();
+    let removed = similar::TextDiff::from_lines(before, after)
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Delete)
+        .count();
+    if old == 0 || removed * 2 <= old {
+        return None;
+    }
+    let lines = |n: usize| {
+        if n == 1 {
+            "1 line".to_owned()
+        } else {
+            format!("{n} lines")
+        }
+    };
+    Some(format!(
+        "REWRITES THE WHOLE FILE: replaces {} with {} ({removed} of its {old} lines are removed; edit_file changes only a part)",
+        lines(old),
+        after.lines().count()
+    ))
 }
 
 /// `text`'s line count and first lines (`N lines\nfirst…`).
@@ -198,11 +234,11 @@ impl Tool for EditFile {
         "edit_file"
     }
     fn description(&self) -> &str {
-        "Edit a file of the project by exact replacement: each `old_text` must occur exactly once \
-         (include surrounding lines to make it unique); several edits in one call apply all or \
-         nothing. To add text, use a line already in the file as `old_text` and that line plus \
-         the new text as `new_text`. Prefer it to write_file for a file that exists. The person \
-         approves the diff first."
+        "Change part of a file of the project — the way to change a file that exists (read it \
+         first). Exact replacement: each `old_text` must occur exactly once (include surrounding \
+         lines to make it unique); several edits in one call apply all or nothing. To add text, \
+         use a line already in the file as `old_text` and that line plus the new text as \
+         `new_text`. The person approves the diff first."
     }
     fn permission(&self, _: &EditArgs) -> PermissionClass {
         PermissionClass::SourceFileWrite
@@ -304,6 +340,21 @@ mod tests {
             let err = apply("m.rs", "a", &edits).unwrap_err();
             assert_eq!(err.code, codes::TOOL_ARGUMENTS_INVALID);
         }
+    }
+
+    #[test]
+    fn a_rewrite_that_removes_most_of_a_file_says_so_first() {
+        let ten: String = (1..=10).map(|n| format!("line {n}\n")).collect();
+        let warning = rewrite_warning(&ten, "line 1 only\n").unwrap();
+        assert!(
+            warning.contains("replaces 10 lines with 1 (10 of its 10 lines are removed"),
+            "{warning}"
+        );
+        // A change of a few lines, or an addition, says nothing more.
+        let changed = ten.replace("line 3\n", "line three\n");
+        assert_eq!(rewrite_warning(&ten, &changed), None);
+        assert_eq!(rewrite_warning(&ten, &format!("{ten}line 11\n")), None);
+        assert_eq!(rewrite_warning("", "new\n"), None);
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl Tool for ReadFile {
         "read_file"
     }
     fn description(&self) -> &str {
-        "Read a text file of the project."
+        "Read a text file of the project. Read a file before you change it: edits and writes to a file this conversation has not read (or that changed since) are refused."
     }
     fn permission(&self, _: &PathArg) -> PermissionClass {
         PermissionClass::Read
@@ -268,7 +268,9 @@ impl Tool for WriteFile {
         "write_file"
     }
     fn description(&self) -> &str {
-        "Write a new file of the project (or replace one whole; edit_file changes part of one). The person approves it first."
+        "Create a new file of the project with `content`. To change a file that exists, use edit_file: \
+         write_file replaces the whole file, so everything not in `content` is lost, and it is \
+         refused unless this conversation has read the file as it is now. The person approves it first."
     }
     fn permission(&self, _: &WriteArgs) -> PermissionClass {
         PermissionClass::SourceFileWrite
@@ -302,7 +304,7 @@ impl Tool for DeleteFile {
         "delete_file"
     }
     fn description(&self) -> &str {
-        "Delete a file of the project (a symbolic link is removed itself). The person approves it first, and can undo it."
+        "Delete a file of the project (a symbolic link is removed itself); read it first. The person approves it first, and can undo it."
     }
     fn permission(&self, _: &PathArg) -> PermissionClass {
         PermissionClass::Destructive
