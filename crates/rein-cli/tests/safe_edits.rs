@@ -297,3 +297,73 @@ async fn a_write_keeps_the_mode_and_the_link_and_undo_gives_both_back() {
     );
     assert_eq!(mode(&script), 0o750);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_models_near_misses_are_repaired_and_recorded() {
+    let raw = |id: &str, name: &str, arguments: &str| {
+        Reply::sse(
+            ScriptedMessage::text(&[])
+                .with_call(ScriptedCall {
+                    id: id.into(),
+                    name: name.into(),
+                    arguments: arguments.into(),
+                    fragments: 3,
+                })
+                .openai_chat_sse(),
+        )
+    };
+    let server = FakeServer::start(vec![
+        // A stray prefix and the wrong case; single quotes and a trailing comma.
+        raw("c1", "functions.Read_File", "{'path': 'lib.py',}"),
+        // A JSON string holding the object; an edit whose text lost its
+        // indentation to a tab.
+        raw(
+            "c2",
+            "edit_file",
+            &serde_json::to_string(
+                &json!({"path": "lib.py", "edits": [{"old_text": "\treturn a - b", "new_text": "\treturn b - a"}]})
+                    .to_string(),
+            )
+            .unwrap(),
+        ),
+        // Nothing fits two ways: refused, never guessed.
+        raw("c3", "file", "{}"),
+        done(),
+    ])
+    .await
+    .unwrap();
+    let (home, root) = (tempfile::tempdir().unwrap(), project());
+    let err = chat(&server, home.path(), root.path(), b"fix sub\ny\n/exit\n").await;
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("lib.py")).unwrap(),
+        LIB.replace("a - b", "b - a"),
+        "{err}"
+    );
+    assert!(
+        err.contains("repaired: the tool name `functions.Read_File` was taken as `read_file`"),
+        "{err}"
+    );
+    assert!(err.contains("single quotes, trailing commas"), "{err}");
+    assert!(err.contains("a JSON string holding the object"), "{err}");
+    assert!(err.contains("tool_not_found"), "{err}");
+    // Recorded: the log says what was repaired, and what the model sent.
+    let session = err
+        .split("rein chat --resume ")
+        .nth(1)
+        .unwrap()
+        .split([')', '\n', ' '])
+        .next()
+        .unwrap()
+        .to_owned();
+    let out = rein_at(home.path())
+        .args(["sessions", "export", &session])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("\"repaired\""), "{log}");
+    assert!(log.contains("functions.Read_File"), "{log}");
+    assert!(
+        log.contains("with whitespace ignored"),
+        "the edit says so: {log}"
+    );
+}

@@ -170,6 +170,7 @@ impl Recorder {
                     stop_reason: None,
                     cache_verdict: None,
                     latency_ms: turn.duration_ms.unwrap_or(0),
+                    repaired: Vec::new(),
                 }])
                 .await
             }

@@ -59,6 +59,7 @@ async fn session(steps: usize) -> (Arc<dyn Store>, String) {
             stop_reason: None,
             cache_verdict: None,
             latency_ms: 0,
+            repaired: Vec::new(),
         }));
         events.push(NewEvent::main(Event::ToolCalled {
             call_id: id.clone(),

@@ -140,6 +140,14 @@ pub enum UiKind {
         /// The tool's message, when it gave one (someone else's text).
         message: Option<String>,
     },
+    /// A tool call the model nearly got right was repaired before it ran
+    /// (a tool name's case, arguments that were almost JSON).
+    CallRepaired {
+        /// The call.
+        call_id: String,
+        /// What was repaired, with what the model sent.
+        what: String,
+    },
     /// The tools on offer changed at this turn's start (a server joined,
     /// failed, or changed its list); one line per change, for the person.
     CatalogChanged {

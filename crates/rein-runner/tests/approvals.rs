@@ -207,6 +207,7 @@ async fn a_crash_between_called_and_result_resumes_with_interrupted_and_never_re
                     stop_reason: None,
                     cache_verdict: None,
                     latency_ms: 1,
+                    repaired: Vec::new(),
                 }),
                 rein_sessions::NewEvent::main(Event::ToolCalled {
                     call_id: "w1".into(),

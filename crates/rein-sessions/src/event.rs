@@ -114,6 +114,11 @@ pub enum Event {
         cache_verdict: Option<String>,
         /// Wall time of the call.
         latency_ms: u64,
+        /// Near misses in the message's tool calls that rein repaired (a
+        /// tool name's case, arguments that were almost JSON), each with
+        /// what the model sent: the message holds the repaired calls.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        repaired: Vec<rein_wire::repair::Repaired>,
     },
     /// A tool call is about to run (recorded before it runs).
     #[serde(rename = "tool.called")]

@@ -563,6 +563,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 stop_reason: Some(rein_wire::StopReason::ToolUse),
                 cache_verdict: Some("cold".into()),
                 latency_ms: 12,
+                repaired: Vec::new(),
             }),
             NewEvent::main(Event::ToolCalled {
                 call_id: "c1".into(),

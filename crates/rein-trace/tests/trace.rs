@@ -41,6 +41,7 @@ fn model(
         }),
         cache_verdict: Some(verdict.into()),
         latency_ms: 250,
+        repaired: Vec::new(),
     })
 }
 

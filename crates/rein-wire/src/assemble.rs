@@ -29,6 +29,10 @@ pub struct AssembledToolCall {
     /// Why the arguments could not be used, when they could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<AgentError>,
+    /// What was repaired in arguments that were almost JSON (see
+    /// [`crate::repair::almost_json`]), when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<String>,
 }
 
 /// The completed message of one model call.
@@ -214,7 +218,7 @@ impl Assembler {
     pub fn finish(mut self) -> AssembledMessage {
         let truncated = self.message.stop_reason == Some(StopReason::MaxTokens);
         for (index, call) in std::mem::take(&mut self.calls) {
-            let (arguments, error) = parse_arguments(&call, truncated);
+            let (arguments, error, repaired) = parse_arguments(&call, truncated);
             if let Some(ContentBlock::ToolUse { input, .. }) =
                 self.message.content.get_mut(call.content_position)
             {
@@ -226,20 +230,31 @@ impl Assembler {
                 name: call.name,
                 arguments,
                 error,
+                repaired,
             });
         }
         self.message
     }
 }
 
-fn parse_arguments(call: &PendingCall, truncated: bool) -> (Option<Value>, Option<AgentError>) {
+/// A call's arguments, or why they cannot be used, and what was repaired.
+type Parsed = (Option<Value>, Option<AgentError>, Option<String>);
+
+fn parse_arguments(call: &PendingCall, truncated: bool) -> Parsed {
     let raw = call.arguments.trim();
     if raw.is_empty() {
         // A call without arguments streams no fragments (or an empty one).
-        return (Some(Value::Object(Default::default())), None);
+        return (Some(Value::Object(Default::default())), None, None);
     }
-    let problem = match serde_json::from_str::<Value>(raw) {
-        Ok(value @ Value::Object(_)) => return (Some(value), None),
+    let parsed = serde_json::from_str::<Value>(raw);
+    if let Ok(value @ Value::Object(_)) = parsed {
+        return (Some(value), None, None);
+    }
+    // Cut off by the output limit is never guessed at.
+    if !truncated && let Some((value, note)) = crate::repair::almost_json(raw) {
+        return (Some(value), None, Some(note));
+    }
+    let problem = match parsed {
         Ok(_) => "are JSON but not an object".to_owned(),
         Err(err) if truncated => format!("were cut off by the output limit ({err})"),
         Err(err) => format!("are not valid JSON ({err})"),
@@ -253,7 +268,7 @@ fn parse_arguments(call: &PendingCall, truncated: bool) -> (Option<Value>, Optio
     .with_field("call_id", call.id.clone())
     .with_field("arguments_prefix", prefix)
     .with_field("arguments_len", raw.len());
-    (None, Some(error))
+    (None, Some(error), None)
 }
 
 #[cfg(test)]

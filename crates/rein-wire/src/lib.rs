@@ -21,6 +21,7 @@ pub mod loops;
 mod message;
 pub mod permission;
 mod preview;
+pub mod repair;
 mod request;
 mod revision;
 pub mod secrets;

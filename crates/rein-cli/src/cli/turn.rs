@@ -140,6 +140,9 @@ fn print_event(
                 .unwrap_or_default();
             line(format!("  {who}.. {done}{of}{said}"), midline)?;
         }
+        UiKind::CallRepaired { what, .. } => {
+            line(format!("  {who}~ repaired: {what}"), midline)?;
+        }
         UiKind::CatalogChanged { changes } => {
             for change in changes {
                 line(format!("  [{change}]"), midline)?;

@@ -114,9 +114,23 @@ impl Conversation {
             }
             assembler.push(&event);
         }
-        let message = assembler.finish();
+        let mut message = assembler.finish();
         if let Some(err) = &message.error {
             return Err(err.clone());
+        }
+        // A small model's near misses, repaired when unambiguous and said.
+        let names: Vec<String> = self
+            .backend
+            .catalog(&self.policy)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        let repaired = rein_wire::repair::calls(&mut message, &names);
+        for repair in &repaired {
+            self.journal.emit(UiKind::CallRepaired {
+                call_id: repair.call_id.clone(),
+                what: repair.what.clone(),
+            });
         }
         self.turn.carried.clear();
         self.turn.left.clear();
@@ -155,6 +169,7 @@ impl Conversation {
                 stop_reason: message.stop_reason.clone(),
                 cache_verdict: Some(verdict.as_str().to_owned()),
                 latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                repaired,
             }])
             .await?;
         // Malformed calls are answered at once with an error the model can read.

@@ -40,16 +40,28 @@ pub struct EditArgs {
     pub edits: Vec<Edit>,
 }
 
+/// The text after the edits, and what was repaired on the way.
+#[derive(Debug)]
+pub struct Applied {
+    /// The file's new text.
+    pub text: String,
+    /// Each edit whose `old_text` matched only with whitespace ignored.
+    pub repaired: Vec<String>,
+}
+
 /// `text` with `edits` applied in order. Each `old_text` must occur exactly
-/// once in the text as the earlier edits left it; otherwise nothing is
-/// changed and the error says which edit and how many matches it found.
-pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<String, AgentError> {
+/// once in the text as the earlier edits left it — or, when it occurs
+/// nowhere, match exactly one run of lines with whitespace ignored (a
+/// repair, said in [`Applied::repaired`]); otherwise nothing is changed and
+/// the error says which edit and how many matches it found.
+pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<Applied, AgentError> {
     let invalid = |why: String| AgentError::new(codes::TOOL_ARGUMENTS_INVALID, why);
     if edits.is_empty() {
         return Err(invalid("give at least one edit".into()));
     }
     let total = edits.len();
     let mut text = text.to_owned();
+    let mut repaired = Vec::new();
     for (i, edit) in edits.iter().enumerate() {
         let n = i + 1;
         if edit.old_text.is_empty() {
@@ -63,19 +75,35 @@ pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<String, AgentErro
         let found = occurrences(&text, &edit.old_text);
         match found.as_slice() {
             [at] => text.replace_range(*at..*at + edit.old_text.len(), &edit.new_text),
-            [] => {
-                return Err(AgentError::new(
-                    codes::EDIT_NO_MATCH,
-                    format!(
-                        "edit {n} of {total}: `old_text` does not occur in `{path}`{} (nothing was changed; read the file again)",
-                        if n > 1 {
-                            " after the edits before it"
-                        } else {
-                            ""
-                        }
-                    ),
-                ));
-            }
+            [] => match super::loose::find(&text, &edit.old_text).as_slice() {
+                [range] => {
+                    let mut new = super::loose::reindent(
+                        &edit.new_text,
+                        &edit.old_text,
+                        &text[range.clone()],
+                    );
+                    if edit.old_text.ends_with('\n') && new.ends_with('\n') {
+                        new.pop();
+                    }
+                    let line = text[..range.start].matches('\n').count() + 1;
+                    let lines = text[range.clone()].matches('\n').count();
+                    repaired.push(format!(
+                        "edit {n} of {total}: `old_text` matched lines {line}-{} only with whitespace ignored",
+                        line + lines
+                    ));
+                    text.replace_range(range.clone(), &new);
+                }
+                [] => return Err(no_match(path, n, total)),
+                many => {
+                    return Err(AgentError::new(
+                        codes::EDIT_AMBIGUOUS,
+                        format!(
+                            "edit {n} of {total}: `old_text` does not occur in `{path}` as given, and matches {} places with whitespace ignored (nothing was changed; read the file again and copy the text exactly)",
+                            many.len()
+                        ),
+                    ));
+                }
+            },
             many => {
                 return Err(AgentError::new(
                     codes::EDIT_AMBIGUOUS,
@@ -87,7 +115,22 @@ pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<String, AgentErro
             }
         }
     }
-    Ok(text)
+    Ok(Applied { text, repaired })
+}
+
+/// Edit `n` of `total` found nothing, even with whitespace ignored.
+fn no_match(path: &str, n: usize, total: usize) -> AgentError {
+    let after = if n > 1 {
+        " after the edits before it"
+    } else {
+        ""
+    };
+    AgentError::new(
+        codes::EDIT_NO_MATCH,
+        format!(
+            "edit {n} of {total}: `old_text` does not occur in `{path}`{after}, not even with whitespace ignored (nothing was changed; read the file again and copy the text to replace exactly)"
+        ),
+    )
 }
 
 /// Where `needle` starts in `text`, overlapping matches included (so
@@ -252,7 +295,7 @@ impl Tool for EditFile {
     fn preview(&self, input: &EditArgs) -> Option<Preview> {
         let before = read_text(&self.0, &input.path).ok()?;
         let after = apply(&input.path, &before, &input.edits).ok()?;
-        Some(diff(&input.path, &before, &after))
+        Some(diff(&input.path, &before, &after.text))
     }
     fn changes(&self, input: &EditArgs) -> Option<rein_wire::Revision> {
         Some(self.0.revision(&input.path))
@@ -277,11 +320,15 @@ impl Tool for EditFile {
             Ok(text) => text,
             Err(_) => return Outcome::from_error(&not_text(&input.path)),
         };
-        let after = match apply(&input.path, &text, &input.edits) {
-            Ok(after) => after,
+        let applied = match apply(&input.path, &text, &input.edits) {
+            Ok(applied) => applied,
             Err(err) => return Outcome::from_error(&err),
         };
-        let done = json!({"edited": input.path, "edits": input.edits.len()});
+        let mut done = json!({"edited": input.path, "edits": input.edits.len()});
+        if !applied.repaired.is_empty() {
+            done["repaired"] = json!(applied.repaired);
+        }
+        let after = applied.text;
         super::change(
             &self.0,
             self.1.as_ref(),
@@ -317,11 +364,54 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(after, "fn add() { 2 }\nfn sub() {}\n");
+        assert_eq!(after.text, "fn add() { 2 }\nfn sub() {}\n");
         // The second edit finds nothing: the first is not applied either.
         let err = apply("m.rs", text, &[edit("add", "plus"), edit("mul", "times")]).unwrap_err();
         assert_eq!(err.code, codes::EDIT_NO_MATCH);
         assert!(err.message.contains("edit 2 of 2"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_edit_off_only_in_whitespace_is_repaired_and_said() {
+        let text = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n";
+        // A tab for the file's four spaces, in both texts: found, and the
+        // new line indented as the file is.
+        let applied = apply(
+            "m.py",
+            text,
+            &[edit("\treturn a - b\n", "\treturn b - a\n")],
+        )
+        .unwrap();
+        assert_eq!(applied.text, text.replace("a - b", "b - a"));
+        assert_eq!(applied.repaired.len(), 1);
+        assert!(
+            applied.repaired[0].contains("lines 5-5"),
+            "{:?}",
+            applied.repaired
+        );
+        // Two lines, spaced differently inside.
+        let applied = apply(
+            "m.py",
+            text,
+            &[edit(
+                "def sub(a,  b):\n        return a - b",
+                "def sub(a, b):\n    return b - a",
+            )],
+        )
+        .unwrap();
+        assert_eq!(applied.text, text.replace("a - b", "b - a"));
+        assert!(
+            applied.repaired[0].contains("lines 4-5"),
+            "{:?}",
+            applied.repaired
+        );
+        // Exact text is never loosened: nothing said.
+        let applied = apply("m.py", text, &[edit("a - b", "b - a")]).unwrap();
+        assert!(applied.repaired.is_empty());
+        // Loosely in two places: refused, nothing changed.
+        let err = apply("m.py", "x = 1\ny\nx  = 1\n", &[edit("x = 1 ", "x = 2")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_AMBIGUOUS);
+        assert!(err.message.contains("2 places"), "{}", err.message);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 #[cfg(test)]
 mod crash_tests;
 mod edit;
+mod loose;
 mod root;
 mod undo;
 
