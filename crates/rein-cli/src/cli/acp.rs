@@ -36,7 +36,7 @@ pub async fn serve(options: AcpOptions, store: Arc<dyn Store>) -> Result<(), Age
         let provider = resolved.provider.clone();
         let model = resolved.model.clone();
         Box::pin(async move {
-            let (_, backend) = super::files::tools_in(Some(&cwd), &store)?;
+            let (_, backend) = rein_files::tools_in(Some(&cwd), &store)?;
             let profile = Profile::new("rein", model).with_system(
                 "You are a helpful assistant working in the person's project folder, inside their editor. Use the tools to look at files before answering questions about them. Answer concisely.",
             );

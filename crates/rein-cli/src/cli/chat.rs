@@ -415,7 +415,7 @@ pub async fn run(
                     continue;
                 }
                 Some(Command::Undo) => {
-                    match super::files::undo_last(&mut conversation, store.as_ref(), &root).await {
+                    match super::undo::undo_last(&mut conversation, store.as_ref(), &root).await {
                         Ok(path) => say(info, &format!("  undone: {path} is back as it was"))?,
                         Err(err) => say(
                             info,

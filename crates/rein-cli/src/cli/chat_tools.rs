@@ -17,7 +17,7 @@ use super::chat::{ChatOptions, say};
 /// What the chat runs with.
 pub struct ChatTools {
     /// The folder's root (for `/undo`).
-    pub root: Arc<super::files::Root>,
+    pub root: Arc<rein_files::Root>,
     /// Everything the model may call.
     pub backend: Arc<dyn ToolBackend>,
     /// The MCP servers, when any were named (stopped at the chat's end).
@@ -33,9 +33,9 @@ pub async fn assemble(
     root_dir: &Path,
     info: &mut impl Write,
 ) -> Result<ChatTools, AgentError> {
-    let root = Arc::new(super::files::Root::new(root_dir)?);
-    let stash = super::files::Stash(store.clone());
-    let mut files = super::files::file_tools(root.clone(), Some(stash))?;
+    let root = Arc::new(rein_files::Root::new(root_dir)?);
+    let stash = rein_files::Stash(store.clone());
+    let mut files = rein_files::file_tools(root.clone(), Some(stash))?;
     if let Some(dir) = &options.skills {
         files = files.with_skills(rein_tools::Skills::load(dir)?);
     }

@@ -143,7 +143,7 @@ pub async fn serve(
     elicitation: bool,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let (root_dir, backend) = super::files::tools_in(root.as_deref(), &store)?;
+    let (root_dir, backend) = rein_files::tools_in(root.as_deref(), &store)?;
     let settings = ServeSettings {
         approval_wait: Duration::from_secs(approval_wait.max(1)),
         elicitation,

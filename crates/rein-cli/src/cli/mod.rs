@@ -1,5 +1,5 @@
 //! The `rein` command's parts, private to the binary: the terminal chat,
-//! its file tools, the session and trace commands, `wire decode`, and the
+//! its `/undo`, the session and trace commands, `wire decode`, and the
 //! rule for a closed output. A product uses the library (`rein::…`), not
 //! these.
 
@@ -12,7 +12,6 @@ pub mod chat_tools;
 pub mod commands;
 pub mod commands_tool;
 pub mod decode_cmd;
-pub mod files;
 pub mod graph_view;
 pub mod input;
 pub mod markdown;
@@ -25,3 +24,4 @@ pub mod serve;
 pub mod session_root;
 pub mod sessions_cmd;
 pub mod turn;
+pub mod undo;

@@ -145,7 +145,7 @@ pub async fn run(
             ),
         ));
     }
-    let (_, backend) = super::files::tools_in(options.root.as_deref(), &store)?;
+    let (_, backend) = rein_files::tools_in(options.root.as_deref(), &store)?;
     // The tasks share a blackboard (as it was, on a resume); every write
     // goes into the graph's record.
     let board = Blackboard::restored(entries, record.recorder());

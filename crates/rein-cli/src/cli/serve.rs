@@ -54,7 +54,7 @@ pub async fn run(
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let resolved = options.provider.resolve("serve")?;
-    let (root_dir, backend) = super::files::tools_in(options.root.as_deref(), &store)?;
+    let (root_dir, backend) = rein_files::tools_in(options.root.as_deref(), &store)?;
     let profile = Profile::new("rein", resolved.model.clone()).with_system(
         "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.",
     );

@@ -4,7 +4,7 @@
 //! different `--root` for a resumed session is used only when the person
 //! confirms it.
 //!
-//! Not here: the confinement to that folder (`files::Root`).
+//! Not here: the confinement to that folder (`rein_files::Root`).
 
 use std::io::Write;
 

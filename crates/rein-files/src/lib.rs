@@ -1,5 +1,6 @@
-//! The working directory's files as tools: the default tool set of
-//! `rein chat`.
+//! rein's file tools: the working directory's files as tools — the default
+//! tool set of `rein chat`, `rein serve`, `rein run` and `rein mcp serve`,
+//! and usable alone by a product that wants them.
 //!
 //! `read_file`, `list_files` and `search` read; `write_file` writes a
 //! source file (a person approves first); `delete_file` is destructive (a
@@ -21,16 +22,16 @@ mod undo;
 
 use std::sync::Arc;
 
-use rein_approvals::PermissionClass;
+use rein_tools::PermissionClass;
 use rein_tools::{Outcome, Registry, Tool, ToolContext};
 use rein_wire::{AgentError, Revision, error::codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-pub use edit::EditFile;
+pub use edit::{Applied, Edit, EditArgs, EditFile, apply};
 pub use root::{MAX_LIST, Refused, Root};
-pub use undo::{Stash, undo_last};
+pub use undo::{Before, Stash, undo};
 
 /// The most matching lines a search returns.
 const MAX_MATCHES: usize = 200;
@@ -356,8 +357,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_file_tools_meet_the_backend_contract_and_stay_inside_the_root() {
-        use rein_approvals::PermissionClass;
         use rein_testing::contract::{ContractCase, check_backend};
+        use rein_tools::PermissionClass;
         let root = project();
         let backend =
             file_tools(std::sync::Arc::new(Root::new(root.path()).unwrap()), None).unwrap();
@@ -388,7 +389,7 @@ mod tests {
         let ctx = rein_tools::ToolContext {
             call_id: "c".into(),
             elevated: true,
-            policy: rein_approvals::Policy::default(),
+            policy: rein_tools::Policy::default(),
             progress: rein_tools::Progress::none(),
             app: rein_tools::AppContext::default(),
         };

@@ -44,7 +44,7 @@ fn a_killed_write_leaves_the_old_file_or_the_new_one() {
     for trial in 0..200 {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
-                "cli::files::crash_tests::helper_write_loop",
+                "crash_tests::helper_write_loop",
                 "--exact",
                 "--ignored",
                 "--nocapture",

@@ -7,13 +7,11 @@
 //! `changed_since` and touches nothing.
 //!
 //! Not here: which operation is next to undo (`rein_sessions::recovery::
-//! last_undoable`, a fold over the log) or how the model is told
-//! (`Conversation::record_undone`).
+//! last_undoable`, a fold over the log) or how the model is told (the
+//! runner's `Conversation::record_undone`, called by the surface).
 
 use std::sync::Arc;
 
-use rein_approvals::Surface;
-use rein_runner::Conversation;
 use rein_sessions::{Slice, Store, hash_hex};
 use rein_tools::Outcome;
 use rein_wire::{AgentError, error::codes};
@@ -116,19 +114,11 @@ pub fn undoable(outcome: Outcome, operation: Option<String>) -> Outcome {
     }
 }
 
-/// Undo the session's last undoable change: the path it restored.
-pub async fn undo_last(
-    conversation: &mut Conversation,
-    store: &dyn Store,
-    root: &Root,
-) -> Result<String, AgentError> {
-    let events = conversation.log_events().await?;
-    let Some(op) = rein_sessions::recovery::last_undoable(&events).map(str::to_owned) else {
-        return Err(AgentError::new(
-            codes::INVALID_INPUT,
-            "nothing to undo in this session",
-        ));
-    };
+/// Undo the operation `op` (an id a file tool's result named): put back
+/// what the file held before it — only when the file is still exactly what
+/// the change left; otherwise `changed_since`, and nothing is touched. The
+/// path it restored.
+pub async fn undo(root: &Root, store: &dyn Store, op: &str) -> Result<String, AgentError> {
     let record = op.strip_prefix(FILE_OP).ok_or_else(|| {
         AgentError::new(
             codes::INVALID_INPUT,
@@ -168,13 +158,6 @@ pub async fn undo_last(
     } else {
         restore(root, &path, &record, store).await?;
     }
-    conversation
-        .record_undone(
-            &op,
-            &Surface::terminal(),
-            &format!("(The person undid your last change to `{path}`: it is back as it was before that call. Do not make it again unless they ask.)"),
-        )
-        .await?;
     Ok(path)
 }
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use rein_approvals::PermissionClass;
+use rein_tools::PermissionClass;
 use rein_tools::{Outcome, Tool, ToolContext};
 use rein_wire::{AgentError, Preview, PreviewKind, error::codes};
 use schemars::JsonSchema;
