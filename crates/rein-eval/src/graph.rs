@@ -10,7 +10,6 @@ use rein_gateway::Provider;
 use rein_orchestrator::{GraphOutcome, GraphSpec, Scheduler, TaskState};
 use rein_runner::{ConversationTasks, Profile};
 use rein_sessions::Store;
-use rein_testing::FakeToolBackend;
 use rein_wire::AgentError;
 
 use crate::person::{Answers, decide_scripted};
@@ -23,7 +22,7 @@ pub(crate) async fn execute(
     text: &str,
     store: Arc<dyn Store>,
     provider: Arc<dyn Provider>,
-    backend: Arc<FakeToolBackend>,
+    project: &crate::project::Project,
     profile: Profile,
     result: &mut CaseResult,
 ) -> Result<(), AgentError> {
@@ -34,11 +33,9 @@ pub(crate) async fn execute(
         .filter(|t| !graph.tasks().iter().any(|o| o.depends_on.contains(&t.id)))
         .map(|t| t.id.clone())
         .collect();
-    let mut tasks = ConversationTasks::new(store.clone(), provider, backend.clone(), profile);
+    let mut tasks = ConversationTasks::new(store.clone(), provider, project.backend(), profile);
     let mut asked = tasks.approvals();
-    let answers: Answers = Arc::new(std::sync::Mutex::new(
-        case.approvals.iter().cloned().collect(),
-    ));
+    let answers: Answers = Arc::new(std::sync::Mutex::new(crate::suite::answers_of(case)));
     let script = answers.clone();
     let at_surface = store.clone();
     let person = tokio::spawn(async move {
@@ -86,6 +83,6 @@ pub(crate) async fn execute(
         totals.merge(&rein_trace::report(&session.id, &log).totals);
         events.extend(log);
     }
-    conclude(case, result, &totals, &events, &events, &backend);
+    conclude(case, result, &totals, &events, &events, project);
     Ok(())
 }

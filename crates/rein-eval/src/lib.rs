@@ -12,6 +12,7 @@
 
 mod graph;
 mod person;
+mod project;
 pub mod report;
 pub mod run;
 pub mod suite;

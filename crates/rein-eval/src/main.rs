@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use rein_eval::{ModelChoice, Report, load, regressions, run_case};
+use rein_eval::{CaseResult, ModelChoice, Report, load, regressions, run_case};
 use rein_gateway::{HttpProvider, ProviderConfig, WireApi};
 
 #[derive(Debug, Parser)]
@@ -49,6 +49,10 @@ struct Cli {
     /// Exit 0 even when cases fail (measuring a real model's pass rate).
     #[arg(long)]
     score_only: bool,
+    /// Run each case this many times and report its pass rate (a real
+    /// model answers differently each time).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    repeat: u64,
 }
 
 fn model_choice(cli: &Cli) -> Result<ModelChoice> {
@@ -114,19 +118,27 @@ async fn main() -> Result<()> {
     }
     let mut results = Vec::with_capacity(cases.len());
     for loaded in &cases {
-        let result = run_case(loaded, &model).await;
-        eprintln!(
-            "eval: {:<32} {}",
-            result.name,
-            if result.skipped {
-                "skip"
-            } else if result.passed {
-                "pass"
-            } else {
-                "FAIL"
+        let mut tries = Vec::new();
+        for _ in 0..cli.repeat {
+            let result = run_case(loaded, &model).await;
+            eprintln!(
+                "eval: {:<32} {}",
+                result.name,
+                if result.skipped {
+                    "skip"
+                } else if result.passed {
+                    "pass"
+                } else {
+                    "FAIL"
+                }
+            );
+            let skipped = result.skipped;
+            tries.push(result);
+            if skipped {
+                break;
             }
-        );
-        results.push(result);
+        }
+        results.extend(CaseResult::of_tries(tries));
     }
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let report = Report::new(model.label(), date, results);

@@ -13,9 +13,9 @@ pub struct Report {
     pub model: String,
     /// When (RFC 3339, UTC).
     pub date: String,
-    /// Cases run (skipped ones excluded).
+    /// Cases run, each try counted (skipped ones excluded).
     pub ran: u64,
-    /// Cases that passed.
+    /// Tries that passed.
     pub passed: u64,
     /// passed / ran.
     pub pass_rate: f64,
@@ -26,8 +26,9 @@ pub struct Report {
 impl Report {
     /// A report of `cases` against `model`.
     pub fn new(model: String, date: String, cases: Vec<CaseResult>) -> Self {
-        let ran = cases.iter().filter(|c| !c.skipped).count() as u64;
-        let passed = cases.iter().filter(|c| !c.skipped && c.passed).count() as u64;
+        // Each try counts: three tries of a case are three runs.
+        let ran = cases.iter().filter(|c| !c.skipped).map(|c| c.tries).sum();
+        let passed = cases.iter().filter(|c| !c.skipped).map(|c| c.passes).sum();
         Report {
             model,
             date,
@@ -59,11 +60,13 @@ impl Report {
         );
         for c in &self.cases {
             let result = if c.skipped {
-                "skip"
+                "skip".to_owned()
+            } else if c.tries > 1 {
+                format!("{}/{}", c.passes, c.tries)
             } else if c.passed {
-                "pass"
+                "pass".to_owned()
             } else {
-                "FAIL"
+                "FAIL".to_owned()
             };
             let _ = writeln!(
                 out,
@@ -83,7 +86,7 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\n{} of {} cases passed ({:.0}%) against {}",
+            "\n{} of {} runs passed ({:.0}%) against {}",
             self.passed,
             self.ran,
             self.pass_rate * 100.0,
@@ -167,6 +170,8 @@ mod tests {
             agents: 0,
             tool_results: 0,
             ms: 3,
+            tries: 1,
+            passes: u64::from(passed),
         }
     }
 

@@ -9,13 +9,14 @@ use std::time::Instant;
 use rein_approvals::Surface;
 use rein_gateway::Provider;
 use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
-use rein_sessions::{Event, SqliteStore, Store, StoredEvent, ToolStatus};
-use rein_testing::{FakeToolBackend, ScriptedBrain};
+use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
+use rein_testing::ScriptedBrain;
 use rein_wire::AgentError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::person::{Answers, answer_children, answer_of};
+use crate::project::Project;
 use crate::suite::{Case, LoadedCase};
 
 /// The model the cases run against.
@@ -87,6 +88,34 @@ pub struct CaseResult {
     pub tool_results: u64,
     /// Wall time of the case in milliseconds.
     pub ms: u64,
+    /// How many times it ran (`--repeat`); the details above are of the
+    /// first try that failed, else of the last.
+    #[serde(default = "one")]
+    pub tries: u64,
+    /// How many of those passed.
+    #[serde(default = "one")]
+    pub passes: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl CaseResult {
+    /// One result of several tries of a case: passed only when every try
+    /// did, with the count of each.
+    pub fn of_tries(tries: Vec<CaseResult>) -> Option<CaseResult> {
+        let count = tries.len() as u64;
+        let passes = tries.iter().filter(|t| t.passed).count() as u64;
+        let mut shown = match tries.iter().position(|t| !t.passed) {
+            Some(at) => tries.into_iter().nth(at)?,
+            None => tries.into_iter().last()?,
+        };
+        shown.tries = count;
+        shown.passes = passes;
+        shown.passed = passes == count;
+        Some(shown)
+    }
 }
 
 fn outcome_name(outcome: &TurnOutcome) -> String {
@@ -118,6 +147,8 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
         agents: 0,
         tool_results: 0,
         ms: 0,
+        tries: 1,
+        passes: 0,
     };
     if matches!(model, ModelChoice::Real { .. }) && !case.real {
         result.skipped = true;
@@ -135,6 +166,7 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
     }
     result.ms = started.elapsed().as_millis() as u64;
     result.passed = result.failures.is_empty();
+    result.passes = u64::from(result.passed);
     result
 }
 
@@ -165,12 +197,8 @@ async fn execute(
         )
     })?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("rein.db")).await?);
-    let files = files_of(case);
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs)?);
+    let project = Project::new(&files_of(case), case.backend.folder, &store)?;
+    let backend = project.backend();
     let mut default_steps = None;
     let mut max_output_tokens = 1024;
     let (provider, model_name): (Arc<dyn Provider>, String) = match model {
@@ -206,7 +234,8 @@ async fn execute(
         ToolLoading::Native
     };
     if let Some(graph) = &case.graph {
-        return crate::graph::execute(case, graph, store, provider, backend, profile, result).await;
+        return crate::graph::execute(case, graph, store, provider, &project, profile, result)
+            .await;
     }
     let mut conv =
         Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;
@@ -227,7 +256,7 @@ async fn execute(
         conv.bounds.max_chars = chars;
         conv.bounds.max_string = conv.bounds.max_string.max(chars);
     }
-    let answers: Answers = Arc::new(Mutex::new(case.approvals.iter().cloned().collect()));
+    let answers: Answers = Arc::new(Mutex::new(crate::suite::answers_of(case)));
     let children = answer_children(&conv, answers.clone());
     let mut outcome = String::new();
     let mut answer = String::new();
@@ -267,7 +296,13 @@ async fn execute(
         }
     }
     children.abort();
-    let unasked = answers.lock().map_or(0, |a| a.len());
+    // Only the scripted answers must all be used.
+    let extra = if case.approvals_after.is_some() {
+        crate::suite::MORE_ANSWERS
+    } else {
+        0
+    };
+    let unasked = answers.lock().map_or(0, |a| a.len()).saturating_sub(extra);
     if unasked > 0 {
         result.failures.push(format!(
             "{unasked} scripted approval answer(s) were never asked for"
@@ -280,7 +315,7 @@ async fn execute(
     let report = rein_trace::report(&session, &events);
     result.outcome = outcome;
     result.answer = answer;
-    conclude(case, result, &report.totals, &family, &events, &backend);
+    conclude(case, result, &report.totals, &family, &events, &project);
     Ok(())
 }
 
@@ -293,7 +328,7 @@ pub(crate) fn conclude(
     totals: &rein_trace::Totals,
     everything: &[StoredEvent],
     own: &[StoredEvent],
-    backend: &FakeToolBackend,
+    project: &Project,
 ) {
     result.steps = totals.model_calls;
     result.tokens = totals.usage.prompt_total() + totals.usage.output;
@@ -309,13 +344,8 @@ pub(crate) fn conclude(
         .iter()
         .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
         .count() as u64;
-    let ran = ran_counts(own, backend);
-    let final_files: BTreeMap<String, String> = backend
-        .project()
-        .lock()
-        .map(|p| p.files.clone())
-        .unwrap_or_default();
-    check(case, result, totals, &ran, &final_files);
+    let ran = project.ran(own);
+    check(case, result, totals, &ran, &project.files());
 }
 
 /// A session's events followed by its sub-agents' (theirs, recursively).
@@ -361,41 +391,6 @@ async fn settle(
             .await?;
         outcome = conv.resume().await;
     }
-}
-
-/// How many times each tool ran: the backend's own count for its tools,
-/// successful results in the log for the runner's built-ins.
-fn ran_counts(events: &[StoredEvent], backend: &FakeToolBackend) -> HashMap<String, u64> {
-    let mut tools: HashMap<&str, &str> = HashMap::new();
-    let mut ran: HashMap<String, u64> = HashMap::new();
-    for stored in events {
-        match &stored.event {
-            Event::ToolCalled { call_id, tool, .. } => {
-                tools.insert(call_id, tool);
-            }
-            Event::ToolResult {
-                call_id,
-                status: ToolStatus::Ok,
-                ..
-            } => {
-                if let Some(tool) = tools.get(call_id.as_str())
-                    && matches!(
-                        *tool,
-                        "read_result" | "load_tool" | "call_tool" | "read_skill" | "delegate"
-                    )
-                {
-                    *ran.entry((*tool).to_owned()).or_default() += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Ok(project) = backend.project().lock() {
-        for (tool, n) in &project.invocations {
-            ran.insert(tool.clone(), *n);
-        }
-    }
-    ran
 }
 
 fn check(
@@ -537,6 +532,24 @@ fn check(
             None => fail.push(format!("`{path}` does not exist")),
             Some(got) if got != want => fail.push(format!("`{path}` has other content")),
             Some(_) => {}
+        }
+    }
+    for (path, texts) in &expect.file_contains {
+        let Some(got) = files.get(path) else {
+            fail.push(format!("`{path}` does not exist"));
+            continue;
+        };
+        for text in texts.iter().filter(|t| !got.contains(t.as_str())) {
+            fail.push(format!("`{path}` does not hold `{text}`"));
+        }
+    }
+    for (path, texts) in &expect.file_lacks {
+        let Some(got) = files.get(path) else {
+            fail.push(format!("`{path}` does not exist"));
+            continue;
+        };
+        for text in texts.iter().filter(|t| got.contains(t.as_str())) {
+            fail.push(format!("`{path}` still holds `{text}`"));
         }
     }
     for path in &expect.present {

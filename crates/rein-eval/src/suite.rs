@@ -72,6 +72,11 @@ pub struct Case {
     /// (this call), `always` (this tool for the conversation), `no`.
     #[serde(default)]
     pub approvals: Vec<String>,
+    /// What the simulated person answers once `approvals` runs out (a
+    /// real model asks a varying number of times): `yes`, `no`, or none —
+    /// the call waits. At most [`MORE_ANSWERS`] more asks are answered.
+    #[serde(default)]
+    pub approvals_after: Option<String>,
     /// Limits and windows.
     #[serde(default)]
     pub limits: Limits,
@@ -81,6 +86,24 @@ pub struct Case {
     /// What must hold afterwards.
     #[serde(default)]
     pub expect: Expect,
+}
+
+/// How many asks past the scripted answers `approvals_after` answers.
+pub const MORE_ANSWERS: usize = 50;
+
+/// The simulated person's answers, in order: the scripted ones, then
+/// `approvals_after` up to [`MORE_ANSWERS`] times.
+pub fn answers_of(case: &Case) -> std::collections::VecDeque<String> {
+    let more = case
+        .approvals_after
+        .iter()
+        .cycle()
+        .take(if case.approvals_after.is_some() {
+            MORE_ANSWERS
+        } else {
+            0
+        });
+    case.approvals.iter().chain(more).cloned().collect()
 }
 
 fn yes() -> bool {
@@ -108,6 +131,11 @@ pub struct Backend {
     /// The size of each generated file.
     #[serde(default = "generated_bytes")]
     pub generated_bytes: usize,
+    /// The files in a real folder under rein's own file tools (read before
+    /// write, atomic, edits that must match), instead of the reference
+    /// backend in memory.
+    #[serde(default)]
+    pub folder: bool,
 }
 
 fn generated_bytes() -> usize {
@@ -224,6 +252,12 @@ pub struct Expect {
     /// The backend's files afterwards: path → content.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Texts a file holds afterwards (it must exist): path → texts.
+    #[serde(default)]
+    pub file_contains: BTreeMap<String, Vec<String>>,
+    /// Texts a file does not hold afterwards (it must exist): path → texts.
+    #[serde(default)]
+    pub file_lacks: BTreeMap<String, Vec<String>>,
     /// Files that must exist afterwards (any content).
     #[serde(default)]
     pub present: Vec<String>,

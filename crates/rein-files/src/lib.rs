@@ -30,7 +30,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 pub use edit::{Applied, Edit, EditArgs, EditFile, apply};
-pub use root::{MAX_LIST, Refused, Root};
+pub use root::{MAX_FILE_BYTES, MAX_LIST, Refused, Root};
 pub use undo::{Before, Stash, undo};
 
 /// The most matching lines a search returns.
