@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
+use common::{rein_at, run_with_stdin, session_in, spawn_with_lines, stderr};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::{Value, json};
 
@@ -141,14 +141,7 @@ async fn a_file_changed_after_it_was_read_must_be_read_again() {
     // cannot wait, so the second turn starts from a file rewritten by a
     // hook the test owns — a second `rein chat` on the same session.
     let err = chat(&server, home.path(), root.path(), b"read lib.py\n/exit\n").await;
-    let session = err
-        .split("rein chat --resume ")
-        .nth(1)
-        .unwrap()
-        .split([')', '\n', ' '])
-        .next()
-        .unwrap()
-        .to_owned();
+    let session = session_in(&err);
     std::fs::write(root.path().join("lib.py"), "def changed(): pass\n").unwrap();
     let url = format!("{}/v1", server.base_url());
     let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
@@ -278,14 +271,7 @@ async fn a_write_keeps_the_mode_and_the_link_and_undo_gives_both_back() {
     );
     assert_eq!(mode(&script), 0o750, "{err}");
     // Undo: the old content, the same mode, the link still a link.
-    let session = err
-        .split("rein chat --resume ")
-        .nth(1)
-        .unwrap()
-        .split([')', '\n', ' '])
-        .next()
-        .unwrap()
-        .to_owned();
+    let session = session_in(&err);
     let mut cmd = rein_at(home.path());
     cmd.args(["chat", "--scripted", "--resume", &session]);
     let out = run_with_stdin(cmd, b"/undo\n/exit\n");
@@ -347,14 +333,7 @@ async fn a_small_models_near_misses_are_repaired_and_recorded() {
     assert!(err.contains("a JSON string holding the object"), "{err}");
     assert!(err.contains("tool_not_found"), "{err}");
     // Recorded: the log says what was repaired, and what the model sent.
-    let session = err
-        .split("rein chat --resume ")
-        .nth(1)
-        .unwrap()
-        .split([')', '\n', ' '])
-        .next()
-        .unwrap()
-        .to_owned();
+    let session = session_in(&err);
     let out = rein_at(home.path())
         .args(["sessions", "export", &session])
         .output()

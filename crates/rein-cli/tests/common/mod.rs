@@ -73,7 +73,11 @@ pub fn stderr(out: &Output) -> String {
 
 /// The session a chat names in its closing line (`rein chat --resume ID)`).
 pub fn session_of(out: &Output) -> String {
-    let err = stderr(out);
+    session_in(&stderr(out))
+}
+
+/// The session named in a chat's status text (`rein chat --resume ID)`).
+pub fn session_in(err: &str) -> String {
     err.split("rein chat --resume ")
         .nth(1)
         .unwrap_or_else(|| panic!("no session named in:\n{err}"))
