@@ -89,7 +89,7 @@ pub struct Case {
 }
 
 /// How many asks past the scripted answers `approvals_after` answers.
-pub const MORE_ANSWERS: usize = 50;
+pub const MORE_ANSWERS: usize = 10;
 
 /// The simulated person's answers, in order: the scripted ones, then
 /// `approvals_after` up to [`MORE_ANSWERS`] times.

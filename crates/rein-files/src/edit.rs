@@ -93,6 +93,14 @@ pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<Applied, AgentErr
                     ));
                     text.replace_range(range.clone(), &new);
                 }
+                [] if occurrences(&text, &edit.new_text).len() == 1 => {
+                    return Err(AgentError::new(
+                        codes::EDIT_ALREADY_MADE,
+                        format!(
+                            "edit {n} of {total} is already made: `new_text` is in `{path}` and `old_text` is not (nothing was changed; the file already holds this change, so do not make it again)"
+                        ),
+                    ));
+                }
                 [] => return Err(no_match(path, n, total)),
                 many => {
                     return Err(AgentError::new(
@@ -412,6 +420,14 @@ mod tests {
         let err = apply("m.py", "x = 1\ny\nx  = 1\n", &[edit("x = 1 ", "x = 2")]).unwrap_err();
         assert_eq!(err.code, codes::EDIT_AMBIGUOUS);
         assert!(err.message.contains("2 places"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_edit_made_already_says_so() {
+        let text = "def sub(a, b):\n    return b - a\n";
+        let err = apply("m.py", text, &[edit("return a - b", "return b - a")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_ALREADY_MADE);
+        assert!(err.message.contains("already made"), "{}", err.message);
     }
 
     #[test]

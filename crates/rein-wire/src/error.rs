@@ -198,6 +198,9 @@ registry! {
     EDIT_AMBIGUOUS = "edit_ambiguous", 409, false,
         "An edit's text occurs more than once in the file",
         "Nothing was changed: include more of the surrounding lines so the text occurs once.";
+    EDIT_ALREADY_MADE = "edit_already_made", 409, false,
+        "The edit is already in the file",
+        "Nothing was changed: the file already holds this change; do not make it again.";
     CHANGED_SINCE = "changed_since", 409, false,
         "It has changed since, so it is left as it is",
         "Look at it as it is now; undo only reverts a change nothing has touched since.";

@@ -124,7 +124,7 @@ pub(super) const READ_RESULT: &str = "read_result";
 pub(super) fn read_result_spec() -> rein_wire::ToolSpec {
     rein_wire::ToolSpec {
         name: READ_RESULT.into(),
-        description: "Read part of a tool result that was too large to show whole (it was stored as an artifact).".into(),
+        description: "Read part of a tool result that was too large to show whole: only for a result whose stub names an artifact (a 64-character hash); never for reading a file.".into(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -150,6 +150,17 @@ pub(super) fn check_read_result(args: &Value) -> Result<(String, usize, usize), 
         .get("artifact")
         .and_then(Value::as_str)
         .ok_or_else(|| bad("`artifact` must be a string"))?;
+    // A small model invents ids (`calc.py_2`): say what the tool is for.
+    if artifact.len() != 64
+        || !artifact
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(bad(&format!(
+            "`{}` names no stored result: read_result pages only through a result whose stub names an artifact, a 64-character hash; to read a file, use the tool that reads files",
+            artifact.chars().take(80).collect::<String>()
+        )));
+    }
     let offset = args
         .get("offset")
         .and_then(Value::as_u64)
