@@ -332,7 +332,8 @@ impl Tool for EditFile {
             Ok(applied) => applied,
             Err(err) => return Outcome::from_error(&err),
         };
-        let mut done = json!({"edited": input.path, "edits": input.edits.len()});
+        // Said plainly: a small model otherwise makes the change again.
+        let mut done = json!({"edited": input.path, "edits": input.edits.len(), "note": "done: the file now holds this change; do not make it again"});
         if !applied.repaired.is_empty() {
             done["repaired"] = json!(applied.repaired);
         }
