@@ -7,6 +7,10 @@
 //! restart and on a branch exactly as before; what this message's own
 //! earlier calls left is seen too (two edits of one file in one message).
 //! Imported history is evidence, not sight: reads there do not count.
+//! The rule is checked just before the call runs (and before anyone is
+//! asked); a change made in the instant between that check and the tool's
+//! own write is not caught here — the file tools' writes are atomic, so
+//! such a race leaves one whole file, never a mixed one.
 //!
 //! Not here: how a tool names a resource or computes its revision (the
 //! backend's `changes` and each outcome's `seen`), or what happens to a
