@@ -57,8 +57,9 @@ fn an_approval_waiting_in_a_chat_is_decided_from_another_process() {
         // The waiting chat learns of it, says so, and goes on.
         let decided = if written { "approved" } else { "denied" };
         chat.wait_for(&format!("{decided} by rein approve"), 1);
-        // The turn goes on: the call gets its one result.
-        chat.wait_for("  <- ", 1);
+        // The turn goes on: the call gets its one result (the second
+        // `<-`: the scripted model reads the file before it writes it).
+        chat.wait_for("  <- ", 2);
         assert_eq!(root.path().join("later.txt").exists(), written, "{answer}");
         // A second decision is a conflict, whichever surface makes it.
         let again = rein(home.path(), &["approve", &session, &approval, "yes"]);
