@@ -240,21 +240,21 @@ async fn execute(
     let mut conv =
         Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;
     if let Some(steps) = case.limits.max_steps.or(default_steps) {
-        conv.budgets.max_steps = steps;
+        conv.agent.budgets.max_steps = steps;
     }
     if let Some(window) = case.limits.context_window {
-        conv.context.window = Some(window);
+        conv.agent.context.window = Some(window);
     }
     if case.subagents {
-        conv.delegation = Some(if case.subagent_writes {
+        conv.agent.delegation = Some(if case.subagent_writes {
             rein_runner::Delegation::default()
         } else {
             rein_runner::Delegation::read_only()
         });
     }
     if let Some(chars) = case.limits.result_chars {
-        conv.bounds.max_chars = chars;
-        conv.bounds.max_string = conv.bounds.max_string.max(chars);
+        conv.agent.bounds.max_chars = chars;
+        conv.agent.bounds.max_string = conv.agent.bounds.max_string.max(chars);
     }
     let answers: Answers = Arc::new(Mutex::new(crate::suite::answers_of(case)));
     let children = answer_children(&conv, answers.clone());

@@ -32,9 +32,15 @@ pub struct TaskSpec {
     /// What the agent is asked to do; `{{task.output}}` is replaced by that
     /// output of an earlier task before it runs.
     pub brief: String,
-    /// The agent profile to run it with (the runner's default if none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
+    /// The agent to run it with, by name (the runner's default if none;
+    /// `profile` is an older name for it).
+    #[serde(default, alias = "profile", skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// A check its answer must pass: a command (program and arguments, no
+    /// shell) that must exit 0, or the task's model is told why and tries
+    /// again within its attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<String>,
     /// Tasks that must have succeeded first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
@@ -60,7 +66,8 @@ impl TaskSpec {
         TaskSpec {
             id: id.into(),
             brief: brief.into(),
-            profile: None,
+            agent: None,
+            verify: Vec::new(),
             depends_on: Vec::new(),
             outputs: Vec::new(),
             retries: None,

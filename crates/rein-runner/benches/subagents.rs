@@ -91,9 +91,9 @@ fn bench(c: &mut Criterion) {
                 .unwrap();
                 let mut delegation = Delegation::default();
                 delegation.max_per_turn = CHILDREN as u32;
-                conv.delegation = Some(delegation);
+                conv.agent.delegation = Some(delegation);
                 // The children's steps are drawn from the parent's budget.
-                conv.budgets.max_steps = 1_000;
+                conv.agent.budgets.max_steps = 1_000;
                 let outcome = conv.turn(PROMPT).await.unwrap();
                 assert!(
                     matches!(outcome, TurnOutcome::Finished { .. }),

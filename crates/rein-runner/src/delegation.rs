@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_approvals::Policy;
-use rein_gateway::Provider;
 use rein_sessions::Store;
 use rein_tools::{Outcome, ToolBackend};
 use rein_wire::{AgentError, error::codes};
@@ -20,7 +19,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::outcome::UiEvent;
-use crate::settings::{Budgets, Profile};
+use crate::settings::Budgets;
 
 /// The name of the built-in tool.
 pub(crate) const DELEGATE: &str = "delegate";
@@ -107,15 +106,9 @@ impl Spent {
 /// One sub-agent to run: everything it needs from its parent.
 pub(crate) struct Child {
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) provider: Arc<dyn Provider>,
-    /// The tools it may use: the parent's, narrowed to what the call named.
-    pub(crate) backend: Arc<dyn ToolBackend>,
-    pub(crate) profile: Profile,
-    pub(crate) policy: Policy,
-    pub(crate) budgets: Budgets,
-    /// Its own delegation (one level deeper), if it may delegate.
-    pub(crate) delegation: Option<Delegation>,
-    pub(crate) instructions: String,
+    /// Its definition: the parent's by the one rule (`Agent::child`), with
+    /// its share of the budgets and its own delegation.
+    pub(crate) agent: crate::Agent,
     pub(crate) agent_path: String,
     /// Its session, made when the call was recorded.
     pub(crate) session: String,

@@ -10,12 +10,14 @@
 //! It is *not* a surface: it never reads a terminal or serves HTTP, and it
 //! cannot approve anything itself.
 
+mod agent;
 mod artifacts;
 mod board_tools;
 mod context;
 mod conversation;
 mod delegation;
 mod graph_record;
+mod guards;
 pub mod hooks;
 mod outcome;
 mod project;
@@ -25,6 +27,7 @@ mod subagent;
 mod tasks;
 mod telemetry;
 
+pub use agent::Agent;
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{
@@ -33,6 +36,7 @@ pub use conversation::{
 };
 pub use delegation::Delegation;
 pub use graph_record::{GraphRecord, Resumed};
+pub use guards::Guards;
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

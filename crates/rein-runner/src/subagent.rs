@@ -85,24 +85,14 @@ async fn run(child: Child) -> Spawned {
 }
 
 async fn drive(child: &Child, spent: &mut Spent) -> Result<TurnOutcome, AgentError> {
-    let mut profile = child.profile.clone();
-    profile.system.push(child.instructions.clone());
-    let mut conversation = Conversation::open_with(
-        child.store.clone(),
-        child.provider.clone(),
-        child.backend.clone(),
-        profile,
-        Some(&child.session),
-        Value::Null,
-    )
-    .await?;
+    let mut conversation = child
+        .agent
+        .open_session(child.store.clone(), Some(&child.session), Value::Null)
+        .await?;
     conversation.set_agent_path(&child.agent_path);
     if let Some(ui) = &child.ui {
         conversation.share_ui(ui.clone());
     }
-    conversation.policy = child.policy.clone();
-    conversation.budgets = child.budgets;
-    conversation.delegation = child.delegation.clone();
     // The parent's stop or interrupt: the child stops at its next step.
     let steering = conversation.steering();
     let cancel = child.cancel.clone();

@@ -1,8 +1,12 @@
 //! Graph tasks as conversations: [`ConversationTasks`] is the
 //! orchestrator's [`TaskRunner`] that runs each attempt of a task as one
 //! turn of a new conversation in a session of its own (so `rein sessions
-//! show` works on it), with the task's profile, the product's tools and the
-//! resolved brief.
+//! show` works on it), with the resolved brief. The graph runs under one
+//! [`Agent`]; a task that names another agent runs that agent's words,
+//! budgets and checks as a child of the graph's, by the one rule
+//! ([`Agent::child`]: the graph agent's hooks, policy, app context and
+//! secrets kept, tools only narrowed). A task's `verify` command is its
+//! verification gate.
 //!
 //! A task's outputs come back as a JSON object in its answer (the brief is
 //! told which keys; each value is kept as text). A call that needs
@@ -30,7 +34,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::conversation::parse_answer;
-use crate::{ApprovalRequest, Conversation, Profile, TurnOutcome};
+use crate::{Agent, ApprovalRequest, Conversation, Profile, TurnOutcome};
 
 /// How often a paused task looks at its inbox for a decision.
 pub const INBOX_POLL: Duration = Duration::from_millis(200);
@@ -59,10 +63,10 @@ pub struct TaskUsage {
 #[derive(Clone)]
 pub struct ConversationTasks {
     store: Arc<dyn Store>,
-    provider: Arc<dyn Provider>,
-    backend: Arc<dyn ToolBackend>,
-    default: Profile,
-    profiles: HashMap<String, Profile>,
+    /// The graph's agent: every task is its child.
+    agent: Agent,
+    /// Agents a task may name.
+    named: HashMap<String, Agent>,
     approvals: Option<mpsc::UnboundedSender<TaskApproval>>,
     usage: Option<mpsc::UnboundedSender<TaskUsage>>,
     graph: Option<String>,
@@ -71,19 +75,23 @@ pub struct ConversationTasks {
 
 impl ConversationTasks {
     /// Tasks on `store`, calling `provider`, with `backend`'s tools, run
-    /// with `default` unless a task names another profile.
+    /// with `default` unless a task names another profile: the same as
+    /// [`ConversationTasks::of`] an [`Agent`] with rein's defaults.
     pub fn new(
         store: Arc<dyn Store>,
         provider: Arc<dyn Provider>,
         backend: Arc<dyn ToolBackend>,
         default: Profile,
     ) -> Self {
+        ConversationTasks::of(store, Agent::new(provider, backend, default))
+    }
+
+    /// Tasks on `store`, each a child of `agent`.
+    pub fn of(store: Arc<dyn Store>, agent: Agent) -> Self {
         ConversationTasks {
             store,
-            provider,
-            backend,
-            default,
-            profiles: HashMap::new(),
+            agent,
+            named: HashMap::new(),
             approvals: None,
             usage: None,
             graph: None,
@@ -105,9 +113,21 @@ impl ConversationTasks {
         self
     }
 
-    /// A profile tasks can name (by its `name`).
-    pub fn with_profile(mut self, profile: Profile) -> Self {
-        self.profiles.insert(profile.name.clone(), profile);
+    /// A profile tasks can name (by its `name`): the graph's agent with
+    /// these words.
+    pub fn with_profile(self, profile: Profile) -> Self {
+        let name = profile.name.clone();
+        let agent = Agent {
+            profile,
+            ..self.agent.clone()
+        };
+        self.with_agent(&name, agent)
+    }
+
+    /// An agent tasks can name (`agent = "NAME"`); it runs as a child of
+    /// the graph's agent (see the module's docs).
+    pub fn with_agent(mut self, name: &str, agent: Agent) -> Self {
+        self.named.insert(name.to_owned(), agent);
         self
     }
 
@@ -125,17 +145,36 @@ impl ConversationTasks {
         rx
     }
 
-    fn profile(&self, name: Option<&str>) -> Result<Profile, AgentError> {
-        match name {
-            None => Ok(self.default.clone()),
-            Some(name) if name == self.default.name => Ok(self.default.clone()),
-            Some(name) => self.profiles.get(name).cloned().ok_or_else(|| {
-                AgentError::new(
-                    codes::INVALID_INPUT,
-                    format!("no profile is named `{name}`"),
-                )
-            }),
+    /// What `task` runs with: the graph's agent, or the agent it names as
+    /// the graph agent's child; its `verify` command as the gate.
+    fn agent_for(&self, task: &rein_orchestrator::TaskSpec) -> Result<Agent, AgentError> {
+        let mut agent = match task.agent.as_deref() {
+            None => self.agent.clone(),
+            Some(name) if name == self.agent.profile.name => self.agent.clone(),
+            Some(name) => {
+                let own = self.named.get(name).ok_or_else(|| {
+                    AgentError::new(
+                        codes::INVALID_INPUT,
+                        format!(
+                            "task `{}` names agent `{name}`, which is not defined",
+                            task.id
+                        ),
+                    )
+                })?;
+                self.agent.child(Some(own), None)
+            }
+        };
+        if !task.verify.is_empty() {
+            let command: Vec<&str> = task.verify.iter().map(String::as_str).collect();
+            let mut check = crate::Verification::new(&command);
+            if let Some(base) = &agent.verification {
+                check.cwd.clone_from(&base.cwd);
+                check.sandbox.clone_from(&base.sandbox);
+                check.env.clone_from(&base.env);
+            }
+            agent.verification = Some(check);
         }
+        Ok(agent)
     }
 }
 
@@ -189,31 +228,24 @@ fn outputs_of(reply: &str, declared: &[String]) -> Outputs {
 
 impl ConversationTasks {
     async fn attempt(self, attempt: Attempt) -> Result<Outputs, AgentError> {
-        let profile = self.profile(attempt.task.profile.as_deref())?;
+        let mut agent = self.agent_for(&attempt.task)?;
         let metadata = json!({
-            "assistant": profile.name,
-            "model": profile.model,
+            "assistant": agent.profile.name,
+            "model": agent.profile.model,
             "graph": self.graph,
             "graph_task": attempt.task.id,
             "attempt": attempt.attempt,
         });
-        let backend: Arc<dyn ToolBackend> = match &self.board {
-            Some(board) => Arc::new(crate::board_tools::WithBlackboard {
-                product: self.backend.clone(),
+        if let Some(board) = &self.board {
+            agent.tools = Arc::new(crate::board_tools::WithBlackboard {
+                product: agent.tools.clone(),
                 board: board.clone(),
                 task: attempt.task.id.clone(),
-            }),
-            None => self.backend.clone(),
-        };
-        let mut conversation = Conversation::open_with(
-            self.store.clone(),
-            self.provider.clone(),
-            backend,
-            profile,
-            None,
-            metadata,
-        )
-        .await?;
+            });
+        }
+        let mut conversation = agent
+            .open_session(self.store.clone(), None, metadata)
+            .await?;
         // A cancel interrupts the turn at its next step boundary.
         let steering = conversation.steering();
         let cancel = attempt.cancel.clone();

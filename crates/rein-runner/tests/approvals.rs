@@ -268,7 +268,7 @@ async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
         conv.turn("write a.rs").await.unwrap(),
         TurnOutcome::AwaitingApproval(_)
     ));
-    conv.approval_ttl = std::time::Duration::ZERO;
+    conv.agent.approval_ttl = std::time::Duration::ZERO;
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let outcome = conv.resume().await.unwrap();
     assert_eq!(
@@ -285,7 +285,7 @@ async fn an_approval_expires_and_a_stop_settles_what_is_pending() {
         "{text}"
     );
 
-    conv.approval_ttl = std::time::Duration::from_secs(3600);
+    conv.agent.approval_ttl = std::time::Duration::from_secs(3600);
     assert!(matches!(
         conv.turn("delete a.rs").await.unwrap(),
         TurnOutcome::AwaitingApproval(_)

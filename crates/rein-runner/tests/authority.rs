@@ -69,7 +69,7 @@ async fn open(
     )
     .await
     .expect("open");
-    conversation.authority_extra = json!({"root": "/project", "sandbox": sandbox});
+    conversation.agent.guards.authority = json!({"root": "/project", "sandbox": sandbox});
     conversation
 }
 
@@ -227,7 +227,7 @@ async fn arguments_are_prepared_once_and_tools_read_the_products_context() {
     )
     .await
     .expect("open");
-    conversation.app_context = rein_tools::AppContext::new(Tenant("acme"));
+    conversation.agent.guards.app_context = rein_tools::AppContext::new(Tenant("acme"));
     let TurnOutcome::AwaitingApproval(asked) = conversation.turn("rename").await.expect("turn")
     else {
         panic!("a write asks");

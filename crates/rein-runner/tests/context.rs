@@ -217,7 +217,7 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
     let mut conv = Conversation::open(store.clone(), long.clone(), backend, profile(), Some(&id))
         .await
         .unwrap();
-    conv.budgets.max_steps = 400;
+    conv.agent.budgets.max_steps = 400;
     let outcome = conv.turn("now read all of them").await.unwrap();
     assert_eq!(
         outcome,

@@ -338,7 +338,7 @@ async fn run(
     let mut conv = Conversation::open(store.clone(), Arc::new(provider), backend, profile, None)
         .await
         .unwrap();
-    conv.context.window = scenario.window;
+    conv.agent.context.window = scenario.window;
     decisions.reverse();
     for t in &scenario.turns {
         if let Some(text) = t.say_before {

@@ -106,7 +106,7 @@ async fn setup(messages: &[ScriptedMessage], hooks: Vec<Arc<dyn Hook>>) -> Setup
     )
     .await
     .expect("open");
-    conversation.hooks = hooks;
+    conversation.agent.guards.hooks = hooks;
     Setup {
         conversation,
         provider,

@@ -330,7 +330,7 @@ async fn the_cache_read_share_over_a_200_step_session() {
     )
     .await
     .unwrap();
-    conv.budgets.max_steps = 250;
+    conv.agent.budgets.max_steps = 250;
     let outcome = conv.turn("read src/f0.rs to src/f198.rs").await.unwrap();
     assert_eq!(
         outcome,
@@ -392,7 +392,7 @@ async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_b
         .await
         .unwrap();
         // The local estimate (tool schemas count heavily) says this does not fit.
-        conv.context.window = Some(1200);
+        conv.agent.context.window = Some(1200);
         let outcome = conv.turn("hi").await.unwrap();
         let counted = server
             .requests()

@@ -130,7 +130,7 @@ async fn budgets_and_loop_detection_end_the_turn_with_their_own_outcome() {
         })
         .collect();
     let mut conv = open(&s, Arc::new(FakeProvider::from_messages(&looping)), None).await;
-    conv.budgets.max_steps = 3;
+    conv.agent.budgets.max_steps = 3;
     assert_eq!(
         conv.turn("loop").await.unwrap(),
         TurnOutcome::Budget {
@@ -395,7 +395,7 @@ async fn a_verification_gate_must_pass_for_the_turn_to_finish() {
     let mut conv = open(&s, provider.clone(), None).await;
     let mut check = rein_runner::Verification::new(&["sh", "-c", script]);
     check.cwd = Some(work.path().to_owned());
-    conv.verification = Some(check);
+    conv.agent.verification = Some(check);
     assert_eq!(
         conv.turn("fix it").await.unwrap(),
         TurnOutcome::Finished {
@@ -416,7 +416,7 @@ async fn a_verification_gate_must_pass_for_the_turn_to_finish() {
     let mut conv = open(&s, provider, None).await;
     let mut check = rein_runner::Verification::new(&["false"]);
     check.attempts = 1;
-    conv.verification = Some(check);
+    conv.agent.verification = Some(check);
     let TurnOutcome::Error { error } = conv.turn("fix it").await.unwrap() else {
         panic!()
     };

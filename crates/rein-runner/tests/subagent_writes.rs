@@ -91,7 +91,7 @@ async fn setup(rules: Vec<Rule>) -> Setup {
     )
     .await
     .unwrap();
-    conv.delegation = Some(Delegation::default());
+    conv.agent.delegation = Some(Delegation::default());
     let ui = conv.subscribe();
     Setup {
         _dir: dir,
@@ -421,7 +421,7 @@ async fn a_child_spends_from_the_parents_budget_and_ends_typed_when_its_share_is
         conv: mut parent,
         ..
     } = setup(vec![looping, reader]).await;
-    parent.budgets.max_steps = 4;
+    parent.agent.budgets.max_steps = 4;
     let outcome = parent.turn("ask a helper to read").await.unwrap();
     // The child had 3 of the 4 steps (the parent used one to delegate);
     // with them spent, the parent's own budget is gone too.
@@ -567,8 +567,8 @@ async fn the_parents_interrupt_reaches_a_running_child() {
         mut ui,
         ..
     } = setup(rules).await;
-    conv.budgets.max_steps = 100_000;
-    conv.delegation.as_mut().unwrap().max_steps = 100_000;
+    conv.agent.budgets.max_steps = 100_000;
+    conv.agent.delegation.as_mut().unwrap().max_steps = 100_000;
     let steering = conv.steering();
     let turn = start(conv, "ask a helper to read");
     // The child is working: its reads show under its path.

@@ -57,7 +57,7 @@ async fn a_delegated_task_runs_in_a_linked_child_session() {
     let mut conv = Conversation::open(store.clone(), brain, backend.clone(), profile(), None)
         .await
         .unwrap();
-    conv.delegation = Some(Delegation::default());
+    conv.agent.delegation = Some(Delegation::default());
     let outcome = conv.turn("ask a helper about a.rs").await.unwrap();
     let TurnOutcome::Finished { reply } = outcome else {
         panic!("{outcome:?}");

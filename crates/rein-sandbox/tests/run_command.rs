@@ -165,7 +165,7 @@ async fn the_verification_gate_runs_in_the_same_sandbox() {
     )
     .await
     .expect("open");
-    conversation.verification = Some(check);
+    conversation.agent.verification = Some(check);
     let outcome = conversation.turn("finish").await.expect("turn");
     let TurnOutcome::Error { error } = outcome else {
         panic!("the confined check fails: {outcome:?}");

@@ -97,7 +97,7 @@ pub(crate) async fn start_turn(
         ));
     }
     let mut conversation = inner.open(session).await?;
-    conversation.budgets = budgets;
+    conversation.agent.budgets = budgets;
     let open = match conversation.has_open_turn().await {
         Ok(open) => open,
         Err(err) => {

@@ -64,7 +64,7 @@ async fn a_turn(content: bool) {
     )
     .await
     .expect("open");
-    conversation.telemetry_content = content;
+    conversation.agent.guards.telemetry_content = content;
     conversation
         .turn(&format!("look up {PROMPT_CANARY} with key {KEY_CANARY}"))
         .await

@@ -30,6 +30,11 @@ impl AppContext {
     pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
         self.0.as_deref().and_then(|v| v.downcast_ref::<T>())
     }
+
+    /// Whether a product set one.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
 }
 
 impl std::fmt::Debug for AppContext {

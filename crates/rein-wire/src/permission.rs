@@ -158,6 +158,25 @@ impl Default for Policy {
     }
 }
 
+impl Policy {
+    /// This policy held inside `outer`'s: what both allow, never more than
+    /// either — writes only where both allow them, hosts both list, an
+    /// approval elevated only where both say so. A child agent's policy is
+    /// its own `within` its parent's.
+    pub fn within(&self, outer: &Policy) -> Policy {
+        Policy {
+            writes_allowed: self.writes_allowed && outer.writes_allowed,
+            egress_allow: self
+                .egress_allow
+                .iter()
+                .filter(|host| outer.egress_allow.contains(host))
+                .cloned()
+                .collect(),
+            elevate_approved: self.elevate_approved && outer.elevate_approved,
+        }
+    }
+}
+
 /// How long an approval lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

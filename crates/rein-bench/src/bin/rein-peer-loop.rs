@@ -41,7 +41,7 @@ async fn run_once(
 ) -> Result<(String, Vec<Instant>)> {
     let (backend, times) = add_backend()?;
     let mut conv = Conversation::open(store, provider, Arc::new(backend), profile(), None).await?;
-    conv.budgets.max_steps = u32::try_from(n + 10).unwrap_or(u32::MAX);
+    conv.agent.budgets.max_steps = u32::try_from(n + 10).unwrap_or(u32::MAX);
     let outcome = conv.turn(&prompt(n)).await?;
     conv.close().await?;
     let TurnOutcome::Finished { reply } = outcome else {

@@ -332,9 +332,9 @@ pub async fn run(
     .await?;
     conversation.mask_secrets(provider_secrets());
     if options.subagents {
-        conversation.delegation = Some(rein_runner::Delegation::default());
+        conversation.agent.delegation = Some(rein_runner::Delegation::default());
     }
-    conversation.authority_extra = json!({
+    conversation.agent.guards.authority = json!({
         "root": metadata_root,
         "commands": commands_isolation,
         "mcp": options.mcp,

@@ -134,14 +134,14 @@ pub async fn run(
     if let Some(task) = graph
         .tasks()
         .iter()
-        .find(|t| t.profile.as_deref().is_some_and(|p| p != profile.name))
+        .find(|t| t.agent.as_deref().is_some_and(|p| p != profile.name))
     {
         return Err(AgentError::new(
             codes::GRAPH_INVALID,
             format!(
-                "task `{}` names profile `{}`; `rein run` has only `rein`",
+                "task `{}` names agent `{}`; `rein run` has only `rein`",
                 task.id,
-                task.profile.as_deref().unwrap_or_default()
+                task.agent.as_deref().unwrap_or_default()
             ),
         ));
     }

@@ -26,10 +26,9 @@ mod relay;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_runner::{Budgets, Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_runner::{Budgets, Conversation, Guards, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::Store;
 use rein_tools::ToolBackend;
-use rein_wire::permission::Policy;
 use rein_wire::{AgentError, ContentBlock, ImageSource};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
@@ -49,8 +48,10 @@ use relay::{Pending, Relay};
 pub struct ServeSettings {
     /// The longest a call waits for a person before it is stopped.
     pub approval_wait: Duration,
-    /// What the served conversation may do (writes allowed or not).
-    pub policy: Policy,
+    /// What the served conversation runs under: its policy (writes
+    /// allowed or not) and the hooks asked before each call — the same
+    /// guards every other surface and every child of the agent keeps.
+    pub guards: Guards,
     /// Also ask a client that supports elicitation to put each approval
     /// to its person (see the module's docs for what that trusts).
     pub elicitation: bool,
@@ -60,7 +61,7 @@ impl Default for ServeSettings {
     fn default() -> Self {
         ServeSettings {
             approval_wait: Duration::from_secs(10 * 60),
-            policy: Policy::default(),
+            guards: Guards::default(),
             elicitation: false,
         }
     }
@@ -113,16 +114,16 @@ impl McpServe {
             metadata,
         )
         .await?;
-        conversation.policy = settings.policy.clone();
+        conversation.agent.guards = settings.guards.clone();
         // The client is not a model with `read_result`: a result goes to it
         // whole (the file tools read at most 4 MiB), never as a stub that
         // names a tool it is not offered.
-        conversation.bounds = rein_tools::Bounds {
+        conversation.agent.bounds = rein_tools::Bounds {
             max_chars: SERVED_RESULT_CHARS,
             max_string: SERVED_RESULT_CHARS,
             ..rein_tools::Bounds::default()
         };
-        conversation.budgets = Budgets {
+        conversation.agent.budgets = Budgets {
             max_steps: 4,
             max_wall: settings.approval_wait + Duration::from_secs(60 * 60),
             ..Budgets::default()
@@ -169,7 +170,10 @@ impl McpServe {
         peer: Option<&Peer<RoleServer>>,
         cancel: &CancellationToken,
     ) -> Result<CallToolResult, AgentError> {
-        let offered = self.inner.backend.catalog(&self.inner.settings.policy);
+        let offered = self
+            .inner
+            .backend
+            .catalog(&self.inner.settings.guards.policy);
         if !offered.iter().any(|t| t.name == tool) {
             let names: Vec<String> = offered.into_iter().map(|t| t.name).collect();
             return Ok(CallToolResult::error(vec![
@@ -372,7 +376,7 @@ impl ServerHandler for McpServe {
     ) -> Result<ListToolsResult, ErrorData> {
         let backend = &self.inner.backend;
         let tools = backend
-            .catalog(&self.inner.settings.policy)
+            .catalog(&self.inner.settings.guards.policy)
             .into_iter()
             .filter_map(|summary| backend.definition(&summary.name))
             .map(|spec| {

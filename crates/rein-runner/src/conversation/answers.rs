@@ -39,7 +39,7 @@ impl Conversation {
                 format!("the answer schema does not compile: {e}"),
             )
         })?;
-        let native = self.provider.capabilities().structured_output;
+        let native = self.agent.provider.capabilities().structured_output;
         self.answer_schema = native.then(|| rein_wire::OutputSchema {
             name: "answer".into(),
             schema: schema.clone(),

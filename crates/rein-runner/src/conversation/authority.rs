@@ -15,7 +15,7 @@ impl Conversation {
     pub(super) fn authority(&self) -> Value {
         let tools: serde_json::Map<String, Value> = self
             .backend
-            .catalog(&self.policy)
+            .catalog(&self.agent.guards.policy)
             .into_iter()
             .map(|t| {
                 let digest = self
@@ -27,10 +27,10 @@ impl Conversation {
             })
             .collect();
         json!({
-            "model": self.profile.model,
+            "model": self.agent.profile.model,
             "tools": tools,
-            "policy": self.policy,
-            "product": self.authority_extra,
+            "policy": self.agent.guards.policy,
+            "product": self.agent.guards.authority,
         })
     }
 

@@ -104,10 +104,10 @@ impl Conversation {
             return err;
         }
         let mut own = vec![READ_RESULT];
-        if self.deferred(self.backend.catalog(&self.policy).len()) {
+        if self.deferred(self.backend.catalog(&self.agent.guards.policy).len()) {
             own.extend([LOAD_TOOL, CALL_TOOL]);
         }
-        if self.delegation.is_some() {
+        if self.agent.delegation.is_some() {
             own.push(crate::delegation::DELEGATE);
         }
         if !self.backend.skills().is_empty() {

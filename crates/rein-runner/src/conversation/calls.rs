@@ -196,7 +196,7 @@ impl Conversation {
             } else {
                 &self.turn.leases
             };
-            let elevated = match gate(class, &tool, &self.policy, leases, said) {
+            let elevated = match gate(class, &tool, &self.agent.guards.policy, leases, said) {
                 Verdict::Run { elevated } => {
                     if let ApprovalState::Approved { scope, .. } = state {
                         self.turn.leases.grant(&tool, scope);
@@ -214,7 +214,7 @@ impl Conversation {
                         &args,
                         Some(class),
                         codes::NOT_APPROVED.as_str(),
-                        &self.profile.wording.not_approved(&tool, decision),
+                        &self.agent.profile.wording.not_approved(&tool, decision),
                     )
                     .await?;
                     continue;
@@ -237,7 +237,8 @@ impl Conversation {
                             rein_sessions::recovery::approval_request(events, &approval_id)
                                 .map(|e| e.at_ms);
                         let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
-                        if age_ms > i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
+                        if age_ms
+                            > i64::try_from(self.agent.approval_ttl.as_millis()).unwrap_or(i64::MAX)
                         {
                             // Nobody decided in time: the call is refused.
                             self.journal
@@ -255,7 +256,11 @@ impl Conversation {
                                         args.clone(),
                                         Some(class),
                                         codes::NOT_APPROVED.as_str(),
-                                        &self.profile.wording.not_approved(&tool, "let expire"),
+                                        &self
+                                            .agent
+                                            .profile
+                                            .wording
+                                            .not_approved(&tool, "let expire"),
                                     ))
                                     .collect(),
                                 )
@@ -341,9 +346,9 @@ impl Conversation {
         let ctx = ToolContext {
             call_id: call_id.clone(),
             elevated,
-            policy: self.policy.clone(),
+            policy: self.agent.guards.policy.clone(),
             progress: self.journal.progress(&call_id),
-            app: self.app_context.clone(),
+            app: self.agent.guards.app_context.clone(),
         };
         let started = Instant::now();
         let outcome = crate::telemetry::traced_call(
@@ -466,7 +471,8 @@ impl Conversation {
         match repeats.observe(fp) {
             rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
             rein_wire::loops::Repeat::Nudge => {
-                self.steering.say(self.profile.wording.loop_nudge.clone());
+                self.steering
+                    .say(self.agent.profile.wording.loop_nudge.clone());
                 Ok(None)
             }
             rein_wire::loops::Repeat::Fine => Ok(None),
@@ -492,11 +498,11 @@ impl Conversation {
             } => {
                 // A key rein holds never enters the log (nor the model's
                 // next request), whatever file the tool read it from.
-                rein_wire::secrets::mask_named_json(&mut result, &self.secrets);
+                rein_wire::secrets::mask_named_json(&mut result, &self.agent.guards.secrets);
                 let (content, artifact) = bound(
                     &crate::artifacts::StoreArtifacts(self.journal.store().as_ref()),
                     result,
-                    &self.bounds,
+                    &self.agent.bounds,
                 )
                 .await?;
                 let source = if artifact.is_some() {
@@ -530,9 +536,9 @@ impl Conversation {
                 mut detail,
                 ..
             } => {
-                let message = rein_wire::secrets::mask(&message, &self.secrets);
+                let message = rein_wire::secrets::mask(&message, &self.agent.guards.secrets);
                 if let Some(detail) = detail.as_mut() {
-                    rein_wire::secrets::mask_named_json(detail, &self.secrets);
+                    rein_wire::secrets::mask_named_json(detail, &self.agent.guards.secrets);
                 }
                 self.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),

@@ -58,7 +58,11 @@ impl Conversation {
                 plans.push(Delegate::No);
                 continue;
             }
-            let tools = delegation::tools_of(args, self.backend.product.as_ref(), &self.policy);
+            let tools = delegation::tools_of(
+                args,
+                self.backend.product.as_ref(),
+                &self.agent.guards.policy,
+            );
             if let Some((path, session, task)) = agent_of_call(events, call_id) {
                 plans.push(Delegate::Child(Planned {
                     path,
@@ -69,7 +73,7 @@ impl Conversation {
                 }));
                 continue;
             }
-            let Some(bound) = self.delegation.as_ref().map(|d| d.max_per_turn) else {
+            let Some(bound) = self.agent.delegation.as_ref().map(|d| d.max_per_turn) else {
                 plans.push(refused(
                     "delegation is off in this conversation; do the task yourself",
                 ));
@@ -94,8 +98,8 @@ impl Conversation {
                 .journal
                 .store()
                 .create_session(json!({
-                    "assistant": self.profile.name,
-                    "model": self.profile.model,
+                    "assistant": self.agent.profile.name,
+                    "model": self.agent.profile.model,
                     "parent_session": self.journal.session_id(),
                     "agent_path": path,
                 }))
@@ -111,10 +115,11 @@ impl Conversation {
         Ok(plans)
     }
 
-    /// What a planned sub-agent runs with: the parent's provider, profile
-    /// and policy (writes off when the delegation says so), the tools its
-    /// call named, `budgets` (its share), one level less of delegation, the
-    /// parent's watchers, and `cancel` (the parent's stop).
+    /// What a planned sub-agent runs with: this agent's definition made a
+    /// child's by the one rule ([`Agent::child`]: every guard kept, the
+    /// tools its call named), writes off when the delegation says so, no
+    /// verification of its own, `budgets` (its share), one level less of
+    /// delegation, the parent's watchers, and `cancel` (the parent's stop).
     pub(super) fn child(
         &self,
         planned: &Planned,
@@ -123,26 +128,16 @@ impl Conversation {
     ) -> (Arc<dyn delegation::Spawn>, Child) {
         // A call reattached after a restart runs even if the product turned
         // delegation off meanwhile: it was started under the old settings.
-        let settings = self.delegation.clone().unwrap_or_default();
-        let product = self.backend.product.clone();
-        let backend: Arc<dyn ToolBackend> = match &planned.tools {
-            Some(names) => Arc::new(crate::subagent::Narrowed {
-                inner: product,
-                names: names.clone(),
-            }),
-            None => product,
-        };
-        let mut policy = self.policy.clone();
-        policy.writes_allowed &= settings.writes;
+        let settings = self.agent.delegation.clone().unwrap_or_default();
+        let mut agent = self.agent.child(None, planned.tools.clone());
+        agent.guards.policy.writes_allowed &= settings.writes;
+        agent.budgets = budgets;
+        agent.verification = None;
+        agent.delegation = settings.for_child();
+        agent.profile.system.push(settings.instructions.clone());
         let child = Child {
             store: self.journal.store().clone(),
-            provider: self.provider.clone(),
-            backend,
-            profile: self.profile.clone(),
-            policy,
-            budgets,
-            delegation: settings.for_child(),
-            instructions: settings.instructions.clone(),
+            agent,
             agent_path: planned.path.clone(),
             session: planned.session.clone(),
             task: planned.task.clone(),
@@ -156,10 +151,16 @@ impl Conversation {
     /// Each sub-agent's share of what the turn has left, `children` of them
     /// starting together.
     pub(super) fn child_budgets(&self, children: u32) -> Budgets {
-        let settings: Option<&Delegation> = self.delegation.as_ref();
+        let settings: Option<&Delegation> = self.agent.delegation.as_ref();
         let max_steps = settings.map_or(Delegation::default().max_steps, |d| d.max_steps);
         let elapsed = self.turn.started.map_or(Duration::ZERO, |s| s.elapsed());
-        delegation::share(&self.budgets, self.turn.spent, elapsed, children, max_steps)
+        delegation::share(
+            &self.agent.budgets,
+            self.turn.spent,
+            elapsed,
+            children,
+            max_steps,
+        )
     }
 }
 

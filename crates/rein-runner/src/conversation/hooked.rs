@@ -26,7 +26,13 @@ fn ran(
 impl Conversation {
     async fn ask_hooks(&self, input: &HookInput) -> Vec<(String, Result<HookEffect, String>)> {
         let mut answers = Vec::new();
-        for hook in self.hooks.iter().filter(|h| h.hears(input.point)) {
+        for hook in self
+            .agent
+            .guards
+            .hooks
+            .iter()
+            .filter(|h| h.hears(input.point))
+        {
             let effect = match hook.run(input).await {
                 Ok(effect) if !fits(input.point, &effect) => Err(format!(
                     "answered {effect:?}, which {} does not take",
@@ -71,12 +77,24 @@ impl Conversation {
             })
             .collect();
         let answers: Vec<(String, Result<HookEffect, String>)> = if earlier.is_empty() {
-            if !self.hooks.iter().any(|h| h.hears(HookPoint::BeforeCall)) {
+            if !self
+                .agent
+                .guards
+                .hooks
+                .iter()
+                .any(|h| h.hears(HookPoint::BeforeCall))
+            {
                 return Ok(Ok(args));
             }
             let mut answers = Vec::new();
             // Each hook sees the arguments the hooks before it left.
-            for hook in self.hooks.iter().filter(|h| h.hears(HookPoint::BeforeCall)) {
+            for hook in self
+                .agent
+                .guards
+                .hooks
+                .iter()
+                .filter(|h| h.hears(HookPoint::BeforeCall))
+            {
                 let input = HookInput {
                     point: HookPoint::BeforeCall,
                     tool: Some(tool.to_owned()),
@@ -144,7 +162,13 @@ impl Conversation {
         args: &Value,
         mut outcome: Outcome,
     ) -> (Outcome, Vec<Event>) {
-        if !self.hooks.iter().any(|h| h.hears(HookPoint::AfterCall)) {
+        if !self
+            .agent
+            .guards
+            .hooks
+            .iter()
+            .any(|h| h.hears(HookPoint::AfterCall))
+        {
             return (outcome, Vec::new());
         }
         let input = HookInput {
@@ -170,6 +194,8 @@ impl Conversation {
     /// they do (recorded).
     pub(super) async fn before_model_call(&mut self) -> Result<Option<String>, AgentError> {
         if !self
+            .agent
+            .guards
             .hooks
             .iter()
             .any(|h| h.hears(HookPoint::BeforeModelCall))

@@ -53,7 +53,7 @@ use rein_sessions::recovery::dangling;
 use rein_sessions::{
     Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus, history,
 };
-use rein_tools::{Bounds, Outcome, ResultCache, ToolBackend, ToolContext, bound};
+use rein_tools::{Outcome, ResultCache, ToolBackend, ToolContext, bound};
 use rein_wire::{
     AgentError, AssembledMessage, AssembledToolCall, Assembler, PriceTable, Request, StreamEvent,
     SystemBlock, error::codes,
@@ -61,6 +61,7 @@ use rein_wire::{
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiEvent, UiKind};
 use crate::project::project;
 use crate::steering::Steering;
@@ -90,42 +91,13 @@ const LEASE_TTL: Duration = Duration::from_secs(120);
 
 /// One session, driven turn by turn.
 pub struct Conversation {
-    provider: Arc<dyn Provider>,
+    /// The definition it runs with (see [`Agent`]); its settings may be
+    /// changed between turns, its tools are fixed at open.
+    pub agent: Agent,
     /// The product's tools with rein's own beside them.
     backend: Arc<builtins::WithBuiltins>,
-    profile: Profile,
-    /// The conversation's policy.
-    pub policy: Policy,
-    /// The per-turn budgets.
-    pub budgets: Budgets,
-    /// Bounds on what a tool result shows the model.
-    pub bounds: Bounds,
-    /// How the context window is kept (soft pruning, hard compaction).
-    pub context: crate::context::ContextPolicy,
-    /// A check each turn must pass to count as finished.
-    pub verification: Option<Verification>,
-    /// The hooks asked at a turn's fixed points, in order (see
-    /// [`crate::hooks`]).
-    pub hooks: Vec<Arc<dyn crate::hooks::Hook>>,
-    /// What the product adds to the run's recorded authority (its roots,
-    /// its sandbox): a resume under different authority is refused until
-    /// a person accepts it.
-    pub authority_extra: Value,
-    /// Put the person's prompt on the turn's telemetry span (off: spans
-    /// carry names, ids, counts and codes only).
-    pub telemetry_content: bool,
-    /// The product's context, handed to every tool call
-    /// (`ToolContext::app`).
-    pub app_context: rein_tools::AppContext,
-    /// Whether the model may hand tasks to sub-agents (`delegate`); set
-    /// before the first turn (the tool is part of the frozen prefix).
-    pub delegation: Option<crate::delegation::Delegation>,
     /// What lasts only while the open turn runs.
     turn: TurnState,
-    /// How long a pending approval waits for a person before it expires
-    /// (checked when the turn resumes).
-    pub approval_ttl: Duration,
-    prices: PriceTable,
     cache: ResultCache,
     /// Verdicts on the prompt cache, call by call.
     monitor: rein_cache::CacheMonitor,
@@ -138,15 +110,14 @@ pub struct Conversation {
     /// The schema of a structured answer being asked for.
     answer_schema: Option<rein_wire::OutputSchema>,
     steering: Steering,
-    /// Secret values (the provider's key) masked in every tool result
-    /// before it is recorded: see [`Conversation::mask_secrets`].
-    secrets: Vec<String>,
 }
 
 impl Conversation {
     /// Open a new session (or continue `existing`), take its lock, and
     /// recover what a crashed process left: every tool call recorded
     /// without a result gets an `interrupted` result (it is never re-run).
+    /// The same as [`Agent::open_session`] of `Agent::new(provider,
+    /// backend, profile)`; build an [`Agent`] to set more.
     pub async fn open(
         store: Arc<dyn Store>,
         provider: Arc<dyn Provider>,
@@ -154,8 +125,9 @@ impl Conversation {
         profile: Profile,
         existing: Option<&str>,
     ) -> Result<Self, AgentError> {
-        let metadata = json!({"assistant": profile.name, "model": profile.model});
-        Conversation::open_with(store, provider, backend, profile, existing, metadata).await
+        Agent::new(provider, backend, profile)
+            .open_session(store, existing, Value::Null)
+            .await
     }
 
     /// Like [`Conversation::open`], with the application's metadata for a
@@ -168,31 +140,32 @@ impl Conversation {
         existing: Option<&str>,
         metadata: Value,
     ) -> Result<Self, AgentError> {
+        Agent::new(provider, backend, profile)
+            .open_session(store, existing, metadata)
+            .await
+    }
+
+    /// The one place a conversation is made: `agent`'s definition on
+    /// `existing` (or a new session recording `metadata`). Reached only
+    /// through [`Agent::open_session`].
+    pub(crate) async fn start(
+        agent: Agent,
+        store: Arc<dyn Store>,
+        existing: Option<&str>,
+        metadata: Value,
+    ) -> Result<Self, AgentError> {
         let info = match existing {
             Some(id) => store.session(id).await?,
             None => store.create_session(metadata).await?,
         };
         let journal = journal::Journal::open(store.clone(), &info).await?;
         let mut conversation = Conversation {
-            provider,
             backend: Arc::new(builtins::WithBuiltins {
-                product: backend,
+                product: agent.tools.clone(),
                 store,
             }),
-            profile,
-            policy: Policy::default(),
-            budgets: Budgets::default(),
-            bounds: Bounds::default(),
-            verification: None,
-            hooks: Vec::new(),
-            authority_extra: Value::Null,
-            telemetry_content: false,
-            app_context: rein_tools::AppContext::default(),
-            delegation: None,
+            agent,
             turn: TurnState::default(),
-            context: crate::context::ContextPolicy::default(),
-            approval_ttl: Duration::from_secs(24 * 60 * 60),
-            prices: PriceTable::builtin(),
             cache: ResultCache::default(),
             answer_schema: None,
             journal,
@@ -200,7 +173,6 @@ impl Conversation {
             transcript: request::Transcript::default(),
             monitor: rein_cache::CacheMonitor::new(),
             steering: Steering::default(),
-            secrets: Vec::new(),
         };
         conversation.journal.recover().await?;
         Ok(conversation)
@@ -235,15 +207,16 @@ impl Conversation {
     /// Use these prices for cost (default: rein's built-in table, looked up
     /// by the model name the provider reports, else the profile's model; a
     /// model missing from the table has no cost, never a cost of zero).
+    /// Better set on the [`Agent`], which every reopen takes.
     pub fn set_prices(&mut self, prices: PriceTable) {
-        self.prices = prices;
+        self.agent.prices = prices;
     }
 
     /// Mask these secret values (the provider's key, say) in every tool
-    /// result before it is recorded or shown to the model: a model that
-    /// reads a project's `.env` must not put rein's own key in the log.
+    /// result before it is recorded or shown to the model (see
+    /// [`crate::Guards::secrets`]).
     pub fn mask_secrets(&mut self, secrets: Vec<String>) {
-        self.secrets = secrets;
+        self.agent.guards.secrets = secrets;
     }
 
     /// The session's id.
@@ -261,7 +234,7 @@ impl Conversation {
     pub async fn next_request(&mut self) -> Result<Request, AgentError> {
         let events = self.journal.log().await?;
         let mut request = self.request(&events)?;
-        rein_cache::plan(&mut request, &self.provider.capabilities());
+        rein_cache::plan(&mut request, &self.agent.provider.capabilities());
         Ok(request)
     }
 
@@ -270,9 +243,10 @@ impl Conversation {
     /// and a model-written summary; the recent tail stays raw.
     pub async fn compact_now(&mut self) -> Result<(), AgentError> {
         let window = self
+            .agent
             .context
             .window
-            .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
+            .unwrap_or_else(|| u64::from(self.agent.provider.capabilities().context_window));
         self.compact(window).await
     }
 
@@ -335,17 +309,17 @@ impl Conversation {
             Event::RunStarted {
                 run_id,
                 turn_id,
-                budgets: json!({"max_steps": self.budgets.max_steps, "max_tokens": self.budgets.max_tokens,
-                                "max_cost_micro_usd": self.budgets.max_cost_micro_usd, "max_wall_s": self.budgets.max_wall.as_secs()}),
-                profile: json!({"name": self.profile.name, "model": self.profile.model, "authority": self.authority()}),
+                budgets: json!({"max_steps": self.agent.budgets.max_steps, "max_tokens": self.agent.budgets.max_tokens,
+                                "max_cost_micro_usd": self.agent.budgets.max_cost_micro_usd, "max_wall_s": self.agent.budgets.max_wall.as_secs()}),
+                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": self.authority()}),
             },
         ])
         .await?;
         let span = crate::telemetry::agent_span(
-            &self.profile.name,
+            &self.agent.profile.name,
             self.journal.session_id(),
             self.journal.agent(),
-            self.telemetry_content.then_some(text),
+            self.agent.guards.telemetry_content.then_some(text),
         );
         tracing::Instrument::instrument(self.run(), span).await
     }
@@ -412,7 +386,7 @@ impl Conversation {
         // (and keep their paths), after a restart too.
         self.turn.delegated = agents_in_open_turn(&events);
         let span = crate::telemetry::agent_span(
-            &self.profile.name,
+            &self.agent.profile.name,
             self.journal.session_id(),
             self.journal.agent(),
             None,
@@ -467,7 +441,8 @@ impl Conversation {
             }
             let spent = self.turn.spent;
             if let Some(which) =
-                self.budgets
+                self.agent
+                    .budgets
                     .exceeded(spent.steps, spent.tokens, spent.cost, started)
             {
                 return self
@@ -481,7 +456,8 @@ impl Conversation {
                 let error = AgentError::new(codes::HOOK_DENIED, why);
                 return self.finish(TurnOutcome::Error { error }).await;
             }
-            let chat = crate::telemetry::chat_span(self.provider.name(), &self.profile.model);
+            let chat =
+                crate::telemetry::chat_span(self.agent.provider.name(), &self.agent.profile.model);
             let asked = Instant::now();
             let called =
                 tracing::Instrument::instrument(self.call_model(&events), chat.clone()).await;
@@ -494,8 +470,11 @@ impl Conversation {
             match &called {
                 Ok(message) => crate::telemetry::model_called(
                     &chat,
-                    self.provider.name(),
-                    message.model.as_deref().unwrap_or(&self.profile.model),
+                    self.agent.provider.name(),
+                    message
+                        .model
+                        .as_deref()
+                        .unwrap_or(&self.agent.profile.model),
                     message.usage.as_ref(),
                     message.stop_reason.as_ref().map(|r| r.as_str()),
                     asked.elapsed().as_secs_f64(),
@@ -513,16 +492,21 @@ impl Conversation {
                 }
             };
             if let Some(usage) = &message.usage {
-                let model = message.model.as_deref().unwrap_or(&self.profile.model);
+                let model = message
+                    .model
+                    .as_deref()
+                    .unwrap_or(&self.agent.profile.model);
                 self.turn.spent.add(crate::delegation::Spent {
                     steps: 0,
                     tokens: usage.prompt_total() + usage.output,
-                    cost: self.prices.cost_micro_usd(model, usage).unwrap_or(0),
+                    cost: self.agent.prices.cost_micro_usd(model, usage).unwrap_or(0),
                 });
             }
             if message.tool_calls.is_empty() {
-                if let Some(check) = self.verification.clone() {
-                    match verify::verdict(&check, &mut failed_checks, &self.profile.wording).await {
+                if let Some(check) = self.agent.verification.clone() {
+                    match verify::verdict(&check, &mut failed_checks, &self.agent.profile.wording)
+                        .await
+                    {
                         verify::Checked::Passed => {}
                         verify::Checked::GaveUp(error) => {
                             return self.finish(TurnOutcome::Error { error }).await;

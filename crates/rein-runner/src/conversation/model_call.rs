@@ -23,25 +23,26 @@ impl Conversation {
     ) -> Result<Option<AssembledMessage>, AgentError> {
         let mut request = self.request(events)?;
         let window = self
+            .agent
             .context
             .window
-            .unwrap_or_else(|| u64::from(self.provider.capabilities().context_window));
+            .unwrap_or_else(|| u64::from(self.agent.provider.capabilities().context_window));
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
         let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
         let mut share = self.measure(&request, bytes, window).await;
-        if share > self.context.soft && self.soft_prune(window).await? {
+        if share > self.agent.context.soft && self.soft_prune(window).await? {
             let events = self.journal.log().await?;
             request = self.request(&events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
             share = self.measure(&request, bytes, window).await;
         }
-        if share > self.context.hard {
+        if share > self.agent.context.hard {
             self.compact(window).await?;
             let events = self.journal.log().await?;
             request = self.request(&events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            if self.measure(&request, bytes, window).await > self.context.hard {
+            if self.measure(&request, bytes, window).await > self.agent.context.hard {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
                     "the conversation does not fit the context window even after compaction",
@@ -58,7 +59,7 @@ impl Conversation {
         let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
         // The digest covers what the model sees before breakpoints are
         // planned (they follow from it) and without the routing metadata.
-        rein_cache::plan(&mut request, &self.provider.capabilities());
+        rein_cache::plan(&mut request, &self.agent.provider.capabilities());
         request.metadata.session_id = Some(self.journal.session_id().to_owned());
         // Staged, not committed: nothing depends on it being durable before
         // the answer (a crash now means the call is made again).
@@ -71,7 +72,7 @@ impl Conversation {
             }])
             .await?;
         let started = Instant::now();
-        let mut stream = self.provider.stream(request);
+        let mut stream = self.agent.provider.stream(request);
         let mut assembler = Assembler::new();
         let opened = rein_sessions::recovery::open_turn_started(events);
         let mut watch = tokio::time::interval(STREAM_WATCH);
@@ -121,7 +122,7 @@ impl Conversation {
         // A small model's near misses, repaired when unambiguous and said.
         let names: Vec<String> = self
             .backend
-            .catalog(&self.policy)
+            .catalog(&self.agent.guards.policy)
             .into_iter()
             .map(|t| t.name)
             .collect();
@@ -137,14 +138,14 @@ impl Conversation {
         let model = message
             .model
             .clone()
-            .unwrap_or_else(|| self.profile.model.clone());
+            .unwrap_or_else(|| self.agent.profile.model.clone());
         let verdict = self.monitor.observe(
             &fingerprint,
             prefix_tokens,
             &message.usage.unwrap_or_default(),
             self.monitor.calls() > 0,
         );
-        let price = self.prices.price(&model);
+        let price = self.agent.prices.price(&model);
         let priced = message.usage.as_ref().zip(price);
         let cost = priced.map(|(usage, price)| price.cost_micro_usd(usage));
         let reasoning_cost = priced

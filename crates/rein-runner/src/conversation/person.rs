@@ -316,6 +316,7 @@ impl Conversation {
                 Some(pending.permission),
                 codes::NOT_APPROVED.as_str(),
                 &self
+                    .agent
                     .profile
                     .wording
                     .not_approved(&pending.tool, Decision::Stopped.as_str()),

@@ -13,12 +13,12 @@ impl Conversation {
     /// model's tokenizer where one is known locally.
     pub(super) async fn measure(&self, request: &Request, bytes: u64, window: u64) -> f64 {
         let local = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
-        let near = (local as f64) >= 0.9 * self.context.soft * window as f64;
+        let near = (local as f64) >= 0.9 * self.agent.context.soft * window as f64;
         let reserved = u64::from(request.max_output_tokens);
         let tokens = if !near {
             local
-        } else if self.provider.capabilities().token_counting {
-            match self.provider.count_tokens(request.clone()).await {
+        } else if self.agent.provider.capabilities().token_counting {
+            match self.agent.provider.count_tokens(request.clone()).await {
                 Ok(Some(counted)) => counted + reserved,
                 Ok(None) => local,
                 Err(err) => {
@@ -46,14 +46,14 @@ impl Conversation {
             .filter(|e| edits.covering(e.seq).is_none())
             .collect();
         let groups = group_starts(&visible);
-        if groups.len() <= self.context.keep_groups {
+        if groups.len() <= self.agent.context.keep_groups {
             return Ok(false);
         }
-        let tail_start = groups[groups.len() - self.context.keep_groups];
+        let tail_start = groups[groups.len() - self.agent.context.keep_groups];
         let already: std::collections::HashSet<String> = edits.pruned.keys().cloned().collect();
         let candidates = prunable(&visible, tail_start, &already);
         let reclaimed: u64 = candidates.iter().map(|c| c.2).sum();
-        if candidates.is_empty() || reclaimed < self.context.min_reclaim {
+        if candidates.is_empty() || reclaimed < self.agent.context.min_reclaim {
             return Ok(false);
         }
         let mut calls = Vec::new();
@@ -77,7 +77,7 @@ impl Conversation {
                 from_seq,
                 to_seq,
                 summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
-                target_tokens: (self.context.soft * window as f64) as u64,
+                target_tokens: (self.agent.context.soft * window as f64) as u64,
             }])
             .await?;
         Ok(true)
@@ -91,10 +91,10 @@ impl Conversation {
         let path = current_path(&events);
         let visible = on_path(&events, &path);
         let groups = group_starts(&visible);
-        let by_share = (groups.len() as f64 * self.context.tail_share).ceil() as usize;
+        let by_share = (groups.len() as f64 * self.agent.context.tail_share).ceil() as usize;
         let tail = by_share
-            .min(self.context.tail_cap)
-            .max(self.context.keep_groups);
+            .min(self.agent.context.tail_cap)
+            .max(self.agent.context.keep_groups);
         if groups.len() <= tail {
             return Err(AgentError::new(
                 codes::CONTEXT_WINDOW_EXCEEDED,
@@ -148,7 +148,7 @@ impl Conversation {
                     "groups_covered": groups.len() - tail,
                     "groups_kept": tail,
                 }),
-                target_tokens: (self.context.target * window as f64) as u64,
+                target_tokens: (self.agent.context.target * window as f64) as u64,
             }])
             .await?;
         Ok(())
@@ -159,14 +159,14 @@ impl Conversation {
     pub(super) async fn summarise(&self, transcript: &str) -> String {
         let shown: String = transcript.chars().take(60_000).collect();
         let mut request = Request::new(
-            self.profile.model.clone(),
+            self.agent.profile.model.clone(),
             vec![rein_wire::Message::user(shown)],
         );
         request.system = vec![SystemBlock {
             text: SUMMARY_INSTRUCTIONS.into(),
         }];
         request.max_output_tokens = 1024;
-        let mut stream = self.provider.stream(request);
+        let mut stream = self.agent.provider.stream(request);
         let mut assembler = Assembler::new();
         while let Some(item) = stream.next().await {
             match item {

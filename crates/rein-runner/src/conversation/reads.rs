@@ -49,7 +49,7 @@ impl Conversation {
         }
         self.journal.append(called).await?;
         let backend = self.backend.clone();
-        let policy = self.policy.clone();
+        let policy = self.agent.guards.policy.clone();
         let cached: Vec<Option<Value>> = reads
             .iter()
             .map(|(_, tool, args)| {
@@ -86,7 +86,7 @@ impl Conversation {
                         elevated: false,
                         policy: policy.clone(),
                         progress: self.journal.progress(call_id),
-                        app: self.app_context.clone(),
+                        app: self.agent.guards.app_context.clone(),
                     };
                     let hit = hit.clone();
                     async move {

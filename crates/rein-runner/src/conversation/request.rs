@@ -115,7 +115,7 @@ impl Transcript {
 impl Conversation {
     pub(super) fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
         let turns_path = current_path(events);
-        let mut request = Request::new(self.profile.model.clone(), Vec::new());
+        let mut request = Request::new(self.agent.profile.model.clone(), Vec::new());
         request.messages = self.transcript.messages(events, &turns_path);
         let (system, tools) = match self.transcript.frozen.clone() {
             Some(frozen) => {
@@ -141,10 +141,10 @@ impl Conversation {
         };
         request.system = system;
         request.tools = tools;
-        request.max_output_tokens = self.profile.max_output_tokens;
+        request.max_output_tokens = self.agent.profile.max_output_tokens;
         // A model known not to reason refuses the setting (a 400 from its
         // API), so it is not sent; an unknown model gets it as asked.
-        request.reasoning = self.profile.reasoning.filter(|_| {
+        request.reasoning = self.agent.profile.reasoning.filter(|_| {
             rein_wire::model_reasoning(&request.model) != rein_wire::ModelReasoning::DoesNot
         });
         if let Some(schema) = &self.answer_schema {
@@ -156,16 +156,17 @@ impl Conversation {
     /// The stable prefix as the profile and backend give it now.
     pub(super) fn prefix(&self) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
         let mut system: Vec<SystemBlock> = self
+            .agent
             .profile
             .system
             .iter()
             .map(|text| SystemBlock { text: text.clone() })
             .collect();
         let mut tools = Vec::new();
-        let catalog = self.backend.catalog(&self.policy);
+        let catalog = self.backend.catalog(&self.agent.guards.policy);
         if self.deferred(catalog.len()) {
             // The catalog is sorted by name and has no volatile parts.
-            let mut lines = format!("{}\n", self.profile.wording.tool_catalog);
+            let mut lines = format!("{}\n", self.agent.profile.wording.tool_catalog);
             for tool in &catalog {
                 lines.push_str(&format!("- {}: {}\n", tool.name, tool.purpose));
             }
@@ -179,15 +180,15 @@ impl Conversation {
             );
         }
         tools.push(read_result_spec());
-        if let Some(delegation) = &self.delegation {
+        if let Some(delegation) = &self.agent.delegation {
             tools.push(crate::delegation::delegate_spec(
-                delegation.writes && self.policy.writes_allowed,
+                delegation.writes && self.agent.guards.policy.writes_allowed,
             ));
         }
         let mut skills = self.backend.skills();
         if !skills.is_empty() {
             skills.sort_by(|a, b| a.name.cmp(&b.name));
-            let mut lines = format!("{}\n", self.profile.wording.skills);
+            let mut lines = format!("{}\n", self.agent.profile.wording.skills);
             for skill in &skills {
                 lines.push_str(&format!("- {}: {}\n", skill.name, skill.purpose));
             }
@@ -198,7 +199,7 @@ impl Conversation {
     }
 
     pub(super) fn deferred(&self, tools: usize) -> bool {
-        match self.profile.tools {
+        match self.agent.profile.tools {
             ToolLoading::Native => false,
             ToolLoading::Deferred => true,
             ToolLoading::Auto { max_native } => tools > max_native,

@@ -112,7 +112,7 @@ async fn run(routes: HashMap<String, FakeProvider>, mut decisions: Vec<bool>) ->
     )
     .await
     .unwrap();
-    conv.delegation = Some(Delegation::default());
+    conv.agent.delegation = Some(Delegation::default());
     // The person at the parent's surface answers each sub-agent's question.
     let mut ui = conv.subscribe();
     let at_surface = store.clone();
