@@ -102,7 +102,7 @@ pub struct AgentsConfig {
 #[derive(Deserialize)]
 struct File {
     #[serde(default)]
-    agents: BTreeMap<String, Entry>,
+    agents: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -135,11 +135,19 @@ impl AgentsConfig {
         }
     }
 
-    /// The config in `text` (TOML); other sections are not this module's.
+    /// The config in `text` (TOML); other sections are not this module's,
+    /// and neither are rein's own agents (`kind = "rein"`, or no kind:
+    /// `rein-config` reads those).
     pub fn parse(text: &str) -> Result<AgentsConfig, AgentError> {
         let file: File = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let mut agents = BTreeMap::new();
-        for (name, entry) in file.agents {
+        for (name, value) in file.agents {
+            let kind = value.get("kind").and_then(toml::Value::as_str);
+            if kind.is_none_or(|k| k == "rein") {
+                continue;
+            }
+            let entry = Entry::deserialize(value)
+                .map_err(|e| invalid(format!("agent `{name}`: {}", e.message())))?;
             let checked = entry.check(&name)?;
             agents.insert(name, checked);
         }

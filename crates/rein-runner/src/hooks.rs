@@ -45,6 +45,19 @@ impl HookPoint {
             HookPoint::TurnEnd => "turn_end",
         }
     }
+
+    /// The point a name stands for (`before_call`, `after_call`,
+    /// `before_model_call`, `turn_end`).
+    pub fn named(name: &str) -> Option<HookPoint> {
+        [
+            HookPoint::BeforeCall,
+            HookPoint::AfterCall,
+            HookPoint::BeforeModelCall,
+            HookPoint::TurnEnd,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == name)
+    }
 }
 
 /// What a hook decided.

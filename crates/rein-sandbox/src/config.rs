@@ -98,22 +98,20 @@ impl CommandsConfig {
     /// Read `path` (a missing file: the defaults — the Linux backend, no
     /// network, `PATH` only, every command asked, no shell).
     pub fn load(path: &Path) -> Result<CommandsConfig, AgentError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(CommandsConfig {
-                    sandbox: SandboxConfig {
-                        env_from: default_env_from(),
-                        ..SandboxConfig::default()
-                    },
-                    policy: CommandPolicy::default(),
-                });
-            }
-            Err(e) => return Err(invalid(path, e)),
-        };
-        let file: File = toml::from_str(&text).map_err(|e| invalid(path, e))?;
+        match std::fs::read_to_string(path) {
+            Ok(text) => CommandsConfig::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CommandsConfig::parse("", path),
+            Err(e) => Err(invalid(path, e)),
+        }
+    }
+
+    /// The `[sandbox]` and `[commands]` tables in `text` (what rein's
+    /// config loader hands over; other tables are not this part's), errors
+    /// naming `origin`. Without them: the defaults, as for a missing file.
+    pub fn parse(text: &str, origin: &Path) -> Result<CommandsConfig, AgentError> {
+        let file: File = toml::from_str(text).map_err(|e| invalid(origin, e))?;
         let policy = file.commands.unwrap_or_default();
-        policy.check().map_err(|e| invalid(path, e.message))?;
+        policy.check().map_err(|e| invalid(origin, e.message))?;
         let sandbox = file.sandbox.unwrap_or(SandboxConfig {
             env_from: default_env_from(),
             ..SandboxConfig::default()
@@ -121,7 +119,7 @@ impl CommandsConfig {
         for name in sandbox.env_from.iter().chain(sandbox.env.keys()) {
             if rein_wire::env::PROVIDER_KEYS.contains(&name.as_str()) {
                 return Err(invalid(
-                    path,
+                    origin,
                     format!("`{name}` is a key of rein's own; a command never gets it"),
                 ));
             }

@@ -34,7 +34,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rein_gateway::Provider;
-use rein_runner::Profile;
+use rein_runner::{Agent, Profile};
 use rein_sessions::Store;
 use rein_tools::ToolBackend;
 
@@ -75,16 +75,18 @@ impl Default for Limits {
 pub struct Server {
     pub(crate) inner: Arc<Inner>,
     pub(crate) limits: Limits,
-    pub(crate) budgets: rein_runner::Budgets,
+    /// Budgets over every agent's own (`with_budgets`).
+    pub(crate) budgets: Option<rein_runner::Budgets>,
     /// Places for requests at once (`Limits::requests`).
     pub(crate) places: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) backend: Arc<dyn ToolBackend>,
-    pub(crate) profile: Profile,
+    /// The agent a conversation runs unless it was started with another.
+    pub(crate) agent: Agent,
+    /// The agents a conversation may be started with, by name.
+    pub(crate) agents: std::collections::BTreeMap<String, Agent>,
     pub(crate) secrets: Secrets,
     pub(crate) hosts: Vec<String>,
     /// The session cookie's name: one per port, so a second server on the
@@ -94,27 +96,46 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    /// Open `session` with this server's provider, tools and profile
-    /// (taking its lease: `session_locked` while another process drives it).
+    /// Open `session` with the agent it was started with (its metadata's
+    /// `agent`; this server's own when none), taking its lease:
+    /// `session_locked` while another process drives it.
     pub(crate) async fn open(
         &self,
         session: &str,
     ) -> Result<rein_runner::Conversation, rein_wire::AgentError> {
-        rein_runner::Conversation::open(
-            self.store.clone(),
-            self.provider.clone(),
-            self.backend.clone(),
-            self.profile.clone(),
-            Some(session),
-        )
-        .await
+        let info = self.store.session(session).await?;
+        let agent = match info.metadata.get("agent").and_then(serde_json::Value::as_str) {
+            Some(name) => self.agents.get(name).ok_or_else(|| {
+                rein_wire::AgentError::new(
+                    rein_wire::error::codes::AGENT_UNKNOWN,
+                    format!("the conversation was started with agent `{name}`, which this server does not define"),
+                )
+            })?,
+            None => &self.agent,
+        };
+        agent
+            .open_session(self.store.clone(), Some(session), serde_json::Value::Null)
+            .await
+    }
+
+    /// The agent named `name` (`None`: this server's own).
+    pub(crate) fn agent(&self, name: Option<&str>) -> Result<&Agent, rein_wire::AgentError> {
+        match name {
+            None => Ok(&self.agent),
+            Some(name) => self.agents.get(name).ok_or_else(|| {
+                rein_wire::AgentError::new(
+                    rein_wire::error::codes::AGENT_UNKNOWN,
+                    format!("no agent `{name}` is defined here (GET /api/agents lists them)"),
+                )
+            }),
+        }
     }
 }
 
 impl Server {
     /// A server for conversations on `store` with `provider`, `backend`'s
     /// tools and `profile`, answering to `addr` (its `Host` names), with
-    /// fresh secrets.
+    /// fresh secrets: [`Server::of`] an [`Agent`] with rein's defaults.
     pub fn new(
         store: Arc<dyn Store>,
         provider: Arc<dyn Provider>,
@@ -122,21 +143,36 @@ impl Server {
         profile: Profile,
         addr: SocketAddr,
     ) -> Server {
+        Server::of(store, Agent::new(provider, backend, profile), addr)
+    }
+
+    /// A server whose conversations run `agent` (or one of the agents
+    /// added with [`Server::with_agent`]), on `store`, answering to `addr`.
+    pub fn of(store: Arc<dyn Store>, agent: Agent, addr: SocketAddr) -> Server {
         Server {
             inner: Arc::new(Inner {
                 store,
-                provider,
-                backend,
-                profile,
+                agent,
+                agents: std::collections::BTreeMap::new(),
                 secrets: Secrets::fresh(),
                 hosts: auth::hosts_for(addr),
                 cookie: auth::cookie_name(addr),
                 live: live::Live::default(),
             }),
             limits: Limits::default(),
-            budgets: rein_runner::Budgets::default(),
+            budgets: None,
             places: Arc::new(tokio::sync::Semaphore::new(Limits::default().requests)),
         }
+    }
+
+    /// The same server also offering `agent` by `name`
+    /// (`POST /api/conversations {"agent": NAME}`; `GET /api/agents`).
+    /// Before it serves (the agents are fixed then).
+    pub fn with_agent(mut self, name: &str, agent: Agent) -> Server {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.agents.insert(name.to_owned(), agent);
+        }
+        self
     }
 
     /// The same server with other limits.
@@ -148,7 +184,7 @@ impl Server {
 
     /// The same server running each turn with these budgets.
     pub fn with_budgets(mut self, budgets: rein_runner::Budgets) -> Server {
-        self.budgets = budgets;
+        self.budgets = Some(budgets);
         self
     }
 
@@ -161,9 +197,8 @@ impl Server {
             let shared = &self.inner;
             self.inner = Arc::new(Inner {
                 store: shared.store.clone(),
-                provider: shared.provider.clone(),
-                backend: shared.backend.clone(),
-                profile: shared.profile.clone(),
+                agent: shared.agent.clone(),
+                agents: shared.agents.clone(),
                 secrets: shared.secrets.with_bearer(token),
                 hosts: shared.hosts.clone(),
                 cookie: shared.cookie.clone(),

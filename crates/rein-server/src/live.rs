@@ -85,7 +85,7 @@ impl Live {
 /// open, and going on without one is `invalid_input`.
 pub(crate) async fn start_turn(
     inner: &Arc<Inner>,
-    budgets: rein_runner::Budgets,
+    budgets: Option<rein_runner::Budgets>,
     session: &str,
     text: Option<String>,
     person: String,
@@ -97,7 +97,9 @@ pub(crate) async fn start_turn(
         ));
     }
     let mut conversation = inner.open(session).await?;
-    conversation.agent.budgets = budgets;
+    if let Some(budgets) = budgets {
+        conversation.agent.budgets = budgets;
+    }
     let open = match conversation.has_open_turn().await {
         Ok(open) => open,
         Err(err) => {

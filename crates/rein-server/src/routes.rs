@@ -78,6 +78,8 @@ fn api_router() -> OpenApiRouter<Server> {
         .routes(routes!(interrupt))
         .routes(routes!(stop))
         .routes(routes!(branch))
+        .routes(routes!(compact))
+        .routes(routes!(list_agents))
         .routes(routes!(report))
 }
 
@@ -204,6 +206,9 @@ struct NewConversation {
     /// A title for lists (default: the first thing said).
     #[serde(default)]
     title: Option<String>,
+    /// The agent it runs (`GET /api/agents`; default: the server's own).
+    #[serde(default)]
+    agent: Option<String>,
 }
 
 /// Start a conversation (no turn yet).
@@ -214,7 +219,7 @@ async fn create_conversation(
     payload: Result<Json<NewConversation>, axum::extract::rejection::JsonRejection>,
 ) -> Answered {
     let new = body(payload)?;
-    let profile = &server.inner.profile;
+    let profile = &server.inner.agent(new.agent.as_deref())?.profile;
     let info = server
         .inner
         .store
@@ -223,6 +228,7 @@ async fn create_conversation(
             "assistant": profile.name,
             "model": profile.model,
             "title": new.title,
+            "agent": new.agent,
         }))
         .await?;
     Ok((StatusCode::CREATED, Json(json!({"id": info.id}))).into_response())
@@ -490,6 +496,46 @@ async fn branch(
     conversation.close().await?;
     branched?;
     Ok(Json(json!({"branched_from": branch.turn_id})).into_response())
+}
+
+/// Compact the conversation's history now (older complete groups become a
+/// derived state and a summary; the log is never rewritten).
+#[utoipa::path(post, path = "/api/conversations/{id}/compact", params(("id" = String, Path)),
+    responses((status = 200, description = "Compacted"), (status = 409, description = "A turn runs")))]
+async fn compact(State(server): State<Server>, Path(id): Path<String>) -> Answered {
+    if server.inner.live.is_running(&id) {
+        return Err(Problem(AgentError::new(
+            codes::TURN_RUNNING,
+            "a turn runs: compact between turns",
+        )));
+    }
+    let mut conversation = server.inner.open(&id).await?;
+    let compacted = conversation.compact_now().await;
+    conversation.close().await?;
+    compacted?;
+    Ok(Json(json!({"compacted": id})).into_response())
+}
+
+/// The agents a conversation may be started with (`POST
+/// /api/conversations {"agent": NAME}`): each one's name, model and the
+/// names of its tools.
+#[utoipa::path(get, path = "/api/agents",
+    responses((status = 200, description = "The default agent and the named ones")))]
+async fn list_agents(State(server): State<Server>) -> Answered {
+    let describe = |name: Option<&str>, agent: &rein_runner::Agent| {
+        let tools: Vec<String> = agent
+            .tools
+            .catalog(&agent.guards.policy)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        json!({"name": name, "assistant": agent.profile.name, "model": agent.profile.model, "tools": tools})
+    };
+    let mut agents = vec![describe(None, &server.inner.agent)];
+    for (name, agent) in &server.inner.agents {
+        agents.push(describe(Some(name), agent));
+    }
+    Ok(Json(json!({"agents": agents})).into_response())
 }
 
 /// What the conversation did and cost, its sub-agents rolled up.

@@ -309,6 +309,12 @@ registry! {
     SKILL_INVALID = "skill_invalid", 400, false,
         "A skill file cannot be used",
         "Each skill is a markdown file with front matter naming `name` and `when` (one line each).";
+    CONFIG_INVALID = "config_invalid", 400, false,
+        "A config file cannot be used",
+        "The message names the file, the line and the field; `rein config check` checks every file.";
+    AGENT_UNKNOWN = "agent_unknown", 404, false,
+        "No agent of that name is defined",
+        "`rein config show` lists the agents; define one under [agents.NAME] in a config file.";
     AGENT_CONFIG_INVALID = "agent_config_invalid", 400, false,
         "The hosted agents' configuration cannot be used",
         "Fix the named agent's entry under [agents] in the config file.";

@@ -111,6 +111,19 @@ impl std::str::FromStr for Reasoning {
     }
 }
 
+impl std::fmt::Display for Reasoning {
+    /// The word [`FromStr`](std::str::FromStr) reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reasoning::Off => f.write_str("off"),
+            Reasoning::Low => f.write_str("low"),
+            Reasoning::Medium => f.write_str("medium"),
+            Reasoning::High => f.write_str("high"),
+            Reasoning::Budget(tokens) => write!(f, "{tokens}"),
+        }
+    }
+}
+
 /// A JSON schema the answer must follow (structured output).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputSchema {

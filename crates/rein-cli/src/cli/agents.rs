@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use rein_host::config::{AgentEntry, AgentKind, AgentsConfig, BASE_ENV};
 use rein_host::{ClaudeStream, CodexStream, Driven, Ended, HostSpec, Recorder, Reducer, drive};
-use rein_mcp::config::CONFIG_FILE;
 use rein_sessions::Store;
 use rein_wire::{AgentError, error::codes};
 
@@ -229,6 +228,12 @@ pub async fn run(
     }
 }
 
+/// The hosted agents configured (read through the one config loader).
+fn hosted(home: &std::path::Path) -> Result<AgentsConfig, AgentError> {
+    let loaded = rein_config::Loaded::load(home, None)?;
+    AgentsConfig::parse(&loaded.section_text("agents"))
+}
+
 /// The agent `name` names: a configured entry (its command replaced by
 /// `command` when one is given), or a kind with the command after `--`.
 fn resolve_agent(
@@ -236,7 +241,7 @@ fn resolve_agent(
     name: &str,
     command: Vec<String>,
 ) -> Result<(AgentKind, AgentEntry), AgentError> {
-    let config = AgentsConfig::load(&home.join(CONFIG_FILE))?;
+    let config = hosted(home)?;
     if let Some(entry) = config.agents.get(name) {
         let mut entry = entry.clone();
         if !command.is_empty() {
@@ -332,7 +337,7 @@ pub async fn list(
     out: &mut impl Write,
 ) -> Result<(), AgentError> {
     close_dead(home, store).await?;
-    let config = AgentsConfig::load(&home.join(CONFIG_FILE))?;
+    let config = hosted(home)?;
     for (name, entry) in &config.agents {
         let program = std::path::Path::new(&entry.argv[0])
             .file_name()

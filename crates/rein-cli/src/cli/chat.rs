@@ -20,14 +20,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::commands::{self, Command, Cost, HELP};
+use super::compose;
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
-pub use super::provider::{KEY_HELP, ProviderArgs, provider_secrets, resolve};
+pub use super::provider::{KEY_HELP, ProviderArgs, resolve};
 use super::provider::{missing_key, scripted};
 use super::session_root;
 use super::turn::{View, drive};
 use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_runner::{Conversation, Profile, TurnOutcome};
+use rein_runner::{Conversation, TurnOutcome};
 use rein_sessions::Store;
 use rein_sessions::recovery::dangling;
 use rein_wire::visible::visible;
@@ -80,10 +81,57 @@ pub struct ChatOptions {
     /// Offer the skills in this folder (markdown files with front matter).
     #[arg(long, value_name = "DIR")]
     pub skills: Option<PathBuf>,
+    /// Run this named agent (`[agents.NAME]` in a config file; `rein
+    /// config show --agent NAME` prints what it runs with).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// A check each turn must pass: a command (split on spaces, no shell)
+    /// that must exit 0 in the root, or the model is told why and goes on.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
     /// Where rein's config lives (set by `rein` from `--home`).
     #[arg(skip)]
     pub home: Option<PathBuf>,
 }
+
+impl ChatOptions {
+    /// The definition these flags set (over the config files').
+    pub fn flags(&self) -> rein_config::AgentSpec {
+        let provider = &self.provider;
+        let mut tools = rein_config::ToolsSpec::default();
+        if self.allow_commands {
+            tools.commands = Some(true);
+        }
+        if !self.mcp.is_empty() {
+            tools.mcp = Some(self.mcp.clone());
+        }
+        tools.skills = self.skills.as_ref().map(|d| d.display().to_string());
+        rein_config::AgentSpec {
+            provider: if provider.scripted {
+                Some("scripted".into())
+            } else {
+                provider.provider.clone()
+            },
+            model: provider.model.clone(),
+            base_url: provider.base_url.clone(),
+            reasoning: self.reasoning.map(|r| r.to_string()),
+            instructions: self.system.clone(),
+            tools: (tools != rein_config::ToolsSpec::default()).then_some(tools),
+            subagents: self.subagents.then(|| rein_config::SubagentsSpec {
+                enabled: Some(true),
+                ..rein_config::SubagentsSpec::default()
+            }),
+            verify: self.verify.as_ref().map(|line| rein_config::VerifySpec {
+                command: line.split_whitespace().map(str::to_owned).collect(),
+                ..rein_config::VerifySpec::default()
+            }),
+            ..rein_config::AgentSpec::default()
+        }
+    }
+}
+
+/// The chat's system prompt when the definition sets none.
+const CHAT_INSTRUCTIONS: &str = "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.";
 
 /// How often a chat waiting at an approval looks at the session's inbox.
 const INBOX_POLL: std::time::Duration = std::time::Duration::from_millis(300);
@@ -261,7 +309,21 @@ pub async fn run(
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let mut input = Asker::new(input);
-    let resolved = match resolve(&options.provider)? {
+    let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
+    // One absolute path for every part: a relative one means another
+    // folder to a sandboxed command that runs somewhere else.
+    let root_dir = root_dir.canonicalize().map_err(|e| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!("the root {}: {e}", root_dir.display()),
+        )
+    })?;
+    let (_, loaded) = compose::load(options.home.clone(), &root_dir)?;
+    for note in &loaded.notes {
+        say(info, &format!("  ({note})"))?;
+    }
+    let effective = loaded.agent(options.agent.as_deref(), &options.flags())?;
+    let resolved = match resolve(&compose::provider_args(&effective.spec))? {
         Some(resolved) => resolved,
         None => {
             say(info, KEY_HELP)?;
@@ -281,65 +343,29 @@ pub async fn run(
             scripted()
         }
     };
-    let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
-    // One absolute path for every part: a relative one means another
-    // folder to a sandboxed command that runs somewhere else.
-    let root_dir = root_dir.canonicalize().map_err(|e| {
-        AgentError::new(
-            codes::INVALID_INPUT,
-            format!("the root {}: {e}", root_dir.display()),
-        )
-    })?;
-    let super::chat_tools::ChatTools {
-        root,
-        backend,
-        mcp,
-        commands_isolation,
-    } = super::chat_tools::assemble(&options, &store, &root_dir, info).await?;
-    let system = options.system.clone().unwrap_or_else(|| {
-        "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.".to_owned()
-    });
-    let mut profile = Profile::new("rein", resolved.model.clone()).with_system(system);
-    profile.reasoning = options.reasoning;
-    if mcp.as_ref().is_some_and(super::mcp::deferred) {
-        profile.tools = rein_runner::ToolLoading::Deferred;
-    }
-    if options.reasoning.is_some()
+    let wanted = compose::Wanted {
+        root: &root_dir,
+        effective: &effective,
+        commands_file: options.commands.as_deref(),
+        default_instructions: CHAT_INSTRUCTIONS,
+    };
+    let compose::Composed { agent, root, mcp } =
+        compose::compose(&wanted, &loaded, &resolved, &store, info).await?;
+    if let Some(level) = agent.profile.reasoning
         && rein_wire::model_reasoning(&resolved.model) == rein_wire::ModelReasoning::DoesNot
     {
         say(
             info,
             &format!(
-                "  ({} does not reason: --reasoning is not sent to it)",
+                "  ({} does not reason: reasoning `{level}` is not sent to it)",
                 resolved.model
             ),
         )?;
     }
-    let metadata_root = root_dir
-        .canonicalize()
-        .unwrap_or_else(|_| root_dir.clone())
-        .display()
-        .to_string();
-    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": metadata_root});
-    let mut conversation = Conversation::open_with(
-        store.clone(),
-        resolved.provider.clone(),
-        backend,
-        profile,
-        options.session.as_deref(),
-        metadata,
-    )
-    .await?;
-    conversation.mask_secrets(provider_secrets());
-    if options.subagents {
-        conversation.agent.delegation = Some(rein_runner::Delegation::default());
-    }
-    conversation.agent.guards.authority = json!({
-        "root": metadata_root,
-        "commands": commands_isolation,
-        "mcp": options.mcp,
-        "subagents": options.subagents,
-    });
+    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string(), "agent": options.agent});
+    let mut conversation = agent
+        .open_session(store.clone(), options.session.as_deref(), metadata)
+        .await?;
     let id = conversation.session_id().to_owned();
     let mut view = View {
         cost: Cost::default(),
@@ -434,6 +460,19 @@ pub async fn run(
                     .await;
                     if let Err(err) = branched {
                         say(info, &format!("  error[{}]: {}", err.code, err.message))?;
+                    }
+                    continue;
+                }
+                Some(Command::Compact) => {
+                    match conversation.compact_now().await {
+                        Ok(()) => say(
+                            info,
+                            "  compacted: older turns are a summary now (the log keeps them)",
+                        )?,
+                        Err(err) => say(
+                            info,
+                            &format!("  cannot compact: error[{}]: {}", err.code, err.message),
+                        )?,
                     }
                     continue;
                 }

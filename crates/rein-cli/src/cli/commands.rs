@@ -13,6 +13,8 @@ pub enum Command {
     Cost,
     /// `/undo`: revert the session's last change to a file.
     Undo,
+    /// `/compact`: compact the history now.
+    Compact,
     /// `/branch [TURN]`: the turns, or continue from one (an id or the
     /// start of one).
     Branch(Option<String>),
@@ -25,6 +27,7 @@ pub const HELP: &str = "\
   Type a message and press Enter. Commands:
     /cost   what this session has cost so far
     /undo   revert the last change to a file (not if it has changed since)
+    /compact  compact the history now (older turns become a summary; the log keeps them)
     /branch         list this session's turns
     /branch TURN    continue from an earlier turn (its id, or the start of it)
     /help   this list
@@ -47,6 +50,7 @@ pub fn parse(line: &str) -> Option<Command> {
         "help" | "?" => Command::Help,
         "cost" => Command::Cost,
         "undo" => Command::Undo,
+        "compact" => Command::Compact,
         "branch" => Command::Branch(line.split_whitespace().nth(1).map(str::to_owned)),
         other => Command::Unknown(other.to_owned()),
     })

@@ -1,6 +1,7 @@
-//! The chat's `run_command` (`rein chat --allow-commands`): the sandbox
-//! and command policy from `REIN_HOME/config.toml` (or `--commands FILE`),
-//! with this binary as the sandbox's helper.
+//! An agent's `run_command` (`tools.commands`, `rein chat
+//! --allow-commands`): the sandbox and command policy from the loaded
+//! config's `[sandbox]` and `[commands]` (or `--commands FILE`), with this
+//! binary as the sandbox's helper.
 //!
 //! Not here: the sandbox or the policy (`rein-sandbox`).
 
@@ -12,12 +13,21 @@ use rein_wire::AgentError;
 
 /// The tool, and a line saying how isolated its commands run.
 pub async fn build(
-    home: Option<PathBuf>,
+    loaded: &rein_config::Loaded,
     policy: Option<&Path>,
     root: &Path,
 ) -> Result<(RunCommand, String), AgentError> {
-    let home = rein_sessions::home::resolve(home)?;
-    let mut config = CommandsConfig::load(&home.join(rein_mcp::config::CONFIG_FILE))?;
+    let text = format!(
+        "{}\n{}",
+        loaded.section_text("sandbox"),
+        loaded.section_text("commands")
+    );
+    let origin = loaded
+        .files
+        .last()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(rein_config::CONFIG_FILE));
+    let mut config = CommandsConfig::parse(&text, &origin)?;
     if let Some(file) = policy {
         config = config.with_policy_file(file)?;
     }

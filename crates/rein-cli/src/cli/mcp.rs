@@ -55,11 +55,14 @@ pub enum McpCommand {
 
 /// The configured servers named, started in the background (`None` when
 /// none are named).
-pub fn clients(home: Option<PathBuf>, names: &[String]) -> Result<Option<McpClients>, AgentError> {
+pub fn clients(
+    loaded: &rein_config::Loaded,
+    names: &[String],
+) -> Result<Option<McpClients>, AgentError> {
     if names.is_empty() {
         return Ok(None);
     }
-    let config = config(home)?.only(names)?;
+    let config = McpConfig::parse(&loaded.section_text("mcp"))?.only(names)?;
     Ok(Some(McpClients::start(&config)))
 }
 
@@ -71,7 +74,8 @@ pub fn deferred(clients: &McpClients) -> bool {
 
 fn config(home: Option<PathBuf>) -> Result<McpConfig, AgentError> {
     let home = rein_sessions::home::resolve(home)?;
-    McpConfig::load(&home.join(CONFIG_FILE))
+    let loaded = rein_config::Loaded::load(&home, None)?;
+    McpConfig::parse(&loaded.section_text("mcp"))
 }
 
 fn io(err: std::io::Error) -> AgentError {

@@ -1,0 +1,111 @@
+//! The project's instruction files: `AGENTS.md` in the root and in each
+//! folder above it (as Codex reads them), outermost first, so the nearest
+//! file has the last word. Bounded: at most [`MAX_TOTAL_BYTES`] in all, a
+//! file past what is left cut at a line and said to be cut.
+//!
+//! Not here: where the text goes (the system prompt, by whoever builds the
+//! agent).
+
+use std::path::{Path, PathBuf};
+
+/// The file name looked for.
+pub const FILE_NAME: &str = "AGENTS.md";
+
+/// The most bytes of instructions read, all files together.
+pub const MAX_TOTAL_BYTES: usize = 32 * 1024;
+
+/// One instruction file as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instructions {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its text (cut when the bound was reached).
+    pub text: String,
+    /// Whether it was cut.
+    pub cut: bool,
+}
+
+/// The instruction files from `root` up to the filesystem's root,
+/// outermost first.
+pub fn project_instructions(root: &Path) -> Vec<Instructions> {
+    let mut found = Vec::new();
+    let mut dir = root.canonicalize().ok();
+    while let Some(here) = dir {
+        let path = here.join(FILE_NAME);
+        if path.is_file() {
+            found.push(path);
+        }
+        dir = here.parent().map(Path::to_path_buf);
+    }
+    // The nearest file is the most specific: keep it whole first.
+    let mut left = MAX_TOTAL_BYTES;
+    let mut read = Vec::new();
+    for path in found {
+        if left == 0 {
+            break;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let (text, cut) = if text.len() <= left {
+            (text, false)
+        } else {
+            let mut end = left;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let end = text[..end].rfind('\n').map_or(end, |n| n + 1);
+            (text[..end].to_owned(), true)
+        };
+        left = if cut { 0 } else { left - text.len() };
+        read.push(Instructions { path, text, cut });
+    }
+    read.reverse();
+    read
+}
+
+/// The files as one system block, each under a line naming it.
+pub fn as_system_block(files: &[Instructions]) -> Option<String> {
+    if files.is_empty() {
+        return None;
+    }
+    let mut block =
+        String::from("The project's instructions (from its AGENTS.md files, outermost first):\n");
+    for file in files {
+        block.push_str(&format!("\n--- {} ---\n{}", file.path.display(), file.text));
+        if file.cut {
+            block.push_str("\n(cut: the instructions are bounded)");
+        }
+        block.push('\n');
+    }
+    Some(block)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn nearest_last_and_bounded() {
+        let top = tempfile::tempdir().unwrap();
+        let inner = top.path().join("app");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::write(top.path().join(FILE_NAME), "outer rule\n").unwrap();
+        std::fs::write(inner.join(FILE_NAME), "inner rule\n".repeat(5000)).unwrap();
+        let files = project_instructions(&inner);
+        let ours: Vec<&Instructions> = files
+            .iter()
+            .filter(|f| f.path.starts_with(top.path().canonicalize().unwrap()))
+            .collect();
+        assert_eq!(ours.len(), 1, "the inner file alone fills the bound");
+        assert!(ours[0].cut && ours[0].text.len() <= MAX_TOTAL_BYTES);
+        std::fs::write(inner.join(FILE_NAME), "inner rule\n").unwrap();
+        let files = project_instructions(&inner);
+        let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+        let outer = texts.iter().position(|t| *t == "outer rule\n").unwrap();
+        let nearest = texts.iter().position(|t| *t == "inner rule\n").unwrap();
+        assert!(outer < nearest);
+        assert!(as_system_block(&files).unwrap().contains("inner rule"));
+    }
+}

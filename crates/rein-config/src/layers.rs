@@ -1,0 +1,443 @@
+//! Where a definition comes from, in layers with a stated order: rein's
+//! defaults < `REIN_HOME/config.toml` < the project's `.rein/config.toml`
+//! (only once a person trusted that folder: a cloned repository must not
+//! grant itself tools or hooks) < a named agent (`[agents.NAME]` over
+//! `[agent]`) < command-line flags. Each file is checked whole when it is
+//! read — a bad one is refused naming the file, the line and the field —
+//! and every value keeps the layer it came from, for `rein config show`.
+//!
+//! Not here: what the fields mean (`spec`), building a running agent.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use rein_wire::{AgentError, error::codes};
+use serde::Deserialize;
+
+use crate::spec::{AgentSpec, ConfigFile, NamedAgent};
+
+/// The config file's name in rein's home.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// The project's config, relative to its root.
+pub const PROJECT_FILE: &str = ".rein/config.toml";
+
+/// The list of folders a person trusted, in rein's home.
+pub const TRUSTED_FILE: &str = "trusted-projects";
+
+/// The largest config file read (a config is a page, not a data set).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// rein's built-in default.
+    Default,
+    /// rein's home config.
+    User(PathBuf),
+    /// A trusted project's config.
+    Project(PathBuf),
+    /// A command-line flag.
+    Flag(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::User(path) => write!(f, "{}", path.display()),
+            Source::Project(path) => write!(f, "{} (project)", path.display()),
+            Source::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// Every layer read, merged, with each value's source.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    merged: toml::Table,
+    sources: BTreeMap<String, Source>,
+    /// What a person should know: a project config left out because its
+    /// folder is not trusted.
+    pub notes: Vec<String>,
+    /// The files applied, lowest first.
+    pub files: Vec<PathBuf>,
+}
+
+/// The definition of one agent, with the source of each value set.
+#[derive(Debug, Clone, Default)]
+pub struct Effective {
+    /// Which agent (`None`: the default one).
+    pub name: Option<String>,
+    /// What it runs with.
+    pub spec: AgentSpec,
+    /// Each value's source, by its dotted key (`budgets.max_steps`).
+    pub sources: BTreeMap<String, Source>,
+}
+
+fn invalid(message: String) -> AgentError {
+    AgentError::new(codes::CONFIG_INVALID, message)
+}
+
+/// The 1-based line `offset` falls on.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map_or(1, |before| before.matches('\n').count() + 1)
+}
+
+/// Read and check one file; `None` when it does not exist.
+fn read(path: &Path) -> Result<Option<toml::Table>, AgentError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(invalid(format!("{}: {e}", path.display()))),
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(invalid(format!(
+            "{}: {} bytes; a config file is at most {MAX_FILE_BYTES}",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+    check(&text).map_err(|(line, why)| invalid(format!("{}:{line}: {why}", path.display())))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+    Ok(Some(table))
+}
+
+/// Check a file's text against the schema: `(line, what is wrong)`.
+pub fn check(text: &str) -> Result<(), (usize, String)> {
+    let file: ConfigFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |span| line_of(text, span.start));
+        (line, e.message().trim().to_owned())
+    })?;
+    for (name, entry) in &file.agents {
+        let header = format!("[agents.{name}]");
+        let line = text.find(&header).map_or(1, |offset| line_of(text, offset));
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err((
+                line,
+                format!("agent `{name}`: a name is letters, digits, `-` and `_`"),
+            ));
+        }
+        match entry.kind.as_deref() {
+            None | Some("rein") => {
+                AgentSpec::deserialize(toml::Value::Table(entry.fields.clone()))
+                    .map_err(|e| (line, format!("agent `{name}`: {}", e.message().trim())))?;
+            }
+            Some("claude" | "codex" | "acp" | "tui") => {}
+            Some(other) => {
+                return Err((
+                    line,
+                    format!(
+                        "agent `{name}`: kind `{other}` is not rein, claude, codex, acp or tui"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Merge `layer` over `base`: tables key by key, anything else replaced;
+/// each value set records `source` under its dotted key.
+fn merge(
+    base: &mut toml::Table,
+    layer: toml::Table,
+    prefix: &str,
+    source: &Source,
+    sources: &mut BTreeMap<String, Source>,
+) {
+    for (key, value) in layer {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(below)), toml::Value::Table(above)) => {
+                merge(below, above, &path, source, sources);
+            }
+            (_, value) => {
+                sources.retain(|k, _| !(k == &path || k.starts_with(&format!("{path}."))));
+                mark(&value, &path, source, sources);
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn mark(value: &toml::Value, path: &str, source: &Source, sources: &mut BTreeMap<String, Source>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, inner) in table {
+                mark(inner, &format!("{path}.{key}"), source, sources);
+            }
+        }
+        _ => {
+            sources.insert(path.to_owned(), source.clone());
+        }
+    }
+}
+
+/// Whether a person trusted `root` (`rein config trust`).
+pub fn trusted(home: &Path, root: &Path) -> bool {
+    let Ok(root) = root.canonicalize() else {
+        return false;
+    };
+    std::fs::read_to_string(home.join(TRUSTED_FILE))
+        .map(|text| text.lines().any(|line| Path::new(line.trim()) == root))
+        .unwrap_or(false)
+}
+
+/// Trust `root`: its `.rein/config.toml` applies from now on.
+pub fn trust(home: &Path, root: &Path) -> Result<PathBuf, AgentError> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| invalid(format!("{}: {e}", root.display())))?;
+    if trusted(home, &root) {
+        return Ok(root);
+    }
+    let text = root.to_str().ok_or_else(|| {
+        invalid(format!(
+            "{} is not UTF-8; it cannot be trusted",
+            root.display()
+        ))
+    })?;
+    if text.contains('\n') {
+        return Err(invalid(
+            "a folder with a line break in its name cannot be trusted".into(),
+        ));
+    }
+    std::fs::create_dir_all(home).map_err(|e| invalid(format!("{}: {e}", home.display())))?;
+    let path = home.join(TRUSTED_FILE);
+    let mut list = std::fs::read_to_string(&path).unwrap_or_default();
+    list.push_str(text);
+    list.push('\n');
+    std::fs::write(&path, list).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+    Ok(root)
+}
+
+impl Loaded {
+    /// Read rein's home config and, when `project` is given and trusted,
+    /// the project's; each checked whole.
+    pub fn load(home: &Path, project: Option<&Path>) -> Result<Loaded, AgentError> {
+        let mut loaded = Loaded::default();
+        let user = home.join(CONFIG_FILE);
+        if let Some(table) = read(&user)? {
+            loaded.apply(table, &Source::User(user.clone()));
+            loaded.files.push(user);
+        }
+        if let Some(root) = project {
+            let path = root.join(PROJECT_FILE);
+            if path.exists() {
+                if trusted(home, root) {
+                    if let Some(table) = read(&path)? {
+                        loaded.apply(table, &Source::Project(path.clone()));
+                        loaded.files.push(path);
+                    }
+                } else {
+                    loaded.notes.push(format!(
+                        "{} is not applied: this folder is not trusted (trust it with: rein config trust {})",
+                        path.display(),
+                        root.display()
+                    ));
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// Put `table` over what is loaded.
+    pub fn apply(&mut self, table: toml::Table, source: &Source) {
+        merge(&mut self.merged, table, "", source, &mut self.sources);
+    }
+
+    /// The merged file.
+    pub fn file(&self) -> Result<ConfigFile, AgentError> {
+        ConfigFile::deserialize(toml::Value::Table(self.merged.clone()))
+            .map_err(|e| invalid(format!("the merged config: {}", e.message().trim())))
+    }
+
+    /// A section as the part that owns it reads it (`sandbox`,
+    /// `commands`, `mcp`, `agents`), as TOML text holding only that table.
+    pub fn section_text(&self, name: &str) -> String {
+        let mut only = toml::Table::new();
+        if let Some(value) = self.merged.get(name) {
+            only.insert(name.to_owned(), value.clone());
+        }
+        toml::to_string(&only).unwrap_or_default()
+    }
+
+    /// The agents defined, with their kinds.
+    pub fn agents(&self) -> Result<BTreeMap<String, NamedAgent>, AgentError> {
+        Ok(self.file()?.agents)
+    }
+
+    /// The definition of agent `name` (`None`: the default agent) with
+    /// `flags` over it: `[agent]`, then `[agents.NAME]`'s fields, then the
+    /// flags.
+    pub fn agent(&self, name: Option<&str>, flags: &AgentSpec) -> Result<Effective, AgentError> {
+        let mut table = toml::Table::new();
+        let mut sources = BTreeMap::new();
+        if let Some(toml::Value::Table(base)) = self.merged.get("agent") {
+            table = base.clone();
+            for (key, source) in &self.sources {
+                if let Some(rest) = key.strip_prefix("agent.") {
+                    sources.insert(rest.to_owned(), source.clone());
+                }
+            }
+        }
+        if let Some(name) = name {
+            let agents = self.agents()?;
+            let entry = agents.get(name).ok_or_else(|| {
+                let known: Vec<&str> = agents.keys().map(String::as_str).collect();
+                AgentError::new(
+                    codes::AGENT_UNKNOWN,
+                    format!(
+                        "no agent `{name}` is defined (defined: {})",
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                )
+            })?;
+            if !entry.is_native() {
+                return Err(AgentError::new(
+                    codes::AGENT_UNKNOWN,
+                    format!(
+                        "agent `{name}` is a hosted `{}` agent; run it with: rein agents run {name}",
+                        entry.kind.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
+            let prefix = format!("agents.{name}.");
+            let mut own = BTreeMap::new();
+            merge(
+                &mut table,
+                entry.fields.clone(),
+                "",
+                &Source::Default,
+                &mut own,
+            );
+            for key in own.keys() {
+                if let Some(source) = self.sources.get(&format!("{prefix}{key}")) {
+                    sources.insert(key.clone(), source.clone());
+                }
+            }
+        }
+        let flag_table =
+            toml::Table::try_from(flags).map_err(|e| invalid(format!("the flags: {e}")))?;
+        let mut from_flags = BTreeMap::new();
+        merge(
+            &mut table,
+            flag_table,
+            "",
+            &Source::Flag(String::new()),
+            &mut from_flags,
+        );
+        for key in from_flags.keys() {
+            let flag = format!(
+                "--{}",
+                key.split('.').next_back().unwrap_or(key).replace('_', "-")
+            );
+            sources.insert(key.clone(), Source::Flag(flag));
+        }
+        let spec = AgentSpec::deserialize(toml::Value::Table(table)).map_err(|e| {
+            invalid(format!(
+                "agent {}: {}",
+                name.unwrap_or("(default)"),
+                e.message().trim()
+            ))
+        })?;
+        Ok(Effective {
+            name: name.map(str::to_owned),
+            spec,
+            sources,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn layers_apply_in_order_and_say_where_each_value_came_from() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        write(
+            &home.path().join(CONFIG_FILE),
+            "[agent]\nmodel = \"m-user\"\ninstructions = \"be brief\"\n[agent.budgets]\nmax_steps = 10\n\n[agents.reviewer]\ninstructions = \"review\"\n[agents.reviewer.budgets]\nmax_steps = 3\n",
+        );
+        write(
+            &project.path().join(PROJECT_FILE),
+            "[agent]\nmodel = \"m-project\"\n",
+        );
+        // Untrusted: the project file is not applied, and that is said.
+        let loaded = Loaded::load(home.path(), Some(project.path())).unwrap();
+        assert_eq!(loaded.notes.len(), 1, "{:?}", loaded.notes);
+        let plain = loaded.agent(None, &AgentSpec::default()).unwrap();
+        assert_eq!(plain.spec.model.as_deref(), Some("m-user"));
+        // Trusted: applied over the home config.
+        trust(home.path(), project.path()).unwrap();
+        let loaded = Loaded::load(home.path(), Some(project.path())).unwrap();
+        assert!(loaded.notes.is_empty());
+        let flags = AgentSpec {
+            reasoning: Some("low".into()),
+            ..AgentSpec::default()
+        };
+        let reviewer = loaded.agent(Some("reviewer"), &flags).unwrap();
+        assert_eq!(reviewer.spec.model.as_deref(), Some("m-project"));
+        assert_eq!(reviewer.spec.instructions.as_deref(), Some("review"));
+        assert_eq!(reviewer.spec.budgets.unwrap().max_steps, Some(3));
+        assert!(matches!(reviewer.sources["model"], Source::Project(_)));
+        assert!(matches!(
+            reviewer.sources["budgets.max_steps"],
+            Source::User(_)
+        ));
+        assert_eq!(
+            reviewer.sources["reasoning"],
+            Source::Flag("--reasoning".into())
+        );
+        assert_eq!(
+            loaded.agent(Some("nobody"), &flags).unwrap_err().code,
+            codes::AGENT_UNKNOWN
+        );
+    }
+
+    #[test]
+    fn a_bad_file_is_refused_naming_the_file_the_line_and_the_field() {
+        let home = tempfile::tempdir().unwrap();
+        write(
+            &home.path().join(CONFIG_FILE),
+            "[agent]\nmodel = \"m\"\n\n[agent.budgets]\nmax_stepz = 3\n",
+        );
+        let err = Loaded::load(home.path(), None).unwrap_err();
+        assert_eq!(err.code, codes::CONFIG_INVALID);
+        assert!(err.message.contains("config.toml:5:"), "{}", err.message);
+        assert!(err.message.contains("max_stepz"), "{}", err.message);
+        write(
+            &home.path().join(CONFIG_FILE),
+            "[agents.x]\nkind = \"rein\"\nmodle = \"m\"\n",
+        );
+        let err = Loaded::load(home.path(), None).unwrap_err();
+        assert!(err.message.contains("config.toml:1:"), "{}", err.message);
+        assert!(err.message.contains("modle"), "{}", err.message);
+    }
+}
