@@ -78,6 +78,12 @@ enum Command {
         #[command(subcommand)]
         command: cli::agents::AgentsCommand,
     },
+    /// The agent definition: what an agent runs with and where each value
+    /// came from, every config file checked, a project trusted.
+    Config {
+        #[command(subcommand)]
+        command: cli::config_cmd::ConfigCommand,
+    },
     /// MCP: the configured servers, and rein served as one.
     Mcp {
         #[command(subcommand)]
@@ -289,15 +295,19 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 .await
             }
         }
-        Command::Run(options) => {
+        Command::Config { command } => cli::config_cmd::run(command, cli.home, stdout),
+        Command::Run(mut options) => {
+            options.home = cli.home.clone();
             let store = open_store(cli.home).await?;
             cli::run_graph::run(options, store, stdout, &mut std::io::stderr()).await
         }
-        Command::Serve(options) => {
+        Command::Serve(mut options) => {
+            options.home = cli.home.clone();
             let store = open_store(cli.home).await?;
             cli::serve::run(options, store, &mut std::io::stderr()).await
         }
-        Command::Acp(options) => {
+        Command::Acp(mut options) => {
+            options.home = cli.home.clone();
             let store = open_store(cli.home).await?;
             cli::acp::serve(options, store).await
         }
@@ -344,17 +354,16 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 approval_wait,
                 approve_by_elicitation,
             } => {
-                let store = open_store(cli.home).await?;
-                cli::mcp::serve(
-                    store,
+                let store = open_store(cli.home.clone()).await?;
+                let options = cli::mcp::ServeOptions {
+                    home: cli.home,
                     root,
                     http,
                     session,
                     approval_wait,
-                    approve_by_elicitation,
-                    &mut std::io::stderr(),
-                )
-                .await
+                    elicitation: approve_by_elicitation,
+                };
+                cli::mcp::serve(store, options, &mut std::io::stderr()).await
             }
         },
         Command::Approve {

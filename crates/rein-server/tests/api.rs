@@ -378,7 +378,9 @@ async fn the_openapi_document_lists_every_route() {
         format!("POST {c}/interrupt"),
         format!("POST {c}/stop"),
         format!("POST {c}/branch"),
+        format!("POST {c}/compact"),
         format!("GET {c}/report"),
+        "GET /api/agents".to_owned(),
     ];
     expected.sort();
     assert_eq!(paths, expected);

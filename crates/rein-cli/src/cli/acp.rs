@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use rein_host::acp::{Answer, Person, Question};
 use rein_host::acp_serve::{AcpServe, OpenConversation};
-use rein_runner::{Conversation, Profile};
 use rein_sessions::Store;
 use rein_wire::AgentError;
 
@@ -26,22 +25,42 @@ pub struct AcpOptions {
     /// The model provider.
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// The agent each session runs (`[agents.NAME]`; default: the default
+    /// agent of the folder the editor opens).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Where rein's config lives (set by `rein` from `--home`).
+    #[arg(skip)]
+    pub home: Option<PathBuf>,
 }
 
 /// Serve until the editor closes stdin.
 pub async fn serve(options: AcpOptions, store: Arc<dyn Store>) -> Result<(), AgentError> {
-    let resolved = options.provider.resolve("acp")?;
+    // Nothing is served without a provider.
+    options.provider.resolve("acp")?;
     let open: OpenConversation = Arc::new(move |cwd: PathBuf| {
         let store = store.clone();
-        let provider = resolved.provider.clone();
-        let model = resolved.model.clone();
+        let options = options.clone();
         Box::pin(async move {
-            let (_, backend) = rein_files::tools_in(Some(&cwd), &store)?;
-            let profile = Profile::new("rein", model).with_system(
-                "You are a helpful assistant working in the person's project folder, inside their editor. Use the tools to look at files before answering questions about them. Answer concisely.",
-            );
-            let metadata = serde_json::json!({"assistant": "rein", "surface": "acp"});
-            Conversation::open_with(store, provider, backend, profile, None, metadata).await
+            // Each folder the editor opens has its own project config.
+            let root = super::session_root::absolute(Some(&cwd))?;
+            let surface = super::compose::for_surface(
+                super::compose::SurfaceWanted {
+                    home: options.home.clone(),
+                    root: &root,
+                    name: options.agent.as_deref(),
+                    flags: super::compose::provider_flags(&options.provider),
+                    verb: "acp",
+                    default_instructions: "You are a helpful assistant working in the person's project folder, inside their editor. Use the tools to look at files before answering questions about them. Answer concisely.",
+                },
+                &store,
+                // Stdout is the protocol: nothing else is written there.
+                &mut std::io::sink(),
+            )
+            .await?;
+            let metadata =
+                serde_json::json!({"surface": "acp", "root": root.display().to_string()});
+            surface.agent.open_session(store, None, metadata).await
         })
     });
     AcpServe::new(open).serve_stdio().await

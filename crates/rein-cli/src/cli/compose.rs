@@ -73,6 +73,20 @@ pub fn provider_args(spec: &AgentSpec) -> ProviderArgs {
     }
 }
 
+/// The definition the provider flags set (over the config files').
+pub fn provider_flags(args: &ProviderArgs) -> AgentSpec {
+    AgentSpec {
+        provider: if args.scripted {
+            Some("scripted".into())
+        } else {
+            args.provider.clone()
+        },
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        ..AgentSpec::default()
+    }
+}
+
 /// Build the agent `wanted` describes, calling `resolved`'s provider.
 pub async fn compose(
     wanted: &Wanted<'_>,
@@ -116,10 +130,7 @@ pub async fn compose(
     }
     let mut agent = Agent::new(resolved.provider.clone(), backend, profile)
         .with_secrets(super::provider::provider_secrets());
-    if let Some(policy) = &spec.policy {
-        agent.guards.policy.writes_allowed = policy.writes.unwrap_or(true);
-        agent.guards.policy.egress_allow = policy.egress_allow.clone().unwrap_or_default();
-    }
+    agent.guards.policy = policy(spec);
     agent.guards.hooks = hooks(spec, wanted.root)?;
     let subagents = spec.subagents.clone().unwrap_or_default();
     let mut authority = json!({
@@ -148,6 +159,22 @@ pub async fn compose(
     }
     agent.prices = prices(spec);
     Ok(Composed { agent, root, mcp })
+}
+
+/// Refuse a definition that could not be built: a hook's point, the
+/// compaction shares, the reasoning word (`rein config check`).
+pub fn check_spec(spec: &AgentSpec) -> Result<(), AgentError> {
+    hooks(spec, Path::new("."))?;
+    context(spec)?;
+    if let Some(level) = &spec.reasoning {
+        level
+            .parse::<rein_wire::Reasoning>()
+            .map_err(|e| invalid(format!("reasoning: {}", e.message)))?;
+    }
+    if spec.verify.as_ref().is_some_and(|v| v.command.is_empty()) {
+        return Err(invalid("verify: `command` is empty".into()));
+    }
+    Ok(())
 }
 
 /// The words: the definition's instructions (or the surface's), the
@@ -209,6 +236,15 @@ fn hooks(
         }));
     }
     Ok(hooks)
+}
+
+fn policy(spec: &AgentSpec) -> rein_approvals::Policy {
+    let mut policy = rein_approvals::Policy::default();
+    if let Some(set) = &spec.policy {
+        policy.writes_allowed = set.writes.unwrap_or(true);
+        policy.egress_allow = set.egress_allow.clone().unwrap_or_default();
+    }
+    policy
 }
 
 fn budgets(spec: &AgentSpec) -> Budgets {
@@ -299,4 +335,84 @@ pub async fn named_agents(
         servers.extend(composed.mcp);
     }
     Ok((agents, servers))
+}
+
+/// An agent a surface other than the chat runs: the definition for `root`
+/// (the config files, `name`'s agent, `flags`), its provider resolved, and
+/// every native named agent beside it.
+pub struct Surface {
+    /// The agent the surface runs by default.
+    pub agent: Agent,
+    /// The named agents a caller may pick (`rein serve`'s `{"agent": …}`,
+    /// a graph task's `agent = …`).
+    pub named: BTreeMap<String, Agent>,
+    /// MCP servers started for them (stopped when the surface ends).
+    pub mcp: Vec<rein_mcp::McpClients>,
+    /// The provider's name, for the surface's first line.
+    pub provider: String,
+}
+
+/// What [`for_surface`] is asked.
+pub struct SurfaceWanted<'a> {
+    /// `--home`.
+    pub home: Option<PathBuf>,
+    /// The root, absolute.
+    pub root: &'a Path,
+    /// `--agent`.
+    pub name: Option<&'a str>,
+    /// The surface's flags.
+    pub flags: AgentSpec,
+    /// The command, for the "no provider" error.
+    pub verb: &'a str,
+    /// The system prompt when the definition sets none.
+    pub default_instructions: &'a str,
+}
+
+/// Build a surface's agents (see [`Surface`]); notes about the config (an
+/// untrusted project's file) go to `info`.
+pub async fn for_surface(
+    wanted: SurfaceWanted<'_>,
+    store: &Arc<dyn Store>,
+    info: &mut impl Write,
+) -> Result<Surface, AgentError> {
+    let (_, loaded) = load(wanted.home.clone(), wanted.root)?;
+    for note in &loaded.notes {
+        super::chat::say(info, &format!("  ({note})"))?;
+    }
+    let effective = loaded.agent(wanted.name, &wanted.flags)?;
+    let resolved = provider_args(&effective.spec).resolve(wanted.verb)?;
+    let own = Wanted {
+        root: wanted.root,
+        effective: &effective,
+        commands_file: None,
+        default_instructions: wanted.default_instructions,
+    };
+    let composed = compose(&own, &loaded, &resolved, store, info).await?;
+    let (named, mut mcp) = named_agents(&own, &loaded, store, &wanted.flags, info).await?;
+    mcp.extend(composed.mcp);
+    Ok(Surface {
+        agent: composed.agent,
+        named,
+        mcp,
+        provider: resolved.provider.name().to_owned(),
+    })
+}
+
+/// The guards the config's agent `name` runs under (policy, hooks,
+/// secrets) without building the rest: what `rein mcp serve` puts in
+/// front of the tools it serves.
+pub fn guards_for(
+    home: Option<PathBuf>,
+    root: &Path,
+    name: Option<&str>,
+) -> Result<rein_runner::Guards, AgentError> {
+    let (_, loaded) = load(home, root)?;
+    let spec = loaded.agent(name, &AgentSpec::default())?.spec;
+    let guards = rein_runner::Guards {
+        secrets: super::provider::provider_secrets(),
+        hooks: hooks(&spec, root)?,
+        policy: policy(&spec),
+        ..rein_runner::Guards::default()
+    };
+    Ok(guards)
 }

@@ -137,21 +137,44 @@ pub async fn list(
     Ok(())
 }
 
+/// What `rein mcp serve` was asked.
+pub struct ServeOptions {
+    /// `--home`.
+    pub home: Option<PathBuf>,
+    /// The folder served.
+    pub root: Option<PathBuf>,
+    /// Serve streamable HTTP on this port instead of stdio.
+    pub http: Option<u16>,
+    /// Continue this session.
+    pub session: Option<String>,
+    /// Seconds a call waits for a person.
+    pub approval_wait: u64,
+    /// Ask an eliciting client to put approvals to its person.
+    pub elicitation: bool,
+}
+
 /// `rein mcp serve`.
 pub async fn serve(
     store: Arc<dyn Store>,
-    root: Option<PathBuf>,
-    http: Option<u16>,
-    session: Option<String>,
-    approval_wait: u64,
-    elicitation: bool,
+    options: ServeOptions,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let (root_dir, backend) = rein_files::tools_in(root.as_deref(), &store)?;
+    let ServeOptions {
+        home,
+        root,
+        http,
+        session,
+        approval_wait,
+        elicitation,
+    } = options;
+    let root_dir = super::session_root::absolute(root.as_deref())?;
+    let (_, backend) = rein_files::tools_in(Some(&root_dir), &store)?;
+    // The default agent's guards (its policy, its hooks) stand in front of
+    // every call a client makes, as they do in a chat.
     let settings = ServeSettings {
         approval_wait: Duration::from_secs(approval_wait.max(1)),
         elicitation,
-        ..ServeSettings::default()
+        guards: super::compose::guards_for(home, &root_dir, None)?,
     };
     let served = McpServe::open(store, backend, session.as_deref(), settings)
         .await?

@@ -11,6 +11,7 @@ pub mod chat;
 pub mod commands;
 pub mod commands_tool;
 pub mod compose;
+pub mod config_cmd;
 pub mod decode_cmd;
 pub mod graph_view;
 pub mod input;

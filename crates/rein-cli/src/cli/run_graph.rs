@@ -27,7 +27,7 @@ use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_orchestrator::{Blackboard, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
 
 use super::graph_view::View;
-use rein_runner::{ConversationTasks, GraphRecord, Profile, TaskApproval};
+use rein_runner::{ConversationTasks, GraphRecord, TaskApproval};
 use rein_sessions::Store;
 use rein_wire::visible::visible;
 use rein_wire::{AgentError, error::codes};
@@ -57,6 +57,13 @@ pub struct RunOptions {
     /// The system prompt of every task.
     #[arg(long)]
     pub system: Option<String>,
+    /// The agent tasks run unless they name another (`agent = "NAME"`
+    /// in a task names any native agent of the config).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Where rein's config lives (set by `rein` from `--home`).
+    #[arg(skip)]
+    pub home: Option<PathBuf>,
 }
 
 fn io_error(err: std::io::Error) -> AgentError {
@@ -90,8 +97,23 @@ pub async fn run(
     out: &mut impl Write,
     info: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
-    // The provider first: nothing is recorded for a run that cannot start.
-    let resolved = options.provider.resolve("run")?;
+    // The agents first: nothing is recorded for a run that cannot start.
+    let root_dir = super::session_root::absolute(options.root.as_deref())?;
+    let mut flags = super::compose::provider_flags(&options.provider);
+    flags.instructions = options.system.clone();
+    let surface = super::compose::for_surface(
+        super::compose::SurfaceWanted {
+            home: options.home.clone(),
+            root: &root_dir,
+            name: options.agent.as_deref(),
+            flags,
+            verb: "run",
+            default_instructions: "You carry out one task of a larger piece of work, in the person's project folder. Use the tools to look at files. Answer concisely.",
+        },
+        &store,
+        info,
+    )
+    .await?;
     let (record, graph, done, entries) = match (&options.resume, &options.file) {
         (Some(session), _) => {
             let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
@@ -126,32 +148,37 @@ pub async fn run(
             record.session_id()
         ),
     )?;
-    let profile = Profile::new("rein", resolved.model.clone()).with_system(
-        options.system.clone().unwrap_or_else(|| {
-            "You carry out one task of a larger piece of work, in the person's project folder. Use the tools to look at files. Answer concisely.".to_owned()
-        }),
-    );
-    if let Some(task) = graph
-        .tasks()
-        .iter()
-        .find(|t| t.agent.as_deref().is_some_and(|p| p != profile.name))
-    {
+    let default_name = surface.agent.profile.name.clone();
+    if let Some((task, name)) = graph.tasks().iter().find_map(|t| {
+        t.agent
+            .as_deref()
+            .filter(|n| *n != default_name && !surface.named.contains_key(*n))
+            .map(|n| (t, n))
+    }) {
+        let known: Vec<&str> = surface.named.keys().map(String::as_str).collect();
         return Err(AgentError::new(
             codes::GRAPH_INVALID,
             format!(
-                "task `{}` names agent `{}`; `rein run` has only `rein`",
+                "task `{}` names agent `{name}`, which is not defined (defined: {})",
                 task.id,
-                task.agent.as_deref().unwrap_or_default()
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
             ),
         ));
     }
-    let (_, backend) = rein_files::tools_in(options.root.as_deref(), &store)?;
     // The tasks share a blackboard (as it was, on a resume); every write
     // goes into the graph's record.
     let board = Blackboard::restored(entries, record.recorder());
-    let mut tasks = ConversationTasks::new(store.clone(), resolved.provider, backend, profile)
+    let mut tasks = ConversationTasks::of(store.clone(), surface.agent)
         .in_graph(record.session_id())
         .with_blackboard(board);
+    for (name, agent) in surface.named {
+        tasks = tasks.with_agent(&name, agent);
+    }
+    let _servers = surface.mcp;
     let mut asked = tasks.approvals();
     let mut used = tasks.usage();
     let leaves: Vec<String> = graph

@@ -15,7 +15,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rein_runner::Profile;
 use rein_server::Server;
 use rein_sessions::Store;
 use rein_wire::{AgentError, error::codes};
@@ -41,6 +40,13 @@ pub struct ServeOptions {
     /// The model provider.
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// The agent conversations run unless they name another (`[agents.NAME]`;
+    /// every native named agent is offered too: `GET /api/agents`).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Where rein's config lives (set by `rein` from `--home`).
+    #[arg(skip)]
+    pub home: Option<PathBuf>,
 }
 
 fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
@@ -53,11 +59,20 @@ pub async fn run(
     store: Arc<dyn Store>,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let resolved = options.provider.resolve("serve")?;
-    let (root_dir, backend) = rein_files::tools_in(options.root.as_deref(), &store)?;
-    let profile = Profile::new("rein", resolved.model.clone()).with_system(
-        "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.",
-    );
+    let root_dir = super::session_root::absolute(options.root.as_deref())?;
+    let surface = super::compose::for_surface(
+        super::compose::SurfaceWanted {
+            home: options.home.clone(),
+            root: &root_dir,
+            name: options.agent.as_deref(),
+            flags: super::compose::provider_flags(&options.provider),
+            verb: "serve",
+            default_instructions: "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.",
+        },
+        &store,
+        info,
+    )
+    .await?;
     let ip = options.bind.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     if !ip.is_loopback() {
         say(
@@ -78,8 +93,11 @@ pub async fn run(
     let addr = listener
         .local_addr()
         .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
-    let provider_name = resolved.provider.name().to_owned();
-    let mut server = Server::new(store, resolved.provider, backend, profile, addr);
+    let model = surface.agent.profile.model.clone();
+    let mut server = Server::of(store, surface.agent, addr);
+    for (name, agent) in surface.named {
+        server = server.with_agent(&name, agent);
+    }
     if let Ok(token) = std::env::var("REIN_SERVE_TOKEN") {
         if token.chars().count() < MIN_TOKEN_CHARS {
             return Err(AgentError::new(
@@ -94,8 +112,8 @@ pub async fn run(
         info,
         &format!(
             "rein serve · {} via {} · root {}",
-            resolved.model,
-            provider_name,
+            model,
+            surface.provider,
             root_dir.display()
         ),
     )?;
@@ -104,6 +122,7 @@ pub async fn run(
         info,
         "(the link works once; scripts send Authorization: Bearer $REIN_SERVE_TOKEN)",
     )?;
+    let _servers = surface.mcp;
     tokio::select! {
         served = server.serve(listener) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
         _ = tokio::signal::ctrl_c() => Ok(()),

@@ -91,3 +91,20 @@ pub async fn root_of(
         ),
     ))
 }
+
+/// `dir` (or the current directory) as one absolute path, for a surface
+/// that takes its root from a flag alone.
+pub fn absolute(dir: Option<&std::path::Path>) -> Result<std::path::PathBuf, AgentError> {
+    let dir = match dir {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            AgentError::new(codes::INVALID_INPUT, format!("no working folder: {e}"))
+        })?,
+    };
+    dir.canonicalize().map_err(|e| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!("the root {}: {e}", dir.display()),
+        )
+    })
+}
