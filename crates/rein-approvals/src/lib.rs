@@ -221,7 +221,52 @@ pub enum Answer {
     Deny,
 }
 
+/// A person's answer, read the one way every surface reads it: `y` or
+/// `yes` approves this call, `a` or `always` approves the tool for the rest
+/// of the run, `n`, `no` or nothing denies — any case, spaces around
+/// ignored. Anything else is `invalid_input` ([`Answer::typed`] reads it as
+/// a no instead, for a `[y/N]` prompt).
+impl std::str::FromStr for Answer {
+    type Err = rein_wire::AgentError;
+
+    fn from_str(said: &str) -> Result<Answer, rein_wire::AgentError> {
+        match said.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => Ok(Answer::Approve(LeaseScope::Once)),
+            "a" | "always" => Ok(Answer::Approve(LeaseScope::Tool)),
+            "" | "n" | "no" => Ok(Answer::Deny),
+            _ => Err(rein_wire::AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("the answer is yes, always or no, not `{}`", said.trim()),
+            )),
+        }
+    }
+}
+
 impl Answer {
+    /// What a line typed at a `[y/N]` prompt means: anything but a yes is a
+    /// no (the safe reading of a slip).
+    pub fn typed(line: &str) -> Answer {
+        line.parse().unwrap_or(Answer::Deny)
+    }
+
+    /// Whether `line` typed at a `[y/N]` question is a yes.
+    pub fn is_yes(line: &str) -> bool {
+        matches!(Answer::typed(line), Answer::Approve(_))
+    }
+
+    /// A decision as a surface names it (`yes` / `no`, and `always`
+    /// beside a yes): `--always` or `"always": true` with a no is refused.
+    pub fn decided(word: &str, always: bool) -> Result<Answer, rein_wire::AgentError> {
+        match (word.parse::<Answer>()?, always) {
+            (Answer::Approve(_), true) => Ok(Answer::Approve(LeaseScope::Tool)),
+            (Answer::Deny, true) => Err(rein_wire::AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                "--always goes with yes (`always` in the API): it approves this tool for the rest of the turn; a no is for this call only",
+            )),
+            (answer, false) => Ok(answer),
+        }
+    }
+
     /// The decision and lease `approval.decided` records.
     pub fn stored(self) -> (Decision, Option<LeaseScope>) {
         match self {
@@ -473,5 +518,41 @@ mod tests {
             assert_eq!(LeaseScope::from_stored(scope.as_str()), scope);
         }
         assert_eq!(LeaseScope::from_stored("forever"), LeaseScope::Once);
+    }
+}
+
+#[cfg(test)]
+mod answer_tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn one_reading_of_a_persons_answer() {
+        for yes in ["y", "Y", " yes ", "YES"] {
+            assert_eq!(
+                yes.parse::<Answer>().unwrap(),
+                Answer::Approve(LeaseScope::Once)
+            );
+        }
+        for always in ["a", "always", "Always"] {
+            assert_eq!(
+                always.parse::<Answer>().unwrap(),
+                Answer::Approve(LeaseScope::Tool)
+            );
+        }
+        for no in ["", "n", "No", " no"] {
+            assert_eq!(no.parse::<Answer>().unwrap(), Answer::Deny);
+        }
+        // A slip at a [y/N] prompt is a no, never a yes.
+        for slip in ["yy", "yes please", "ok", "\u{1b}[A"] {
+            assert!(slip.parse::<Answer>().is_err());
+            assert_eq!(Answer::typed(slip), Answer::Deny);
+        }
+        assert_eq!(
+            Answer::decided("yes", true).unwrap(),
+            Answer::Approve(LeaseScope::Tool)
+        );
+        assert!(Answer::decided("no", true).is_err());
+        assert!(Answer::decided("maybe", false).is_err());
     }
 }

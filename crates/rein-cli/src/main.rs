@@ -28,6 +28,11 @@ struct Cli {
     /// $XDG_DATA_HOME/rein, else ~/.local/share/rein).
     #[arg(long, global = true, value_name = "DIR")]
     home: Option<PathBuf>,
+    /// Send the runner's spans (gen_ai.*: turns, model calls, tool calls;
+    /// no prompt, text or arguments) to this OTLP traces endpoint, e.g.
+    /// http://127.0.0.1:4318/v1/traces (or `[telemetry] otlp` in the config).
+    #[arg(long, global = true, value_name = "URL")]
+    otel: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -175,15 +180,14 @@ fn main() -> ExitCode {
     {
         rein_sandbox::helper::main();
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("REIN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
     let cli = Cli::parse();
+    let _telemetry = match cli::telemetry::install(cli.home.clone(), cli.otel.clone()) {
+        Ok(installed) => installed,
+        Err(err) => {
+            eprintln!("error[{}]: {}", err.code, err.message);
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -406,26 +410,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                     ));
                 }
             };
-            let answer = match decision.to_ascii_lowercase().as_str() {
-                "yes" | "y" => rein_approvals::Answer::Approve(if always {
-                    rein_approvals::LeaseScope::Tool
-                } else {
-                    rein_approvals::LeaseScope::Once
-                }),
-                "no" | "n" if always => {
-                    return Err(AgentError::new(
-                        codes::INVALID_INPUT,
-                        "--always goes with yes (approve this tool for the rest of the turn); a no is for this call only",
-                    ));
-                }
-                "no" | "n" => rein_approvals::Answer::Deny,
-                other => {
-                    return Err(AgentError::new(
-                        codes::INVALID_INPUT,
-                        format!("the decision must be yes or no, not `{other}`"),
-                    ));
-                }
-            };
+            let answer = rein_approvals::Answer::decided(&decision, always)?;
             let store = open_store(cli.home).await?;
             let delivery = rein_approvals::decide(
                 store.as_ref(),

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_approvals::{Answer, Surface};
 use rein_runner::{Conversation, UiEvent, UiKind};
 use rein_sessions::Store;
 
@@ -42,11 +42,7 @@ pub(crate) async fn decide_scripted(
 
 /// The answer a scripted word stands for.
 pub(crate) fn answer_of(said: &str) -> Answer {
-    match said {
-        "yes" => Answer::Approve(LeaseScope::Once),
-        "always" => Answer::Approve(LeaseScope::Tool),
-        _ => Answer::Deny,
-    }
+    Answer::typed(said)
 }
 
 /// Answer sub-agents' approvals from the script as a person at the

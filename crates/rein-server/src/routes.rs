@@ -13,7 +13,7 @@ use axum::Json;
 use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response, Sse};
-use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_approvals::{Answer, Surface};
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -394,23 +394,7 @@ async fn decide_approval(
     payload: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
 ) -> Answered {
     let decision = body(payload)?;
-    let answer = match (decision.decision.as_str(), decision.always) {
-        ("yes", false) => Answer::Approve(LeaseScope::Once),
-        ("yes", true) => Answer::Approve(LeaseScope::Tool),
-        ("no", false) => Answer::Deny,
-        ("no", true) => {
-            return Err(Problem(AgentError::new(
-                codes::INVALID_INPUT,
-                "`always` goes with yes; a no is for this call only",
-            )));
-        }
-        (other, _) => {
-            return Err(Problem(AgentError::new(
-                codes::INVALID_INPUT,
-                format!("the decision is yes or no, not `{other}`"),
-            )));
-        }
-    };
+    let answer = Answer::decided(&decision.decision, decision.always).map_err(Problem)?;
     let delivery = rein_approvals::decide(
         server.inner.store.as_ref(),
         &id,

@@ -95,7 +95,7 @@ impl Person for TerminalPerson {
                     "stdin"
                 };
                 Some(Answer {
-                    allow: matches!(line.trim(), "y" | "Y" | "yes"),
+                    allow: rein_approvals::Answer::is_yes(&line),
                     by: format!("{by}:person"),
                 })
             })

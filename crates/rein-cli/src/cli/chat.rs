@@ -27,7 +27,7 @@ pub use super::provider::{KEY_HELP, ProviderArgs, resolve};
 use super::provider::{missing_key, scripted};
 use super::session_root;
 use super::turn::{View, drive};
-use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_approvals::{Answer, Surface};
 use rein_runner::{Conversation, TurnOutcome};
 use rein_sessions::Store;
 use rein_sessions::recovery::dangling;
@@ -187,8 +187,6 @@ async fn ask_approval(
                     return Ok(Asked::Closed);
                 };
                 let answer = match line.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => Answer::Approve(LeaseScope::Once),
-                    "a" | "always" => Answer::Approve(LeaseScope::Tool),
                     "d" | "diff" if request.preview.is_some() => {
                         if let Some(change) = &request.preview {
                             write!(info, "{}", preview::render(change, colour, true).0)
@@ -197,7 +195,7 @@ async fn ask_approval(
                         input.ask(&prompt).await;
                         continue;
                     }
-                    _ => Answer::Deny,
+                    typed => Answer::typed(typed),
                 };
                 return Ok(Asked::Answer(answer));
             }
@@ -385,7 +383,7 @@ pub async fn run(
                 .line("  go on with the open turn under what this chat allows now? [y/N] ")
                 .await?
                 .unwrap_or_default();
-            if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            if !Answer::is_yes(&answer) {
                 return Err(change);
             }
             conversation.accept_authority(&Surface::terminal()).await?;

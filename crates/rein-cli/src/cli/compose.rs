@@ -144,6 +144,11 @@ pub async fn compose(
         authority["hooks"] = json!(names);
     }
     agent.guards.authority = authority;
+    agent.guards.telemetry_content = loaded
+        .file()?
+        .telemetry
+        .and_then(|t| t.content)
+        .unwrap_or(false);
     agent.budgets = budgets(spec);
     agent.context = context(spec)?;
     agent.verification = verification(spec, wanted.root);

@@ -24,5 +24,6 @@ pub mod run_graph;
 pub mod serve;
 pub mod session_root;
 pub mod sessions_cmd;
+pub mod telemetry;
 pub mod turn;
 pub mod undo;

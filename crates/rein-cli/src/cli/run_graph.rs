@@ -236,7 +236,7 @@ pub async fn run(
                     continue;
                 };
                 let (approval, _) = waiting.remove(at);
-                let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+                let yes = rein_approvals::Answer::is_yes(&answer);
                 let decided = rein_approvals::decide(
                     store.as_ref(),
                     &approval.session,

@@ -43,7 +43,7 @@ pub async fn root_of(
             ),
         )?;
         let answer = input.line("Work in that folder? [y/N] ").await?;
-        if answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes")) {
+        if answer.is_some_and(|a| rein_approvals::Answer::is_yes(&a)) {
             return Ok(recorded);
         }
         return Err(AgentError::new(
@@ -80,7 +80,7 @@ pub async fn root_of(
         ),
     )?;
     let answer = input.line("Use the new root for it? [y/N] ").await?;
-    if answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes")) {
+    if answer.is_some_and(|a| rein_approvals::Answer::is_yes(&a)) {
         return Ok(given);
     }
     Err(AgentError::new(

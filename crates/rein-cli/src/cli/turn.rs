@@ -308,7 +308,7 @@ pub(super) async fn drive(
                         let text = text.trim();
                         if !waiting.is_empty() {
                             let asked = waiting.remove(0);
-                            let yes = matches!(text.to_ascii_lowercase().as_str(), "y" | "yes");
+                            let yes = Answer::is_yes(text);
                             let decided = rein_approvals::decide(
                                 store.as_ref(),
                                 &asked.session,
