@@ -176,9 +176,9 @@ fn main() -> ExitCode {
     // command (never returns). Before anything else starts.
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == rein_sandbox::helper::HELPER_ARG)
+        .is_some_and(|a| a == rein::sandbox::helper::HELPER_ARG)
     {
-        rein_sandbox::helper::main();
+        rein::sandbox::helper::main();
     }
     let cli = Cli::parse();
     let _telemetry = match cli::telemetry::install(cli.home.clone(), cli.otel.clone()) {
@@ -222,12 +222,12 @@ fn main() -> ExitCode {
 }
 
 /// What the person is told after `rein approve`, `say` or `stop`.
-fn delivered(delivery: rein_approvals::Delivery, session: &str, what: &str) -> String {
+fn delivered(delivery: rein::approvals::Delivery, session: &str, what: &str) -> String {
     match delivery {
-        rein_approvals::Delivery::Recorded => {
+        rein::approvals::Delivery::Recorded => {
             format!("{what}; continue with: rein chat --resume {session}")
         }
-        rein_approvals::Delivery::Queued => format!(
+        rein::approvals::Delivery::Queued => format!(
             "{what}; a chat driving session {session} takes it at its next step (or when it resumes: rein chat --resume {session})"
         ),
     }
@@ -264,8 +264,8 @@ fn end_on_signals() {
             _ = term.recv() => 128 + libc::SIGTERM,
             _ = hup.recv() => 128 + libc::SIGHUP,
         };
-        rein_sandbox::kill_running();
-        rein_host::kill_running();
+        rein::sandbox::kill_running();
+        rein::host::kill_running();
         std::process::exit(code);
     });
 }
@@ -380,7 +380,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 (Some(approval), Some(decision)) => (approval, decision),
                 (None, None) => {
                     let store = open_store(cli.home).await?;
-                    let waiting = rein_approvals::waiting(store.as_ref(), &session).await?;
+                    let waiting = rein::approvals::waiting(store.as_ref(), &session).await?;
                     if waiting.is_empty() {
                         return say_out(&format!("nothing waits for a decision in {session}"));
                     }
@@ -410,28 +410,28 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                     ));
                 }
             };
-            let answer = rein_approvals::Answer::decided(&decision, always)?;
+            let answer = rein::approvals::Answer::decided(&decision, always)?;
             let store = open_store(cli.home).await?;
-            let delivery = rein_approvals::decide(
+            let delivery = rein::approvals::decide(
                 store.as_ref(),
                 &session,
                 &approval,
                 answer,
-                &rein_approvals::Surface::command("approve"),
+                &rein::approvals::Surface::command("approve"),
             )
             .await?;
             say_out(&delivered(delivery, &session, "decided"))
         }
         Command::Say { session, text } => {
             let store = open_store(cli.home).await?;
-            let surface = rein_approvals::Surface::command("say");
-            let delivery = rein_approvals::say(store.as_ref(), &session, &text, &surface).await?;
+            let surface = rein::approvals::Surface::command("say");
+            let delivery = rein::approvals::say(store.as_ref(), &session, &text, &surface).await?;
             say_out(&delivered(delivery, &session, "said"))
         }
         Command::Stop { session } => {
             let store = open_store(cli.home).await?;
-            let surface = rein_approvals::Surface::command("stop");
-            let delivery = rein_approvals::stop(store.as_ref(), &session, &surface).await?;
+            let surface = rein::approvals::Surface::command("stop");
+            let delivery = rein::approvals::stop(store.as_ref(), &session, &surface).await?;
             say_out(&delivered(delivery, &session, "stop asked"))
         }
         Command::Sessions { command } => {

@@ -91,10 +91,10 @@ mod watched {
     use std::time::Duration;
 
     use futures::future::BoxFuture;
-    use rein_host::acp::{AcpAsk, Answer, Person, Question, drive_acp};
-    use rein_host::acp_stream::AcpStream;
-    use rein_host::session::{Delivery, SessionHost};
-    use rein_host::{Ended, HostSpec};
+    use rein::host::acp::{AcpAsk, Answer, Person, Question, drive_acp};
+    use rein::host::acp_stream::AcpStream;
+    use rein::host::session::{Delivery, SessionHost};
+    use rein::host::{Ended, HostSpec};
     use tokio_util::sync::CancellationToken;
 
     struct Says(Option<bool>, Arc<Mutex<Vec<Question>>>);

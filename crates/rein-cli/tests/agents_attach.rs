@@ -134,14 +134,14 @@ async fn two_terminals_one_session_takeover_by_typing() {
     let _ = bob.child.wait();
     assert!(!text(&owner.out).contains("two-4") && !text(&owner.out).contains("four-8"));
 
-    let store = rein_sessions::SqliteStore::open_home(home.path())
+    let store = rein::sessions::SqliteStore::open_home(home.path())
         .await
         .unwrap();
-    let events = rein_sessions::read_all(&store, &id).await.unwrap();
+    let events = rein::sessions::read_all(&store, &id).await.unwrap();
     let interventions: Vec<(String, String)> = events
         .iter()
         .filter_map(|e| match &e.event {
-            rein_sessions::Event::HostIntervened {
+            rein::sessions::Event::HostIntervened {
                 viewer,
                 intervention,
                 ..
@@ -167,9 +167,9 @@ async fn two_terminals_one_session_takeover_by_typing() {
         ]
     );
     let takeover_data = events.iter().find_map(|e| match &e.event {
-        rein_sessions::Event::HostIntervened { data: Some(d), .. } => Some(d.clone()),
+        rein::sessions::Event::HostIntervened { data: Some(d), .. } => Some(d.clone()),
         _ => None,
     });
     assert_eq!(takeover_data.as_deref(), Some("echo one-$((1+1))\n"));
-    assert!(events.iter().any(|e| matches!(&e.event, rein_sessions::Event::RunFinished { outcome, .. } if outcome == "finished")));
+    assert!(events.iter().any(|e| matches!(&e.event, rein::sessions::Event::RunFinished { outcome, .. } if outcome == "finished")));
 }

@@ -282,7 +282,7 @@ async fn a_relative_root_is_the_projects_for_commands_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_reaches_no_unix_socket_outside_the_root() {
     for bubblewrap in ["false", "true"] {
-        if bubblewrap == "true" && rein_sandbox::bwrap::find().is_none() {
+        if bubblewrap == "true" && rein::sandbox::bwrap::find().is_none() {
             continue;
         }
         let root = tempfile::tempdir().unwrap();

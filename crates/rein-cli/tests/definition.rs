@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 
 use common::{rein_at, run_with_stdin, stderr, stdout};
-use rein_sessions::{Event, SqliteStore, Store};
+use rein::sessions::{Event, SqliteStore, Store};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::{Value, json};
 
@@ -60,7 +60,7 @@ async fn denied(home: &Path) -> usize {
     let store = SqliteStore::open(home.join("rein.db")).await.unwrap();
     let mut count = 0;
     for session in store.list_sessions(100).await.unwrap() {
-        let log = rein_sessions::read_all(&store, &session.id).await.unwrap();
+        let log = rein::sessions::read_all(&store, &session.id).await.unwrap();
         count += log
             .iter()
             .filter(|e| matches!(&e.event, Event::HookRan { hook, effect, .. } if hook == "deny-writes" && effect == "deny"))
@@ -331,7 +331,7 @@ async fn verify_gates_a_chat_turn() {
 /// The `run.started` authority of the newest turn in `session`.
 async fn authority(home: &Path, session: &str) -> Value {
     let store = SqliteStore::open(home.join("rein.db")).await.unwrap();
-    let log = rein_sessions::read_all(&store, session).await.unwrap();
+    let log = rein::sessions::read_all(&store, session).await.unwrap();
     log.iter()
         .rev()
         .find_map(|e| match &e.event {
@@ -428,7 +428,7 @@ async fn the_same_named_agent_records_the_same_authority_from_chat_and_serve() {
         let store = SqliteStore::open(home.path().join("rein.db"))
             .await
             .unwrap();
-        let log = rein_sessions::read_all(&store, &id).await.unwrap();
+        let log = rein::sessions::read_all(&store, &id).await.unwrap();
         if log
             .iter()
             .any(|e| matches!(e.event, Event::TurnFinished { .. }))

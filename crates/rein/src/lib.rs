@@ -40,6 +40,10 @@
 //!   records a hosted run as a session, ACP both ways (its permission
 //!   requests decided by a person), and sessions with a PTY that several
 //!   viewers watch and a person takes over by typing;
+//! - `files`, `sandbox`, `telemetry` (`otlp` for the exporter) and
+//!   `config` (features of the same names, off by default): the file tools
+//!   in one root, commands confined, the runner's spans out, and the agent
+//!   definition loaded from layered config files;
 //! - `testing` (feature `testing`, off by default): a fake
 //!   OpenAI-compatible server on loopback, fake tools and the backend
 //!   contract suite, for a product's own tests.
@@ -53,6 +57,10 @@
 
 pub use rein_approvals as approvals;
 pub use rein_cache as cache;
+#[cfg(feature = "config")]
+pub use rein_config as config;
+#[cfg(feature = "files")]
+pub use rein_files as files;
 pub use rein_gateway as gateway;
 #[cfg(feature = "host")]
 pub use rein_host as host;
@@ -60,9 +68,13 @@ pub use rein_host as host;
 pub use rein_mcp as mcp;
 pub use rein_orchestrator as orchestrator;
 pub use rein_runner as runner;
+#[cfg(feature = "sandbox")]
+pub use rein_sandbox as sandbox;
 #[cfg(feature = "server")]
 pub use rein_server as server;
 pub use rein_sessions as sessions;
+#[cfg(feature = "telemetry")]
+pub use rein_telemetry as telemetry;
 #[cfg(feature = "testing")]
 pub use rein_testing as testing;
 pub use rein_tools as tools;
@@ -80,7 +92,9 @@ pub mod prelude {
     pub use rein_approvals::{Answer, LeaseScope, Surface};
     pub use rein_gateway::scripted::{Rule, ScriptedBrain};
     pub use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
-    pub use rein_runner::{ApprovalRequest, Budgets, Conversation, Profile, TurnOutcome};
+    pub use rein_runner::{
+        Agent, ApprovalRequest, Budgets, Conversation, Guards, Profile, TurnOutcome,
+    };
     #[cfg(feature = "sqlite")]
     pub use rein_sessions::SqliteStore;
     pub use rein_sessions::{MemoryStore, Store};

@@ -12,10 +12,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rein_host::acp::{Answer, Person, Question};
-use rein_host::acp_serve::{AcpServe, OpenConversation};
-use rein_sessions::Store;
-use rein_wire::AgentError;
+use rein::host::acp::{Answer, Person, Question};
+use rein::host::acp_serve::{AcpServe, OpenConversation};
+use rein::sessions::Store;
+use rein::wire::AgentError;
 
 use super::chat::ProviderArgs;
 
@@ -95,7 +95,7 @@ impl Person for TerminalPerson {
                     "stdin"
                 };
                 Some(Answer {
-                    allow: rein_approvals::Answer::is_yes(&line),
+                    allow: rein::approvals::Answer::is_yes(&line),
                     by: format!("{by}:person"),
                 })
             })

@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_host::config::{AgentEntry, AgentKind, AgentsConfig, BASE_ENV};
-use rein_host::{ClaudeStream, CodexStream, Driven, Ended, HostSpec, Recorder, Reducer, drive};
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::host::config::{AgentEntry, AgentKind, AgentsConfig, BASE_ENV};
+use rein::host::{ClaudeStream, CodexStream, Driven, Ended, HostSpec, Recorder, Reducer, drive};
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 
 use crate::cli::output::output_error;
 
@@ -97,7 +97,7 @@ pub async fn run(
             AgentError::new(codes::INVALID_INPUT, format!("no working directory: {e}"))
         })?,
     };
-    let home = rein_sessions::home::resolve(args.home)?;
+    let home = rein::sessions::home::resolve(args.home)?;
     close_dead(&home, store.as_ref()).await?;
     let (kind, entry) = resolve_agent(&home, &args.agent, args.command)?;
     let mut argv = entry.argv;
@@ -138,7 +138,7 @@ pub async fn run(
     let mut recorder = Recorder::start(store, kind.as_str(), &program, &prompt).await?;
     let session = recorder.session().to_owned();
     // Other terminals can watch the run while it lasts.
-    let host = rein_host::session::SessionHost::new();
+    let host = rein::host::session::SessionHost::new();
     let viewers = crate::cli::agents_tui::Viewers::serve(&home, &host, &session)?;
     writeln!(
         err,
@@ -166,9 +166,9 @@ pub async fn run(
         on_signal.cancel();
     });
     let mut shown_err = Ok(());
-    let mut show = |p: &rein_host::Progress| {
+    let mut show = |p: &rein::host::Progress| {
         // Activity is liveness for a watcher, not a line worth printing.
-        if p.kind != rein_host::ProgressKind::Activity && shown_err.is_ok() {
+        if p.kind != rein::host::ProgressKind::Activity && shown_err.is_ok() {
             shown_err = writeln!(err, ".. {p}");
         }
     };
@@ -185,13 +185,13 @@ pub async fn run(
             .await
         }
         None => {
-            let mut stream = rein_host::acp_stream::AcpStream::new(&cwd_text);
-            let ask = rein_host::acp::AcpAsk {
+            let mut stream = rein::host::acp_stream::AcpStream::new(&cwd_text);
+            let ask = rein::host::acp::AcpAsk {
                 prompt: prompt.clone(),
                 person: Arc::new(crate::cli::acp::TerminalPerson),
                 view,
             };
-            rein_host::acp::drive_acp(
+            rein::host::acp::drive_acp(
                 &spec,
                 ask,
                 &mut stream,
@@ -212,7 +212,7 @@ pub async fn run(
     };
     shown_err.map_err(output_error)?;
     if let Some(text) = &driven.outcome.text {
-        writeln!(out, "{}", rein_wire::visible::visible(text)).map_err(output_error)?;
+        writeln!(out, "{}", rein::wire::visible::visible(text)).map_err(output_error)?;
     }
     writeln!(err, "{}", summary_line(kind.as_str(), &driven, &session)).map_err(output_error)?;
     match driven.ended {
@@ -230,7 +230,7 @@ pub async fn run(
 
 /// The hosted agents configured (read through the one config loader).
 fn hosted(home: &std::path::Path) -> Result<AgentsConfig, AgentError> {
-    let loaded = rein_config::Loaded::load(home, None)?;
+    let loaded = rein::config::Loaded::load(home, None)?;
     AgentsConfig::parse(&loaded.section_text("agents"))
 }
 
@@ -255,7 +255,7 @@ fn resolve_agent(
             codes::AGENT_CONFIG_INVALID,
             format!(
                 "no agent `{}` is configured (configured: {}); or name how the command after `--` is driven: claude, codex, acp or tui",
-                rein_wire::visible::visible(name),
+                rein::wire::visible::visible(name),
                 if known.is_empty() {
                     "none".to_owned()
                 } else {
@@ -279,8 +279,8 @@ fn resolve_agent(
             argv: command,
             env: Default::default(),
             env_from: Vec::new(),
-            timeout: rein_host::driver::DEFAULT_TIMEOUT,
-            max_line: rein_host::driver::DEFAULT_MAX_LINE,
+            timeout: rein::host::driver::DEFAULT_TIMEOUT,
+            max_line: rein::host::driver::DEFAULT_MAX_LINE,
         },
     ))
 }
@@ -313,7 +313,7 @@ fn summary_line(kind: &str, driven: &Driven, session: &str) -> String {
         ));
     }
     parts.push(match driven.outcome.cost_micro_usd {
-        Some(cost) => rein_trace::usd(cost),
+        Some(cost) => rein::trace::usd(cost),
         None => "cost unknown".to_owned(),
     });
     parts.push(format!("session {session}"));
@@ -324,7 +324,7 @@ fn summary_line(kind: &str, driven: &Driven, session: &str) -> String {
 /// Close the record of every hosted run whose driver died (killed
 /// outright, it could not), and remove its watch socket.
 pub async fn close_dead(home: &std::path::Path, store: &dyn Store) -> Result<(), AgentError> {
-    for session in rein_host::record::close_dead(store, 1_000).await? {
+    for session in rein::host::record::close_dead(store, 1_000).await? {
         let _ = std::fs::remove_file(crate::cli::agents_tui::socket_path(home, &session));
     }
     Ok(())
@@ -347,7 +347,7 @@ pub async fn list(
             out,
             "configured  {name:<16} {:<7} {}",
             entry.kind.as_str(),
-            rein_wire::visible::visible(&program)
+            rein::wire::visible::visible(&program)
         )
         .map_err(output_error)?;
     }
@@ -365,15 +365,15 @@ pub async fn list(
         else {
             continue;
         };
-        let events = rein_sessions::read_all(store, &info.id).await?;
-        let report = rein_trace::report(&info.id, &events);
+        let events = rein::sessions::read_all(store, &info.id).await?;
+        let report = rein::trace::report(&info.id, &events);
         let outcome = report
             .runs
             .last()
             .and_then(|r| r.outcome.clone())
             .unwrap_or_else(|| "running".to_owned());
         let cost = if report.totals.calls_without_cost == 0 && report.totals.model_calls > 0 {
-            rein_trace::usd(report.totals.cost_micro_usd)
+            rein::trace::usd(report.totals.cost_micro_usd)
         } else {
             "cost unknown".to_owned()
         };
@@ -381,7 +381,7 @@ pub async fn list(
             out,
             "{}  {:<7} {:<14} {} tool calls  {}",
             info.id,
-            rein_wire::visible::visible(kind),
+            rein::wire::visible::visible(kind),
             outcome,
             report.totals.tools.total,
             cost

@@ -14,11 +14,11 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rein_host::attach::{self, kind};
-use rein_host::session::{OpenRequest, RenderMode, SessionHost};
-use rein_host::{HostSpec, Recorder, pty};
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::host::attach::{self, kind};
+use rein::host::session::{OpenRequest, RenderMode, SessionHost};
+use rein::host::{HostSpec, Recorder, pty};
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::output::output_error;
@@ -224,7 +224,7 @@ pub async fn run(
             Some(x) = record_rx.recv() => recorder.intervention(&x).await?,
             key = keys.recv() => match key {
                 Some(Key::Bytes(bytes)) => {
-                    if let Err(rein_host::session::InputResult::LeaseHeld { holder }) = host.take_over(&id, "local", &bytes) {
+                    if let Err(rein::host::session::InputResult::LeaseHeld { holder }) = host.take_over(&id, "local", &bytes) {
                         eprint!("\r\n[rein] {holder} holds the session; your keys were not sent\r\n");
                     }
                 }
@@ -263,7 +263,7 @@ pub async fn attach(
         .map_err(|_| {
             refused(format!(
                 "no live session {} here (is `rein agents run tui` still running?)",
-                rein_wire::visible::visible(session)
+                rein::wire::visible::visible(session)
             ))
         })?;
     let (mut r, mut w) = stream.into_split();
@@ -282,7 +282,7 @@ pub async fn attach(
                 }
                 Ok(Some((kind::STATUS, text))) => {
                     let text = String::from_utf8_lossy(&text);
-                    write!(err, "\r\n[rein] {}\r\n", rein_wire::visible::visible(&text)).map_err(output_error)?;
+                    write!(err, "\r\n[rein] {}\r\n", rein::wire::visible::visible(&text)).map_err(output_error)?;
                 }
                 Ok(Some((kind::END, _))) | Ok(None) | Err(_) => {
                     write!(err, "\r\n[rein] the session ended\r\n").map_err(output_error)?;

@@ -6,9 +6,9 @@
 
 use std::io::Write;
 
-use rein_runner::Conversation;
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::runner::Conversation;
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 
 use super::chat::say;
 

@@ -27,12 +27,12 @@ pub use super::provider::{KEY_HELP, ProviderArgs, resolve};
 use super::provider::{missing_key, scripted};
 use super::session_root;
 use super::turn::{View, drive};
-use rein_approvals::{Answer, Surface};
-use rein_runner::{Conversation, TurnOutcome};
-use rein_sessions::Store;
-use rein_sessions::recovery::dangling;
-use rein_wire::visible::visible;
-use rein_wire::{AgentError, error::codes};
+use rein::approvals::{Answer, Surface};
+use rein::runner::{Conversation, TurnOutcome};
+use rein::sessions::Store;
+use rein::sessions::recovery::dangling;
+use rein::wire::visible::visible;
+use rein::wire::{AgentError, error::codes};
 use serde_json::json;
 
 /// What the person asked for on the command line (`rein chat`'s flags).
@@ -96,9 +96,9 @@ pub struct ChatOptions {
 
 impl ChatOptions {
     /// The definition these flags set (over the config files').
-    pub fn flags(&self) -> rein_config::AgentSpec {
+    pub fn flags(&self) -> rein::config::AgentSpec {
         let provider = &self.provider;
-        let mut tools = rein_config::ToolsSpec::default();
+        let mut tools = rein::config::ToolsSpec::default();
         if self.allow_commands {
             tools.commands = Some(true);
         }
@@ -106,7 +106,7 @@ impl ChatOptions {
             tools.mcp = Some(self.mcp.clone());
         }
         tools.skills = self.skills.as_ref().map(|d| d.display().to_string());
-        rein_config::AgentSpec {
+        rein::config::AgentSpec {
             provider: if provider.scripted {
                 Some("scripted".into())
             } else {
@@ -116,16 +116,16 @@ impl ChatOptions {
             base_url: provider.base_url.clone(),
             reasoning: self.reasoning.map(|r| r.to_string()),
             instructions: self.system.clone(),
-            tools: (tools != rein_config::ToolsSpec::default()).then_some(tools),
-            subagents: self.subagents.then(|| rein_config::SubagentsSpec {
+            tools: (tools != rein::config::ToolsSpec::default()).then_some(tools),
+            subagents: self.subagents.then(|| rein::config::SubagentsSpec {
                 enabled: Some(true),
-                ..rein_config::SubagentsSpec::default()
+                ..rein::config::SubagentsSpec::default()
             }),
-            verify: self.verify.as_ref().map(|line| rein_config::VerifySpec {
+            verify: self.verify.as_ref().map(|line| rein::config::VerifySpec {
                 command: line.split_whitespace().map(str::to_owned).collect(),
-                ..rein_config::VerifySpec::default()
+                ..rein::config::VerifySpec::default()
             }),
-            ..rein_config::AgentSpec::default()
+            ..rein::config::AgentSpec::default()
         }
     }
 }
@@ -152,7 +152,7 @@ async fn ask_approval(
     conversation: &mut Conversation,
     input: &mut Asker,
     info: &mut impl Write,
-    request: &rein_runner::ApprovalRequest,
+    request: &rein::runner::ApprovalRequest,
 ) -> Result<Asked, AgentError> {
     let (approval_id, tool) = (&request.approval_id, &request.tool);
     let colour = preview::colour_wanted();
@@ -350,7 +350,7 @@ pub async fn run(
     let compose::Composed { agent, root, mcp } =
         compose::compose(&wanted, &loaded, &resolved, &store, info).await?;
     if let Some(level) = agent.profile.reasoning
-        && rein_wire::model_reasoning(&resolved.model) == rein_wire::ModelReasoning::DoesNot
+        && rein::wire::model_reasoning(&resolved.model) == rein::wire::ModelReasoning::DoesNot
     {
         say(
             info,
@@ -504,7 +504,7 @@ pub async fn run(
                 Err(err) if err.code == codes::OUTPUT_CLOSED => return Err(err),
                 Err(err) => {
                     say(info, &format!("error[{}]: {}", err.code, err.message))?;
-                    if let Some(hint) = rein_wire::error::lookup(&err.code) {
+                    if let Some(hint) = rein::wire::error::lookup(&err.code) {
                         say(info, &format!("  {}", hint.hint))?;
                     }
                 }

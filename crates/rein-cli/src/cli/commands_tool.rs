@@ -7,13 +7,13 @@
 
 use std::path::{Path, PathBuf};
 
-use rein_sandbox::RunCommand;
-use rein_sandbox::config::CommandsConfig;
-use rein_wire::AgentError;
+use rein::sandbox::RunCommand;
+use rein::sandbox::config::CommandsConfig;
+use rein::wire::AgentError;
 
 /// The tool, and a line saying how isolated its commands run.
 pub async fn build(
-    loaded: &rein_config::Loaded,
+    loaded: &rein::config::Loaded,
     policy: Option<&Path>,
     root: &Path,
 ) -> Result<(RunCommand, String), AgentError> {
@@ -26,7 +26,7 @@ pub async fn build(
         .files
         .last()
         .cloned()
-        .unwrap_or_else(|| PathBuf::from(rein_config::CONFIG_FILE));
+        .unwrap_or_else(|| PathBuf::from(rein::config::CONFIG_FILE));
     let mut config = CommandsConfig::parse(&text, &origin)?;
     if let Some(file) = policy {
         config = config.with_policy_file(file)?;

@@ -1,5 +1,5 @@
 //! The `rein` command's composition root: a definition
-//! (`rein_config::AgentSpec`, layered from the config files, a named agent
+//! (`rein::config::AgentSpec`, layered from the config files, a named agent
 //! and the flags) made into a running [`Agent`] — provider, words with the
 //! project's `AGENTS.md`, the root's file tools, skills, `run_command` in
 //! the sandbox, MCP servers' tools, policy, hooks, budgets, the
@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_config::{AgentSpec, Effective, Loaded};
-use rein_runner::hooks::{CommandHook, HookPoint};
-use rein_runner::{Agent, Budgets, ContextPolicy, Delegation, Profile, Verification};
-use rein_sessions::Store;
-use rein_tools::ToolBackend;
-use rein_wire::{AgentError, ModelPrice, PriceTable, error::codes};
+use rein::config::{AgentSpec, Effective, Loaded};
+use rein::runner::hooks::{CommandHook, HookPoint};
+use rein::runner::{Agent, Budgets, ContextPolicy, Delegation, Profile, Verification};
+use rein::sessions::Store;
+use rein::tools::ToolBackend;
+use rein::wire::{AgentError, ModelPrice, PriceTable, error::codes};
 use serde_json::json;
 
 use super::provider::{ProviderArgs, Resolved};
@@ -47,9 +47,9 @@ pub struct Composed {
     /// The agent.
     pub agent: Agent,
     /// The root's file tools (for `/undo`).
-    pub root: Arc<rein_files::Root>,
+    pub root: Arc<rein::files::Root>,
     /// The MCP servers started for it (stopped when the surface ends).
-    pub mcp: Option<rein_mcp::McpClients>,
+    pub mcp: Option<rein::mcp::McpClients>,
 }
 
 fn invalid(message: String) -> AgentError {
@@ -58,7 +58,7 @@ fn invalid(message: String) -> AgentError {
 
 /// rein's home, and the config files for a project at `root`.
 pub fn load(home: Option<PathBuf>, root: &Path) -> Result<(PathBuf, Loaded), AgentError> {
-    let home = rein_sessions::home::resolve(home)?;
+    let home = rein::sessions::home::resolve(home)?;
     let loaded = Loaded::load(&home, Some(root))?;
     Ok((home, loaded))
 }
@@ -97,15 +97,15 @@ pub async fn compose(
 ) -> Result<Composed, AgentError> {
     let spec = &wanted.effective.spec;
     let tools = spec.tools.clone().unwrap_or_default();
-    let root = Arc::new(rein_files::Root::new(wanted.root)?);
-    let stash = rein_files::Stash(store.clone());
+    let root = Arc::new(rein::files::Root::new(wanted.root)?);
+    let stash = rein::files::Stash(store.clone());
     let mut registry = if tools.files.unwrap_or(true) {
-        rein_files::file_tools(root.clone(), Some(stash))?
+        rein::files::file_tools(root.clone(), Some(stash))?
     } else {
-        rein_tools::Registry::new()
+        rein::tools::Registry::new()
     };
     if let Some(dir) = &tools.skills {
-        registry = registry.with_skills(rein_tools::Skills::load(Path::new(dir))?);
+        registry = registry.with_skills(rein::tools::Skills::load(Path::new(dir))?);
     }
     let mut commands = None;
     if tools.commands.unwrap_or(false) {
@@ -118,7 +118,7 @@ pub async fn compose(
     let mcp_names = tools.mcp.clone().unwrap_or_default();
     let mcp = super::mcp::clients(loaded, &mcp_names)?;
     let backend: Arc<dyn ToolBackend> = match &mcp {
-        Some(clients) => Arc::new(rein_tools::Joined::new(vec![
+        Some(clients) => Arc::new(rein::tools::Joined::new(vec![
             Arc::new(registry),
             Arc::new(clients.tools()),
         ])),
@@ -126,7 +126,7 @@ pub async fn compose(
     };
     let mut profile = profile(wanted, resolved)?;
     if mcp.as_ref().is_some_and(super::mcp::deferred) {
-        profile.tools = rein_runner::ToolLoading::Deferred;
+        profile.tools = rein::runner::ToolLoading::Deferred;
     }
     let mut agent = Agent::new(resolved.provider.clone(), backend, profile)
         .with_secrets(super::provider::provider_secrets());
@@ -173,7 +173,7 @@ pub fn check_spec(spec: &AgentSpec) -> Result<(), AgentError> {
     context(spec)?;
     if let Some(level) = &spec.reasoning {
         level
-            .parse::<rein_wire::Reasoning>()
+            .parse::<rein::wire::Reasoning>()
             .map_err(|e| invalid(format!("reasoning: {}", e.message)))?;
     }
     if spec.verify.as_ref().is_some_and(|v| v.command.is_empty()) {
@@ -197,8 +197,8 @@ fn profile(wanted: &Wanted<'_>, resolved: &Resolved) -> Result<Profile, AgentErr
         .unwrap_or_else(|| wanted.default_instructions.to_owned());
     let mut profile = Profile::new(name, resolved.model.clone()).with_system(instructions);
     if spec.project_instructions.unwrap_or(true) {
-        let files = rein_config::project_instructions(wanted.root);
-        if let Some(block) = rein_config::as_system_block(&files) {
+        let files = rein::config::project_instructions(wanted.root);
+        if let Some(block) = rein::config::as_system_block(&files) {
             profile = profile.with_system(block);
         }
     }
@@ -211,8 +211,8 @@ fn profile(wanted: &Wanted<'_>, resolved: &Resolved) -> Result<Profile, AgentErr
 fn hooks(
     spec: &AgentSpec,
     root: &Path,
-) -> Result<Vec<Arc<dyn rein_runner::hooks::Hook>>, AgentError> {
-    let mut hooks: Vec<Arc<dyn rein_runner::hooks::Hook>> = Vec::new();
+) -> Result<Vec<Arc<dyn rein::runner::hooks::Hook>>, AgentError> {
+    let mut hooks: Vec<Arc<dyn rein::runner::hooks::Hook>> = Vec::new();
     for entry in spec.hooks.iter().flatten() {
         if entry.command.is_empty() {
             return Err(invalid(format!(
@@ -243,8 +243,8 @@ fn hooks(
     Ok(hooks)
 }
 
-fn policy(spec: &AgentSpec) -> rein_approvals::Policy {
-    let mut policy = rein_approvals::Policy::default();
+fn policy(spec: &AgentSpec) -> rein::approvals::Policy {
+    let mut policy = rein::approvals::Policy::default();
     if let Some(set) = &spec.policy {
         policy.writes_allowed = set.writes.unwrap_or(true);
         policy.egress_allow = set.egress_allow.clone().unwrap_or_default();
@@ -322,7 +322,7 @@ pub async fn named_agents(
     store: &Arc<dyn Store>,
     flags: &AgentSpec,
     info: &mut impl Write,
-) -> Result<(BTreeMap<String, Agent>, Vec<rein_mcp::McpClients>), AgentError> {
+) -> Result<(BTreeMap<String, Agent>, Vec<rein::mcp::McpClients>), AgentError> {
     let mut agents = BTreeMap::new();
     let mut servers = Vec::new();
     for (name, entry) in loaded.agents()? {
@@ -352,7 +352,7 @@ pub struct Surface {
     /// a graph task's `agent = …`).
     pub named: BTreeMap<String, Agent>,
     /// MCP servers started for them (stopped when the surface ends).
-    pub mcp: Vec<rein_mcp::McpClients>,
+    pub mcp: Vec<rein::mcp::McpClients>,
     /// The provider's name, for the surface's first line.
     pub provider: String,
 }
@@ -410,14 +410,14 @@ pub fn guards_for(
     home: Option<PathBuf>,
     root: &Path,
     name: Option<&str>,
-) -> Result<rein_runner::Guards, AgentError> {
+) -> Result<rein::runner::Guards, AgentError> {
     let (_, loaded) = load(home, root)?;
     let spec = loaded.agent(name, &AgentSpec::default())?.spec;
-    let guards = rein_runner::Guards {
+    let guards = rein::runner::Guards {
         secrets: super::provider::provider_secrets(),
         hooks: hooks(&spec, root)?,
         policy: policy(&spec),
-        ..rein_runner::Guards::default()
+        ..rein::runner::Guards::default()
     };
     Ok(guards)
 }

@@ -9,8 +9,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use rein_config::{AgentSpec, Loaded, PROJECT_FILE};
-use rein_wire::{AgentError, error::codes};
+use rein::config::{AgentSpec, Loaded, PROJECT_FILE};
+use rein::wire::{AgentError, error::codes};
 use serde_json::json;
 
 /// `rein config`'s subcommands.
@@ -68,7 +68,7 @@ pub fn run(
     home: Option<PathBuf>,
     out: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let home = rein_sessions::home::resolve(home)?;
+    let home = rein::sessions::home::resolve(home)?;
     match command {
         ConfigCommand::Show { agent, root, json } => {
             show(&home, &root_or_cwd(root)?, agent.as_deref(), json, out)
@@ -76,7 +76,7 @@ pub fn run(
         ConfigCommand::Check { root } => check(&home, &root_or_cwd(root)?, out),
         ConfigCommand::Trust { dir } => {
             let dir = root_or_cwd(dir)?;
-            let trusted = rein_config::trust(&home, &dir)?;
+            let trusted = rein::config::trust(&home, &dir)?;
             writeln!(
                 out,
                 "trusted {}: its {PROJECT_FILE} applies from now on",
@@ -85,7 +85,7 @@ pub fn run(
             .map_err(io)
         }
         ConfigCommand::Schema => {
-            let text = serde_json::to_string_pretty(&rein_config::schema())
+            let text = serde_json::to_string_pretty(&rein::config::schema())
                 .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
             writeln!(out, "{text}").map_err(io)
         }
@@ -123,7 +123,7 @@ fn show(
     let mut values = Vec::new();
     flatten(&table, "", &mut values);
     let instructions = if effective.spec.project_instructions.unwrap_or(true) {
-        rein_config::project_instructions(root)
+        rein::config::project_instructions(root)
     } else {
         Vec::new()
     };
@@ -155,7 +155,7 @@ fn show(
         return writeln!(out, "{shown}").map_err(io);
     }
     let line = |out: &mut dyn Write, text: &str| {
-        writeln!(out, "{}", rein_wire::visible::visible(text)).map_err(io)
+        writeln!(out, "{}", rein::wire::visible::visible(text)).map_err(io)
     };
     line(out, &format!("agent: {}", agent.unwrap_or("(default)")))?;
     for file in &loaded.files {
@@ -204,7 +204,7 @@ fn show(
 fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentError> {
     // Every file, trusted or not: a person checks a project before trusting it.
     let project = root.join(PROJECT_FILE);
-    let mut files = vec![home.join(rein_config::CONFIG_FILE)];
+    let mut files = vec![home.join(rein::config::CONFIG_FILE)];
     if project.exists() {
         files.push(project);
     }
@@ -212,7 +212,7 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
         let Ok(text) = std::fs::read_to_string(file) else {
             continue;
         };
-        rein_config::check(&text).map_err(|(line, why)| {
+        rein::config::check(&text).map_err(|(line, why)| {
             AgentError::new(
                 codes::CONFIG_INVALID,
                 format!("{}:{line}: {why}", file.display()),
@@ -223,18 +223,18 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
         let table: toml::Table = toml::from_str(&text).map_err(|e| {
             AgentError::new(codes::CONFIG_INVALID, format!("{}: {e}", file.display()))
         })?;
-        loaded.apply(table, &rein_config::Source::User(file.clone()));
+        loaded.apply(table, &rein::config::Source::User(file.clone()));
         let within = |err: AgentError| {
             AgentError::new(err.code, format!("{}: {}", file.display(), err.message))
         };
-        rein_mcp::McpConfig::parse(&loaded.section_text("mcp")).map_err(within)?;
-        rein_host::config::AgentsConfig::parse(&loaded.section_text("agents")).map_err(within)?;
+        rein::mcp::McpConfig::parse(&loaded.section_text("mcp")).map_err(within)?;
+        rein::host::config::AgentsConfig::parse(&loaded.section_text("agents")).map_err(within)?;
         let commands = format!(
             "{}\n{}",
             loaded.section_text("sandbox"),
             loaded.section_text("commands")
         );
-        rein_sandbox::config::CommandsConfig::parse(&commands, file)?;
+        rein::sandbox::config::CommandsConfig::parse(&commands, file)?;
         for name in loaded
             .agents()?
             .iter()
@@ -246,7 +246,7 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
         }
         super::compose::check_spec(&loaded.agent(None, &AgentSpec::default())?.spec)
             .map_err(within)?;
-        let trust = if file.starts_with(home) || rein_config::trusted(home, root) {
+        let trust = if file.starts_with(home) || rein::config::trusted(home, root) {
             ""
         } else {
             " (not trusted: not applied until `rein config trust`)"

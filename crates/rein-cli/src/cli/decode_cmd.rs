@@ -1,6 +1,6 @@
 //! `rein wire decode`: decode a captured SSE body and print what rein sees.
 //!
-//! Prints each normalised [`StreamEvent`](rein_wire::StreamEvent) as one
+//! Prints each normalised [`StreamEvent`](rein::wire::StreamEvent) as one
 //! JSON line, then one `summary` line with the assembled message (text,
 //! tool calls with parsed arguments, usage, stop reason). A stream that
 //! fails to decode, carries a provider error or a malformed tool call
@@ -10,8 +10,8 @@ use std::io::Write;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use rein_gateway::{WireApi, decode_stream, sse::SseLimits};
-use rein_wire::{AgentError, Assembler};
+use rein::gateway::{WireApi, decode_stream, sse::SseLimits};
+use rein::wire::{AgentError, Assembler};
 use serde_json::{Value, json};
 
 /// The body is fed to the decoder in chunks of this size, as a network

@@ -14,9 +14,9 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rein_orchestrator::{Progress, TaskState};
-use rein_wire::AgentError;
-use rein_wire::visible::visible;
+use rein::orchestrator::{Progress, TaskState};
+use rein::wire::AgentError;
+use rein::wire::visible::visible;
 
 /// How often a running task's spinner turns.
 const TICK: Duration = Duration::from_millis(120);

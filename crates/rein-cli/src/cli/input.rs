@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, Write};
 
-use rein_wire::{AgentError, error::codes};
+use rein::wire::{AgentError, error::codes};
 
 use super::output::output_error as io_error;
 

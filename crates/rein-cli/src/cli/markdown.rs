@@ -8,7 +8,7 @@
 //! text given here has already been made visible; the only escapes in the
 //! output are this module's own.
 //!
-//! Not here: making model text safe (`rein_wire::visible`).
+//! Not here: making model text safe (`rein::wire::visible`).
 
 const BOLD: &str = "\x1b[1m";
 const CODE: &str = "\x1b[36m";

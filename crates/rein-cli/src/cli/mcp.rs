@@ -16,9 +16,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_mcp::{McpClients, McpConfig, McpServe, ServeSettings, config::CONFIG_FILE};
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::mcp::{McpClients, McpConfig, McpServe, ServeSettings, config::CONFIG_FILE};
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 
 /// `rein mcp`'s subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -56,7 +56,7 @@ pub enum McpCommand {
 /// The configured servers named, started in the background (`None` when
 /// none are named).
 pub fn clients(
-    loaded: &rein_config::Loaded,
+    loaded: &rein::config::Loaded,
     names: &[String],
 ) -> Result<Option<McpClients>, AgentError> {
     if names.is_empty() {
@@ -73,8 +73,8 @@ pub fn deferred(clients: &McpClients) -> bool {
 }
 
 fn config(home: Option<PathBuf>) -> Result<McpConfig, AgentError> {
-    let home = rein_sessions::home::resolve(home)?;
-    let loaded = rein_config::Loaded::load(&home, None)?;
+    let home = rein::sessions::home::resolve(home)?;
+    let loaded = rein::config::Loaded::load(&home, None)?;
     McpConfig::parse(&loaded.section_text("mcp"))
 }
 
@@ -85,7 +85,7 @@ fn io(err: std::io::Error) -> AgentError {
 /// Print a line of `rein mcp list`: it quotes servers' own words (their
 /// errors, their tools' names), so it goes through `visible`.
 fn line(out: &mut impl Write, text: &str) -> Result<(), AgentError> {
-    writeln!(out, "{}", rein_wire::visible::visible(text)).map_err(io)
+    writeln!(out, "{}", rein::wire::visible::visible(text)).map_err(io)
 }
 
 /// `rein mcp list`.
@@ -96,7 +96,7 @@ pub async fn list(
 ) -> Result<(), AgentError> {
     let config = config(home.clone())?;
     if config.servers.is_empty() {
-        let home = rein_sessions::home::resolve(home)?;
+        let home = rein::sessions::home::resolve(home)?;
         writeln!(
             out,
             "no MCP servers are configured (add [mcp.servers.NAME] to {})",
@@ -110,11 +110,11 @@ pub async fn list(
     for server in clients.servers() {
         let now = server.snapshot();
         let how = match &server.config().transport {
-            rein_mcp::Transport::Stdio { command, .. } => format!("stdio `{command}`"),
-            rein_mcp::Transport::Http { url, .. } => format!("http {url}"),
+            rein::mcp::Transport::Stdio { command, .. } => format!("stdio `{command}`"),
+            rein::mcp::Transport::Http { url, .. } => format!("http {url}"),
         };
         let why = match &now.status {
-            rein_mcp::Status::Failed { error, .. } => format!(": {error}"),
+            rein::mcp::Status::Failed { error, .. } => format!(": {error}"),
             _ => String::new(),
         };
         line(
@@ -168,7 +168,7 @@ pub async fn serve(
         elicitation,
     } = options;
     let root_dir = super::session_root::absolute(root.as_deref())?;
-    let (_, backend) = rein_files::tools_in(Some(&root_dir), &store)?;
+    let (_, backend) = rein::files::tools_in(Some(&root_dir), &store)?;
     // The default agent's guards (its policy, its hooks) stand in front of
     // every call a client makes, as they do in a chat.
     let settings = ServeSettings {
@@ -181,7 +181,7 @@ pub async fn serve(
         .telling(|line, asked| {
             eprint!(
                 "rein mcp serve: {}\n{}",
-                rein_wire::visible::visible(line),
+                rein::wire::visible::visible(line),
                 super::preview::asked_lines(&asked.tool, &asked.arguments, asked.preview.as_ref())
             );
         });
@@ -217,7 +217,7 @@ pub async fn serve(
             )
             .map_err(io)?;
             let cancel = tokio_util::sync::CancellationToken::new();
-            let guard = rein_mcp::HttpGuard {
+            let guard = rein::mcp::HttpGuard {
                 hosts: vec![
                     format!("127.0.0.1:{}", addr.port()),
                     format!("localhost:{}", addr.port()),

@@ -5,7 +5,7 @@
 //! command ends on quietly with success, as ripgrep and other Unix tools do
 //! on a broken pipe. Any other failed write is an internal error.
 
-use rein_wire::{AgentError, error::codes};
+use rein::wire::{AgentError, error::codes};
 
 /// The error for a failed write to stdout or stderr.
 pub fn output_error(err: std::io::Error) -> AgentError {

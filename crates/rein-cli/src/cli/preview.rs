@@ -5,7 +5,7 @@
 //!
 //! Not here: making the preview (the tools), or asking (the chat).
 
-use rein_wire::{Preview, PreviewKind, visible::visible};
+use rein::wire::{Preview, PreviewKind, visible::visible};
 
 /// Lines of a preview shown before the person asks for the rest.
 pub const SHOWN_LINES: usize = 40;
@@ -64,7 +64,7 @@ pub fn asked_lines(tool: &str, arguments: &serde_json::Value, preview: Option<&P
             fallback = Preview::new(
                 PreviewKind::Text,
                 tool,
-                rein_wire::arguments_text(arguments, rein_wire::MAX_SHOWN_ARGUMENT_CHARS),
+                rein::wire::arguments_text(arguments, rein::wire::MAX_SHOWN_ARGUMENT_CHARS),
             );
             &fallback
         }

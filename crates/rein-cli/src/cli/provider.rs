@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use rein_gateway::scripted::ScriptedBrain;
-use rein_gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
-use rein_wire::{AgentError, error::codes};
+use rein::gateway::scripted::ScriptedBrain;
+use rein::gateway::{HttpProvider, Provider, ProviderConfig, WireApi};
+use rein::wire::{AgentError, error::codes};
 
 /// The provider flags every command that calls a model shares (`chat`,
 /// `run`, `serve`, `acp`).
@@ -124,7 +124,7 @@ pub fn resolve(options: &ProviderArgs) -> Result<Option<Resolved>, AgentError> {
 /// The values of the provider keys set in this environment: masked in
 /// every tool result a conversation records.
 pub fn provider_secrets() -> Vec<String> {
-    rein_wire::env::PROVIDER_KEYS
+    rein::wire::env::PROVIDER_KEYS
         .iter()
         .filter_map(|name| std::env::var(name).ok())
         .filter(|value| !value.trim().is_empty())

@@ -23,14 +23,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_orchestrator::{Blackboard, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
+use rein::approvals::{Answer, LeaseScope, Surface};
+use rein::orchestrator::{Blackboard, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
 
 use super::graph_view::View;
-use rein_runner::{ConversationTasks, GraphRecord, TaskApproval};
-use rein_sessions::Store;
-use rein_wire::visible::visible;
-use rein_wire::{AgentError, error::codes};
+use rein::runner::{ConversationTasks, GraphRecord, TaskApproval};
+use rein::sessions::Store;
+use rein::wire::visible::visible;
+use rein::wire::{AgentError, error::codes};
 use tokio::sync::mpsc;
 
 use super::chat::ProviderArgs;
@@ -236,8 +236,8 @@ pub async fn run(
                     continue;
                 };
                 let (approval, _) = waiting.remove(at);
-                let yes = rein_approvals::Answer::is_yes(&answer);
-                let decided = rein_approvals::decide(
+                let yes = rein::approvals::Answer::is_yes(&answer);
+                let decided = rein::approvals::decide(
                     store.as_ref(),
                     &approval.session,
                     &approval.request.approval_id,

@@ -15,9 +15,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rein_server::Server;
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::server::Server;
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 
 use super::chat::ProviderArgs;
 

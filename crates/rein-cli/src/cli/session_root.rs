@@ -4,12 +4,12 @@
 //! different `--root` for a resumed session is used only when the person
 //! confirms it.
 //!
-//! Not here: the confinement to that folder (`rein_files::Root`).
+//! Not here: the confinement to that folder (`rein::files::Root`).
 
 use std::io::Write;
 
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 
 use super::chat::{ChatOptions, say};
 use super::input::Asker;
@@ -31,7 +31,7 @@ pub async fn root_of(
     let recorded = metadata["root"].as_str().map(std::path::PathBuf::from);
     // An imported session's root is what its trace says: evidence, never
     // where the tools work unless the person says so here.
-    if rein_sessions::recovery::imported_through(&metadata) > 0
+    if rein::sessions::recovery::imported_through(&metadata) > 0
         && options.root.is_none()
         && let Some(recorded) = recorded
     {
@@ -43,7 +43,7 @@ pub async fn root_of(
             ),
         )?;
         let answer = input.line("Work in that folder? [y/N] ").await?;
-        if answer.is_some_and(|a| rein_approvals::Answer::is_yes(&a)) {
+        if answer.is_some_and(|a| rein::approvals::Answer::is_yes(&a)) {
             return Ok(recorded);
         }
         return Err(AgentError::new(
@@ -80,7 +80,7 @@ pub async fn root_of(
         ),
     )?;
     let answer = input.line("Use the new root for it? [y/N] ").await?;
-    if answer.is_some_and(|a| rein_approvals::Answer::is_yes(&a)) {
+    if answer.is_some_and(|a| rein::approvals::Answer::is_yes(&a)) {
         return Ok(given);
     }
     Err(AgentError::new(

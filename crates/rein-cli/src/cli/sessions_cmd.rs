@@ -8,14 +8,14 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use rein_sessions::{Event, Store, StoredEvent, TurnInfo};
-use rein_wire::visible::visible;
-use rein_wire::{AgentError, ContentBlock, error::codes};
+use rein::sessions::{Event, Store, StoredEvent, TurnInfo};
+use rein::wire::visible::visible;
+use rein::wire::{AgentError, ContentBlock, error::codes};
 use serde_json::{Value, json};
 
 /// Read a session's whole log.
 pub async fn whole_log(store: &dyn Store, id: &str) -> Result<Vec<StoredEvent>, AgentError> {
-    rein_sessions::read_all(store, id).await
+    rein::sessions::read_all(store, id).await
 }
 
 fn out_error(err: std::io::Error) -> AgentError {
@@ -47,7 +47,10 @@ const TITLE_WORDS: usize = 8;
 /// How a session is summed up without reading its whole log: its first
 /// events (the title), its last ones (state, last activity) and its
 /// control record (a pending approval).
-async fn listed(store: &dyn Store, info: rein_sessions::SessionInfo) -> Result<Listed, AgentError> {
+async fn listed(
+    store: &dyn Store,
+    info: rein::sessions::SessionInfo,
+) -> Result<Listed, AgentError> {
     let first = store.read(&info.id, 1, 16).await?;
     let title = first
         .iter()
@@ -127,7 +130,7 @@ pub async fn list(
     if sessions.is_empty() {
         return writeln!(out, "no sessions yet (start one with `rein chat`)").map_err(out_error);
     }
-    let now = rein_wire::clock::now_ms();
+    let now = rein::wire::clock::now_ms();
     for s in sessions {
         // Titles and model names came from a person or a provider: shown
         // visibly, never as raw control bytes.
@@ -270,7 +273,7 @@ pub async fn tree(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
 
 /// `rein sessions export ID`: the golden trace.
 pub async fn export(store: &dyn Store, id: &str) -> Result<String, AgentError> {
-    rein_trace::golden::export(&whole_log(store, id).await?)
+    rein::trace::golden::export(&whole_log(store, id).await?)
 }
 
 /// `rein trace report ID`.
@@ -280,7 +283,7 @@ pub async fn report(
     as_json: bool,
     out: &mut impl Write,
 ) -> Result<(), AgentError> {
-    let report = rein_runner::report_with_agents(store, id).await?;
+    let report = rein::runner::report_with_agents(store, id).await?;
     if as_json {
         let v = serde_json::to_string(&json!(report))
             .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;

@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use opentelemetry::trace::TracerProvider as _;
-use rein_wire::{AgentError, error::codes};
+use rein::wire::{AgentError, error::codes};
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -41,9 +41,9 @@ pub fn install(home: Option<PathBuf>, otel: Option<String>) -> Result<Installed,
             tracing_subscriber::EnvFilter::try_from_env("REIN_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         );
-    let settings = rein_sessions::home::resolve(home)
+    let settings = rein::sessions::home::resolve(home)
         .ok()
-        .and_then(|home| rein_config::Loaded::load(&home, None).ok())
+        .and_then(|home| rein::config::Loaded::load(&home, None).ok())
         .and_then(|loaded| loaded.file().ok())
         .and_then(|file| file.telemetry)
         .unwrap_or_default();
@@ -52,7 +52,7 @@ pub fn install(home: Option<PathBuf>, otel: Option<String>) -> Result<Installed,
         match &endpoint {
             Some(url) => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                Some(rein_telemetry::otlp_tracer_provider(url).map_err(|e| {
+                Some(rein::telemetry::otlp_tracer_provider(url).map_err(|e| {
                     AgentError::new(codes::INVALID_INPUT, format!("--otel {url}: {e}"))
                 })?)
             }
@@ -60,12 +60,12 @@ pub fn install(home: Option<PathBuf>, otel: Option<String>) -> Result<Installed,
         };
     let spans = provider
         .as_ref()
-        .map(|p| rein_telemetry::otel_layer(p.tracer("rein")));
+        .map(|p| rein::telemetry::otel_layer(p.tracer("rein")));
     let sink = match &settings.jsonl {
         Some(path) => Some(
-            rein_telemetry::JsonlSink::create(
+            rein::telemetry::JsonlSink::create(
                 std::path::Path::new(path),
-                rein_telemetry::DEFAULT_MAX_BYTES,
+                rein::telemetry::DEFAULT_MAX_BYTES,
                 super::provider::provider_secrets(),
             )
             .map_err(|e| {

@@ -8,10 +8,10 @@
 
 use std::io::{IsTerminal, Write};
 
-use rein_approvals::{Answer, LeaseScope, Surface};
-use rein_runner::{ApprovalRequest, Conversation, TurnOutcome, UiEvent, UiKind};
-use rein_wire::AgentError;
-use rein_wire::visible::visible;
+use rein::approvals::{Answer, LeaseScope, Surface};
+use rein::runner::{ApprovalRequest, Conversation, TurnOutcome, UiEvent, UiKind};
+use rein::wire::AgentError;
+use rein::wire::visible::visible;
 
 use super::chat::{io_error, say};
 use super::commands::{self, Cost};
@@ -309,7 +309,7 @@ pub(super) async fn drive(
                         if !waiting.is_empty() {
                             let asked = waiting.remove(0);
                             let yes = Answer::is_yes(text);
-                            let decided = rein_approvals::decide(
+                            let decided = rein::approvals::decide(
                                 store.as_ref(),
                                 &asked.session,
                                 &asked.approval_id,

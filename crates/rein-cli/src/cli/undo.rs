@@ -1,13 +1,13 @@
 //! `/undo` in the chat: the session's last undoable change, found in its
 //! log, undone by the file tools, and the model told.
 //!
-//! Not here: how a change is kept and put back (`rein_files::undo`).
+//! Not here: how a change is kept and put back (`rein::files::undo`).
 
-use rein_approvals::Surface;
-use rein_files::Root;
-use rein_runner::Conversation;
-use rein_sessions::Store;
-use rein_wire::{AgentError, error::codes};
+use rein::approvals::Surface;
+use rein::files::Root;
+use rein::runner::Conversation;
+use rein::sessions::Store;
+use rein::wire::{AgentError, error::codes};
 
 /// Undo the session's last undoable change: the path it restored.
 pub async fn undo_last(
@@ -16,13 +16,13 @@ pub async fn undo_last(
     root: &Root,
 ) -> Result<String, AgentError> {
     let events = conversation.log_events().await?;
-    let Some(op) = rein_sessions::recovery::last_undoable(&events).map(str::to_owned) else {
+    let Some(op) = rein::sessions::recovery::last_undoable(&events).map(str::to_owned) else {
         return Err(AgentError::new(
             codes::INVALID_INPUT,
             "nothing to undo in this session",
         ));
     };
-    let path = rein_files::undo(root, store, &op).await?;
+    let path = rein::files::undo(root, store, &op).await?;
     conversation
         .record_undone(
             &op,
