@@ -41,6 +41,30 @@ pub(super) struct Journal {
     /// How far the log is imported history (evidence, never authority;
     /// `rein_sessions::recovery::imported_through`): 0 for none.
     evidence_through: u64,
+    /// Whether the lease was given back (by `release`).
+    released: bool,
+}
+
+/// A conversation dropped without `close()` gives its session's lease back
+/// all the same — on the runtime it was dropped in, at once, rather than
+/// leaving the session locked until the lease runs out. Best effort (a
+/// runtime shutting down may not run it); `close()` is the sure way, and
+/// the one that writes bookkeeping still staged.
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let store = self.store.clone();
+            let lease = self.lease.clone();
+            runtime.spawn(async move {
+                if let Err(err) = store.release(&lease).await {
+                    tracing::debug!(code = %err.code, "a dropped conversation's lease was not given back");
+                }
+            });
+        }
+    }
 }
 
 /// The log as far as the conversation has read it. Owned by the
@@ -78,6 +102,7 @@ impl Journal {
             staged: Vec::new(),
             ui: std::sync::OnceLock::new(),
             evidence_through: rein_sessions::recovery::imported_through(&session.metadata),
+            released: false,
         })
     }
 
@@ -129,6 +154,7 @@ impl Journal {
         if !self.staged.is_empty() {
             self.append(Vec::new()).await?;
         }
+        self.released = true;
         self.store.release(&self.lease).await
     }
 

@@ -61,6 +61,13 @@ impl Conversation {
                 format!("approval `{approval_id}` is not pending"),
             ));
         }
+        // A yes under authority that changed since the run started (and
+        // nobody accepted) is refused before it is recorded: it could not
+        // run anyway. A no is always recorded.
+        if matches!(answer, Answer::Approve(_)) {
+            let events = self.journal.log().await?;
+            self.check_authority(&events)?;
+        }
         let (decision, lease) = answer.stored();
         self.journal
             .append(vec![Event::ApprovalDecided {
