@@ -77,10 +77,23 @@ async fn resume(folder: &Path, session: &str) -> Result<(), AgentError> {
     chat.close().await
 }
 
-/// The conversation over the SQLite file in `folder`, with a `note` tool
-/// that appends to `notes.txt` there and waits for a person first.
+/// The conversation over the SQLite file in `folder`: both processes open
+/// it from the same [`Agent`] value, so nothing is passed twice (its prices
+/// travel with it). Were the second one's definition different (another
+/// model, other tools), its yes would be refused as `authority_changed`
+/// until a person accepts the change: `chat.accept_authority(&person)`.
 async fn open(folder: &Path, session: Option<&str>) -> Result<Conversation, AgentError> {
-    let store = Arc::new(SqliteStore::open(folder.join("rein.db")).await?);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(folder.join("rein.db")).await?);
+    let agent = agent(folder)?;
+    match session {
+        Some(id) => agent.resume(store, id).await,
+        None => agent.open(store).await,
+    }
+}
+
+/// The agent: a `note` tool that appends to `notes.txt` in `folder` and
+/// waits for a person first.
+fn agent(folder: &Path) -> Result<Agent, AgentError> {
     let notes = folder.join("notes.txt");
     let note = tool_fn(
         "note",
@@ -114,5 +127,5 @@ async fn open(folder: &Path, session: Option<&str>) -> Result<Conversation, Agen
     )]);
     let tools = Arc::new(Registry::new().with(note)?);
     let profile = Profile::new("notes", "rein-scripted");
-    Conversation::open(store, Arc::new(model), tools, profile, session).await
+    Ok(Agent::new(Arc::new(model), tools, profile))
 }
