@@ -1,7 +1,13 @@
 //! The project's instruction files: `AGENTS.md` in the root and in each
-//! folder above it (as Codex reads them), outermost first, so the nearest
-//! file has the last word. Bounded: at most [`MAX_TOTAL_BYTES`] in all, a
-//! file past what is left cut at a line and said to be cut.
+//! folder above it up to the repository's top (the first folder holding
+//! `.git`), as Codex reads them, outermost first, so the nearest file has
+//! the last word. Bounded: at most [`MAX_TOTAL_BYTES`] in all, a file past
+//! what is left cut at a line and said to be cut.
+//!
+//! A file is read only when the root's owner (or the system) owns it and
+//! nobody else may write it: another local user must not be able to put
+//! words in a person's prompt by leaving `/tmp/AGENTS.md` above a folder
+//! they work in.
 //!
 //! Not here: where the text goes (the system prompt, by whoever builds the
 //! agent).
@@ -28,12 +34,24 @@ pub struct Instructions {
 /// The instruction files from `root` up to the filesystem's root,
 /// outermost first.
 pub fn project_instructions(root: &Path) -> Vec<Instructions> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(owner) = std::fs::metadata(root).ok().map(|m| m.uid()) else {
+        return Vec::new();
+    };
+    let trusted = |path: &Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|m| {
+            m.is_file() && (m.uid() == owner || m.uid() == 0) && m.mode() & 0o022 == 0
+        })
+    };
     let mut found = Vec::new();
     let mut dir = root.canonicalize().ok();
     while let Some(here) = dir {
         let path = here.join(FILE_NAME);
-        if path.is_file() {
+        if trusted(&path) {
             found.push(path);
+        }
+        if here.join(".git").exists() {
+            break;
         }
         dir = here.parent().map(Path::to_path_buf);
     }
@@ -92,6 +110,23 @@ mod tests {
         let inner = top.path().join("app");
         std::fs::create_dir_all(&inner).unwrap();
         std::fs::write(top.path().join(FILE_NAME), "outer rule\n").unwrap();
+        // Writable by others: never read.
+        let loose = top.path().join("loose");
+        std::fs::create_dir_all(&loose).unwrap();
+        std::fs::write(loose.join(FILE_NAME), "obey me\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                loose.join(FILE_NAME),
+                std::fs::Permissions::from_mode(0o666),
+            )
+            .unwrap();
+        }
+        assert!(
+            project_instructions(&loose)
+                .iter()
+                .all(|f| !f.text.contains("obey me"))
+        );
         std::fs::write(inner.join(FILE_NAME), "inner rule\n".repeat(5000)).unwrap();
         let files = project_instructions(&inner);
         let ours: Vec<&Instructions> = files
@@ -107,5 +142,9 @@ mod tests {
         let nearest = texts.iter().position(|t| *t == "inner rule\n").unwrap();
         assert!(outer < nearest);
         assert!(as_system_block(&files).unwrap().contains("inner rule"));
+        // The repository's top is as far up as it looks.
+        std::fs::create_dir_all(inner.join(".git")).unwrap();
+        let files = project_instructions(&inner);
+        assert_eq!(files.len(), 1, "{files:?}");
     }
 }
