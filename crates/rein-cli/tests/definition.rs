@@ -445,54 +445,9 @@ async fn the_same_named_agent_records_the_same_authority_from_chat_and_serve() {
     );
 }
 
-/// An OTLP collector stand-in on loopback: every request body it got.
-async fn collector() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let bodies: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>> = std::sync::Arc::default();
-    let kept = bodies.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut data = Vec::new();
-                let mut buf = [0u8; 16384];
-                while let Ok(n) = socket.read(&mut buf).await {
-                    if n == 0 {
-                        return;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                    let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&data[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| {
-                            l.strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap_or(0))
-                        })
-                        .unwrap_or(0);
-                    if data.len() >= end + 4 + length {
-                        kept.lock()
-                            .unwrap()
-                            .push(data[end + 4..end + 4 + length].to_vec());
-                        let _ = socket
-                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-                            .await;
-                        data.clear();
-                    }
-                }
-            });
-        }
-    });
-    (format!("http://{addr}/v1/traces"), bodies)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otel_spans_from_a_chat_reach_a_collector_without_the_prompt() {
-    let (endpoint, bodies) = collector().await;
+    let (endpoint, bodies) = rein_testing::otlp_collector().await;
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     let canary = "prompt-canary-7f3a";

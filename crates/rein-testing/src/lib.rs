@@ -17,6 +17,7 @@
 //!
 //! These are test tools: they favour clear failures over robustness.
 
+mod collector;
 pub mod contract;
 mod fake_provider;
 mod fake_server;
@@ -25,6 +26,7 @@ pub mod fixtures;
 pub mod mcp;
 pub mod wire;
 
+pub use collector::{Bodies, otlp_collector};
 pub use fake_provider::FakeProvider;
 pub use fake_server::{Chunk, FakeServer, RecordedRequest, Reply, Responder};
 pub use fake_tools::{FakeToolBackend, Project};

@@ -107,13 +107,6 @@ impl ChatOptions {
         }
         tools.skills = self.skills.as_ref().map(|d| d.display().to_string());
         rein::config::AgentSpec {
-            provider: if provider.scripted {
-                Some("scripted".into())
-            } else {
-                provider.provider.clone()
-            },
-            model: provider.model.clone(),
-            base_url: provider.base_url.clone(),
             reasoning: self.reasoning.map(|r| r.to_string()),
             instructions: self.system.clone(),
             tools: (tools != rein::config::ToolsSpec::default()).then_some(tools),
@@ -125,7 +118,7 @@ impl ChatOptions {
                 command: line.split_whitespace().map(str::to_owned).collect(),
                 ..rein::config::VerifySpec::default()
             }),
-            ..rein::config::AgentSpec::default()
+            ..compose::provider_flags(provider)
         }
     }
 }
