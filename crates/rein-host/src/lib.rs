@@ -31,6 +31,7 @@ pub mod claude;
 pub mod codex;
 pub mod config;
 pub mod driver;
+pub mod helper;
 pub mod jsonrpc;
 mod lifetime;
 pub mod progress;

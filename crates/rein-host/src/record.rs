@@ -67,6 +67,19 @@ impl Recorder {
                 "driver": rein_sessions::ProcessMark::current(),
             }))
             .await?;
+        Recorder::start_in(store, &info.id, kind, program, prompt).await
+    }
+
+    /// The same, in `session`, a session made already (a sub-agent's,
+    /// named in its parent's `agent.started`).
+    pub async fn start_in(
+        store: Arc<dyn Store>,
+        session: &str,
+        kind: &str,
+        program: &str,
+        prompt: &str,
+    ) -> Result<Self, AgentError> {
+        let info = store.session(session).await?;
         let lease = store.acquire(&info.id, HOLDER, LEASE_TTL).await?;
         let turn_id = rein_wire::ids::new_prefixed("turn");
         let run_id = rein_wire::ids::new_prefixed("run");

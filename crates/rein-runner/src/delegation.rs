@@ -41,6 +41,10 @@ pub struct Delegation {
     pub writes: bool,
     /// Added to the sub-agent's system prompt, in the product's words.
     pub instructions: String,
+    /// Named agents a `delegate` call may hand its task to (`agent: NAME`):
+    /// rein agents (kept to this conversation's guards by the one rule) or
+    /// programs rein hosts.
+    pub helpers: std::collections::BTreeMap<String, crate::helpers::Helper>,
     /// How deep the conversation holding this is (0 for the main agent).
     pub(crate) depth: u32,
     /// What starts a sub-agent (rein's own, from `crate::subagent`).
@@ -55,6 +59,7 @@ impl std::fmt::Debug for Delegation {
             .field("max_depth", &self.max_depth)
             .field("writes", &self.writes)
             .field("instructions", &self.instructions)
+            .field("helpers", &self.helpers.keys().collect::<Vec<_>>())
             .field("depth", &self.depth)
             .finish_non_exhaustive()
     }
@@ -122,7 +127,7 @@ pub(crate) struct Child {
 }
 
 /// The `delegate` tool's definition.
-pub(crate) fn delegate_spec(writes: bool) -> rein_wire::ToolSpec {
+pub(crate) fn delegate_spec(writes: bool, helpers: &[String]) -> rein_wire::ToolSpec {
     let can = if writes {
         "can use your tools (its changes are asked of the person, like yours)"
     } else {
@@ -133,17 +138,28 @@ pub(crate) fn delegate_spec(writes: bool) -> rein_wire::ToolSpec {
         description: format!(
             "Hand a self-contained task to a sub-agent that {can}, and get its answer. Several delegate calls in one message run side by side. Use it for work that would fill your own context."
         ),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "task": {"type": "string", "description": "The task, with everything the sub-agent needs to know."},
-                "tools": {"type": "array", "items": {"type": "string"}, "description": "Names of your tools the sub-agent may use (default: all of them)."}
-            },
-            "required": ["task"],
-            "additionalProperties": false
-        }),
+        input_schema: {
+            let mut schema = json!({
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "The task, with everything the sub-agent needs to know."},
+                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Names of your tools the sub-agent may use (default: all of them)."}
+                },
+                "required": ["task"],
+                "additionalProperties": false
+            });
+            if !helpers.is_empty() {
+                schema["properties"]["agent"] = json!({"type": "string", "enum": helpers, "description": "A named agent to hand the task to (default: a sub-agent like you)."});
+            }
+            schema
+        },
         strict: false,
     }
+}
+
+/// The named agent a `delegate` call hands its task to, if any.
+pub(crate) fn agent_of(args: &Value) -> Option<&str> {
+    args.get("agent").and_then(Value::as_str)
 }
 
 /// The task of a `delegate` call, if its arguments have one.

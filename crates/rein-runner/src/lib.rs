@@ -18,6 +18,7 @@ mod conversation;
 mod delegation;
 mod graph_record;
 mod guards;
+mod helpers;
 pub mod hooks;
 mod outcome;
 mod project;
@@ -37,6 +38,7 @@ pub use conversation::{
 pub use delegation::Delegation;
 pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
+pub use helpers::{ExternalAgent, ExternalTask, Helper};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

@@ -56,6 +56,7 @@ impl Default for Delegation {
             max_steps: 20,
             max_depth: 2,
             writes: true,
+            helpers: std::collections::BTreeMap::new(),
             depth: 0,
             spawner: Arc::new(SubAgents),
             instructions: "You are a sub-agent working on one task for another agent. Do the task with the tools you have; a change you make is asked of the person first. Answer with what you found or did, briefly and concretely.".into(),

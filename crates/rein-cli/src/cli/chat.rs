@@ -340,8 +340,19 @@ pub async fn run(
         commands_file: options.commands.as_deref(),
         default_instructions: CHAT_INSTRUCTIONS,
     };
-    let compose::Composed { agent, root, mcp } =
-        compose::compose(&wanted, &loaded, &resolved, &store, info).await?;
+    let compose::Composed {
+        mut agent,
+        root,
+        mcp,
+    } = compose::compose(&wanted, &loaded, &resolved, &store, info).await?;
+    // The agents a delegate call may name (each with its own MCP servers).
+    let mut helper_servers = Vec::new();
+    if agent.delegation.is_some() {
+        let (named, servers) =
+            compose::named_agents(&wanted, &loaded, &store, &options.flags(), info).await?;
+        compose::add_helpers(&mut agent, &named, &loaded, &root_dir)?;
+        helper_servers = servers;
+    }
     if let Some(level) = agent.profile.reasoning
         && rein::wire::model_reasoning(&resolved.model) == rein::wire::ModelReasoning::DoesNot
     {
@@ -509,7 +520,7 @@ pub async fn run(
         info,
         &format!("session {id} (continue with: rein chat --resume {id})"),
     )?;
-    if let Some(clients) = &mcp {
+    for clients in mcp.iter().chain(helper_servers.iter()) {
         clients.shutdown();
     }
     conversation.close().await?;

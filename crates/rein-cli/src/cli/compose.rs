@@ -392,8 +392,9 @@ pub async fn for_surface(
         commands_file: None,
         default_instructions: wanted.default_instructions,
     };
-    let composed = compose(&own, &loaded, &resolved, store, info).await?;
+    let mut composed = compose(&own, &loaded, &resolved, store, info).await?;
     let (named, mut mcp) = named_agents(&own, &loaded, store, &wanted.flags, info).await?;
+    add_helpers(&mut composed.agent, &named, &loaded, wanted.root)?;
     mcp.extend(composed.mcp);
     Ok(Surface {
         agent: composed.agent,
@@ -420,4 +421,37 @@ pub fn guards_for(
         ..rein::runner::Guards::default()
     };
     Ok(guards)
+}
+
+/// Give `agent`'s delegation (when it delegates) the helpers a `delegate`
+/// call may name: every native named agent in `named` and every `claude`
+/// or `codex` entry of the config, run in `root`.
+pub fn add_helpers(
+    agent: &mut Agent,
+    named: &BTreeMap<String, Agent>,
+    loaded: &Loaded,
+    root: &Path,
+) -> Result<(), AgentError> {
+    let Some(delegation) = agent.delegation.as_mut() else {
+        return Ok(());
+    };
+    for (name, helper) in named {
+        delegation.helpers.insert(
+            name.clone(),
+            rein::runner::Helper::Agent(Box::new(helper.clone())),
+        );
+    }
+    let hosted = rein::host::config::AgentsConfig::parse(&loaded.section_text("agents"))?;
+    for (name, entry) in hosted.agents {
+        if matches!(
+            entry.kind,
+            rein::host::config::AgentKind::Claude | rein::host::config::AgentKind::Codex
+        ) {
+            let helper = rein::host::helper::HostedHelper::new(entry, root.to_path_buf())?;
+            delegation
+                .helpers
+                .insert(name, rein::runner::Helper::External(Arc::new(helper)));
+        }
+    }
+    Ok(())
 }

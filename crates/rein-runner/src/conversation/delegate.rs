@@ -25,6 +25,8 @@ pub(super) struct Planned {
     pub(super) session: String,
     task: String,
     tools: Option<Vec<String>>,
+    /// The named agent it runs (`None`: one like its parent).
+    agent: Option<String>,
     /// Started before a restart: its call and `agent.started` are in the log.
     pub(super) reattach: bool,
 }
@@ -69,6 +71,7 @@ impl Conversation {
                     session,
                     task,
                     tools: tools.ok().flatten(),
+                    agent: delegation::agent_of(args).map(str::to_owned),
                     reattach: true,
                 }));
                 continue;
@@ -92,6 +95,13 @@ impl Conversation {
                     continue;
                 }
             };
+            let named = delegation::agent_of(args).map(str::to_owned);
+            if let Some(name) = &named
+                && let Some(why) = self.helper_refused(name)
+            {
+                plans.push(refused(&why));
+                continue;
+            }
             self.turn.delegated += 1;
             let path = format!("{}/agent-{}", self.journal.agent(), self.turn.delegated);
             let info = self
@@ -102,6 +112,7 @@ impl Conversation {
                     "model": self.agent.profile.model,
                     "parent_session": self.journal.session_id(),
                     "agent_path": path,
+                    "agent": named,
                 }))
                 .await?;
             plans.push(Delegate::Child(Planned {
@@ -109,17 +120,43 @@ impl Conversation {
                 session: info.id,
                 task: delegation::task_of(args).unwrap_or_default().to_owned(),
                 tools,
+                agent: named,
                 reattach: false,
             }));
         }
         Ok(plans)
     }
 
+    /// Why a `delegate` call may not name `name`, if it may not: no such
+    /// helper, or an external one this conversation's guards cannot hold.
+    fn helper_refused(&self, name: &str) -> Option<String> {
+        let helpers = self.agent.delegation.as_ref().map(|d| &d.helpers);
+        match helpers.and_then(|h| h.get(name)) {
+            None => {
+                let known: Vec<&str> = helpers
+                    .into_iter()
+                    .flat_map(|h| h.keys().map(String::as_str))
+                    .collect();
+                Some(format!(
+                    "there is no agent `{name}` to hand the task to (the agents: {}); leave `agent` out for a sub-agent like you",
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ))
+            }
+            Some(crate::helpers::Helper::External(_)) => {
+                crate::helpers::external_refused(&self.agent.guards)
+                    .map(|why| format!("agent `{name}` is a hosted program and {why}; do the task yourself or with a sub-agent"))
+            }
+            Some(crate::helpers::Helper::Agent(_)) => None,
+        }
+    }
+
     /// What a planned sub-agent runs with: this agent's definition made a
     /// child's by the one rule ([`Agent::child`]: every guard kept, the
-    /// tools its call named), writes off when the delegation says so, no
-    /// verification of its own, `budgets` (its share), one level less of
-    /// delegation, the parent's watchers, and `cancel` (the parent's stop).
+    /// tools its call named — over a named agent's own words, budgets and
+    /// checks when the call names one), writes off when the delegation says
+    /// so, `budgets` (its share), one level less of delegation, the
+    /// parent's watchers, and `cancel` (the parent's stop). A hosted helper
+    /// gets the task and the session, and its own spawner.
     pub(super) fn child(
         &self,
         planned: &Planned,
@@ -129,12 +166,22 @@ impl Conversation {
         // A call reattached after a restart runs even if the product turned
         // delegation off meanwhile: it was started under the old settings.
         let settings = self.agent.delegation.clone().unwrap_or_default();
-        let mut agent = self.agent.child(None, planned.tools.clone());
+        let helper = planned
+            .agent
+            .as_ref()
+            .and_then(|name| settings.helpers.get(name));
+        let own = match helper {
+            Some(crate::helpers::Helper::Agent(agent)) => Some(agent.as_ref()),
+            _ => None,
+        };
+        let mut agent = self.agent.child(own, planned.tools.clone());
         agent.guards.policy.writes_allowed &= settings.writes;
         agent.budgets = budgets;
-        agent.verification = None;
+        if own.is_none() {
+            agent.verification = None;
+            agent.profile.system.push(settings.instructions.clone());
+        }
         agent.delegation = settings.for_child();
-        agent.profile.system.push(settings.instructions.clone());
         let child = Child {
             store: self.journal.store().clone(),
             agent,
@@ -145,7 +192,13 @@ impl Conversation {
             ui: self.journal.ui_sender(),
             cancel: cancel.clone(),
         };
-        (settings.spawner.clone(), child)
+        let spawner: Arc<dyn delegation::Spawn> = match helper {
+            Some(crate::helpers::Helper::External(external)) => {
+                Arc::new(crate::helpers::ExternalSpawn(external.clone()))
+            }
+            _ => settings.spawner.clone(),
+        };
+        (spawner, child)
     }
 
     /// Each sub-agent's share of what the turn has left, `children` of them

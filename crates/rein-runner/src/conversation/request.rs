@@ -181,8 +181,10 @@ impl Conversation {
         }
         tools.push(read_result_spec());
         if let Some(delegation) = &self.agent.delegation {
+            let helpers: Vec<String> = delegation.helpers.keys().cloned().collect();
             tools.push(crate::delegation::delegate_spec(
                 delegation.writes && self.agent.guards.policy.writes_allowed,
+                &helpers,
             ));
         }
         let mut skills = self.backend.skills();

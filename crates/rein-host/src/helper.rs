@@ -1,0 +1,102 @@
+//! A hosted agent as a helper a rein conversation delegates to
+//! ([`rein_runner::ExternalAgent`]): `delegate {agent: NAME, task}` runs the
+//! configured Claude Code or Codex entry on the task, in the parent's root,
+//! recorded as the child session the parent named; its final text is the
+//! call's answer, its failure the call's error.
+//!
+//! Not here: when a hosted helper may be used (`rein_runner`'s helpers:
+//! never under hooks or a policy without writes), the config entry
+//! (`config`).
+
+use std::path::PathBuf;
+
+use futures::future::BoxFuture;
+use rein_runner::{ExternalAgent, ExternalTask};
+use rein_wire::{AgentError, error::codes};
+
+use crate::config::{AgentEntry, AgentKind, BASE_ENV};
+use crate::driver::{Ended, HostSpec, drive};
+use crate::record::Recorder;
+use crate::reducer::Reducer;
+
+/// A configured `claude` or `codex` entry, run in `cwd`.
+pub struct HostedHelper {
+    entry: AgentEntry,
+    cwd: PathBuf,
+}
+
+impl HostedHelper {
+    /// `entry` as a helper working in `cwd`; only `claude` and `codex`
+    /// entries (an ACP agent asks its own questions, a TUI has no answer).
+    pub fn new(entry: AgentEntry, cwd: PathBuf) -> Result<HostedHelper, AgentError> {
+        match entry.kind {
+            AgentKind::Claude | AgentKind::Codex => Ok(HostedHelper { entry, cwd }),
+            other => Err(AgentError::new(
+                codes::AGENT_CONFIG_INVALID,
+                format!(
+                    "a `{}` agent cannot be delegated to: only claude and codex entries",
+                    other.as_str()
+                ),
+            )),
+        }
+    }
+}
+
+impl ExternalAgent for HostedHelper {
+    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<String, AgentError>> {
+        let entry = self.entry.clone();
+        let cwd = self.cwd.clone();
+        Box::pin(async move {
+            let mut argv = entry.argv.clone();
+            argv.push(task.task.clone());
+            let program = std::path::Path::new(&argv[0])
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut spec = HostSpec::new(argv, cwd.clone())
+                .env_from(BASE_ENV.iter().copied())
+                .env_from(entry.env_from.iter().map(String::as_str));
+            spec.env.extend(entry.env.clone());
+            spec.timeout = entry.timeout;
+            spec.max_line = entry.max_line;
+            let cwd_text = cwd.display().to_string();
+            let mut reducer: Box<dyn Reducer> = match entry.kind {
+                AgentKind::Codex => Box::new(crate::CodexStream::new(&cwd_text)),
+                _ => Box::new(crate::ClaudeStream::new(&cwd_text)),
+            };
+            let mut recorder = Recorder::start_in(
+                task.store.clone(),
+                &task.session,
+                entry.kind.as_str(),
+                &program,
+                &task.task,
+            )
+            .await?;
+            let driven = drive(
+                &spec,
+                reducer.as_mut(),
+                Some(&mut recorder),
+                &mut |_| {},
+                task.cancel.clone(),
+                None,
+            )
+            .await;
+            let driven = match driven {
+                Ok(driven) => driven,
+                Err(err) => {
+                    recorder.abandon(&err.message).await?;
+                    return Err(err);
+                }
+            };
+            match (driven.ended, driven.outcome.text) {
+                (Ended::Finished, Some(text)) => Ok(text),
+                (ended, _) => Err(AgentError::new(
+                    codes::HOSTED_AGENT_FAILED,
+                    driven.outcome.failure.unwrap_or_else(|| {
+                        format!("the hosted agent's run ended {}", ended.as_str())
+                    }),
+                )),
+            }
+        })
+    }
+}
