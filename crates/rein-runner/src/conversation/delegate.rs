@@ -104,17 +104,16 @@ impl Conversation {
             }
             self.turn.delegated += 1;
             let path = format!("{}/agent-{}", self.journal.agent(), self.turn.delegated);
-            let info = self
-                .journal
-                .store()
-                .create_session(json!({
-                    "assistant": self.agent.profile.name,
-                    "model": self.agent.profile.model,
-                    "parent_session": self.journal.session_id(),
-                    "agent_path": path,
-                    "agent": named,
-                }))
-                .await?;
+            let mut metadata = json!({
+                "assistant": self.agent.profile.name,
+                "model": self.agent.profile.model,
+                "parent_session": self.journal.session_id(),
+                "agent_path": path,
+            });
+            if let Some(name) = &named {
+                metadata["agent"] = json!(name);
+            }
+            let info = self.journal.store().create_session(metadata).await?;
             plans.push(Delegate::Child(Planned {
                 path,
                 session: info.id,
