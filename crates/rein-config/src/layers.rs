@@ -5,6 +5,8 @@
 //! `[agent]`) < command-line flags. Each file is checked whole when it is
 //! read — a bad one is refused naming the file, the line and the field —
 //! and every value keeps the layer it came from, for `rein config show`.
+//! Tables merge key by key and a later value replaces an earlier one —
+//! except `hooks`, which add up: no layer drops a hook a lower one runs.
 //!
 //! Not here: what the fields mean (`spec`), building a running agent.
 
@@ -25,6 +27,9 @@ pub const PROJECT_FILE: &str = ".rein/config.toml";
 
 /// The list of folders a person trusted, in rein's home.
 pub const TRUSTED_FILE: &str = "trusted-projects";
+
+/// The one list that adds up across layers instead of being replaced.
+const HOOKS: &str = "hooks";
 
 /// The largest config file read (a config is a page, not a data set).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -164,6 +169,16 @@ fn merge(
         match (base.get_mut(&key), value) {
             (Some(toml::Value::Table(below)), toml::Value::Table(above)) => {
                 merge(below, above, &path, source, sources);
+            }
+            // Hooks add up: a later layer (a project, a named agent) adds
+            // its own and cannot drop one a layer below runs.
+            (Some(toml::Value::Array(below)), toml::Value::Array(above)) if key == HOOKS => {
+                for hook in above {
+                    if !below.contains(&hook) {
+                        below.push(hook);
+                    }
+                }
+                sources.insert(path, source.clone());
             }
             (_, value) => {
                 sources.retain(|k, _| !(k == &path || k.starts_with(&format!("{path}."))));
@@ -419,6 +434,22 @@ mod tests {
             loaded.agent(Some("nobody"), &flags).unwrap_err().code,
             codes::AGENT_UNKNOWN
         );
+        // Hooks add up across layers: a named agent's own cannot drop the
+        // default's.
+        let mut with_hooks = Loaded::default();
+        let hook = |name: &str| {
+            format!(
+                "[[agent.hooks]]\nname = \"{name}\"\ncommand = [\"true\"]\npoints = [\"before_call\"]\n"
+            )
+        };
+        with_hooks.apply(toml::from_str(&hook("guard")).unwrap(), &Source::Default);
+        let own = format!(
+            "[agents.x]\n[[agents.x.hooks]]\nname = \"own\"\ncommand = [\"true\"]\npoints = [\"turn_end\"]\n"
+        );
+        with_hooks.apply(toml::from_str(&own).unwrap(), &Source::Default);
+        let x = with_hooks.agent(Some("x"), &AgentSpec::default()).unwrap();
+        let names: Vec<String> = x.spec.hooks.unwrap().into_iter().map(|h| h.name).collect();
+        assert_eq!(names, ["guard", "own"]);
     }
 
     #[test]
