@@ -209,9 +209,23 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
         files.push(project);
     }
     for file in &files {
-        let Ok(text) = std::fs::read_to_string(file) else {
+        let Ok(meta) = std::fs::metadata(file) else {
             continue;
         };
+        if meta.len() > rein::config::MAX_FILE_BYTES {
+            return Err(AgentError::new(
+                codes::CONFIG_INVALID,
+                format!(
+                    "{}: {} bytes; a config file is at most {}",
+                    file.display(),
+                    meta.len(),
+                    rein::config::MAX_FILE_BYTES
+                ),
+            ));
+        }
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            AgentError::new(codes::CONFIG_INVALID, format!("{}: {e}", file.display()))
+        })?;
         rein::config::check(&text).map_err(|(line, why)| {
             AgentError::new(
                 codes::CONFIG_INVALID,
