@@ -592,3 +592,57 @@ async fn a_hosted_helper_is_refused_under_hooks_it_cannot_keep() {
         "{told}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_runs_in_the_sandbox_and_reaches_nothing_outside_the_root() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let outside = home.path().join("escaped");
+    let server = FakeServer::start(vec![say("Done."), say("Done."), say("Done.")])
+        .await
+        .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let check = format!("touch {}", outside.display());
+    let mut cmd = rein_at(home.path());
+    cmd.args([
+        "chat",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--verify",
+        &check,
+        "-p",
+        "go",
+        "--root",
+    ])
+    .arg(root.path());
+    let out = run(cmd, b"").await;
+    assert!(
+        !outside.exists(),
+        "the check wrote outside the root: {}",
+        stderr(&out)
+    );
+    // Inside the root it may write.
+    let inside = root.path().join("made-by-check");
+    let check = format!("touch {}", inside.display());
+    let server = FakeServer::start(vec![say("Done.")]).await.unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let mut cmd = rein_at(home.path());
+    cmd.args([
+        "chat",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--verify",
+        &check,
+        "-p",
+        "go",
+        "--root",
+    ])
+    .arg(root.path());
+    let out = run(cmd, b"").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(inside.exists(), "{}", stderr(&out));
+}

@@ -151,7 +151,10 @@ pub async fn compose(
         .unwrap_or(false);
     agent.budgets = budgets(spec);
     agent.context = context(spec)?;
-    agent.verification = verification(spec, wanted.root);
+    agent.verification = match verification(spec, wanted.root) {
+        Some(check) => Some(sandboxed(check, loaded, wanted.root).await?),
+        None => None,
+    };
     if subagents.enabled.unwrap_or(false) {
         let mut delegation = if subagents.writes.unwrap_or(true) {
             Delegation::default()
@@ -285,6 +288,29 @@ fn context(spec: &AgentSpec) -> Result<ContextPolicy, AgentError> {
         }
     }
     Ok(policy)
+}
+
+/// The check in the sandbox `run_command` uses (`[sandbox]`), with its
+/// environment: it runs code the model wrote, which reaches nothing
+/// outside the root.
+async fn sandboxed(
+    check: Verification,
+    loaded: &Loaded,
+    root: &Path,
+) -> Result<Verification, AgentError> {
+    let text = format!(
+        "{}\n{}",
+        loaded.section_text("sandbox"),
+        loaded.section_text("commands")
+    );
+    let origin = loaded
+        .files
+        .last()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(rein::config::CONFIG_FILE));
+    let config = rein::sandbox::config::CommandsConfig::parse(&text, &origin)?;
+    let sandbox = config.sandbox(root, true, None).await?;
+    Ok(check.in_sandbox(sandbox, config.env()))
 }
 
 /// The verification gate: the person's own command (from their config or
