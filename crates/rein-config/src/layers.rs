@@ -443,10 +443,8 @@ mod tests {
             )
         };
         with_hooks.apply(toml::from_str(&hook("guard")).unwrap(), &Source::Default);
-        let own = format!(
-            "[agents.x]\n[[agents.x.hooks]]\nname = \"own\"\ncommand = [\"true\"]\npoints = [\"turn_end\"]\n"
-        );
-        with_hooks.apply(toml::from_str(&own).unwrap(), &Source::Default);
+        let own = "[agents.x]\n[[agents.x.hooks]]\nname = \"own\"\ncommand = [\"true\"]\npoints = [\"turn_end\"]\n";
+        with_hooks.apply(toml::from_str(own).unwrap(), &Source::Default);
         let x = with_hooks.agent(Some("x"), &AgentSpec::default()).unwrap();
         let names: Vec<String> = x.spec.hooks.unwrap().into_iter().map(|h| h.name).collect();
         assert_eq!(names, ["guard", "own"]);

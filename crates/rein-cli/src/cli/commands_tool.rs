@@ -11,12 +11,8 @@ use rein::sandbox::RunCommand;
 use rein::sandbox::config::CommandsConfig;
 use rein::wire::AgentError;
 
-/// The tool, and a line saying how isolated its commands run.
-pub async fn build(
-    loaded: &rein::config::Loaded,
-    policy: Option<&Path>,
-    root: &Path,
-) -> Result<(RunCommand, String), AgentError> {
+/// The loaded config's `[sandbox]` and `[commands]`, read by their part.
+pub fn config(loaded: &rein::config::Loaded) -> Result<CommandsConfig, AgentError> {
     let text = format!(
         "{}\n{}",
         loaded.section_text("sandbox"),
@@ -27,7 +23,16 @@ pub async fn build(
         .last()
         .cloned()
         .unwrap_or_else(|| PathBuf::from(rein::config::CONFIG_FILE));
-    let mut config = CommandsConfig::parse(&text, &origin)?;
+    CommandsConfig::parse(&text, &origin)
+}
+
+/// The tool, and a line saying how isolated its commands run.
+pub async fn build(
+    loaded: &rein::config::Loaded,
+    policy: Option<&Path>,
+    root: &Path,
+) -> Result<(RunCommand, String), AgentError> {
+    let mut config = config(loaded)?;
     if let Some(file) = policy {
         config = config.with_policy_file(file)?;
     }

@@ -298,17 +298,7 @@ async fn sandboxed(
     loaded: &Loaded,
     root: &Path,
 ) -> Result<Verification, AgentError> {
-    let text = format!(
-        "{}\n{}",
-        loaded.section_text("sandbox"),
-        loaded.section_text("commands")
-    );
-    let origin = loaded
-        .files
-        .last()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from(rein::config::CONFIG_FILE));
-    let config = rein::sandbox::config::CommandsConfig::parse(&text, &origin)?;
+    let config = super::commands_tool::config(loaded)?;
     let sandbox = config.sandbox(root, true, None).await?;
     Ok(check.in_sandbox(sandbox, config.env()))
 }

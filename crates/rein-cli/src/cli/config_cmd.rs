@@ -243,12 +243,7 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
         };
         rein::mcp::McpConfig::parse(&loaded.section_text("mcp")).map_err(within)?;
         rein::host::config::AgentsConfig::parse(&loaded.section_text("agents")).map_err(within)?;
-        let commands = format!(
-            "{}\n{}",
-            loaded.section_text("sandbox"),
-            loaded.section_text("commands")
-        );
-        rein::sandbox::config::CommandsConfig::parse(&commands, file)?;
+        super::commands_tool::config(&loaded).map_err(within)?;
         for name in loaded
             .agents()?
             .iter()
