@@ -646,3 +646,26 @@ async fn verify_runs_in_the_sandbox_and_reaches_nothing_outside_the_root() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(inside.exists(), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_run_runs_a_native_agent_by_name_too() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(vec![say("Reviewed.")]).await.unwrap();
+    let url = format!("{}/v1", server.base_url());
+    // The provider comes from the definition too: no flag names it.
+    write(
+        &home.path().join("config.toml"),
+        &format!(
+            "[agent]\nprovider = \"openai-chat\"\nbase_url = \"{url}\"\nmodel = \"m\"\n\n[agents.writer]\ninstructions = \"You write files.\"\n"
+        ),
+    );
+    let mut cmd = rein_at(home.path());
+    cmd.args(["agents", "run", "writer", "--prompt", "hello", "--cwd"])
+        .arg(root.path());
+    let out = run(cmd, b"").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Reviewed."), "{}", stdout(&out));
+    let asked = server.requests()[0].json().to_string();
+    assert!(asked.contains("You write files."), "{asked}");
+}

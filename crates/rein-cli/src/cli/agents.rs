@@ -97,7 +97,31 @@ pub async fn run(
             AgentError::new(codes::INVALID_INPUT, format!("no working directory: {e}"))
         })?,
     };
-    let home = rein::sessions::home::resolve(args.home)?;
+    let home = rein::sessions::home::resolve(args.home.clone())?;
+    // rein's own agent (`kind = "rein"`): one turn of its definition, as
+    // `rein chat --agent NAME -p PROMPT` runs it.
+    let loaded = rein::config::Loaded::load(&home, Some(&cwd))?;
+    if loaded
+        .agents()?
+        .get(&args.agent)
+        .is_some_and(rein::config::NamedAgent::is_native)
+    {
+        let prompt = args.prompt.ok_or_else(|| {
+            AgentError::new(
+                codes::INVALID_INPUT,
+                format!("agent `{}` is rein's own: give the request with --prompt", args.agent),
+            )
+        })?;
+        let options = crate::cli::chat::ChatOptions {
+            agent: Some(args.agent),
+            prompt: Some(prompt),
+            root: Some(cwd),
+            home: args.home,
+            ..crate::cli::chat::ChatOptions::default()
+        };
+        let stdin = crate::cli::chat::Plain(std::io::BufReader::new(std::io::stdin()));
+        return crate::cli::chat::run(options, store, stdin, out, err).await;
+    }
     close_dead(&home, store.as_ref()).await?;
     let (kind, entry) = resolve_agent(&home, &args.agent, args.command)?;
     let mut argv = entry.argv;
