@@ -109,7 +109,10 @@ pub async fn run(
         let prompt = args.prompt.ok_or_else(|| {
             AgentError::new(
                 codes::INVALID_INPUT,
-                format!("agent `{}` is rein's own: give the request with --prompt", args.agent),
+                format!(
+                    "agent `{}` is rein's own: give the request with --prompt",
+                    args.agent
+                ),
             )
         })?;
         let options = crate::cli::chat::ChatOptions {
