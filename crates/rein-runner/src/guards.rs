@@ -73,7 +73,7 @@ impl Guards {
     ///   parent has none and the child brings one;
     /// - **secrets**: both lists, so each is masked;
     /// - **authority**: the parent's, with the child's own beside it when
-    ///   it has any;
+    ///   it has any other;
     /// - **telemetry content**: only where both opt in.
     pub fn for_child(&self, own: Option<&Guards>) -> Guards {
         let Some(own) = own else {
@@ -96,7 +96,7 @@ impl Guards {
                 secrets.push(secret.clone());
             }
         }
-        let authority = if own.authority.is_null() {
+        let authority = if own.authority.is_null() || own.authority == self.authority {
             self.authority.clone()
         } else {
             json!({"inherited": self.authority, "own": own.authority})
@@ -176,6 +176,15 @@ mod tests {
         assert_eq!(child.secrets, ["sk-parent", "sk-own"]);
         assert_eq!(child.authority, json!({"root": "/p"}));
         assert!(!child.telemetry_content);
+        // An own authority equal to the parent's is not nested.
+        let same = Guards {
+            authority: json!({"root": "/p"}),
+            ..Guards::default()
+        };
+        assert_eq!(
+            parent.for_child(Some(&same)).authority,
+            json!({"root": "/p"})
+        );
         // And its own child again keeps the parent's.
         let grandchild = child.for_child(Some(&Guards::default()));
         assert_eq!(names(&grandchild), ["deny-rm", "audit"]);
