@@ -4,6 +4,8 @@
 #![allow(dead_code, reason = "each test file uses a part of it")]
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
+pub mod definition;
+
 use std::io::{BufRead, BufReader, Read as _, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
