@@ -15,8 +15,8 @@ use std::path::Path;
 
 use common::definition::{call, denied, home_with_hook, run, say, write};
 use common::{rein_at, run_with_stdin, stderr, stdout};
-use rein::sessions::{Event, SqliteStore, Store};
-use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use rein::sessions::{Event, SqliteStore};
+use rein_testing::FakeServer;
 use serde_json::{Value, json};
 
 #[test]
