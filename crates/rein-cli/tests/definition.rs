@@ -15,7 +15,7 @@ use std::path::Path;
 
 use common::definition::{call, denied, home_with_hook, run, say, write};
 use common::{rein_at, run_with_stdin, stderr, stdout};
-use rein::sessions::{Event, SqliteStore};
+use rein::sessions::{Event, SqliteStore, Store};
 use rein_testing::FakeServer;
 use serde_json::{Value, json};
 
@@ -385,6 +385,50 @@ async fn the_same_named_agent_records_the_same_authority_from_chat_and_serve() {
     let _ = child.wait();
     assert_eq!(
         from_serve, from_chat,
+        "the same definition, the same authority"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graph_task_naming_the_agent_records_its_authority_and_the_blackboard_only() {
+    let home = home_with_hook();
+    let root = tempfile::tempdir().unwrap();
+    let graph = root.path().join("graph.toml");
+    write(
+        &graph,
+        "[[task]]\nid = \"write\"\nagent = \"writer\"\nbrief = \"Say hello.\"\nretries = 0\n",
+    );
+    let server = FakeServer::start(vec![say("Hello."), say("Hello.")])
+        .await
+        .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let flags = ["--base-url", &url, "--model", "m", "--root"];
+    let mut cmd = rein_at(home.path());
+    cmd.args(["run", graph.to_str().unwrap()])
+        .args(flags)
+        .arg(root.path());
+    let out = run(cmd, b"").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store = SqliteStore::open(home.path().join("rein.db"))
+        .await
+        .unwrap();
+    let task = store.list_sessions(10).await.unwrap()[0].id.clone();
+    let mut from_graph = authority(home.path(), &task).await;
+
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--agent", "writer", "-p", "hi"])
+        .args(flags)
+        .arg(root.path());
+    let out = run(cmd, b"").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let from_chat = authority(home.path(), &common::session_in(&stderr(&out))).await;
+    // The graph gives its tasks its blackboard; everything else is the
+    // named agent's, as the chat opens it.
+    let tools = from_graph["tools"].as_object_mut().unwrap();
+    assert!(tools.remove("blackboard_read").is_some(), "{from_graph}");
+    assert!(tools.remove("blackboard_write").is_some(), "{from_graph}");
+    assert_eq!(
+        from_graph, from_chat,
         "the same definition, the same authority"
     );
 }

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use rein_gateway::Provider;
 use rein_orchestrator::{GraphOutcome, GraphSpec, Scheduler, TaskState};
-use rein_runner::{ConversationTasks, Profile};
+use rein_runner::{Agent, ConversationTasks};
 use rein_sessions::Store;
 use rein_wire::AgentError;
 
@@ -21,9 +20,8 @@ pub(crate) async fn execute(
     case: &Case,
     text: &str,
     store: Arc<dyn Store>,
-    provider: Arc<dyn Provider>,
+    agent: Agent,
     project: &crate::project::Project,
-    profile: Profile,
     result: &mut CaseResult,
 ) -> Result<(), AgentError> {
     let graph = GraphSpec::from_toml(text)?.check()?;
@@ -33,7 +31,7 @@ pub(crate) async fn execute(
         .filter(|t| !graph.tasks().iter().any(|o| o.depends_on.contains(&t.id)))
         .map(|t| t.id.clone())
         .collect();
-    let mut tasks = ConversationTasks::new(store.clone(), provider, project.backend(), profile);
+    let mut tasks = ConversationTasks::of(store.clone(), agent);
     let mut asked = tasks.approvals();
     let answers: Answers = Arc::new(std::sync::Mutex::new(crate::suite::answers_of(case)));
     let script = answers.clone();

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rein_approvals::Surface;
 use rein_gateway::Provider;
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_runner::{Agent, Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
 use rein_testing::ScriptedBrain;
 use rein_wire::AgentError;
@@ -233,29 +233,11 @@ async fn execute(
     } else {
         ToolLoading::Native
     };
+    let agent = case_agent(case, provider, backend.clone(), profile, default_steps);
     if let Some(graph) = &case.graph {
-        return crate::graph::execute(case, graph, store, provider, &project, profile, result)
-            .await;
+        return crate::graph::execute(case, graph, store, agent, &project, result).await;
     }
-    let mut conv =
-        Conversation::open(store.clone(), provider, backend.clone(), profile, None).await?;
-    if let Some(steps) = case.limits.max_steps.or(default_steps) {
-        conv.agent.budgets.max_steps = steps;
-    }
-    if let Some(window) = case.limits.context_window {
-        conv.agent.context.window = Some(window);
-    }
-    if case.subagents {
-        conv.agent.delegation = Some(if case.subagent_writes {
-            rein_runner::Delegation::default()
-        } else {
-            rein_runner::Delegation::read_only()
-        });
-    }
-    if let Some(chars) = case.limits.result_chars {
-        conv.agent.bounds.max_chars = chars;
-        conv.agent.bounds.max_string = conv.agent.bounds.max_string.max(chars);
-    }
+    let mut conv = agent.open(store.clone()).await?;
     let answers: Answers = Arc::new(Mutex::new(crate::suite::answers_of(case)));
     let children = answer_children(&conv, answers.clone());
     let mut outcome = String::new();
@@ -562,4 +544,34 @@ fn check(
             fail.push(format!("`{path}` exists"));
         }
     }
+}
+
+/// The case's definition: its words, the project's tools, the limits and
+/// sub-agents it sets — the value every task of its graph runs too.
+fn case_agent(
+    case: &Case,
+    provider: Arc<dyn Provider>,
+    tools: Arc<dyn rein_tools::ToolBackend>,
+    profile: Profile,
+    default_steps: Option<u32>,
+) -> Agent {
+    let mut agent = Agent::new(provider, tools, profile);
+    if let Some(steps) = case.limits.max_steps.or(default_steps) {
+        agent.budgets.max_steps = steps;
+    }
+    if let Some(window) = case.limits.context_window {
+        agent.context.window = Some(window);
+    }
+    if case.subagents {
+        agent.delegation = Some(if case.subagent_writes {
+            rein_runner::Delegation::default()
+        } else {
+            rein_runner::Delegation::read_only()
+        });
+    }
+    if let Some(chars) = case.limits.result_chars {
+        agent.bounds.max_chars = chars;
+        agent.bounds.max_string = agent.bounds.max_string.max(chars);
+    }
+    agent
 }
