@@ -42,11 +42,10 @@ async fn otel_spans_from_a_chat_reach_a_collector_without_the_prompt() {
     assert!(!text.contains(canary), "no prompt leaves without opting in");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_report() {
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    // A script speaking Claude Code's stream-json stands in for the CLI.
+/// A script speaking Claude Code's stream-json stands in for the CLI, as
+/// the `claude-helper` agent (`more` added to the config); the file its
+/// argv is written to.
+fn fake_claude(home: &std::path::Path, more: &str) -> std::path::PathBuf {
     let lines = [
         json!({"type": "system", "subtype": "init", "model": "claude-test"}),
         json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "fn main"}}]}}),
@@ -54,13 +53,13 @@ async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_rep
         json!({"type": "result", "subtype": "success", "is_error": false, "result": "main is in src/main.rs",
             "num_turns": 2, "duration_ms": 300, "total_cost_usd": 0.0042}),
     ];
-    let data = home.path().join("lines.jsonl");
+    let data = home.join("lines.jsonl");
     write(
         &data,
         &lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
     );
-    let argv_file = home.path().join("argv.txt");
-    let script = home.path().join("fake-claude.sh");
+    let argv_file = home.join("argv.txt");
+    let script = home.join("fake-claude.sh");
     write(
         &script,
         &format!(
@@ -70,12 +69,52 @@ async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_rep
         ),
     );
     write(
-        &home.path().join("config.toml"),
+        &home.join("config.toml"),
         &format!(
-            "[agents.claude-helper]\nkind = \"claude\"\ncommand = \"/bin/sh\"\nargs = [\"{}\", \"-p\"]\n",
+            "{more}[agents.claude-helper]\nkind = \"claude\"\ncommand = \"/bin/sh\"\nargs = [\"{}\", \"-p\"]\n",
             script.display()
         ),
     );
+    argv_file
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_helpers_cost_is_drawn_from_the_parents_budget() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // The run costs $0.0042; the parent's turn may spend $0.001.
+    fake_claude(home.path(), "[agent.budgets]\nmax_cost_usd = 0.001\n\n");
+    let server = FakeServer::start(vec![
+        call(
+            "c1",
+            "delegate",
+            json!({"agent": "claude-helper", "task": "find main"}),
+        ),
+        say("Claude says main is in src/main.rs."),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--base-url", &url, "--model", "m", "--subagents"])
+        .args(["-p", "where is main?", "--root"])
+        .arg(root.path());
+    let out = run(cmd, b"").await;
+    // The helper ran; its cost ended the parent's turn before another call.
+    assert!(std::fs::read_to_string(home.path().join("argv.txt")).is_ok());
+    assert_eq!(server.requests().len(), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the cost budget is spent"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_report() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let argv_file = fake_claude(home.path(), "");
     let server = FakeServer::start(vec![
         call(
             "c1",

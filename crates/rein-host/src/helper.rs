@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;
-use rein_runner::{ExternalAgent, ExternalTask};
+use rein_runner::{ExternalAgent, ExternalAnswer, ExternalTask};
 use rein_wire::{AgentError, error::codes};
 
 use crate::config::{AgentEntry, AgentKind, BASE_ENV};
@@ -43,7 +43,7 @@ impl HostedHelper {
 }
 
 impl ExternalAgent for HostedHelper {
-    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<String, AgentError>> {
+    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<ExternalAnswer, AgentError>> {
         let entry = self.entry.clone();
         let cwd = self.cwd.clone();
         Box::pin(async move {
@@ -89,7 +89,10 @@ impl ExternalAgent for HostedHelper {
                 }
             };
             match (driven.ended, driven.outcome.text) {
-                (Ended::Finished, Some(text)) => Ok(text),
+                (Ended::Finished, Some(text)) => Ok(ExternalAnswer {
+                    text,
+                    cost_micro_usd: driven.outcome.cost_micro_usd,
+                }),
                 (ended, _) => Err(AgentError::new(
                     codes::HOSTED_AGENT_FAILED,
                     driven.outcome.failure.unwrap_or_else(|| {

@@ -61,7 +61,18 @@ pub struct ExternalTask {
 /// the session it is given, and answers with its final text.
 pub trait ExternalAgent: Send + Sync {
     /// Run `task` to its end.
-    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<String, AgentError>>;
+    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<ExternalAnswer, AgentError>>;
+}
+
+/// What an external helper's run gave back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExternalAnswer {
+    /// Its final text.
+    pub text: String,
+    /// What the run cost in micro-USD, drawn from the parent's cost
+    /// budget; `None` when the program did not say (the parent's report
+    /// then counts the call as of unknown cost).
+    pub cost_micro_usd: Option<u64>,
 }
 
 /// Whether a conversation under `guards` may hand work to an external
@@ -105,18 +116,20 @@ impl Spawn for ExternalSpawn {
                 task: child.task.clone(),
                 cancel: child.cancel.clone(),
             };
+            let mut spent = Spent::default();
             let outcome = match helper.run(task).await {
-                Ok(answer) => Outcome::ok(json!({
-                    "agent": child.agent_path,
-                    "session": child.session,
-                    "answer": answer,
-                })),
+                Ok(answer) => {
+                    spent.cost = answer.cost_micro_usd.unwrap_or(0);
+                    Outcome::ok(json!({
+                        "agent": child.agent_path,
+                        "session": child.session,
+                        "answer": answer.text,
+                        "cost_micro_usd": answer.cost_micro_usd,
+                    }))
+                }
                 Err(err) => Outcome::from_error(&err),
             };
-            Spawned {
-                outcome,
-                spent: Spent::default(),
-            }
+            Spawned { outcome, spent }
         })
     }
 }

@@ -38,7 +38,7 @@ pub use conversation::{
 pub use delegation::Delegation;
 pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
-pub use helpers::{ExternalAgent, ExternalTask, Helper};
+pub use helpers::{ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

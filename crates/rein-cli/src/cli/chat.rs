@@ -274,6 +274,13 @@ async fn settle(
             // Told once, by whoever handles the error (the chat loop, or
             // the `rein` command on its way out).
             TurnOutcome::Error { error } => return Err(error),
+            TurnOutcome::Budget { which } => {
+                say(
+                    info,
+                    &format!("  [turn ended: the {which} budget is spent]"),
+                )?;
+                break;
+            }
             other => {
                 say(info, &format!("  [turn ended: {}]", other.name()))?;
                 break;
