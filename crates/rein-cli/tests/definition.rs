@@ -286,11 +286,11 @@ async fn authority(home: &Path, session: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_named_agent_records_the_same_authority_from_chat_and_serve() {
+async fn the_same_named_agent_records_the_same_authority_from_chat_serve_and_the_library() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let home = home_with_hook();
     let root = tempfile::tempdir().unwrap();
-    let server = FakeServer::start(vec![say("Hello."), say("Hello.")])
+    let server = FakeServer::start(vec![say("Hello."), say("Hello."), say("Hello.")])
         .await
         .unwrap();
     let url = format!("{}/v1", server.base_url());
@@ -386,6 +386,35 @@ async fn the_same_named_agent_records_the_same_authority_from_chat_and_serve() {
     assert_eq!(
         from_serve, from_chat,
         "the same definition, the same authority"
+    );
+
+    // The same agent opened by a product through the library.
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(
+        SqliteStore::open(home.path().join("rein.db"))
+            .await
+            .unwrap(),
+    );
+    let flags = rein::config::AgentSpec {
+        base_url: Some(url.clone()),
+        model: Some("m".into()),
+        ..Default::default()
+    };
+    let root_dir = root.path().canonicalize().unwrap();
+    let wanted = rein::compose::SurfaceWanted::new(&root_dir)
+        .home(home.path().to_path_buf())
+        .agent("writer")
+        .flags(flags);
+    let surface = rein::compose::for_surface(wanted, &store, &mut std::io::sink())
+        .await
+        .unwrap();
+    let mut conversation = surface.agent.open(store.clone()).await.unwrap();
+    conversation.turn("hi").await.unwrap();
+    let id = conversation.session_id().to_owned();
+    conversation.close().await.unwrap();
+    assert_eq!(
+        authority(home.path(), &id).await,
+        from_chat,
+        "the library opens the same agent"
     );
 }
 

@@ -44,6 +44,10 @@
 //!   `config` (features of the same names, off by default): the file tools
 //!   in one root, commands confined, the runner's spans out, and the agent
 //!   definition loaded from layered config files;
+//! - `compose` (feature `compose`, off by default): the composition
+//!   root — a definition from the config files (a named agent, the flags)
+//!   made into a running [`runner::Agent`] with its file tools, commands,
+//!   MCP servers, hooks and helpers, as every `rein` command builds it;
 //! - `testing` (feature `testing`, off by default): a fake
 //!   OpenAI-compatible server on loopback, fake tools and the backend
 //!   contract suite, for a product's own tests.
@@ -57,6 +61,8 @@
 
 pub use rein_approvals as approvals;
 pub use rein_cache as cache;
+#[cfg(feature = "compose")]
+pub mod compose;
 #[cfg(feature = "config")]
 pub use rein_config as config;
 #[cfg(feature = "files")]

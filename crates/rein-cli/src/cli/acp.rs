@@ -44,12 +44,12 @@ pub async fn serve(options: AcpOptions, store: Arc<dyn Store>) -> Result<(), Age
         Box::pin(async move {
             // Each folder the editor opens has its own project config.
             let root = super::session_root::absolute(Some(&cwd))?;
-            let surface = super::compose::for_surface(
-                super::compose::SurfaceWanted {
+            let surface = rein::compose::for_surface(
+                rein::compose::SurfaceWanted {
                     home: options.home.clone(),
                     root: &root,
                     name: options.agent.as_deref(),
-                    flags: super::compose::provider_flags(&options.provider),
+                    flags: options.provider.spec(),
                     verb: "acp",
                     default_instructions: "You are a helpful assistant working in the person's project folder, inside their editor. Use the tools to look at files before answering questions about them. Answer concisely.",
                 },

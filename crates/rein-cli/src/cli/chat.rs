@@ -20,14 +20,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::commands::{self, Command, Cost, HELP};
-use super::compose;
 pub use super::input::{Asker, Editor, Lines, Plain};
 use super::preview;
-pub use super::provider::{KEY_HELP, ProviderArgs, resolve};
-use super::provider::{missing_key, scripted};
+pub use super::provider::{KEY_HELP, ProviderArgs};
 use super::session_root;
 use super::turn::{View, drive};
 use rein::approvals::{Answer, Surface};
+use rein::compose;
+use rein::compose::provider::{missing_key, resolve, scripted};
 use rein::runner::{Conversation, TurnOutcome};
 use rein::sessions::Store;
 use rein::sessions::recovery::dangling;
@@ -118,7 +118,7 @@ impl ChatOptions {
                 command: line.split_whitespace().map(str::to_owned).collect(),
                 ..rein::config::VerifySpec::default()
             }),
-            ..compose::provider_flags(provider)
+            ..provider.spec()
         }
     }
 }
@@ -321,7 +321,7 @@ pub async fn run(
         say(info, &format!("  ({note})"))?;
     }
     let effective = loaded.agent(options.agent.as_deref(), &options.flags())?;
-    let resolved = match resolve(&compose::provider_args(&effective.spec))? {
+    let resolved = match resolve(&effective.spec)? {
         Some(resolved) => resolved,
         None => {
             say(info, KEY_HELP)?;

@@ -243,7 +243,7 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
         };
         rein::mcp::McpConfig::parse(&loaded.section_text("mcp")).map_err(within)?;
         rein::host::config::AgentsConfig::parse(&loaded.section_text("agents")).map_err(within)?;
-        super::commands_tool::config(&loaded).map_err(within)?;
+        rein::compose::commands_config(&loaded).map_err(within)?;
         for name in loaded
             .agents()?
             .iter()
@@ -251,9 +251,9 @@ fn check(home: &Path, root: &Path, out: &mut impl Write) -> Result<(), AgentErro
             .map(|(n, _)| n.clone())
         {
             let effective = loaded.agent(Some(&name), &AgentSpec::default())?;
-            super::compose::check_spec(&effective.spec).map_err(within)?;
+            rein::compose::check_spec(&effective.spec).map_err(within)?;
         }
-        super::compose::check_spec(&loaded.agent(None, &AgentSpec::default())?.spec)
+        rein::compose::check_spec(&loaded.agent(None, &AgentSpec::default())?.spec)
             .map_err(within)?;
         let trust = if file.starts_with(home) || rein::config::trusted(home, root) {
             ""

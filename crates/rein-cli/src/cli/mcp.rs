@@ -53,25 +53,6 @@ pub enum McpCommand {
     },
 }
 
-/// The configured servers named, started in the background (`None` when
-/// none are named).
-pub fn clients(
-    loaded: &rein::config::Loaded,
-    names: &[String],
-) -> Result<Option<McpClients>, AgentError> {
-    if names.is_empty() {
-        return Ok(None);
-    }
-    let config = McpConfig::parse(&loaded.section_text("mcp"))?.only(names)?;
-    Ok(Some(McpClients::start(&config)))
-}
-
-/// Whether the chat offers tools deferred: unless every server named says
-/// `deferred = false`.
-pub fn deferred(clients: &McpClients) -> bool {
-    clients.servers().iter().any(|s| s.config().deferred)
-}
-
 fn config(home: Option<PathBuf>) -> Result<McpConfig, AgentError> {
     let home = rein::sessions::home::resolve(home)?;
     let loaded = rein::config::Loaded::load(&home, None)?;
@@ -174,7 +155,7 @@ pub async fn serve(
     let settings = ServeSettings {
         approval_wait: Duration::from_secs(approval_wait.max(1)),
         elicitation,
-        guards: super::compose::guards_for(home, &root_dir, None)?,
+        guards: rein::compose::guards_for(home, &root_dir, None)?,
     };
     let served = McpServe::open(store, backend, session.as_deref(), settings)
         .await?

@@ -9,8 +9,6 @@ pub mod agents_tui;
 pub mod branch;
 pub mod chat;
 pub mod commands;
-pub mod commands_tool;
-pub mod compose;
 pub mod config_cmd;
 pub mod decode_cmd;
 pub mod graph_view;

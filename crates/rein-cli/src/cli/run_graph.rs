@@ -99,10 +99,10 @@ pub async fn run(
 ) -> Result<(), AgentError> {
     // The agents first: nothing is recorded for a run that cannot start.
     let root_dir = super::session_root::absolute(options.root.as_deref())?;
-    let mut flags = super::compose::provider_flags(&options.provider);
+    let mut flags = options.provider.spec();
     flags.instructions = options.system.clone();
-    let surface = super::compose::for_surface(
-        super::compose::SurfaceWanted {
+    let surface = rein::compose::for_surface(
+        rein::compose::SurfaceWanted {
             home: options.home.clone(),
             root: &root_dir,
             name: options.agent.as_deref(),

@@ -60,12 +60,12 @@ pub async fn run(
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let root_dir = super::session_root::absolute(options.root.as_deref())?;
-    let surface = super::compose::for_surface(
-        super::compose::SurfaceWanted {
+    let surface = rein::compose::for_surface(
+        rein::compose::SurfaceWanted {
             home: options.home.clone(),
             root: &root_dir,
             name: options.agent.as_deref(),
-            flags: super::compose::provider_flags(&options.provider),
+            flags: options.provider.spec(),
             verb: "serve",
             default_instructions: "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.",
         },

@@ -66,7 +66,7 @@ pub fn install(home: Option<PathBuf>, otel: Option<String>) -> Result<Installed,
             rein::telemetry::JsonlSink::create(
                 std::path::Path::new(path),
                 rein::telemetry::DEFAULT_MAX_BYTES,
-                super::provider::provider_secrets(),
+                rein::compose::provider_secrets(),
             )
             .map_err(|e| {
                 AgentError::new(

@@ -1,18 +1,18 @@
 //! An agent's `run_command` (`tools.commands`, `rein chat
 //! --allow-commands`): the sandbox and command policy from the loaded
-//! config's `[sandbox]` and `[commands]` (or `--commands FILE`), with this
-//! binary as the sandbox's helper.
+//! config's `[sandbox]` and `[commands]` (or a policy file given beside
+//! them), with the running program as the sandbox's helper.
 //!
 //! Not here: the sandbox or the policy (`rein-sandbox`).
 
 use std::path::{Path, PathBuf};
 
-use rein::sandbox::RunCommand;
-use rein::sandbox::config::CommandsConfig;
-use rein::wire::AgentError;
+use crate::sandbox::RunCommand;
+use crate::sandbox::config::CommandsConfig;
+use crate::wire::AgentError;
 
 /// The loaded config's `[sandbox]` and `[commands]`, read by their part.
-pub fn config(loaded: &rein::config::Loaded) -> Result<CommandsConfig, AgentError> {
+pub fn config(loaded: &crate::config::Loaded) -> Result<CommandsConfig, AgentError> {
     let text = format!(
         "{}\n{}",
         loaded.section_text("sandbox"),
@@ -22,13 +22,13 @@ pub fn config(loaded: &rein::config::Loaded) -> Result<CommandsConfig, AgentErro
         .files
         .last()
         .cloned()
-        .unwrap_or_else(|| PathBuf::from(rein::config::CONFIG_FILE));
+        .unwrap_or_else(|| PathBuf::from(crate::config::CONFIG_FILE));
     CommandsConfig::parse(&text, &origin)
 }
 
 /// The tool, and a line saying how isolated its commands run.
 pub async fn build(
-    loaded: &rein::config::Loaded,
+    loaded: &crate::config::Loaded,
     policy: Option<&Path>,
     root: &Path,
 ) -> Result<(RunCommand, String), AgentError> {
