@@ -105,6 +105,17 @@ pub enum ToolLoading {
     },
 }
 
+impl ToolLoading {
+    /// Whether a catalog of `tools` tools is offered deferred.
+    pub(crate) fn defers(self, tools: usize) -> bool {
+        match self {
+            ToolLoading::Native => false,
+            ToolLoading::Deferred => true,
+            ToolLoading::Auto { max_native } => tools > max_native,
+        }
+    }
+}
+
 impl Default for ToolLoading {
     fn default() -> Self {
         ToolLoading::Auto { max_native: 16 }

@@ -40,7 +40,7 @@ impl Conversation {
             )
         })?;
         let native = self.agent.provider.capabilities().structured_output;
-        self.answer_schema = native.then(|| rein_wire::OutputSchema {
+        self.window.answer_schema = native.then(|| rein_wire::OutputSchema {
             name: "answer".into(),
             schema: schema.clone(),
         });
@@ -86,7 +86,7 @@ impl Conversation {
             ))
         }
         .await;
-        self.answer_schema = None;
+        self.window.answer_schema = None;
         result
     }
 }

@@ -104,7 +104,8 @@ impl Conversation {
             return err;
         }
         let mut own = vec![READ_RESULT];
-        if self.deferred(self.backend.catalog(&self.agent.guards.policy).len()) {
+        let offered = self.backend.catalog(&self.agent.guards.policy).len();
+        if self.agent.profile.tools.defers(offered) {
             own.extend([LOAD_TOOL, CALL_TOOL]);
         }
         if self.agent.delegation.is_some() {

@@ -10,9 +10,9 @@
 //!   events, recovery of interrupted calls;
 //! - `folds`: pure folds over the log (current path, last calls, approval
 //!   state, the events of a call that did not run);
-//! - `request`: the frozen prefix, the projected transcript, size and digest;
-//! - `model_call`: one model call, recorded and assembled;
-//! - `pressure`: the window — measure, prune, compact, summarise;
+//! - `window`: what the model sees — the request (frozen prefix, projected
+//!   transcript), the model call, context pressure (measure, prune,
+//!   compact, summarise);
 //! - `calls`: a message's calls through the gate, one result each;
 //! - `reads`: the parallel read batch;
 //! - `delegate`: a read batch's sub-agents — planned, recorded, reattached;
@@ -28,23 +28,20 @@ mod delegate;
 mod folds;
 mod hooked;
 mod journal;
-mod model_call;
 mod person;
 
 pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
 pub(crate) use answers::parse_answer;
 pub use person::Heard;
-mod pressure;
 mod reads;
-mod request;
 mod revisions;
 mod turn_state;
 mod verify;
+mod window;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use rein_approvals::{
     Answer, Decision, Leases, PermissionClass, Policy, Said, Surface, Verdict, gate,
 };
@@ -54,16 +51,12 @@ use rein_sessions::{
     Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus, history,
 };
 use rein_tools::{Outcome, ResultCache, ToolBackend, ToolContext, bound};
-use rein_wire::{
-    AgentError, AssembledMessage, AssembledToolCall, Assembler, PriceTable, Request, StreamEvent,
-    SystemBlock, error::codes,
-};
+use rein_wire::{AgentError, PriceTable, Request, error::codes};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiEvent, UiKind};
-use crate::project::project;
 use crate::steering::Steering;
 
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
@@ -99,16 +92,12 @@ pub struct Conversation {
     /// What lasts only while the open turn runs.
     turn: TurnState,
     cache: ResultCache,
-    /// Verdicts on the prompt cache, call by call.
-    monitor: rein_cache::CacheMonitor,
-    /// What the next request is built from (see `request`).
-    transcript: request::Transcript,
+    /// What the model sees, step by step (see `window`).
+    window: window::Window,
     /// When the inbox was last taken.
     inbox_taken: Option<Instant>,
     /// The hold on the session: lease, the log as read so far, UI events.
     journal: journal::Journal,
-    /// The schema of a structured answer being asked for.
-    answer_schema: Option<rein_wire::OutputSchema>,
     steering: Steering,
 }
 
@@ -167,11 +156,9 @@ impl Conversation {
             agent,
             turn: TurnState::default(),
             cache: ResultCache::default(),
-            answer_schema: None,
             journal,
             inbox_taken: None,
-            transcript: request::Transcript::default(),
-            monitor: rein_cache::CacheMonitor::new(),
+            window: window::Window::default(),
             steering: Steering::default(),
         };
         conversation.journal.recover().await?;
@@ -233,7 +220,11 @@ impl Conversation {
     /// breakpoints), without sending it or recording anything.
     pub async fn next_request(&mut self) -> Result<Request, AgentError> {
         let events = self.journal.log().await?;
-        let mut request = self.request(&events)?;
+        let sees = window::Sees {
+            agent: &self.agent,
+            tools: &self.backend,
+        };
+        let mut request = self.window.request(sees, &events)?;
         rein_cache::plan(&mut request, &self.agent.provider.capabilities());
         Ok(request)
     }
@@ -242,17 +233,13 @@ impl Conversation {
     /// hard compaction would: older complete groups become a derived state
     /// and a model-written summary; the recent tail stays raw.
     pub async fn compact_now(&mut self) -> Result<(), AgentError> {
-        let window = self
-            .agent
-            .context
-            .window
-            .unwrap_or_else(|| u64::from(self.agent.provider.capabilities().context_window));
-        self.compact(window).await
+        let tokens = window::Window::tokens(&self.agent);
+        window::Window::compact(&self.agent, &mut self.journal, tokens).await
     }
 
     /// The prompt-cache monitor: verdict counts, read share, logged misses.
     pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
-        &self.monitor
+        &self.window.monitor
     }
 
     /// A handle to steer from anywhere.
@@ -301,7 +288,7 @@ impl Conversation {
         // first request, never inside a turn.
         let changes = self.backend.turn_boundary();
         if !changes.is_empty() {
-            self.transcript.refreeze();
+            self.window.transcript.refreeze();
             self.journal.emit(UiKind::CatalogChanged { changes });
         }
         self.journal.append(vec![
@@ -356,7 +343,7 @@ impl Conversation {
         }
         // A fresh process (nothing frozen yet) takes in what its backend
         // offers now; a paused run in this process keeps its tools.
-        if !self.transcript.is_frozen() {
+        if !self.window.transcript.is_frozen() {
             let changes = self.backend.turn_boundary();
             if !changes.is_empty() {
                 self.journal.emit(UiKind::CatalogChanged { changes });
@@ -459,8 +446,14 @@ impl Conversation {
             let chat =
                 crate::telemetry::chat_span(self.agent.provider.name(), &self.agent.profile.model);
             let asked = Instant::now();
-            let called =
-                tracing::Instrument::instrument(self.call_model(&events), chat.clone()).await;
+            let sees = window::Sees {
+                agent: &self.agent,
+                tools: &self.backend,
+            };
+            let calling = self
+                .window
+                .call(sees, &mut self.journal, &self.steering, &events);
+            let called = tracing::Instrument::instrument(calling, chat.clone()).await;
             // Cut short by a stop or an interrupt: the step boundary ends
             // the turn (the inbox is looked at again at once).
             let Some(called) = called.transpose() else {
@@ -482,7 +475,12 @@ impl Conversation {
                 Err(err) => crate::telemetry::model_failed(&chat, err.code.as_str()),
             }
             let message = match called {
-                Ok(message) => message,
+                Ok(message) => {
+                    // Revisions carried in the answered step are spent.
+                    self.turn.carried.clear();
+                    self.turn.left.clear();
+                    message
+                }
                 Err(err) => {
                     self.journal.emit(UiKind::Error {
                         code: err.code.to_string(),

@@ -2,16 +2,27 @@
 //! request, again only after the tools changed at a turn boundary), the projected transcript (extended step by step), and its size
 //! and digest measured from what is new.
 //!
-//! Not here: sending it (`model_call`) or keeping it inside the window
+//! Not here: sending it (`call`) or keeping it inside the window
 //! (`pressure`).
 
-use super::*;
+use std::sync::Arc;
+
+use rein_sessions::StoredEvent;
+use rein_tools::ToolBackend;
+use rein_wire::{AgentError, Request, SystemBlock};
+
+use super::{Sees, Window};
+use crate::conversation::builtins::{
+    call_tool_spec, load_tool_spec, read_result_spec, read_skill_spec,
+};
+use crate::conversation::folds::current_path;
+use crate::project::project;
 
 /// The request builder's own state: the stable prefix frozen at the first
 /// request, the projector that extends the transcript step by step, and
 /// the sealed messages' sizes and digests.
 #[derive(Default)]
-pub(super) struct Transcript {
+pub(crate) struct Transcript {
     /// The stable prefix (system blocks and tools), frozen at the first
     /// request so it stays byte-identical for the whole conversation —
     /// unless the backend's tools change, which it says only at a turn's
@@ -29,12 +40,12 @@ pub(super) struct Transcript {
 impl Transcript {
     /// Let the next request freeze the prefix again: the backend's tools
     /// changed at a turn boundary.
-    pub(super) fn refreeze(&mut self) {
+    pub(crate) fn refreeze(&mut self) {
         self.frozen = None;
     }
 
     /// Whether a prefix is frozen (a request was made in this process).
-    pub(super) fn is_frozen(&self) -> bool {
+    pub(crate) fn is_frozen(&self) -> bool {
         self.frozen.is_some()
     }
 
@@ -112,10 +123,15 @@ impl Transcript {
     }
 }
 
-impl Conversation {
-    pub(super) fn request(&mut self, events: &[StoredEvent]) -> Result<Request, AgentError> {
+impl Window {
+    /// The request the next step sends for `events`.
+    pub(crate) fn request(
+        &mut self,
+        sees: Sees<'_>,
+        events: &[StoredEvent],
+    ) -> Result<Request, AgentError> {
         let turns_path = current_path(events);
-        let mut request = Request::new(self.agent.profile.model.clone(), Vec::new());
+        let mut request = Request::new(sees.agent.profile.model.clone(), Vec::new());
         request.messages = self.transcript.messages(events, &turns_path);
         let (system, tools) = match self.transcript.frozen.clone() {
             Some(frozen) => {
@@ -123,7 +139,7 @@ impl Conversation {
                 // drift within a conversation (no timestamps, sorted maps
                 // and tools).
                 if cfg!(debug_assertions) {
-                    let fresh = self.prefix();
+                    let fresh = sees.prefix();
                     debug_assert!(
                         frozen == fresh,
                         "the stable prefix changed within a conversation: {} -> {}",
@@ -134,17 +150,17 @@ impl Conversation {
                 frozen
             }
             None => {
-                let fresh = self.prefix();
+                let fresh = sees.prefix();
                 self.transcript.frozen = Some(fresh.clone());
                 fresh
             }
         };
         request.system = system;
         request.tools = tools;
-        request.max_output_tokens = self.agent.profile.max_output_tokens;
+        request.max_output_tokens = sees.agent.profile.max_output_tokens;
         // A model known not to reason refuses the setting (a 400 from its
         // API), so it is not sent; an unknown model gets it as asked.
-        request.reasoning = self.agent.profile.reasoning.filter(|_| {
+        request.reasoning = sees.agent.profile.reasoning.filter(|_| {
             rein_wire::model_reasoning(&request.model) != rein_wire::ModelReasoning::DoesNot
         });
         if let Some(schema) = &self.answer_schema {
@@ -152,9 +168,11 @@ impl Conversation {
         }
         Ok(request)
     }
+}
 
+impl Sees<'_> {
     /// The stable prefix as the profile and backend give it now.
-    pub(super) fn prefix(&self) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
+    pub(crate) fn prefix(&self) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
         let mut system: Vec<SystemBlock> = self
             .agent
             .profile
@@ -163,8 +181,8 @@ impl Conversation {
             .map(|text| SystemBlock { text: text.clone() })
             .collect();
         let mut tools = Vec::new();
-        let catalog = self.backend.catalog(&self.agent.guards.policy);
-        if self.deferred(catalog.len()) {
+        let catalog = self.tools.catalog(&self.agent.guards.policy);
+        if self.agent.profile.tools.defers(catalog.len()) {
             // The catalog is sorted by name and has no volatile parts.
             let mut lines = format!("{}\n", self.agent.profile.wording.tool_catalog);
             for tool in &catalog {
@@ -176,7 +194,7 @@ impl Conversation {
             tools.extend(
                 catalog
                     .into_iter()
-                    .filter_map(|t| self.backend.definition(&t.name)),
+                    .filter_map(|t| self.tools.definition(&t.name)),
             );
         }
         tools.push(read_result_spec());
@@ -187,7 +205,7 @@ impl Conversation {
                 &helpers,
             ));
         }
-        let mut skills = self.backend.skills();
+        let mut skills = self.tools.skills();
         if !skills.is_empty() {
             skills.sort_by(|a, b| a.name.cmp(&b.name));
             let mut lines = format!("{}\n", self.agent.profile.wording.skills);
@@ -198,13 +216,5 @@ impl Conversation {
             tools.push(read_skill_spec());
         }
         (system, tools)
-    }
-
-    pub(super) fn deferred(&self, tools: usize) -> bool {
-        match self.agent.profile.tools {
-            ToolLoading::Native => false,
-            ToolLoading::Deferred => true,
-            ToolLoading::Auto { max_native } => tools > max_native,
-        }
     }
 }

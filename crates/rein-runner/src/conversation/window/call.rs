@@ -8,41 +8,55 @@
 //! Not here: building the request (`request`) or what the answer's calls
 //! do (`calls`).
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rein_sessions::{Event, StoredEvent};
+use rein_tools::ToolBackend;
+use rein_wire::{
+    AgentError, AssembledMessage, AssembledToolCall, Assembler, StreamEvent, error::codes,
+};
+use serde_json::Value;
+
+use super::{Sees, Window};
+use crate::conversation::INBOX_EVERY;
+use crate::conversation::folds::refused;
+use crate::conversation::journal::Journal;
+use crate::outcome::UiKind;
+use crate::steering::Steering;
 
 /// How often an open stream looks for an interrupt (the inbox, for a stop
 /// from another surface, every [`INBOX_EVERY`]).
 const STREAM_WATCH: Duration = Duration::from_millis(50);
 
-impl Conversation {
-    /// The model's answer, or `None` when an interrupt or a stop cut the
-    /// stream short.
-    pub(super) async fn call_model(
+impl Window {
+    /// The model's answer, or `None` when an interrupt (`steering`) or a
+    /// stop cut the stream short.
+    pub(crate) async fn call(
         &mut self,
+        sees: Sees<'_>,
+        journal: &mut Journal,
+        steering: &Steering,
         events: &[StoredEvent],
     ) -> Result<Option<AssembledMessage>, AgentError> {
-        let mut request = self.request(events)?;
-        let window = self
-            .agent
-            .context
-            .window
-            .unwrap_or_else(|| u64::from(self.agent.provider.capabilities().context_window));
+        let mut request = self.request(sees, events)?;
+        let window = Self::tokens(sees.agent);
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
         let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
-        let mut share = self.measure(&request, bytes, window).await;
-        if share > self.agent.context.soft && self.soft_prune(window).await? {
-            let events = self.journal.log().await?;
-            request = self.request(&events)?;
+        let mut share = Self::measure(sees.agent, &request, bytes, window).await;
+        if share > sees.agent.context.soft && Self::soft_prune(sees.agent, journal, window).await? {
+            let events = journal.log().await?;
+            request = self.request(sees, &events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            share = self.measure(&request, bytes, window).await;
+            share = Self::measure(sees.agent, &request, bytes, window).await;
         }
-        if share > self.agent.context.hard {
-            self.compact(window).await?;
-            let events = self.journal.log().await?;
-            request = self.request(&events)?;
+        if share > sees.agent.context.hard {
+            Self::compact(sees.agent, journal, window).await?;
+            let events = journal.log().await?;
+            request = self.request(sees, &events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            if self.measure(&request, bytes, window).await > self.agent.context.hard {
+            if Self::measure(sees.agent, &request, bytes, window).await > sees.agent.context.hard {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
                     "the conversation does not fit the context window even after compaction",
@@ -59,11 +73,11 @@ impl Conversation {
         let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
         // The digest covers what the model sees before breakpoints are
         // planned (they follow from it) and without the routing metadata.
-        rein_cache::plan(&mut request, &self.agent.provider.capabilities());
-        request.metadata.session_id = Some(self.journal.session_id().to_owned());
+        rein_cache::plan(&mut request, &sees.agent.provider.capabilities());
+        request.metadata.session_id = Some(journal.session_id().to_owned());
         // Staged, not committed: nothing depends on it being durable before
         // the answer (a crash now means the call is made again).
-        self.journal
+        journal
             .stage(vec![Event::ModelRequested {
                 call_id: call_id.clone(),
                 prefix_fingerprint: fingerprint.clone(),
@@ -72,7 +86,7 @@ impl Conversation {
             }])
             .await?;
         let started = Instant::now();
-        let mut stream = self.agent.provider.stream(request);
+        let mut stream = sees.agent.provider.stream(request);
         let mut assembler = Assembler::new();
         let opened = rein_sessions::recovery::open_turn_started(events);
         let mut watch = tokio::time::interval(STREAM_WATCH);
@@ -82,12 +96,12 @@ impl Conversation {
                 biased;
                 item = stream.next() => item,
                 _ = watch.tick() => {
-                    if self.steering.is_interrupted() {
+                    if steering.is_interrupted() {
                         return Ok(None);
                     }
                     if inbox_looked.elapsed() >= INBOX_EVERY {
                         inbox_looked = Instant::now();
-                        let queued = self.journal.store().inbox(self.journal.session_id()).await?;
+                        let queued = journal.store().inbox(journal.session_id()).await?;
                         if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
                             return Ok(None);
                         }
@@ -99,14 +113,13 @@ impl Conversation {
             let event = item?;
             match &event {
                 StreamEvent::TextDelta { text } => {
-                    self.journal.emit(UiKind::TextDelta { text: text.clone() });
+                    journal.emit(UiKind::TextDelta { text: text.clone() });
                 }
                 StreamEvent::ThinkingDelta { text } => {
-                    self.journal
-                        .emit(UiKind::ReasoningDelta { text: text.clone() });
+                    journal.emit(UiKind::ReasoningDelta { text: text.clone() });
                 }
                 StreamEvent::TextReplaced { streamed, text } => {
-                    self.journal.emit(UiKind::TextReplaced {
+                    journal.emit(UiKind::TextReplaced {
                         streamed: streamed.clone(),
                         text: text.clone(),
                     });
@@ -120,46 +133,44 @@ impl Conversation {
             return Err(err.clone());
         }
         // A small model's near misses, repaired when unambiguous and said.
-        let names: Vec<String> = self
-            .backend
-            .catalog(&self.agent.guards.policy)
+        let names: Vec<String> = sees
+            .tools
+            .catalog(&sees.agent.guards.policy)
             .into_iter()
             .map(|t| t.name)
             .collect();
         let repaired = rein_wire::repair::calls(&mut message, &names);
         for repair in &repaired {
-            self.journal.emit(UiKind::CallRepaired {
+            journal.emit(UiKind::CallRepaired {
                 call_id: repair.call_id.clone(),
                 what: repair.what.clone(),
             });
         }
-        self.turn.carried.clear();
-        self.turn.left.clear();
         let model = message
             .model
             .clone()
-            .unwrap_or_else(|| self.agent.profile.model.clone());
+            .unwrap_or_else(|| sees.agent.profile.model.clone());
         let verdict = self.monitor.observe(
             &fingerprint,
             prefix_tokens,
             &message.usage.unwrap_or_default(),
             self.monitor.calls() > 0,
         );
-        let price = self.agent.prices.price(&model);
+        let price = sees.agent.prices.price(&model);
         let priced = message.usage.as_ref().zip(price);
         let cost = priced.map(|(usage, price)| price.cost_micro_usd(usage));
         let reasoning_cost = priced
             .filter(|(usage, _)| usage.reasoning > 0)
             .map(|(usage, price)| price.reasoning_cost_micro_usd(usage));
         if let Some(usage) = message.usage {
-            self.journal.emit(UiKind::Usage {
+            journal.emit(UiKind::Usage {
                 usage,
                 cost_micro_usd: cost,
             });
         }
         // Staged too: durable with the step's first `tool.called` (before
         // any tool runs) or with the turn's end.
-        self.journal
+        journal
             .stage(vec![Event::ModelCompleted {
                 call_id,
                 model,
@@ -197,7 +208,7 @@ impl Conversation {
                 ));
             }
             // Nothing ran: staged like the message they answer.
-            self.journal.stage(results).await?;
+            journal.stage(results).await?;
         }
         Ok(Some(message))
     }

@@ -4,21 +4,30 @@
 //!
 //! Not here: the thresholds and pure helpers (`crate::context`).
 
-use super::*;
+use futures::StreamExt;
+use rein_sessions::{Event, StoredEvent};
+use rein_wire::{AgentError, Assembler, Request, SystemBlock, error::codes};
+use serde_json::json;
 
-impl Conversation {
+use super::Window;
+use crate::agent::Agent;
+use crate::conversation::folds::current_path;
+use crate::conversation::journal::Journal;
+use crate::project::project;
+
+impl Window {
     /// The request's share of the window: the local estimate, or — near a
     /// threshold, where precision matters — the provider's own count when it
     /// has one (falling back to the estimate if counting fails), else the
     /// model's tokenizer where one is known locally.
-    pub(super) async fn measure(&self, request: &Request, bytes: u64, window: u64) -> f64 {
+    pub(crate) async fn measure(agent: &Agent, request: &Request, bytes: u64, window: u64) -> f64 {
         let local = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
-        let near = (local as f64) >= 0.9 * self.agent.context.soft * window as f64;
+        let near = (local as f64) >= 0.9 * agent.context.soft * window as f64;
         let reserved = u64::from(request.max_output_tokens);
         let tokens = if !near {
             local
-        } else if self.agent.provider.capabilities().token_counting {
-            match self.agent.provider.count_tokens(request.clone()).await {
+        } else if agent.provider.capabilities().token_counting {
+            match agent.provider.count_tokens(request.clone()).await {
                 Ok(Some(counted)) => counted + reserved,
                 Ok(None) => local,
                 Err(err) => {
@@ -35,9 +44,13 @@ impl Conversation {
     }
 
     /// Set old read results aside as artifacts. `true` when a batch was made.
-    pub(super) async fn soft_prune(&mut self, window: u64) -> Result<bool, AgentError> {
+    pub(crate) async fn soft_prune(
+        agent: &Agent,
+        journal: &mut Journal,
+        window: u64,
+    ) -> Result<bool, AgentError> {
         use crate::context::{group_starts, on_path, prunable};
-        let events = self.journal.log().await?;
+        let events = journal.log().await?;
         let path = current_path(&events);
         let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
         let edits = crate::project::Edits::collect(&events, &path_set);
@@ -46,20 +59,19 @@ impl Conversation {
             .filter(|e| edits.covering(e.seq).is_none())
             .collect();
         let groups = group_starts(&visible);
-        if groups.len() <= self.agent.context.keep_groups {
+        if groups.len() <= agent.context.keep_groups {
             return Ok(false);
         }
-        let tail_start = groups[groups.len() - self.agent.context.keep_groups];
+        let tail_start = groups[groups.len() - agent.context.keep_groups];
         let already: std::collections::HashSet<String> = edits.pruned.keys().cloned().collect();
         let candidates = prunable(&visible, tail_start, &already);
         let reclaimed: u64 = candidates.iter().map(|c| c.2).sum();
-        if candidates.is_empty() || reclaimed < self.agent.context.min_reclaim {
+        if candidates.is_empty() || reclaimed < agent.context.min_reclaim {
             return Ok(false);
         }
         let mut calls = Vec::new();
         for (call_id, content, _, _) in &candidates {
-            let artifact = self
-                .journal
+            let artifact = journal
                 .store()
                 .put_artifact(content.to_string().as_bytes(), "application/json")
                 .await?;
@@ -72,12 +84,12 @@ impl Conversation {
             reclaimed,
             "soft pruning old read results"
         );
-        self.journal
+        journal
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
                 summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
-                target_tokens: (self.agent.context.soft * window as f64) as u64,
+                target_tokens: (agent.context.soft * window as f64) as u64,
             }])
             .await?;
         Ok(true)
@@ -85,16 +97,20 @@ impl Conversation {
 
     /// Replace older complete groups by a structured state and a summary the
     /// model writes, keeping a raw recent tail.
-    pub(super) async fn compact(&mut self, window: u64) -> Result<(), AgentError> {
+    pub(crate) async fn compact(
+        agent: &Agent,
+        journal: &mut Journal,
+        window: u64,
+    ) -> Result<(), AgentError> {
         use crate::context::{group_starts, on_path, state};
-        let events = self.journal.log().await?;
+        let events = journal.log().await?;
         let path = current_path(&events);
         let visible = on_path(&events, &path);
         let groups = group_starts(&visible);
-        let by_share = (groups.len() as f64 * self.agent.context.tail_share).ceil() as usize;
+        let by_share = (groups.len() as f64 * agent.context.tail_share).ceil() as usize;
         let tail = by_share
-            .min(self.agent.context.tail_cap)
-            .max(self.agent.context.keep_groups);
+            .min(agent.context.tail_cap)
+            .max(agent.context.keep_groups);
         if groups.len() <= tail {
             return Err(AgentError::new(
                 codes::CONTEXT_WINDOW_EXCEEDED,
@@ -116,8 +132,7 @@ impl Conversation {
             .copied()
             .filter(|e| e.seq <= to_seq)
             .collect();
-        let pending: Vec<String> = self
-            .journal
+        let pending: Vec<String> = journal
             .control()
             .await?
             .pending
@@ -127,7 +142,7 @@ impl Conversation {
         let state = state(&covered, &pending);
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
         let transcript = serde_json::to_string(&project(&before, &path)).unwrap_or_default();
-        let written = self.summarise(&transcript).await;
+        let written = Self::summarise(agent, &transcript).await;
         let text = format!(
             "[Earlier conversation, summarised to save room]\nState: {state}\nSummary: {written}"
         );
@@ -137,7 +152,7 @@ impl Conversation {
             groups = groups.len() - tail,
             "compacting older history"
         );
-        self.journal
+        journal
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
@@ -148,7 +163,7 @@ impl Conversation {
                     "groups_covered": groups.len() - tail,
                     "groups_kept": tail,
                 }),
-                target_tokens: (self.agent.context.target * window as f64) as u64,
+                target_tokens: (agent.context.target * window as f64) as u64,
             }])
             .await?;
         Ok(())
@@ -156,17 +171,17 @@ impl Conversation {
 
     /// The model's summary of a transcript ("" when the call fails: the
     /// structured state still stands).
-    pub(super) async fn summarise(&self, transcript: &str) -> String {
+    async fn summarise(agent: &Agent, transcript: &str) -> String {
         let shown: String = transcript.chars().take(60_000).collect();
         let mut request = Request::new(
-            self.agent.profile.model.clone(),
+            agent.profile.model.clone(),
             vec![rein_wire::Message::user(shown)],
         );
         request.system = vec![SystemBlock {
             text: SUMMARY_INSTRUCTIONS.into(),
         }];
         request.max_output_tokens = 1024;
-        let mut stream = self.agent.provider.stream(request);
+        let mut stream = agent.provider.stream(request);
         let mut assembler = Assembler::new();
         while let Some(item) = stream.next().await {
             match item {
