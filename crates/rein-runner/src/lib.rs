@@ -32,8 +32,8 @@ pub use agent::Agent;
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{
-    ApprovalRequest, Budgets, Conversation, Heard, MAX_PROMPT_BYTES, MAX_SHOWN_ARGUMENTS, Profile,
-    ToolLoading, Verification, Wording,
+    ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, MAX_PROMPT_BYTES,
+    MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, Verification, Wording,
 };
 pub use delegation::Delegation;
 pub use graph_record::{GraphRecord, Resumed};
@@ -42,7 +42,7 @@ pub use helpers::{ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;
-pub use tasks::{ConversationTasks, INBOX_POLL, TaskApproval, TaskUsage};
+pub use tasks::{ConversationTasks, TaskApproval, TaskUsage};
 
 /// A session's trace report with its sub-agents rolled up: each one's
 /// session reported under its agent path, and all of them added up.

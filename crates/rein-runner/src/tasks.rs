@@ -21,7 +21,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -35,9 +34,6 @@ use tokio::sync::mpsc;
 
 use crate::conversation::parse_answer;
 use crate::{Agent, ApprovalRequest, Conversation, Profile, TurnOutcome};
-
-/// How often a paused task looks at its inbox for a decision.
-pub const INBOX_POLL: Duration = Duration::from_millis(200);
 
 /// A task paused at an approval: where a surface finds it.
 #[derive(Debug, Clone)]

@@ -471,7 +471,8 @@ impl Conversation {
         match repeats.observe(fp) {
             rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
             rein_wire::loops::Repeat::Nudge => {
-                self.steering
+                self.inbox
+                    .steering
                     .say(self.agent.profile.wording.loop_nudge.clone());
                 Ok(None)
             }

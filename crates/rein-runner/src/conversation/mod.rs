@@ -27,12 +27,13 @@ mod calls;
 mod delegate;
 mod folds;
 mod hooked;
+mod inbox;
 mod journal;
 mod person;
 
 pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
 pub(crate) use answers::parse_answer;
-pub use person::Heard;
+pub use inbox::{Heard, INBOX_POLL};
 mod reads;
 mod revisions;
 mod turn_state;
@@ -57,7 +58,6 @@ use tokio::sync::broadcast;
 
 use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiEvent, UiKind};
-use crate::steering::Steering;
 
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use builtins::*;
@@ -69,11 +69,6 @@ const MAIN: &str = "main";
 
 /// UI events a slow subscriber may fall behind by before it misses some.
 const UI_BUFFER: usize = 1024;
-
-/// How often the step loop looks at the session's inbox: a store query per
-/// step would cost a durable step more than the rest of its bookkeeping, and
-/// words from another surface need not be heard sooner than this.
-const INBOX_EVERY: Duration = Duration::from_millis(200);
 
 /// The most bytes a person's message starts a turn with: far past any
 /// model's window, and a bound on what one event holds.
@@ -94,11 +89,10 @@ pub struct Conversation {
     cache: ResultCache,
     /// What the model sees, step by step (see `window`).
     window: window::Window,
-    /// When the inbox was last taken.
-    inbox_taken: Option<Instant>,
     /// The hold on the session: lease, the log as read so far, UI events.
     journal: journal::Journal,
-    steering: Steering,
+    /// What reaches the loop from outside it (see `inbox`).
+    inbox: inbox::Inbox,
 }
 
 impl Conversation {
@@ -157,9 +151,8 @@ impl Conversation {
             turn: TurnState::default(),
             cache: ResultCache::default(),
             journal,
-            inbox_taken: None,
             window: window::Window::default(),
-            steering: Steering::default(),
+            inbox: inbox::Inbox::default(),
         };
         conversation.journal.recover().await?;
         Ok(conversation)
@@ -243,8 +236,8 @@ impl Conversation {
     }
 
     /// A handle to steer from anywhere.
-    pub fn steering(&self) -> Steering {
-        self.steering.clone()
+    pub fn steering(&self) -> crate::Steering {
+        self.inbox.steering.clone()
     }
 
     /// The session's whole log.
@@ -398,7 +391,7 @@ impl Conversation {
                 }
             }
             // The step boundary: the inbox, interrupts, what was said, budgets.
-            let heard = if self.inbox_due() {
+            let heard = if self.inbox.due() {
                 self.take_inbox().await?
             } else {
                 Heard::default()
@@ -409,13 +402,13 @@ impl Conversation {
             if heard.said > 0 {
                 continue;
             }
-            if self.steering.take_interrupt() {
+            if self.inbox.steering.take_interrupt() {
                 self.journal
                     .append(vec![Event::SteerInterrupted { reason: None }])
                     .await?;
                 return self.finish(TurnOutcome::Interrupted).await;
             }
-            let said = self.steering.take_said();
+            let said = self.inbox.steering.take_said();
             if !said.is_empty() {
                 self.journal
                     .append(
@@ -452,12 +445,12 @@ impl Conversation {
             };
             let calling = self
                 .window
-                .call(sees, &mut self.journal, &self.steering, &events);
+                .call(sees, &mut self.journal, &self.inbox.steering, &events);
             let called = tracing::Instrument::instrument(calling, chat.clone()).await;
             // Cut short by a stop or an interrupt: the step boundary ends
             // the turn (the inbox is looked at again at once).
             let Some(called) = called.transpose() else {
-                self.inbox_taken = None;
+                self.inbox.look_next();
                 continue;
             };
             match &called {

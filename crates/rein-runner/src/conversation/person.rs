@@ -5,28 +5,7 @@
 //! Not here: posting from another process (`rein_approvals::decide`,
 //! `say`, `stop`), or in-process steering (`crate::steering`).
 
-use rein_sessions::InboxItem;
-
 use super::*;
-
-/// What the session's inbox brought.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Heard {
-    /// Approvals decided elsewhere: (approval, decision, by whom).
-    pub decided: Vec<(String, Decision, String)>,
-    /// Words said to the turn elsewhere (recorded as `steer.said`).
-    pub said: usize,
-    /// A stop asked for elsewhere, by whom. Already acted on: the turn is
-    /// stopped ([`Conversation::stop_by`]) and ended `interrupted`.
-    pub stop: Option<String>,
-}
-
-impl Heard {
-    /// Whether nothing came.
-    pub fn is_empty(&self) -> bool {
-        self.decided.is_empty() && self.said == 0 && self.stop.is_none()
-    }
-}
 
 impl Conversation {
     /// Decide a pending approval from a person's surface in this process
@@ -95,65 +74,7 @@ impl Conversation {
     /// this at every step boundary and on resume; a surface waiting at an
     /// approval calls it to learn of decisions made elsewhere.
     pub async fn take_inbox(&mut self) -> Result<Heard, AgentError> {
-        self.inbox_taken = Some(Instant::now());
-        let entries = self
-            .journal
-            .store()
-            .inbox(self.journal.session_id())
-            .await?;
-        let Some(upto) = entries.last().map(|e| e.id) else {
-            return Ok(Heard::default());
-        };
-        let control = self.journal.control().await?;
-        let opened = if entries
-            .iter()
-            .any(|e| matches!(e.item, InboxItem::Stop { .. }))
-        {
-            rein_sessions::recovery::open_turn_started(&self.journal.log().await?)
-        } else {
-            None
-        };
-        let mut heard = Heard::default();
-        let mut events = Vec::new();
-        for entry in entries {
-            let stops = entry.stops_turn_opened_at(opened);
-            match entry.item {
-                // A stop wins over any decision queued after it.
-                InboxItem::Decision { .. } if heard.stop.is_some() => {}
-                InboxItem::Decision {
-                    approval_id,
-                    decision,
-                    lease,
-                    by,
-                } => {
-                    let pending = control.pending.iter().any(|p| p.approval_id == approval_id);
-                    let twice = heard.decided.iter().any(|(a, _, _)| *a == approval_id);
-                    if pending && !twice {
-                        events.push(Event::ApprovalDecided {
-                            approval_id: approval_id.clone(),
-                            decision,
-                            by: by.clone(),
-                            lease,
-                        });
-                        heard.decided.push((approval_id, decision, by));
-                    }
-                }
-                InboxItem::Say { text, .. } => {
-                    events.push(Event::SteerSaid { text });
-                    heard.said += 1;
-                }
-                InboxItem::Stop { by } if stops && heard.stop.is_none() => heard.stop = Some(by),
-                // Posted before this turn began (or a second one): not kept.
-                InboxItem::Stop { .. } => {}
-            }
-        }
-        self.journal.append_taking(events, Some(upto)).await?;
-        for (approval_id, decision, _) in &heard.decided {
-            self.journal.emit(UiKind::ApprovalDecided {
-                approval_id: approval_id.clone(),
-                decision: decision.to_string(),
-            });
-        }
+        let heard = self.inbox.take(&mut self.journal).await?;
         if let Some(by) = &heard.stop {
             self.stop_by(by).await?;
         }
@@ -165,13 +86,6 @@ impl Conversation {
     /// not to work around it) and the turn ends as `interrupted`.
     pub async fn stop(&mut self, surface: &Surface) -> Result<TurnOutcome, AgentError> {
         self.stop_by(surface.name()).await
-    }
-
-    /// Whether the step loop should look at the inbox now (at most every
-    /// `INBOX_EVERY`; wait points and `resume` always look).
-    pub(super) fn inbox_due(&self) -> bool {
-        self.inbox_taken
-            .is_none_or(|at| at.elapsed() >= INBOX_EVERY)
     }
 
     /// The approvals waiting for a person, oldest first — after a restart
@@ -252,7 +166,7 @@ impl Conversation {
                 return self.resume().await.map(Some);
             }
             tokio::select! {
-                () = tokio::time::sleep(crate::tasks::INBOX_POLL) => {}
+                () = tokio::time::sleep(super::inbox::INBOX_POLL) => {}
                 () = cancel.cancelled() => return Ok(None),
             }
         }

@@ -170,7 +170,7 @@ impl Conversation {
         Ok(None)
     }
 
-    /// Wait for a batch with sub-agents, looking every [`INBOX_EVERY`] for
+    /// Wait for a batch with sub-agents, looking every [`INBOX_POLL`] for
     /// the parent's interrupt or a stop posted from another surface; either
     /// cancels the sub-agents (they end `agent_stopped`), and the turn ends
     /// at its next step boundary, where the stop is taken from the inbox.
@@ -186,8 +186,8 @@ impl Conversation {
         loop {
             tokio::select! {
                 done = &mut all => return Ok(done),
-                () = tokio::time::sleep(INBOX_EVERY), if !cancel.is_cancelled() => {
-                    if self.steering.is_interrupted() {
+                () = tokio::time::sleep(INBOX_POLL), if !cancel.is_cancelled() => {
+                    if self.inbox.steering.is_interrupted() {
                         cancel.cancel();
                         continue;
                     }
@@ -199,7 +199,7 @@ impl Conversation {
                     if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
                         cancel.cancel();
                         // Taken at the next step boundary, without waiting.
-                        self.inbox_taken = None;
+                        self.inbox.look_next();
                     }
                 }
             }

@@ -19,14 +19,14 @@ use rein_wire::{
 use serde_json::Value;
 
 use super::{Sees, Window};
-use crate::conversation::INBOX_EVERY;
 use crate::conversation::folds::refused;
+use crate::conversation::inbox::INBOX_POLL;
 use crate::conversation::journal::Journal;
 use crate::outcome::UiKind;
 use crate::steering::Steering;
 
 /// How often an open stream looks for an interrupt (the inbox, for a stop
-/// from another surface, every [`INBOX_EVERY`]).
+/// from another surface, every [`INBOX_POLL`]).
 const STREAM_WATCH: Duration = Duration::from_millis(50);
 
 impl Window {
@@ -99,7 +99,7 @@ impl Window {
                     if steering.is_interrupted() {
                         return Ok(None);
                     }
-                    if inbox_looked.elapsed() >= INBOX_EVERY {
+                    if inbox_looked.elapsed() >= INBOX_POLL {
                         inbox_looked = Instant::now();
                         let queued = journal.store().inbox(journal.session_id()).await?;
                         if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {

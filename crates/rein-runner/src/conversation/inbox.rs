@@ -1,0 +1,134 @@
+//! The inbox: what reaches a running conversation from outside its step
+//! loop — words and an interrupt from this process ([`Steering`]), and
+//! decisions, words and stops other surfaces put in the session's inbox
+//! in the store. [`Inbox`] owns both and when the store's was last looked
+//! at; [`INBOX_POLL`] is the one interval anything waiting on the store's
+//! inbox looks again.
+//!
+//! Not here: acting on a stop (the conversation's `stop_by`), posting
+//! from another process (`rein_approvals::decide`, `say`, `stop`).
+
+use std::time::{Duration, Instant};
+
+use rein_approvals::Decision;
+use rein_sessions::{Event, InboxItem};
+use rein_wire::AgentError;
+
+use super::journal::Journal;
+use crate::outcome::UiKind;
+use crate::steering::Steering;
+
+/// How often anything waiting on the store's inbox looks again (the step
+/// loop between steps, an open model stream, a batch of sub-agents, a wait
+/// for a decision): a store query per step would cost a durable step more
+/// than the rest of its bookkeeping, and words from another surface need
+/// not be heard sooner than this.
+pub const INBOX_POLL: Duration = Duration::from_millis(200);
+
+/// What the session's inbox brought.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Heard {
+    /// Approvals decided elsewhere: (approval, decision, by whom).
+    pub decided: Vec<(String, Decision, String)>,
+    /// Words said to the turn elsewhere (recorded as `steer.said`).
+    pub said: usize,
+    /// A stop asked for elsewhere, by whom. Already acted on: the turn is
+    /// stopped ([`crate::Conversation::stop_by`]) and ended `interrupted`.
+    pub stop: Option<String>,
+}
+
+impl Heard {
+    /// Whether nothing came.
+    pub fn is_empty(&self) -> bool {
+        self.decided.is_empty() && self.said == 0 && self.stop.is_none()
+    }
+}
+
+/// What reaches the loop from outside it: this process's steering and the
+/// store's inbox.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    /// Words and an interrupt from this process.
+    pub(crate) steering: Steering,
+    /// When the store's inbox was last taken.
+    taken: Option<Instant>,
+}
+
+impl Inbox {
+    /// Whether the step loop should look at the store's inbox now (at most
+    /// every [`INBOX_POLL`]; wait points and `resume` always look).
+    pub(crate) fn due(&self) -> bool {
+        self.taken.is_none_or(|at| at.elapsed() >= INBOX_POLL)
+    }
+
+    /// Look at the store's inbox at the next step boundary, whenever it
+    /// was last looked at (a stream or a batch was cut short).
+    pub(crate) fn look_next(&mut self) {
+        self.taken = None;
+    }
+
+    /// Take the store's inbox into the log: a decision for an approval
+    /// still pending becomes `approval.decided` (one decided meanwhile is
+    /// passed over), words become `steer.said`, all in one transaction with
+    /// marking them taken. A stop wins over every decision queued after it
+    /// (those are not recorded); a stop posted before the open turn began
+    /// is passed over. The caller acts on [`Heard::stop`].
+    pub(crate) async fn take(&mut self, journal: &mut Journal) -> Result<Heard, AgentError> {
+        self.taken = Some(Instant::now());
+        let entries = journal.store().inbox(journal.session_id()).await?;
+        let Some(upto) = entries.last().map(|e| e.id) else {
+            return Ok(Heard::default());
+        };
+        let control = journal.control().await?;
+        let opened = if entries
+            .iter()
+            .any(|e| matches!(e.item, InboxItem::Stop { .. }))
+        {
+            rein_sessions::recovery::open_turn_started(&journal.log().await?)
+        } else {
+            None
+        };
+        let mut heard = Heard::default();
+        let mut events = Vec::new();
+        for entry in entries {
+            let stops = entry.stops_turn_opened_at(opened);
+            match entry.item {
+                // A stop wins over any decision queued after it.
+                InboxItem::Decision { .. } if heard.stop.is_some() => {}
+                InboxItem::Decision {
+                    approval_id,
+                    decision,
+                    lease,
+                    by,
+                } => {
+                    let pending = control.pending.iter().any(|p| p.approval_id == approval_id);
+                    let twice = heard.decided.iter().any(|(a, _, _)| *a == approval_id);
+                    if pending && !twice {
+                        events.push(Event::ApprovalDecided {
+                            approval_id: approval_id.clone(),
+                            decision,
+                            by: by.clone(),
+                            lease,
+                        });
+                        heard.decided.push((approval_id, decision, by));
+                    }
+                }
+                InboxItem::Say { text, .. } => {
+                    events.push(Event::SteerSaid { text });
+                    heard.said += 1;
+                }
+                InboxItem::Stop { by } if stops && heard.stop.is_none() => heard.stop = Some(by),
+                // Posted before this turn began (or a second one): not kept.
+                InboxItem::Stop { .. } => {}
+            }
+        }
+        journal.append_taking(events, Some(upto)).await?;
+        for (approval_id, decision, _) in &heard.decided {
+            journal.emit(UiKind::ApprovalDecided {
+                approval_id: approval_id.clone(),
+                decision: decision.to_string(),
+            });
+        }
+        Ok(heard)
+    }
+}
