@@ -8,128 +8,91 @@
 //!
 //! Not here: deciding single calls (the gate).
 
-use super::*;
+use rein_sessions::recovery::dangling;
+use rein_sessions::{Event, StoredEvent};
+use rein_tools::ToolBackend;
+use rein_wire::{AgentError, error::codes};
+use serde_json::{Value, json};
 
-impl Conversation {
-    /// The authority this conversation would run with now.
-    pub(super) fn authority(&self) -> Value {
-        let tools: serde_json::Map<String, Value> = self
-            .backend
-            .catalog(&self.agent.guards.policy)
-            .into_iter()
-            .map(|t| {
-                let digest = self
-                    .backend
-                    .definition(&t.name)
-                    .and_then(|d| serde_json::to_vec(&d).ok())
-                    .map(|bytes| blake3::hash(&bytes).to_hex()[..16].to_owned());
-                (t.name, json!(digest))
-            })
-            .collect();
-        json!({
-            "model": self.agent.profile.model,
-            "tools": tools,
-            "policy": self.agent.guards.policy,
-            "product": self.agent.guards.authority,
+use crate::agent::Agent;
+
+/// The authority `agent` would run with now, offering `tools`.
+pub(super) fn of(agent: &Agent, tools: &dyn ToolBackend) -> Value {
+    let tools: serde_json::Map<String, Value> = tools
+        .catalog(&agent.guards.policy)
+        .into_iter()
+        .map(|t| {
+            let digest = tools
+                .definition(&t.name)
+                .and_then(|d| serde_json::to_vec(&d).ok())
+                .map(|bytes| blake3::hash(&bytes).to_hex()[..16].to_owned());
+            (t.name, json!(digest))
         })
-    }
+        .collect();
+    json!({
+        "model": agent.profile.model,
+        "tools": tools,
+        "policy": agent.guards.policy,
+        "product": agent.guards.authority,
+    })
+}
 
-    /// Refuse to go on with the open run when its authority changed and
-    /// no person accepted the change.
-    ///
-    /// A run opened in imported history is never taken on its word: its
-    /// recorded authority (roots included) is evidence, so it goes on only
-    /// once a person accepted it after the import, whatever it records.
-    pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
-        let open = dangling(events);
-        let Some(run) = open.runs.last() else {
+/// Refuse to go on with the open run when its authority changed and
+/// no person accepted the change.
+///
+/// A run opened in imported history is never taken on its word: its
+/// recorded authority (roots included) is evidence, so it goes on only
+/// once a person accepted it after the import, whatever it records.
+pub(super) fn check(
+    agent: &Agent,
+    tools: &dyn ToolBackend,
+    evidence: u64,
+    events: &[StoredEvent],
+) -> Result<(), AgentError> {
+    let open = dangling(events);
+    let Some(run) = open.runs.last() else {
+        return Ok(());
+    };
+    let started = events.iter().rev().find_map(|e| match &e.event {
+        Event::RunStarted {
+            run_id, profile, ..
+        } if run_id == run => Some((e.seq, profile.get("authority").cloned())),
+        _ => None,
+    });
+    let imported = started.as_ref().is_some_and(|(seq, _)| *seq <= evidence);
+    let now = of(agent, tools);
+    // Only a person's acceptance made after the import counts.
+    let accepted = events.iter().rev().any(|e| {
+        e.seq > evidence && matches!(&e.event, Event::AuthorityAccepted { to, .. } if *to == now)
+    });
+    if imported {
+        if accepted {
             return Ok(());
-        };
-        let evidence = self.journal.evidence_through();
-        let started = events.iter().rev().find_map(|e| match &e.event {
-            Event::RunStarted {
-                run_id, profile, ..
-            } if run_id == run => Some((e.seq, profile.get("authority").cloned())),
-            _ => None,
-        });
-        let imported = started.as_ref().is_some_and(|(seq, _)| *seq <= evidence);
-        let now = self.authority();
-        // Only a person's acceptance made after the import counts.
-        let accepted = events.iter().rev().any(|e| {
-            e.seq > evidence
-                && matches!(&e.event, Event::AuthorityAccepted { to, .. } if *to == now)
-        });
-        if imported {
-            if accepted {
-                return Ok(());
-            }
-            let recorded = started.and_then(|(_, a)| a).unwrap_or(Value::Null);
-            return Err(AgentError::new(
+        }
+        let recorded = started.and_then(|(_, a)| a).unwrap_or(Value::Null);
+        return Err(AgentError::new(
                 codes::AUTHORITY_CHANGED,
                 "this run was imported: what it records (root, tools, decisions) is evidence, not permission; a person accepts going on under what this chat allows now, and its approvals are asked again",
             )
             .with_field("recorded", recorded)
             .with_field("now", now));
-        }
-        // A run recorded before authority was: nothing to compare.
-        let Some(recorded) = started.and_then(|(_, a)| a) else {
-            return Ok(());
-        };
-        if recorded == now || accepted {
-            return Ok(());
-        }
-        Err(AgentError::new(
-            codes::AUTHORITY_CHANGED,
-            format!(
-                "this run started with other authority; changed: {}",
-                changed(&recorded, &now).join(", ")
-            ),
-        )
-        .with_field("recorded", recorded)
-        .with_field("now", now))
     }
-
-    /// What a resume would be refused for now (`authority_changed`, with
-    /// what changed), so a surface can ask the person first; `None` when
-    /// the open run (if any) may go on.
-    pub async fn authority_change(&mut self) -> Result<Option<AgentError>, AgentError> {
-        let events = self.journal.log().await?;
-        Ok(self.check_authority(&events).err())
+    // A run recorded before authority was: nothing to compare.
+    let Some(recorded) = started.and_then(|(_, a)| a) else {
+        return Ok(());
+    };
+    if recorded == now || accepted {
+        return Ok(());
     }
-
-    /// A person accepts that the open run goes on under the authority it
-    /// would have now (recorded as `authority.accepted`, naming them).
-    pub async fn accept_authority(
-        &mut self,
-        surface: &rein_approvals::Surface,
-    ) -> Result<(), AgentError> {
-        let events = self.journal.log().await?;
-        let open = dangling(&events);
-        let Some(run) = open.runs.last() else {
-            return Err(AgentError::new(
-                codes::INVALID_INPUT,
-                "there is no open run to accept a change for",
-            ));
-        };
-        let from = events
-            .iter()
-            .rev()
-            .find_map(|e| match &e.event {
-                Event::RunStarted {
-                    run_id, profile, ..
-                } if run_id == run => profile.get("authority").cloned(),
-                _ => None,
-            })
-            .unwrap_or(Value::Null);
-        self.journal
-            .append(vec![Event::AuthorityAccepted {
-                by: surface.name().to_owned(),
-                from,
-                to: self.authority(),
-            }])
-            .await?;
-        Ok(())
-    }
+    Err(AgentError::new(
+        codes::AUTHORITY_CHANGED,
+        format!(
+            "this run started with other authority; changed: {}",
+            changed(&recorded, &now).join(", ")
+        ),
+    )
+    .with_field("recorded", recorded)
+    .with_field("now", now))
 }
 
 /// The top-level parts (and tools) that differ.

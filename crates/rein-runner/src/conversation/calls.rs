@@ -69,9 +69,16 @@ impl Conversation {
         tool: &str,
         args: Value,
     ) -> Result<Checked, AgentError> {
-        let args = match self
-            .before_call(events, call_id, tool, args.clone())
-            .await?
+        let hooks = &self.agent.guards.hooks;
+        let args = match hooked::before_call(
+            hooks,
+            &mut self.journal,
+            events,
+            call_id,
+            tool,
+            args.clone(),
+        )
+        .await?
         {
             Ok(args) => args,
             Err(why) => {
@@ -373,7 +380,8 @@ impl Conversation {
         {
             self.turn.left.insert(left.clone());
         }
-        let (outcome, mut records) = self.after_call(&call_id, &tool, &args, outcome).await;
+        let (outcome, mut records) =
+            hooked::after_call(&self.agent.guards.hooks, &call_id, &tool, &args, outcome).await;
         let event = self
             .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
             .await?;

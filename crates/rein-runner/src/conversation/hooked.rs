@@ -4,8 +4,19 @@
 //!
 //! Not here: what a hook is (`crate::hooks`).
 
-use super::*;
-use crate::hooks::{HookEffect, HookInput, HookPoint, fits, recorded};
+use std::sync::Arc;
+
+use rein_sessions::{Event, StoredEvent};
+use rein_tools::Outcome;
+use rein_wire::AgentError;
+use serde_json::{Value, json};
+
+use super::journal::Journal;
+use crate::hooks::{Hook, HookEffect, HookInput, HookPoint, fits, recorded};
+use crate::outcome::TurnOutcome;
+
+/// A definition's hooks, in the order they are asked.
+pub(super) type Hooks = [Arc<dyn Hook>];
 
 fn ran(
     hook: &str,
@@ -23,224 +34,196 @@ fn ran(
     }
 }
 
-impl Conversation {
-    async fn ask_hooks(&self, input: &HookInput) -> Vec<(String, Result<HookEffect, String>)> {
+async fn ask(hooks: &Hooks, input: &HookInput) -> Vec<(String, Result<HookEffect, String>)> {
+    let mut answers = Vec::new();
+    for hook in hooks.iter().filter(|h| h.hears(input.point)) {
+        let effect = match hook.run(input).await {
+            Ok(effect) if !fits(input.point, &effect) => Err(format!(
+                "answered {effect:?}, which {} does not take",
+                input.point.as_str()
+            )),
+            other => other,
+        };
+        let stop = !matches!(
+            effect,
+            Ok(HookEffect::Continue | HookEffect::Edit(_) | HookEffect::Annotate(_))
+        );
+        answers.push((hook.name().to_owned(), effect));
+        if stop {
+            break;
+        }
+    }
+    answers
+}
+
+/// The arguments a call runs with after the `before_call` hooks, or
+/// why they refused it. Read back from the log when already asked.
+pub(super) async fn before_call(
+    hooks: &Hooks,
+    journal: &mut Journal,
+    events: &[StoredEvent],
+    call_id: &str,
+    tool: &str,
+    mut args: Value,
+) -> Result<Result<Value, String>, AgentError> {
+    let earlier: Vec<(String, String, Value)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::HookRan {
+                hook,
+                point,
+                call_id: Some(id),
+                effect,
+                detail,
+            } if id == call_id && point == HookPoint::BeforeCall.as_str() => {
+                Some((hook.clone(), effect.clone(), detail.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let answers: Vec<(String, Result<HookEffect, String>)> = if earlier.is_empty() {
+        if !hooks.iter().any(|h| h.hears(HookPoint::BeforeCall)) {
+            return Ok(Ok(args));
+        }
         let mut answers = Vec::new();
-        for hook in self
-            .agent
-            .guards
-            .hooks
-            .iter()
-            .filter(|h| h.hears(input.point))
-        {
-            let effect = match hook.run(input).await {
-                Ok(effect) if !fits(input.point, &effect) => Err(format!(
-                    "answered {effect:?}, which {} does not take",
-                    input.point.as_str()
+        // Each hook sees the arguments the hooks before it left.
+        for hook in hooks.iter().filter(|h| h.hears(HookPoint::BeforeCall)) {
+            let input = HookInput {
+                point: HookPoint::BeforeCall,
+                tool: Some(tool.to_owned()),
+                arguments: Some(args.clone()),
+                result: None,
+                outcome: None,
+            };
+            let effect = match hook.run(&input).await {
+                Ok(effect) if !fits(HookPoint::BeforeCall, &effect) => Err(format!(
+                    "answered {effect:?}, which before_call does not take"
                 )),
                 other => other,
             };
-            let stop = !matches!(
-                effect,
-                Ok(HookEffect::Continue | HookEffect::Edit(_) | HookEffect::Annotate(_))
-            );
+            if let Ok(HookEffect::Edit(edited)) = &effect {
+                args = edited.clone();
+            }
+            let stop = matches!(effect, Ok(HookEffect::Deny(_)) | Err(_));
             answers.push((hook.name().to_owned(), effect));
             if stop {
                 break;
             }
         }
-        answers
-    }
-
-    /// The arguments a call runs with after the `before_call` hooks, or
-    /// why they refused it. Read back from the log when already asked.
-    pub(super) async fn before_call(
-        &mut self,
-        events: &[StoredEvent],
-        call_id: &str,
-        tool: &str,
-        mut args: Value,
-    ) -> Result<Result<Value, String>, AgentError> {
-        let earlier: Vec<(String, String, Value)> = events
+        let events: Vec<Event> = answers
             .iter()
-            .filter_map(|e| match &e.event {
-                Event::HookRan {
-                    hook,
-                    point,
-                    call_id: Some(id),
-                    effect,
-                    detail,
-                } if id == call_id && point == HookPoint::BeforeCall.as_str() => {
-                    Some((hook.clone(), effect.clone(), detail.clone()))
-                }
-                _ => None,
-            })
+            .map(|(hook, effect)| ran(hook, HookPoint::BeforeCall, Some(call_id), effect))
             .collect();
-        let answers: Vec<(String, Result<HookEffect, String>)> = if earlier.is_empty() {
-            if !self
-                .agent
-                .guards
-                .hooks
-                .iter()
-                .any(|h| h.hears(HookPoint::BeforeCall))
-            {
-                return Ok(Ok(args));
-            }
-            let mut answers = Vec::new();
-            // Each hook sees the arguments the hooks before it left.
-            for hook in self
-                .agent
-                .guards
-                .hooks
-                .iter()
-                .filter(|h| h.hears(HookPoint::BeforeCall))
-            {
-                let input = HookInput {
-                    point: HookPoint::BeforeCall,
-                    tool: Some(tool.to_owned()),
-                    arguments: Some(args.clone()),
-                    result: None,
-                    outcome: None,
+        journal.append(events).await?;
+        answers
+    } else {
+        earlier
+            .into_iter()
+            .map(|(hook, effect, detail)| {
+                let effect = match effect.as_str() {
+                    "edit" => Ok(HookEffect::Edit(detail)),
+                    "deny" => Ok(HookEffect::Deny(detail.as_str().unwrap_or("").to_owned())),
+                    "continue" => Ok(HookEffect::Continue),
+                    _ => Err(detail.as_str().unwrap_or("").to_owned()),
                 };
-                let effect = match hook.run(&input).await {
-                    Ok(effect) if !fits(HookPoint::BeforeCall, &effect) => Err(format!(
-                        "answered {effect:?}, which before_call does not take"
-                    )),
-                    other => other,
-                };
-                if let Ok(HookEffect::Edit(edited)) = &effect {
-                    args = edited.clone();
-                }
-                let stop = matches!(effect, Ok(HookEffect::Deny(_)) | Err(_));
-                answers.push((hook.name().to_owned(), effect));
-                if stop {
-                    break;
-                }
+                (hook, effect)
+            })
+            .collect()
+    };
+    for (hook, effect) in answers {
+        match effect {
+            Ok(HookEffect::Edit(edited)) => args = edited,
+            Ok(HookEffect::Deny(reason)) => {
+                return Ok(Err(format!("hook `{hook}` denied the call: {reason}")));
             }
-            let events: Vec<Event> = answers
-                .iter()
-                .map(|(hook, effect)| ran(hook, HookPoint::BeforeCall, Some(call_id), effect))
-                .collect();
-            self.journal.append(events).await?;
-            answers
-        } else {
-            earlier
-                .into_iter()
-                .map(|(hook, effect, detail)| {
-                    let effect = match effect.as_str() {
-                        "edit" => Ok(HookEffect::Edit(detail)),
-                        "deny" => Ok(HookEffect::Deny(detail.as_str().unwrap_or("").to_owned())),
-                        "continue" => Ok(HookEffect::Continue),
-                        _ => Err(detail.as_str().unwrap_or("").to_owned()),
-                    };
-                    (hook, effect)
-                })
-                .collect()
-        };
-        for (hook, effect) in answers {
-            match effect {
-                Ok(HookEffect::Edit(edited)) => args = edited,
-                Ok(HookEffect::Deny(reason)) => {
-                    return Ok(Err(format!("hook `{hook}` denied the call: {reason}")));
-                }
-                Err(why) => {
-                    return Ok(Err(format!(
-                        "hook `{hook}` failed, so the call is refused: {why}"
-                    )));
-                }
-                Ok(_) => {}
+            Err(why) => {
+                return Ok(Err(format!(
+                    "hook `{hook}` failed, so the call is refused: {why}"
+                )));
             }
+            Ok(_) => {}
         }
-        Ok(Ok(args))
     }
+    Ok(Ok(args))
+}
 
-    /// The outcome after the `after_call` hooks, and their records.
-    pub(super) async fn after_call(
-        &self,
-        call_id: &str,
-        tool: &str,
-        args: &Value,
-        mut outcome: Outcome,
-    ) -> (Outcome, Vec<Event>) {
-        if !self
-            .agent
-            .guards
-            .hooks
-            .iter()
-            .any(|h| h.hears(HookPoint::AfterCall))
-        {
-            return (outcome, Vec::new());
-        }
-        let input = HookInput {
-            point: HookPoint::AfterCall,
-            tool: Some(tool.to_owned()),
-            arguments: Some(args.clone()),
-            result: serde_json::to_value(&outcome).ok(),
-            outcome: None,
-        };
-        let mut records = Vec::new();
-        for (hook, effect) in self.ask_hooks(&input).await {
-            if let Ok(HookEffect::Annotate(note)) = &effect {
-                outcome = annotated(outcome, &hook, note);
-            }
-            if !matches!(effect, Ok(HookEffect::Continue)) {
-                records.push(ran(&hook, HookPoint::AfterCall, Some(call_id), &effect));
-            }
-        }
-        (outcome, records)
+/// The outcome after the `after_call` hooks, and their records.
+pub(super) async fn after_call(
+    hooks: &Hooks,
+    call_id: &str,
+    tool: &str,
+    args: &Value,
+    mut outcome: Outcome,
+) -> (Outcome, Vec<Event>) {
+    if !hooks.iter().any(|h| h.hears(HookPoint::AfterCall)) {
+        return (outcome, Vec::new());
     }
-
-    /// Why the `before_model_call` hooks refuse the next model call, if
-    /// they do (recorded).
-    pub(super) async fn before_model_call(&mut self) -> Result<Option<String>, AgentError> {
-        if !self
-            .agent
-            .guards
-            .hooks
-            .iter()
-            .any(|h| h.hears(HookPoint::BeforeModelCall))
-        {
-            return Ok(None);
+    let input = HookInput {
+        point: HookPoint::AfterCall,
+        tool: Some(tool.to_owned()),
+        arguments: Some(args.clone()),
+        result: serde_json::to_value(&outcome).ok(),
+        outcome: None,
+    };
+    let mut records = Vec::new();
+    for (hook, effect) in ask(hooks, &input).await {
+        if let Ok(HookEffect::Annotate(note)) = &effect {
+            outcome = annotated(outcome, &hook, note);
         }
-        let input = HookInput {
-            point: HookPoint::BeforeModelCall,
-            tool: None,
-            arguments: None,
-            result: None,
-            outcome: None,
-        };
-        for (hook, effect) in self.ask_hooks(&input).await {
-            let why = match &effect {
-                Ok(HookEffect::Deny(reason)) => {
-                    format!("hook `{hook}` denied the model call: {reason}")
-                }
-                Err(failed) => {
-                    format!("hook `{hook}` failed, so the model call is refused: {failed}")
-                }
-                _ => continue,
-            };
-            self.journal
-                .append(vec![ran(&hook, HookPoint::BeforeModelCall, None, &effect)])
-                .await?;
-            return Ok(Some(why));
+        if !matches!(effect, Ok(HookEffect::Continue)) {
+            records.push(ran(&hook, HookPoint::AfterCall, Some(call_id), &effect));
         }
-        Ok(None)
     }
+    (outcome, records)
+}
 
-    /// Tell the `turn_end` hooks how the turn ended (their answers change
-    /// nothing; a failure is logged).
-    pub(super) async fn turn_end(&self, outcome: &TurnOutcome) {
-        let input = HookInput {
-            point: HookPoint::TurnEnd,
-            tool: None,
-            arguments: None,
-            result: None,
-            outcome: Some(outcome.name().to_owned()),
-        };
-        for (hook, effect) in self.ask_hooks(&input).await {
-            if let Err(why) = effect {
-                tracing::warn!(%hook, %why, "a turn_end hook failed");
+/// Why the `before_model_call` hooks refuse the next model call, if
+/// they do (recorded).
+pub(super) async fn before_model_call(
+    hooks: &Hooks,
+    journal: &mut Journal,
+) -> Result<Option<String>, AgentError> {
+    if !hooks.iter().any(|h| h.hears(HookPoint::BeforeModelCall)) {
+        return Ok(None);
+    }
+    let input = HookInput {
+        point: HookPoint::BeforeModelCall,
+        tool: None,
+        arguments: None,
+        result: None,
+        outcome: None,
+    };
+    for (hook, effect) in ask(hooks, &input).await {
+        let why = match &effect {
+            Ok(HookEffect::Deny(reason)) => {
+                format!("hook `{hook}` denied the model call: {reason}")
             }
+            Err(failed) => {
+                format!("hook `{hook}` failed, so the model call is refused: {failed}")
+            }
+            _ => continue,
+        };
+        journal
+            .append(vec![ran(&hook, HookPoint::BeforeModelCall, None, &effect)])
+            .await?;
+        return Ok(Some(why));
+    }
+    Ok(None)
+}
+
+/// Tell the `turn_end` hooks how the turn ended (their answers change
+/// nothing; a failure is logged).
+pub(super) async fn turn_end(hooks: &Hooks, outcome: &TurnOutcome) {
+    let input = HookInput {
+        point: HookPoint::TurnEnd,
+        tool: None,
+        arguments: None,
+        result: None,
+        outcome: Some(outcome.name().to_owned()),
+    };
+    for (hook, effect) in ask(hooks, &input).await {
+        if let Err(why) = effect {
+            tracing::warn!(%hook, %why, "a turn_end hook failed");
         }
     }
 }

@@ -291,7 +291,7 @@ impl Conversation {
                 turn_id,
                 budgets: json!({"max_steps": self.agent.budgets.max_steps, "max_tokens": self.agent.budgets.max_tokens,
                                 "max_cost_micro_usd": self.agent.budgets.max_cost_micro_usd, "max_wall_s": self.agent.budgets.max_wall.as_secs()}),
-                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": self.authority()}),
+                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.backend.as_ref())}),
             },
         ])
         .await?;
@@ -432,7 +432,9 @@ impl Conversation {
                     .await;
             }
             self.turn.spent.steps += 1;
-            if let Some(why) = self.before_model_call().await? {
+            if let Some(why) =
+                hooked::before_model_call(&self.agent.guards.hooks, &mut self.journal).await?
+            {
                 let error = AgentError::new(codes::HOOK_DENIED, why);
                 return self.finish(TurnOutcome::Error { error }).await;
             }
@@ -568,7 +570,7 @@ impl Conversation {
         self.journal.emit(UiKind::TurnFinished {
             outcome: outcome.name().into(),
         });
-        self.turn_end(&outcome).await;
+        hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)
     }
 }

@@ -263,4 +263,53 @@ impl Conversation {
         self.journal.append(stopping).await?;
         self.finish(TurnOutcome::Interrupted).await
     }
+
+    /// What a resume would be refused for now (`authority_changed`, with
+    /// what changed), so a surface can ask the person first; `None` when
+    /// the open run (if any) may go on.
+    pub async fn authority_change(&mut self) -> Result<Option<AgentError>, AgentError> {
+        let events = self.journal.log().await?;
+        Ok(self.check_authority(&events).err())
+    }
+
+    /// A person accepts that the open run goes on under the authority it
+    /// would have now (recorded as `authority.accepted`, naming them).
+    pub async fn accept_authority(
+        &mut self,
+        surface: &rein_approvals::Surface,
+    ) -> Result<(), AgentError> {
+        let events = self.journal.log().await?;
+        let open = dangling(&events);
+        let Some(run) = open.runs.last() else {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "there is no open run to accept a change for",
+            ));
+        };
+        let from = events
+            .iter()
+            .rev()
+            .find_map(|e| match &e.event {
+                Event::RunStarted {
+                    run_id, profile, ..
+                } if run_id == run => profile.get("authority").cloned(),
+                _ => None,
+            })
+            .unwrap_or(Value::Null);
+        self.journal
+            .append(vec![Event::AuthorityAccepted {
+                by: surface.name().to_owned(),
+                from,
+                to: authority::of(&self.agent, self.backend.as_ref()),
+            }])
+            .await?;
+        Ok(())
+    }
+
+    /// Refuse to go on with the open run when its authority changed and
+    /// no person accepted the change (see `authority`).
+    pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
+        let evidence = self.journal.evidence_through();
+        authority::check(&self.agent, self.backend.as_ref(), evidence, events)
+    }
 }

@@ -145,7 +145,8 @@ impl Conversation {
             {
                 self.cache.put(tool, args, &revision, result.clone());
             }
-            let (outcome, records) = self.after_call(call_id, tool, args, outcome).await;
+            let (outcome, records) =
+                hooked::after_call(&self.agent.guards.hooks, call_id, tool, args, outcome).await;
             results.extend(records);
             let event = self.result_event(call_id, outcome, source, took).await?;
             fingerprints.push(fingerprint(tool, args, &event));
