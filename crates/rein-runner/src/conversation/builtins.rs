@@ -96,22 +96,23 @@ impl ToolBackend for WithBuiltins {
     }
 }
 
-impl Conversation {
+impl WithBuiltins {
     /// A backend's `tool_not_found` lists only the backend's tools; the
-    /// model was also offered rein's own, so they are named too.
-    pub(super) fn naming_builtins(&self, mut err: AgentError) -> AgentError {
+    /// model was also offered rein's own (as `agent` offers them), so they
+    /// are named too.
+    pub(super) fn naming_builtins(&self, agent: &crate::Agent, mut err: AgentError) -> AgentError {
         if err.code != codes::TOOL_NOT_FOUND {
             return err;
         }
         let mut own = vec![READ_RESULT];
-        let offered = self.backend.catalog(&self.agent.guards.policy).len();
-        if self.agent.profile.tools.defers(offered) {
+        let offered = self.catalog(&agent.guards.policy).len();
+        if agent.profile.tools.defers(offered) {
             own.extend([LOAD_TOOL, CALL_TOOL]);
         }
-        if self.agent.delegation.is_some() {
+        if agent.delegation.is_some() {
             own.push(crate::delegation::DELEGATE);
         }
-        if !self.backend.skills().is_empty() {
+        if !self.skills().is_empty() {
             own.push(READ_SKILL);
         }
         err.message = format!("{}; rein's own: {}", err.message, own.join(", "));

@@ -23,8 +23,6 @@
 mod answers;
 mod authority;
 mod builtins;
-mod calls;
-mod delegate;
 mod folds;
 mod hooked;
 mod inbox;
@@ -34,24 +32,21 @@ mod person;
 pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
 pub(crate) use answers::parse_answer;
 pub use inbox::{Heard, INBOX_POLL};
-mod reads;
+mod gate;
 mod revisions;
-mod turn_state;
 mod verify;
 mod window;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rein_approvals::{
-    Answer, Decision, Leases, PermissionClass, Policy, Said, Surface, Verdict, gate,
-};
+use rein_approvals::{Answer, Decision, Leases, PermissionClass, Policy, Surface};
 use rein_gateway::Provider;
 use rein_sessions::recovery::dangling;
 use rein_sessions::{
     Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus, history,
 };
-use rein_tools::{Outcome, ResultCache, ToolBackend, ToolContext, bound};
+use rein_tools::{Outcome, ToolBackend, ToolContext};
 use rein_wire::{AgentError, PriceTable, Request, error::codes};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -60,9 +55,7 @@ use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiEvent, UiKind};
 
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
-use builtins::*;
 use folds::*;
-use turn_state::TurnState;
 
 /// The agent path of the conversation itself.
 const MAIN: &str = "main";
@@ -82,11 +75,11 @@ pub struct Conversation {
     /// The definition it runs with (see [`Agent`]); its settings may be
     /// changed between turns, its tools are fixed at open.
     pub agent: Agent,
-    /// The product's tools with rein's own beside them.
-    backend: Arc<builtins::WithBuiltins>,
-    /// What lasts only while the open turn runs.
-    turn: TurnState,
-    cache: ResultCache,
+    /// The call gate: the tools, and the leases and revisions a turn keeps
+    /// (see `gate`).
+    gate: gate::Gate,
+    /// What the open turn's step loop has used.
+    spend: gate::Spend,
     /// What the model sees, step by step (see `window`).
     window: window::Window,
     /// The hold on the session: lease, the log as read so far, UI events.
@@ -143,13 +136,12 @@ impl Conversation {
         };
         let journal = journal::Journal::open(store.clone(), &info).await?;
         let mut conversation = Conversation {
-            backend: Arc::new(builtins::WithBuiltins {
+            gate: gate::Gate::new(Arc::new(builtins::WithBuiltins {
                 product: agent.tools.clone(),
                 store,
-            }),
+            })),
             agent,
-            turn: TurnState::default(),
-            cache: ResultCache::default(),
+            spend: gate::Spend::default(),
             journal,
             window: window::Window::default(),
             inbox: inbox::Inbox::default(),
@@ -175,7 +167,7 @@ impl Conversation {
 
     /// What the step loop used since it last started or resumed.
     pub(crate) fn spent(&self) -> crate::delegation::Spent {
-        self.turn.spent
+        self.spend.spent
     }
 
     /// The store the session lives in (a surface decides a sub-agent's
@@ -215,7 +207,7 @@ impl Conversation {
         let events = self.journal.log().await?;
         let sees = window::Sees {
             agent: &self.agent,
-            tools: &self.backend,
+            tools: &self.gate.tools,
         };
         let mut request = self.window.request(sees, &events)?;
         rein_cache::plan(&mut request, &self.agent.provider.capabilities());
@@ -276,10 +268,10 @@ impl Conversation {
             .await?;
         let turn_id = rein_wire::ids::new_id();
         let run_id = rein_wire::ids::new_id();
-        self.turn = TurnState::default();
+        self.gate.new_turn();
         // The one place the tools on offer may change: before a turn's
         // first request, never inside a turn.
-        let changes = self.backend.turn_boundary();
+        let changes = self.gate.tools.turn_boundary();
         if !changes.is_empty() {
             self.window.transcript.refreeze();
             self.journal.emit(UiKind::CatalogChanged { changes });
@@ -291,7 +283,7 @@ impl Conversation {
                 turn_id,
                 budgets: json!({"max_steps": self.agent.budgets.max_steps, "max_tokens": self.agent.budgets.max_tokens,
                                 "max_cost_micro_usd": self.agent.budgets.max_cost_micro_usd, "max_wall_s": self.agent.budgets.max_wall.as_secs()}),
-                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.backend.as_ref())}),
+                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.gate.tools.as_ref())}),
             },
         ])
         .await?;
@@ -337,7 +329,7 @@ impl Conversation {
         // A fresh process (nothing frozen yet) takes in what its backend
         // offers now; a paused run in this process keeps its tools.
         if !self.window.transcript.is_frozen() {
-            let changes = self.backend.turn_boundary();
+            let changes = self.gate.tools.turn_boundary();
             if !changes.is_empty() {
                 self.journal.emit(UiKind::CatalogChanged { changes });
             }
@@ -361,10 +353,10 @@ impl Conversation {
             .filter(|e| e.seq > evidence)
             .map(|e| e.event.clone())
             .collect();
-        self.turn.leases = Leases::of_open_run(&log);
         // Sub-agents started earlier in this turn count against its bound
         // (and keep their paths), after a restart too.
-        self.turn.delegated = agents_in_open_turn(&events);
+        self.gate
+            .resume_turn(Leases::of_open_run(&log), agents_in_open_turn(&events));
         let span = crate::telemetry::agent_span(
             &self.agent.profile.name,
             self.journal.session_id(),
@@ -377,15 +369,27 @@ impl Conversation {
     /// The step loop of the open turn.
     async fn run(&mut self) -> Result<TurnOutcome, AgentError> {
         let started = Instant::now();
-        self.turn.spent = crate::delegation::Spent::default();
-        self.turn.started = Some(started);
+        self.spend = gate::Spend {
+            spent: crate::delegation::Spent::default(),
+            started: Some(started),
+        };
         let mut repeats = rein_wire::loops::Repeats::new();
         let mut failed_checks: u32 = 0;
         loop {
             let events = self.journal.log().await?;
             // Tool calls of the last message that still need running.
             if let Some((message_calls, _)) = last_calls(&events) {
-                match self.run_calls(&events, message_calls, &mut repeats).await? {
+                let mut around = gate::Around {
+                    agent: &self.agent,
+                    journal: &mut self.journal,
+                    inbox: &mut self.inbox,
+                    spend: &mut self.spend,
+                };
+                let ran = self
+                    .gate
+                    .run_calls(&mut around, &events, message_calls, &mut repeats)
+                    .await?;
+                match ran {
                     Some(outcome) => return self.finish(outcome).await,
                     None => continue,
                 }
@@ -419,7 +423,7 @@ impl Conversation {
                     .await?;
                 continue;
             }
-            let spent = self.turn.spent;
+            let spent = self.spend.spent;
             if let Some(which) =
                 self.agent
                     .budgets
@@ -431,7 +435,7 @@ impl Conversation {
                     })
                     .await;
             }
-            self.turn.spent.steps += 1;
+            self.spend.spent.steps += 1;
             if let Some(why) =
                 hooked::before_model_call(&self.agent.guards.hooks, &mut self.journal).await?
             {
@@ -443,7 +447,7 @@ impl Conversation {
             let asked = Instant::now();
             let sees = window::Sees {
                 agent: &self.agent,
-                tools: &self.backend,
+                tools: &self.gate.tools,
             };
             let calling = self
                 .window
@@ -472,8 +476,7 @@ impl Conversation {
             let message = match called {
                 Ok(message) => {
                     // Revisions carried in the answered step are spent.
-                    self.turn.carried.clear();
-                    self.turn.left.clear();
+                    self.gate.answered();
                     message
                 }
                 Err(err) => {
@@ -489,7 +492,7 @@ impl Conversation {
                     .model
                     .as_deref()
                     .unwrap_or(&self.agent.profile.model);
-                self.turn.spent.add(crate::delegation::Spent {
+                self.spend.spent.add(crate::delegation::Spent {
                     steps: 0,
                     tokens: usage.prompt_total() + usage.output,
                     cost: self.agent.prices.cost_micro_usd(model, usage).unwrap_or(0),

@@ -91,59 +91,7 @@ impl Conversation {
     /// The approvals waiting for a person, oldest first — after a restart
     /// too (they are read from the log).
     pub async fn pending_approvals(&mut self) -> Result<Vec<ApprovalRequest>, AgentError> {
-        let control = self.journal.control().await?;
-        let events = self.journal.log().await?;
-        let evidence = self.journal.evidence_through();
-        Ok(control
-            .pending
-            .iter()
-            // One asked in imported history is asked again, not answered.
-            .filter(|p| {
-                rein_sessions::recovery::approval_request(&events, &p.approval_id)
-                    .is_none_or(|asked| asked.seq > evidence)
-            })
-            .map(|p| {
-                let asked = rein_sessions::recovery::approval_request(&events, &p.approval_id);
-                let arguments =
-                    rein_sessions::recovery::approval_arguments(&events, &p.approval_id);
-                let text = arguments.to_string();
-                let arguments = if text.chars().count() > MAX_SHOWN_ARGUMENTS {
-                    Value::String(text.chars().take(MAX_SHOWN_ARGUMENTS).collect())
-                } else {
-                    arguments
-                };
-                ApprovalRequest {
-                    approval_id: p.approval_id.clone(),
-                    tool: p.tool.clone(),
-                    arguments,
-                    permission: p.permission,
-                    purpose: self.backend.purpose(&p.tool),
-                    preview: asked.and_then(|e| match &e.event {
-                        Event::ApprovalRequested { preview, .. } => preview.clone(),
-                        _ => None,
-                    }),
-                    agent_path: asked
-                        .map_or_else(|| self.journal.agent().to_owned(), |e| e.agent_path.clone()),
-                }
-            })
-            .collect())
-    }
-
-    /// The outcome of a turn that waits on `approval_id`: what the person
-    /// is asked.
-    pub(super) async fn awaiting(&mut self, approval_id: &str) -> Result<TurnOutcome, AgentError> {
-        let asked = self
-            .pending_approvals()
-            .await?
-            .into_iter()
-            .find(|a| a.approval_id == approval_id)
-            .ok_or_else(|| {
-                AgentError::new(
-                    codes::INTERNAL,
-                    format!("approval `{approval_id}` was asked for but is not pending"),
-                )
-            })?;
-        Ok(TurnOutcome::AwaitingApproval(asked))
+        pending(&mut self.journal, self.gate.tools.as_ref()).await
     }
 
     /// Wait until `approval_id` is decided by a person on any surface
@@ -300,7 +248,7 @@ impl Conversation {
             .append(vec![Event::AuthorityAccepted {
                 by: surface.name().to_owned(),
                 from,
-                to: authority::of(&self.agent, self.backend.as_ref()),
+                to: authority::of(&self.agent, self.gate.tools.as_ref()),
             }])
             .await?;
         Ok(())
@@ -310,6 +258,69 @@ impl Conversation {
     /// no person accepted the change (see `authority`).
     pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
         let evidence = self.journal.evidence_through();
-        authority::check(&self.agent, self.backend.as_ref(), evidence, events)
+        authority::check(&self.agent, self.gate.tools.as_ref(), evidence, events)
     }
+}
+
+/// The approvals waiting for a person, oldest first — after a restart
+/// too (they are read from the log).
+pub(super) async fn pending(
+    journal: &mut journal::Journal,
+    tools: &dyn ToolBackend,
+) -> Result<Vec<ApprovalRequest>, AgentError> {
+    let control = journal.control().await?;
+    let events = journal.log().await?;
+    let evidence = journal.evidence_through();
+    Ok(control
+        .pending
+        .iter()
+        // One asked in imported history is asked again, not answered.
+        .filter(|p| {
+            rein_sessions::recovery::approval_request(&events, &p.approval_id)
+                .is_none_or(|asked| asked.seq > evidence)
+        })
+        .map(|p| {
+            let asked = rein_sessions::recovery::approval_request(&events, &p.approval_id);
+            let arguments = rein_sessions::recovery::approval_arguments(&events, &p.approval_id);
+            let text = arguments.to_string();
+            let arguments = if text.chars().count() > MAX_SHOWN_ARGUMENTS {
+                Value::String(text.chars().take(MAX_SHOWN_ARGUMENTS).collect())
+            } else {
+                arguments
+            };
+            ApprovalRequest {
+                approval_id: p.approval_id.clone(),
+                tool: p.tool.clone(),
+                arguments,
+                permission: p.permission,
+                purpose: tools.purpose(&p.tool),
+                preview: asked.and_then(|e| match &e.event {
+                    Event::ApprovalRequested { preview, .. } => preview.clone(),
+                    _ => None,
+                }),
+                agent_path: asked
+                    .map_or_else(|| journal.agent().to_owned(), |e| e.agent_path.clone()),
+            }
+        })
+        .collect())
+}
+
+/// The outcome of a turn that waits on `approval_id`: what the person
+/// is asked.
+pub(super) async fn awaiting(
+    journal: &mut journal::Journal,
+    tools: &dyn ToolBackend,
+    approval_id: &str,
+) -> Result<TurnOutcome, AgentError> {
+    let asked = pending(journal, tools)
+        .await?
+        .into_iter()
+        .find(|a| a.approval_id == approval_id)
+        .ok_or_else(|| {
+            AgentError::new(
+                codes::INTERNAL,
+                format!("approval `{approval_id}` was asked for but is not pending"),
+            )
+        })?;
+    Ok(TurnOutcome::AwaitingApproval(asked))
 }

@@ -6,16 +6,28 @@
 //! sub-agent (`delegate`).
 
 use std::future::Future;
+use std::time::Instant;
+
+use rein_approvals::PermissionClass;
+use rein_sessions::{Event, ResultSource, StoredEvent};
+use rein_tools::{Outcome, ToolBackend, ToolContext};
+use rein_wire::AgentError;
+use serde_json::Value;
 
 use super::delegate::Delegate;
-use super::*;
+use super::{Around, Gate};
+use crate::conversation::folds::fingerprint;
+use crate::conversation::hooked;
+use crate::conversation::inbox::INBOX_POLL;
+use crate::outcome::{TurnOutcome, UiKind};
 
-impl Conversation {
+impl Gate {
     /// Run reads in parallel: one `tool.called` batch, the invocations at
     /// once, then the results in call order. While sub-agents run, the
     /// parent's interrupt or a stop from any surface cancels them.
     pub(super) async fn run_reads(
         &mut self,
+        cx: &mut Around<'_>,
         events: &[StoredEvent],
         reads: Vec<(String, String, Value)>,
         repeats: &mut rein_wire::loops::Repeats,
@@ -23,8 +35,8 @@ impl Conversation {
         if reads.is_empty() {
             return Ok(None);
         }
-        let revision = self.backend.revision();
-        let plans = self.plan_children(events, &reads).await?;
+        let revision = self.tools.revision();
+        let plans = self.plan_children(cx, events, &reads).await?;
         let mut called = Vec::new();
         for ((call_id, tool, args), plan) in reads.iter().zip(&plans) {
             if let Delegate::Child(planned) = plan
@@ -41,15 +53,15 @@ impl Conversation {
             if let Delegate::Child(planned) = plan {
                 called.extend(planned.started(call_id));
             }
-            self.journal.emit(UiKind::ToolCall {
+            cx.journal.emit(UiKind::ToolCall {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 arguments: args.clone(),
             });
         }
-        self.journal.append(called).await?;
-        let backend = self.backend.clone();
-        let policy = self.agent.guards.policy.clone();
+        cx.journal.append(called).await?;
+        let backend = self.tools.clone();
+        let policy = cx.agent.guards.policy.clone();
         let cached: Vec<Option<Value>> = reads
             .iter()
             .map(|(_, tool, args)| {
@@ -64,7 +76,7 @@ impl Conversation {
             .iter()
             .filter(|p| matches!(p, Delegate::Child(_)))
             .count();
-        let share = self.child_budgets(u32::try_from(children).unwrap_or(u32::MAX));
+        let share = self.child_budgets(cx, u32::try_from(children).unwrap_or(u32::MAX));
         let cancel = tokio_util::sync::CancellationToken::new();
         let runs =
             reads
@@ -74,7 +86,7 @@ impl Conversation {
                 .map(|(((call_id, tool, args), hit), plan)| {
                     let backend = backend.clone();
                     let child = match plan {
-                        Delegate::Child(planned) => Some(self.child(planned, share, &cancel)),
+                        Delegate::Child(planned) => Some(self.child(cx, planned, share, &cancel)),
                         _ => None,
                     };
                     let refused = match plan {
@@ -85,8 +97,8 @@ impl Conversation {
                         call_id: call_id.clone(),
                         elevated: false,
                         policy: policy.clone(),
-                        progress: self.journal.progress(call_id),
-                        app: self.agent.guards.app_context.clone(),
+                        progress: cx.journal.progress(call_id),
+                        app: cx.agent.guards.app_context.clone(),
                     };
                     let hit = hit.clone();
                     async move {
@@ -116,7 +128,7 @@ impl Conversation {
         let outcomes = if children == 0 {
             all.await
         } else {
-            self.while_children_run(all, &cancel).await?
+            self.while_children_run(cx, all, &cancel).await?
         };
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
@@ -125,7 +137,7 @@ impl Conversation {
         {
             if let Delegate::Child(planned) = plan {
                 // What a sub-agent spent is drawn from this turn's budget.
-                self.turn.spent.add(spent);
+                cx.spend.spent.add(spent);
                 results.push(Event::AgentFinished {
                     agent_path: planned.path.clone(),
                     outcome: match &outcome {
@@ -146,9 +158,11 @@ impl Conversation {
                 self.cache.put(tool, args, &revision, result.clone());
             }
             let (outcome, records) =
-                hooked::after_call(&self.agent.guards.hooks, call_id, tool, args, outcome).await;
+                hooked::after_call(&cx.agent.guards.hooks, call_id, tool, args, outcome).await;
             results.extend(records);
-            let event = self.result_event(call_id, outcome, source, took).await?;
+            let event = self
+                .result_event(cx, call_id, outcome, source, took)
+                .await?;
             fingerprints.push(fingerprint(tool, args, &event));
             results.push(event);
         }
@@ -159,12 +173,12 @@ impl Conversation {
         // a read is never a write that ran. A sub-agent's finish is written
         // at once: its work is not something to lose.
         if children > 0 {
-            self.journal.append(results).await?;
+            cx.journal.append(results).await?;
         } else {
-            self.journal.stage(results).await?;
+            cx.journal.stage(results).await?;
         }
         for fp in fingerprints {
-            if let Some(outcome) = self.count_repeat(repeats, fp).await? {
+            if let Some(outcome) = self.count_repeat(cx, repeats, fp).await? {
                 return Ok(Some(outcome));
             }
         }
@@ -179,28 +193,29 @@ impl Conversation {
     /// after the batch's results, never between a call and its result.
     async fn while_children_run<T>(
         &mut self,
+        cx: &mut Around<'_>,
         all: impl Future<Output = T>,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<T, AgentError> {
         tokio::pin!(all);
-        let opened = rein_sessions::recovery::open_turn_started(&self.journal.log().await?);
+        let opened = rein_sessions::recovery::open_turn_started(&cx.journal.log().await?);
         loop {
             tokio::select! {
                 done = &mut all => return Ok(done),
                 () = tokio::time::sleep(INBOX_POLL), if !cancel.is_cancelled() => {
-                    if self.inbox.steering.is_interrupted() {
+                    if cx.inbox.steering.is_interrupted() {
                         cancel.cancel();
                         continue;
                     }
-                    let queued = self
+                    let queued = cx
                         .journal
                         .store()
-                        .inbox(self.journal.session_id())
+                        .inbox(cx.journal.session_id())
                         .await?;
                     if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
                         cancel.cancel();
                         // Taken at the next step boundary, without waiting.
-                        self.inbox.look_next();
+                        cx.inbox.look_next();
                     }
                 }
             }

@@ -6,7 +6,24 @@
 //! Not here: the parallel read batch (`reads`) or the built-in tools
 //! (`builtins`).
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use rein_approvals::{Decision, Leases, PermissionClass, Said, Verdict, gate};
+use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
+use rein_tools::{Outcome, ToolBackend, ToolContext, bound};
+use rein_wire::{AgentError, error::codes};
+use serde_json::{Value, json};
+
+use super::{Around, Gate};
+use crate::conversation::builtins::CALL_TOOL;
+use crate::conversation::folds::{
+    ApprovalState, approval_state, error_result, fingerprint, now_ms, refused, refused_in_turn,
+    tool_error_content_with,
+};
+use crate::conversation::journal::Journal;
+use crate::conversation::person::awaiting;
+use crate::conversation::{hooked, revisions};
+use crate::outcome::{TurnOutcome, UiKind};
 
 /// What checking a call before the gate found.
 enum Checked {
@@ -33,52 +50,21 @@ impl Checked {
     }
 }
 
-impl Conversation {
-    /// A call that will not run: its `tool.called` and its one error
-    /// result, appended together, and the UI told.
-    pub(super) async fn refuse(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        args: &Value,
-        permission: Option<PermissionClass>,
-        code: &str,
-        message: &str,
-    ) -> Result<(), AgentError> {
-        self.journal
-            .append(refused(call_id, tool, args.clone(), permission, code, message).into())
-            .await?;
-        self.journal.emit(UiKind::ToolResult {
-            call_id: call_id.to_owned(),
-            ok: false,
-            source: "live".into(),
-            undo: None,
-            error: Some((code.to_owned(), message.to_owned())),
-            duration_ms: 0,
-        });
-        Ok(())
-    }
-
+impl Gate {
     /// A call's arguments through the hooks (an edit is then checked like
     /// the model's), normalised once (the policy, the person and the tool
     /// see the same input), and classed — or why it will not run.
     async fn check_call(
         &mut self,
+        cx: &mut Around<'_>,
         events: &[StoredEvent],
         call_id: &str,
         tool: &str,
         args: Value,
     ) -> Result<Checked, AgentError> {
-        let hooks = &self.agent.guards.hooks;
-        let args = match hooked::before_call(
-            hooks,
-            &mut self.journal,
-            events,
-            call_id,
-            tool,
-            args.clone(),
-        )
-        .await?
+        let hooks = &cx.agent.guards.hooks;
+        let args = match hooked::before_call(hooks, cx.journal, events, call_id, tool, args.clone())
+            .await?
         {
             Ok(args) => args,
             Err(why) => {
@@ -90,7 +76,7 @@ impl Conversation {
                 ));
             }
         };
-        let args = match self.backend.prepare(tool, args.clone()) {
+        let args = match self.tools.prepare(tool, args.clone()) {
             Ok(args) => args,
             Err(err) => {
                 return Ok(Checked::refused(
@@ -101,10 +87,10 @@ impl Conversation {
                 ));
             }
         };
-        match self.backend.permission(tool, &args) {
+        match self.tools.permission(tool, &args) {
             Ok(class) => Ok(Checked::Runs(args, class)),
             Err(err) => {
-                let err = self.naming_builtins(err);
+                let err = self.tools.naming_builtins(cx.agent, err);
                 Ok(Checked::refused(args, err.code.as_str(), err.message, true))
             }
         }
@@ -112,8 +98,9 @@ impl Conversation {
 
     /// Run the calls of the last assistant message that have no result
     /// yet. `Some(outcome)` ends (or pauses) the turn.
-    pub(super) async fn run_calls(
+    pub(crate) async fn run_calls(
         &mut self,
+        cx: &mut Around<'_>,
         events: &[StoredEvent],
         calls: Vec<(String, String, Value)>,
         repeats: &mut rein_wire::loops::Repeats,
@@ -133,7 +120,7 @@ impl Conversation {
             } else {
                 (tool, args)
             };
-            let (args, class) = match self.check_call(events, &call_id, &tool, args).await? {
+            let (args, class) = match self.check_call(cx, events, &call_id, &tool, args).await? {
                 Checked::Runs(args, class) => (args, class),
                 Checked::Refused {
                     args,
@@ -141,14 +128,13 @@ impl Conversation {
                     message,
                     counts,
                 } => {
-                    self.refuse(&call_id, &tool, &args, None, &code, &message)
-                        .await?;
+                    refuse(cx.journal, &call_id, &tool, &args, None, &code, &message).await?;
                     // The same refused call made again and again is a loop
                     // too (a small model retrying an invalid edit, say).
                     if counts {
                         let refused = error_result(&call_id, &code, &message);
                         let fp = fingerprint(&tool, &args, &refused);
-                        if let Some(outcome) = self.count_repeat(repeats, fp).await? {
+                        if let Some(outcome) = self.count_repeat(cx, repeats, fp).await? {
                             return Ok(Some(outcome));
                         }
                     }
@@ -160,12 +146,12 @@ impl Conversation {
                 continue;
             }
             // A write: first the reads before it, then it, in order.
-            self.run_reads(events, std::mem::take(&mut reads), repeats)
+            self.run_reads(cx, events, std::mem::take(&mut reads), repeats)
                 .await?;
             // What the person said about this call comes first: their "no"
             // wins over any lease.
             let state = if class.needs_approval() {
-                approval_state(events, &call_id, self.journal.evidence_through())
+                approval_state(events, &call_id, cx.journal.evidence_through())
             } else {
                 ApprovalState::None
             };
@@ -177,8 +163,9 @@ impl Conversation {
             // A change to what exists runs only on the revision the model
             // saw (and an approved one on the revision the person saw);
             // refused before anyone is asked.
-            if let Some(err) = self.stale_change(events, &tool, &args, &state) {
-                self.refuse(
+            if let Some(err) = self.stale_change(cx, events, &tool, &args, &state) {
+                refuse(
+                    cx.journal,
                     &call_id,
                     &tool,
                     &args,
@@ -189,7 +176,7 @@ impl Conversation {
                 .await?;
                 let refused = error_result(&call_id, err.code.as_str(), &err.message);
                 if let Some(outcome) = self
-                    .count_repeat(repeats, fingerprint(&tool, &args, &refused))
+                    .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused))
                     .await?
                 {
                     return Ok(Some(outcome));
@@ -201,12 +188,12 @@ impl Conversation {
             let leases = if said == Said::Nothing && refused_in_turn(events, &tool, &args) {
                 &no_lease
             } else {
-                &self.turn.leases
+                &self.leases
             };
-            let elevated = match gate(class, &tool, &self.agent.guards.policy, leases, said) {
+            let elevated = match gate(class, &tool, &cx.agent.guards.policy, leases, said) {
                 Verdict::Run { elevated } => {
                     if let ApprovalState::Approved { scope, .. } = state {
-                        self.turn.leases.grant(&tool, scope);
+                        self.leases.grant(&tool, scope);
                     }
                     elevated
                 }
@@ -215,19 +202,21 @@ impl Conversation {
                         ApprovalState::Refused { decision } => decision.as_str(),
                         _ => Decision::Denied.as_str(),
                     };
-                    self.refuse(
+                    refuse(
+                        cx.journal,
                         &call_id,
                         &tool,
                         &args,
                         Some(class),
                         codes::NOT_APPROVED.as_str(),
-                        &self.agent.profile.wording.not_approved(&tool, decision),
+                        &cx.agent.profile.wording.not_approved(&tool, decision),
                     )
                     .await?;
                     continue;
                 }
                 Verdict::Refuse { reason } => {
-                    self.refuse(
+                    refuse(
+                        cx.journal,
                         &call_id,
                         &tool,
                         &args,
@@ -245,10 +234,10 @@ impl Conversation {
                                 .map(|e| e.at_ms);
                         let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
                         if age_ms
-                            > i64::try_from(self.agent.approval_ttl.as_millis()).unwrap_or(i64::MAX)
+                            > i64::try_from(cx.agent.approval_ttl.as_millis()).unwrap_or(i64::MAX)
                         {
                             // Nobody decided in time: the call is refused.
-                            self.journal
+                            cx.journal
                                 .append(
                                     vec![Event::ApprovalDecided {
                                         approval_id,
@@ -263,18 +252,16 @@ impl Conversation {
                                         args.clone(),
                                         Some(class),
                                         codes::NOT_APPROVED.as_str(),
-                                        &self
-                                            .agent
-                                            .profile
-                                            .wording
-                                            .not_approved(&tool, "let expire"),
+                                        &cx.agent.profile.wording.not_approved(&tool, "let expire"),
                                     ))
                                     .collect(),
                                 )
                                 .await?;
                             continue;
                         }
-                        return Ok(Some(self.awaiting(&approval_id).await?));
+                        return Ok(Some(
+                            awaiting(cx.journal, self.tools.as_ref(), &approval_id).await?,
+                        ));
                     }
                     // Nothing asked yet (an approved or refused call never
                     // reaches here: the gate runs the one, the other was
@@ -283,10 +270,10 @@ impl Conversation {
                         let approval_id = rein_wire::ids::new_id();
                         // What the person sees is made now, from the world as
                         // it is when they are asked, and kept with the request.
-                        let preview = self.backend.preview(&tool, &args);
+                        let preview = self.tools.preview(&tool, &args);
                         // One asked in imported history is left unanswered
                         // there: closed as expired, and asked anew here.
-                        let stale = self
+                        let stale = cx
                             .journal
                             .control()
                             .await?
@@ -306,30 +293,35 @@ impl Conversation {
                             arguments: args.clone(),
                             permission: class,
                             preview: preview.clone(),
-                            bound_to: self.backend.changes(&tool, &args),
+                            bound_to: self.tools.changes(&tool, &args),
                         };
-                        self.journal.append(stale.chain([asked]).collect()).await?;
-                        self.journal.emit(UiKind::ApprovalRequested {
+                        cx.journal.append(stale.chain([asked]).collect()).await?;
+                        cx.journal.emit(UiKind::ApprovalRequested {
                             approval_id: approval_id.clone(),
                             tool: tool.clone(),
                             arguments: args,
                             permission: class,
                             preview,
                         });
-                        return Ok(Some(self.awaiting(&approval_id).await?));
+                        return Ok(Some(
+                            awaiting(cx.journal, self.tools.as_ref(), &approval_id).await?,
+                        ));
                     }
                 },
             };
-            let result = self.run_one(call_id, tool, args, class, elevated).await?;
-            if let Some(outcome) = self.note_repeat(repeats, &result).await? {
+            let result = self
+                .run_one(cx, call_id, tool, args, class, elevated)
+                .await?;
+            if let Some(outcome) = self.note_repeat(cx, repeats, &result).await? {
                 return Ok(Some(outcome));
             }
         }
-        self.run_reads(events, reads, repeats).await
+        self.run_reads(cx, events, reads, repeats).await
     }
 
     pub(super) async fn run_one(
         &mut self,
+        cx: &mut Around<'_>,
         call_id: String,
         tool: String,
         args: Value,
@@ -337,7 +329,7 @@ impl Conversation {
         elevated: bool,
     ) -> Result<String, AgentError> {
         let args = self.carry_revision(args);
-        self.journal
+        cx.journal
             .append(vec![Event::ToolCalled {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
@@ -345,7 +337,7 @@ impl Conversation {
                 permission: Some(class),
             }])
             .await?;
-        self.journal.emit(UiKind::ToolCall {
+        cx.journal.emit(UiKind::ToolCall {
             call_id: call_id.clone(),
             tool: tool.clone(),
             arguments: args.clone(),
@@ -353,15 +345,15 @@ impl Conversation {
         let ctx = ToolContext {
             call_id: call_id.clone(),
             elevated,
-            policy: self.agent.guards.policy.clone(),
-            progress: self.journal.progress(&call_id),
-            app: self.agent.guards.app_context.clone(),
+            policy: cx.agent.guards.policy.clone(),
+            progress: cx.journal.progress(&call_id),
+            app: cx.agent.guards.app_context.clone(),
         };
         let started = Instant::now();
         let outcome = crate::telemetry::traced_call(
             &tool,
             &call_id,
-            self.backend.invoke(&tool, args.clone(), &ctx),
+            self.tools.invoke(&tool, args.clone(), &ctx),
         )
         .await;
         if let Outcome::Ok {
@@ -369,7 +361,7 @@ impl Conversation {
             ..
         } = &outcome
         {
-            self.turn.carried.insert(
+            self.carried.insert(
                 (moved.scope.clone(), moved.before.clone()),
                 moved.after.clone(),
             );
@@ -378,16 +370,16 @@ impl Conversation {
             seen: Some(left), ..
         } = &outcome
         {
-            self.turn.left.insert(left.clone());
+            self.left.insert(left.clone());
         }
         let (outcome, mut records) =
-            hooked::after_call(&self.agent.guards.hooks, &call_id, &tool, &args, outcome).await;
+            hooked::after_call(&cx.agent.guards.hooks, &call_id, &tool, &args, outcome).await;
         let event = self
-            .result_event(&call_id, outcome, ResultSource::Live, started.elapsed())
+            .result_event(cx, &call_id, outcome, ResultSource::Live, started.elapsed())
             .await?;
         let fp = fingerprint(&tool, &args, &event);
         records.push(event);
-        self.journal.append(records).await?;
+        cx.journal.append(records).await?;
         Ok(fp)
     }
 
@@ -395,6 +387,7 @@ impl Conversation {
     /// `revisions`): checked for a call not yet asked about, or approved.
     fn stale_change(
         &self,
+        cx: &Around<'_>,
         events: &[StoredEvent],
         tool: &str,
         args: &Value,
@@ -403,16 +396,16 @@ impl Conversation {
         let approved = match state {
             ApprovalState::None => None,
             ApprovalState::Approved { approval_id, .. } => {
-                Some(super::revisions::bound_to(events, approval_id))
+                Some(revisions::bound_to(events, approval_id))
             }
             // Waiting, or refused: nothing runs either way.
             ApprovalState::Pending { .. } | ApprovalState::Refused { .. } => return None,
         };
-        let now = self.backend.changes(tool, args)?;
-        super::revisions::stale(
+        let now = self.tools.changes(tool, args)?;
+        revisions::stale(
             events,
-            self.journal.evidence_through(),
-            &self.turn.left,
+            cx.journal.evidence_through(),
+            &self.left,
             &now,
             approved,
         )
@@ -421,7 +414,7 @@ impl Conversation {
     /// Carry a write's expected revision past the revisions this message's
     /// own earlier writes moved it through (and only those).
     pub(super) fn carry_revision(&self, mut args: Value) -> Value {
-        let Some(guard) = self.backend.revision_guard() else {
+        let Some(guard) = self.tools.revision_guard() else {
             return args;
         };
         let scope = guard
@@ -440,10 +433,10 @@ impl Conversation {
             .map_or_else(|| expected.to_string(), str::to_owned);
         let mut current = as_text.clone();
         let mut hops = 0;
-        while let Some(next) = self.turn.carried.get(&(scope.clone(), current.clone())) {
+        while let Some(next) = self.carried.get(&(scope.clone(), current.clone())) {
             current = next.clone();
             hops += 1;
-            if hops > self.turn.carried.len() {
+            if hops > self.carried.len() {
                 break;
             }
         }
@@ -465,23 +458,25 @@ impl Conversation {
 
     pub(super) async fn note_repeat(
         &mut self,
+        cx: &mut Around<'_>,
         repeats: &mut rein_wire::loops::Repeats,
         fp: &str,
     ) -> Result<Option<TurnOutcome>, AgentError> {
-        self.count_repeat(repeats, fp.to_owned()).await
+        self.count_repeat(cx, repeats, fp.to_owned()).await
     }
 
     pub(super) async fn count_repeat(
         &mut self,
+        cx: &mut Around<'_>,
         repeats: &mut rein_wire::loops::Repeats,
         fp: String,
     ) -> Result<Option<TurnOutcome>, AgentError> {
         match repeats.observe(fp) {
             rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
             rein_wire::loops::Repeat::Nudge => {
-                self.inbox
+                cx.inbox
                     .steering
-                    .say(self.agent.profile.wording.loop_nudge.clone());
+                    .say(cx.agent.profile.wording.loop_nudge.clone());
                 Ok(None)
             }
             rein_wire::loops::Repeat::Fine => Ok(None),
@@ -491,6 +486,7 @@ impl Conversation {
     /// The `tool.result` for an outcome, bounded (offloaded when too big).
     pub(super) async fn result_event(
         &self,
+        cx: &Around<'_>,
         call_id: &str,
         outcome: Outcome,
         source: ResultSource,
@@ -507,11 +503,11 @@ impl Conversation {
             } => {
                 // A key rein holds never enters the log (nor the model's
                 // next request), whatever file the tool read it from.
-                rein_wire::secrets::mask_named_json(&mut result, &self.agent.guards.secrets);
+                rein_wire::secrets::mask_named_json(&mut result, &cx.agent.guards.secrets);
                 let (content, artifact) = bound(
-                    &crate::artifacts::StoreArtifacts(self.journal.store().as_ref()),
+                    &crate::artifacts::StoreArtifacts(cx.journal.store().as_ref()),
                     result,
-                    &self.agent.bounds,
+                    &cx.agent.bounds,
                 )
                 .await?;
                 let source = if artifact.is_some() {
@@ -519,7 +515,7 @@ impl Conversation {
                 } else {
                     source
                 };
-                self.journal.emit(UiKind::ToolResult {
+                cx.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: true,
                     source: format!("{source:?}").to_lowercase(),
@@ -545,11 +541,11 @@ impl Conversation {
                 mut detail,
                 ..
             } => {
-                let message = rein_wire::secrets::mask(&message, &self.agent.guards.secrets);
+                let message = rein_wire::secrets::mask(&message, &cx.agent.guards.secrets);
                 if let Some(detail) = detail.as_mut() {
-                    rein_wire::secrets::mask_named_json(detail, &self.agent.guards.secrets);
+                    rein_wire::secrets::mask_named_json(detail, &cx.agent.guards.secrets);
                 }
-                self.journal.emit(UiKind::ToolResult {
+                cx.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: false,
                     source: "live".into(),
@@ -572,4 +568,29 @@ impl Conversation {
         };
         Ok(event)
     }
+}
+
+/// A call that will not run: its `tool.called` and its one error
+/// result, appended together, and the UI told.
+async fn refuse(
+    journal: &mut Journal,
+    call_id: &str,
+    tool: &str,
+    args: &Value,
+    permission: Option<PermissionClass>,
+    code: &str,
+    message: &str,
+) -> Result<(), AgentError> {
+    journal
+        .append(refused(call_id, tool, args.clone(), permission, code, message).into())
+        .await?;
+    journal.emit(UiKind::ToolResult {
+        call_id: call_id.to_owned(),
+        ok: false,
+        source: "live".into(),
+        undo: None,
+        error: Some((code.to_owned(), message.to_owned())),
+        duration_ms: 0,
+    });
+    Ok(())
 }

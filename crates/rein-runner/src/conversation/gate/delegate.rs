@@ -6,8 +6,18 @@
 //!
 //! Not here: running the child (`crate::subagent`), the batch (`reads`).
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_sessions::{Event, StoredEvent};
+use rein_tools::Outcome;
+use rein_wire::{AgentError, error::codes};
+use serde_json::{Value, json};
+
+use super::{Around, Gate};
+use crate::conversation::folds::agent_of_call;
 use crate::delegation::{self, Child, DELEGATE, Delegation};
+use crate::settings::Budgets;
 
 /// What one read of a batch is, as far as delegation goes.
 pub(super) enum Delegate {
@@ -43,7 +53,7 @@ impl Planned {
     }
 }
 
-impl Conversation {
+impl Gate {
     /// Plan each read of a batch: a `delegate` call past the turn's bound,
     /// with delegation off, or naming a tool the parent lacks is refused; a
     /// call recorded before a restart reattaches its sub-agent; any other
@@ -51,6 +61,7 @@ impl Conversation {
     /// it).
     pub(super) async fn plan_children(
         &mut self,
+        cx: &mut Around<'_>,
         events: &[StoredEvent],
         reads: &[(String, String, Value)],
     ) -> Result<Vec<Delegate>, AgentError> {
@@ -60,11 +71,8 @@ impl Conversation {
                 plans.push(Delegate::No);
                 continue;
             }
-            let tools = delegation::tools_of(
-                args,
-                self.backend.product.as_ref(),
-                &self.agent.guards.policy,
-            );
+            let tools =
+                delegation::tools_of(args, self.tools.product.as_ref(), &cx.agent.guards.policy);
             if let Some((path, session, task)) = agent_of_call(events, call_id) {
                 plans.push(Delegate::Child(Planned {
                     path,
@@ -76,13 +84,13 @@ impl Conversation {
                 }));
                 continue;
             }
-            let Some(bound) = self.agent.delegation.as_ref().map(|d| d.max_per_turn) else {
+            let Some(bound) = cx.agent.delegation.as_ref().map(|d| d.max_per_turn) else {
                 plans.push(refused(
                     "delegation is off in this conversation; do the task yourself",
                 ));
                 continue;
             };
-            if self.turn.delegated >= bound {
+            if self.delegated >= bound {
                 plans.push(refused(
                     "no more sub-agents can be started in this turn; do the task yourself",
                 ));
@@ -97,23 +105,23 @@ impl Conversation {
             };
             let named = delegation::agent_of(args).map(str::to_owned);
             if let Some(name) = &named
-                && let Some(why) = self.helper_refused(name)
+                && let Some(why) = self.helper_refused(cx, name)
             {
                 plans.push(refused(&why));
                 continue;
             }
-            self.turn.delegated += 1;
-            let path = format!("{}/agent-{}", self.journal.agent(), self.turn.delegated);
+            self.delegated += 1;
+            let path = format!("{}/agent-{}", cx.journal.agent(), self.delegated);
             let mut metadata = json!({
-                "assistant": self.agent.profile.name,
-                "model": self.agent.profile.model,
-                "parent_session": self.journal.session_id(),
+                "assistant": cx.agent.profile.name,
+                "model": cx.agent.profile.model,
+                "parent_session": cx.journal.session_id(),
                 "agent_path": path,
             });
             if let Some(name) = &named {
                 metadata["agent"] = json!(name);
             }
-            let info = self.journal.store().create_session(metadata).await?;
+            let info = cx.journal.store().create_session(metadata).await?;
             plans.push(Delegate::Child(Planned {
                 path,
                 session: info.id,
@@ -128,8 +136,8 @@ impl Conversation {
 
     /// Why a `delegate` call may not name `name`, if it may not: no such
     /// helper, or an external one this conversation's guards cannot hold.
-    fn helper_refused(&self, name: &str) -> Option<String> {
-        let helpers = self.agent.delegation.as_ref().map(|d| &d.helpers);
+    fn helper_refused(&self, cx: &Around<'_>, name: &str) -> Option<String> {
+        let helpers = cx.agent.delegation.as_ref().map(|d| &d.helpers);
         match helpers.and_then(|h| h.get(name)) {
             None => {
                 let known: Vec<&str> = helpers
@@ -142,7 +150,7 @@ impl Conversation {
                 ))
             }
             Some(crate::helpers::Helper::External(_)) => {
-                crate::helpers::external_refused(&self.agent.guards)
+                crate::helpers::external_refused(&cx.agent.guards)
                     .map(|why| format!("agent `{name}` is a hosted program and {why}; do the task yourself or with a sub-agent"))
             }
             Some(crate::helpers::Helper::Agent(_)) => None,
@@ -158,13 +166,14 @@ impl Conversation {
     /// gets the task and the session, and its own spawner.
     pub(super) fn child(
         &self,
+        cx: &Around<'_>,
         planned: &Planned,
         budgets: Budgets,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> (Arc<dyn delegation::Spawn>, Child) {
         // A call reattached after a restart runs even if the product turned
         // delegation off meanwhile: it was started under the old settings.
-        let settings = self.agent.delegation.clone().unwrap_or_default();
+        let settings = cx.agent.delegation.clone().unwrap_or_default();
         let helper = planned
             .agent
             .as_ref()
@@ -173,7 +182,7 @@ impl Conversation {
             Some(crate::helpers::Helper::Agent(agent)) => Some(agent.as_ref()),
             _ => None,
         };
-        let mut agent = self.agent.child(own, planned.tools.clone());
+        let mut agent = cx.agent.child(own, planned.tools.clone());
         agent.guards.policy.writes_allowed &= settings.writes;
         agent.budgets = budgets;
         if own.is_none() {
@@ -182,13 +191,13 @@ impl Conversation {
         }
         agent.delegation = settings.for_child();
         let child = Child {
-            store: self.journal.store().clone(),
+            store: cx.journal.store().clone(),
             agent,
             agent_path: planned.path.clone(),
             session: planned.session.clone(),
             task: planned.task.clone(),
             reattach: planned.reattach,
-            ui: self.journal.ui_sender(),
+            ui: cx.journal.ui_sender(),
             cancel: cancel.clone(),
         };
         let spawner: Arc<dyn delegation::Spawn> = match helper {
@@ -202,13 +211,13 @@ impl Conversation {
 
     /// Each sub-agent's share of what the turn has left, `children` of them
     /// starting together.
-    pub(super) fn child_budgets(&self, children: u32) -> Budgets {
-        let settings: Option<&Delegation> = self.agent.delegation.as_ref();
+    pub(super) fn child_budgets(&self, cx: &Around<'_>, children: u32) -> Budgets {
+        let settings: Option<&Delegation> = cx.agent.delegation.as_ref();
         let max_steps = settings.map_or(Delegation::default().max_steps, |d| d.max_steps);
-        let elapsed = self.turn.started.map_or(Duration::ZERO, |s| s.elapsed());
+        let elapsed = cx.spend.started.map_or(Duration::ZERO, |s| s.elapsed());
         delegation::share(
-            &self.agent.budgets,
-            self.turn.spent,
+            &cx.agent.budgets,
+            cx.spend.spent,
             elapsed,
             children,
             max_steps,
