@@ -265,7 +265,7 @@ pub(crate) fn state(covered: &[&StoredEvent], pending: &[String]) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::count_local;
 
     #[test]
     fn known_models_are_counted_by_their_tokenizer() {

@@ -238,7 +238,10 @@ pub(crate) fn share(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
+    use super::{Delegation, Spent, share};
+    use crate::settings::Budgets;
 
     #[test]
     fn children_share_what_is_left() {

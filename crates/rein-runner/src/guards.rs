@@ -115,8 +115,16 @@ impl Guards {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
-    use super::*;
+
+    use std::sync::Arc;
+
+    use rein_tools::AppContext;
+    use serde_json::{Value, json};
+
+    use super::Guards;
+    use crate::hooks::Hook;
     use crate::hooks::{HookEffect, HookFuture, HookInput, HookPoint};
+    use rein_approvals::Policy;
 
     struct Named(&'static str);
 

@@ -9,8 +9,13 @@
 
 use async_trait::async_trait;
 use rein_tools::ToolSummary;
+use std::sync::Arc;
 
-use super::*;
+use rein_approvals::{PermissionClass, Policy};
+use rein_sessions::Store;
+use rein_tools::{Outcome, ToolBackend, ToolContext};
+use rein_wire::{AgentError, error::codes};
+use serde_json::{Value, json};
 
 /// The product's backend with rein's own tools beside it. Its catalog and
 /// definitions are the product's alone (the built-ins' definitions are

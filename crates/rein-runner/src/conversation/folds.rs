@@ -4,7 +4,9 @@
 //!
 //! Not here: anything that appends.
 
-use super::*;
+use rein_approvals::{Decision, PermissionClass};
+use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus, history};
+use serde_json::{Value, json};
 
 pub(super) fn tool_error_content(code: &str, message: &str) -> Value {
     json!({"error": {"code": code, "message": message}})

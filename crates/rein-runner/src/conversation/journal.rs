@@ -17,7 +17,25 @@
 //!
 //! Not here: what the events mean (the loop and the folds).
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_sessions::recovery::dangling;
+use rein_sessions::{Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus};
+use rein_wire::{AgentError, error::codes};
+use tokio::sync::broadcast;
+
+use super::folds::{now_ms, tool_error_content};
+use crate::outcome::{UiEvent, UiKind};
+
+/// The agent path of the conversation itself.
+const MAIN: &str = "main";
+
+/// UI events a slow subscriber may fall behind by before it misses some.
+const UI_BUFFER: usize = 1024;
+
+/// How long the conversation's hold on its session lasts between renewals.
+const LEASE_TTL: Duration = Duration::from_secs(120);
 
 /// The conversation's hold on its session: the store, the lease, the log
 /// as far as it has been read, and the UI channel. Every write the

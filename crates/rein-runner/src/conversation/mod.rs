@@ -21,13 +21,14 @@
 //! - `verify`: the verification command.
 
 mod answers;
+mod asked;
 mod authority;
 mod builtins;
 mod folds;
 mod hooked;
 mod inbox;
 mod journal;
-mod person;
+mod surface;
 
 pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
 pub(crate) use answers::parse_answer;
@@ -38,37 +39,24 @@ mod verify;
 mod window;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use rein_approvals::{Answer, Decision, Leases, PermissionClass, Policy, Surface};
-use rein_gateway::Provider;
+use rein_approvals::Leases;
 use rein_sessions::recovery::dangling;
-use rein_sessions::{
-    Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus, history,
-};
-use rein_tools::{Outcome, ToolBackend, ToolContext};
-use rein_wire::{AgentError, PriceTable, Request, error::codes};
+use rein_sessions::{Event, Store};
+use rein_tools::ToolBackend;
+use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
 use crate::agent::Agent;
-use crate::outcome::{TurnOutcome, UiEvent, UiKind};
+use crate::outcome::{TurnOutcome, UiKind};
 
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
-use folds::*;
-
-/// The agent path of the conversation itself.
-const MAIN: &str = "main";
-
-/// UI events a slow subscriber may fall behind by before it misses some.
-const UI_BUFFER: usize = 1024;
+use folds::{agents_in_open_turn, last_calls};
 
 /// The most bytes a person's message starts a turn with: far past any
 /// model's window, and a bound on what one event holds.
 pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
-
-/// How long the conversation's hold on its session lasts between renewals.
-const LEASE_TTL: Duration = Duration::from_secs(120);
 
 /// One session, driven turn by turn.
 pub struct Conversation {
@@ -89,38 +77,6 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    /// Open a new session (or continue `existing`), take its lock, and
-    /// recover what a crashed process left: every tool call recorded
-    /// without a result gets an `interrupted` result (it is never re-run).
-    /// The same as [`Agent::open_session`] of `Agent::new(provider,
-    /// backend, profile)`; build an [`Agent`] to set more.
-    pub async fn open(
-        store: Arc<dyn Store>,
-        provider: Arc<dyn Provider>,
-        backend: Arc<dyn ToolBackend>,
-        profile: Profile,
-        existing: Option<&str>,
-    ) -> Result<Self, AgentError> {
-        Agent::new(provider, backend, profile)
-            .open_session(store, existing, Value::Null)
-            .await
-    }
-
-    /// Like [`Conversation::open`], with the application's metadata for a
-    /// new session.
-    pub async fn open_with(
-        store: Arc<dyn Store>,
-        provider: Arc<dyn Provider>,
-        backend: Arc<dyn ToolBackend>,
-        profile: Profile,
-        existing: Option<&str>,
-        metadata: Value,
-    ) -> Result<Self, AgentError> {
-        Agent::new(provider, backend, profile)
-            .open_session(store, existing, metadata)
-            .await
-    }
-
     /// The one place a conversation is made: `agent`'s definition on
     /// `existing` (or a new session recording `metadata`). Reached only
     /// through [`Agent::open_session`].
@@ -148,104 +104,6 @@ impl Conversation {
         };
         conversation.journal.recover().await?;
         Ok(conversation)
-    }
-
-    /// Run as a sub-agent with this path (its events and UI events carry it).
-    pub(crate) fn set_agent_path(&mut self, path: &str) {
-        self.journal.set_agent(path);
-    }
-
-    /// Send UI events to a parent's watchers.
-    pub(crate) fn share_ui(&mut self, sender: broadcast::Sender<UiEvent>) {
-        self.journal.share_ui(sender);
-    }
-
-    /// Tell watchers something (a sub-agent's pause, from its spawner).
-    pub(crate) fn announce(&self, kind: UiKind) {
-        self.journal.emit(kind);
-    }
-
-    /// What the step loop used since it last started or resumed.
-    pub(crate) fn spent(&self) -> crate::delegation::Spent {
-        self.spend.spent
-    }
-
-    /// The store the session lives in (a surface decides a sub-agent's
-    /// approval there with [`rein_approvals::decide`]).
-    pub fn store(&self) -> Arc<dyn Store> {
-        self.journal.store().clone()
-    }
-
-    /// Use these prices for cost (default: rein's built-in table, looked up
-    /// by the model name the provider reports, else the profile's model; a
-    /// model missing from the table has no cost, never a cost of zero).
-    /// Better set on the [`Agent`], which every reopen takes.
-    pub fn set_prices(&mut self, prices: PriceTable) {
-        self.agent.prices = prices;
-    }
-
-    /// Mask these secret values (the provider's key, say) in every tool
-    /// result before it is recorded or shown to the model (see
-    /// [`crate::Guards::secrets`]).
-    pub fn mask_secrets(&mut self, secrets: Vec<String>) {
-        self.agent.guards.secrets = secrets;
-    }
-
-    /// The session's id.
-    pub fn session_id(&self) -> &str {
-        self.journal.session_id()
-    }
-
-    /// Watch what happens.
-    pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
-        self.journal.subscribe()
-    }
-
-    /// The request the next step would send (prefix, projected history,
-    /// breakpoints), without sending it or recording anything.
-    pub async fn next_request(&mut self) -> Result<Request, AgentError> {
-        let events = self.journal.log().await?;
-        let sees = window::Sees {
-            agent: &self.agent,
-            tools: &self.gate.tools,
-        };
-        let mut request = self.window.request(sees, &events)?;
-        rein_cache::plan(&mut request, &self.agent.provider.capabilities());
-        Ok(request)
-    }
-
-    /// Compact the history now (a person asked, or a product decided), as
-    /// hard compaction would: older complete groups become a derived state
-    /// and a model-written summary; the recent tail stays raw.
-    pub async fn compact_now(&mut self) -> Result<(), AgentError> {
-        let tokens = window::Window::tokens(&self.agent);
-        window::Window::compact(&self.agent, &mut self.journal, tokens).await
-    }
-
-    /// The prompt-cache monitor: verdict counts, read share, logged misses.
-    pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
-        &self.window.monitor
-    }
-
-    /// A handle to steer from anywhere.
-    pub fn steering(&self) -> crate::Steering {
-        self.inbox.steering.clone()
-    }
-
-    /// The session's whole log.
-    pub async fn log_events(&mut self) -> Result<Vec<StoredEvent>, AgentError> {
-        Ok(self.journal.log().await?.as_ref().clone())
-    }
-
-    /// What the session did and cost so far (tokens, cost, tools, per
-    /// run), read from its log, with its sub-agents rolled up.
-    pub async fn report(&mut self) -> Result<rein_trace::TraceReport, AgentError> {
-        crate::report_with_agents(self.journal.store().as_ref(), self.journal.session_id()).await
-    }
-
-    /// Give the session's lock back.
-    pub async fn close(self) -> Result<(), AgentError> {
-        self.journal.release().await
     }
 
     /// Start a turn with what the person said, and run it. A message past
@@ -294,25 +152,6 @@ impl Conversation {
             self.agent.guards.telemetry_content.then_some(text),
         );
         tracing::Instrument::instrument(self.run(), span).await
-    }
-
-    /// Make the next turn continue from `turn_id`, an earlier turn of this
-    /// session (the turns after it stay in the log, on their own branch).
-    /// Refused while a turn is open (`invalid_input`), and for a turn of
-    /// another session or none (`turn_not_in_session`, `turn_not_found`).
-    pub async fn branch_from(&mut self, turn_id: &str) -> Result<(), AgentError> {
-        if !dangling(&self.journal.log().await?).turns.is_empty() {
-            return Err(AgentError::new(
-                codes::INVALID_INPUT,
-                "a turn is open: finish or stop it before branching",
-            ));
-        }
-        self.journal
-            .append(vec![Event::BranchCreated {
-                from_turn: Some(turn_id.to_owned()),
-            }])
-            .await?;
-        Ok(())
     }
 
     /// Continue the open turn: after an approval was decided, or after a

@@ -4,7 +4,9 @@
 //!
 //! Not here: when it runs (the loop, at a final answer).
 
-use super::*;
+use rein_wire::{AgentError, error::codes};
+
+use crate::settings::{Verification, Wording};
 
 /// What the gate says of an answer that made no calls.
 pub(super) enum Checked {

@@ -15,13 +15,13 @@ use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
 
 use super::{Around, Gate};
+use crate::conversation::asked::awaiting;
 use crate::conversation::builtins::CALL_TOOL;
 use crate::conversation::folds::{
     ApprovalState, approval_state, error_result, fingerprint, now_ms, refused, refused_in_turn,
     tool_error_content_with,
 };
 use crate::conversation::journal::Journal;
-use crate::conversation::person::awaiting;
 use crate::conversation::{hooked, revisions};
 use crate::outcome::{TurnOutcome, UiKind};
 

@@ -1,13 +1,264 @@
-//! What a person's surface does to a running conversation: decide a
-//! pending approval in this process, stop the open turn, and take what
-//! other surfaces put in the session's inbox (decisions, words, stops).
+//! The conversation as a product and a person's surface hold it, besides
+//! the turn itself: opening it, watching it, its settings and report,
+//! branching, structured answers, deciding a pending approval in this
+//! process, stopping the open turn, taking what other surfaces put in the
+//! session's inbox, waiting for a decision, accepting changed authority.
 //!
-//! Not here: posting from another process (`rein_approvals::decide`,
-//! `say`, `stop`), or in-process steering (`crate::steering`).
+//! Not here: the turn and its step loop (`mod.rs`), posting from another
+//! process (`rein_approvals::decide`, `say`, `stop`).
 
-use super::*;
+use std::sync::Arc;
+
+use rein_approvals::{Answer, Decision, Surface};
+use rein_gateway::Provider;
+use rein_sessions::recovery::dangling;
+use rein_sessions::{Event, Store, StoredEvent};
+use rein_tools::ToolBackend;
+use rein_wire::{AgentError, PriceTable, Request, error::codes};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::answers::parse_answer;
+use super::folds::{last_calls, refused};
+use super::inbox::Heard;
+use super::{Conversation, asked, authority, window};
+use crate::agent::Agent;
+use crate::outcome::{ApprovalRequest, TurnOutcome, UiEvent, UiKind};
+use crate::settings::Profile;
 
 impl Conversation {
+    /// Open a new session (or continue `existing`), take its lock, and
+    /// recover what a crashed process left: every tool call recorded
+    /// without a result gets an `interrupted` result (it is never re-run).
+    /// The same as [`Agent::open_session`] of `Agent::new(provider,
+    /// backend, profile)`; build an [`Agent`] to set more.
+    pub async fn open(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        existing: Option<&str>,
+    ) -> Result<Self, AgentError> {
+        Agent::new(provider, backend, profile)
+            .open_session(store, existing, Value::Null)
+            .await
+    }
+
+    /// Like [`Conversation::open`], with the application's metadata for a
+    /// new session.
+    pub async fn open_with(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn Provider>,
+        backend: Arc<dyn ToolBackend>,
+        profile: Profile,
+        existing: Option<&str>,
+        metadata: Value,
+    ) -> Result<Self, AgentError> {
+        Agent::new(provider, backend, profile)
+            .open_session(store, existing, metadata)
+            .await
+    }
+
+    /// Run as a sub-agent with this path (its events and UI events carry it).
+    pub(crate) fn set_agent_path(&mut self, path: &str) {
+        self.journal.set_agent(path);
+    }
+
+    /// Send UI events to a parent's watchers.
+    pub(crate) fn share_ui(&mut self, sender: broadcast::Sender<UiEvent>) {
+        self.journal.share_ui(sender);
+    }
+
+    /// Tell watchers something (a sub-agent's pause, from its spawner).
+    pub(crate) fn announce(&self, kind: UiKind) {
+        self.journal.emit(kind);
+    }
+
+    /// What the step loop used since it last started or resumed.
+    pub(crate) fn spent(&self) -> crate::delegation::Spent {
+        self.spend.spent
+    }
+
+    /// The store the session lives in (a surface decides a sub-agent's
+    /// approval there with [`rein_approvals::decide`]).
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.journal.store().clone()
+    }
+
+    /// Use these prices for cost (default: rein's built-in table, looked up
+    /// by the model name the provider reports, else the profile's model; a
+    /// model missing from the table has no cost, never a cost of zero).
+    /// Better set on the [`Agent`], which every reopen takes.
+    pub fn set_prices(&mut self, prices: PriceTable) {
+        self.agent.prices = prices;
+    }
+
+    /// Mask these secret values (the provider's key, say) in every tool
+    /// result before it is recorded or shown to the model (see
+    /// [`crate::Guards::secrets`]).
+    pub fn mask_secrets(&mut self, secrets: Vec<String>) {
+        self.agent.guards.secrets = secrets;
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        self.journal.session_id()
+    }
+
+    /// Watch what happens.
+    pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
+        self.journal.subscribe()
+    }
+
+    /// The request the next step would send (prefix, projected history,
+    /// breakpoints), without sending it or recording anything.
+    pub async fn next_request(&mut self) -> Result<Request, AgentError> {
+        let events = self.journal.log().await?;
+        let sees = window::Sees {
+            agent: &self.agent,
+            tools: &self.gate.tools,
+        };
+        let mut request = self.window.request(sees, &events)?;
+        rein_cache::plan(&mut request, &self.agent.provider.capabilities());
+        Ok(request)
+    }
+
+    /// Compact the history now (a person asked, or a product decided), as
+    /// hard compaction would: older complete groups become a derived state
+    /// and a model-written summary; the recent tail stays raw.
+    pub async fn compact_now(&mut self) -> Result<(), AgentError> {
+        let tokens = window::Window::tokens(&self.agent);
+        window::Window::compact(&self.agent, &mut self.journal, tokens).await
+    }
+
+    /// The prompt-cache monitor: verdict counts, read share, logged misses.
+    pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
+        &self.window.monitor
+    }
+
+    /// A handle to steer from anywhere.
+    pub fn steering(&self) -> crate::Steering {
+        self.inbox.steering.clone()
+    }
+
+    /// The session's whole log.
+    pub async fn log_events(&mut self) -> Result<Vec<StoredEvent>, AgentError> {
+        Ok(self.journal.log().await?.as_ref().clone())
+    }
+
+    /// What the session did and cost so far (tokens, cost, tools, per
+    /// run), read from its log, with its sub-agents rolled up.
+    pub async fn report(&mut self) -> Result<rein_trace::TraceReport, AgentError> {
+        crate::report_with_agents(self.journal.store().as_ref(), self.journal.session_id()).await
+    }
+
+    /// Give the session's lock back.
+    pub async fn close(self) -> Result<(), AgentError> {
+        self.journal.release().await
+    }
+
+    /// Make the next turn continue from `turn_id`, an earlier turn of this
+    /// session (the turns after it stay in the log, on their own branch).
+    /// Refused while a turn is open (`invalid_input`), and for a turn of
+    /// another session or none (`turn_not_in_session`, `turn_not_found`).
+    pub async fn branch_from(&mut self, turn_id: &str) -> Result<(), AgentError> {
+        if !dangling(&self.journal.log().await?).turns.is_empty() {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "a turn is open: finish or stop it before branching",
+            ));
+        }
+        self.journal
+            .append(vec![Event::BranchCreated {
+                from_turn: Some(turn_id.to_owned()),
+            }])
+            .await?;
+        Ok(())
+    }
+
+    /// Ask for a structured answer: the reply must be JSON following `T`'s
+    /// schema. The provider's native structured output is used where it has
+    /// one; otherwise the schema is given in the prompt. An answer that does
+    /// not validate gets one repair turn; then `structured_answer_invalid`.
+    pub async fn ask<T: schemars::JsonSchema + serde::de::DeserializeOwned>(
+        &mut self,
+        text: &str,
+    ) -> Result<T, AgentError> {
+        let value = self
+            .ask_with_schema(text, rein_tools::schema_for::<T>())
+            .await?;
+        serde_json::from_value::<T>(value).map_err(|e| {
+            AgentError::new(
+                codes::STRUCTURED_ANSWER_INVALID,
+                format!("the answer does not fit: {e}"),
+            )
+        })
+    }
+
+    /// [`Conversation::ask`] with the schema given as JSON (a product or an
+    /// eval that has no Rust type for it): the validated answer.
+    pub async fn ask_with_schema(
+        &mut self,
+        text: &str,
+        schema: Value,
+    ) -> Result<Value, AgentError> {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            AgentError::new(
+                codes::INVALID_INPUT,
+                format!("the answer schema does not compile: {e}"),
+            )
+        })?;
+        let native = self.agent.provider.capabilities().structured_output;
+        self.window.answer_schema = native.then(|| rein_wire::OutputSchema {
+            name: "answer".into(),
+            schema: schema.clone(),
+        });
+        let mut prompt = text.to_owned();
+        if !native {
+            prompt.push_str(&format!("\n\nAnswer with only a JSON value that follows this JSON schema, and nothing else:\n{schema}"));
+        }
+        let result = async {
+            let mut problem = String::new();
+            for attempt in 0..2 {
+                let outcome = if attempt == 0 {
+                    self.turn(&prompt).await?
+                } else {
+                    self.turn(&format!(
+                        "Your answer did not follow the schema: {problem}. Answer again with only the JSON value."
+                    ))
+                    .await?
+                };
+                let reply = match outcome {
+                    TurnOutcome::Finished { reply } => reply,
+                    TurnOutcome::Error { error } => return Err(error),
+                    other => {
+                        return Err(AgentError::new(
+                            codes::STRUCTURED_ANSWER_INVALID,
+                            format!("the turn ended without an answer ({})", other.name()),
+                        ));
+                    }
+                };
+                match parse_answer(&reply) {
+                    Ok(value) => {
+                        let errors: Vec<String> = validator.iter_errors(&value).take(5).map(|e| e.to_string()).collect();
+                        if errors.is_empty() {
+                            return Ok(value);
+                        }
+                        problem = errors.join("; ");
+                    }
+                    Err(e) => problem = e,
+                }
+            }
+            Err(AgentError::new(
+                codes::STRUCTURED_ANSWER_INVALID,
+                format!("the answer did not follow the schema after one repair: {problem}"),
+            ))
+        }
+        .await;
+        self.window.answer_schema = None;
+        result
+    }
+
     /// Decide a pending approval from a person's surface in this process
     /// (the terminal's y/N). Other processes use [`rein_approvals::decide`].
     /// A decision another surface already made wins: the inbox is taken
@@ -91,7 +342,7 @@ impl Conversation {
     /// The approvals waiting for a person, oldest first — after a restart
     /// too (they are read from the log).
     pub async fn pending_approvals(&mut self) -> Result<Vec<ApprovalRequest>, AgentError> {
-        pending(&mut self.journal, self.gate.tools.as_ref()).await
+        asked::pending(&mut self.journal, self.gate.tools.as_ref()).await
     }
 
     /// Wait until `approval_id` is decided by a person on any surface
@@ -260,67 +511,4 @@ impl Conversation {
         let evidence = self.journal.evidence_through();
         authority::check(&self.agent, self.gate.tools.as_ref(), evidence, events)
     }
-}
-
-/// The approvals waiting for a person, oldest first — after a restart
-/// too (they are read from the log).
-pub(super) async fn pending(
-    journal: &mut journal::Journal,
-    tools: &dyn ToolBackend,
-) -> Result<Vec<ApprovalRequest>, AgentError> {
-    let control = journal.control().await?;
-    let events = journal.log().await?;
-    let evidence = journal.evidence_through();
-    Ok(control
-        .pending
-        .iter()
-        // One asked in imported history is asked again, not answered.
-        .filter(|p| {
-            rein_sessions::recovery::approval_request(&events, &p.approval_id)
-                .is_none_or(|asked| asked.seq > evidence)
-        })
-        .map(|p| {
-            let asked = rein_sessions::recovery::approval_request(&events, &p.approval_id);
-            let arguments = rein_sessions::recovery::approval_arguments(&events, &p.approval_id);
-            let text = arguments.to_string();
-            let arguments = if text.chars().count() > MAX_SHOWN_ARGUMENTS {
-                Value::String(text.chars().take(MAX_SHOWN_ARGUMENTS).collect())
-            } else {
-                arguments
-            };
-            ApprovalRequest {
-                approval_id: p.approval_id.clone(),
-                tool: p.tool.clone(),
-                arguments,
-                permission: p.permission,
-                purpose: tools.purpose(&p.tool),
-                preview: asked.and_then(|e| match &e.event {
-                    Event::ApprovalRequested { preview, .. } => preview.clone(),
-                    _ => None,
-                }),
-                agent_path: asked
-                    .map_or_else(|| journal.agent().to_owned(), |e| e.agent_path.clone()),
-            }
-        })
-        .collect())
-}
-
-/// The outcome of a turn that waits on `approval_id`: what the person
-/// is asked.
-pub(super) async fn awaiting(
-    journal: &mut journal::Journal,
-    tools: &dyn ToolBackend,
-    approval_id: &str,
-) -> Result<TurnOutcome, AgentError> {
-    let asked = pending(journal, tools)
-        .await?
-        .into_iter()
-        .find(|a| a.approval_id == approval_id)
-        .ok_or_else(|| {
-            AgentError::new(
-                codes::INTERNAL,
-                format!("approval `{approval_id}` was asked for but is not pending"),
-            )
-        })?;
-    Ok(TurnOutcome::AwaitingApproval(asked))
 }
