@@ -101,6 +101,20 @@ pub(crate) struct Spent {
 }
 
 impl Spent {
+    /// What a model's answer used: its tokens, and their cost at `agent`'s
+    /// prices (none when the model has no price).
+    pub(crate) fn of(agent: &crate::Agent, message: &rein_wire::AssembledMessage) -> Spent {
+        let Some(usage) = &message.usage else {
+            return Spent::default();
+        };
+        let model = message.model.as_deref().unwrap_or(&agent.profile.model);
+        Spent {
+            steps: 0,
+            tokens: usage.prompt_total() + usage.output,
+            cost: agent.prices.cost_micro_usd(model, usage).unwrap_or(0),
+        }
+    }
+
     pub(crate) fn add(&mut self, other: Spent) {
         self.steps = self.steps.saturating_add(other.steps);
         self.tokens = self.tokens.saturating_add(other.tokens);

@@ -137,6 +137,16 @@ pub struct Budgets {
 }
 
 impl Budgets {
+    /// The budgets as `run.started` records them.
+    pub(crate) fn recorded(&self) -> serde_json::Value {
+        serde_json::json!({
+            "max_steps": self.max_steps,
+            "max_tokens": self.max_tokens,
+            "max_cost_micro_usd": self.max_cost_micro_usd,
+            "max_wall_s": self.max_wall.as_secs(),
+        })
+    }
+
     /// Which budget a turn has used up, if any (`steps`, `tokens`, `cost`,
     /// `wall_time`).
     pub(crate) fn exceeded(

@@ -117,3 +117,30 @@ fn tool_done(span: &Span, outcome: &Outcome) {
         span.record("error.type", code.as_str());
     }
 }
+
+/// Make a model call (`call`, the window's) inside its `chat` span, and
+/// note how it ended.
+pub(crate) async fn traced_model_call(
+    agent: &crate::Agent,
+    call: impl std::future::Future<
+        Output = Result<Option<rein_wire::AssembledMessage>, rein_wire::AgentError>,
+    >,
+) -> Result<Option<rein_wire::AssembledMessage>, rein_wire::AgentError> {
+    let provider = agent.provider.name();
+    let chat = chat_span(provider, &agent.profile.model);
+    let asked = std::time::Instant::now();
+    let called = tracing::Instrument::instrument(call, chat.clone()).await;
+    match &called {
+        Ok(Some(message)) => model_called(
+            &chat,
+            provider,
+            message.model.as_deref().unwrap_or(&agent.profile.model),
+            message.usage.as_ref(),
+            message.stop_reason.as_ref().map(|r| r.as_str()),
+            asked.elapsed().as_secs_f64(),
+        ),
+        Ok(None) => {}
+        Err(err) => model_failed(&chat, err.code.as_str()),
+    }
+    called
+}

@@ -8,6 +8,8 @@ use rein_approvals::{Decision, PermissionClass};
 use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus, history};
 use serde_json::{Value, json};
 
+use crate::outcome::TurnOutcome;
+
 pub(super) fn tool_error_content(code: &str, message: &str) -> Value {
     json!({"error": {"code": code, "message": message}})
 }
@@ -278,4 +280,49 @@ pub(super) fn agents_in_open_turn(events: &[StoredEvent]) -> u32 {
         .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
         .count();
     u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+/// The events that close the open turns and runs of `events` with
+/// `outcome`; a failed turn also branches back to the turn before it, so
+/// the failure stays in the log but not in later context.
+pub(super) fn closing(events: &[StoredEvent], outcome: &TurnOutcome) -> Vec<Event> {
+    let open = rein_sessions::recovery::dangling(events);
+    let reply = match outcome {
+        TurnOutcome::Finished { reply } => Some(reply.clone()),
+        _ => None,
+    };
+    let mut closing = Vec::new();
+    for turn_id in &open.turns {
+        closing.push(Event::TurnFinished {
+            turn_id: turn_id.clone(),
+            outcome: outcome.name().into(),
+            reply: reply.clone(),
+        });
+    }
+    for run_id in open.runs {
+        let totals = match outcome {
+            TurnOutcome::Error { error } => json!({"error": error.code}),
+            TurnOutcome::Budget { which } => json!({"budget": which}),
+            _ => json!({}),
+        };
+        closing.push(Event::RunFinished {
+            run_id,
+            outcome: outcome.name().into(),
+            totals,
+        });
+    }
+    if let TurnOutcome::Error { .. } = outcome
+        && let Some(failed) = open.turns.last()
+    {
+        let parent = events.iter().find_map(|e| match &e.event {
+            Event::TurnStarted {
+                turn_id, parent, ..
+            } if turn_id == failed => Some(parent.clone()),
+            _ => None,
+        });
+        closing.push(Event::BranchCreated {
+            from_turn: parent.flatten(),
+        });
+    }
+    closing
 }

@@ -1,24 +1,21 @@
 //! [`Conversation`]: one session, its turns, and the step loop.
 //!
-//! This file is the loop: open, turn, resume, decide, stop, the step loop
-//! and finishing a turn. Each other job has a module of its own:
+//! This file is the loop: a conversation made from its [`Agent`], a turn
+//! started or resumed, one step at a time (`step() -> Step`), a turn
+//! finished. The conversation is its parts, each owning its state:
 //!
-//! - `person`: what a person's surface does to the conversation (decide,
-//!   stop);
-//! - `journal`: `Journal`, the hold on the session — appends under the
-//!   lease, the log read incrementally, UI
-//!   events, recovery of interrupted calls;
-//! - `folds`: pure folds over the log (current path, last calls, approval
-//!   state, the events of a call that did not run);
-//! - `window`: what the model sees — the request (frozen prefix, projected
-//!   transcript), the model call, context pressure (measure, prune,
-//!   compact, summarise);
-//! - `calls`: a message's calls through the gate, one result each;
-//! - `reads`: the parallel read batch;
-//! - `delegate`: a read batch's sub-agents — planned, recorded, reattached;
-//! - `builtins`: `read_result`, `load_tool` / `call_tool`, `read_skill`;
-//! - `answers`: structured answers (`ask`, `ask_with_schema`);
-//! - `verify`: the verification command.
+//! - the `Agent` it runs (the definition; public, changed between turns);
+//! - `journal::Journal`: the hold on the session — appends under the
+//!   lease, the log read incrementally, UI events, recovery;
+//! - `window::Window`: what the model sees — the request, the model call,
+//!   context pressure, a structured answer's schema;
+//! - `gate::Gate`: a message's calls — checked, gated, recorded, run, one
+//!   result each; reads batched; sub-agents; leases and carried revisions;
+//! - `inbox::Inbox`: what reaches the loop from outside it;
+//! - `gate::Spend`: what the open turn has used of its budgets.
+//!
+//! Beside them: `surface` (the API besides the turn), `asked`, `hooked`,
+//! `authority`, `folds`, `builtins`, `revisions`, `verify`, `answers`.
 
 mod answers;
 mod asked;
@@ -30,18 +27,18 @@ mod inbox;
 mod journal;
 mod surface;
 
-pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
-pub(crate) use answers::parse_answer;
-pub use inbox::{Heard, INBOX_POLL};
 mod gate;
 mod revisions;
 mod verify;
 mod window;
 
+pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
+pub(crate) use answers::parse_answer;
+pub use inbox::{Heard, INBOX_POLL};
+
 use std::sync::Arc;
 use std::time::Instant;
 
-use rein_approvals::Leases;
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
 use rein_tools::ToolBackend;
@@ -51,8 +48,9 @@ use serde_json::{Value, json};
 use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiKind};
 
+use crate::delegation::Spent;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
-use folds::{agents_in_open_turn, last_calls};
+use folds::last_calls;
 
 /// The most bytes a person's message starts a turn with: far past any
 /// model's window, and a bound on what one event holds.
@@ -139,8 +137,7 @@ impl Conversation {
             Event::RunStarted {
                 run_id,
                 turn_id,
-                budgets: json!({"max_steps": self.agent.budgets.max_steps, "max_tokens": self.agent.budgets.max_tokens,
-                                "max_cost_micro_usd": self.agent.budgets.max_cost_micro_usd, "max_wall_s": self.agent.budgets.max_wall.as_secs()}),
+                budgets: self.agent.budgets.recorded(),
                 profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.gate.tools.as_ref())}),
             },
         ])
@@ -184,18 +181,8 @@ impl Conversation {
         } else {
             self.journal.log().await?
         };
-        // Leases granted earlier in this run still hold; none from before
-        // it, and none from imported history.
-        let evidence = self.journal.evidence_through();
-        let log: Vec<Event> = events
-            .iter()
-            .filter(|e| e.seq > evidence)
-            .map(|e| e.event.clone())
-            .collect();
-        // Sub-agents started earlier in this turn count against its bound
-        // (and keep their paths), after a restart too.
         self.gate
-            .resume_turn(Leases::of_open_run(&log), agents_in_open_turn(&events));
+            .resume_turn(&events, self.journal.evidence_through());
         let span = crate::telemetry::agent_span(
             &self.agent.profile.name,
             self.journal.session_id(),
@@ -207,158 +194,124 @@ impl Conversation {
 
     /// The step loop of the open turn.
     async fn run(&mut self) -> Result<TurnOutcome, AgentError> {
-        let started = Instant::now();
         self.spend = gate::Spend {
-            spent: crate::delegation::Spent::default(),
-            started: Some(started),
+            spent: Spent::default(),
+            started: Some(Instant::now()),
         };
-        let mut repeats = rein_wire::loops::Repeats::new();
-        let mut failed_checks: u32 = 0;
+        let mut run = Run::default();
         loop {
-            let events = self.journal.log().await?;
-            // Tool calls of the last message that still need running.
-            if let Some((message_calls, _)) = last_calls(&events) {
-                let mut around = gate::Around {
-                    agent: &self.agent,
-                    journal: &mut self.journal,
-                    inbox: &mut self.inbox,
-                    spend: &mut self.spend,
-                };
-                let ran = self
-                    .gate
-                    .run_calls(&mut around, &events, message_calls, &mut repeats)
-                    .await?;
-                match ran {
-                    Some(outcome) => return self.finish(outcome).await,
-                    None => continue,
-                }
-            }
-            // The step boundary: the inbox, interrupts, what was said, budgets.
-            let heard = if self.inbox.due() {
-                self.take_inbox().await?
-            } else {
-                Heard::default()
-            };
-            if heard.stop.is_some() {
-                return Ok(TurnOutcome::Interrupted);
-            }
-            if heard.said > 0 {
-                continue;
-            }
-            if self.inbox.steering.take_interrupt() {
-                self.journal
-                    .append(vec![Event::SteerInterrupted { reason: None }])
-                    .await?;
-                return self.finish(TurnOutcome::Interrupted).await;
-            }
-            let said = self.inbox.steering.take_said();
-            if !said.is_empty() {
-                self.journal
-                    .append(
-                        said.into_iter()
-                            .map(|text| Event::SteerSaid { text })
-                            .collect(),
-                    )
-                    .await?;
-                continue;
-            }
-            let spent = self.spend.spent;
-            if let Some(which) =
-                self.agent
-                    .budgets
-                    .exceeded(spent.steps, spent.tokens, spent.cost, started)
-            {
-                return self
-                    .finish(TurnOutcome::Budget {
-                        which: which.into(),
-                    })
-                    .await;
-            }
-            self.spend.spent.steps += 1;
-            if let Some(why) =
-                hooked::before_model_call(&self.agent.guards.hooks, &mut self.journal).await?
-            {
-                let error = AgentError::new(codes::HOOK_DENIED, why);
-                return self.finish(TurnOutcome::Error { error }).await;
-            }
-            let chat =
-                crate::telemetry::chat_span(self.agent.provider.name(), &self.agent.profile.model);
-            let asked = Instant::now();
-            let sees = window::Sees {
-                agent: &self.agent,
-                tools: &self.gate.tools,
-            };
-            let calling = self
-                .window
-                .call(sees, &mut self.journal, &self.inbox.steering, &events);
-            let called = tracing::Instrument::instrument(calling, chat.clone()).await;
-            // Cut short by a stop or an interrupt: the step boundary ends
-            // the turn (the inbox is looked at again at once).
-            let Some(called) = called.transpose() else {
-                self.inbox.look_next();
-                continue;
-            };
-            match &called {
-                Ok(message) => crate::telemetry::model_called(
-                    &chat,
-                    self.agent.provider.name(),
-                    message
-                        .model
-                        .as_deref()
-                        .unwrap_or(&self.agent.profile.model),
-                    message.usage.as_ref(),
-                    message.stop_reason.as_ref().map(|r| r.as_str()),
-                    asked.elapsed().as_secs_f64(),
-                ),
-                Err(err) => crate::telemetry::model_failed(&chat, err.code.as_str()),
-            }
-            let message = match called {
-                Ok(message) => {
-                    // Revisions carried in the answered step are spent.
-                    self.gate.answered();
-                    message
-                }
-                Err(err) => {
-                    self.journal.emit(UiKind::Error {
-                        code: err.code.to_string(),
-                        message: err.message.clone(),
-                    });
-                    return self.finish(TurnOutcome::Error { error: err }).await;
-                }
-            };
-            if let Some(usage) = &message.usage {
-                let model = message
-                    .model
-                    .as_deref()
-                    .unwrap_or(&self.agent.profile.model);
-                self.spend.spent.add(crate::delegation::Spent {
-                    steps: 0,
-                    tokens: usage.prompt_total() + usage.output,
-                    cost: self.agent.prices.cost_micro_usd(model, usage).unwrap_or(0),
-                });
-            }
-            if message.tool_calls.is_empty() {
-                if let Some(check) = self.agent.verification.clone() {
-                    match verify::verdict(&check, &mut failed_checks, &self.agent.profile.wording)
-                        .await
-                    {
-                        verify::Checked::Passed => {}
-                        verify::Checked::GaveUp(error) => {
-                            return self.finish(TurnOutcome::Error { error }).await;
-                        }
-                        verify::Checked::Retry(text) => {
-                            self.journal.append(vec![Event::SteerSaid { text }]).await?;
-                            continue;
-                        }
-                    }
-                }
-                return self
-                    .finish(TurnOutcome::Finished {
-                        reply: message.text(),
-                    })
-                    .await;
+            match self.step(&mut run).await? {
+                Step::Next => {}
+                Step::Ends(outcome) => return self.finish(outcome).await,
+                Step::Stopped => return Ok(TurnOutcome::Interrupted),
             }
         }
+    }
+
+    /// One step: the calls still to run, else the step boundary and a
+    /// model call.
+    async fn step(&mut self, run: &mut Run) -> Result<Step, AgentError> {
+        let events = self.journal.log().await?;
+        // Tool calls of the last message that still need running.
+        if let Some((calls, _)) = last_calls(&events) {
+            let mut around = gate::Around {
+                agent: &self.agent,
+                journal: &mut self.journal,
+                inbox: &mut self.inbox,
+                spend: &mut self.spend,
+            };
+            let ran = self
+                .gate
+                .run_calls(&mut around, &events, calls, &mut run.repeats)
+                .await?;
+            return Ok(ran.map_or(Step::Next, Step::Ends));
+        }
+        if let Some(step) = self.boundary().await? {
+            return Ok(step);
+        }
+        let spent = self.spend.spent;
+        let started = self.spend.started.unwrap_or_else(Instant::now);
+        let budgets = &self.agent.budgets;
+        if let Some(which) = budgets.exceeded(spent.steps, spent.tokens, spent.cost, started) {
+            let which = which.into();
+            return Ok(Step::Ends(TurnOutcome::Budget { which }));
+        }
+        self.spend.spent.steps += 1;
+        let hooks = &self.agent.guards.hooks;
+        if let Some(why) = hooked::before_model_call(hooks, &mut self.journal).await? {
+            let error = AgentError::new(codes::HOOK_DENIED, why);
+            return Ok(Step::Ends(TurnOutcome::Error { error }));
+        }
+        let sees = window::Sees {
+            agent: &self.agent,
+            tools: &self.gate.tools,
+        };
+        let called = self
+            .window
+            .call(sees, &mut self.journal, &self.inbox.steering, &events);
+        let message = match crate::telemetry::traced_model_call(&self.agent, called).await {
+            // Cut short by a stop or an interrupt: the step boundary ends
+            // the turn (the inbox is looked at again at once).
+            Ok(None) => {
+                self.inbox.look_next();
+                return Ok(Step::Next);
+            }
+            Ok(Some(message)) => message,
+            Err(error) => {
+                self.journal.emit(UiKind::Error {
+                    code: error.code.to_string(),
+                    message: error.message.clone(),
+                });
+                return Ok(Step::Ends(TurnOutcome::Error { error }));
+            }
+        };
+        // Revisions carried in the answered step are spent.
+        self.gate.answered();
+        self.spend.spent.add(Spent::of(&self.agent, &message));
+        if !message.tool_calls.is_empty() {
+            return Ok(Step::Next);
+        }
+        if let Some(check) = &self.agent.verification {
+            let wording = &self.agent.profile.wording;
+            match verify::verdict(check, &mut run.failed_checks, wording).await {
+                verify::Checked::Passed => {}
+                verify::Checked::GaveUp(error) => {
+                    return Ok(Step::Ends(TurnOutcome::Error { error }));
+                }
+                verify::Checked::Retry(text) => {
+                    self.journal.append(vec![Event::SteerSaid { text }]).await?;
+                    return Ok(Step::Next);
+                }
+            }
+        }
+        let reply = message.text();
+        Ok(Step::Ends(TurnOutcome::Finished { reply }))
+    }
+
+    /// The step boundary: the store's inbox (when due), an interrupt, words
+    /// said in this process. `Some` when the step ends here.
+    async fn boundary(&mut self) -> Result<Option<Step>, AgentError> {
+        if self.inbox.due() {
+            let heard = self.take_inbox().await?;
+            if heard.stop.is_some() {
+                return Ok(Some(Step::Stopped));
+            }
+            if heard.said > 0 {
+                return Ok(Some(Step::Next));
+            }
+        }
+        if self.inbox.steering.take_interrupt() {
+            let interrupted = Event::SteerInterrupted { reason: None };
+            self.journal.append(vec![interrupted]).await?;
+            return Ok(Some(Step::Ends(TurnOutcome::Interrupted)));
+        }
+        let said = self.inbox.steering.take_said();
+        if said.is_empty() {
+            return Ok(None);
+        }
+        let said = said.into_iter().map(|text| Event::SteerSaid { text });
+        self.journal.append(said.collect()).await?;
+        Ok(Some(Step::Next))
     }
 
     async fn finish(&mut self, outcome: TurnOutcome) -> Result<TurnOutcome, AgentError> {
@@ -368,51 +321,31 @@ impl Conversation {
             return Ok(outcome);
         }
         let events = self.journal.log().await?;
-        let open = dangling(&events);
-        let reply = match &outcome {
-            TurnOutcome::Finished { reply } => Some(reply.clone()),
-            _ => None,
-        };
-        let mut closing = Vec::new();
-        for turn_id in &open.turns {
-            closing.push(Event::TurnFinished {
-                turn_id: turn_id.clone(),
-                outcome: outcome.name().into(),
-                reply: reply.clone(),
-            });
-        }
-        for run_id in open.runs {
-            let totals = match &outcome {
-                TurnOutcome::Error { error } => json!({"error": error.code}),
-                TurnOutcome::Budget { which } => json!({"budget": which}),
-                _ => json!({}),
-            };
-            closing.push(Event::RunFinished {
-                run_id,
-                outcome: outcome.name().into(),
-                totals,
-            });
-        }
-        // A failed turn stays in the log, but the next turn grows from the
-        // turn before it, so the failure is not part of later context.
-        if let TurnOutcome::Error { .. } = outcome
-            && let Some(failed) = open.turns.last()
-        {
-            let parent = events.iter().find_map(|e| match &e.event {
-                Event::TurnStarted {
-                    turn_id, parent, ..
-                } if turn_id == failed => Some(parent.clone()),
-                _ => None,
-            });
-            closing.push(Event::BranchCreated {
-                from_turn: parent.flatten(),
-            });
-        }
-        self.journal.append(closing).await?;
+        self.journal
+            .append(folds::closing(&events, &outcome))
+            .await?;
         self.journal.emit(UiKind::TurnFinished {
             outcome: outcome.name().into(),
         });
         hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)
     }
+}
+
+/// What one run of the step loop keeps between steps: calls repeated
+/// without progress, verification checks failed in a row.
+#[derive(Default)]
+struct Run {
+    repeats: rein_wire::loops::Repeats,
+    failed_checks: u32,
+}
+
+/// What a step did.
+enum Step {
+    /// Take the next step.
+    Next,
+    /// The turn ends (or pauses at an approval) with this outcome.
+    Ends(TurnOutcome),
+    /// A stop from another surface ended it (already recorded).
+    Stopped,
 }

@@ -18,9 +18,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rein_approvals::Leases;
+use rein_sessions::{Event, StoredEvent};
 use rein_tools::ResultCache;
 
 use super::builtins::WithBuiltins;
+use super::folds::agents_in_open_turn;
 use super::inbox::Inbox;
 use super::journal::Journal;
 use crate::agent::Agent;
@@ -83,16 +85,24 @@ impl Gate {
 
     /// A turn starts: nothing from before it carries.
     pub(crate) fn new_turn(&mut self) {
-        self.resume_turn(Leases::default(), 0);
+        self.leases = Leases::default();
+        self.delegated = 0;
         self.answered();
     }
 
-    /// The open turn goes on (after a decision, or a restart) with the
-    /// leases granted earlier in its run and the sub-agents it started;
-    /// revisions carried in this process still hold.
-    pub(crate) fn resume_turn(&mut self, leases: Leases, delegated: u32) {
-        self.leases = leases;
-        self.delegated = delegated;
+    /// The open turn of `events` goes on (after a decision, or a
+    /// restart): leases granted earlier in its run still hold — none from
+    /// before it, none from imported history (up to `evidence`); the
+    /// sub-agents it started count against its bound (and keep their
+    /// paths); revisions carried in this process still hold.
+    pub(crate) fn resume_turn(&mut self, events: &[StoredEvent], evidence: u64) {
+        let log: Vec<Event> = events
+            .iter()
+            .filter(|e| e.seq > evidence)
+            .map(|e| e.event.clone())
+            .collect();
+        self.leases = Leases::of_open_run(&log);
+        self.delegated = agents_in_open_turn(events);
     }
 
     /// The model answered: revisions carried for the message before are
