@@ -58,11 +58,10 @@ pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
 
 /// One session, driven turn by turn.
 pub struct Conversation {
-    /// The definition it runs with (see [`Agent`]); its settings may be
-    /// changed between turns, its tools are fixed at open.
+    /// The definition it runs (see [`Agent`]): settings change between
+    /// turns; its tools are fixed at open.
     pub agent: Agent,
-    /// The call gate: the tools, and the leases and revisions a turn keeps
-    /// (see `gate`).
+    /// The call gate: the tools, leases, carried revisions (see `gate`).
     gate: gate::Gate,
     /// What the open turn's step loop has used.
     spend: gate::Spend,
