@@ -315,40 +315,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             let store = open_store(cli.home).await?;
             cli::acp::serve(options, store).await
         }
-        Command::Agents { command } => match command {
-            cli::agents::AgentsCommand::Run {
-                agent,
-                prompt,
-                env,
-                timeout,
-                cwd,
-                command,
-            } => {
-                let store = open_store(cli.home.clone()).await?;
-                let args = cli::agents::RunArgs {
-                    agent,
-                    prompt,
-                    env,
-                    timeout: timeout.map(std::time::Duration::from_secs),
-                    cwd,
-                    command,
-                    home: cli.home,
-                };
-                cli::agents::run(args, store, stdout, &mut std::io::stderr()).await
-            }
-            cli::agents::AgentsCommand::Attach { id, name } => {
-                let home = rein::sessions::home::resolve(cli.home)?;
-                let name = name
-                    .or_else(|| std::env::var("USER").ok())
-                    .unwrap_or_else(|| "viewer".to_owned());
-                cli::agents_tui::attach(&home, &id, &name, &mut std::io::stderr()).await
-            }
-            cli::agents::AgentsCommand::List { limit } => {
-                let home = rein::sessions::home::resolve(cli.home.clone())?;
-                let store = open_store(cli.home).await?;
-                cli::agents::list(&home, store.as_ref(), limit, stdout).await
-            }
-        },
+        Command::Agents { command } => agents(cli.home, command, stdout).await,
         Command::Mcp { command } => match command {
             cli::mcp::McpCommand::List { wait } => cli::mcp::list(cli.home, wait, stdout).await,
             cli::mcp::McpCommand::Serve {
@@ -375,53 +342,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             approval,
             decision,
             always,
-        } => {
-            let (approval, decision) = match (approval, decision) {
-                (Some(approval), Some(decision)) => (approval, decision),
-                (None, None) => {
-                    let store = open_store(cli.home).await?;
-                    let waiting = rein::approvals::waiting(store.as_ref(), &session).await?;
-                    if waiting.is_empty() {
-                        return say_out(&format!("nothing waits for a decision in {session}"));
-                    }
-                    let mut lines = Vec::with_capacity(waiting.len());
-                    for w in waiting {
-                        lines.push(format!(
-                            "{:<16} {:<16} {} ({})",
-                            w.agent_path, w.tool, w.approval_id, w.permission
-                        ));
-                        // Never asked blind: what the call does, or its
-                        // arguments.
-                        lines.push(
-                            cli::preview::asked_lines(&w.tool, &w.arguments, w.preview.as_ref())
-                                .trim_end()
-                                .to_owned(),
-                        );
-                    }
-                    lines.push(format!(
-                        "decide one with: rein approve {session} APPROVAL yes|no"
-                    ));
-                    return say_out(&lines.join("\n"));
-                }
-                _ => {
-                    return Err(AgentError::new(
-                        codes::INVALID_INPUT,
-                        "say yes or no after the approval",
-                    ));
-                }
-            };
-            let answer = rein::approvals::Answer::decided(&decision, always)?;
-            let store = open_store(cli.home).await?;
-            let delivery = rein::approvals::decide(
-                store.as_ref(),
-                &session,
-                &approval,
-                answer,
-                &rein::approvals::Surface::command("approve"),
-            )
-            .await?;
-            say_out(&delivered(delivery, &session, "decided"))
-        }
+        } => approve(cli.home, &session, approval, decision, always).await,
         Command::Say { session, text } => {
             let store = open_store(cli.home).await?;
             let surface = rein::approvals::Surface::command("say");
@@ -434,45 +355,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             let delivery = rein::approvals::stop(store.as_ref(), &session, &surface).await?;
             say_out(&delivered(delivery, &session, "stop asked"))
         }
-        Command::Sessions { command } => {
-            let store = open_store(cli.home).await?;
-            let store = store.as_ref();
-            match command {
-                SessionsCommand::List { limit, json } => {
-                    sessions_cmd::list(store, limit, json, stdout).await
-                }
-                SessionsCommand::Show { id } => sessions_cmd::show(store, &id, stdout).await,
-                SessionsCommand::Tree { id } => sessions_cmd::tree(store, &id, stdout).await,
-                SessionsCommand::Export { id, out } => {
-                    let text = sessions_cmd::export(store, &id).await?;
-                    match out {
-                        Some(path) => std::fs::write(&path, text).map_err(|err| {
-                            AgentError::new(
-                                codes::INVALID_INPUT,
-                                format!("cannot write {}: {err}", path.display()),
-                            )
-                        }),
-                        None => {
-                            use std::io::Write;
-                            stdout
-                                .write_all(text.as_bytes())
-                                .map_err(cli::output::output_error)
-                        }
-                    }
-                }
-                SessionsCommand::Import { file } => {
-                    let bytes = read_input(&file)?;
-                    let text = String::from_utf8(bytes).map_err(|_| {
-                        AgentError::new(
-                            codes::GOLDEN_TRACE_INVALID,
-                            "the golden trace is not UTF-8",
-                        )
-                    })?;
-                    let id = rein::trace::golden::import(store, &text).await?;
-                    say_out(&id)
-                }
-            }
-        }
+        Command::Sessions { command } => sessions(cli.home, command, stdout).await,
         Command::Trace {
             command: TraceCommand::Report { id, json },
         } => {
@@ -485,6 +368,146 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             let api: WireApi = api.parse()?;
             let body = read_input(&file)?;
             decode_to(api, body, &mut stdout.lock()).await
+        }
+    }
+}
+
+/// `rein approve SESSION [APPROVAL yes|no [--always]]`: decide one, or
+/// list what waits (each with what it does, never blind).
+async fn approve(
+    home: Option<PathBuf>,
+    session: &str,
+    approval: Option<String>,
+    decision: Option<String>,
+    always: bool,
+) -> Result<(), AgentError> {
+    let (approval, decision) = match (approval, decision) {
+        (Some(approval), Some(decision)) => (approval, decision),
+        (None, None) => {
+            let store = open_store(home).await?;
+            let waiting = rein::approvals::waiting(store.as_ref(), session).await?;
+            if waiting.is_empty() {
+                return say_out(&format!("nothing waits for a decision in {session}"));
+            }
+            let mut lines = Vec::with_capacity(waiting.len());
+            for w in waiting {
+                lines.push(format!(
+                    "{:<16} {:<16} {} ({})",
+                    w.agent_path, w.tool, w.approval_id, w.permission
+                ));
+                // Never asked blind: what the call does, or its
+                // arguments.
+                lines.push(
+                    cli::preview::asked_lines(&w.tool, &w.arguments, w.preview.as_ref())
+                        .trim_end()
+                        .to_owned(),
+                );
+            }
+            lines.push(format!(
+                "decide one with: rein approve {session} APPROVAL yes|no"
+            ));
+            return say_out(&lines.join("\n"));
+        }
+        _ => {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "say yes or no after the approval",
+            ));
+        }
+    };
+    let answer = rein::approvals::Answer::decided(&decision, always)?;
+    let store = open_store(home).await?;
+    let delivery = rein::approvals::decide(
+        store.as_ref(),
+        session,
+        &approval,
+        answer,
+        &rein::approvals::Surface::command("approve"),
+    )
+    .await?;
+    say_out(&delivered(delivery, session, "decided"))
+}
+
+/// `rein sessions list | show | tree | export | import`.
+async fn sessions(
+    home: Option<PathBuf>,
+    command: SessionsCommand,
+    stdout: &mut std::io::Stdout,
+) -> Result<(), AgentError> {
+    let store = open_store(home).await?;
+    let store = store.as_ref();
+    match command {
+        SessionsCommand::List { limit, json } => {
+            sessions_cmd::list(store, limit, json, stdout).await
+        }
+        SessionsCommand::Show { id } => sessions_cmd::show(store, &id, stdout).await,
+        SessionsCommand::Tree { id } => sessions_cmd::tree(store, &id, stdout).await,
+        SessionsCommand::Export { id, out } => {
+            let text = sessions_cmd::export(store, &id).await?;
+            match out {
+                Some(path) => std::fs::write(&path, text).map_err(|err| {
+                    AgentError::new(
+                        codes::INVALID_INPUT,
+                        format!("cannot write {}: {err}", path.display()),
+                    )
+                }),
+                None => {
+                    use std::io::Write;
+                    stdout
+                        .write_all(text.as_bytes())
+                        .map_err(cli::output::output_error)
+                }
+            }
+        }
+        SessionsCommand::Import { file } => {
+            let bytes = read_input(&file)?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                AgentError::new(codes::GOLDEN_TRACE_INVALID, "the golden trace is not UTF-8")
+            })?;
+            let id = rein::trace::golden::import(store, &text).await?;
+            say_out(&id)
+        }
+    }
+}
+
+/// `rein agents run | attach | list`.
+async fn agents(
+    home: Option<PathBuf>,
+    command: cli::agents::AgentsCommand,
+    stdout: &mut std::io::Stdout,
+) -> Result<(), AgentError> {
+    match command {
+        cli::agents::AgentsCommand::Run {
+            agent,
+            prompt,
+            env,
+            timeout,
+            cwd,
+            command,
+        } => {
+            let store = open_store(home.clone()).await?;
+            let args = cli::agents::RunArgs {
+                agent,
+                prompt,
+                env,
+                timeout: timeout.map(std::time::Duration::from_secs),
+                cwd,
+                command,
+                home,
+            };
+            cli::agents::run(args, store, stdout, &mut std::io::stderr()).await
+        }
+        cli::agents::AgentsCommand::Attach { id, name } => {
+            let home = rein::sessions::home::resolve(home)?;
+            let name = name
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_else(|| "viewer".to_owned());
+            cli::agents_tui::attach(&home, &id, &name, &mut std::io::stderr()).await
+        }
+        cli::agents::AgentsCommand::List { limit } => {
+            let dir = rein::sessions::home::resolve(home.clone())?;
+            let store = open_store(home).await?;
+            cli::agents::list(&dir, store.as_ref(), limit, stdout).await
         }
     }
 }

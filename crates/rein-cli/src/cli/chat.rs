@@ -321,26 +321,7 @@ pub async fn run(
         say(info, &format!("  ({note})"))?;
     }
     let effective = loaded.agent(options.agent.as_deref(), &options.flags())?;
-    let resolved = match resolve(&effective.spec)? {
-        Some(resolved) => resolved,
-        None => {
-            say(info, KEY_HELP)?;
-            if options.prompt.is_some() {
-                return Err(missing_key());
-            }
-            let Some(answer) = input
-                .line("Start the offline scripted model now? [Y/n] ")
-                .await?
-            else {
-                return Err(missing_key());
-            };
-            let answer = answer.trim().to_ascii_lowercase();
-            if !(answer.is_empty() || answer == "y" || answer == "yes") {
-                return Err(missing_key());
-            }
-            scripted()
-        }
-    };
+    let resolved = provider(&effective.spec, &options, &mut input, info).await?;
     let wanted = compose::Wanted {
         root: &root_dir,
         effective: &effective,
@@ -384,33 +365,8 @@ pub async fn run(
     let result = async {
         // A continued session may have a turn waiting: an approval, or a
         // turn a crash cut short.
-        let events = conversation.log_events().await?;
-        let open = dangling(&events);
-        if !open.turns.is_empty()
-            && let Some(change) = conversation.authority_change().await?
-        {
-            say(info, &format!("  {}", change.message))?;
-            let answer = input
-                .line("  go on with the open turn under what this chat allows now? [y/N] ")
-                .await?
-                .unwrap_or_default();
-            if !Answer::is_yes(&answer) {
-                return Err(change);
-            }
-            conversation.accept_authority(&Surface::terminal()).await?;
-        }
-        if !open.turns.is_empty() {
-            let pending = conversation.pending_approvals().await?.into_iter().next();
-            let outcome = match pending {
-                Some(asked) => TurnOutcome::AwaitingApproval(asked),
-                None => {
-                    say(info, "(resuming the unfinished turn)")?;
-                    drive(&mut conversation, None, &mut input, out, info, &mut view).await?
-                }
-            };
-            if !settle(&mut conversation, outcome, &mut input, out, info, &mut view).await? {
-                return Ok(());
-            }
+        if !go_on(&mut conversation, &mut input, out, info, &mut view).await? {
+            return Ok(());
         }
         if let Some(prompt) = options.prompt.clone() {
             let outcome = drive(
@@ -442,60 +398,20 @@ pub async fn run(
             if line.is_empty() {
                 continue;
             }
-            match commands::parse(line) {
-                None => {}
-                Some(Command::Exit) => return Ok(()),
-                Some(Command::Help) => {
-                    say(info, HELP)?;
-                    continue;
+            if let Some(command) = commands::parse(line) {
+                if command == Command::Exit {
+                    return Ok(());
                 }
-                Some(Command::Undo) => {
-                    match super::undo::undo_last(&mut conversation, store.as_ref(), &root).await {
-                        Ok(path) => say(info, &format!("  undone: {path} is back as it was"))?,
-                        Err(err) => say(
-                            info,
-                            &format!("  cannot undo: error[{}]: {}", err.code, err.message),
-                        )?,
-                    }
-                    continue;
-                }
-                Some(Command::Branch(turn)) => {
-                    let branched = super::branch::branch(
-                        &mut conversation,
-                        store.as_ref(),
-                        turn.as_deref(),
-                        info,
-                    )
-                    .await;
-                    if let Err(err) = branched {
-                        say(info, &format!("  error[{}]: {}", err.code, err.message))?;
-                    }
-                    continue;
-                }
-                Some(Command::Compact) => {
-                    match conversation.compact_now().await {
-                        Ok(()) => say(
-                            info,
-                            "  compacted: older turns are a summary now (the log keeps them)",
-                        )?,
-                        Err(err) => say(
-                            info,
-                            &format!("  cannot compact: error[{}]: {}", err.code, err.message),
-                        )?,
-                    }
-                    continue;
-                }
-                Some(Command::Cost) => {
-                    say(
-                        info,
-                        &format!("  session cost so far: {}", view.cost.describe()),
-                    )?;
-                    continue;
-                }
-                Some(Command::Unknown(word)) => {
-                    say(info, &format!("  no command /{word} (/help lists them)"))?;
-                    continue;
-                }
+                slash(
+                    command,
+                    &mut conversation,
+                    store.as_ref(),
+                    &root,
+                    &view,
+                    info,
+                )
+                .await?;
+                continue;
             }
             let outcome = drive(
                 &mut conversation,
@@ -532,6 +448,113 @@ pub async fn run(
     }
     conversation.close().await?;
     result
+}
+
+/// The provider the definition names, else the offline scripted model if
+/// the person at the terminal wants it (never for a one-shot `-p`).
+async fn provider(
+    spec: &rein::config::AgentSpec,
+    options: &ChatOptions,
+    input: &mut Asker,
+    info: &mut impl Write,
+) -> Result<rein::compose::Resolved, AgentError> {
+    if let Some(resolved) = resolve(spec)? {
+        return Ok(resolved);
+    }
+    say(info, KEY_HELP)?;
+    if options.prompt.is_some() {
+        return Err(missing_key());
+    }
+    let Some(answer) = input
+        .line("Start the offline scripted model now? [Y/n] ")
+        .await?
+    else {
+        return Err(missing_key());
+    };
+    let answer = answer.trim().to_ascii_lowercase();
+    if !(answer.is_empty() || answer == "y" || answer == "yes") {
+        return Err(missing_key());
+    }
+    Ok(scripted())
+}
+
+/// Go on with a continued session's open turn, if it has one (after the
+/// person accepts changed authority): `false` when the chat ends there.
+async fn go_on(
+    conversation: &mut Conversation,
+    input: &mut Asker,
+    out: &mut impl Write,
+    info: &mut impl Write,
+    view: &mut View,
+) -> Result<bool, AgentError> {
+    let events = conversation.log_events().await?;
+    if dangling(&events).turns.is_empty() {
+        return Ok(true);
+    }
+    if let Some(change) = conversation.authority_change().await? {
+        say(info, &format!("  {}", change.message))?;
+        let answer = input
+            .line("  go on with the open turn under what this chat allows now? [y/N] ")
+            .await?
+            .unwrap_or_default();
+        if !Answer::is_yes(&answer) {
+            return Err(change);
+        }
+        conversation.accept_authority(&Surface::terminal()).await?;
+    }
+    let pending = conversation.pending_approvals().await?.into_iter().next();
+    let outcome = match pending {
+        Some(asked) => TurnOutcome::AwaitingApproval(asked),
+        None => {
+            say(info, "(resuming the unfinished turn)")?;
+            drive(conversation, None, input, out, info, view).await?
+        }
+    };
+    settle(conversation, outcome, input, out, info, view).await
+}
+
+/// Carry out a slash command other than `/exit`.
+async fn slash(
+    command: Command,
+    conversation: &mut Conversation,
+    store: &dyn Store,
+    root: &rein::files::Root,
+    view: &View,
+    info: &mut impl Write,
+) -> Result<(), AgentError> {
+    match command {
+        Command::Exit => Ok(()),
+        Command::Help => say(info, HELP),
+        Command::Undo => match super::undo::undo_last(conversation, store, root).await {
+            Ok(path) => say(info, &format!("  undone: {path} is back as it was")),
+            Err(err) => say(
+                info,
+                &format!("  cannot undo: error[{}]: {}", err.code, err.message),
+            ),
+        },
+        Command::Branch(turn) => {
+            let branched = super::branch::branch(conversation, store, turn.as_deref(), info).await;
+            match branched {
+                Ok(()) => Ok(()),
+                Err(err) => say(info, &format!("  error[{}]: {}", err.code, err.message)),
+            }
+        }
+        Command::Compact => match conversation.compact_now().await {
+            Ok(()) => say(
+                info,
+                "  compacted: older turns are a summary now (the log keeps them)",
+            ),
+            Err(err) => say(
+                info,
+                &format!("  cannot compact: error[{}]: {}", err.code, err.message),
+            ),
+        },
+        Command::Cost => say(
+            info,
+            &format!("  session cost so far: {}", view.cost.describe()),
+        ),
+        Command::Unknown(word) => say(info, &format!("  no command /{word} (/help lists them)")),
+    }
 }
 
 pub(super) fn io_error(err: std::io::Error) -> AgentError {

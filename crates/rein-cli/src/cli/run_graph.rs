@@ -24,7 +24,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rein::approvals::{Answer, LeaseScope, Surface};
-use rein::orchestrator::{Blackboard, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState};
+use rein::orchestrator::{
+    Blackboard, Graph, GraphOutcome, GraphSpec, Progress, Scheduler, TaskState,
+};
 
 use super::graph_view::View;
 use rein::runner::{ConversationTasks, GraphRecord, TaskApproval};
@@ -114,26 +116,12 @@ pub async fn run(
         info,
     )
     .await?;
-    let (record, graph, done, entries) = match (&options.resume, &options.file) {
-        (Some(session), _) => {
-            let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
-            let graph = resumed.spec.check()?;
-            (record, graph, resumed.done, resumed.blackboard)
-        }
-        (None, Some(file)) => {
-            let spec = read_graph(file)?;
-            // Checked before anything is recorded or runs.
-            let graph = spec.clone().check()?;
-            let record = GraphRecord::create(store.clone(), &spec).await?;
-            (record, graph, Default::default(), Default::default())
-        }
-        (None, None) => {
-            return Err(AgentError::new(
-                codes::INVALID_INPUT,
-                "name a graph file, or --resume a graph's session",
-            ));
-        }
-    };
+    let Opened {
+        record,
+        graph,
+        done,
+        entries,
+    } = open_graph(&options, &store).await?;
     say(
         info,
         &format!(
@@ -148,27 +136,7 @@ pub async fn run(
             record.session_id()
         ),
     )?;
-    let default_name = surface.agent.profile.name.clone();
-    if let Some((task, name)) = graph.tasks().iter().find_map(|t| {
-        t.agent
-            .as_deref()
-            .filter(|n| *n != default_name && !surface.named.contains_key(*n))
-            .map(|n| (t, n))
-    }) {
-        let known: Vec<&str> = surface.named.keys().map(String::as_str).collect();
-        return Err(AgentError::new(
-            codes::GRAPH_INVALID,
-            format!(
-                "task `{}` names agent `{name}`, which is not defined (defined: {})",
-                task.id,
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ),
-        ));
-    }
+    check_agents(&graph, &surface)?;
     // The tasks share a blackboard (as it was, on a resume); every write
     // goes into the graph's record.
     let board = Blackboard::restored(entries, record.recorder());
@@ -181,17 +149,7 @@ pub async fn run(
     let _servers = surface.mcp;
     let mut asked = tasks.approvals();
     let mut used = tasks.usage();
-    let leaves: Vec<String> = graph
-        .tasks()
-        .iter()
-        .filter(|t| {
-            !graph
-                .tasks()
-                .iter()
-                .any(|other| other.depends_on.contains(&t.id))
-        })
-        .map(|t| t.id.clone())
-        .collect();
+    let leaves = leaves(&graph);
 
     let mut view = View::new(std::io::stderr().is_terminal());
     let (steps, mut heard) = mpsc::unbounded_channel::<Progress>();
@@ -289,6 +247,88 @@ pub async fn run(
             ),
         )),
     }
+}
+
+/// A graph opened to run.
+struct Opened {
+    record: GraphRecord,
+    graph: Graph,
+    /// Tasks that succeeded before a resume, with their outputs.
+    done: std::collections::HashMap<String, rein::orchestrator::Outputs>,
+    /// The blackboard as it was.
+    entries: std::collections::BTreeMap<String, rein::orchestrator::Entry>,
+}
+
+/// The graph to run and its record: a new one from the file (checked
+/// before anything is recorded), or one resumed with what it kept.
+async fn open_graph(options: &RunOptions, store: &Arc<dyn Store>) -> Result<Opened, AgentError> {
+    let (record, graph, done, entries) = match (&options.resume, &options.file) {
+        (Some(session), _) => {
+            let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
+            let graph = resumed.spec.check()?;
+            (record, graph, resumed.done, resumed.blackboard)
+        }
+        (None, Some(file)) => {
+            let spec = read_graph(file)?;
+            // Checked before anything is recorded or runs.
+            let graph = spec.clone().check()?;
+            let record = GraphRecord::create(store.clone(), &spec).await?;
+            (record, graph, Default::default(), Default::default())
+        }
+        (None, None) => {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "name a graph file, or --resume a graph's session",
+            ));
+        }
+    };
+    Ok(Opened {
+        record,
+        graph,
+        done,
+        entries,
+    })
+}
+
+/// Refuse a graph whose task names an agent that is not defined.
+fn check_agents(graph: &Graph, surface: &rein::compose::Surface) -> Result<(), AgentError> {
+    let default_name = surface.agent.profile.name.clone();
+    if let Some((task, name)) = graph.tasks().iter().find_map(|t| {
+        t.agent
+            .as_deref()
+            .filter(|n| *n != default_name && !surface.named.contains_key(*n))
+            .map(|n| (t, n))
+    }) {
+        let known: Vec<&str> = surface.named.keys().map(String::as_str).collect();
+        return Err(AgentError::new(
+            codes::GRAPH_INVALID,
+            format!(
+                "task `{}` names agent `{name}`, which is not defined (defined: {})",
+                task.id,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The tasks nothing depends on: their answers are the graph's.
+fn leaves(graph: &Graph) -> Vec<String> {
+    graph
+        .tasks()
+        .iter()
+        .filter(|t| {
+            !graph
+                .tasks()
+                .iter()
+                .any(|other| other.depends_on.contains(&t.id))
+        })
+        .map(|t| t.id.clone())
+        .collect()
 }
 
 fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {

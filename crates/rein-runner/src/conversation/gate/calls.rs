@@ -25,6 +25,14 @@ use crate::conversation::journal::Journal;
 use crate::conversation::{hooked, revisions};
 use crate::outcome::{TurnOutcome, UiKind};
 
+/// A write the gate decides on.
+struct Write {
+    id: String,
+    tool: String,
+    args: Value,
+    class: PermissionClass,
+}
+
 /// What checking a call before the gate found.
 enum Checked {
     /// It goes to the gate with these arguments and this class.
@@ -148,175 +156,223 @@ impl Gate {
             // A write: first the reads before it, then it, in order.
             self.run_reads(cx, events, std::mem::take(&mut reads), repeats)
                 .await?;
-            // What the person said about this call comes first: their "no"
-            // wins over any lease.
-            let state = if class.needs_approval() {
-                approval_state(events, &call_id, cx.journal.evidence_through())
-            } else {
-                ApprovalState::None
+            let call = Write {
+                id: call_id,
+                tool,
+                args,
+                class,
             };
-            let said = match state {
-                ApprovalState::Approved { .. } => Said::Yes,
-                ApprovalState::Refused { .. } => Said::No,
-                ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
-            };
-            // A change to what exists runs only on the revision the model
-            // saw (and an approved one on the revision the person saw);
-            // refused before anyone is asked.
-            if let Some(err) = self.stale_change(cx, events, &tool, &args, &state) {
+            if let Some(outcome) = self.write(cx, events, call, repeats).await? {
+                return Ok(Some(outcome));
+            }
+        }
+        self.run_reads(cx, events, reads, repeats).await
+    }
+
+    /// A write, once the reads before it ran: the person's word, the
+    /// revision it must run on, the policy and leases — then it runs, is
+    /// refused, or the person is asked.
+    async fn write(
+        &mut self,
+        cx: &mut Around<'_>,
+        events: &[StoredEvent],
+        call: Write,
+        repeats: &mut rein_wire::loops::Repeats,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        let Write {
+            id: call_id,
+            tool,
+            args,
+            class,
+        } = call;
+        // What the person said about this call comes first: their "no"
+        // wins over any lease.
+        let state = if class.needs_approval() {
+            approval_state(events, &call_id, cx.journal.evidence_through())
+        } else {
+            ApprovalState::None
+        };
+        let said = match state {
+            ApprovalState::Approved { .. } => Said::Yes,
+            ApprovalState::Refused { .. } => Said::No,
+            ApprovalState::Pending { .. } | ApprovalState::None => Said::Nothing,
+        };
+        // A change to what exists runs only on the revision the model
+        // saw (and an approved one on the revision the person saw);
+        // refused before anyone is asked.
+        if let Some(err) = self.stale_change(cx, events, &tool, &args, &state) {
+            refuse(
+                cx.journal,
+                &call_id,
+                &tool,
+                &args,
+                Some(class),
+                err.code.as_str(),
+                &err.message,
+            )
+            .await?;
+            let refused = error_result(&call_id, err.code.as_str(), &err.message);
+            if let Some(outcome) = self
+                .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused))
+                .await?
+            {
+                return Ok(Some(outcome));
+            }
+            return Ok(None);
+        }
+        // A call the person refused is asked again: no lease covers it.
+        let no_lease = Leases::default();
+        let leases = if said == Said::Nothing && refused_in_turn(events, &tool, &args) {
+            &no_lease
+        } else {
+            &self.leases
+        };
+        let elevated = match gate(class, &tool, &cx.agent.guards.policy, leases, said) {
+            Verdict::Run { elevated } => {
+                if let ApprovalState::Approved { scope, .. } = state {
+                    self.leases.grant(&tool, scope);
+                }
+                elevated
+            }
+            Verdict::Denied => {
+                let decision = match &state {
+                    ApprovalState::Refused { decision } => decision.as_str(),
+                    _ => Decision::Denied.as_str(),
+                };
                 refuse(
                     cx.journal,
                     &call_id,
                     &tool,
                     &args,
                     Some(class),
-                    err.code.as_str(),
-                    &err.message,
+                    codes::NOT_APPROVED.as_str(),
+                    &cx.agent.profile.wording.not_approved(&tool, decision),
                 )
                 .await?;
-                let refused = error_result(&call_id, err.code.as_str(), &err.message);
-                if let Some(outcome) = self
-                    .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused))
-                    .await?
-                {
-                    return Ok(Some(outcome));
-                }
-                continue;
+                return Ok(None);
             }
-            // A call the person refused is asked again: no lease covers it.
-            let no_lease = Leases::default();
-            let leases = if said == Said::Nothing && refused_in_turn(events, &tool, &args) {
-                &no_lease
-            } else {
-                &self.leases
-            };
-            let elevated = match gate(class, &tool, &cx.agent.guards.policy, leases, said) {
-                Verdict::Run { elevated } => {
-                    if let ApprovalState::Approved { scope, .. } = state {
-                        self.leases.grant(&tool, scope);
-                    }
-                    elevated
-                }
-                Verdict::Denied => {
-                    let decision = match &state {
-                        ApprovalState::Refused { decision } => decision.as_str(),
-                        _ => Decision::Denied.as_str(),
-                    };
-                    refuse(
-                        cx.journal,
-                        &call_id,
-                        &tool,
-                        &args,
-                        Some(class),
-                        codes::NOT_APPROVED.as_str(),
-                        &cx.agent.profile.wording.not_approved(&tool, decision),
-                    )
-                    .await?;
-                    continue;
-                }
-                Verdict::Refuse { reason } => {
-                    refuse(
-                        cx.journal,
-                        &call_id,
-                        &tool,
-                        &args,
-                        Some(class),
-                        codes::POLICY_REFUSED.as_str(),
-                        &reason,
-                    )
-                    .await?;
-                    continue;
-                }
-                Verdict::Ask => match state {
-                    ApprovalState::Pending { approval_id } => {
-                        let asked_ms =
-                            rein_sessions::recovery::approval_request(events, &approval_id)
-                                .map(|e| e.at_ms);
-                        let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
-                        if age_ms
-                            > i64::try_from(cx.agent.approval_ttl.as_millis()).unwrap_or(i64::MAX)
-                        {
-                            // Nobody decided in time: the call is refused.
-                            cx.journal
-                                .append(
-                                    vec![Event::ApprovalDecided {
-                                        approval_id,
-                                        decision: Decision::Expired,
-                                        by: "rein".into(),
-                                        lease: None,
-                                    }]
-                                    .into_iter()
-                                    .chain(refused(
-                                        call_id.clone(),
-                                        tool.clone(),
-                                        args.clone(),
-                                        Some(class),
-                                        codes::NOT_APPROVED.as_str(),
-                                        &cx.agent.profile.wording.not_approved(&tool, "let expire"),
-                                    ))
-                                    .collect(),
-                                )
-                                .await?;
-                            continue;
-                        }
-                        return Ok(Some(
-                            awaiting(cx.journal, self.tools.as_ref(), &approval_id).await?,
-                        ));
-                    }
-                    // Nothing asked yet (an approved or refused call never
-                    // reaches here: the gate runs the one, the other was
-                    // refused above).
-                    _ => {
-                        let approval_id = rein_wire::ids::new_id();
-                        // What the person sees is made now, from the world as
-                        // it is when they are asked, and kept with the request.
-                        let preview = self.tools.preview(&tool, &args);
-                        // One asked in imported history is left unanswered
-                        // there: closed as expired, and asked anew here.
-                        let stale = cx
-                            .journal
-                            .control()
-                            .await?
-                            .pending
-                            .into_iter()
-                            .filter(|p| p.call_id == call_id)
-                            .map(|p| Event::ApprovalDecided {
-                                approval_id: p.approval_id,
-                                decision: Decision::Expired,
-                                by: "rein: asked again after an import".into(),
-                                lease: None,
-                            });
-                        let asked = Event::ApprovalRequested {
-                            approval_id: approval_id.clone(),
-                            call_id: call_id.clone(),
-                            tool: tool.clone(),
-                            arguments: args.clone(),
-                            permission: class,
-                            preview: preview.clone(),
-                            bound_to: self.tools.changes(&tool, &args),
-                        };
-                        cx.journal.append(stale.chain([asked]).collect()).await?;
-                        cx.journal.emit(UiKind::ApprovalRequested {
-                            approval_id: approval_id.clone(),
-                            tool: tool.clone(),
-                            arguments: args,
-                            permission: class,
-                            preview,
-                        });
-                        return Ok(Some(
-                            awaiting(cx.journal, self.tools.as_ref(), &approval_id).await?,
-                        ));
-                    }
-                },
-            };
-            let result = self
-                .run_one(cx, call_id, tool, args, class, elevated)
+            Verdict::Refuse { reason } => {
+                refuse(
+                    cx.journal,
+                    &call_id,
+                    &tool,
+                    &args,
+                    Some(class),
+                    codes::POLICY_REFUSED.as_str(),
+                    &reason,
+                )
                 .await?;
-            if let Some(outcome) = self.note_repeat(cx, repeats, &result).await? {
-                return Ok(Some(outcome));
+                return Ok(None);
+            }
+            Verdict::Ask => {
+                let call = Write {
+                    id: call_id,
+                    tool,
+                    args,
+                    class,
+                };
+                return self.ask(cx, events, state, call).await;
+            }
+        };
+        let result = self
+            .run_one(cx, call_id, tool, args, class, elevated)
+            .await?;
+        self.note_repeat(cx, repeats, &result).await
+    }
+
+    /// A write the gate asks a person about: waiting on the question asked
+    /// (or refused when nobody decided in time), or asked now.
+    async fn ask(
+        &mut self,
+        cx: &mut Around<'_>,
+        events: &[StoredEvent],
+        state: ApprovalState,
+        call: Write,
+    ) -> Result<Option<TurnOutcome>, AgentError> {
+        let Write {
+            id: call_id,
+            tool,
+            args,
+            class,
+        } = call;
+        match state {
+            ApprovalState::Pending { approval_id } => {
+                let asked_ms = rein_sessions::recovery::approval_request(events, &approval_id)
+                    .map(|e| e.at_ms);
+                let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
+                if age_ms > i64::try_from(cx.agent.approval_ttl.as_millis()).unwrap_or(i64::MAX) {
+                    // Nobody decided in time: the call is refused.
+                    cx.journal
+                        .append(
+                            vec![Event::ApprovalDecided {
+                                approval_id,
+                                decision: Decision::Expired,
+                                by: "rein".into(),
+                                lease: None,
+                            }]
+                            .into_iter()
+                            .chain(refused(
+                                call_id.clone(),
+                                tool.clone(),
+                                args.clone(),
+                                Some(class),
+                                codes::NOT_APPROVED.as_str(),
+                                &cx.agent.profile.wording.not_approved(&tool, "let expire"),
+                            ))
+                            .collect(),
+                        )
+                        .await?;
+                    return Ok(None);
+                }
+                return Ok(Some(
+                    awaiting(cx.journal, self.tools.as_ref(), &approval_id).await?,
+                ));
+            }
+            // Nothing asked yet (an approved or refused call never
+            // reaches here: the gate runs the one, the other was
+            // refused above).
+            _ => {
+                let approval_id = rein_wire::ids::new_id();
+                // What the person sees is made now, from the world as
+                // it is when they are asked, and kept with the request.
+                let preview = self.tools.preview(&tool, &args);
+                // One asked in imported history is left unanswered
+                // there: closed as expired, and asked anew here.
+                let stale = cx
+                    .journal
+                    .control()
+                    .await?
+                    .pending
+                    .into_iter()
+                    .filter(|p| p.call_id == call_id)
+                    .map(|p| Event::ApprovalDecided {
+                        approval_id: p.approval_id,
+                        decision: Decision::Expired,
+                        by: "rein: asked again after an import".into(),
+                        lease: None,
+                    });
+                let asked = Event::ApprovalRequested {
+                    approval_id: approval_id.clone(),
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    arguments: args.clone(),
+                    permission: class,
+                    preview: preview.clone(),
+                    bound_to: self.tools.changes(&tool, &args),
+                };
+                cx.journal.append(stale.chain([asked]).collect()).await?;
+                cx.journal.emit(UiKind::ApprovalRequested {
+                    approval_id: approval_id.clone(),
+                    tool: tool.clone(),
+                    arguments: args,
+                    permission: class,
+                    preview,
+                });
+                return Ok(Some(
+                    awaiting(cx.journal, self.tools.as_ref(), &approval_id).await?,
+                ));
             }
         }
-        self.run_reads(cx, events, reads, repeats).await
     }
 
     pub(super) async fn run_one(

@@ -19,6 +19,7 @@ use super::{Around, Gate};
 use crate::conversation::folds::fingerprint;
 use crate::conversation::hooked;
 use crate::conversation::inbox::INBOX_POLL;
+use crate::conversation::journal::Journal;
 use crate::outcome::{TurnOutcome, UiKind};
 
 impl Gate {
@@ -37,29 +38,7 @@ impl Gate {
         }
         let revision = self.tools.revision();
         let plans = self.plan_children(cx, events, &reads).await?;
-        let mut called = Vec::new();
-        for ((call_id, tool, args), plan) in reads.iter().zip(&plans) {
-            if let Delegate::Child(planned) = plan
-                && planned.reattach
-            {
-                continue;
-            }
-            called.push(Event::ToolCalled {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                arguments: args.clone(),
-                permission: Some(PermissionClass::Read),
-            });
-            if let Delegate::Child(planned) = plan {
-                called.extend(planned.started(call_id));
-            }
-            cx.journal.emit(UiKind::ToolCall {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                arguments: args.clone(),
-            });
-        }
-        cx.journal.append(called).await?;
+        record_called(cx.journal, &reads, &plans).await?;
         let backend = self.tools.clone();
         let policy = cx.agent.guards.policy.clone();
         let cached: Vec<Option<Value>> = reads
@@ -221,4 +200,38 @@ impl Gate {
             }
         }
     }
+}
+
+/// The batch's `tool.called` records (and each new sub-agent's
+/// `agent.started`), durable before any of them runs; a sub-agent
+/// reattached after a restart has them already.
+async fn record_called(
+    journal: &mut Journal,
+    reads: &[(String, String, Value)],
+    plans: &[Delegate],
+) -> Result<(), AgentError> {
+    let mut called = Vec::new();
+    for ((call_id, tool, args), plan) in reads.iter().zip(plans) {
+        if let Delegate::Child(planned) = plan
+            && planned.reattach
+        {
+            continue;
+        }
+        called.push(Event::ToolCalled {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            arguments: args.clone(),
+            permission: Some(PermissionClass::Read),
+        });
+        if let Delegate::Child(planned) = plan {
+            called.extend(planned.started(call_id));
+        }
+        journal.emit(UiKind::ToolCall {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            arguments: args.clone(),
+        });
+    }
+    journal.append(called).await?;
+    Ok(())
 }

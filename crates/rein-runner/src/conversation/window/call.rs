@@ -14,7 +14,7 @@ use futures::StreamExt;
 use rein_sessions::{Event, StoredEvent};
 use rein_tools::ToolBackend;
 use rein_wire::{
-    AgentError, AssembledMessage, AssembledToolCall, Assembler, StreamEvent, error::codes,
+    AgentError, AssembledMessage, AssembledToolCall, Assembler, Request, StreamEvent, error::codes,
 };
 use serde_json::Value;
 
@@ -39,35 +39,7 @@ impl Window {
         steering: &Steering,
         events: &[StoredEvent],
     ) -> Result<Option<AssembledMessage>, AgentError> {
-        let mut request = self.request(sees, events)?;
-        let window = Self::tokens(sees.agent);
-        // One pass over the request gives its size (for the estimate) and its
-        // digest (for the record); it is redone only when the request changes.
-        let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
-        let mut share = Self::measure(sees.agent, &request, bytes, window).await;
-        if share > sees.agent.context.soft && Self::soft_prune(sees.agent, journal, window).await? {
-            let events = journal.log().await?;
-            request = self.request(sees, &events)?;
-            (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            share = Self::measure(sees.agent, &request, bytes, window).await;
-        }
-        if share > sees.agent.context.hard {
-            Self::compact(sees.agent, journal, window).await?;
-            let events = journal.log().await?;
-            request = self.request(sees, &events)?;
-            (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            if Self::measure(sees.agent, &request, bytes, window).await > sees.agent.context.hard {
-                return Err(AgentError::new(
-                    codes::CONTEXT_WINDOW_EXCEEDED,
-                    "the conversation does not fit the context window even after compaction",
-                )
-                .with_field(
-                    "estimated_tokens",
-                    crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
-                )
-                .with_field("window", window));
-            }
-        }
+        let (mut request, bytes, digest) = self.fitted(sees, journal, events).await?;
         let call_id = rein_wire::ids::new_id();
         let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
         let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
@@ -86,52 +58,9 @@ impl Window {
             }])
             .await?;
         let started = Instant::now();
-        let mut stream = sees.agent.provider.stream(request);
-        let mut assembler = Assembler::new();
-        let opened = rein_sessions::recovery::open_turn_started(events);
-        let mut watch = tokio::time::interval(STREAM_WATCH);
-        let mut inbox_looked = Instant::now();
-        loop {
-            let item = tokio::select! {
-                biased;
-                item = stream.next() => item,
-                _ = watch.tick() => {
-                    if steering.is_interrupted() {
-                        return Ok(None);
-                    }
-                    if inbox_looked.elapsed() >= INBOX_POLL {
-                        inbox_looked = Instant::now();
-                        let queued = journal.store().inbox(journal.session_id()).await?;
-                        if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
-                            return Ok(None);
-                        }
-                    }
-                    continue;
-                }
-            };
-            let Some(item) = item else { break };
-            let event = item?;
-            match &event {
-                StreamEvent::TextDelta { text } => {
-                    journal.emit(UiKind::TextDelta { text: text.clone() });
-                }
-                StreamEvent::ThinkingDelta { text } => {
-                    journal.emit(UiKind::ReasoningDelta { text: text.clone() });
-                }
-                StreamEvent::TextReplaced { streamed, text } => {
-                    journal.emit(UiKind::TextReplaced {
-                        streamed: streamed.clone(),
-                        text: text.clone(),
-                    });
-                }
-                _ => {}
-            }
-            assembler.push(&event);
-        }
-        let mut message = assembler.finish();
-        if let Some(err) = &message.error {
-            return Err(err.clone());
-        }
+        let Some(mut message) = streamed(sees, journal, steering, events, request).await? else {
+            return Ok(None);
+        };
         // A small model's near misses, repaired when unambiguous and said.
         let names: Vec<String> = sees
             .tools
@@ -211,5 +140,106 @@ impl Window {
             journal.stage(results).await?;
         }
         Ok(Some(message))
+    }
+
+    /// The request for `events`, made to fit the window — older read
+    /// results pruned past the soft line, older history compacted past the
+    /// hard one — with its JSON size and digest; `context_window_exceeded`
+    /// when it does not fit even then.
+    async fn fitted(
+        &mut self,
+        sees: Sees<'_>,
+        journal: &mut Journal,
+        events: &[StoredEvent],
+    ) -> Result<(Request, u64, String), AgentError> {
+        let mut request = self.request(sees, events)?;
+        let window = Self::tokens(sees.agent);
+        // One pass over the request gives its size (for the estimate) and its
+        // digest (for the record); it is redone only when the request changes.
+        let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
+        let mut share = Self::measure(sees.agent, &request, bytes, window).await;
+        if share > sees.agent.context.soft && Self::soft_prune(sees.agent, journal, window).await? {
+            let events = journal.log().await?;
+            request = self.request(sees, &events)?;
+            (bytes, digest) = self.transcript.size_and_digest(&mut request);
+            share = Self::measure(sees.agent, &request, bytes, window).await;
+        }
+        if share > sees.agent.context.hard {
+            Self::compact(sees.agent, journal, window).await?;
+            let events = journal.log().await?;
+            request = self.request(sees, &events)?;
+            (bytes, digest) = self.transcript.size_and_digest(&mut request);
+            if Self::measure(sees.agent, &request, bytes, window).await > sees.agent.context.hard {
+                return Err(AgentError::new(
+                    codes::CONTEXT_WINDOW_EXCEEDED,
+                    "the conversation does not fit the context window even after compaction",
+                )
+                .with_field(
+                    "estimated_tokens",
+                    crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
+                )
+                .with_field("window", window));
+            }
+        }
+        Ok((request, bytes, digest))
+    }
+}
+
+/// `request` streamed from the provider, text deltas shown as they come;
+/// `None` when an interrupt (`steering`) or a stop posted to the session's
+/// inbox cut it short (the connection is dropped).
+async fn streamed(
+    sees: Sees<'_>,
+    journal: &Journal,
+    steering: &Steering,
+    events: &[StoredEvent],
+    request: Request,
+) -> Result<Option<AssembledMessage>, AgentError> {
+    let mut stream = sees.agent.provider.stream(request);
+    let mut assembler = Assembler::new();
+    let opened = rein_sessions::recovery::open_turn_started(events);
+    let mut watch = tokio::time::interval(STREAM_WATCH);
+    let mut inbox_looked = Instant::now();
+    loop {
+        let item = tokio::select! {
+            biased;
+            item = stream.next() => item,
+            _ = watch.tick() => {
+                if steering.is_interrupted() {
+                    return Ok(None);
+                }
+                if inbox_looked.elapsed() >= INBOX_POLL {
+                    inbox_looked = Instant::now();
+                    let queued = journal.store().inbox(journal.session_id()).await?;
+                    if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
+                        return Ok(None);
+                    }
+                }
+                continue;
+            }
+        };
+        let Some(item) = item else { break };
+        let event = item?;
+        match &event {
+            StreamEvent::TextDelta { text } => {
+                journal.emit(UiKind::TextDelta { text: text.clone() });
+            }
+            StreamEvent::ThinkingDelta { text } => {
+                journal.emit(UiKind::ReasoningDelta { text: text.clone() });
+            }
+            StreamEvent::TextReplaced { streamed, text } => {
+                journal.emit(UiKind::TextReplaced {
+                    streamed: streamed.clone(),
+                    text: text.clone(),
+                });
+            }
+            _ => {}
+        }
+        assembler.push(&event);
+    }
+    let message = assembler.finish();
+    match &message.error {
+        Some(err) => Err(err.clone()),
+        None => Ok(Some(message)),
     }
 }
