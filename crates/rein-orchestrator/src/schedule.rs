@@ -146,6 +146,15 @@ impl Report {
 
 type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
 
+/// Where a run starts: each task's state, the outputs kept, the
+/// dependencies each task waits for, the tasks ready.
+type Kept = (
+    Vec<TaskState>,
+    HashMap<usize, Outputs>,
+    Vec<usize>,
+    VecDeque<usize>,
+);
+
 /// Runs one graph once.
 pub struct Scheduler {
     graph: Arc<Graph>,
@@ -206,29 +215,8 @@ impl Scheduler {
     /// Run the graph to its end.
     pub async fn run(self) -> Report {
         let graph = self.graph.clone();
-        let n = graph.tasks.len();
         let settings = graph.settings.clone();
-        let mut state: Vec<TaskState> = vec![TaskState::Pending; n];
-        let mut outputs: HashMap<usize, Outputs> = HashMap::new();
-        let mut waiting: Vec<usize> = graph.deps.iter().map(Vec::len).collect();
-        let mut ready: VecDeque<usize> = VecDeque::new();
-        for (i, task) in graph.tasks.iter().enumerate() {
-            if let Some(kept) = self.done.get(&task.id) {
-                state[i] = TaskState::Succeeded {
-                    outputs: kept.clone(),
-                    attempts: 0,
-                };
-                outputs.insert(i, kept.clone());
-            }
-        }
-        for (i, s) in state.iter().enumerate() {
-            if let TaskState::Succeeded { .. } = s {
-                for &d in &graph.dependents[i] {
-                    waiting[d] -= 1;
-                }
-            }
-        }
-        ready.extend((0..n).filter(|&i| waiting[i] == 0 && state[i] == TaskState::Pending));
+        let (mut state, mut outputs, mut waiting, mut ready) = self.kept(&graph);
 
         // The graph's own stop (fail_graph), apart from a caller's cancel.
         let failing = CancellationToken::new();
@@ -316,37 +304,7 @@ impl Scheduler {
                     continue;
                 }
                 Err(error) => {
-                    match settings.on_failure {
-                        FailurePolicy::SkipDependents => {
-                            for d in descendants(&graph, i) {
-                                if state[d] == TaskState::Pending {
-                                    state[d] = TaskState::Skipped {
-                                        because: task.id.clone(),
-                                    };
-                                    ready.retain(|&r| r != d);
-                                    self.tell(Progress::Ended {
-                                        task: graph.tasks[d].id.clone(),
-                                        state: state[d].clone(),
-                                    });
-                                }
-                            }
-                        }
-                        FailurePolicy::FailGraph => {
-                            failing.cancel();
-                            for (d, s) in state.iter_mut().enumerate() {
-                                if *s == TaskState::Pending {
-                                    *s = TaskState::Skipped {
-                                        because: task.id.clone(),
-                                    };
-                                    self.tell(Progress::Ended {
-                                        task: graph.tasks[d].id.clone(),
-                                        state: s.clone(),
-                                    });
-                                }
-                            }
-                            ready.clear();
-                        }
-                    }
+                    self.failed(&graph, i, &mut state, &mut ready, &failing);
                     TaskState::Failed {
                         error,
                         attempts: attempt,
@@ -369,7 +327,94 @@ impl Scheduler {
                 });
             }
         }
-        let outcome = if state
+        let outcome = self.outcome(&state, &failing);
+        Report {
+            outcome,
+            tasks: graph
+                .tasks
+                .iter()
+                .map(|t| t.id.clone())
+                .zip(state)
+                .collect(),
+        }
+    }
+
+    /// Where the run starts: tasks kept from before succeeded (with their
+    /// outputs), the dependencies each task still waits for, the tasks
+    /// ready now.
+    fn kept(&self, graph: &Graph) -> Kept {
+        let n = graph.tasks.len();
+        let mut state: Vec<TaskState> = vec![TaskState::Pending; n];
+        let mut outputs: HashMap<usize, Outputs> = HashMap::new();
+        let mut waiting: Vec<usize> = graph.deps.iter().map(Vec::len).collect();
+        let mut ready: VecDeque<usize> = VecDeque::new();
+        for (i, task) in graph.tasks.iter().enumerate() {
+            if let Some(kept) = self.done.get(&task.id) {
+                state[i] = TaskState::Succeeded {
+                    outputs: kept.clone(),
+                    attempts: 0,
+                };
+                outputs.insert(i, kept.clone());
+            }
+        }
+        for (i, s) in state.iter().enumerate() {
+            if let TaskState::Succeeded { .. } = s {
+                for &d in &graph.dependents[i] {
+                    waiting[d] -= 1;
+                }
+            }
+        }
+        ready.extend((0..n).filter(|&i| waiting[i] == 0 && state[i] == TaskState::Pending));
+        (state, outputs, waiting, ready)
+    }
+
+    /// Task `i` failed for good: its dependents are skipped, or the whole
+    /// graph stops (`failing`), as the failure policy says.
+    fn failed(
+        &self,
+        graph: &Graph,
+        i: usize,
+        state: &mut [TaskState],
+        ready: &mut VecDeque<usize>,
+        failing: &CancellationToken,
+    ) {
+        let task = &graph.tasks[i];
+        match graph.settings.on_failure {
+            FailurePolicy::SkipDependents => {
+                for d in descendants(graph, i) {
+                    if state[d] == TaskState::Pending {
+                        state[d] = TaskState::Skipped {
+                            because: task.id.clone(),
+                        };
+                        ready.retain(|&r| r != d);
+                        self.tell(Progress::Ended {
+                            task: graph.tasks[d].id.clone(),
+                            state: state[d].clone(),
+                        });
+                    }
+                }
+            }
+            FailurePolicy::FailGraph => {
+                failing.cancel();
+                for (d, s) in state.iter_mut().enumerate() {
+                    if *s == TaskState::Pending {
+                        *s = TaskState::Skipped {
+                            because: task.id.clone(),
+                        };
+                        self.tell(Progress::Ended {
+                            task: graph.tasks[d].id.clone(),
+                            state: s.clone(),
+                        });
+                    }
+                }
+                ready.clear();
+            }
+        }
+    }
+
+    /// How the run ended, from its tasks' states.
+    fn outcome(&self, state: &[TaskState], failing: &CancellationToken) -> GraphOutcome {
+        if state
             .iter()
             .all(|s| matches!(s, TaskState::Succeeded { .. }))
         {
@@ -383,15 +428,6 @@ impl Scheduler {
             GraphOutcome::Failed
         } else {
             GraphOutcome::Cancelled
-        };
-        Report {
-            outcome,
-            tasks: graph
-                .tasks
-                .iter()
-                .map(|t| t.id.clone())
-                .zip(state)
-                .collect(),
         }
     }
 
