@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::person::{Answers, answer_children, answer_of};
 use crate::project::Project;
-use crate::suite::{Case, LoadedCase};
+use crate::suite::{Case, Expect, LoadedCase};
 
 /// The model the cases run against.
 #[derive(Clone)]
@@ -383,7 +383,16 @@ fn check(
     files: &BTreeMap<String, String>,
 ) {
     let expect = &case.expect;
-    let fail = &mut result.failures;
+    let mut fail = std::mem::take(&mut result.failures);
+    check_answer(expect, result, &mut fail);
+    check_calls(expect, ran, &mut fail);
+    check_counts(expect, result, totals, &mut fail);
+    check_files(expect, files, &mut fail);
+    result.failures = fail;
+}
+
+/// The outcome and the answer.
+fn check_answer(expect: &Expect, result: &CaseResult, fail: &mut Vec<String>) {
     if let Some(want) = &expect.outcome
         && *want != result.outcome
     {
@@ -422,6 +431,10 @@ fn check(
             Err(_) => fail.push("the answer is not JSON".into()),
         }
     }
+}
+
+/// Which tools ran, how often.
+fn check_calls(expect: &Expect, ran: &HashMap<String, u64>, fail: &mut Vec<String>) {
     let times = |tool: &str| ran.get(tool).copied().unwrap_or(0);
     for tool in &expect.called {
         if times(tool) == 0 {
@@ -438,6 +451,16 @@ fn check(
             fail.push(format!("`{tool}` ran {} time(s), not {want}", times(tool)));
         }
     }
+}
+
+/// Steps, tokens, cost, compactions, results, approvals, sub-agents, the
+/// cache's read share.
+fn check_counts(
+    expect: &Expect,
+    result: &CaseResult,
+    totals: &rein_trace::Totals,
+    fail: &mut Vec<String>,
+) {
     let mut at_most = |what: &str, got: u64, max: Option<u64>| {
         if let Some(max) = max
             && got > max
@@ -509,6 +532,10 @@ fn check(
             result.cache_read_share
         ));
     }
+}
+
+/// The project's files afterwards.
+fn check_files(expect: &Expect, files: &BTreeMap<String, String>, fail: &mut Vec<String>) {
     for (path, want) in &expect.files {
         match files.get(path) {
             None => fail.push(format!("`{path}` does not exist")),
