@@ -92,6 +92,38 @@ pub struct AgentEntry {
     pub max_line: usize,
 }
 
+impl AgentEntry {
+    /// The program this entry runs, in `cwd`: its arguments with `prompt`
+    /// last when given; the base environment, the entry's, and the
+    /// variables `more` names (copied from rein's); the entry's limits.
+    pub fn host_spec(
+        &self,
+        cwd: &Path,
+        prompt: Option<&str>,
+        more: &[String],
+    ) -> crate::driver::HostSpec {
+        let mut argv = self.argv.clone();
+        argv.extend(prompt.map(str::to_owned));
+        let mut spec = crate::driver::HostSpec::new(argv, cwd.to_path_buf())
+            .env_from(BASE_ENV.iter().copied())
+            .env_from(self.env_from.iter().map(String::as_str))
+            .env_from(more.iter().map(String::as_str));
+        spec.env.extend(self.env.clone());
+        spec.timeout = self.timeout;
+        spec.max_line = self.max_line;
+        spec
+    }
+
+    /// The program's file name, as a run records it.
+    pub fn program(&self) -> String {
+        self.argv
+            .first()
+            .and_then(|p| Path::new(p).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
 /// The configured agents, by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentsConfig {

@@ -14,8 +14,8 @@ use futures::future::BoxFuture;
 use rein_runner::{ExternalAgent, ExternalAnswer, ExternalTask};
 use rein_wire::{AgentError, error::codes};
 
-use crate::config::{AgentEntry, AgentKind, BASE_ENV};
-use crate::driver::{Ended, HostSpec, drive};
+use crate::config::{AgentEntry, AgentKind};
+use crate::driver::{Ended, drive};
 use crate::record::Recorder;
 use crate::reducer::Reducer;
 
@@ -47,18 +47,8 @@ impl ExternalAgent for HostedHelper {
         let entry = self.entry.clone();
         let cwd = self.cwd.clone();
         Box::pin(async move {
-            let mut argv = entry.argv.clone();
-            argv.push(task.task.clone());
-            let program = std::path::Path::new(&argv[0])
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut spec = HostSpec::new(argv, cwd.clone())
-                .env_from(BASE_ENV.iter().copied())
-                .env_from(entry.env_from.iter().map(String::as_str));
-            spec.env.extend(entry.env.clone());
-            spec.timeout = entry.timeout;
-            spec.max_line = entry.max_line;
+            let spec = entry.host_spec(&cwd, Some(&task.task), &[]);
+            let program = entry.program();
             let cwd_text = cwd.display().to_string();
             let mut reducer: Box<dyn Reducer> = match entry.kind {
                 AgentKind::Codex => Box::new(crate::CodexStream::new(&cwd_text)),

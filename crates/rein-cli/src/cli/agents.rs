@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein::host::config::{AgentEntry, AgentKind, AgentsConfig, BASE_ENV};
-use rein::host::{ClaudeStream, CodexStream, Driven, Ended, HostSpec, Recorder, Reducer, drive};
+use rein::host::config::{AgentEntry, AgentKind, AgentsConfig};
+use rein::host::{ClaudeStream, CodexStream, Driven, Ended, Recorder, Reducer, drive};
 use rein::sessions::Store;
 use rein::wire::{AgentError, error::codes};
 
@@ -91,7 +91,7 @@ pub async fn run(
     out: &mut impl Write,
     err: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
-    let cwd = match args.cwd {
+    let cwd = match args.cwd.clone() {
         Some(dir) => dir,
         None => std::env::current_dir().map_err(|e| {
             AgentError::new(codes::INVALID_INPUT, format!("no working directory: {e}"))
@@ -106,28 +106,10 @@ pub async fn run(
         .get(&args.agent)
         .is_some_and(rein::config::NamedAgent::is_native)
     {
-        let prompt = args.prompt.ok_or_else(|| {
-            AgentError::new(
-                codes::INVALID_INPUT,
-                format!(
-                    "agent `{}` is rein's own: give the request with --prompt",
-                    args.agent
-                ),
-            )
-        })?;
-        let options = crate::cli::chat::ChatOptions {
-            agent: Some(args.agent),
-            prompt: Some(prompt),
-            root: Some(cwd),
-            home: args.home,
-            ..crate::cli::chat::ChatOptions::default()
-        };
-        let stdin = crate::cli::chat::Plain(std::io::BufReader::new(std::io::stdin()));
-        return crate::cli::chat::run(options, store, stdin, out, err).await;
+        return run_native(args, cwd, store, out, err).await;
     }
     close_dead(&home, store.as_ref()).await?;
     let (kind, entry) = resolve_agent(&home, &args.agent, args.command)?;
-    let mut argv = entry.argv;
     let acp = kind == AgentKind::Acp;
     if acp && args.prompt.is_none() {
         return Err(AgentError::new(
@@ -135,20 +117,10 @@ pub async fn run(
             "an ACP agent is asked in the protocol: give the request with --prompt",
         ));
     }
-    if let Some(prompt) = args.prompt.as_ref().filter(|_| !acp) {
-        argv.push(prompt.clone());
-    }
-    let program = std::path::Path::new(&argv[0])
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut spec = HostSpec::new(argv, cwd.clone())
-        .env_from(BASE_ENV.iter().copied())
-        .env_from(entry.env_from.iter().map(String::as_str))
-        .env_from(args.env.iter().map(String::as_str));
-    spec.env.extend(entry.env);
+    let in_argv = args.prompt.as_deref().filter(|_| !acp);
+    let mut spec = entry.host_spec(&cwd, in_argv, &args.env);
     spec.timeout = args.timeout.unwrap_or(entry.timeout);
-    spec.max_line = entry.max_line;
+    let program = entry.program();
     let cwd_text = cwd.display().to_string();
     let prompt = args
         .prompt
@@ -173,25 +145,7 @@ pub async fn run(
     )
     .map_err(output_error)?;
     let view = Some((host, session.clone()));
-    let stop = tokio_util::sync::CancellationToken::new();
-    // Ctrl-C, a closed terminal (SIGHUP) or SIGTERM stop the run: the
-    // program's group is killed and the run recorded as stopped.
-    let on_signal = stop.clone();
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-            _ = hup.recv() => {}
-        }
-        on_signal.cancel();
-    });
+    let stop = stop_on_signals();
     let mut shown_err = Ok(());
     let mut show = |p: &rein::host::Progress| {
         // Activity is liveness for a watcher, not a line worth printing.
@@ -253,6 +207,57 @@ pub async fn run(
                 .unwrap_or_else(|| driven.ended.as_str().to_owned()),
         )),
     }
+}
+
+/// A native `[agents.NAME]`: one turn of its definition through the chat.
+async fn run_native(
+    args: RunArgs,
+    cwd: PathBuf,
+    store: Arc<dyn Store>,
+    out: &mut impl Write,
+    err: &mut (impl Write + Send),
+) -> Result<(), AgentError> {
+    let prompt = args.prompt.ok_or_else(|| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "agent `{}` is rein's own: give the request with --prompt",
+                args.agent
+            ),
+        )
+    })?;
+    let options = crate::cli::chat::ChatOptions {
+        agent: Some(args.agent),
+        prompt: Some(prompt),
+        root: Some(cwd),
+        home: args.home,
+        ..crate::cli::chat::ChatOptions::default()
+    };
+    let stdin = crate::cli::chat::Plain(std::io::BufReader::new(std::io::stdin()));
+    crate::cli::chat::run(options, store, stdin, out, err).await
+}
+
+/// Cancelled by Ctrl-C, a closed terminal (SIGHUP) or SIGTERM: the
+/// program's group is killed and the run recorded as stopped.
+fn stop_on_signals() -> tokio_util::sync::CancellationToken {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    stop
 }
 
 /// The hosted agents configured (read through the one config loader).
