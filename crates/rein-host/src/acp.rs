@@ -75,6 +75,36 @@ pub struct AcpAsk {
     pub view: Option<(SessionHost, String)>,
 }
 
+/// The ACP exchange that asks `prompt`: initialize (no file system or
+/// terminal of the client's), a new session in `cwd`, the prompt; its
+/// answer is the prompt's.
+async fn prompted(
+    peer: jsonrpc::Peer,
+    cwd: String,
+    prompt: String,
+) -> Result<Value, jsonrpc::RpcError> {
+    peer.request(
+        "initialize",
+        json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            // No file system or terminal of the client's: the agent
+            // works with its own tools, gated by permission requests.
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+            "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")},
+        }),
+    )
+    .await?;
+    let session = peer
+        .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await?;
+    let id = session.get("sessionId").cloned().unwrap_or(Value::Null);
+    peer.request(
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "text", "text": prompt}]}),
+    )
+    .await
+}
+
 /// Run one prompt against the ACP agent `spec` starts.
 pub async fn drive_acp(
     spec: &HostSpec,
@@ -106,32 +136,7 @@ pub async fn drive_acp(
         ));
     };
     let (peer, mut incoming, _reading) = jsonrpc::connect(stdout, stdin, MAX_MESSAGE_BYTES);
-    let prompting = {
-        let peer = peer.clone();
-        let cwd = spec.cwd.display().to_string();
-        async move {
-            peer.request(
-                "initialize",
-                json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    // No file system or terminal of the client's: the agent
-                    // works with its own tools, gated by permission requests.
-                    "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
-                    "clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")},
-                }),
-            )
-            .await?;
-            let session = peer
-                .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
-                .await?;
-            let id = session.get("sessionId").cloned().unwrap_or(Value::Null);
-            peer.request(
-                "session/prompt",
-                json!({"sessionId": id, "prompt": [{"type": "text", "text": prompt}]}),
-            )
-            .await
-        }
-    };
+    let prompting = prompted(peer.clone(), spec.cwd.display().to_string(), prompt);
     let mut prompting = std::pin::pin!(prompting);
     let deadline = tokio::time::sleep(spec.timeout);
     let mut deadline = std::pin::pin!(deadline);

@@ -194,20 +194,7 @@ pub async fn run(
                     continue;
                 };
                 let (approval, _) = waiting.remove(at);
-                let yes = rein::approvals::Answer::is_yes(&answer);
-                let decided = rein::approvals::decide(
-                    store.as_ref(),
-                    &approval.session,
-                    &approval.request.approval_id,
-                    if yes { Answer::Approve(LeaseScope::Once) } else { Answer::Deny },
-                    &Surface::terminal(),
-                )
-                .await;
-                match decided {
-                    Ok(_) => view.say(info, &format!("          {} for {}", if yes { "approved" } else { "denied" }, approval.task))?,
-                    // Decided elsewhere first: that decision stands.
-                    Err(err) => view.say(info, &format!("          not recorded here: {}", err.message))?,
-                }
+                decide_typed(store.as_ref(), &approval, &answer, &mut view, info).await?;
             }
             _ = tokio::signal::ctrl_c() => {
                 view.say(info, "        cancelling: running tasks stop at their next step")?;
@@ -329,6 +316,46 @@ fn leaves(graph: &Graph) -> Vec<String> {
         })
         .map(|t| t.id.clone())
         .collect()
+}
+
+/// A line typed at the terminal decides `approval` (a yes or a no),
+/// through the session's inbox as any surface does.
+async fn decide_typed(
+    store: &dyn Store,
+    approval: &TaskApproval,
+    answer: &str,
+    view: &mut View,
+    info: &mut impl Write,
+) -> Result<(), AgentError> {
+    let yes = rein::approvals::Answer::is_yes(answer);
+    let decided = rein::approvals::decide(
+        store,
+        &approval.session,
+        &approval.request.approval_id,
+        if yes {
+            Answer::Approve(LeaseScope::Once)
+        } else {
+            Answer::Deny
+        },
+        &Surface::terminal(),
+    )
+    .await;
+    match decided {
+        Ok(_) => view.say(
+            info,
+            &format!(
+                "          {} for {}",
+                if yes { "approved" } else { "denied" },
+                approval.task
+            ),
+        )?,
+        // Decided elsewhere first: that decision stands.
+        Err(err) => view.say(
+            info,
+            &format!("          not recorded here: {}", err.message),
+        )?,
+    }
+    Ok(())
 }
 
 fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
