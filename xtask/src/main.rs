@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// rustfmt check, clippy -D warnings on all targets, rustdoc warnings, cargo-deny when installed.
+    /// rustfmt check, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, cargo-deny when installed.
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
@@ -172,6 +172,19 @@ fn lint() -> Result<()> {
     cargo(
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    // Every crate packages as it stands (path dependencies carry their
+    // versions; a test-only dependency on a crate that depends back is a
+    // path alone, left out of the package).
+    cargo(
+        &[
+            "package",
+            "--workspace",
+            "--no-verify",
+            "--locked",
+            "--allow-dirty",
+        ],
+        &[],
     )?;
     if has_cargo_subcommand("deny") {
         cargo(&["deny", "check"], &[])?;
