@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod criterion_summary;
 mod docs;
+mod map;
 mod peers;
 mod scale;
 
@@ -23,7 +24,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// rustfmt check, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, cargo-deny when installed.
+    /// rustfmt check, the map (floors and code map) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, cargo-deny when installed.
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
@@ -37,6 +38,10 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Write the floors diagram of docs/ARCHITECTURE.md from the crates'
+    /// dependencies (`lint` checks it and that the code map names every
+    /// source file).
+    Map,
     /// Replay the golden traces in tests/golden through the runner.
     Golden {
         /// Rewrite them from the scenarios' scripted models (after a reviewed change).
@@ -74,6 +79,7 @@ fn main() -> Result<()> {
     std::env::set_current_dir(&root).context("cannot enter the workspace root")?;
     match cli.task {
         Task::Lint => lint(),
+        Task::Map => map::write(),
         Task::Test => test(),
         Task::Ci => {
             check_fixtures()?;
@@ -157,6 +163,7 @@ fn workspace_root() -> Result<PathBuf> {
 
 fn lint() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    map::check()?;
     cargo(
         &[
             "clippy",
