@@ -253,8 +253,9 @@ pub fn write() -> Result<()> {
     crate::docs::replace_section(Path::new(ARCHITECTURE), "floors", &diagram(&crates))
 }
 
-/// Fail when the floors diagram is not the one the code gives, or the code
-/// map misses a file or names one that is gone.
+/// Fail when the floors diagram is not the one the code gives, the code
+/// map misses a file or names one that is gone, or the README's crate map
+/// misses a crate.
 pub fn check() -> Result<()> {
     let crates = crates()?;
     let doc = std::fs::read_to_string(ARCHITECTURE).context("cannot read the architecture")?;
@@ -275,12 +276,15 @@ pub fn check() -> Result<()> {
             (key, c.dir.clone())
         })
         .collect();
-    let faults = unmapped(&doc, &dirs);
+    let mut faults = unmapped(&doc, &dirs);
+    let readme = std::fs::read_to_string("README.md").context("cannot read the README")?;
+    for c in &crates {
+        if !readme.contains(&format!("| `{}` |", c.name)) {
+            faults.push(format!("the README's crate map does not list {}", c.name));
+        }
+    }
     if !faults.is_empty() {
-        bail!(
-            "the code map in {ARCHITECTURE} is out of date:\n  {}",
-            faults.join("\n  ")
-        );
+        bail!("the maps are out of date:\n  {}", faults.join("\n  "));
     }
     Ok(())
 }
