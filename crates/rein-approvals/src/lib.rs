@@ -556,3 +556,8 @@ mod answer_tests {
         assert!(Answer::decided("maybe", false).is_err());
     }
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

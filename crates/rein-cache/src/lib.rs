@@ -220,3 +220,8 @@ impl CacheMonitor {
         self.warned.len()
     }
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

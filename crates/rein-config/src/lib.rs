@@ -34,3 +34,8 @@ pub use spec::{
     AgentSpec, BudgetsSpec, CompactionSpec, ConfigFile, HookSpec, NamedAgent, PolicySpec,
     PriceSpec, SubagentsSpec, TelemetrySpec, ToolsSpec, VerifySpec, schema,
 };
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

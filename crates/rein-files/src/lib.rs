@@ -424,3 +424,8 @@ mod tests {
         }
     }
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -31,3 +31,8 @@ pub use decode::decode_stream;
 pub use http_provider::HttpProvider;
 pub use provider::{CountFuture, EventStream, Provider};
 pub use rein_wire::{CachingStyle, Capabilities};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -48,3 +48,8 @@ pub use lifetime::kill_running;
 pub use progress::{Progress, ProgressKind};
 pub use record::Recorder;
 pub use reducer::{Outcome, Reducer, Refusal, RefusalKind, Step, TurnResult};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -22,3 +22,8 @@ pub use config::{ClassName, McpConfig, ServerConfig, Transport};
 pub use serve::{HttpGuard, McpServe, ServeSettings};
 pub use server::{ServerHandle, Snapshot, Status};
 pub use tools::{McpClients, McpTools};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -22,3 +22,8 @@ pub use schedule::{
     Attempt, DEFAULT_GRACE, GraphOutcome, Outputs, Progress, Report, Scheduler, TaskRunner,
     TaskState,
 };
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -68,3 +68,8 @@ pub async fn report_with_agents(
         .collect();
     Ok(own.with_agents(agents))
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -32,3 +32,8 @@ pub use tool::{RunCommand, RunInput};
 pub fn run_max_output() -> usize {
     run::MAX_OUTPUT
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -228,3 +228,8 @@ impl Server {
         axum::serve(bounded, self.router()).await
     }
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

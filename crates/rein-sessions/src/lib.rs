@@ -37,3 +37,8 @@ pub use store::{
     ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,
     open_turn_started, read_all,
 };
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -49,3 +49,8 @@ where
 {
     tracing_opentelemetry::layer().with_tracer(tracer)
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -32,3 +32,8 @@ pub use fake_server::{Chunk, FakeServer, RecordedRequest, Reply, Responder};
 pub use fake_tools::{FakeToolBackend, Project};
 pub use rein_gateway::scripted::{AnthropicCache, Rule, RuleCall, ScriptedBrain};
 pub use wire::{ScriptedCall, ScriptedMessage};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -46,3 +46,8 @@ pub use rein_wire::permission::{PermissionClass, Policy};
 /// What a person approving a call is shown.
 pub use rein_wire::{Preview, PreviewKind};
 pub use skills::{Skill, Skills};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

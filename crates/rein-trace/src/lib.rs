@@ -17,3 +17,8 @@ mod report;
 
 pub use agents::AgentReport;
 pub use report::{RunReport, ToolCounts, Totals, TraceReport, report, usd};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -42,3 +42,8 @@ pub use request::{
 };
 pub use revision::Revision;
 pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -110,3 +110,8 @@ pub mod prelude {
     pub use serde::Deserialize;
     pub use serde_json::json;
 }
+
+/// The README's snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
