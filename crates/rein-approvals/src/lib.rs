@@ -27,7 +27,7 @@ mod family;
 mod person;
 
 pub use family::{Waiting, family, waiting};
-pub use person::{Delivery, decide, say, stop};
+pub use person::{Delivery, decide, decided, say, stop};
 
 /// The approvals granted for the rest of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

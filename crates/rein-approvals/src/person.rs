@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use rein_sessions::{Event, InboxItem, NewEvent, Store};
+use rein_sessions::{ControlRecord, Event, InboxItem, NewEvent, Store};
 use rein_wire::{AgentError, error::codes};
 
 use crate::{Answer, Surface};
@@ -108,25 +108,39 @@ pub async fn decide(
     let result = async {
         // Checked again under the lease: someone may have decided since.
         let control = store.control(session).await?;
-        if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+        let Some(event) = decided(&control, approval_id, answer, surface) else {
             return Err(not_pending(store, session, approval_id).await);
-        }
+        };
         store
-            .append(
-                &held,
-                vec![NewEvent::main(Event::ApprovalDecided {
-                    approval_id: approval_id.to_owned(),
-                    decision,
-                    by: surface.name().to_owned(),
-                    lease,
-                })],
-            )
+            .append(&held, vec![NewEvent::main(event)])
             .await
             .map(|_| Delivery::Recorded)
     }
     .await;
     store.release(&held).await?;
     result
+}
+
+/// The record of a person's `answer` to `approval_id`, given at `surface`,
+/// while `control` still has it pending (`None` otherwise): the one rule
+/// both ways of deciding share — [`decide`] from any surface, and a
+/// conversation deciding in its own process (`Conversation::decide`).
+pub fn decided(
+    control: &ControlRecord,
+    approval_id: &str,
+    answer: Answer,
+    surface: &Surface,
+) -> Option<Event> {
+    if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+        return None;
+    }
+    let (decision, lease) = answer.stored();
+    Some(Event::ApprovalDecided {
+        approval_id: approval_id.to_owned(),
+        decision,
+        by: surface.name().to_owned(),
+        lease,
+    })
 }
 
 /// Say `text` to the session's running turn (a steer), from `surface`.

@@ -48,6 +48,33 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// Post `item` to `session`'s inbox (see [`Store::post`]).
+    fn post_locked(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError> {
+        let mut inner = self.lock();
+        let next = inner.next_inbox + 1;
+        let s = inner
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| not_found(session))?;
+        if let Some(approval) = item.approval_id()
+            && s.inbox
+                .iter()
+                .any(|(e, _)| e.item.approval_id() == Some(approval))
+        {
+            return Err(crate::validate::already_decided(approval));
+        }
+        s.inbox.push((
+            crate::InboxEntry {
+                id: next,
+                at_ms: now_ms(),
+                item,
+            },
+            false,
+        ));
+        inner.next_inbox = next;
+        Ok(next)
+    }
+
     /// An empty store.
     pub fn new() -> Self {
         MemoryStore::default()
@@ -207,29 +234,13 @@ impl Store for MemoryStore {
     }
 
     async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError> {
-        let mut inner = self.lock();
-        let next = inner.next_inbox + 1;
-        let s = inner
-            .sessions
-            .get_mut(session)
-            .ok_or_else(|| not_found(session))?;
-        if let Some(approval) = item.approval_id()
-            && s.inbox
-                .iter()
-                .any(|(e, _)| e.item.approval_id() == Some(approval))
-        {
-            return Err(crate::validate::already_decided(approval));
-        }
-        s.inbox.push((
-            crate::InboxEntry {
-                id: next,
-                at_ms: now_ms(),
-                item,
-            },
-            false,
-        ));
-        inner.next_inbox = next;
-        Ok(next)
+        let posted = self.post_locked(session, item)?;
+        self.channels.notify_posted(session);
+        Ok(posted)
+    }
+
+    fn posted(&self, session: &str) -> std::sync::Arc<tokio::sync::Notify> {
+        self.channels.posted(session)
     }
 
     async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError> {

@@ -126,9 +126,6 @@ impl ChatOptions {
 /// The chat's system prompt when the definition sets none.
 const CHAT_INSTRUCTIONS: &str = "You are a helpful assistant in a terminal chat, working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.";
 
-/// How often a chat waiting at an approval looks at the session's inbox.
-const INBOX_POLL: std::time::Duration = std::time::Duration::from_millis(300);
-
 /// How an approval prompt ended.
 enum Asked {
     /// The person answered here.
@@ -192,7 +189,7 @@ async fn ask_approval(
                 };
                 return Ok(Asked::Answer(answer));
             }
-            () = tokio::time::sleep(INBOX_POLL) => {
+            () = tokio::time::sleep(rein::runner::INBOX_POLL) => {
                 // A stop is taken (and acted on) with the inbox, and wins
                 // over any decision that came with it.
                 let heard = conversation.take_inbox().await?;

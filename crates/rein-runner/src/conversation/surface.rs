@@ -284,29 +284,23 @@ impl Conversation {
                 format!("approval `{approval_id}` was already {decision} by {by}"),
             ));
         }
+        // A yes under authority that changed since the run started (and
+        // nobody accepted) is refused before it is recorded: it could not
+        // run anyway. A no is always recorded.
+        let yes = matches!(answer, Answer::Approve(_));
+        let (decision, _) = answer.stored();
         let control = self.journal.control().await?;
-        if !control.pending.iter().any(|p| p.approval_id == approval_id) {
+        let Some(event) = rein_approvals::decided(&control, approval_id, answer, surface) else {
             return Err(AgentError::new(
                 codes::INVALID_INPUT,
                 format!("approval `{approval_id}` is not pending"),
             ));
-        }
-        // A yes under authority that changed since the run started (and
-        // nobody accepted) is refused before it is recorded: it could not
-        // run anyway. A no is always recorded.
-        if matches!(answer, Answer::Approve(_)) {
+        };
+        if yes {
             let events = self.journal.log().await?;
             self.check_authority(&events)?;
         }
-        let (decision, lease) = answer.stored();
-        self.journal
-            .append(vec![Event::ApprovalDecided {
-                approval_id: approval_id.to_owned(),
-                decision,
-                by: surface.name().to_owned(),
-                lease,
-            }])
-            .await?;
+        self.journal.append(vec![event]).await?;
         self.journal.emit(UiKind::ApprovalDecided {
             approval_id: approval_id.to_owned(),
             decision: decision.to_string(),
@@ -346,7 +340,9 @@ impl Conversation {
     }
 
     /// Wait until `approval_id` is decided by a person on any surface
-    /// (through the session's inbox: `rein approve`, a terminal, a server),
+    /// (through the session's inbox: `rein approve`, a terminal, a server —
+    /// one in this process wakes the wait at once, through
+    /// [`rein_sessions::Store::posted`]),
     /// then go on with the turn. A stop from a surface ends the turn;
     /// `cancel` ends the wait with `None` (the caller decides what that
     /// means: a graph task stops waiting, a sub-agent is stopped). Never
@@ -356,7 +352,13 @@ impl Conversation {
         approval_id: &str,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Option<TurnOutcome>, AgentError> {
+        // A surface in this process wakes the wait when it posts; one in
+        // another process is heard at the next look.
+        let posted = self.journal.store().posted(self.journal.session_id());
         loop {
+            let notified = posted.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
             if self.take_inbox().await?.stop.is_some() {
                 return Ok(Some(TurnOutcome::Interrupted));
             }
@@ -365,6 +367,7 @@ impl Conversation {
                 return self.resume().await.map(Some);
             }
             tokio::select! {
+                () = &mut notified => {}
                 () = tokio::time::sleep(super::inbox::INBOX_POLL) => {}
                 () = cancel.cancelled() => return Ok(None),
             }

@@ -445,7 +445,13 @@ impl Store for SqliteStore {
     }
 
     async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError> {
-        self.post_item(session, item).await
+        let posted = self.post_item(session, item).await?;
+        self.channels.notify_posted(session);
+        Ok(posted)
+    }
+
+    fn posted(&self, session: &str) -> std::sync::Arc<tokio::sync::Notify> {
+        self.channels.posted(session)
     }
 
     async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError> {
