@@ -120,8 +120,8 @@ pub enum UiKind {
         call_id: String,
         /// Whether it succeeded.
         ok: bool,
-        /// `live`, `cache`, `offload`, `interrupted`.
-        source: String,
+        /// Where the result came from.
+        source: rein_sessions::ResultSource,
         /// The operation id a person can undo, for reversible writes.
         undo: Option<String>,
         /// Why it failed: the code and the message the model is told.
@@ -180,8 +180,8 @@ pub enum UiKind {
     ApprovalDecided {
         /// The approval.
         approval_id: String,
-        /// `approved` or `denied`.
-        decision: String,
+        /// What they decided.
+        decision: rein_wire::permission::Decision,
     },
     /// Tokens and cost of a model call.
     Usage {
@@ -195,7 +195,7 @@ pub enum UiKind {
     /// Something failed.
     Error {
         /// The code.
-        code: String,
+        code: rein_wire::ErrorCode,
         /// The message.
         message: String,
     },

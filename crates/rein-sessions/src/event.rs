@@ -38,6 +38,24 @@ pub enum ResultSource {
     Interrupted,
 }
 
+impl ResultSource {
+    /// The recorded word (`live`, `cache`, `offload`, `interrupted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultSource::Live => "live",
+            ResultSource::Cache => "cache",
+            ResultSource::Offload => "offload",
+            ResultSource::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for ResultSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Everything that can happen in a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data")]
@@ -533,5 +551,23 @@ mod tests {
         // A known kind whose data does not fit is kept too.
         let odd = Event::from_parts("turn.started", 1, serde_json::json!("?"));
         assert!(matches!(odd, Event::Unknown { .. }));
+    }
+}
+
+#[cfg(test)]
+mod result_source_tests {
+    use super::ResultSource;
+
+    #[test]
+    fn the_shown_word_is_the_recorded_one() {
+        for source in [
+            ResultSource::Live,
+            ResultSource::Cache,
+            ResultSource::Offload,
+            ResultSource::Interrupted,
+        ] {
+            let recorded = serde_json::to_value(source).unwrap_or_default();
+            assert_eq!(recorded, source.as_str());
+        }
     }
 }

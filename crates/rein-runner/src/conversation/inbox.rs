@@ -126,7 +126,7 @@ impl Inbox {
         for (approval_id, decision, _) in &heard.decided {
             journal.emit(UiKind::ApprovalDecided {
                 approval_id: approval_id.clone(),
-                decision: decision.to_string(),
+                decision: *decision,
             });
         }
         Ok(heard)

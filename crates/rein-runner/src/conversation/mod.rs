@@ -258,7 +258,7 @@ impl Conversation {
             Ok(Some(message)) => message,
             Err(error) => {
                 self.journal.emit(UiKind::Error {
-                    code: error.code.to_string(),
+                    code: error.code.clone(),
                     message: error.message.clone(),
                 });
                 return Ok(Step::Ends(TurnOutcome::Error { error }));

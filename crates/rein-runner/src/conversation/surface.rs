@@ -303,7 +303,7 @@ impl Conversation {
         self.journal.append(vec![event]).await?;
         self.journal.emit(UiKind::ApprovalDecided {
             approval_id: approval_id.to_owned(),
-            decision: decision.to_string(),
+            decision,
         });
         Ok(())
     }

@@ -574,7 +574,7 @@ impl Gate {
                 cx.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: true,
-                    source: format!("{source:?}").to_lowercase(),
+                    source,
                     undo: if undo { operation_id.clone() } else { None },
                     error: None,
                     duration_ms,
@@ -604,7 +604,7 @@ impl Gate {
                 cx.journal.emit(UiKind::ToolResult {
                     call_id: call_id.to_owned(),
                     ok: false,
-                    source: "live".into(),
+                    source: ResultSource::Live,
                     undo: None,
                     error: Some((code.clone(), message.clone())),
                     duration_ms,
@@ -643,7 +643,7 @@ async fn refuse(
     journal.emit(UiKind::ToolResult {
         call_id: call_id.to_owned(),
         ok: false,
-        source: "live".into(),
+        source: ResultSource::Live,
         undo: None,
         error: Some((code.to_owned(), message.to_owned())),
         duration_ms: 0,
