@@ -78,13 +78,9 @@ fn fake_claude(home: &std::path::Path, more: &str) -> std::path::PathBuf {
     argv_file
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hosted_helpers_cost_is_drawn_from_the_parents_budget() {
-    let home = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    // The run costs $0.0042; the parent's turn may spend $0.001.
-    fake_claude(home.path(), "[agent.budgets]\nmax_cost_usd = 0.001\n\n");
-    let server = FakeServer::start(vec![
+/// A model that hands "find main" to `claude-helper`, then answers.
+async fn delegating_to_claude() -> FakeServer {
+    FakeServer::start(vec![
         call(
             "c1",
             "delegate",
@@ -93,7 +89,16 @@ async fn a_hosted_helpers_cost_is_drawn_from_the_parents_budget() {
         say("Claude says main is in src/main.rs."),
     ])
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_helpers_cost_is_drawn_from_the_parents_budget() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // The run costs $0.0042; the parent's turn may spend $0.001.
+    fake_claude(home.path(), "[agent.budgets]\nmax_cost_usd = 0.001\n\n");
+    let server = delegating_to_claude().await;
     let url = format!("{}/v1", server.base_url());
     let mut cmd = rein_at(home.path());
     cmd.args(["chat", "--base-url", &url, "--model", "m", "--subagents"])
@@ -115,16 +120,7 @@ async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_rep
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     let argv_file = fake_claude(home.path(), "");
-    let server = FakeServer::start(vec![
-        call(
-            "c1",
-            "delegate",
-            json!({"agent": "claude-helper", "task": "find main"}),
-        ),
-        say("Claude says main is in src/main.rs."),
-    ])
-    .await
-    .unwrap();
+    let server = delegating_to_claude().await;
     let url = format!("{}/v1", server.base_url());
     let mut cmd = rein_at(home.path());
     cmd.args([
