@@ -1,7 +1,7 @@
 //! The call gate: what an assistant message's calls go through — each
 //! checked (hooks, arguments, permission), gated (a person's no, the
 //! policy, leases, approvals), recorded before it runs, run, and given
-//! exactly one result (`calls`); reads batched in parallel (`reads`), a
+//! exactly one result (`calls`, `results`); reads batched in parallel (`reads`), a
 //! `delegate` call's sub-agent planned and started (`delegate`).
 //! [`Gate`] owns the tools and what the gate keeps while a turn runs:
 //! leases, carried revisions, the sub-agents started.
@@ -12,6 +12,7 @@
 mod calls;
 mod delegate;
 mod reads;
+mod results;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
