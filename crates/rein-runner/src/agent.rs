@@ -18,12 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_gateway::Provider;
-use rein_sessions::Store;
 use rein_tools::{Bounds, ToolBackend};
-use rein_wire::{AgentError, PriceTable};
-use serde_json::{Value, json};
+use rein_wire::PriceTable;
 
-use crate::Conversation;
 use crate::context::ContextPolicy;
 use crate::delegation::Delegation;
 use crate::guards::Guards;
@@ -147,49 +144,6 @@ impl Agent {
         self
     }
 
-    /// Open a new session with this definition.
-    pub async fn open(&self, store: Arc<dyn Store>) -> Result<Conversation, AgentError> {
-        self.open_session(store, None, Value::Null).await
-    }
-
-    /// Continue `session` with this definition: a turn a crash cut short is
-    /// recovered, a run whose authority changed is refused until a person
-    /// accepts the change.
-    pub async fn resume(
-        &self,
-        store: Arc<dyn Store>,
-        session: &str,
-    ) -> Result<Conversation, AgentError> {
-        self.open_session(store, Some(session), Value::Null).await
-    }
-
-    /// Open `existing` (or a new session recording `metadata`, to which the
-    /// assistant's name and model are added when absent): the one
-    /// composition root every surface goes through.
-    pub async fn open_session(
-        &self,
-        store: Arc<dyn Store>,
-        existing: Option<&str>,
-        metadata: Value,
-    ) -> Result<Conversation, AgentError> {
-        let mut metadata = match metadata {
-            Value::Object(map) => map,
-            Value::Null => serde_json::Map::new(),
-            other => {
-                let mut map = serde_json::Map::new();
-                map.insert("app".into(), other);
-                map
-            }
-        };
-        metadata
-            .entry("assistant")
-            .or_insert_with(|| json!(self.profile.name));
-        metadata
-            .entry("model")
-            .or_insert_with(|| json!(self.profile.model));
-        Conversation::start(self.clone(), store, existing, Value::Object(metadata)).await
-    }
-
     /// The definition of a child of this agent (a sub-agent, a graph task)
     /// that runs `own` — a named agent's definition, or none for this
     /// agent's own — with this agent's tools narrowed to `names` (what a
@@ -211,7 +165,7 @@ impl Agent {
             });
         }
         let tools: Arc<dyn ToolBackend> = match keep {
-            Some(names) => Arc::new(crate::subagent::Narrowed {
+            Some(names) => Arc::new(crate::narrowed::Narrowed {
                 inner: self.tools.clone(),
                 names,
             }),

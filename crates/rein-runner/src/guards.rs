@@ -6,7 +6,7 @@
 //! graph task or any other child keeps them.
 //!
 //! The sandbox and the egress a child reaches travel with its tools: a
-//! child's tools are its parent's, narrowed (`subagent::Narrowed`), never
+//! child's tools are its parent's, narrowed (`narrowed::Narrowed`), never
 //! others, so a `run_command` keeps the sandbox it was built with.
 //!
 //! Not here: what the guards do (the gate in `conversation::calls`, the

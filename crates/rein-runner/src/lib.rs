@@ -20,6 +20,7 @@ mod graph_record;
 mod guards;
 mod helpers;
 pub mod hooks;
+mod narrowed;
 mod outcome;
 mod project;
 mod settings;

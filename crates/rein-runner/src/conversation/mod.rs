@@ -25,6 +25,7 @@ mod folds;
 mod hooked;
 mod inbox;
 mod journal;
+mod open;
 mod surface;
 
 mod gate;

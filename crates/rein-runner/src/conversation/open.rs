@@ -1,0 +1,59 @@
+//! How a conversation is made from its definition: [`Agent::open`],
+//! [`Agent::resume`] and [`Agent::open_session`], the one way every surface,
+//! sub-agent and graph task opens one (`Conversation::start`).
+//!
+//! Not here: the definition itself (`crate::agent`).
+
+use std::sync::Arc;
+
+use rein_sessions::Store;
+use rein_wire::AgentError;
+use serde_json::{Value, json};
+
+use super::Conversation;
+use crate::agent::Agent;
+
+impl Agent {
+    /// Open a new session with this definition.
+    pub async fn open(&self, store: Arc<dyn Store>) -> Result<Conversation, AgentError> {
+        self.open_session(store, None, Value::Null).await
+    }
+
+    /// Continue `session` with this definition: a turn a crash cut short is
+    /// recovered, a run whose authority changed is refused until a person
+    /// accepts the change.
+    pub async fn resume(
+        &self,
+        store: Arc<dyn Store>,
+        session: &str,
+    ) -> Result<Conversation, AgentError> {
+        self.open_session(store, Some(session), Value::Null).await
+    }
+
+    /// Open `existing` (or a new session recording `metadata`, to which the
+    /// assistant's name and model are added when absent): the one
+    /// composition root every surface goes through.
+    pub async fn open_session(
+        &self,
+        store: Arc<dyn Store>,
+        existing: Option<&str>,
+        metadata: Value,
+    ) -> Result<Conversation, AgentError> {
+        let mut metadata = match metadata {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                let mut map = serde_json::Map::new();
+                map.insert("app".into(), other);
+                map
+            }
+        };
+        metadata
+            .entry("assistant")
+            .or_insert_with(|| json!(self.profile.name));
+        metadata
+            .entry("model")
+            .or_insert_with(|| json!(self.profile.model));
+        Conversation::start(self.clone(), store, existing, Value::Object(metadata)).await
+    }
+}
