@@ -22,43 +22,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Where a hook runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HookPoint {
-    /// Before a tool call is checked and gated.
-    BeforeCall,
-    /// After a tool call, before its result is recorded.
-    AfterCall,
-    /// Before each model call.
-    BeforeModelCall,
-    /// When a turn ended.
-    TurnEnd,
-}
-
-impl HookPoint {
-    /// Its name in events and in a command hook's input.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookPoint::BeforeCall => "before_call",
-            HookPoint::AfterCall => "after_call",
-            HookPoint::BeforeModelCall => "before_model_call",
-            HookPoint::TurnEnd => "turn_end",
-        }
-    }
-
-    /// The point a name stands for (`before_call`, `after_call`,
-    /// `before_model_call`, `turn_end`).
-    pub fn named(name: &str) -> Option<HookPoint> {
-        [
-            HookPoint::BeforeCall,
-            HookPoint::AfterCall,
-            HookPoint::BeforeModelCall,
-            HookPoint::TurnEnd,
-        ]
-        .into_iter()
-        .find(|p| p.as_str() == name)
-    }
-}
+use rein_wire::HookDid;
+pub use rein_wire::HookPoint;
 
 /// What a hook decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -231,12 +196,12 @@ pub(crate) fn fits(point: HookPoint, effect: &HookEffect) -> bool {
 }
 
 /// An effect's name and detail, as `hook.ran` records them.
-pub(crate) fn recorded(effect: &Result<HookEffect, String>) -> (&'static str, Value) {
+pub(crate) fn recorded(effect: &Result<HookEffect, String>) -> (HookDid, Value) {
     match effect {
-        Ok(HookEffect::Continue) => ("continue", Value::Null),
-        Ok(HookEffect::Deny(reason)) => ("deny", json!(reason)),
-        Ok(HookEffect::Edit(arguments)) => ("edit", arguments.clone()),
-        Ok(HookEffect::Annotate(note)) => ("annotate", json!(note)),
-        Err(why) => ("failed", json!(why)),
+        Ok(HookEffect::Continue) => (HookDid::Continue, Value::Null),
+        Ok(HookEffect::Deny(reason)) => (HookDid::Deny, json!(reason)),
+        Ok(HookEffect::Edit(arguments)) => (HookDid::Edit, arguments.clone()),
+        Ok(HookEffect::Annotate(note)) => (HookDid::Annotate, json!(note)),
+        Err(why) => (HookDid::Failed, json!(why)),
     }
 }

@@ -121,7 +121,7 @@ async fn hook_events(setup: &Setup) -> Vec<(String, String)> {
         .expect("log")
         .into_iter()
         .filter_map(|e| match e.event {
-            Event::HookRan { point, effect, .. } => Some((point, effect)),
+            Event::HookRan { point, effect, .. } => Some((point.to_string(), effect.to_string())),
             _ => None,
         })
         .collect()

@@ -150,7 +150,7 @@ async fn denials(store: &dyn Store, session: &str) -> usize {
         .await
         .unwrap()
         .iter()
-        .filter(|e| matches!(&e.event, Event::HookRan { hook, effect, .. } if hook == "deny-remove" && effect == "deny"))
+        .filter(|e| matches!(&e.event, Event::HookRan { hook, effect, .. } if hook == "deny-remove" && *effect == rein_wire::HookDid::Deny))
         .count()
 }
 

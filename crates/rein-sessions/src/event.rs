@@ -230,11 +230,11 @@ pub enum Event {
         /// The hook's name.
         hook: String,
         /// Where it ran.
-        point: String,
+        point: rein_wire::HookPoint,
         /// The call it was about, if any.
         call_id: Option<String>,
         /// What it did.
-        effect: String,
+        effect: rein_wire::HookDid,
         /// The reason, the edited arguments, or the note.
         detail: Value,
     },

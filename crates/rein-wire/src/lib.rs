@@ -16,6 +16,7 @@ pub mod clock;
 pub mod env;
 pub mod error;
 mod event;
+pub mod hook;
 pub mod ids;
 pub mod loops;
 mod message;
@@ -32,6 +33,7 @@ pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
 pub use capabilities::{CachingStyle, Capabilities, ModelReasoning, model_reasoning};
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
+pub use hook::{HookDid, HookPoint};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
 pub use preview::{
     MAX_PREVIEW_BYTES, MAX_SHOWN_ARGUMENT_CHARS, Preview, PreviewKind, arguments_text,

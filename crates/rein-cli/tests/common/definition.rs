@@ -55,7 +55,7 @@ pub async fn denied(home: &Path) -> usize {
         let log = rein::sessions::read_all(&store, &session.id).await.unwrap();
         count += log
             .iter()
-            .filter(|e| matches!(&e.event, Event::HookRan { hook, effect, .. } if hook == "deny-writes" && effect == "deny"))
+            .filter(|e| matches!(&e.event, Event::HookRan { hook, effect, .. } if hook == "deny-writes" && *effect == rein::wire::HookDid::Deny))
             .count();
     }
     count

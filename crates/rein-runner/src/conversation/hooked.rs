@@ -12,6 +12,8 @@ use rein_wire::AgentError;
 use serde_json::{Value, json};
 
 use super::journal::Journal;
+use rein_wire::HookDid;
+
 use crate::hooks::{Hook, HookEffect, HookInput, HookPoint, fits, recorded};
 use crate::outcome::TurnOutcome;
 
@@ -27,9 +29,9 @@ fn ran(
     let (name, detail) = recorded(effect);
     Event::HookRan {
         hook: hook.to_owned(),
-        point: point.as_str().to_owned(),
+        point,
         call_id: call_id.map(str::to_owned),
-        effect: name.to_owned(),
+        effect: name,
         detail,
     }
 }
@@ -66,7 +68,7 @@ pub(super) async fn before_call(
     tool: &str,
     mut args: Value,
 ) -> Result<Result<Value, String>, AgentError> {
-    let earlier: Vec<(String, String, Value)> = events
+    let earlier: Vec<(String, HookDid, Value)> = events
         .iter()
         .filter_map(|e| match &e.event {
             Event::HookRan {
@@ -75,8 +77,8 @@ pub(super) async fn before_call(
                 call_id: Some(id),
                 effect,
                 detail,
-            } if id == call_id && point == HookPoint::BeforeCall.as_str() => {
-                Some((hook.clone(), effect.clone(), detail.clone()))
+            } if id == call_id && *point == HookPoint::BeforeCall => {
+                Some((hook.clone(), *effect, detail.clone()))
             }
             _ => None,
         })
@@ -120,11 +122,13 @@ pub(super) async fn before_call(
         earlier
             .into_iter()
             .map(|(hook, effect, detail)| {
-                let effect = match effect.as_str() {
-                    "edit" => Ok(HookEffect::Edit(detail)),
-                    "deny" => Ok(HookEffect::Deny(detail.as_str().unwrap_or("").to_owned())),
-                    "continue" => Ok(HookEffect::Continue),
-                    _ => Err(detail.as_str().unwrap_or("").to_owned()),
+                let effect = match effect {
+                    HookDid::Edit => Ok(HookEffect::Edit(detail)),
+                    HookDid::Deny => Ok(HookEffect::Deny(detail.as_str().unwrap_or("").to_owned())),
+                    HookDid::Continue => Ok(HookEffect::Continue),
+                    HookDid::Annotate | HookDid::Failed => {
+                        Err(detail.as_str().unwrap_or("").to_owned())
+                    }
                 };
                 (hook, effect)
             })
