@@ -11,11 +11,10 @@
 //!   context pressure, a structured answer's schema;
 //! - `gate::Gate`: a message's calls — checked, gated, recorded, run, one
 //!   result each; reads batched; sub-agents; leases and carried revisions;
-//! - `inbox::Inbox`: what reaches the loop from outside it;
-//! - `gate::Spend`: what the open turn has used of its budgets.
+//! - `inbox::Inbox`, what reaches the loop; `gate::Spend`, what the turn used.
 //!
-//! Beside them: `surface` (the API besides the turn), `asked`, `hooked`,
-//! `authority`, `folds`, `builtins`, `revisions`, `verify`, `answers`.
+//! Beside them: `surface` (the API besides the turn), `open`, `asked`,
+//! `hooked`, `authority`, `folds`, `builtins`, `revisions`, `verify`, `answers`.
 
 mod answers;
 mod asked;
