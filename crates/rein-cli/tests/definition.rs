@@ -13,7 +13,7 @@ mod common;
 
 use std::path::Path;
 
-use common::definition::{call, denied, home_with_hook, run, say, write};
+use common::definition::{call, chat, denied, home_with_hook, run, say, write};
 use common::{rein_at, run_with_stdin, stderr, stdout};
 use rein::sessions::{Event, SqliteStore, Store};
 use rein_testing::FakeServer;
@@ -144,21 +144,14 @@ async fn a_config_hook_denies_the_write_in_a_chat_and_in_its_sub_agent() {
     ])
     .await
     .unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let mut cmd = rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--subagents",
-        "-p",
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &["--subagents"],
         "write a.txt",
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run(cmd, b"").await;
+    )
+    .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!root.path().join("a.txt").exists(), "nothing was written");
     assert_eq!(denied(home.path()).await, 2, "{}", stderr(&out));
@@ -242,22 +235,14 @@ async fn verify_gates_a_chat_turn() {
     let server = FakeServer::start(vec![say("Done."), say("Done again."), say("Still done.")])
         .await
         .unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let mut cmd = rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--verify",
-        "test -f ok.txt",
-        "-p",
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &["--verify", "test -f ok.txt"],
         "make it pass",
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run(cmd, b"").await;
+    )
+    .await;
     let told: String = server
         .requests()
         .iter()
@@ -496,22 +481,14 @@ async fn verify_runs_in_the_sandbox_and_reaches_nothing_outside_the_root() {
     let inside = root.path().join("made-by-check");
     let check = format!("touch {}", inside.display());
     let server = FakeServer::start(vec![say("Done.")]).await.unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let mut cmd = rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--verify",
-        &check,
-        "-p",
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &["--verify", &check],
         "go",
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run(cmd, b"").await;
+    )
+    .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(inside.exists(), "{}", stderr(&out));
 }

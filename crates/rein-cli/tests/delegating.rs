@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::definition::{call, home_with_hook, run, say, write};
+use common::definition::{call, chat, home_with_hook, run, say, write};
 use common::{rein_at, stderr, stdout};
 use rein_testing::FakeServer;
 use serde_json::{Value, json};
@@ -121,21 +121,14 @@ async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_rep
     let root = tempfile::tempdir().unwrap();
     let argv_file = fake_claude(home.path(), "");
     let server = delegating_to_claude().await;
-    let url = format!("{}/v1", server.base_url());
-    let mut cmd = rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--subagents",
-        "-p",
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &["--subagents"],
         "where is main?",
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run(cmd, b"").await;
+    )
+    .await;
     assert!(out.status.success(), "{}", stderr(&out));
     // The model offered the helper by name and got its answer back.
     let first = server.requests()[0].json().to_string();
@@ -175,21 +168,7 @@ async fn a_hosted_helper_is_refused_under_hooks_it_cannot_keep() {
     ])
     .await
     .unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let mut cmd = rein_at(home.path());
-    cmd.args([
-        "chat",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--subagents",
-        "-p",
-        "go",
-        "--root",
-    ])
-    .arg(root.path());
-    let out = run(cmd, b"").await;
+    let out = chat(home.path(), &server, root.path(), &["--subagents"], "go").await;
     assert!(out.status.success(), "{}", stderr(&out));
     let told = server.requests()[1].json().to_string();
     assert!(

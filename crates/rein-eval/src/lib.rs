@@ -10,6 +10,7 @@
 //!
 //! It is not a benchmark: times are reported, never checked.
 
+mod check;
 mod graph;
 mod person;
 mod project;

@@ -66,3 +66,21 @@ pub async fn run(cmd: std::process::Command, stdin: &'static [u8]) -> std::proce
         .await
         .unwrap()
 }
+
+/// `rein chat -p PROMPT` with rein's home at `home`, calling `server`, in
+/// `root`, with `flags` before the prompt.
+pub async fn chat(
+    home: &Path,
+    server: &rein_testing::FakeServer,
+    root: &Path,
+    flags: &[&str],
+    prompt: &str,
+) -> std::process::Output {
+    let url = format!("{}/v1", server.base_url());
+    let mut cmd = super::rein_at(home);
+    cmd.args(["chat", "--base-url", &url, "--model", "m"])
+        .args(flags)
+        .args(["-p", prompt, "--root"])
+        .arg(root);
+    run(cmd, b"").await
+}
