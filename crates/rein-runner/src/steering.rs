@@ -7,11 +7,15 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
+
 /// A handle to steer a running conversation.
 #[derive(Debug, Clone, Default)]
 pub struct Steering {
     said: Arc<Mutex<VecDeque<String>>>,
     interrupted: Arc<AtomicBool>,
+    /// Wakes a loop waiting on an open stream or a batch of sub-agents.
+    woken: Arc<Notify>,
 }
 
 impl Steering {
@@ -21,11 +25,19 @@ impl Steering {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push_back(text.into());
+        self.woken.notify_one();
     }
 
     /// Stop the turn at the next step boundary.
     pub fn interrupt(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
+        self.woken.notify_one();
+    }
+
+    /// Until something was said or an interrupt asked for (at once when
+    /// one came since the last wait).
+    pub(crate) async fn woken(&self) {
+        self.woken.notified().await;
     }
 
     pub(crate) fn take_said(&self) -> Vec<String> {

@@ -37,6 +37,7 @@ pub use store::{
     ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,
     open_turn_started, read_all,
 };
+pub use subscribe::Posted;
 
 /// The README's snippet, compiled and run as a doc test.
 #[cfg(doctest)]

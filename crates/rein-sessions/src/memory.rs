@@ -239,7 +239,7 @@ impl Store for MemoryStore {
         Ok(posted)
     }
 
-    fn posted(&self, session: &str) -> std::sync::Arc<tokio::sync::Notify> {
+    fn posted(&self, session: &str) -> crate::Posted {
         self.channels.posted(session)
     }
 

@@ -194,14 +194,14 @@ pub trait Store: Send + Sync {
     /// decision for the same approval is `conflict`. Returns its number.
     async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError>;
 
-    /// Notified when an item is posted to `session`'s inbox from this
-    /// process (a surface beside the conversation): a waiter wakes at once
-    /// instead of at its next look. A post from another process is not
-    /// notified here; a waiter still looks every bounded interval of its
-    /// own. The default is never notified.
-    fn posted(&self, session: &str) -> std::sync::Arc<tokio::sync::Notify> {
+    /// Told when an item is posted to `session`'s inbox from this process
+    /// (a surface beside the conversation): a waiter wakes at once instead
+    /// of at its next look. A post from another process is not told here;
+    /// a waiter still looks every bounded interval of its own. The default
+    /// is never told.
+    fn posted(&self, session: &str) -> crate::Posted {
         let _ = session;
-        std::sync::Arc::default()
+        crate::Posted::never()
     }
 
     /// The inbox items not yet taken, oldest first.

@@ -2,9 +2,9 @@
 //! and one notification per session whose inbox someone waits on.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{broadcast, watch};
 
 use crate::event::StoredEvent;
 
@@ -15,24 +15,71 @@ const CAPACITY: usize = 4096;
 #[derive(Default)]
 pub(crate) struct Channels {
     senders: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
-    posted: Mutex<HashMap<String, Arc<Notify>>>,
+    posted: Mutex<HashMap<String, watch::Sender<u64>>>,
+}
+
+/// What a waiter holds to hear, at once, that something was posted to one
+/// session's inbox in this process (a surface beside the conversation).
+/// Each holder keeps its own mark of what it has heard, so several may
+/// wait on one session. A post from another process is not heard here:
+/// whoever holds one still looks at the store every bounded interval of
+/// its own.
+#[derive(Debug)]
+pub struct Posted {
+    /// `None` for a store that never notifies.
+    heard: Option<watch::Receiver<u64>>,
+}
+
+impl Posted {
+    /// Never notified (a store that cannot tell).
+    pub fn never() -> Self {
+        Posted { heard: None }
+    }
+
+    /// Whether something was posted since this holder last asked or
+    /// waited; asking marks it heard.
+    pub fn fresh(&mut self) -> bool {
+        let Some(heard) = &mut self.heard else {
+            return false;
+        };
+        let fresh = heard.has_changed().unwrap_or(false);
+        heard.mark_unchanged();
+        fresh
+    }
+
+    /// Wait until something is posted (at once when something was posted
+    /// since this holder last asked). Never completes for a store that
+    /// does not notify. Cancel-safe.
+    pub async fn wait(&mut self) {
+        if let Some(heard) = &mut self.heard
+            && heard.changed().await.is_ok()
+        {
+            return;
+        }
+        std::future::pending().await
+    }
 }
 
 impl Channels {
-    /// Notified when something is posted to `session`'s inbox in this
-    /// process.
-    pub(crate) fn posted(&self, session: &str) -> Arc<Notify> {
+    /// Told when something is posted to `session`'s inbox in this process
+    /// from now on.
+    pub(crate) fn posted(&self, session: &str) -> Posted {
         let mut posted = self.posted.lock().unwrap_or_else(|p| p.into_inner());
-        // Nobody waits on a notification only this map holds.
-        posted.retain(|_, n| Arc::strong_count(n) > 1);
-        posted.entry(session.to_owned()).or_default().clone()
+        // Nobody hears a session whose holders are all gone.
+        posted.retain(|_, sender| sender.receiver_count() > 0);
+        let sender = posted
+            .entry(session.to_owned())
+            .or_insert_with(|| watch::channel(0).0);
+        Posted {
+            heard: Some(sender.subscribe()),
+        }
     }
 
-    /// Wake whoever waits on `session`'s inbox.
+    /// Tell whoever holds `session`'s [`Posted`].
     pub(crate) fn notify_posted(&self, session: &str) {
         let posted = self.posted.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(notify) = posted.get(session) {
-            notify.notify_waiters();
+        if let Some(sender) = posted.get(session) {
+            sender.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
 

@@ -705,35 +705,43 @@ async fn the_inbox_takes_posts_without_the_lease_and_records_them_once() {
 async fn a_post_in_this_process_wakes_whoever_waits_on_the_inbox() {
     for (name, store, _dir) in stores().await {
         let (id, _lease) = open(store.as_ref()).await;
-        let posted = store.posted(&id);
-        let waiting = posted.notified();
-        tokio::pin!(waiting);
-        waiting.as_mut().enable();
-        // Another session's post wakes nobody here.
+        let mut first = store.posted(&id);
+        let mut second = store.posted(&id);
+        // Another session's post tells nobody here.
         let (other, _other_lease) = open(store.as_ref()).await;
         store
             .post(&other, InboxItem::Stop { by: "x".into() })
             .await
             .unwrap();
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let early = std::future::Future::poll(waiting.as_mut(), &mut cx);
-        assert!(
-            early.is_pending(),
-            "{name}: woken by another session's post"
-        );
-        store
-            .post(
-                &id,
-                InboxItem::Say {
-                    text: "hello".into(),
-                    by: "rein say".into(),
-                },
-            )
-            .await
-            .unwrap();
-        // Woken by the post itself: without it this never completes.
-        tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
-            .await
-            .unwrap_or_else(|_| panic!("{name}: the post woke nobody"));
+        assert!(!first.fresh(), "{name}: told of another session's post");
+        {
+            let waiting = first.wait();
+            tokio::pin!(waiting);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let early = std::future::Future::poll(waiting.as_mut(), &mut cx);
+            assert!(early.is_pending(), "{name}: woken by nothing");
+        }
+        {
+            let waiting = first.wait();
+            tokio::pin!(waiting);
+            store
+                .post(
+                    &id,
+                    InboxItem::Say {
+                        text: "hello".into(),
+                        by: "rein say".into(),
+                    },
+                )
+                .await
+                .unwrap();
+            // Woken by the post itself: without it this never completes.
+            tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+                .await
+                .unwrap_or_else(|_| panic!("{name}: the post woke nobody"));
+        }
+        // Each holder hears it once, whether it waited or only asks.
+        assert!(!first.fresh(), "{name}: heard twice");
+        assert!(second.fresh(), "{name}: the second holder missed the post");
+        assert!(!second.fresh(), "{name}: the second holder heard it twice");
     }
 }

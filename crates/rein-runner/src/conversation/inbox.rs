@@ -2,8 +2,11 @@
 //! loop — words and an interrupt from this process ([`Steering`]), and
 //! decisions, words and stops other surfaces put in the session's inbox
 //! in the store. [`Inbox`] owns both and when the store's was last looked
-//! at; [`INBOX_POLL`] is the one interval anything waiting on the store's
-//! inbox looks again.
+//! at. A loop waiting on something else (an open stream, a batch of
+//! sub-agents, a decision) wakes at once for this process's words, an
+//! interrupt, or a post to the store's inbox from this process
+//! ([`Posted`]); a post from another process is heard at the next look,
+//! every [`INBOX_POLL`] — the one fallback interval.
 //!
 //! Not here: acting on a stop (the conversation's `stop_by`), posting
 //! from another process (`rein_approvals::decide`, `say`, `stop`).
@@ -11,18 +14,19 @@
 use std::time::{Duration, Instant};
 
 use rein_approvals::Decision;
-use rein_sessions::{Event, InboxItem};
+use rein_sessions::{Event, InboxItem, Posted};
 use rein_wire::AgentError;
 
 use super::journal::Journal;
 use crate::outcome::UiKind;
 use crate::steering::Steering;
 
-/// How often anything waiting on the store's inbox looks again (the step
-/// loop between steps, an open model stream, a batch of sub-agents, a wait
-/// for a decision): a store query per step would cost a durable step more
-/// than the rest of its bookkeeping, and words from another surface need
-/// not be heard sooner than this.
+/// How often anything waiting on the store's inbox looks again for a post
+/// from another process (the step loop between steps, an open model
+/// stream, a batch of sub-agents, a wait for a decision): a store query per
+/// step would cost a durable step more than the rest of its bookkeeping,
+/// and words from another process need not be heard sooner than this. A
+/// post from this process is heard at once.
 pub const INBOX_POLL: Duration = Duration::from_millis(200);
 
 /// What the session's inbox brought.
@@ -46,19 +50,44 @@ impl Heard {
 
 /// What reaches the loop from outside it: this process's steering and the
 /// store's inbox.
-#[derive(Default)]
 pub(crate) struct Inbox {
     /// Words and an interrupt from this process.
     pub(crate) steering: Steering,
+    /// Told of posts to the store's inbox from this process.
+    posted: Posted,
     /// When the store's inbox was last taken.
     taken: Option<Instant>,
 }
 
 impl Inbox {
-    /// Whether the step loop should look at the store's inbox now (at most
-    /// every [`INBOX_POLL`]; wait points and `resume` always look).
-    pub(crate) fn due(&self) -> bool {
-        self.taken.is_none_or(|at| at.elapsed() >= INBOX_POLL)
+    /// The inbox of a conversation told of posts by `posted`.
+    pub(crate) fn new(posted: Posted) -> Self {
+        Inbox {
+            steering: Steering::default(),
+            posted,
+            taken: None,
+        }
+    }
+
+    /// Whether the step loop should look at the store's inbox now: at
+    /// once after a post from this process, else at most every
+    /// [`INBOX_POLL`] (wait points and `resume` always look).
+    pub(crate) fn due(&mut self) -> bool {
+        let fresh = self.posted.fresh();
+        fresh || self.taken.is_none_or(|at| at.elapsed() >= INBOX_POLL)
+    }
+
+    /// Until something may have reached the loop: words or an interrupt
+    /// from this process, a post to the store's inbox from this process,
+    /// or [`INBOX_POLL`] past `looked` (when the store was last looked at,
+    /// for a post from another process). The caller looks at what came; a
+    /// post heard here is taken at the next step boundary. Cancel-safe.
+    pub(crate) async fn stirred(&mut self, looked: Instant) {
+        tokio::select! {
+            () = self.steering.woken() => {}
+            () = self.posted.wait() => self.taken = None,
+            () = tokio::time::sleep_until((looked + INBOX_POLL).into()) => {}
+        }
     }
 
     /// Look at the store's inbox at the next step boundary, whenever it

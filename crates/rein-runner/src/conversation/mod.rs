@@ -88,6 +88,7 @@ impl Conversation {
             None => store.create_session(metadata).await?,
         };
         let journal = journal::Journal::open(store.clone(), &info).await?;
+        let inbox = inbox::Inbox::new(store.posted(&info.id));
         let mut conversation = Conversation {
             gate: gate::Gate::new(Arc::new(builtins::WithBuiltins {
                 product: agent.tools.clone(),
@@ -97,7 +98,7 @@ impl Conversation {
             spend: gate::Spend::default(),
             journal,
             window: window::Window::default(),
-            inbox: inbox::Inbox::default(),
+            inbox,
         };
         conversation.journal.recover().await?;
         Ok(conversation)
@@ -247,7 +248,7 @@ impl Conversation {
         };
         let called = self
             .window
-            .call(sees, &mut self.journal, &self.inbox.steering, &events);
+            .call(sees, &mut self.journal, &mut self.inbox, &events);
         let message = match crate::telemetry::traced_model_call(&self.agent, called).await {
             // Cut short by a stop or an interrupt: the step boundary ends
             // the turn (the inbox is looked at again at once).

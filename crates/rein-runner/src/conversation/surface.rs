@@ -354,11 +354,8 @@ impl Conversation {
     ) -> Result<Option<TurnOutcome>, AgentError> {
         // A surface in this process wakes the wait when it posts; one in
         // another process is heard at the next look.
-        let posted = self.journal.store().posted(self.journal.session_id());
         loop {
-            let notified = posted.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
+            let looked = std::time::Instant::now();
             if self.take_inbox().await?.stop.is_some() {
                 return Ok(Some(TurnOutcome::Interrupted));
             }
@@ -367,8 +364,7 @@ impl Conversation {
                 return self.resume().await.map(Some);
             }
             tokio::select! {
-                () = &mut notified => {}
-                () = tokio::time::sleep(super::inbox::INBOX_POLL) => {}
+                () = self.inbox.stirred(looked) => {}
                 () = cancel.cancelled() => return Ok(None),
             }
         }

@@ -450,7 +450,7 @@ impl Store for SqliteStore {
         Ok(posted)
     }
 
-    fn posted(&self, session: &str) -> std::sync::Arc<tokio::sync::Notify> {
+    fn posted(&self, session: &str) -> crate::Posted {
         self.channels.posted(session)
     }
 

@@ -18,7 +18,6 @@ use super::delegate::Delegate;
 use super::{Around, Gate};
 use crate::conversation::folds::fingerprint;
 use crate::conversation::hooked;
-use crate::conversation::inbox::INBOX_POLL;
 use crate::conversation::journal::Journal;
 use crate::outcome::{TurnOutcome, UiKind};
 
@@ -164,12 +163,13 @@ impl Gate {
         Ok(None)
     }
 
-    /// Wait for a batch with sub-agents, looking every [`INBOX_POLL`] for
-    /// the parent's interrupt or a stop posted from another surface; either
-    /// cancels the sub-agents (they end `agent_stopped`), and the turn ends
-    /// at its next step boundary, where the stop is taken from the inbox.
-    /// Only looked at, not taken, here: words said meanwhile are recorded
-    /// after the batch's results, never between a call and its result.
+    /// Wait for a batch with sub-agents, hearing the parent's interrupt or
+    /// a stop posted from another surface (at once from this process, at
+    /// the inbox's next look from another); either cancels the sub-agents
+    /// (they end `agent_stopped`), and the turn ends at its next step
+    /// boundary, where the stop is taken from the inbox. Only looked at,
+    /// not taken, here: words said meanwhile are recorded after the batch's
+    /// results, never between a call and its result.
     async fn while_children_run<T>(
         &mut self,
         cx: &mut Around<'_>,
@@ -178,14 +178,16 @@ impl Gate {
     ) -> Result<T, AgentError> {
         tokio::pin!(all);
         let opened = rein_sessions::recovery::open_turn_started(&cx.journal.log().await?);
+        let mut looked = std::time::Instant::now();
         loop {
             tokio::select! {
                 done = &mut all => return Ok(done),
-                () = tokio::time::sleep(INBOX_POLL), if !cancel.is_cancelled() => {
+                () = cx.inbox.stirred(looked), if !cancel.is_cancelled() => {
                     if cx.inbox.steering.is_interrupted() {
                         cancel.cancel();
                         continue;
                     }
+                    looked = std::time::Instant::now();
                     let queued = cx
                         .journal
                         .store()

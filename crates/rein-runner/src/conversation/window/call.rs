@@ -8,7 +8,7 @@
 //! Not here: building the request (`request`) or what the answer's calls
 //! do (`calls`).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use rein_sessions::{Event, StoredEvent};
@@ -20,23 +20,18 @@ use serde_json::Value;
 
 use super::{Sees, Window};
 use crate::conversation::folds::refused;
-use crate::conversation::inbox::INBOX_POLL;
+use crate::conversation::inbox::Inbox;
 use crate::conversation::journal::Journal;
 use crate::outcome::UiKind;
-use crate::steering::Steering;
-
-/// How often an open stream looks for an interrupt (the inbox, for a stop
-/// from another surface, every [`INBOX_POLL`]).
-const STREAM_WATCH: Duration = Duration::from_millis(50);
 
 impl Window {
-    /// The model's answer, or `None` when an interrupt (`steering`) or a
-    /// stop cut the stream short.
+    /// The model's answer, or `None` when an interrupt or a stop (heard
+    /// through `inbox`) cut the stream short.
     pub(crate) async fn call(
         &mut self,
         sees: Sees<'_>,
         journal: &mut Journal,
-        steering: &Steering,
+        inbox: &mut Inbox,
         events: &[StoredEvent],
     ) -> Result<Option<AssembledMessage>, AgentError> {
         let (mut request, bytes, digest) = self.fitted(sees, journal, events).await?;
@@ -58,7 +53,7 @@ impl Window {
             }])
             .await?;
         let started = Instant::now();
-        let Some(mut message) = streamed(sees, journal, steering, events, request).await? else {
+        let Some(mut message) = streamed(sees, journal, inbox, events, request).await? else {
             return Ok(None);
         };
         // A small model's near misses, repaired when unambiguous and said.
@@ -186,34 +181,32 @@ impl Window {
 }
 
 /// `request` streamed from the provider, text deltas shown as they come;
-/// `None` when an interrupt (`steering`) or a stop posted to the session's
-/// inbox cut it short (the connection is dropped).
+/// `None` when an interrupt or a stop posted to the session's inbox cut it
+/// short (the connection is dropped). Either is heard at once from this
+/// process, and a stop from another at the inbox's next look.
 async fn streamed(
     sees: Sees<'_>,
     journal: &Journal,
-    steering: &Steering,
+    inbox: &mut Inbox,
     events: &[StoredEvent],
     request: Request,
 ) -> Result<Option<AssembledMessage>, AgentError> {
     let mut stream = sees.agent.provider.stream(request);
     let mut assembler = Assembler::new();
     let opened = rein_sessions::recovery::open_turn_started(events);
-    let mut watch = tokio::time::interval(STREAM_WATCH);
-    let mut inbox_looked = Instant::now();
+    let mut looked = Instant::now();
     loop {
         let item = tokio::select! {
             biased;
             item = stream.next() => item,
-            _ = watch.tick() => {
-                if steering.is_interrupted() {
+            () = inbox.stirred(looked) => {
+                if inbox.steering.is_interrupted() {
                     return Ok(None);
                 }
-                if inbox_looked.elapsed() >= INBOX_POLL {
-                    inbox_looked = Instant::now();
-                    let queued = journal.store().inbox(journal.session_id()).await?;
-                    if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
-                        return Ok(None);
-                    }
+                looked = Instant::now();
+                let queued = journal.store().inbox(journal.session_id()).await?;
+                if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
+                    return Ok(None);
                 }
                 continue;
             }
