@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rein_wire::{CacheBreakpoint, CacheTarget, Request, Role, SystemBlock, ToolSpec, Usage};
 use rein_wire::{CachingStyle, Capabilities};
-use serde::Serialize;
 
 /// Characters per token of the local estimate.
 pub use rein_wire::CHARS_PER_TOKEN;
@@ -93,31 +92,8 @@ pub fn plan(request: &mut Request, caps: &Capabilities) {
     }
 }
 
-/// What a call did with the prompt cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The first call on a prefix: it may write the cache.
-    Cold,
-    /// A warm call that read the prefix from cache.
-    Hit,
-    /// A warm call that did not read the prefix.
-    Miss,
-    /// A warm call on a prefix the provider has never reported caching.
-    Uncached,
-}
-
-impl Verdict {
-    /// The recorded name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Cold => "cold",
-            Verdict::Hit => "hit",
-            Verdict::Miss => "miss",
-            Verdict::Uncached => "uncached",
-        }
-    }
-}
+/// What a call did with the prompt cache (the log's word for it).
+pub use rein_wire::CacheVerdict as Verdict;
 
 /// Gives every model call a verdict, and warns once per prefix on a miss.
 #[derive(Debug, Default, Clone)]

@@ -147,7 +147,7 @@ async fn two_terminals_one_session_takeover_by_typing() {
                 ..
             } => Some((
                 viewer.split('#').next().unwrap().to_owned(),
-                intervention.clone(),
+                intervention.as_str().to_owned(),
             )),
             _ => None,
         })

@@ -210,11 +210,36 @@ async fn ctrl_c_once_interrupts_the_turn_even_mid_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_twice_leaves_at_once_and_the_turn_can_be_resumed() {
-    let server = slow_model(Duration::from_secs(30)).await;
+    // The model answers at once; the turn's check then runs for half a
+    // minute. An open answer is cut by one Ctrl-C, but a running check (or
+    // tool) finishes first: the second Ctrl-C leaves now.
+    let server = FakeServer::start(vec![Reply::sse(
+        ScriptedMessage::text(&["done"]).openai_chat_sse(),
+    )])
+    .await
+    .unwrap();
     let (home, root) = folders();
     let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
     tokio::task::spawn_blocking(move || {
-        let mut term = chat_going(&server, &home_path, &root_path);
+        let url = format!("{}/v1", server.base_url());
+        let mut term = Term::start(
+            &home_path,
+            &[
+                "chat",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--root",
+                root_path.to_str().unwrap(),
+                "--verify",
+                "sleep 30",
+            ],
+        );
+        term.wait_for("you> ");
+        term.send(b"go\r");
+        // The answer is shown once it has streamed whole: the check runs.
+        term.wait_for("done");
         term.send(b"\x03");
         term.wait_for("interrupting");
         term.send(b"\x03");

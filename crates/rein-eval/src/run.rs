@@ -120,7 +120,7 @@ fn outcome_name(outcome: &TurnOutcome) -> String {
     match outcome {
         TurnOutcome::Budget { which } => format!("budget:{which}"),
         TurnOutcome::Error { error } => format!("error:{}", error.code),
-        other => other.name().to_owned(),
+        other => other.name().as_str().to_owned(),
     }
 }
 

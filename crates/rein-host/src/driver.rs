@@ -97,15 +97,20 @@ pub enum Ended {
 }
 
 impl Ended {
-    /// The name recorded for it (the turn's and run's `outcome`).
-    pub fn as_str(self) -> &'static str {
+    /// What the log records of it (the turn's and run's `outcome`).
+    pub fn ending(self) -> rein_wire::Ending {
         match self {
-            Ended::Finished => "finished",
-            Ended::Failed => "failed",
-            Ended::Timeout => "timeout",
-            Ended::Stopped => "interrupted",
-            Ended::LoopDetected => "loop_detected",
+            Ended::Finished => rein_wire::Ending::Finished,
+            Ended::Failed => rein_wire::Ending::Failed,
+            Ended::Timeout => rein_wire::Ending::Timeout,
+            Ended::Stopped => rein_wire::Ending::Interrupted,
+            Ended::LoopDetected => rein_wire::Ending::LoopDetected,
         }
+    }
+
+    /// Its recorded word.
+    pub fn as_str(self) -> &'static str {
+        self.ending().as_str()
     }
 }
 

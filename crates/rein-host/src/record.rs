@@ -197,15 +197,15 @@ impl Recorder {
             .into_iter()
             .map(|id| result(&id, false, ResultSource::Interrupted))
             .collect();
-        let outcome = driven.ended.as_str();
+        let outcome = driven.ended.ending();
         events.push(Event::TurnFinished {
             turn_id: self.turn_id.clone(),
-            outcome: outcome.to_owned(),
+            outcome,
             reply: driven.outcome.text.clone(),
         });
         events.push(Event::RunFinished {
             run_id: self.run_id.clone(),
-            outcome: outcome.to_owned(),
+            outcome,
             totals: json!({
                 "summary": driven.summary,
                 "failure": driven.outcome.failure,
@@ -270,15 +270,9 @@ impl Recorder {
         &mut self,
         x: &crate::session::Intervention,
     ) -> Result<(), AgentError> {
-        use crate::session::InterventionKind;
-        let intervention = match x.kind {
-            InterventionKind::Takeover => "takeover",
-            InterventionKind::Refused => "refused",
-            InterventionKind::Released => "released",
-        };
         self.append(vec![Event::HostIntervened {
             viewer: x.viewer.clone(),
-            intervention: intervention.into(),
+            intervention: x.kind,
             holder: x.holder.clone(),
             data: x.data.clone(),
         }])
@@ -289,16 +283,14 @@ impl Recorder {
     /// with 0, failed otherwise.
     pub async fn finish_exit(&mut self, exit_code: Option<i32>) -> Result<(), AgentError> {
         let outcome = if exit_code == Some(0) {
-            crate::driver::Ended::Finished
+            rein_wire::Ending::Finished
         } else {
-            crate::driver::Ended::Failed
-        }
-        .as_str()
-        .to_owned();
+            rein_wire::Ending::Failed
+        };
         self.append(vec![
             Event::TurnFinished {
                 turn_id: self.turn_id.clone(),
-                outcome: outcome.clone(),
+                outcome,
                 reply: None,
             },
             Event::RunFinished {
@@ -314,11 +306,11 @@ impl Recorder {
     /// Close a run that could not start (the program is missing, say): the
     /// turn and run finished as `failed`, with the reason.
     pub async fn abandon(&mut self, reason: &str) -> Result<(), AgentError> {
-        let outcome = crate::driver::Ended::Failed.as_str().to_owned();
+        let outcome = rein_wire::Ending::Failed;
         self.append(vec![
             Event::TurnFinished {
                 turn_id: self.turn_id.clone(),
-                outcome: outcome.clone(),
+                outcome,
                 reply: None,
             },
             Event::RunFinished {
@@ -362,7 +354,7 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
             Err(e) if e.code == rein_wire::error::codes::SESSION_LOCKED => continue,
             Err(e) => return Err(e),
         };
-        let outcome = crate::driver::Ended::Failed.as_str();
+        let outcome = rein_wire::Ending::Failed;
         let why = format!(
             "its driver (pid {}) ended without closing the run",
             driver.pid
@@ -373,7 +365,7 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
             .map(|turn_id| {
                 NewEvent::main(Event::TurnFinished {
                     turn_id,
-                    outcome: outcome.to_owned(),
+                    outcome,
                     reply: None,
                 })
             })
@@ -381,7 +373,7 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
         closing.extend(open.runs.into_iter().map(|run_id| {
             NewEvent::main(Event::RunFinished {
                 run_id,
-                outcome: outcome.to_owned(),
+                outcome,
                 totals: json!({"failure": why}),
             })
         }));

@@ -195,17 +195,7 @@ pub enum SessionEvent {
     Closed { session: String },
 }
 
-/// What the durable record keeps of an intervention.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InterventionKind {
-    /// A person took the session over (with what they typed).
-    Takeover,
-    /// A person's takeover was refused (someone else held it).
-    Refused,
-    /// The person handed it back.
-    Released,
-}
+pub use rein_wire::InterventionKind;
 
 /// One durable intervention record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

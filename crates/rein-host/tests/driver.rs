@@ -90,7 +90,7 @@ async fn a_hosted_run_is_recorded_and_reported() {
     assert_eq!(report.totals.cost_micro_usd, 12_300);
     assert_eq!(report.totals.usage.cache_read, 50);
     assert_eq!((report.totals.tools.total, report.totals.tools.ok), (1, 1));
-    assert_eq!(report.runs[0].outcome.as_deref(), Some("finished"));
+    assert_eq!(report.runs[0].outcome.map(|o| o.as_str()), Some("finished"));
     let log = serde_json::to_string(&events).unwrap();
     assert!(!log.contains(SECRET) && !log.contains("curl"), "{log}");
     assert!(!format!("{shown:?}").contains(SECRET));

@@ -117,16 +117,7 @@ pub enum Progress {
     },
 }
 
-/// How the graph ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphOutcome {
-    /// Every task succeeded.
-    Succeeded,
-    /// A task failed for good (with `skip_dependents`, the others ran).
-    Failed,
-    /// It was cancelled.
-    Cancelled,
-}
+pub use rein_wire::GraphOutcome;
 
 /// Every task's final state, in the graph's order.
 #[derive(Debug, Clone)]

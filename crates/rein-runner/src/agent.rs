@@ -11,20 +11,34 @@
 //! through it, so a setting made once reaches every one of them. A
 //! reopened session takes the same value: nothing is passed twice.
 //!
+//! The definition is recursive — it names the agents it may delegate to
+//! ([`Delegation`], [`Helper`]), each an [`Agent`] or an
+//! [`ExternalAgent`], started through a [`Spawn`] — so those types live
+//! here with it, and the modules that act on them (`delegation`,
+//! `helpers`, `subagent`) depend on this one, never back.
+//!
 //! Not here: the loop (`conversation`), loading from files (`rein-config`),
-//! the rule a child's definition follows ([`Guards::for_child`]).
+//! the rule a child's definition follows ([`Guards::for_child`]), the
+//! `delegate` tool (`delegation`), starting a helper (`helpers`,
+//! `subagent`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rein_gateway::Provider;
-use rein_tools::{Bounds, ToolBackend};
-use rein_wire::PriceTable;
+use rein_sessions::Store;
+use rein_tools::{Bounds, Outcome, ToolBackend};
+use rein_wire::{AgentError, PriceTable};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::ContextPolicy;
-use crate::delegation::Delegation;
 use crate::guards::Guards;
-use crate::settings::{Budgets, Profile, Verification};
+use crate::outcome::UiEvent;
+use crate::settings::{Budgets, Profile, Spent, Verification};
 
 /// Everything a conversation runs with. Cheap to clone (the provider and
 /// the tools are shared).
@@ -144,6 +158,20 @@ impl Agent {
         self
     }
 
+    /// What a model's answer used: its tokens, and their cost at this agent's
+    /// prices (none when the model has no price).
+    pub(crate) fn spent_on(&self, message: &rein_wire::AssembledMessage) -> Spent {
+        let Some(usage) = &message.usage else {
+            return Spent::default();
+        };
+        let model = message.model.as_deref().unwrap_or(&self.profile.model);
+        Spent {
+            steps: 0,
+            tokens: usage.prompt_total() + usage.output,
+            cost: self.prices.cost_micro_usd(model, usage).unwrap_or(0),
+        }
+    }
+
     /// The definition of a child of this agent (a sub-agent, a graph task)
     /// that runs `own` — a named agent's definition, or none for this
     /// agent's own — with this agent's tools narrowed to `names` (what a
@@ -177,4 +205,139 @@ impl Agent {
             ..own.unwrap_or(self).clone()
         }
     }
+}
+
+/// Whether and how the model may hand tasks to sub-agents.
+#[derive(Clone)]
+pub struct Delegation {
+    /// Sub-agents one turn may start.
+    pub max_per_turn: u32,
+    /// Model calls a sub-agent may make (its share of the parent's
+    /// remaining steps is smaller when that is smaller).
+    pub max_steps: u32,
+    /// How deep sub-agents may nest: 1 lets only the main agent delegate,
+    /// 2 (the default) lets its sub-agents delegate once more.
+    pub max_depth: u32,
+    /// Whether a sub-agent may write (each write asked of the person
+    /// through the parent's surface, as the parent's policy says). Off, a
+    /// sub-agent's writes are refused.
+    pub writes: bool,
+    /// Added to the sub-agent's system prompt, in the product's words.
+    pub instructions: String,
+    /// Named agents a `delegate` call may hand its task to (`agent: NAME`):
+    /// rein agents (kept to this conversation's guards by the one rule) or
+    /// programs rein hosts.
+    pub helpers: std::collections::BTreeMap<String, Helper>,
+    /// How deep the conversation holding this is (0 for the main agent).
+    pub(crate) depth: u32,
+    /// What starts a sub-agent (rein's own, from `crate::subagent`).
+    pub(crate) spawner: Arc<dyn Spawn>,
+}
+
+impl std::fmt::Debug for Delegation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delegation")
+            .field("max_per_turn", &self.max_per_turn)
+            .field("max_steps", &self.max_steps)
+            .field("max_depth", &self.max_depth)
+            .field("writes", &self.writes)
+            .field("instructions", &self.instructions)
+            .field("helpers", &self.helpers.keys().collect::<Vec<_>>())
+            .field("depth", &self.depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Delegation {
+    /// The delegation a sub-agent of this conversation gets: one level
+    /// deeper, or none at the depth limit.
+    pub(crate) fn for_child(&self) -> Option<Delegation> {
+        let depth = self.depth + 1;
+        (depth < self.max_depth).then(|| Delegation {
+            depth,
+            ..self.clone()
+        })
+    }
+}
+
+/// Starts one sub-agent on a task: handed to the conversation with its
+/// [`Delegation`], so the loop never names the code that opens a child.
+pub(crate) trait Spawn: Send + Sync {
+    /// Run (or, after a restart, reattach) the sub-agent `child` describes;
+    /// its answer, or a typed failure, as the `delegate` call's outcome.
+    fn spawn(&self, child: Child) -> Pin<Box<dyn Future<Output = Spawned> + Send>>;
+}
+
+/// What a sub-agent's run gave back: the `delegate` call's outcome and
+/// what the child spent (drawn from the parent's budget).
+pub(crate) struct Spawned {
+    pub(crate) outcome: Outcome,
+    pub(crate) spent: Spent,
+}
+
+/// One sub-agent to run: everything it needs from its parent.
+pub(crate) struct Child {
+    pub(crate) store: Arc<dyn Store>,
+    /// Its definition: the parent's by the one rule (`Agent::child`), with
+    /// its share of the budgets and its own delegation.
+    pub(crate) agent: Agent,
+    pub(crate) agent_path: String,
+    /// Its session, made when the call was recorded.
+    pub(crate) session: String,
+    pub(crate) task: String,
+    /// Reattach after a restart: the child's turn is open, go on with it.
+    pub(crate) reattach: bool,
+    /// The parent's watchers (the child's UI events go there too).
+    pub(crate) ui: Option<broadcast::Sender<UiEvent>>,
+    /// Cancelled when the parent's turn is stopped or interrupted.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// An agent a `delegate` call may name.
+#[derive(Clone)]
+pub enum Helper {
+    /// A rein agent: its words, budgets and checks, the parent's guards.
+    Agent(Box<Agent>),
+    /// A program rein hosts.
+    External(Arc<dyn ExternalAgent>),
+}
+
+impl std::fmt::Debug for Helper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Helper::Agent(agent) => write!(f, "Helper::Agent({})", agent.profile.name),
+            Helper::External(_) => f.write_str("Helper::External"),
+        }
+    }
+}
+
+/// One task for an external agent.
+pub struct ExternalTask {
+    /// The store the child session is in.
+    pub store: Arc<dyn Store>,
+    /// The child session (made when the call was recorded, named in the
+    /// parent's `agent.started`): record the run there.
+    pub session: String,
+    /// What it is asked.
+    pub task: String,
+    /// Cancelled when the parent's turn is stopped or interrupted.
+    pub cancel: CancellationToken,
+}
+
+/// A program rein hosts as a helper: it runs the task, records its run in
+/// the session it is given, and answers with its final text.
+pub trait ExternalAgent: Send + Sync {
+    /// Run `task` to its end.
+    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<ExternalAnswer, AgentError>>;
+}
+
+/// What an external helper's run gave back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExternalAnswer {
+    /// Its final text.
+    pub text: String,
+    /// What the run cost in micro-USD, drawn from the parent's cost
+    /// budget; `None` when the program did not say (the parent's report
+    /// then counts the call as of unknown cost).
+    pub cost_micro_usd: Option<u64>,
 }

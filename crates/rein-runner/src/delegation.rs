@@ -1,144 +1,22 @@
-//! Delegation from the loop's side: the settings ([`Delegation`]), the
-//! built-in `delegate` tool's name, definition and arguments, the share of
-//! the parent's budget a sub-agent gets, and the [`Spawn`] trait a
-//! sub-agent is started through. The loop depends on this module only;
-//! `crate::subagent` (which opens and drives the child conversation)
-//! provides rein's spawner, so there is no module cycle.
+//! Delegation from the loop's side: the built-in `delegate` tool's name,
+//! definition and arguments, and the share of the parent's budget a
+//! sub-agent gets.
+//!
+//! Not here: the settings and the `Spawn` trait a sub-agent is started
+//! through (with the definition, in `agent`), opening and driving a child
+//! (`subagent`, `helpers`).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rein_approvals::Policy;
-use rein_sessions::Store;
-use rein_tools::{Outcome, ToolBackend};
+use rein_tools::ToolBackend;
 use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 
-use crate::outcome::UiEvent;
-use crate::settings::Budgets;
+use crate::settings::{Budgets, Spent};
 
 /// The name of the built-in tool.
 pub(crate) const DELEGATE: &str = "delegate";
-
-/// Whether and how the model may hand tasks to sub-agents.
-#[derive(Clone)]
-pub struct Delegation {
-    /// Sub-agents one turn may start.
-    pub max_per_turn: u32,
-    /// Model calls a sub-agent may make (its share of the parent's
-    /// remaining steps is smaller when that is smaller).
-    pub max_steps: u32,
-    /// How deep sub-agents may nest: 1 lets only the main agent delegate,
-    /// 2 (the default) lets its sub-agents delegate once more.
-    pub max_depth: u32,
-    /// Whether a sub-agent may write (each write asked of the person
-    /// through the parent's surface, as the parent's policy says). Off, a
-    /// sub-agent's writes are refused.
-    pub writes: bool,
-    /// Added to the sub-agent's system prompt, in the product's words.
-    pub instructions: String,
-    /// Named agents a `delegate` call may hand its task to (`agent: NAME`):
-    /// rein agents (kept to this conversation's guards by the one rule) or
-    /// programs rein hosts.
-    pub helpers: std::collections::BTreeMap<String, crate::helpers::Helper>,
-    /// How deep the conversation holding this is (0 for the main agent).
-    pub(crate) depth: u32,
-    /// What starts a sub-agent (rein's own, from `crate::subagent`).
-    pub(crate) spawner: Arc<dyn Spawn>,
-}
-
-impl std::fmt::Debug for Delegation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Delegation")
-            .field("max_per_turn", &self.max_per_turn)
-            .field("max_steps", &self.max_steps)
-            .field("max_depth", &self.max_depth)
-            .field("writes", &self.writes)
-            .field("instructions", &self.instructions)
-            .field("helpers", &self.helpers.keys().collect::<Vec<_>>())
-            .field("depth", &self.depth)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Delegation {
-    /// The delegation a sub-agent of this conversation gets: one level
-    /// deeper, or none at the depth limit.
-    pub(crate) fn for_child(&self) -> Option<Delegation> {
-        let depth = self.depth + 1;
-        (depth < self.max_depth).then(|| Delegation {
-            depth,
-            ..self.clone()
-        })
-    }
-}
-
-/// Starts one sub-agent on a task: handed to the conversation with its
-/// [`Delegation`], so the loop never names the code that opens a child.
-pub(crate) trait Spawn: Send + Sync {
-    /// Run (or, after a restart, reattach) the sub-agent `child` describes;
-    /// its answer, or a typed failure, as the `delegate` call's outcome.
-    fn spawn(&self, child: Child) -> Pin<Box<dyn Future<Output = Spawned> + Send>>;
-}
-
-/// What a sub-agent's run gave back: the `delegate` call's outcome and
-/// what the child spent (drawn from the parent's budget).
-pub(crate) struct Spawned {
-    pub(crate) outcome: Outcome,
-    pub(crate) spent: Spent,
-}
-
-/// What a turn has used of its budgets.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Spent {
-    pub(crate) steps: u32,
-    pub(crate) tokens: u64,
-    pub(crate) cost: u64,
-}
-
-impl Spent {
-    /// What a model's answer used: its tokens, and their cost at `agent`'s
-    /// prices (none when the model has no price).
-    pub(crate) fn of(agent: &crate::Agent, message: &rein_wire::AssembledMessage) -> Spent {
-        let Some(usage) = &message.usage else {
-            return Spent::default();
-        };
-        let model = message.model.as_deref().unwrap_or(&agent.profile.model);
-        Spent {
-            steps: 0,
-            tokens: usage.prompt_total() + usage.output,
-            cost: agent.prices.cost_micro_usd(model, usage).unwrap_or(0),
-        }
-    }
-
-    pub(crate) fn add(&mut self, other: Spent) {
-        self.steps = self.steps.saturating_add(other.steps);
-        self.tokens = self.tokens.saturating_add(other.tokens);
-        self.cost = self.cost.saturating_add(other.cost);
-    }
-}
-
-/// One sub-agent to run: everything it needs from its parent.
-pub(crate) struct Child {
-    pub(crate) store: Arc<dyn Store>,
-    /// Its definition: the parent's by the one rule (`Agent::child`), with
-    /// its share of the budgets and its own delegation.
-    pub(crate) agent: crate::Agent,
-    pub(crate) agent_path: String,
-    /// Its session, made when the call was recorded.
-    pub(crate) session: String,
-    pub(crate) task: String,
-    /// Reattach after a restart: the child's turn is open, go on with it.
-    pub(crate) reattach: bool,
-    /// The parent's watchers (the child's UI events go there too).
-    pub(crate) ui: Option<broadcast::Sender<UiEvent>>,
-    /// Cancelled when the parent's turn is stopped or interrupted.
-    pub(crate) cancel: CancellationToken,
-}
 
 /// The `delegate` tool's definition.
 pub(crate) fn delegate_spec(writes: bool, helpers: &[String]) -> rein_wire::ToolSpec {
@@ -254,8 +132,10 @@ pub(crate) fn share(
 mod tests {
     use std::time::Duration;
 
-    use super::{Delegation, Spent, share};
+    use super::share;
+    use crate::agent::Delegation;
     use crate::settings::Budgets;
+    use crate::settings::Spent;
 
     #[test]
     fn children_share_what_is_left() {

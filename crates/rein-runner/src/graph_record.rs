@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use rein_orchestrator::{Entry, GraphOutcome, GraphSpec, Outputs, Progress, TaskState, Write};
 use rein_sessions::{Event, Lease, NewEvent, Store};
-use rein_wire::{AgentError, error::codes};
+use rein_wire::{AgentError, TaskEnding, error::codes};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -69,13 +69,13 @@ impl std::fmt::Debug for GraphRecord {
     }
 }
 
-fn state_name(state: &TaskState) -> &'static str {
+fn state_name(state: &TaskState) -> TaskEnding {
     match state {
-        TaskState::Succeeded { .. } => "succeeded",
-        TaskState::Failed { .. } => "failed",
-        TaskState::Skipped { .. } => "skipped",
-        TaskState::Cancelled => "cancelled",
-        TaskState::Pending | TaskState::Running { .. } => "running",
+        TaskState::Succeeded { .. } => TaskEnding::Succeeded,
+        TaskState::Failed { .. } => TaskEnding::Failed,
+        TaskState::Skipped { .. } => TaskEnding::Skipped,
+        TaskState::Cancelled => TaskEnding::Cancelled,
+        TaskState::Pending | TaskState::Running { .. } => TaskEnding::Running,
     }
 }
 
@@ -100,7 +100,7 @@ fn event_of(progress: &Progress) -> Option<Event> {
             };
             Some(Event::TaskFinished {
                 task: task.clone(),
-                state: state_name(state).to_owned(),
+                state: state_name(state),
                 attempts,
                 outputs,
                 detail,
@@ -160,7 +160,7 @@ impl GraphRecord {
                             outputs,
                             ..
                         } => {
-                            if state == "succeeded" {
+                            if *state == TaskEnding::Succeeded {
                                 resumed.done.insert(task.clone(), outputs.clone());
                             } else {
                                 resumed.done.remove(task);
@@ -282,14 +282,7 @@ impl GraphRecord {
     /// Record the run's end, write what is queued and give the session
     /// back.
     pub async fn finish(self, outcome: GraphOutcome) -> Result<(), AgentError> {
-        let outcome = match outcome {
-            GraphOutcome::Succeeded => "succeeded",
-            GraphOutcome::Failed => "failed",
-            GraphOutcome::Cancelled => "cancelled",
-        };
-        let finished = Event::GraphFinished {
-            outcome: outcome.to_owned(),
-        };
+        let finished = Event::GraphFinished { outcome };
         let _ = self.events.send((Some(finished), None));
         let GraphRecord { events, writer, .. } = self;
         // The writer ends once every sender is gone (observers the

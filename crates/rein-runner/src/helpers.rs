@@ -1,7 +1,8 @@
-//! Named agents a conversation may hand a task to (`delegate {agent: NAME,
-//! task}`): another rein [`Agent`] — run as a sub-agent by the one
-//! inheritance rule — or an [`ExternalAgent`] rein hosts (Claude Code,
-//! Codex), whose run is recorded as the child session.
+//! Starting the named agents a conversation may hand a task to (`delegate
+//! {agent: NAME, task}`) that rein hosts: an [`ExternalAgent`] (Claude
+//! Code, Codex), whose run is recorded as the child session. (The
+//! [`crate::Helper`] types are the definition's, in `agent`; a rein agent
+//! helper runs as a sub-agent by the one inheritance rule, `subagent`.)
 //!
 //! A hosted program cannot be held to rein's hooks or policy, so the rule
 //! that a child keeps every guard of its parent is kept by refusing: an
@@ -15,65 +16,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use rein_sessions::Store;
 use rein_tools::Outcome;
-use rein_wire::AgentError;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-use crate::Agent;
-use crate::delegation::{Child, Spawn, Spawned, Spent};
+use crate::agent::{Child, ExternalAgent, ExternalTask, Spawn, Spawned};
 use crate::guards::Guards;
-
-/// An agent a `delegate` call may name.
-#[derive(Clone)]
-pub enum Helper {
-    /// A rein agent: its words, budgets and checks, the parent's guards.
-    Agent(Box<Agent>),
-    /// A program rein hosts.
-    External(Arc<dyn ExternalAgent>),
-}
-
-impl std::fmt::Debug for Helper {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Helper::Agent(agent) => write!(f, "Helper::Agent({})", agent.profile.name),
-            Helper::External(_) => f.write_str("Helper::External"),
-        }
-    }
-}
-
-/// One task for an external agent.
-pub struct ExternalTask {
-    /// The store the child session is in.
-    pub store: Arc<dyn Store>,
-    /// The child session (made when the call was recorded, named in the
-    /// parent's `agent.started`): record the run there.
-    pub session: String,
-    /// What it is asked.
-    pub task: String,
-    /// Cancelled when the parent's turn is stopped or interrupted.
-    pub cancel: CancellationToken,
-}
-
-/// A program rein hosts as a helper: it runs the task, records its run in
-/// the session it is given, and answers with its final text.
-pub trait ExternalAgent: Send + Sync {
-    /// Run `task` to its end.
-    fn run(&self, task: ExternalTask) -> BoxFuture<'static, Result<ExternalAnswer, AgentError>>;
-}
-
-/// What an external helper's run gave back.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExternalAnswer {
-    /// Its final text.
-    pub text: String,
-    /// What the run cost in micro-USD, drawn from the parent's cost
-    /// budget; `None` when the program did not say (the parent's report
-    /// then counts the call as of unknown cost).
-    pub cost_micro_usd: Option<u64>,
-}
+use crate::settings::Spent;
 
 /// Whether a conversation under `guards` may hand work to an external
 /// helper (see the module's docs); the reason when not.

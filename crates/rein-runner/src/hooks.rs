@@ -50,7 +50,7 @@ pub struct HookInput {
     /// The result as recorded so far (`after_call`): `{"ok": …, …}`.
     pub result: Option<Value>,
     /// How the turn ended (`turn_end`).
-    pub outcome: Option<String>,
+    pub outcome: Option<rein_wire::Ending>,
 }
 
 impl HookInput {

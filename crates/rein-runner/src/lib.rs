@@ -29,17 +29,15 @@ mod subagent;
 mod tasks;
 mod telemetry;
 
-pub use agent::Agent;
+pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, MAX_PROMPT_BYTES,
     MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, Verification, Wording,
 };
-pub use delegation::Delegation;
 pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
-pub use helpers::{ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
 pub use steering::Steering;

@@ -1,6 +1,6 @@
 //! How a turn ends, and what surfaces see while it runs.
 
-use rein_wire::{AgentError, Usage};
+use rein_wire::{AgentError, Ending, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -58,15 +58,15 @@ pub enum TurnOutcome {
 }
 
 impl TurnOutcome {
-    /// The name recorded in `turn.finished`.
-    pub fn name(&self) -> &'static str {
+    /// How the log records it (`turn.finished`, `run.finished`).
+    pub fn name(&self) -> Ending {
         match self {
-            TurnOutcome::Finished { .. } => "finished",
-            TurnOutcome::Budget { .. } => "budget",
-            TurnOutcome::LoopDetected => "loop_detected",
-            TurnOutcome::Interrupted => "interrupted",
-            TurnOutcome::AwaitingApproval(_) => "awaiting_approval",
-            TurnOutcome::Error { .. } => "error",
+            TurnOutcome::Finished { .. } => Ending::Finished,
+            TurnOutcome::Budget { .. } => Ending::Budget,
+            TurnOutcome::LoopDetected => Ending::LoopDetected,
+            TurnOutcome::Interrupted => Ending::Interrupted,
+            TurnOutcome::AwaitingApproval(_) => Ending::AwaitingApproval,
+            TurnOutcome::Error { .. } => Ending::Error,
         }
     }
 }
@@ -202,6 +202,6 @@ pub enum UiKind {
     /// The turn ended.
     TurnFinished {
         /// How.
-        outcome: String,
+        outcome: Ending,
     },
 }

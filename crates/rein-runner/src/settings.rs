@@ -229,3 +229,19 @@ impl Verification {
 
 // The loop rule (how many repeats nudge, how many stop) is `rein_wire::loops`,
 // shared with the agents rein hosts.
+
+/// What a turn has used of its budgets.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Spent {
+    pub(crate) steps: u32,
+    pub(crate) tokens: u64,
+    pub(crate) cost: u64,
+}
+
+impl Spent {
+    pub(crate) fn add(&mut self, other: Spent) {
+        self.steps = self.steps.saturating_add(other.steps);
+        self.tokens = self.tokens.saturating_add(other.tokens);
+        self.cost = self.cost.saturating_add(other.cost);
+    }
+}

@@ -28,12 +28,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use rein_tools::Outcome;
-use rein_wire::{AgentError, error::codes};
+use rein_wire::{AgentError, Ending, error::codes};
 use serde_json::{Value, json};
 
+use crate::agent::{Child, Delegation, Spawn, Spawned};
 use crate::conversation::Conversation;
-use crate::delegation::{Child, Delegation, Spawn, Spawned, Spent};
 use crate::outcome::{TurnOutcome, UiKind};
+use crate::settings::Spent;
 
 /// What the surface that stopped a sub-agent is recorded as.
 const PARENT_STOP: &str = "parent";
@@ -145,15 +146,15 @@ async fn ended(conversation: &mut Conversation) -> Result<Option<TurnOutcome>, A
     }
     let log = conversation.log_events().await?;
     let last = log.iter().rev().find_map(|e| match &e.event {
-        rein_sessions::Event::TurnFinished { outcome, reply, .. } => Some((outcome, reply)),
+        rein_sessions::Event::TurnFinished { outcome, reply, .. } => Some((*outcome, reply)),
         _ => None,
     });
     Ok(Some(match last {
-        Some((outcome, Some(reply))) if outcome == "finished" => TurnOutcome::Finished {
+        Some((Ending::Finished, Some(reply))) => TurnOutcome::Finished {
             reply: reply.clone(),
         },
-        Some((outcome, _)) if outcome == "interrupted" => TurnOutcome::Interrupted,
-        Some((outcome, _)) if outcome == "budget" => TurnOutcome::Budget {
+        Some((Ending::Interrupted, _)) => TurnOutcome::Interrupted,
+        Some((Ending::Budget, _)) => TurnOutcome::Budget {
             which: "recorded".into(),
         },
         Some((outcome, _)) => TurnOutcome::Error {

@@ -177,7 +177,9 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
     let verdicts: Vec<String> = log
         .iter()
         .filter_map(|e| match &e.event {
-            rein_sessions::Event::ModelCompleted { cache_verdict, .. } => cache_verdict.clone(),
+            rein_sessions::Event::ModelCompleted { cache_verdict, .. } => {
+                cache_verdict.map(|v| v.as_str().to_owned())
+            }
             _ => None,
         })
         .collect();
@@ -193,7 +195,10 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
     );
     // The report counts them and the read share.
     let report = rein_trace::report(conv.session_id(), &log);
-    assert_eq!(report.totals.cache_verdicts.get("miss"), Some(&2));
+    assert_eq!(
+        report.totals.cache_verdicts.get(&rein_cache::Verdict::Miss),
+        Some(&2)
+    );
     assert!(report.totals.cache_read_share > 0.0);
     // Breakpoints landed on the last tool and on the recent user messages.
     let last = server.requests().last().unwrap().json();
@@ -273,7 +278,9 @@ async fn a_provider_that_never_caches_is_uncached_and_gets_a_cache_key() {
     let verdicts: Vec<String> = log
         .iter()
         .filter_map(|e| match &e.event {
-            rein_sessions::Event::ModelCompleted { cache_verdict, .. } => cache_verdict.clone(),
+            rein_sessions::Event::ModelCompleted { cache_verdict, .. } => {
+                cache_verdict.map(|v| v.as_str().to_owned())
+            }
             _ => None,
         })
         .collect();
@@ -349,7 +356,7 @@ async fn the_cache_read_share_over_a_200_step_session() {
     // a later step was written by an earlier one.
     assert!(share > 0.9, "read share {share}");
     assert_eq!(
-        report.totals.cache_verdicts.get("miss"),
+        report.totals.cache_verdicts.get(&rein_cache::Verdict::Miss),
         None,
         "{:?}",
         report.totals.cache_verdicts

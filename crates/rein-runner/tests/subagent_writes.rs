@@ -152,7 +152,7 @@ fn finished(log: &[StoredEvent]) -> Vec<(String, String)> {
             Event::AgentFinished {
                 agent_path,
                 outcome,
-            } => Some((agent_path.clone(), outcome.clone())),
+            } => Some((agent_path.clone(), outcome.as_str().to_owned())),
             _ => None,
         })
         .collect()
@@ -273,7 +273,10 @@ async fn a_childs_write_waits_for_the_person_while_its_sibling_finishes() {
         .collect();
     assert_eq!(paths, ["main/agent-1", "main/agent-2"]);
     assert_eq!(report.agents[1].session_id, child);
-    assert_eq!(report.agents[1].outcome.as_deref(), Some("finished"));
+    assert_eq!(
+        report.agents[1].outcome.map(|o| o.as_str()),
+        Some("finished")
+    );
     let all = report.all.as_ref().expect("totals with the children");
     let children: u64 = report.agents.iter().map(|a| a.totals.model_calls).sum();
     assert_eq!(children, 4, "two calls each");

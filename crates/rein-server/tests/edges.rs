@@ -198,11 +198,11 @@ async fn what_waits_for_a_turn_is_bounded() {
     let mut outcome = None;
     for _ in 0..500 {
         let turns = server.store.turns(&id).await.unwrap();
-        outcome = turns.last().and_then(|t| t.outcome.clone());
+        outcome = turns.last().and_then(|t| t.outcome);
         if outcome.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(outcome.as_deref(), Some("finished"));
+    assert_eq!(outcome.map(|o| o.as_str()), Some("finished"));
 }

@@ -128,8 +128,8 @@ pub enum Event {
         reasoning_cost_micro_usd: Option<u64>,
         /// Why it stopped.
         stop_reason: Option<StopReason>,
-        /// The cache monitor's verdict (`cold`, `hit`, `miss`, `uncached`).
-        cache_verdict: Option<String>,
+        /// The cache monitor's verdict.
+        cache_verdict: Option<rein_wire::CacheVerdict>,
         /// Wall time of the call.
         latency_ms: u64,
         /// Near misses in the message's tool calls that rein repaired (a
@@ -295,16 +295,16 @@ pub enum Event {
     AgentFinished {
         /// The sub-agent's path.
         agent_path: String,
-        /// How it ended.
-        outcome: String,
+        /// How it ended: `finished` or its error code.
+        outcome: rein_wire::ChildEnding,
     },
     /// A turn ended.
     #[serde(rename = "turn.finished")]
     TurnFinished {
         /// The turn.
         turn_id: String,
-        /// How it ended (`finished`, `budget`, `interrupted`, …).
-        outcome: String,
+        /// How it ended.
+        outcome: rein_wire::Ending,
         /// The final reply text.
         reply: Option<String>,
     },
@@ -314,7 +314,7 @@ pub enum Event {
         /// The run.
         run_id: String,
         /// How it ended.
-        outcome: String,
+        outcome: rein_wire::Ending,
         /// Totals (tokens, cost, steps).
         #[serde(default)]
         totals: Value,
@@ -357,8 +357,8 @@ pub enum Event {
     TaskFinished {
         /// The task's id.
         task: String,
-        /// How: `succeeded`, `failed`, `skipped` or `cancelled`.
-        state: String,
+        /// How it ended.
+        state: rein_wire::TaskEnding,
         /// Attempts made (0: kept from before a resume).
         attempts: u32,
         /// Its outputs, when it succeeded.
@@ -383,8 +383,8 @@ pub enum Event {
     /// A graph's run ended (it may be resumed: finished tasks are kept).
     #[serde(rename = "graph.finished")]
     GraphFinished {
-        /// `succeeded`, `failed` or `cancelled`.
-        outcome: String,
+        /// How it ended.
+        outcome: rein_wire::GraphOutcome,
     },
     /// A person intervened in a hosted agent's terminal: took it over by
     /// typing (with what they typed, bounded), was refused because someone
@@ -393,8 +393,8 @@ pub enum Event {
     HostIntervened {
         /// The viewer (surface and person).
         viewer: String,
-        /// `takeover`, `refused` or `released`.
-        intervention: String,
+        /// How they intervened.
+        intervention: rein_wire::InterventionKind,
         /// Who held it, for a refusal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         holder: Option<String>,

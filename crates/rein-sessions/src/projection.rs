@@ -18,7 +18,7 @@ pub(crate) enum TurnChange {
         /// The `turn.finished` sequence number.
         seq: u64,
         /// How it ended.
-        outcome: String,
+        outcome: rein_wire::Ending,
     },
 }
 
@@ -40,7 +40,7 @@ pub(crate) fn apply(
         } => Some(TurnChange::Finished {
             id: turn_id.clone(),
             seq: stored.seq,
-            outcome: outcome.clone(),
+            outcome: *outcome,
         }),
         Event::BranchCreated { from_turn } => {
             head_turn.clone_from(from_turn);

@@ -54,7 +54,7 @@ pub struct TurnInfo {
     /// The sequence number of its `turn.finished`, once finished.
     pub finished_seq: Option<u64>,
     /// How it ended, once finished.
-    pub outcome: Option<String>,
+    pub outcome: Option<rein_wire::Ending>,
 }
 
 /// A pending approval, as the control record holds it.

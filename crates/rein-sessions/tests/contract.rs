@@ -39,7 +39,7 @@ fn turn(id: &str, parent: Option<&str>) -> NewEvent {
 fn finish(id: &str) -> NewEvent {
     NewEvent::main(Event::TurnFinished {
         turn_id: id.into(),
-        outcome: "finished".into(),
+        outcome: rein_wire::Ending::Finished,
         reply: Some(format!("reply {id}")),
     })
 }
@@ -273,7 +273,7 @@ async fn the_turn_tree_branches_without_rewriting() {
         let e = turns.iter().find(|t| t.id == "e").unwrap();
         assert!(e.finished_seq.is_none() && e.outcome.is_none(), "{name}");
         let d = turns.iter().find(|t| t.id == "d").unwrap();
-        assert_eq!(d.outcome.as_deref(), Some("finished"));
+        assert_eq!(d.outcome.map(|o| o.as_str()), Some("finished"));
         assert_eq!(
             store.session(&id).await.unwrap().head_turn.as_deref(),
             Some("g")
@@ -561,7 +561,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 cost_micro_usd: None,
                 reasoning_cost_micro_usd: None,
                 stop_reason: Some(rein_wire::StopReason::ToolUse),
-                cache_verdict: Some("cold".into()),
+                cache_verdict: Some(rein_wire::CacheVerdict::Cold),
                 latency_ms: 12,
                 repaired: Vec::new(),
             }),
@@ -604,7 +604,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
             }),
             NewEvent::main(Event::RunFinished {
                 run_id: "r1".into(),
-                outcome: "finished".into(),
+                outcome: rein_wire::Ending::Finished,
                 totals: json!({}),
             }),
         ];

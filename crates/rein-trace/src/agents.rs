@@ -19,7 +19,7 @@ pub struct AgentReport {
     /// Its session.
     pub session_id: String,
     /// How its last run ended (absent while unfinished).
-    pub outcome: Option<String>,
+    pub outcome: Option<rein_wire::Ending>,
     /// Its own totals.
     pub totals: Totals,
 }
@@ -35,7 +35,7 @@ impl Totals {
             .reasoning_cost_micro_usd
             .saturating_add(other.reasoning_cost_micro_usd);
         for (verdict, n) in &other.cache_verdicts {
-            *self.cache_verdicts.entry(verdict.clone()).or_default() += n;
+            *self.cache_verdicts.entry(*verdict).or_default() += n;
         }
         let t = &mut self.tools;
         let o = &other.tools;
@@ -68,7 +68,7 @@ impl TraceReport {
             self.agents.push(AgentReport {
                 agent_path,
                 session_id: report.session_id,
-                outcome: report.runs.last().and_then(|r| r.outcome.clone()),
+                outcome: report.runs.last().and_then(|r| r.outcome),
                 totals: report.totals,
             });
         }
@@ -87,7 +87,9 @@ impl TraceReport {
                 "agent {} (session {}) · {}",
                 agent.agent_path,
                 agent.session_id,
-                agent.outcome.as_deref().unwrap_or("unfinished")
+                agent
+                    .outcome
+                    .map_or("unfinished", rein_wire::Ending::as_str)
             );
             totals_lines(out, "  ", &agent.totals);
         }

@@ -38,7 +38,7 @@ pub struct Totals {
     /// Of `cost_micro_usd`, what reasoning tokens cost.
     pub reasoning_cost_micro_usd: u64,
     /// Cache verdicts (`cold`, `hit`, `miss`, `uncached`) and their counts.
-    pub cache_verdicts: BTreeMap<String, u64>,
+    pub cache_verdicts: BTreeMap<rein_wire::CacheVerdict, u64>,
     /// Cache-read tokens over all prompt tokens (0 when there were none).
     pub cache_read_share: f64,
     /// Tool calls.
@@ -74,7 +74,7 @@ impl Totals {
                     None => self.calls_without_cost += 1,
                 }
                 if let Some(verdict) = cache_verdict {
-                    *self.cache_verdicts.entry(verdict.clone()).or_default() += 1;
+                    *self.cache_verdicts.entry(*verdict).or_default() += 1;
                 }
                 self.model_ms = self.model_ms.saturating_add(*latency_ms);
             }
@@ -117,7 +117,7 @@ pub struct RunReport {
     /// The turn it served.
     pub turn_id: String,
     /// How it ended (absent while unfinished).
-    pub outcome: Option<String>,
+    pub outcome: Option<rein_wire::Ending>,
     /// Wall time from start to finish (absent while unfinished).
     pub wall_ms: Option<u64>,
     /// Its totals.
@@ -175,7 +175,7 @@ pub fn report(session_id: &str, events: &[StoredEvent]) -> TraceReport {
                 run_id, outcome, ..
             } => {
                 if let Some(i) = runs.iter().rposition(|r| &r.run_id == run_id) {
-                    runs[i].outcome = Some(outcome.clone());
+                    runs[i].outcome = Some(*outcome);
                     runs[i].wall_ms = Some(u64::try_from(stored.at_ms - starts[i]).unwrap_or(0));
                     if open == Some(i) {
                         open = None;
@@ -287,7 +287,7 @@ impl TraceReport {
                 "run {} (turn {}) · {} · {}",
                 run.run_id,
                 run.turn_id,
-                run.outcome.as_deref().unwrap_or("unfinished"),
+                run.outcome.map_or("unfinished", rein_wire::Ending::as_str),
                 run.wall_ms
                     .map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"))
             );

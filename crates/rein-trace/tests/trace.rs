@@ -39,7 +39,7 @@ fn model(
         } else {
             StopReason::EndTurn
         }),
-        cache_verdict: Some(verdict.into()),
+        cache_verdict: rein_wire::CacheVerdict::named(verdict),
         latency_ms: 250,
         repaired: Vec::new(),
     })
@@ -115,12 +115,12 @@ async fn build(store: &dyn Store) -> String {
     events.push(model("m-2", u(50, 30, 800, 0), Some(900), "hit", None));
     events.push(NewEvent::main(Event::TurnFinished {
         turn_id: "t-1".into(),
-        outcome: "finished".into(),
+        outcome: rein_wire::Ending::Finished,
         reply: Some("done".into()),
     }));
     events.push(NewEvent::main(Event::RunFinished {
         run_id: "r-1".into(),
-        outcome: "finished".into(),
+        outcome: rein_wire::Ending::Finished,
         totals: json!({}),
     }));
     store.append(&lease, events).await.unwrap();
@@ -197,9 +197,18 @@ async fn the_report_counts_tokens_cost_cache_and_tools_per_session_and_run() {
     );
     assert_eq!(t.cost_micro_usd, 4_400);
     assert_eq!(t.calls_without_cost, 1);
-    assert_eq!(t.cache_verdicts.get("cold"), Some(&1));
-    assert_eq!(t.cache_verdicts.get("hit"), Some(&1));
-    assert_eq!(t.cache_verdicts.get("miss"), Some(&1));
+    assert_eq!(
+        t.cache_verdicts.get(&rein_wire::CacheVerdict::Cold),
+        Some(&1)
+    );
+    assert_eq!(
+        t.cache_verdicts.get(&rein_wire::CacheVerdict::Hit),
+        Some(&1)
+    );
+    assert_eq!(
+        t.cache_verdicts.get(&rein_wire::CacheVerdict::Miss),
+        Some(&1)
+    );
     assert!((t.cache_read_share - 1600.0 / 2610.0).abs() < 1e-9);
     assert_eq!((t.tools.total, t.tools.ok, t.tools.error), (5, 3, 2));
     assert_eq!(
@@ -209,7 +218,7 @@ async fn the_report_counts_tokens_cost_cache_and_tools_per_session_and_run() {
     assert_eq!(t.model_ms, 750);
     assert_eq!(t.tool_ms, 35);
     assert_eq!(t.compactions, 1);
-    assert_eq!(r.runs[0].outcome.as_deref(), Some("finished"));
+    assert_eq!(r.runs[0].outcome.map(|o| o.as_str()), Some("finished"));
     assert_eq!(r.runs[0].totals.model_calls, 2);
     assert_eq!(r.runs[0].totals.cost_micro_usd, 4_400);
     assert_eq!(r.runs[1].outcome, None);

@@ -28,6 +28,7 @@ mod revision;
 pub mod secrets;
 mod usage;
 pub mod visible;
+pub mod words;
 
 pub use assemble::{AssembledMessage, AssembledToolCall, Assembler};
 pub use capabilities::{CachingStyle, Capabilities, ModelReasoning, model_reasoning};
@@ -44,6 +45,7 @@ pub use request::{
 };
 pub use revision::Revision;
 pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};
+pub use words::{CacheVerdict, ChildEnding, Ending, GraphOutcome, InterventionKind, TaskEnding};
 
 /// The README's snippet, compiled and run as a doc test.
 #[cfg(doctest)]

@@ -402,8 +402,8 @@ pub async fn list(
         let outcome = report
             .runs
             .last()
-            .and_then(|r| r.outcome.clone())
-            .unwrap_or_else(|| "running".to_owned());
+            .and_then(|r| r.outcome)
+            .map_or("running", rein::wire::Ending::as_str);
         let cost = if report.totals.calls_without_cost == 0 && report.totals.model_calls > 0 {
             rein::trace::usd(report.totals.cost_micro_usd)
         } else {

@@ -73,7 +73,7 @@ async fn listed(
     let last_ms = tail.last().map_or(info.created_ms, |e| e.at_ms);
     let pending = !store.control(&info.id).await?.pending.is_empty();
     let last_turn = tail.iter().rev().find_map(|e| match &e.event {
-        Event::TurnFinished { outcome, .. } => Some(Some(outcome.clone())),
+        Event::TurnFinished { outcome, .. } => Some(Some(*outcome)),
         Event::TurnStarted { .. } => Some(None),
         _ => None,
     });
@@ -201,7 +201,7 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
             } => {
                 format!("  hook {hook} at {point}: {effect}")
             }
-            Event::TurnFinished { outcome, .. } if outcome != "finished" => {
+            Event::TurnFinished { outcome, .. } if *outcome != rein::wire::Ending::Finished => {
                 format!("  [turn ended: {outcome}]")
             }
             Event::BranchCreated { from_turn } => format!(
@@ -261,7 +261,7 @@ pub async fn tree(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
             "{}{} [{}] {prompt}{marker}",
             "  ".repeat(depth + 1),
             turn.id,
-            turn.outcome.as_deref().unwrap_or("open")
+            turn.outcome.map_or("open", rein::wire::Ending::as_str)
         )
         .map_err(out_error)?;
         if let Some(kids) = children.get(&Some(turn.id.as_str())) {

@@ -295,7 +295,7 @@ pub(super) fn closing(events: &[StoredEvent], outcome: &TurnOutcome) -> Vec<Even
     for turn_id in &open.turns {
         closing.push(Event::TurnFinished {
             turn_id: turn_id.clone(),
-            outcome: outcome.name().into(),
+            outcome: outcome.name(),
             reply: reply.clone(),
         });
     }
@@ -307,7 +307,7 @@ pub(super) fn closing(events: &[StoredEvent], outcome: &TurnOutcome) -> Vec<Even
         };
         closing.push(Event::RunFinished {
             run_id,
-            outcome: outcome.name().into(),
+            outcome: outcome.name(),
             totals,
         });
     }

@@ -223,7 +223,7 @@ pub(super) async fn turn_end(hooks: &Hooks, outcome: &TurnOutcome) {
         tool: None,
         arguments: None,
         result: None,
-        outcome: Some(outcome.name().to_owned()),
+        outcome: Some(outcome.name()),
     };
     for (hook, effect) in ask(hooks, &input).await {
         if let Err(why) = effect {

@@ -48,7 +48,7 @@ use serde_json::{Value, json};
 use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiKind};
 
-use crate::delegation::Spent;
+use crate::settings::Spent;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use folds::last_calls;
 
@@ -267,7 +267,7 @@ impl Conversation {
         };
         // Revisions carried in the answered step are spent.
         self.gate.answered();
-        self.spend.spent.add(Spent::of(&self.agent, &message));
+        self.spend.spent.add(self.agent.spent_on(&message));
         if !message.tool_calls.is_empty() {
             return Ok(Step::Next);
         }
@@ -325,7 +325,7 @@ impl Conversation {
             .append(folds::closing(&events, &outcome))
             .await?;
         self.journal.emit(UiKind::TurnFinished {
-            outcome: outcome.name().into(),
+            outcome: outcome.name(),
         });
         hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)

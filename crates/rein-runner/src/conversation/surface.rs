@@ -75,7 +75,7 @@ impl Conversation {
     }
 
     /// What the step loop used since it last started or resumed.
-    pub(crate) fn spent(&self) -> crate::delegation::Spent {
+    pub(crate) fn spent(&self) -> crate::settings::Spent {
         self.spend.spent
     }
 

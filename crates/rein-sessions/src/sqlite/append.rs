@@ -255,7 +255,7 @@ fn append_in(
                 conn.prepare_cached(
                     "UPDATE turns SET finished_seq = ?, outcome = ? WHERE id = ? AND session_id = ?",
                 )
-                .and_then(|mut s| s.execute(params![to_i64(seq), outcome, id, session_id]))
+                .and_then(|mut s| s.execute(params![to_i64(seq), outcome.as_str(), id, session_id]))
                 .map_err(sql_error)?;
             }
             None => {}

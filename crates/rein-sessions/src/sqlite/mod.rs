@@ -393,7 +393,10 @@ impl Store for SqliteStore {
                         .try_get::<Option<i64>, _>("finished_seq")
                         .map_err(db_error)?
                         .map(to_u64),
-                    outcome: row.try_get("outcome").map_err(db_error)?,
+                    outcome: row
+                        .try_get::<Option<String>, _>("outcome")
+                        .map_err(db_error)?
+                        .and_then(|word| rein_wire::Ending::named(&word)),
                 })
             })
             .collect()

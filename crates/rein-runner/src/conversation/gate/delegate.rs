@@ -15,8 +15,9 @@ use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
 
 use super::{Around, Gate};
+use crate::agent::{Child, Delegation, Helper, Spawn};
 use crate::conversation::folds::agent_of_call;
-use crate::delegation::{self, Child, DELEGATE, Delegation};
+use crate::delegation::{self, DELEGATE};
 use crate::settings::Budgets;
 
 /// What one read of a batch is, as far as delegation goes.
@@ -149,11 +150,11 @@ impl Gate {
                     if known.is_empty() { "none".to_owned() } else { known.join(", ") }
                 ))
             }
-            Some(crate::helpers::Helper::External(_)) => {
+            Some(Helper::External(_)) => {
                 crate::helpers::external_refused(&cx.agent.guards)
                     .map(|why| format!("agent `{name}` is a hosted program and {why}; do the task yourself or with a sub-agent"))
             }
-            Some(crate::helpers::Helper::Agent(_)) => None,
+            Some(Helper::Agent(_)) => None,
         }
     }
 
@@ -170,7 +171,7 @@ impl Gate {
         planned: &Planned,
         budgets: Budgets,
         cancel: &tokio_util::sync::CancellationToken,
-    ) -> (Arc<dyn delegation::Spawn>, Child) {
+    ) -> (Arc<dyn Spawn>, Child) {
         // A call reattached after a restart runs even if the product turned
         // delegation off meanwhile: it was started under the old settings.
         let settings = cx.agent.delegation.clone().unwrap_or_default();
@@ -179,7 +180,7 @@ impl Gate {
             .as_ref()
             .and_then(|name| settings.helpers.get(name));
         let own = match helper {
-            Some(crate::helpers::Helper::Agent(agent)) => Some(agent.as_ref()),
+            Some(Helper::Agent(agent)) => Some(agent.as_ref()),
             _ => None,
         };
         let mut agent = cx.agent.child(own, planned.tools.clone());
@@ -200,8 +201,8 @@ impl Gate {
             ui: cx.journal.ui_sender(),
             cancel: cancel.clone(),
         };
-        let spawner: Arc<dyn delegation::Spawn> = match helper {
-            Some(crate::helpers::Helper::External(external)) => {
+        let spawner: Arc<dyn Spawn> = match helper {
+            Some(Helper::External(external)) => {
                 Arc::new(crate::helpers::ExternalSpawn(external.clone()))
             }
             _ => settings.spawner.clone(),

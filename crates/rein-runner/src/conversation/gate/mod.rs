@@ -27,7 +27,7 @@ use super::folds::agents_in_open_turn;
 use super::inbox::Inbox;
 use super::journal::Journal;
 use crate::agent::Agent;
-use crate::delegation::Spent;
+use crate::settings::Spent;
 
 /// The call gate and what it keeps: the tools (the product's with rein's
 /// own), the result cache, and — made new when a turn starts or resumes,

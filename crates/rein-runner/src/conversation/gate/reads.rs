@@ -11,7 +11,7 @@ use std::time::Instant;
 use rein_approvals::PermissionClass;
 use rein_sessions::{Event, ResultSource, StoredEvent};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
-use rein_wire::AgentError;
+use rein_wire::{AgentError, ChildEnding, ErrorCode};
 use serde_json::Value;
 
 use super::delegate::Delegate;
@@ -81,7 +81,7 @@ impl Gate {
                     let hit = hit.clone();
                     async move {
                         let started = Instant::now();
-                        let mut spent = crate::delegation::Spent::default();
+                        let mut spent = crate::settings::Spent::default();
                         let outcome = match (hit, refused, child) {
                             (Some(result), _, _) => Outcome::ok(result),
                             (None, Some(refused), _) => refused,
@@ -119,8 +119,10 @@ impl Gate {
                 results.push(Event::AgentFinished {
                     agent_path: planned.path.clone(),
                     outcome: match &outcome {
-                        Outcome::Ok { .. } => "finished".into(),
-                        Outcome::Failed { code, .. } => code.clone(),
+                        Outcome::Ok { .. } => ChildEnding::Finished,
+                        Outcome::Failed { code, .. } => {
+                            ChildEnding::Failed(ErrorCode::new(code.clone()))
+                        }
                     },
                 });
             }

@@ -103,7 +103,7 @@ impl Window {
                 cost_micro_usd: cost,
                 reasoning_cost_micro_usd: reasoning_cost,
                 stop_reason: message.stop_reason.clone(),
-                cache_verdict: Some(verdict.as_str().to_owned()),
+                cache_verdict: Some(verdict),
                 latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 repaired,
             }])
