@@ -13,6 +13,7 @@ mod criterion_summary;
 mod docs;
 mod map;
 mod peers;
+mod readme;
 mod scale;
 
 #[derive(Debug, Parser)]
@@ -70,6 +71,10 @@ enum Task {
         /// The mock's port for the peer run.
         #[arg(long, default_value_t = 18093)]
         port: u16,
+        /// Also run rein as built at this git revision, beside each rein
+        /// framework (`rein@REV`): before and after in one run.
+        #[arg(long)]
+        before: Option<String>,
     },
 }
 
@@ -105,6 +110,7 @@ fn main() -> Result<()> {
             reps,
             frameworks,
             port,
+            before,
             ..
         } => peers::bench(
             &root,
@@ -113,6 +119,7 @@ fn main() -> Result<()> {
                 reps,
                 frameworks,
                 port,
+                before,
             },
         ),
         Task::Bench { filter, .. } => bench(&root, filter.as_deref()),
@@ -164,6 +171,7 @@ fn workspace_root() -> Result<PathBuf> {
 fn lint() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     map::check()?;
+    readme::check()?;
     cargo(
         &[
             "clippy",
@@ -223,7 +231,8 @@ fn test() -> Result<()> {
 
 /// Run every example of the facade: they are the programs a product copies,
 /// so each must work, offline (without `REIN_BASE_URL` they use the
-/// scripted model; each asserts what it shows).
+/// scripted model, or the `testing` feature's fake server; each asserts
+/// what it shows).
 fn examples() -> Result<()> {
     let mut names: Vec<String> = std::fs::read_dir("crates/rein/examples")
         .context("cannot list crates/rein/examples")?
@@ -235,7 +244,16 @@ fn examples() -> Result<()> {
     names.sort();
     for name in &names {
         let status = Command::new("cargo")
-            .args(["run", "--locked", "-q", "-p", "rein", "--example", name])
+            .args([
+                "run",
+                "--locked",
+                "-q",
+                "-p",
+                "rein",
+                "--features",
+                "testing",
+            ])
+            .args(["--example", name])
             .env_remove("REIN_BASE_URL")
             .env_remove("REIN_MODEL")
             .status()

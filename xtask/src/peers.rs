@@ -26,6 +26,9 @@ pub struct Options {
     pub frameworks: Vec<String>,
     /// The mock's port.
     pub port: u16,
+    /// A git revision whose rein also runs, as `rein@REV` beside each rein
+    /// framework.
+    pub before: Option<String>,
 }
 
 /// The frameworks run by default.
@@ -95,6 +98,45 @@ pub(crate) fn start_mock(python: &Path, peers: &Path, port: u16) -> Result<Mock>
     Ok(Mock(child))
 }
 
+/// rein's loop as built at `rev`, in a worktree of its own under
+/// `target/peers-before/` (built once per revision).
+fn build_before(root: &Path, rev: &str) -> Result<PathBuf> {
+    let dir = root.join("target/peers-before");
+    let src = dir.join("src");
+    if src.exists() {
+        run(Command::new("git")
+            .arg("-C")
+            .arg(&src)
+            .args(["checkout", "-q", "--detach", rev]))?;
+    } else {
+        run(Command::new("git")
+            .args(["worktree", "add", "-f", "--detach"])
+            .arg(&src)
+            .arg(rev))?;
+    }
+    run(Command::new("cargo")
+        .current_dir(&src)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .args(["build", "--release", "--locked", "-p", "rein-bench"])
+        .args(["--bin", "rein-peer-loop"]))?;
+    Ok(dir.join("target/release/rein-peer-loop"))
+}
+
+/// The frameworks to run: `frameworks`, each rein one followed by its
+/// `@rev` twin when a revision is compared.
+fn with_before(frameworks: &[String], rev: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    for fw in frameworks {
+        out.push(fw.clone());
+        if let Some(rev) = rev
+            && fw.starts_with("rein")
+        {
+            out.push(format!("{fw}@{rev}"));
+        }
+    }
+    out
+}
+
 fn one_run(
     root: &Path,
     python: &Path,
@@ -104,12 +146,19 @@ fn one_run(
     port: u16,
 ) -> Result<Value> {
     let output = if let Some(store) = framework.strip_prefix("rein") {
+        let (store, binary) = match store.split_once('@') {
+            Some((store, _)) => (
+                store,
+                root.join("target/peers-before/target/release/rein-peer-loop"),
+            ),
+            None => (store, root.join("target/release/rein-peer-loop")),
+        };
         let store = if store == "+sqlite" {
             "sqlite"
         } else {
             "memory"
         };
-        Command::new(root.join("target/release/rein-peer-loop"))
+        Command::new(binary)
             .args(["--n", &n.to_string(), "--port", &port.to_string()])
             .args(["--store", store])
             .output()
@@ -124,7 +173,11 @@ fn one_run(
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout.lines().rev().find(|l| l.starts_with('{'));
     match (output.status.success(), line) {
-        (true, Some(line)) => Ok(serde_json::from_str(line)?),
+        (true, Some(line)) => {
+            let mut record: Value = serde_json::from_str(line)?;
+            record["fw"] = Value::from(framework);
+            Ok(record)
+        }
         _ => {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let cut = stderr.len().saturating_sub(800);
@@ -147,6 +200,10 @@ pub fn bench(root: &Path, options: &Options) -> Result<()> {
     }
     let python = venv(root, &peers)?;
     crate::cargo(&["build", "--release", "--locked", "-p", "rein-bench"], &[])?;
+    if let Some(rev) = &options.before {
+        build_before(root, rev)?;
+    }
+    let frameworks = with_before(&options.frameworks, options.before.as_deref());
     let machine = docs::machine_line();
     let _mock = start_mock(&python, &peers, options.port)?;
     let out_dir = root.join("target/peers");
@@ -155,7 +212,7 @@ pub fn bench(root: &Path, options: &Options) -> Result<()> {
     let mut failures = Vec::new();
     for &n in &options.ns {
         for rep in 0..options.reps {
-            for framework in &options.frameworks {
+            for framework in &frameworks {
                 match one_run(root, &python, &peers, framework, n, options.port) {
                     Ok(record) => {
                         eprintln!(
@@ -176,7 +233,7 @@ pub fn bench(root: &Path, options: &Options) -> Result<()> {
     }
     let lines: String = records.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(out_dir.join("results.jsonl"), lines)?;
-    let table = summarize(&records, &options.frameworks, &options.ns);
+    let table = summarize(&records, &frameworks, &options.ns);
     println!("{table}");
     let body = format!(
         "Measured {machine}, with `cargo xtask bench --peers` (N = {}, {} repetitions, frameworks interleaved; raw records in `target/peers/results.jsonl`). Medians; client CPU per step is the main metric.\n\n{table}",

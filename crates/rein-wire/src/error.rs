@@ -68,11 +68,14 @@ pub struct CodeInfo {
 
 macro_rules! registry {
     ($( $konst:ident = $code:literal, $status:literal, $retry:literal, $title:literal, $hint:literal; )*) => {
-        /// rein's own error codes.
+        /// rein's own error codes: each constant's page gives the word a
+        /// problem carries, what it means, the HTTP status a surface
+        /// answers with and whether trying again may help (what to do next
+        /// is [`crate::error::lookup`]'s `hint`).
         pub mod codes {
             use super::ErrorCode;
             $(
-                #[doc = $title]
+                #[doc = concat!("`", $code, "`: ", $title, ". HTTP ", stringify!($status), "; retryable: ", stringify!($retry), ".")]
                 pub const $konst: ErrorCode = ErrorCode::from_static($code);
             )*
         }

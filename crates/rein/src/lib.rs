@@ -59,32 +59,49 @@
 //! The `rein` command is the `rein-cli` package; nothing of it is compiled
 //! into a product.
 
+#[doc(inline)]
 pub use rein_approvals as approvals;
+#[doc(inline)]
 pub use rein_cache as cache;
 #[cfg(feature = "compose")]
 pub mod compose;
 #[cfg(feature = "config")]
+#[doc(inline)]
 pub use rein_config as config;
 #[cfg(feature = "files")]
+#[doc(inline)]
 pub use rein_files as files;
+#[doc(inline)]
 pub use rein_gateway as gateway;
 #[cfg(feature = "host")]
+#[doc(inline)]
 pub use rein_host as host;
 #[cfg(feature = "mcp")]
+#[doc(inline)]
 pub use rein_mcp as mcp;
+#[doc(inline)]
 pub use rein_orchestrator as orchestrator;
+#[doc(inline)]
 pub use rein_runner as runner;
 #[cfg(feature = "sandbox")]
+#[doc(inline)]
 pub use rein_sandbox as sandbox;
 #[cfg(feature = "server")]
+#[doc(inline)]
 pub use rein_server as server;
+#[doc(inline)]
 pub use rein_sessions as sessions;
 #[cfg(feature = "telemetry")]
+#[doc(inline)]
 pub use rein_telemetry as telemetry;
 #[cfg(feature = "testing")]
+#[doc(inline)]
 pub use rein_testing as testing;
+#[doc(inline)]
 pub use rein_tools as tools;
+#[doc(inline)]
 pub use rein_trace as trace;
+#[doc(inline)]
 pub use rein_wire as wire;
 
 pub use schemars;

@@ -24,144 +24,16 @@
 
 mod cache_sim;
 mod reasoning;
+mod rule;
 
 pub use cache_sim::AnthropicCache;
 use reasoning::{reasoning_came_back, signature_of, thought_about};
+pub use rule::{Rule, RuleCall};
 
 use crate::{EventStream, Provider};
 use rein_wire::{CachingStyle, Capabilities};
 use rein_wire::{ContentBlock, Message, Reasoning, Request, Role, StopReason, StreamEvent, Usage};
-use serde::Deserialize;
 use serde_json::Value;
-
-/// One tool call a rule makes.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleCall {
-    /// The tool.
-    pub tool: String,
-    /// Its arguments; `{step}` in a string is replaced by the step number
-    /// (from 0).
-    #[serde(default = "empty_object")]
-    pub arguments: Value,
-    /// Put the word after the phrase into this argument.
-    #[serde(default)]
-    pub word_into: Option<String>,
-    /// Put the rest of the person's text after the phrase into this
-    /// argument (a task handed on, say).
-    #[serde(default)]
-    pub rest_into: Option<String>,
-    /// Make this call only at this step (default: at every step).
-    #[serde(default)]
-    pub at_step: Option<u32>,
-}
-
-fn empty_object() -> Value {
-    Value::Object(serde_json::Map::new())
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// One rule: when the last user text contains `phrase`, answer `reply`
-/// and make `calls` (if any), for `steps` steps.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    /// The phrase to look for (compared case-insensitively).
-    pub phrase: String,
-    /// The answer text (said with the calls, when there are calls).
-    #[serde(default)]
-    pub reply: String,
-    /// Tool calls made together in one message.
-    #[serde(default)]
-    pub calls: Vec<RuleCall>,
-    /// How many messages of calls before the final answer.
-    #[serde(default = "one")]
-    pub steps: u32,
-    /// The final answer after the last results (default: what came back).
-    #[serde(default)]
-    pub done: Option<String>,
-}
-
-impl Rule {
-    /// A rule answering `reply` when `phrase` appears.
-    pub fn reply(phrase: &str, reply: &str) -> Self {
-        Rule {
-            phrase: phrase.to_lowercase(),
-            reply: reply.into(),
-            calls: Vec::new(),
-            steps: 1,
-            done: None,
-        }
-    }
-
-    /// A rule that calls `tool` with `arguments`, the word after the phrase
-    /// put into the argument `word_into` (if given).
-    pub fn call(
-        phrase: &str,
-        reply: &str,
-        tool: &str,
-        arguments: Value,
-        word_into: Option<&str>,
-    ) -> Self {
-        Rule {
-            calls: vec![RuleCall {
-                tool: tool.into(),
-                arguments,
-                word_into: word_into.map(str::to_owned),
-                rest_into: None,
-                at_step: None,
-            }],
-            ..Rule::reply(phrase, reply)
-        }
-    }
-}
-
-impl Rule {
-    /// A rule that first reads the file named by the word after the phrase
-    /// (`read_file`), then calls `tool` on it with `arguments` — as a model
-    /// must before it changes a file.
-    pub fn after_reading(phrase: &str, reply: &str, tool: &str, arguments: Value) -> Self {
-        let on_path = |tool: &str, arguments: Value, step: u32| RuleCall {
-            tool: tool.into(),
-            arguments,
-            word_into: Some("path".into()),
-            rest_into: None,
-            at_step: Some(step),
-        };
-        Rule {
-            calls: vec![
-                on_path("read_file", empty_object(), 0),
-                on_path(tool, arguments, 1),
-            ],
-            steps: 2,
-            ..Rule::reply(phrase, reply)
-        }
-    }
-
-    /// Make `tool` with `arguments` in the same message too.
-    pub fn and_call(mut self, tool: &str, arguments: Value) -> Self {
-        self.calls.push(RuleCall {
-            tool: tool.into(),
-            arguments,
-            word_into: None,
-            rest_into: None,
-            at_step: None,
-        });
-        self
-    }
-
-    /// Make the first call take the rest of the person's text after the
-    /// phrase as its argument `field`.
-    pub fn rest_into(mut self, field: &str) -> Self {
-        if let Some(call) = self.calls.first_mut() {
-            call.rest_into = Some(field.to_owned());
-        }
-        self
-    }
-}
 
 /// A rule-driven, deterministic [`Provider`].
 #[derive(Debug, Clone)]
