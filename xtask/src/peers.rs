@@ -236,7 +236,19 @@ pub fn bench(root: &Path, options: &Options) -> Result<()> {
     let table = summarize(&records, &frameworks, &options.ns);
     println!("{table}");
     let body = format!(
-        "Measured {machine}, with `cargo xtask bench --peers` (N = {}, {} repetitions, frameworks interleaved; raw records in `target/peers/results.jsonl`). Medians; client CPU per step is the main metric.\n\n{table}",
+        "Measured {machine}, with `cargo xtask bench --peers{}`{} (N = {}, {} repetitions, frameworks interleaved; raw records in `target/peers/results.jsonl`). Medians; client CPU per step is the main metric.\n\n{table}",
+        options
+            .before
+            .as_ref()
+            .map(|rev| format!(" --before {rev}"))
+            .unwrap_or_default(),
+        options
+            .before
+            .as_ref()
+            .map(|rev| format!(
+                "; `rein@{rev}` is rein as built at that commit, run beside this one"
+            ))
+            .unwrap_or_default(),
         options
             .ns
             .iter()

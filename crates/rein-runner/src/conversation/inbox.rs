@@ -84,9 +84,19 @@ impl Inbox {
     /// post heard here is taken at the next step boundary. Cancel-safe.
     pub(crate) async fn stirred(&mut self, looked: Instant) {
         tokio::select! {
+            () = self.nudged() => {}
+            () = tokio::time::sleep_until((looked + INBOX_POLL).into()) => {}
+        }
+    }
+
+    /// Until this process's words or interrupt, or a post to the store's
+    /// inbox from this process; the caller keeps its own fallback timer
+    /// (a loop polled often, as an open stream is, keeps one timer rather
+    /// than a new one per wake). Cancel-safe.
+    pub(crate) async fn nudged(&mut self) {
+        tokio::select! {
             () = self.steering.woken() => {}
             () = self.posted.wait() => self.taken = None,
-            () = tokio::time::sleep_until((looked + INBOX_POLL).into()) => {}
         }
     }
 

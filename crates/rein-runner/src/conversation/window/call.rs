@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::{Sees, Window};
 use crate::conversation::folds::refused;
-use crate::conversation::inbox::Inbox;
+use crate::conversation::inbox::{INBOX_POLL, Inbox};
 use crate::conversation::journal::Journal;
 use crate::outcome::UiKind;
 
@@ -194,22 +194,31 @@ async fn streamed(
     let mut stream = sees.agent.provider.stream(request);
     let mut assembler = Assembler::new();
     let opened = rein_sessions::recovery::open_turn_started(events);
-    let mut looked = Instant::now();
+    // One fallback timer for the whole stream (for a stop posted from
+    // another process), reset each time the inbox is looked at.
+    let fallback = tokio::time::sleep(INBOX_POLL);
+    tokio::pin!(fallback);
     loop {
-        let item = tokio::select! {
+        // `Some(next)` from the stream; `None` when the inbox is to be
+        // looked at.
+        let woke = tokio::select! {
             biased;
-            item = stream.next() => item,
-            () = inbox.stirred(looked) => {
-                if inbox.steering.is_interrupted() {
-                    return Ok(None);
-                }
-                looked = Instant::now();
-                let queued = journal.store().inbox(journal.session_id()).await?;
-                if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
-                    return Ok(None);
-                }
-                continue;
+            item = stream.next() => Some(item),
+            () = inbox.nudged() => None,
+            () = &mut fallback => None,
+        };
+        let Some(item) = woke else {
+            if inbox.steering.is_interrupted() {
+                return Ok(None);
             }
+            fallback
+                .as_mut()
+                .reset(tokio::time::Instant::now() + INBOX_POLL);
+            let queued = journal.store().inbox(journal.session_id()).await?;
+            if queued.iter().any(|e| e.stops_turn_opened_at(opened)) {
+                return Ok(None);
+            }
+            continue;
         };
         let Some(item) = item else { break };
         let event = item?;
