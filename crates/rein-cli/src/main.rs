@@ -425,6 +425,14 @@ async fn approve(
         &rein::approvals::Surface::command("approve"),
     )
     .await?;
+    // A hosted run waits on its question and takes the answer at once.
+    let hosted = store
+        .session(session)
+        .await
+        .is_ok_and(|info| info.metadata.get("hosted").is_some());
+    if hosted && delivery == rein::approvals::Delivery::Queued {
+        return say_out("decided; the hosted run it asks for takes it now");
+    }
     say_out(&delivered(delivery, session, "decided"))
 }
 

@@ -107,7 +107,7 @@ mod watched {
                 match answer {
                     Some(allow) => Some(Answer {
                         allow,
-                        by: "test:person".into(),
+                        surface: rein::approvals::Surface::product("test", "person"),
                     }),
                     // Nobody is there: wait until the run is stopped.
                     None => std::future::pending().await,

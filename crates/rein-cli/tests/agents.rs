@@ -69,10 +69,22 @@ fn a_hosted_claude_run_shows_progress_prints_its_answer_and_is_a_session() {
         "{stderr}"
     );
     assert!(!stderr.contains(secret) && !stdout.contains(secret));
+    // Its permission questions come to rein: its MCP tool and the config
+    // naming it, before the prompt (still the last argument).
+    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    let argv: Vec<&str> = argv.lines().collect();
+    assert_eq!(argv.len(), 6, "{argv:?}");
+    assert_eq!(argv[..2], ["-p", "--mcp-config"]);
     assert_eq!(
-        std::fs::read_to_string(&argv_file).unwrap(),
-        "-p\nwrite lib.rs\n"
+        argv[3..],
+        [
+            "--permission-prompt-tool",
+            "mcp__rein__approve",
+            "write lib.rs"
+        ]
     );
+    // The config file is gone with the run: the token it held with it.
+    assert!(!std::path::Path::new(argv[2]).exists(), "{}", argv[2]);
 
     let session = stderr.rsplit("session ").next().unwrap().trim().to_owned();
     let report = common::rein_at(home.path())

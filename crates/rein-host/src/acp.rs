@@ -40,6 +40,8 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// What a person is asked before a hosted agent's call runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
+    /// The rein approval it is recorded as ("" before it is recorded).
+    pub approval_id: String,
     /// The agent's call id.
     pub call_id: String,
     /// The tool's kind (`edit`, `execute`, …).
@@ -54,7 +56,7 @@ pub struct Answer {
     /// Run it (once).
     pub allow: bool,
     /// The person's surface, recorded as the decider.
-    pub by: String,
+    pub surface: rein_approvals::Surface,
 }
 
 /// A person's surface. `None`: nobody answered (the call is refused).
@@ -180,6 +182,7 @@ pub async fn drive_acp(
                     None => None,
                 };
                 let asked = person.ask(Question {
+                    approval_id: approval.clone().unwrap_or_default(),
                     call_id,
                     tool,
                     detail,

@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rein_wire::loops::{Repeat, Repeats, fingerprint};
+use rein_wire::loops::fingerprint;
 use serde_json::{Value, json};
 
 use crate::progress::{
@@ -45,7 +45,6 @@ pub struct AcpStream {
     finished: bool,
     open: HashMap<String, (String, String)>,
     done: HashSet<String>,
-    repeats: Repeats,
     records: u64,
     unknown: u64,
     tool_calls: u64,
@@ -64,7 +63,6 @@ impl AcpStream {
             finished: false,
             open: HashMap::new(),
             done: HashSet::new(),
-            repeats: Repeats::new(),
             records: 0,
             unknown: 0,
             tool_calls: 0,
@@ -189,12 +187,8 @@ impl AcpStream {
         if let Some((name, input)) = call {
             let mut result = update.as_object().cloned().unwrap_or_default();
             result.remove("toolCallId");
-            let verdict =
-                self.repeats
-                    .observe(fingerprint(&name, &input, &digest(&Value::Object(result))));
-            if verdict != Repeat::Fine {
-                self.core.steps.push(Step::Loop(verdict));
-            }
+            self.core
+                .repeated(fingerprint(&name, &input, &digest(&Value::Object(result))));
         }
     }
 
@@ -240,8 +234,7 @@ impl AcpStream {
                 }
             }
         }
-        self.core.send(Progress::of(ProgressKind::TurnFinished));
-        self.core.steps.push(Step::TurnClosed(turn));
+        self.core.close_turn(turn);
     }
 }
 

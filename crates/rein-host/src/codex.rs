@@ -27,7 +27,7 @@
 use std::collections::{HashMap, HashSet};
 
 use rein_wire::Usage;
-use rein_wire::loops::{Repeat, Repeats, fingerprint};
+use rein_wire::loops::fingerprint;
 use serde_json::{Value, json};
 
 use crate::progress::{
@@ -54,7 +54,6 @@ pub struct CodexStream {
     last_error: Option<String>,
     open: HashMap<String, OpenItem>,
     done: HashSet<String>,
-    repeats: Repeats,
     usage: Usage,
     records: u64,
     oversize: u64,
@@ -77,7 +76,6 @@ impl CodexStream {
             last_error: None,
             open: HashMap::new(),
             done: HashSet::new(),
-            repeats: Repeats::new(),
             usage: Usage::default(),
             records: 0,
             oversize: 0,
@@ -226,10 +224,7 @@ impl CodexStream {
                 &call.input_digest,
                 &digest(&Value::Object(result)),
             );
-            let verdict = self.repeats.observe(fp);
-            if verdict != Repeat::Fine {
-                self.core.steps.push(Step::Loop(verdict));
-            }
+            self.core.repeated(fp);
         }
     }
 
@@ -275,8 +270,7 @@ impl CodexStream {
             self.core.fail(&reason);
             turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
         }
-        self.core.send(Progress::of(ProgressKind::TurnFinished));
-        self.core.steps.push(Step::TurnClosed(turn));
+        self.core.close_turn(turn);
     }
 
     /// `Reconnecting... 2/5` → "attempt 2 of 5".
@@ -331,6 +325,9 @@ impl Reducer for CodexStream {
                 self.retries += 1;
                 let message = clean_value(record.get("message"), MAX_VALUE_CHARS * 2);
                 let detail = Self::attempt_of(&message);
+                // "Reconnecting… 2/5": the same words but their count.
+                self.core
+                    .retried(message.split("...").next().unwrap_or_default());
                 self.last_error = Some(message);
                 self.core
                     .send(Progress::detail(ProgressKind::ProviderRetry, &detail));

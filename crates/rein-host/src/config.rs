@@ -10,7 +10,12 @@
 //! env = { CLAUDE_CODE_MAX_OUTPUT_TOKENS = "8000" }   # literal values
 //! timeout_secs = 1800                 # the run's limit (at most a day)
 //! max_line_bytes = 4194304            # a longer stdout line is skipped
+//! permission_mode = "acceptEdits"     # claude only: its own mode decides
 //! ```
+//!
+//! A `claude` entry with no `permission_mode` (and no permission argument
+//! of its own) asks rein's person: each permission question Claude Code
+//! has becomes a rein approval (`claude::permission`).
 //!
 //! A hosted child gets exactly `PATH`, `HOME`, `LANG`, `TERM`, what its entry's
 //! `env` and `env_from` name, and nothing else of rein's. Without an entry,
@@ -114,6 +119,18 @@ impl AgentEntry {
         spec
     }
 
+    /// Whether a run of it asks rein's person its permission questions: a
+    /// `claude` entry whose arguments do not decide them already (a
+    /// `permission_mode`, `--permission-prompt-tool`, …).
+    pub fn asks_rein(&self) -> bool {
+        self.kind == AgentKind::Claude
+            && !self.argv.iter().any(|a| {
+                crate::claude::permission::DECIDING_ARGS
+                    .iter()
+                    .any(|d| a == d || a.starts_with(&format!("{d}=")))
+            })
+    }
+
     /// The program's file name, as a run records it.
     pub fn program(&self) -> String {
         self.argv
@@ -150,7 +167,18 @@ struct Entry {
     env_from: Vec<String>,
     timeout_secs: Option<u64>,
     max_line_bytes: Option<usize>,
+    permission_mode: Option<String>,
 }
+
+/// Claude Code's permission modes (`--permission-mode`).
+pub const PERMISSION_MODES: &[&str] = &[
+    "acceptEdits",
+    "auto",
+    "bypassPermissions",
+    "manual",
+    "dontAsk",
+    "plan",
+];
 
 fn invalid(message: String) -> AgentError {
     AgentError::new(codes::AGENT_CONFIG_INVALID, message)
@@ -220,6 +248,18 @@ impl Entry {
         };
         let mut argv = vec![self.command];
         argv.extend(self.args);
+        if let Some(mode) = self.permission_mode {
+            if self.kind != AgentKind::Claude {
+                return Err(bad("`permission_mode` is for `claude` entries"));
+            }
+            if !PERMISSION_MODES.contains(&mode.as_str()) {
+                return Err(bad(&format!(
+                    "`permission_mode` is one of {}",
+                    PERMISSION_MODES.join(", ")
+                )));
+            }
+            argv.extend(["--permission-mode".to_owned(), mode]);
+        }
         Ok(AgentEntry {
             kind: self.kind,
             argv,
@@ -279,6 +319,36 @@ mod tests {
             let err = AgentsConfig::parse(bad).unwrap_err();
             assert_eq!(err.code, codes::AGENT_CONFIG_INVALID);
             assert!(err.message.contains(says), "{bad}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn a_claude_entry_asks_rein_unless_its_mode_or_arguments_decide() {
+        let parsed = |text: &str| AgentsConfig::parse(text).map(|c| c.agents["a"].clone());
+        let asks = parsed("[agents.a]\nkind = \"claude\"\ncommand = \"claude\"\n");
+        assert!(asks.is_ok_and(|e| e.asks_rein()));
+        let moded = parsed(
+            "[agents.a]\nkind = \"claude\"\ncommand = \"claude\"\npermission_mode = \"acceptEdits\"\n",
+        );
+        let moded = moded.unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(moded.argv, ["claude", "--permission-mode", "acceptEdits"]);
+        assert!(!moded.asks_rein());
+        let own = parsed(
+            "[agents.a]\nkind = \"claude\"\ncommand = \"claude\"\nargs = [\"--permission-prompt-tool=mcp__x__y\"]\n",
+        );
+        assert!(own.is_ok_and(|e| !e.asks_rein()));
+        for (bad, says) in [
+            (
+                "kind = \"claude\"\ncommand = \"c\"\npermission_mode = \"yolo\"",
+                "one of",
+            ),
+            (
+                "kind = \"codex\"\ncommand = \"c\"\npermission_mode = \"plan\"",
+                "for `claude`",
+            ),
+        ] {
+            let err = parsed(&format!("[agents.a]\n{bad}\n")).unwrap_err();
+            assert!(err.message.contains(says), "{}", err.message);
         }
     }
 }

@@ -27,6 +27,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::asks::{Asked, Asks, Decided};
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Outcome, Reducer, Step};
@@ -177,6 +178,7 @@ pub async fn drive(
     show: &mut (dyn FnMut(&Progress) + Send),
     stop: CancellationToken,
     view: Option<(SessionHost, String)>,
+    mut asks: Option<Asks>,
 ) -> Result<Driven, AgentError> {
     let started = Instant::now();
     let view = match view {
@@ -206,6 +208,30 @@ pub async fn drive(
             }
             () = &mut deadline => { ended = Some(Ended::Timeout); break; }
             () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
+            asked = next_question(&mut asks) => {
+                let Some(Asked { question, reply }) = asked else {
+                    asks = None;
+                    continue;
+                };
+                let person = asks.as_ref().map(|a| a.person.clone());
+                let decided = match (recorder.as_deref_mut(), person) {
+                    (Some(r), Some(person)) => tokio::select! {
+                        decided = crate::asks::decide(r, &person, question) => decided?,
+                        () = &mut deadline => { ended = Some(Ended::Timeout); Decided::Denied }
+                        () = stop.cancelled() => { ended = Some(Ended::Stopped); Decided::Denied }
+                    },
+                    // Nowhere to record the question: nobody may be asked.
+                    _ => Decided::Denied,
+                };
+                let _ = reply.send(decided == Decided::Allowed);
+                if decided == Decided::Stopped {
+                    ended = Some(Ended::Stopped);
+                }
+                if ended.is_some() {
+                    break;
+                }
+                continue;
+            }
         };
         match line {
             Line::Text(ref bytes) => reducer.feed(bytes),
@@ -245,6 +271,14 @@ pub async fn drive(
         status.and_then(|s| s.code())
     };
     conclude(spec, reducer, recorder, ended, exit_code, stderr, started).await
+}
+
+/// The run's next permission question; never, for a run asked none.
+async fn next_question(asks: &mut Option<Asks>) -> Option<Asked> {
+    match asks {
+        Some(asks) => asks.questions.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// What the child was given as a secret (a variable whose name says so):

@@ -2,18 +2,27 @@
 //! ([`rein_runner::ExternalAgent`]): `delegate {agent: NAME, task}` runs the
 //! configured Claude Code or Codex entry on the task, in the parent's root,
 //! recorded as the child session the parent named; its final text is the
-//! call's answer, its failure the call's error.
+//! call's answer, its failure the call's error. A Claude Code entry that
+//! asks rein's person ([`AgentEntry::asks_rein`]) asks the parent's: each
+//! question is announced to the parent's watchers
+//! ([`ExternalTask::awaiting`]) and decided in the child session from any
+//! person's surface — the parent's terminal, `rein approve`, the page.
 //!
 //! Not here: when a hosted helper may be used (`rein_runner`'s helpers:
 //! never under hooks or a policy without writes), the config entry
 //! (`config`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rein_runner::{ExternalAgent, ExternalAnswer, ExternalTask};
+use rein_runner::{ApprovalRequest, ExternalAgent, ExternalAnswer, ExternalTask};
 use rein_wire::{AgentError, error::codes};
+use serde_json::json;
 
+use crate::acp::{Answer, Person, Question};
+use crate::asks::Asks;
+use crate::claude::permission::PermissionServer;
 use crate::config::{AgentEntry, AgentKind};
 use crate::driver::{Ended, drive};
 use crate::record::Recorder;
@@ -47,9 +56,19 @@ impl ExternalAgent for HostedHelper {
         let entry = self.entry.clone();
         let cwd = self.cwd.clone();
         Box::pin(async move {
-            let spec = entry.host_spec(&cwd, Some(&task.task), &[]);
+            let task = Arc::new(task);
+            let mut spec = entry.host_spec(&cwd, Some(&task.task), &[]);
             let program = entry.program();
             let cwd_text = cwd.display().to_string();
+            // Its questions go to the parent's person, for the run's length.
+            let (asks, _server) = if entry.asks_rein() {
+                let (questions, asks) = Asks::new(Arc::new(ParentPerson(task.clone())));
+                let server = PermissionServer::start(questions, &cwd_text).await?;
+                server.add_to(&mut spec.argv, true);
+                (Some(asks), Some(server))
+            } else {
+                (None, None)
+            };
             let mut reducer: Box<dyn Reducer> = match entry.kind {
                 AgentKind::Codex => Box::new(crate::CodexStream::new(&cwd_text)),
                 _ => Box::new(crate::ClaudeStream::new(&cwd_text)),
@@ -69,6 +88,7 @@ impl ExternalAgent for HostedHelper {
                 &mut |_| {},
                 task.cancel.clone(),
                 None,
+                asks,
             )
             .await;
             let driven = match driven {
@@ -91,5 +111,26 @@ impl ExternalAgent for HostedHelper {
                 )),
             }
         })
+    }
+}
+
+/// The parent conversation's person: a question is announced to the
+/// parent's watchers and answered in the child session's inbox by whoever
+/// decides it (so this never answers itself).
+struct ParentPerson(Arc<ExternalTask>);
+
+impl Person for ParentPerson {
+    fn ask(&self, question: Question) -> BoxFuture<'static, Option<Answer>> {
+        self.0.awaiting(ApprovalRequest {
+            approval_id: question.approval_id,
+            call_id: question.call_id,
+            arguments: json!({"detail": question.detail}),
+            tool: question.tool,
+            permission: rein_wire::permission::PermissionClass::Destructive,
+            purpose: Some("a hosted agent's call".into()),
+            preview: None,
+            agent_path: self.0.agent_path.clone(),
+        });
+        Box::pin(std::future::pending())
     }
 }

@@ -26,6 +26,7 @@
 pub mod acp;
 pub mod acp_serve;
 pub mod acp_stream;
+pub mod asks;
 pub mod attach;
 pub mod claude;
 pub mod codex;

@@ -124,7 +124,41 @@ impl Recorder {
         &self.session
     }
 
+    /// The store written to.
+    pub(crate) fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    /// Append `events` and mark the session's inbox taken up to `upto`, in
+    /// one transaction (what the items asked, recorded as they are taken).
+    pub(crate) async fn take_inbox(
+        &mut self,
+        upto: u64,
+        events: Vec<Event>,
+    ) -> Result<(), AgentError> {
+        self.renewed().await?;
+        self.store
+            .take_inbox(
+                &self.lease,
+                upto,
+                events.into_iter().map(NewEvent::main).collect(),
+            )
+            .await?;
+        Ok(())
+    }
+
     async fn append(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
+        self.renewed().await?;
+        self.store
+            .append(
+                &self.lease,
+                events.into_iter().map(NewEvent::main).collect(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn renewed(&mut self) -> Result<(), AgentError> {
         // Renew once half the lease has run; a hosted agent can be quiet
         // for longer than the lease (thinking), so one that lapsed is taken
         // again (the session is this run's own: nobody else writes to it).
@@ -138,12 +172,6 @@ impl Recorder {
                 Err(e) => return Err(e),
             };
         }
-        self.store
-            .append(
-                &self.lease,
-                events.into_iter().map(NewEvent::main).collect(),
-            )
-            .await?;
         Ok(())
     }
 
@@ -252,8 +280,12 @@ impl Recorder {
     ) -> Result<(), AgentError> {
         use rein_wire::permission::{Decision, LeaseScope};
         let (decision, by, lease) = match answer {
-            Some(a) if a.allow => (Decision::Approved, a.by.clone(), Some(LeaseScope::Once)),
-            Some(a) => (Decision::Denied, a.by.clone(), None),
+            Some(a) if a.allow => (
+                Decision::Approved,
+                a.surface.name().to_owned(),
+                Some(LeaseScope::Once),
+            ),
+            Some(a) => (Decision::Denied, a.surface.name().to_owned(), None),
             None => (Decision::Expired, "nobody".to_owned(), None),
         };
         self.append(vec![Event::ApprovalDecided {

@@ -13,7 +13,7 @@ use rein_wire::Usage;
 use rein_wire::loops::Repeat;
 use serde::Serialize;
 
-use crate::progress::Progress;
+use crate::progress::{Progress, ProgressKind};
 
 /// Tool calls kept open (to name a result and fingerprint it) at most; past
 /// it a result is still counted, only not named.
@@ -191,8 +191,10 @@ impl Refusals {
 }
 
 /// What every reducer keeps the same way: the steps not yet drained, the
-/// outcome so far (a first failure wins and clears the text), and the
-/// refused requests.
+/// outcome so far (a first failure wins and clears the text), the refused
+/// requests, and the loop detector of the open turn — which hears each
+/// completed call, each provider retry (the same retry over and over is a
+/// loop too), and starts afresh when a turn closes.
 #[derive(Debug, Default)]
 pub(crate) struct Core {
     pub(crate) steps: Vec<Step>,
@@ -200,6 +202,7 @@ pub(crate) struct Core {
     pub(crate) text: Option<String>,
     pub(crate) exited_early: bool,
     pub(crate) refusals: Refusals,
+    repeats: rein_wire::loops::Repeats,
 }
 
 impl Core {
@@ -225,6 +228,28 @@ impl Core {
         if let Some(shown) = self.refusals.add(kind, id, tool, detail) {
             self.send(shown);
         }
+    }
+
+    /// One completed action with fingerprint `fp`, for loop detection.
+    pub(crate) fn repeated(&mut self, fp: String) {
+        let verdict = self.repeats.observe(fp);
+        if verdict != Repeat::Fine {
+            self.steps.push(Step::Loop(verdict));
+        }
+    }
+
+    /// The provider was retried after `error` (the CLI's words for it,
+    /// "" when it gave none): the same retry, again and again, is a loop.
+    pub(crate) fn retried(&mut self, error: &str) {
+        let fp = rein_wire::loops::fingerprint("provider_retry", error, "");
+        self.repeated(fp);
+    }
+
+    /// A turn closed: said, and its loop count starts afresh.
+    pub(crate) fn close_turn(&mut self, turn: TurnResult) {
+        self.send(Progress::of(ProgressKind::TurnFinished));
+        self.steps.push(Step::TurnClosed(turn));
+        self.repeats = rein_wire::loops::Repeats::new();
     }
 
     /// The steps since the last call.

@@ -448,6 +448,50 @@ fn the_same_call_with_the_same_result_is_a_loop() {
     assert!(!steps.iter().any(|s| matches!(s, Step::Loop(_))));
 }
 
+fn verdicts(steps: &[Step]) -> Vec<Repeat> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Loop(v) => Some(*v),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_loop_detector_starts_afresh_each_turn_and_hears_retries() {
+    // Three repeats in each of two turns: a nudge in each, never a stop
+    // (the count is a turn's, as rein's own conversations keep it).
+    let mut lines = vec![init("m")];
+    for turn in 0..2 {
+        for i in 0..3 {
+            let id = format!("t{turn}-{i}");
+            lines.push(tool_use(
+                &id,
+                "Read",
+                json!({"file_path": "/work/project/a"}),
+            ));
+            lines.push(tool_result(&id, "same", false));
+        }
+        lines.push(result("ok", 0.1));
+        if turn == 0 {
+            lines.push(init("m"));
+        }
+    }
+    let (_, steps) = run(&lines);
+    assert_eq!(verdicts(&steps), [Repeat::Nudge, Repeat::Nudge]);
+    // The provider retried for the same reason five times: a loop, stopped.
+    let mut lines = vec![init("m")];
+    for attempt in 1..=5 {
+        lines.push(
+            json!({"type": "system", "subtype": "api_retry", "attempt": attempt,
+            "max_retries": 10, "error_status": 529, "error": "overloaded_error"}),
+        );
+    }
+    let (_, steps) = run(&lines);
+    assert_eq!(verdicts(&steps), [Repeat::Nudge, Repeat::Stop]);
+}
+
 mod property {
     use super::*;
     use proptest::prelude::*;

@@ -73,6 +73,7 @@ async fn a_hosted_run_is_recorded_and_reported() {
         &mut show,
         CancellationToken::new(),
         None,
+        None,
     )
     .await
     .unwrap();
@@ -116,6 +117,7 @@ async fn a_run_killed_at_its_limit_mid_turn_leaves_nothing_running() {
         Some(&mut recorder),
         &mut |_| {},
         CancellationToken::new(),
+        None,
         None,
     )
     .await
@@ -188,6 +190,7 @@ async fn a_child_killed_mid_turn_is_a_failure_that_says_so() {
         &mut |_| {},
         CancellationToken::new(),
         None,
+        None,
     )
     .await
     .unwrap();
@@ -224,6 +227,7 @@ async fn the_child_sees_only_the_named_environment_and_long_lines_are_skipped() 
         &mut |_| {},
         CancellationToken::new(),
         None,
+        None,
     )
     .await
     .unwrap();
@@ -257,6 +261,7 @@ async fn a_person_stops_a_run() {
         &mut |_| {},
         stop,
         None,
+        None,
     )
     .await
     .unwrap();
@@ -285,6 +290,7 @@ async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
         None,
         &mut |p: &Progress| shown.push(p.to_string()),
         CancellationToken::new(),
+        None,
         None,
     )
     .await
@@ -336,6 +342,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
         &mut |_| {},
         CancellationToken::new(),
         Some((host.clone(), "run-1".into())),
+        None,
     )
     .await
     .unwrap();
@@ -385,6 +392,7 @@ async fn an_agent_quiet_for_longer_than_the_lease_is_still_recorded() {
         Some(&mut recorder),
         &mut |_| {},
         CancellationToken::new(),
+        None,
         None,
     )
     .await

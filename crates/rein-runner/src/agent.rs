@@ -322,6 +322,28 @@ pub struct ExternalTask {
     pub task: String,
     /// Cancelled when the parent's turn is stopped or interrupted.
     pub cancel: CancellationToken,
+    /// The helper's path (`main/agent-1`).
+    pub agent_path: String,
+    /// The parent's watchers: a question the run puts to a person is
+    /// announced there ([`crate::UiKind::AgentAwaiting`]), to be decided in
+    /// `session` from any person's surface, as a sub-agent's is.
+    pub ui: Option<broadcast::Sender<UiEvent>>,
+}
+
+impl ExternalTask {
+    /// Tell the parent's watchers that `request` waits for a person in
+    /// this task's session.
+    pub fn awaiting(&self, request: crate::ApprovalRequest) {
+        if let Some(ui) = &self.ui {
+            let _ = ui.send(UiEvent {
+                agent: self.agent_path.clone(),
+                kind: crate::UiKind::AgentAwaiting {
+                    session: self.session.clone(),
+                    request,
+                },
+            });
+        }
+    }
 }
 
 /// A program rein hosts as a helper: it runs the task, records its run in

@@ -63,6 +63,8 @@ impl Spawn for ExternalSpawn {
                 session: child.session.clone(),
                 task: child.task.clone(),
                 cancel: child.cancel.clone(),
+                agent_path: child.agent_path.clone(),
+                ui: child.ui.clone(),
             };
             let mut spent = Spent::default();
             let outcome = match helper.run(task).await {

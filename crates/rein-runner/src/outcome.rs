@@ -10,6 +10,8 @@ use serde_json::Value;
 pub struct ApprovalRequest {
     /// The approval (what a decision names).
     pub approval_id: String,
+    /// The call it is about.
+    pub call_id: String,
     /// The tool.
     pub tool: String,
     /// Its arguments (bounded: past [`MAX_SHOWN_ARGUMENTS`] characters of

@@ -15,8 +15,11 @@
 //! - [`FakeToolBackend`]: the reference tool backend (files with revisions,
 //!   reads, reversible and source-file writes, destructive deletes).
 //!
+//! - [`clis`]: real agent CLIs (Claude Code) installed from npm, pinned.
+//!
 //! These are test tools: they favour clear failures over robustness.
 
+pub mod clis;
 mod collector;
 pub mod contract;
 mod fake_provider;

@@ -66,42 +66,46 @@ pub async fn serve(options: AcpOptions, store: Arc<dyn Store>) -> Result<(), Age
     AcpServe::new(open).serve_stdio().await
 }
 
-/// The person at this terminal, asked on stderr, answering on stdin.
+/// The person at this terminal, asked on stderr, answering on stdin. The
+/// line is read on a thread of its own, not the runtime's blocking pool: a
+/// question decided elsewhere leaves that read waiting, and the process
+/// must still be able to end.
 pub struct TerminalPerson;
 
 impl Person for TerminalPerson {
     fn ask(&self, question: Question) -> futures::future::BoxFuture<'static, Option<Answer>> {
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let what = if question.detail.is_empty() {
-                    question.tool.clone()
-                } else {
-                    format!("{}: {}", question.tool, question.detail)
-                };
-                let mut err = std::io::stderr();
-                let _ = write!(
-                    err,
-                    "[rein] the agent asks to run {what} — allow once? [y/N] "
-                );
-                let _ = err.flush();
-                let mut line = String::new();
-                let stdin = std::io::stdin();
-                if stdin.lock().read_line(&mut line).ok()? == 0 {
-                    return None;
-                }
-                let by = if stdin.is_terminal() {
-                    "terminal"
-                } else {
-                    "stdin"
-                };
-                Some(Answer {
-                    allow: rein::approvals::Answer::is_yes(&line),
-                    by: format!("{by}:person"),
-                })
-            })
-            .await
-            .ok()
-            .flatten()
-        })
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_answer(&question));
+        });
+        Box::pin(async move { rx.await.ok().flatten() })
     }
+}
+
+fn read_answer(question: &Question) -> Option<Answer> {
+    let what = if question.detail.is_empty() {
+        question.tool.clone()
+    } else {
+        format!("{}: {}", question.tool, question.detail)
+    };
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "[rein] the agent asks to run {what} — allow once? [y/N] "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    let stdin = std::io::stdin();
+    if stdin.lock().read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let by = if stdin.is_terminal() {
+        "terminal"
+    } else {
+        "stdin"
+    };
+    Some(Answer {
+        allow: rein::approvals::Answer::is_yes(&line),
+        surface: rein::approvals::Surface::product(by, "person"),
+    })
 }

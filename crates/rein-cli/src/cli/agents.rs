@@ -118,6 +118,7 @@ pub async fn run(
         ));
     }
     let in_argv = args.prompt.as_deref().filter(|_| !acp);
+    let prompt_last = in_argv.is_some();
     let mut spec = entry.host_spec(&cwd, in_argv, &args.env);
     spec.timeout = args.timeout.unwrap_or(entry.timeout);
     let program = entry.program();
@@ -145,6 +146,23 @@ pub async fn run(
     )
     .map_err(output_error)?;
     let view = Some((host, session.clone()));
+    // Claude Code's permission questions come to this terminal (and
+    // any surface), for the run's length.
+    let (asks, _server) = if entry.asks_rein() {
+        let person = Arc::new(crate::cli::acp::TerminalPerson);
+        let (questions, asks) = rein::host::asks::Asks::new(person);
+        let server =
+            rein::host::claude::permission::PermissionServer::start(questions, &cwd_text).await?;
+        server.add_to(&mut spec.argv, prompt_last);
+        writeln!(
+            err,
+            "[rein] its permission questions are asked here (or decide them with `rein approve {session}`)"
+        )
+        .map_err(output_error)?;
+        (Some(asks), Some(server))
+    } else {
+        (None, None)
+    };
     let stop = stop_on_signals();
     let mut shown_err = Ok(());
     let mut show = |p: &rein::host::Progress| {
@@ -162,6 +180,7 @@ pub async fn run(
                 &mut show,
                 stop,
                 view,
+                asks,
             )
             .await
         }

@@ -36,11 +36,12 @@
 //!
 //! Not here: the process, line framing, the session log.
 
+pub mod permission;
 mod result;
 
 use std::collections::HashMap;
 
-use rein_wire::loops::{Repeat, Repeats, fingerprint};
+use rein_wire::loops::fingerprint;
 use serde_json::{Map, Value, json};
 
 use crate::progress::{MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value, relative_path};
@@ -92,7 +93,6 @@ pub struct ClaudeStream {
     last_total_cost: Option<u64>,
     last_known_cost: u64,
     open: HashMap<String, OpenTool>,
-    repeats: Repeats,
     records: u64,
     oversize: u64,
     unknown: u64,
@@ -118,7 +118,6 @@ impl ClaudeStream {
             last_total_cost: None,
             last_known_cost: 0,
             open: HashMap::new(),
-            repeats: Repeats::new(),
             records: 0,
             oversize: 0,
             unknown: 0,
@@ -194,6 +193,9 @@ impl ClaudeStream {
                 };
                 self.core
                     .send(Progress::detail(ProgressKind::ProviderRetry, &detail));
+                let error = clean_value(record.get("error"), MAX_VALUE_CHARS);
+                let status = count(record.get("error_status")).unwrap_or(0);
+                self.core.retried(&format!("{status} {error}"));
             }
             Some("permission_denied") => {
                 let id = record.get("tool_use_id").and_then(Value::as_str);
@@ -275,19 +277,9 @@ impl ClaudeStream {
             .send(Progress::tool(ProgressKind::ToolStarted, &name, &detail));
     }
 
-    /// The one input of `name`'s call shown for it ([`TOOL_DETAILS`]), or "".
+    /// The one input of `name`'s call shown for it ([`call_detail`]).
     fn detail(&self, name: &str, input: Option<&Value>) -> String {
-        let Some((_, field)) = TOOL_DETAILS.iter().find(|(tool, _)| *tool == name) else {
-            return String::new();
-        };
-        let Some(value) = input.and_then(|i| i.get(*field)).and_then(Value::as_str) else {
-            return String::new();
-        };
-        if PATH_INPUTS.contains(field) {
-            relative_path(value, &self.cwd)
-        } else {
-            clean(value, MAX_VALUE_CHARS)
-        }
+        call_detail(name, input, &self.cwd)
     }
 
     fn user(&mut self, record: &Value) {
@@ -329,10 +321,7 @@ impl ClaudeStream {
                     &call.input_digest,
                     &digest(&Value::Object(result)),
                 );
-                let verdict = self.repeats.observe(fp);
-                if verdict != Repeat::Fine {
-                    self.core.steps.push(Step::Loop(verdict));
-                }
+                self.core.repeated(fp);
             }
         }
         if !sent {
@@ -452,5 +441,21 @@ impl Reducer for ClaudeStream {
             json!(self.core.failure.clone().unwrap_or_default()),
         );
         Value::Object(out)
+    }
+}
+
+/// The one input of a call of `name` shown for it ([`TOOL_DETAILS`]), a
+/// path relative to `cwd`; "" for a tool with none.
+pub(crate) fn call_detail(name: &str, input: Option<&Value>, cwd: &str) -> String {
+    let Some((_, field)) = TOOL_DETAILS.iter().find(|(tool, _)| *tool == name) else {
+        return String::new();
+    };
+    let Some(value) = input.and_then(|i| i.get(*field)).and_then(Value::as_str) else {
+        return String::new();
+    };
+    if PATH_INPUTS.contains(field) {
+        relative_path(value, cwd)
+    } else {
+        clean(value, MAX_VALUE_CHARS)
     }
 }

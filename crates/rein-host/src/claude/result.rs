@@ -6,10 +6,8 @@ use rein_wire::Usage;
 use serde_json::{Map, Value, json};
 
 use super::ClaudeStream;
-use crate::progress::{
-    MAX_REASON_CHARS, MAX_VALUE_CHARS, Progress, ProgressKind, clean, clean_value,
-};
-use crate::reducer::{MAX_COUNT, RefusalKind, Step, TurnResult, count, micro_usd};
+use crate::progress::{MAX_REASON_CHARS, MAX_VALUE_CHARS, clean, clean_value};
+use crate::reducer::{MAX_COUNT, RefusalKind, TurnResult, count, micro_usd};
 
 impl ClaudeStream {
     pub(super) fn take_result(&mut self, record: &Value) {
@@ -100,8 +98,7 @@ impl ClaudeStream {
             self.core.fail(&reason);
             turn.failure = Some(clean(&reason, MAX_REASON_CHARS));
         }
-        self.core.send(Progress::of(ProgressKind::TurnFinished));
-        self.core.steps.push(Step::TurnClosed(turn));
+        self.core.close_turn(turn);
     }
 }
 

@@ -39,6 +39,7 @@ pub(super) async fn pending(
             };
             ApprovalRequest {
                 approval_id: p.approval_id.clone(),
+                call_id: p.call_id.clone(),
                 tool: p.tool.clone(),
                 arguments,
                 permission: p.permission,

@@ -1,0 +1,302 @@
+//! The real Claude Code CLI (npm, pinned: `rein_testing::clis`) hosted by
+//! `rein agents run claude`, against a loopback Messages API stand-in this
+//! test owns, whose model asks to write a file. Its permission question is
+//! a rein approval: recorded, put to the person at the terminal or decided
+//! from another process with `rein approve`, and answered back — a yes
+//! lands the file, a no does not, and both are in the log.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::{Value, json};
+
+/// The stand-in: a streamed call asks to `Write` `target`; once a tool
+/// result is back, it says it is done. Anything else Claude Code asks
+/// (a count, a non-streamed call) gets a plain answer.
+async fn stand_in(target: &Path) -> FakeServer {
+    let server = FakeServer::start(Vec::new()).await.unwrap();
+    let target = target.display().to_string();
+    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
+            return Reply::status(200, json!({"input_tokens": 10}).to_string());
+        }
+        let answered = body.to_string().contains("\"tool_result\"");
+        let asks_write = body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "Write"));
+        let message = if asks_write && !answered {
+            ScriptedMessage::text(&["Writing it."]).with_call(ScriptedCall::new(
+                "toolu_1",
+                "Write",
+                json!({"file_path": target, "content": "hello from the model\n"}),
+                2,
+            ))
+        } else {
+            ScriptedMessage::text(&["All done."])
+        };
+        if body["stream"] == true {
+            Reply::sse(message.anthropic_sse())
+        } else {
+            let text: String = message.text.concat();
+            Reply::status(
+                200,
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                    "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
+                .to_string(),
+            )
+        }
+    }));
+    server
+}
+
+/// `rein agents run claude` on the real CLI in `work`, its key and the
+/// stand-in's address handed over by name.
+fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
+    let claude = rein_testing::clis::claude_code();
+    let mut cmd = common::rein_at(home);
+    cmd.current_dir(work)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args([
+            "agents",
+            "run",
+            "claude",
+            "--prompt",
+            "write hello to out.txt",
+        ])
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(claude)
+        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    cmd
+}
+
+/// The approvals a session recorded: (requested tool and detail, decision, by).
+async fn approvals(home: &Path, session: &str) -> Vec<(String, String, String)> {
+    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+        .await
+        .unwrap();
+    let events = rein::sessions::read_all(&store, session).await.unwrap();
+    let mut asked = Vec::new();
+    for e in &events {
+        match &e.event {
+            rein::sessions::Event::ApprovalRequested {
+                tool, arguments, ..
+            } => asked.push((
+                format!("{tool} {}", arguments["detail"].as_str().unwrap_or("")),
+                String::new(),
+                String::new(),
+            )),
+            rein::sessions::Event::ApprovalDecided { decision, by, .. } => {
+                let last = asked.last_mut().unwrap();
+                last.1 = decision.to_string();
+                last.2.clone_from(by);
+            }
+            _ => {}
+        }
+    }
+    asked
+}
+
+fn session_of(stderr: &str) -> String {
+    stderr
+        .split("rein agents attach ")
+        .nth(1)
+        .and_then(|s| s.split('`').next())
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claudes_write_is_asked_of_the_person_a_yes_lands_and_a_no_does_not() {
+    for (answer, lands) in [("y\n", true), ("n\n", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let target = work.path().join("out.txt");
+        let server = stand_in(&target).await;
+        let cmd = hosted(home.path(), work.path(), &server);
+        let out =
+            tokio::task::spawn_blocking(move || common::run_with_stdin(cmd, answer.as_bytes()))
+                .await
+                .unwrap();
+        let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+        assert!(out.status.success(), "{stderr}");
+        assert!(stdout.contains("All done."), "{stdout}\n{stderr}");
+        assert!(
+            stderr.contains("the agent asks to run Write: out.txt"),
+            "{stderr}"
+        );
+        assert_eq!(target.is_file(), lands, "answer {answer:?}: {stderr}");
+        let session = session_of(&stderr);
+        let decision = if lands { "approved" } else { "denied" };
+        assert_eq!(
+            approvals(home.path(), &session).await,
+            [(
+                "Write out.txt".to_owned(),
+                decision.to_owned(),
+                "stdin:person".to_owned()
+            )],
+            "{stderr}"
+        );
+        // The model saw the answer: the write's result, or its refusal.
+        let last = server
+            .requests()
+            .last()
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned());
+        let said = last.unwrap_or_default();
+        assert!(said.contains("toolu_1"), "{said}");
+        // The key it was given is in no output.
+        assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_decided_with_rein_approve_from_another_process() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let target = work.path().join("out.txt");
+    let server = stand_in(&target).await;
+    let mut cmd = hosted(home.path(), work.path(), &server);
+    // Nobody answers at the terminal: its stdin stays open and silent.
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    let (session, home_path) = (
+        loop {
+            let line = lines.next().unwrap().unwrap();
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("rein agents attach ") {
+                break session_of(&line);
+            }
+        },
+        home.path().to_owned(),
+    );
+    // Wait until the question is pending, then decide it elsewhere.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let approval = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing was asked: {seen}"
+        );
+        let listed = common::rein_at(&home_path)
+            .args(["approve", &session])
+            .output()
+            .unwrap();
+        let text = common::stdout(&listed) + &common::stderr(&listed);
+        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr")) {
+            break id
+                .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-')
+                .to_owned();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let decided = common::rein_at(&home_path)
+        .args(["approve", &session, &approval, "yes"])
+        .output()
+        .unwrap();
+    assert!(decided.status.success(), "{}", common::stderr(&decided));
+    assert!(
+        common::stdout(&decided).contains("the hosted run it asks for takes it now"),
+        "{}",
+        common::stdout(&decided)
+    );
+    let status = child.wait().unwrap();
+    drop(stdin);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.success(), "{seen}{}", rest.join("\n"));
+    assert!(target.is_file(), "the approved write landed");
+    let recorded = approvals(&home_path, &session).await;
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1, "approved");
+    assert_eq!(recorded[0].2, "rein approve");
+}
+
+/// A rein chat whose model hands a write to the configured `writer` (the
+/// real Claude Code): the helper's question reaches the parent's person at
+/// the parent's terminal, and their answer decides it in the helper's own
+/// session — a yes lands the file, a no does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_helpers_write_is_asked_of_the_parents_person() {
+    for (answer, lands) in [("y\n", true), ("n\n", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out.txt");
+        let stand = stand_in(&target).await;
+        let claude = rein_testing::clis::claude_code();
+        common::definition::write(
+            &home.path().join("config.toml"),
+            &format!(
+                "[agents.writer]\nkind = \"claude\"\ncommand = \"{}\"\n\
+                 args = [\"-p\", \"--output-format\", \"stream-json\", \"--verbose\"]\n\
+                 env = {{ ANTHROPIC_BASE_URL = \"{}\", ANTHROPIC_AUTH_TOKEN = \"test\", \
+                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\" }}\n",
+                claude.display(),
+                stand.base_url()
+            ),
+        );
+        let parent = FakeServer::start(vec![
+            common::definition::call(
+                "c1",
+                "delegate",
+                json!({"agent": "writer", "task": "write hello to out.txt"}),
+            ),
+            common::definition::say("The writer is done."),
+        ])
+        .await
+        .unwrap();
+        let url = format!("{}/v1", parent.base_url());
+        let mut cmd = common::rein_at(home.path());
+        cmd.args(["chat", "--base-url", &url, "--model", "m", "--subagents"])
+            .args(["-p", "have the writer write out.txt", "--root"])
+            .arg(root.path());
+        let out = common::definition::run(cmd, answer.as_bytes()).await;
+        let err = common::stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(target.is_file(), lands, "answer {answer:?}: {err}");
+        // Asked at the parent's terminal, decided in the helper's session.
+        assert!(err.contains("Write"), "{err}");
+        let parent_session = common::session_in(&err);
+        let store = rein::sessions::SqliteStore::open(home.path().join("rein.db"))
+            .await
+            .unwrap();
+        let events = rein::sessions::read_all(&store, &parent_session)
+            .await
+            .unwrap();
+        let child = events
+            .iter()
+            .find_map(|e| match &e.event {
+                rein::sessions::Event::AgentStarted {
+                    session: Some(s), ..
+                } => Some(s.clone()),
+                _ => None,
+            })
+            .expect("the helper's session");
+        let decision = if lands { "approved" } else { "denied" };
+        assert_eq!(
+            approvals(home.path(), &child).await,
+            [(
+                "Write out.txt".to_owned(),
+                decision.to_owned(),
+                "terminal".to_owned()
+            )],
+            "{err}"
+        );
+    }
+}

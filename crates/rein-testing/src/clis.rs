@@ -1,0 +1,57 @@
+//! Real agent CLIs for tests, installed from npm on first use and pinned:
+//! Claude Code ([`claude_code`]). Each runs against a loopback stand-in of
+//! its model API that the test owns; nothing reaches a real provider.
+
+use std::path::PathBuf;
+
+/// The Claude Code package, pinned.
+pub const CLAUDE_CODE: &str = "@anthropic-ai/claude-code@2.1.328";
+
+/// The Claude Code binary (the platform package's native `claude`),
+/// installed with npm under the system's temporary directory on first use
+/// (one install per machine, under a file lock, so parallel tests share
+/// it).
+///
+/// # Panics
+///
+/// When npm is missing, the install fails, or the machine is neither
+/// x86-64 nor arm64 Linux: a test cannot run without it, and is never
+/// skipped.
+pub fn claude_code() -> PathBuf {
+    let platform = match std::env::consts::ARCH {
+        "x86_64" => "linux-x64",
+        "aarch64" => "linux-arm64",
+        other => panic!("Claude Code ships no binary for {other}"),
+    };
+    let dir = std::env::temp_dir().join("rein-claude-code-2.1.328");
+    let binary = dir.join(format!(
+        "node_modules/@anthropic-ai/claude-code-{platform}/claude"
+    ));
+    std::fs::create_dir_all(&dir).expect("a directory for Claude Code");
+    let lock = std::fs::File::create(dir.join(".lock")).expect("its lock file");
+    lock.lock().expect("the lock");
+    if !binary.is_file() {
+        let status = std::process::Command::new("npm")
+            .args([
+                "install",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+            ])
+            .arg(&dir)
+            .arg(CLAUDE_CODE)
+            .status()
+            .expect("npm runs (Node.js is on the machine)");
+        assert!(
+            status.success(),
+            "npm install {CLAUDE_CODE} failed: {status}"
+        );
+    }
+    assert!(
+        binary.is_file(),
+        "{CLAUDE_CODE} has no {}",
+        binary.display()
+    );
+    binary
+}
