@@ -234,3 +234,85 @@ mod watched {
         );
     }
 }
+
+/// `rein acp` as an ACP client sees it, spoken to line by line: each tool
+/// call is announced (`tool_call`) before a permission is asked for it, the
+/// permission names the call's own id, and no `tool_call_update` names an
+/// id never announced — for a call allowed and for one rejected.
+#[test]
+fn each_tool_call_is_announced_before_its_permission_and_its_updates() {
+    use std::io::{BufRead, BufReader, Write};
+    for (choice, lands) in [("allow-once", true), ("reject", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let mut child = common::rein_at(home.path())
+            .args(["acp", "--scripted"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut to = child.stdin.take().unwrap();
+        let mut from = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut send = |message: serde_json::Value| {
+            writeln!(to, "{message}").unwrap();
+            to.flush().unwrap();
+        };
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        );
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+            "params": {"cwd": work.path(), "mcpServers": []}}),
+        );
+        let mut announced = std::collections::HashSet::new();
+        let mut asked = 0;
+        loop {
+            let line = from.next().unwrap().unwrap();
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == 2 {
+                let session = message["result"]["sessionId"].clone();
+                send(
+                    serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": "write notes.txt"}]}}),
+                );
+            }
+            if message["id"] == 3 {
+                assert!(message.get("result").is_some(), "{message}");
+                break;
+            }
+            let update = &message["params"]["update"];
+            match (message["method"].as_str(), update["sessionUpdate"].as_str()) {
+                (Some("session/update"), Some("tool_call")) => {
+                    let id = update["toolCallId"].as_str().unwrap().to_owned();
+                    assert!(announced.insert(id), "announced twice: {message}");
+                }
+                (Some("session/update"), Some("tool_call_update")) => {
+                    let id = update["toolCallId"].as_str().unwrap();
+                    assert!(
+                        announced.contains(id),
+                        "an update for an unannounced call: {message}"
+                    );
+                }
+                (Some("session/request_permission"), _) => {
+                    let id = message["params"]["toolCall"]["toolCallId"]
+                        .as_str()
+                        .unwrap();
+                    assert!(
+                        announced.contains(id),
+                        "asked before it was announced: {message}"
+                    );
+                    asked += 1;
+                    send(serde_json::json!({"jsonrpc": "2.0", "id": message["id"],
+                        "result": {"outcome": {"outcome": "selected", "optionId": choice}}}));
+                }
+                _ => {}
+            }
+        }
+        drop(to);
+        let _ = child.wait();
+        assert_eq!(asked, 1);
+        assert_eq!(work.path().join("notes.txt").exists(), lands, "{choice}");
+    }
+}

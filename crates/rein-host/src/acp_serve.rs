@@ -210,6 +210,25 @@ impl AcpServe {
                 json!({"sessionId": session, "update": update}),
             );
         };
+        // A client shows a call from its `tool_call`: each is announced
+        // once, first — before a permission is asked for it, before any
+        // update — and every later word about it is a `tool_call_update`.
+        let announced = std::sync::Mutex::new(std::collections::HashSet::new());
+        let announce = |call_id: &str, tool: &str, arguments: &Value, status: &str| {
+            let first = announced
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(call_id.to_owned());
+            if first {
+                notify(json!({
+                    "sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool,
+                    "kind": kind_of(tool), "status": status,
+                    "locations": locations(&cwd, arguments), "rawInput": arguments}));
+            } else {
+                notify(json!({
+                    "sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}));
+            }
+        };
         let forward = |kind: UiKind| match kind {
             UiKind::TextDelta { text } => notify(json!({
                 "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})),
@@ -219,13 +238,16 @@ impl AcpServe {
                 call_id,
                 tool,
                 arguments,
-            } => notify(json!({
-                "sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool,
-                "kind": kind_of(&tool), "status": "in_progress",
-                "locations": locations(&cwd, &arguments), "rawInput": arguments})),
-            UiKind::ToolResult { call_id, ok, .. } => notify(json!({
-                "sessionUpdate": "tool_call_update", "toolCallId": call_id,
-                "status": if ok { "completed" } else { "failed" }})),
+            } => announce(&call_id, &tool, &arguments, "in_progress"),
+            UiKind::ToolResult { call_id, ok, .. } => {
+                // A call refused before it ran was never announced.
+                announce(
+                    &call_id,
+                    "tool call",
+                    &Value::Null,
+                    if ok { "completed" } else { "failed" },
+                );
+            }
             _ => {}
         };
         let mut outcome = {
@@ -245,9 +267,15 @@ impl AcpServe {
             let TurnOutcome::AwaitingApproval(pending) = &outcome else {
                 break;
             };
+            announce(
+                &pending.call_id,
+                &pending.tool,
+                &pending.arguments,
+                "pending",
+            );
             let asked = json!({
                 "sessionId": session,
-                "toolCall": {"toolCallId": pending.approval_id, "title": pending.tool,
+                "toolCall": {"toolCallId": pending.call_id, "title": pending.tool,
                              "kind": kind_of(&pending.tool), "status": "pending",
                              "locations": locations(&cwd, &pending.arguments), "rawInput": pending.arguments},
                 "options": [
