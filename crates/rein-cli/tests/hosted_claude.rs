@@ -160,8 +160,17 @@ async fn claudes_write_is_asked_of_the_person_a_yes_lands_and_a_no_does_not() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_question_is_decided_with_rein_approve_from_another_process() {
+/// Start the hosted run with nobody answering at its terminal, wait until
+/// its question is pending, and run `decide(home, session, approval)`
+/// from another process; the run's exit, the file, and what was recorded.
+async fn decided_elsewhere(
+    decide: impl FnOnce(&Path, &str, &str) -> std::process::Output,
+) -> (
+    std::process::ExitStatus,
+    bool,
+    Vec<(String, String, String)>,
+    String,
+) {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let target = work.path().join("out.txt");
@@ -177,55 +186,79 @@ async fn a_question_is_decided_with_rein_approve_from_another_process() {
     let stdin = child.stdin.take();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = String::new();
-    let (session, home_path) = (
-        loop {
-            let line = lines.next().unwrap().unwrap();
-            seen.push_str(&line);
-            seen.push('\n');
-            if line.contains("rein agents attach ") {
-                break session_of(&line);
-            }
-        },
-        home.path().to_owned(),
-    );
-    // Wait until the question is pending, then decide it elsewhere.
+    let session = loop {
+        let line = lines.next().unwrap().unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("rein agents attach ") {
+            break session_of(&line);
+        }
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let approval = loop {
         assert!(
             std::time::Instant::now() < deadline,
             "nothing was asked: {seen}"
         );
-        let listed = common::rein_at(&home_path)
+        let listed = common::rein_at(home.path())
             .args(["approve", &session])
             .output()
             .unwrap();
-        let text = common::stdout(&listed) + &common::stderr(&listed);
-        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr")) {
-            break id
-                .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-')
-                .to_owned();
+        let text = common::stdout(&listed);
+        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr_")) {
+            break id.to_owned();
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let decided = common::rein_at(&home_path)
-        .args(["approve", &session, &approval, "yes"])
-        .output()
-        .unwrap();
-    assert!(decided.status.success(), "{}", common::stderr(&decided));
-    assert!(
-        common::stdout(&decided).contains("the hosted run it asks for takes it now"),
-        "{}",
-        common::stdout(&decided)
-    );
+    let said = decide(home.path(), &session, &approval);
+    assert!(said.status.success(), "{}", common::stderr(&said));
     let status = child.wait().unwrap();
     drop(stdin);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    assert!(status.success(), "{seen}{}", rest.join("\n"));
-    assert!(target.is_file(), "the approved write landed");
-    let recorded = approvals(&home_path, &session).await;
+    let recorded = approvals(home.path(), &session).await;
+    (
+        status,
+        target.is_file(),
+        recorded,
+        common::stdout(&said) + &rest.join("\n"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_decided_with_rein_approve_from_another_process() {
+    let (status, landed, recorded, said) = decided_elsewhere(|home, session, approval| {
+        common::rein_at(home)
+            .args(["approve", session, approval, "yes"])
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert!(status.success(), "{said}");
+    assert!(
+        said.contains("the hosted run it asks for takes it now"),
+        "{said}"
+    );
+    assert!(landed, "the approved write landed");
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert_eq!(recorded[0].1, "approved");
     assert_eq!(recorded[0].2, "rein approve");
+}
+
+/// A stop while the question waits wins: the run ends stopped, nothing is
+/// written, and the question is closed `stopped`, not left pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_while_a_question_waits_ends_the_run_and_closes_the_question() {
+    let (status, landed, recorded, said) = decided_elsewhere(|home, session, _| {
+        common::rein_at(home)
+            .args(["stop", session])
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert!(!status.success(), "{said}");
+    assert!(!landed, "a stopped run wrote");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1, "stopped", "{recorded:?}");
 }
 
 /// A rein chat whose model hands a write to the configured `writer` (the

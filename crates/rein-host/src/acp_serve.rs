@@ -210,24 +210,9 @@ impl AcpServe {
                 json!({"sessionId": session, "update": update}),
             );
         };
-        // A client shows a call from its `tool_call`: each is announced
-        // once, first — before a permission is asked for it, before any
-        // update — and every later word about it is a `tool_call_update`.
-        let announced = std::sync::Mutex::new(std::collections::HashSet::new());
+        let announced = Announced::default();
         let announce = |call_id: &str, tool: &str, arguments: &Value, status: &str| {
-            let first = announced
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(call_id.to_owned());
-            if first {
-                notify(json!({
-                    "sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool,
-                    "kind": kind_of(tool), "status": status,
-                    "locations": locations(&cwd, arguments), "rawInput": arguments}));
-            } else {
-                notify(json!({
-                    "sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}));
-            }
+            notify(announced.update(&cwd, call_id, tool, arguments, status));
         };
         let forward = |kind: UiKind| match kind {
             UiKind::TextDelta { text } => notify(json!({
@@ -273,16 +258,7 @@ impl AcpServe {
                 &pending.arguments,
                 "pending",
             );
-            let asked = json!({
-                "sessionId": session,
-                "toolCall": {"toolCallId": pending.call_id, "title": pending.tool,
-                             "kind": kind_of(&pending.tool), "status": "pending",
-                             "locations": locations(&cwd, &pending.arguments), "rawInput": pending.arguments},
-                "options": [
-                    {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-                ],
-            });
+            let asked = permission_request(&session, pending, &cwd);
             let answer = peer.request("session/request_permission", asked).await;
             let client = self
                 .client
@@ -334,6 +310,57 @@ impl AcpServe {
             TurnOutcome::AwaitingApproval(_) => "end_turn",
         })
     }
+}
+
+/// The calls a client was told of. A client shows a call from its
+/// `tool_call`: each is announced once, first — before a permission is
+/// asked for it, before any update — and every later word about it is a
+/// `tool_call_update`.
+#[derive(Default)]
+struct Announced(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl Announced {
+    /// The update saying `call_id` is now at `status`.
+    fn update(
+        &self,
+        cwd: &std::path::Path,
+        call_id: &str,
+        tool: &str,
+        arguments: &Value,
+        status: &str,
+    ) -> Value {
+        let first = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(call_id.to_owned());
+        if first {
+            json!({
+                "sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool,
+                "kind": kind_of(tool), "status": status,
+                "locations": locations(cwd, arguments), "rawInput": arguments})
+        } else {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status})
+        }
+    }
+}
+
+/// `session/request_permission` for `pending`, naming its call's own id.
+fn permission_request(
+    session: &str,
+    pending: &rein_runner::ApprovalRequest,
+    cwd: &std::path::Path,
+) -> Value {
+    json!({
+        "sessionId": session,
+        "toolCall": {"toolCallId": pending.call_id, "title": pending.tool,
+                     "kind": kind_of(&pending.tool), "status": "pending",
+                     "locations": locations(cwd, &pending.arguments), "rawInput": pending.arguments},
+        "options": [
+            {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ],
+    })
 }
 
 /// Run `step` on the conversation while its live events are forwarded.

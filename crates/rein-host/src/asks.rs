@@ -70,17 +70,17 @@ pub enum Decided {
     Stopped,
 }
 
-/// Record `question`, put it to `person`, and wait for a person's decision
-/// in the session's inbox (see the module's docs). Returns when one came,
-/// or a stop; the caller bounds the wait (the run's limit, its stop).
+/// Put `question`, recorded as `approval`, to `person`, and wait for a
+/// person's decision in the session's inbox (see the module's docs).
+/// Returns when one came, or a stop; the caller bounds the wait (the run's
+/// limit, its stop) and closes the approval when it gives up.
 pub(crate) async fn decide(
     recorder: &mut Recorder,
     person: &Arc<dyn Person>,
+    approval: &str,
     mut question: Question,
 ) -> Result<Decided, AgentError> {
-    let approval = recorder
-        .approval_requested(&question.call_id, &question.tool, &question.detail)
-        .await?;
+    let approval = approval.to_owned();
     question.approval_id.clone_from(&approval);
     let store = recorder.store();
     let session = recorder.session().to_owned();
@@ -140,8 +140,15 @@ async fn take(recorder: &mut Recorder, approval: &str) -> Result<Option<Decided>
     let mut events = Vec::new();
     for entry in entries {
         match entry.item {
-            // A stop wins over any decision queued after it.
+            // A stop wins over any decision queued after it, and closes
+            // the question.
             InboxItem::Stop { by } if decided.is_none() => {
+                events.push(Event::ApprovalDecided {
+                    approval_id: approval.to_owned(),
+                    decision: rein_approvals::Decision::Stopped,
+                    by: by.clone(),
+                    lease: None,
+                });
                 events.push(Event::Stopped { by });
                 decided = Some(Decided::Stopped);
             }

@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -27,6 +28,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::acp::{Person, Question};
 use crate::asks::{Asked, Asks, Decided};
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
@@ -214,15 +216,14 @@ pub async fn drive(
                     continue;
                 };
                 let person = asks.as_ref().map(|a| a.person.clone());
-                let decided = match (recorder.as_deref_mut(), person) {
-                    (Some(r), Some(person)) => tokio::select! {
-                        decided = crate::asks::decide(r, &person, question) => decided?,
-                        () = &mut deadline => { ended = Some(Ended::Timeout); Decided::Denied }
-                        () = stop.cancelled() => { ended = Some(Ended::Stopped); Decided::Denied }
-                    },
+                let (decided, over) = match (recorder.as_deref_mut(), person) {
+                    (Some(r), Some(person)) => {
+                        ask(r, &person, question, deadline.as_mut(), &stop).await?
+                    }
                     // Nowhere to record the question: nobody may be asked.
-                    _ => Decided::Denied,
+                    _ => (Decided::Denied, None),
                 };
+                ended = ended.or(over);
                 let _ = reply.send(decided == Decided::Allowed);
                 if decided == Decided::Stopped {
                     ended = Some(Ended::Stopped);
@@ -271,6 +272,33 @@ pub async fn drive(
         status.and_then(|s| s.code())
     };
     conclude(spec, reducer, recorder, ended, exit_code, stderr, started).await
+}
+
+/// Record `question` and have it decided (`crate::asks`) before the run's
+/// limit or its stop; a question nobody decided in time is closed so
+/// (`expired`) and refused, and the run ends as the limit or the stop says.
+async fn ask(
+    recorder: &mut Recorder,
+    person: &Arc<dyn Person>,
+    question: Question,
+    deadline: std::pin::Pin<&mut tokio::time::Sleep>,
+    stop: &CancellationToken,
+) -> Result<(Decided, Option<Ended>), AgentError> {
+    let approval = recorder
+        .approval_requested(&question.call_id, &question.tool, &question.detail)
+        .await?;
+    let (decided, ended) = tokio::select! {
+        decided = crate::asks::decide(recorder, person, &approval, question) => (Some(decided?), None),
+        () = deadline => (None, Some(Ended::Timeout)),
+        () = stop.cancelled() => (None, Some(Ended::Stopped)),
+    };
+    match decided {
+        Some(decided) => Ok((decided, ended)),
+        None => {
+            recorder.approval_decided(&approval, None).await?;
+            Ok((Decided::Denied, ended))
+        }
+    }
 }
 
 /// The run's next permission question; never, for a run asked none.

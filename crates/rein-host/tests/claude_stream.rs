@@ -425,14 +425,7 @@ fn the_same_call_with_the_same_result_is_a_loop() {
     }
     lines.push(result("ok", 0.1));
     let (_, steps) = run(&lines);
-    let verdicts: Vec<Repeat> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Loop(v) => Some(*v),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(verdicts, [Repeat::Nudge, Repeat::Stop]);
+    assert_eq!(verdicts(&steps), [Repeat::Nudge, Repeat::Stop]);
     // A different result each time is progress, not a loop.
     let mut lines = vec![init("m")];
     for i in 0..5 {

@@ -333,11 +333,11 @@ pub struct ExternalTask {
 impl ExternalTask {
     /// Tell the parent's watchers that `request` waits for a person in
     /// this task's session.
-    pub fn awaiting(&self, request: crate::ApprovalRequest) {
+    pub fn awaiting(&self, request: crate::outcome::ApprovalRequest) {
         if let Some(ui) = &self.ui {
             let _ = ui.send(UiEvent {
                 agent: self.agent_path.clone(),
-                kind: crate::UiKind::AgentAwaiting {
+                kind: crate::outcome::UiKind::AgentAwaiting {
                     session: self.session.clone(),
                     request,
                 },

@@ -27,31 +27,6 @@ pub fn claude_code() -> PathBuf {
     let binary = dir.join(format!(
         "node_modules/@anthropic-ai/claude-code-{platform}/claude"
     ));
-    std::fs::create_dir_all(&dir).expect("a directory for Claude Code");
-    let lock = std::fs::File::create(dir.join(".lock")).expect("its lock file");
-    lock.lock().expect("the lock");
-    if !binary.is_file() {
-        let status = std::process::Command::new("npm")
-            .args([
-                "install",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-            ])
-            .arg(&dir)
-            .arg(CLAUDE_CODE)
-            .status()
-            .expect("npm runs (Node.js is on the machine)");
-        assert!(
-            status.success(),
-            "npm install {CLAUDE_CODE} failed: {status}"
-        );
-    }
-    assert!(
-        binary.is_file(),
-        "{CLAUDE_CODE} has no {}",
-        binary.display()
-    );
+    crate::mcp::npm_install(&dir, CLAUDE_CODE, &binary);
     binary
 }

@@ -17,10 +17,23 @@ pub const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31"
 pub fn everything_server() -> PathBuf {
     let dir = std::env::temp_dir().join("rein-mcp-everything-2026.8.31");
     let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    std::fs::create_dir_all(&dir).expect("a directory for the MCP reference server");
+    npm_install(&dir, EVERYTHING, &entry);
+    entry
+}
+
+/// Install `package` with npm into `dir` unless `installed` is there yet:
+/// once per machine, under a file lock in `dir`, so parallel tests share
+/// it; install scripts are not run.
+///
+/// # Panics
+///
+/// When npm is missing, the install fails, or `installed` is still not
+/// there: a test cannot run without it, and is never skipped.
+pub fn npm_install(dir: &std::path::Path, package: &str, installed: &std::path::Path) {
+    std::fs::create_dir_all(dir).expect("a directory for the package");
     let lock = std::fs::File::create(dir.join(".lock")).expect("its lock file");
     lock.lock().expect("the lock");
-    if !entry.is_file() {
+    if !installed.is_file() {
         let status = std::process::Command::new("npm")
             .args([
                 "install",
@@ -29,14 +42,15 @@ pub fn everything_server() -> PathBuf {
                 "--no-fund",
                 "--prefix",
             ])
-            .arg(&dir)
-            .arg(EVERYTHING)
+            .arg(dir)
+            .arg(package)
             .status()
             .expect("npm runs (Node.js is on the machine)");
-        assert!(
-            status.success(),
-            "npm install {EVERYTHING} failed: {status}"
-        );
+        assert!(status.success(), "npm install {package} failed: {status}");
     }
-    entry
+    assert!(
+        installed.is_file(),
+        "{package} has no {}",
+        installed.display()
+    );
 }

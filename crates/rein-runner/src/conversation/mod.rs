@@ -21,14 +21,13 @@ mod asked;
 mod authority;
 mod builtins;
 mod folds;
+mod gate;
 mod hooked;
 mod inbox;
 mod journal;
 mod open;
-mod surface;
-
-mod gate;
 mod revisions;
+mod surface;
 mod verify;
 mod window;
 
@@ -47,7 +46,6 @@ use serde_json::{Value, json};
 
 use crate::agent::Agent;
 use crate::outcome::{TurnOutcome, UiKind};
-
 use crate::settings::Spent;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use folds::last_calls;
@@ -324,9 +322,8 @@ impl Conversation {
         self.journal
             .append(folds::closing(&events, &outcome))
             .await?;
-        self.journal.emit(UiKind::TurnFinished {
-            outcome: outcome.name(),
-        });
+        let ended = outcome.name();
+        self.journal.emit(UiKind::TurnFinished { outcome: ended });
         hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)
     }
@@ -341,10 +338,7 @@ struct Run {
 }
 
 /// What a step did.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one per step, returned and matched at once: boxing it would allocate each step"
-)]
+#[expect(clippy::large_enum_variant, reason = "one a step, matched at once")]
 enum Step {
     /// Take the next step.
     Next,
