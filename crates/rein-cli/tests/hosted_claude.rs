@@ -155,6 +155,16 @@ async fn claudes_write_is_asked_of_the_person_a_yes_lands_and_a_no_does_not() {
             .map(|r| String::from_utf8_lossy(&r.body).into_owned());
         let said = last.unwrap_or_default();
         assert!(said.contains("toolu_1"), "{said}");
+        // The permission tool is Claude Code's, never the model's: a
+        // model that could call it would put questions of its own making
+        // to the person.
+        for request in server.requests() {
+            let body = String::from_utf8_lossy(&request.body);
+            assert!(
+                !body.contains("mcp__rein__approve"),
+                "offered to the model: {body}"
+            );
+        }
         // The key it was given is in no output.
         assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));
     }
