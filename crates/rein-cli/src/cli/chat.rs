@@ -304,55 +304,12 @@ pub async fn run(
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     let mut input = Asker::new(input);
-    let root_dir = session_root::root_of(&options, store.as_ref(), &mut input, info).await?;
-    // One absolute path for every part: a relative one means another
-    // folder to a sandboxed command that runs somewhere else.
-    let root_dir = root_dir.canonicalize().map_err(|e| {
-        AgentError::new(
-            codes::INVALID_INPUT,
-            format!("the root {}: {e}", root_dir.display()),
-        )
-    })?;
-    let (_, loaded) = compose::load(options.home.clone(), &root_dir)?;
-    for note in &loaded.notes {
-        say(info, &format!("  ({note})"))?;
-    }
-    let effective = loaded.agent(options.agent.as_deref(), &options.flags())?;
-    let resolved = provider(&effective.spec, &options, &mut input, info).await?;
-    let wanted = compose::Wanted {
-        root: &root_dir,
-        effective: &effective,
-        commands_file: options.commands.as_deref(),
-        default_instructions: CHAT_INSTRUCTIONS,
-    };
-    let compose::Composed {
-        mut agent,
+    let Opened {
+        mut conversation,
         root,
-        mcp,
-    } = compose::compose(&wanted, &loaded, &resolved, &store, info).await?;
-    // The agents a delegate call may name (each with its own MCP servers).
-    let mut helper_servers = Vec::new();
-    if agent.delegation.is_some() {
-        let (named, servers) =
-            compose::named_agents(&wanted, &loaded, &store, &options.flags(), info).await?;
-        compose::add_helpers(&mut agent, &named, &loaded, &root_dir)?;
-        helper_servers = servers;
-    }
-    if let Some(level) = agent.profile.reasoning
-        && rein::wire::model_reasoning(&resolved.model) == rein::wire::ModelReasoning::DoesNot
-    {
-        say(
-            info,
-            &format!(
-                "  ({} does not reason: reasoning `{level}` is not sent to it)",
-                resolved.model
-            ),
-        )?;
-    }
-    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string(), "agent": options.agent});
-    let mut conversation = agent
-        .open_session(store.clone(), options.session.as_deref(), metadata)
-        .await?;
+        servers,
+        banner,
+    } = open_chat(&options, &store, &mut input, info).await?;
     let id = conversation.session_id().to_owned();
     let mut view = View {
         cost: Cost::default(),
@@ -378,15 +335,7 @@ pub async fn run(
             settle(&mut conversation, outcome, &mut input, out, info, &mut view).await?;
             return Ok(());
         }
-        say(
-            info,
-            &format!(
-                "rein chat · {} via {} · root {} · session {id} · /help, /exit",
-                resolved.model,
-                resolved.provider.name(),
-                root_dir.display()
-            ),
-        )?;
+        say(info, &format!("{banner} · session {id} · /help, /exit"))?;
         loop {
             let Some(line) = input.line("you> ").await? else {
                 return Ok(());
@@ -440,11 +389,95 @@ pub async fn run(
         info,
         &format!("session {id} (continue with: rein chat --resume {id})"),
     )?;
-    for clients in mcp.iter().chain(helper_servers.iter()) {
+    for clients in &servers {
         clients.shutdown();
     }
     conversation.close().await?;
     result
+}
+
+/// A chat's conversation, opened from its definition, and what the chat
+/// keeps beside it.
+struct Opened {
+    conversation: Conversation,
+    /// The root's file tools (for `/undo`).
+    root: Arc<rein::files::Root>,
+    /// The MCP servers started for it and its helpers (stopped at the end).
+    servers: Vec<rein::mcp::McpClients>,
+    /// "rein chat · MODEL via PROVIDER · root ROOT".
+    banner: String,
+}
+
+/// The root, the definition loaded and composed (its helpers too), the
+/// model's notes said, and the session opened (or continued).
+async fn open_chat(
+    options: &ChatOptions,
+    store: &Arc<dyn Store>,
+    input: &mut Asker,
+    info: &mut impl Write,
+) -> Result<Opened, AgentError> {
+    let root_dir = session_root::root_of(options, store.as_ref(), input, info).await?;
+    // One absolute path for every part: a relative one means another
+    // folder to a sandboxed command that runs somewhere else.
+    let root_dir = root_dir.canonicalize().map_err(|e| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!("the root {}: {e}", root_dir.display()),
+        )
+    })?;
+    let (_, loaded) = compose::load(options.home.clone(), &root_dir)?;
+    for note in &loaded.notes {
+        say(info, &format!("  ({note})"))?;
+    }
+    let effective = loaded.agent(options.agent.as_deref(), &options.flags())?;
+    let resolved = provider(&effective.spec, options, input, info).await?;
+    let wanted = compose::Wanted {
+        root: &root_dir,
+        effective: &effective,
+        commands_file: options.commands.as_deref(),
+        default_instructions: CHAT_INSTRUCTIONS,
+    };
+    let compose::Composed {
+        mut agent,
+        root,
+        mcp,
+    } = compose::compose(&wanted, &loaded, &resolved, store, info).await?;
+    // The agents a delegate call may name (each with its own MCP servers).
+    let mut helper_servers = Vec::new();
+    if agent.delegation.is_some() {
+        let (named, servers) =
+            compose::named_agents(&wanted, &loaded, store, &options.flags(), info).await?;
+        compose::add_helpers(&mut agent, &named, &loaded, &root_dir)?;
+        helper_servers = servers;
+    }
+    if let Some(level) = agent.profile.reasoning
+        && rein::wire::model_reasoning(&resolved.model) == rein::wire::ModelReasoning::DoesNot
+    {
+        say(
+            info,
+            &format!(
+                "  ({} does not reason: reasoning `{level}` is not sent to it)",
+                resolved.model
+            ),
+        )?;
+    }
+    let metadata = json!({"surface": "terminal", "provider": resolved.provider.name(), "model": resolved.model, "root": root_dir.display().to_string(), "agent": options.agent});
+    let conversation = agent
+        .open_session(store.clone(), options.session.as_deref(), metadata)
+        .await?;
+    let banner = format!(
+        "rein chat · {} via {} · root {}",
+        resolved.model,
+        resolved.provider.name(),
+        root_dir.display()
+    );
+    let servers = mcp.into_iter().chain(helper_servers).collect();
+    Ok(Opened {
+        conversation,
+        root,
+        servers,
+        banner,
+    })
 }
 
 /// The provider the definition names, else the offline scripted model if
