@@ -211,7 +211,7 @@ impl Scheduler {
 
         // The graph's own stop (fail_graph), apart from a caller's cancel.
         let failing = CancellationToken::new();
-        let mut running: JoinSet<(usize, u32, Result<Outputs, AgentError>)> = JoinSet::new();
+        let mut running: JoinSet<Attempted> = JoinSet::new();
         // Which task and attempt each spawned future is, for one that panics.
         let mut attempts: HashMap<tokio::task::Id, (usize, u32)> = HashMap::new();
         loop {
@@ -230,33 +230,11 @@ impl Scheduler {
             let Some(joined) = running.join_next_with_id().await else {
                 break;
             };
-            let (i, attempt, result) = match joined {
-                Ok((id, done)) => {
-                    attempts.remove(&id);
-                    done
-                }
-                Err(err) => {
-                    let Some((i, attempt)) = attempts.remove(&err.id()) else {
-                        continue;
-                    };
-                    tracing::error!(error = %err, task = %graph.tasks[i].id, "a task's attempt panicked");
-                    let error = AgentError::new(
-                        codes::INTERNAL,
-                        format!("task `{}`'s runner panicked", graph.tasks[i].id),
-                    );
-                    (i, attempt, Err(error))
-                }
+            let Some((i, attempt, result)) = attempt_of(&graph, &mut attempts, joined) else {
+                continue;
             };
             let task = &graph.tasks[i];
-            let result = result.and_then(|out| {
-                match task.outputs.iter().find(|name| !out.contains_key(*name)) {
-                    Some(missing) => Err(AgentError::new(
-                        codes::TASK_OUTPUT_MISSING,
-                        format!("task `{}` finished without its output `{missing}`", task.id),
-                    )),
-                    None => Ok(out),
-                }
-            });
+            let result = result.and_then(|out| with_outputs(task, out));
             let cancelled = self.cancel.is_cancelled() || failing.is_cancelled();
             let ended = match result {
                 Ok(out) => {
@@ -308,16 +286,7 @@ impl Scheduler {
                 state: state[i].clone(),
             });
         }
-        // Whatever did not start: cancelled.
-        for (i, s) in state.iter_mut().enumerate() {
-            if !s.is_final() {
-                *s = TaskState::Cancelled;
-                self.tell(Progress::Ended {
-                    task: graph.tasks[i].id.clone(),
-                    state: s.clone(),
-                });
-            }
-        }
+        self.cancel_unstarted(&graph, &mut state);
         let outcome = self.outcome(&state, &failing);
         Report {
             outcome,
@@ -327,6 +296,19 @@ impl Scheduler {
                 .map(|t| t.id.clone())
                 .zip(state)
                 .collect(),
+        }
+    }
+
+    /// Whatever did not start: cancelled, and said so.
+    fn cancel_unstarted(&self, graph: &Graph, state: &mut [TaskState]) {
+        for (i, s) in state.iter_mut().enumerate() {
+            if !s.is_final() {
+                *s = TaskState::Cancelled;
+                self.tell(Progress::Ended {
+                    task: graph.tasks[i].id.clone(),
+                    state: s.clone(),
+                });
+            }
         }
     }
 
@@ -426,7 +408,7 @@ impl Scheduler {
     /// limit, stopped by the graph's cancel or `failing`.
     fn spawn(
         &self,
-        running: &mut JoinSet<(usize, u32, Result<Outputs, AgentError>)>,
+        running: &mut JoinSet<Attempted>,
         failing: &CancellationToken,
         i: usize,
         brief: String,
@@ -514,4 +496,43 @@ fn descendants(graph: &Graph, task: usize) -> Vec<usize> {
     }
     out.sort_unstable();
     out
+}
+/// What one attempt's future gives back: its task, its attempt, its result.
+type Attempted = (usize, u32, Result<Outputs, AgentError>);
+
+/// Which task and attempt a joined future was, and its result — a panic
+/// is that attempt's `internal` failure; `None` for a future this run does
+/// not know.
+fn attempt_of(
+    graph: &Graph,
+    attempts: &mut HashMap<tokio::task::Id, (usize, u32)>,
+    joined: Result<(tokio::task::Id, Attempted), tokio::task::JoinError>,
+) -> Option<Attempted> {
+    match joined {
+        Ok((id, done)) => {
+            attempts.remove(&id);
+            Some(done)
+        }
+        Err(err) => {
+            let (i, attempt) = attempts.remove(&err.id())?;
+            tracing::error!(error = %err, task = %graph.tasks[i].id, "a task's attempt panicked");
+            let error = AgentError::new(
+                codes::INTERNAL,
+                format!("task `{}`'s runner panicked", graph.tasks[i].id),
+            );
+            Some((i, attempt, Err(error)))
+        }
+    }
+}
+
+/// `out` when it has every output `task` names; else the missing one's
+/// `task_output_missing`.
+fn with_outputs(task: &TaskSpec, out: Outputs) -> Result<Outputs, AgentError> {
+    match task.outputs.iter().find(|name| !out.contains_key(*name)) {
+        Some(missing) => Err(AgentError::new(
+            codes::TASK_OUTPUT_MISSING,
+            format!("task `{}` finished without its output `{missing}`", task.id),
+        )),
+        None => Ok(out),
+    }
 }
