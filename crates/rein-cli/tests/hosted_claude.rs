@@ -3,7 +3,9 @@
 //! test owns, whose model asks to write a file. Its permission question is
 //! a rein approval: recorded, put to the person at the terminal or decided
 //! from another process with `rein approve`, and answered back — a yes
-//! lands the file, a no does not, and both are in the log.
+//! lands the file, a no does not, and both are in the log; a stop while it
+//! waits closes it. As a helper a rein chat delegates to, the same question
+//! goes to the parent's person.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
