@@ -21,8 +21,7 @@ use rein_wire::{AgentError, error::codes};
 use serde_json::json;
 
 use crate::acp::{Answer, Person, Question};
-use crate::asks::Asks;
-use crate::claude::permission::PermissionServer;
+use crate::claude::permission::asking;
 use crate::config::{AgentEntry, AgentKind};
 use crate::driver::{Ended, drive};
 use crate::record::Recorder;
@@ -62,9 +61,8 @@ impl ExternalAgent for HostedHelper {
             let cwd_text = cwd.display().to_string();
             // Its questions go to the parent's person, for the run's length.
             let (asks, _server) = if entry.asks_rein() {
-                let (questions, asks) = Asks::new(Arc::new(ParentPerson(task.clone())));
-                let server = PermissionServer::start(questions, &cwd_text).await?;
-                server.add_to(&mut spec.argv, true);
+                let person = Arc::new(ParentPerson(task.clone()));
+                let (asks, server) = asking(person, &cwd_text, &mut spec.argv, true).await?;
                 (Some(asks), Some(server))
             } else {
                 (None, None)

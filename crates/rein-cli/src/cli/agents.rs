@@ -150,10 +150,9 @@ pub async fn run(
     // any surface), for the run's length.
     let (asks, _server) = if entry.asks_rein() {
         let person = Arc::new(crate::cli::acp::TerminalPerson);
-        let (questions, asks) = rein::host::asks::Asks::new(person);
-        let server =
-            rein::host::claude::permission::PermissionServer::start(questions, &cwd_text).await?;
-        server.add_to(&mut spec.argv, prompt_last);
+        let (asks, server) =
+            rein::host::claude::permission::asking(person, &cwd_text, &mut spec.argv, prompt_last)
+                .await?;
         writeln!(
             err,
             "[rein] its permission questions are asked here (or decide them with `rein approve {session}`)"
@@ -211,10 +210,22 @@ pub async fn run(
         }
     };
     shown_err.map_err(output_error)?;
+    said(kind, &driven, &session, out, err)
+}
+
+/// What a finished run says: its answer (made visible) on stdout, its
+/// summary on stderr; a run that did not finish is `hosted_agent_failed`.
+fn said(
+    kind: AgentKind,
+    driven: &Driven,
+    session: &str,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> Result<(), AgentError> {
     if let Some(text) = &driven.outcome.text {
         writeln!(out, "{}", rein::wire::visible::visible(text)).map_err(output_error)?;
     }
-    writeln!(err, "{}", summary_line(kind.as_str(), &driven, &session)).map_err(output_error)?;
+    writeln!(err, "{}", summary_line(kind.as_str(), driven, session)).map_err(output_error)?;
     match driven.ended {
         Ended::Finished => Ok(()),
         _ => Err(AgentError::new(

@@ -105,6 +105,21 @@ impl PermissionServer {
     }
 }
 
+/// The questions of a Claude Code run put to `person`: a server started
+/// for them and named in `argv` (before the prompt when it is last). Keep
+/// the server for the run's length; the questions go to `drive`.
+pub async fn asking(
+    person: Arc<dyn crate::acp::Person>,
+    cwd: &str,
+    argv: &mut Vec<String>,
+    prompt_last: bool,
+) -> Result<(crate::asks::Asks, PermissionServer), AgentError> {
+    let (questions, asks) = crate::asks::Asks::new(person);
+    let server = PermissionServer::start(questions, cwd).await?;
+    server.add_to(argv, prompt_last);
+    Ok((asks, server))
+}
+
 impl Drop for PermissionServer {
     fn drop(&mut self) {
         self.cancel.cancel();
