@@ -15,7 +15,6 @@
 //! the terminal's prompt (the CLI's `Person`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rein_approvals::{Answer as Decision, LeaseScope};
 use rein_sessions::{Event, InboxItem};
@@ -24,10 +23,6 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::acp::{Person, Question};
 use crate::record::Recorder;
-
-/// How often a question looks again for a decision posted from another
-/// process (one in this process is heard at once).
-const DECISION_POLL: Duration = Duration::from_millis(200);
 
 /// The questions one run may have waiting at once; a program asks one at
 /// a time, so more is a misbehaving channel.
@@ -121,7 +116,8 @@ pub(crate) async fn decide(
         tokio::select! {
             () = &mut asking => {}
             () = posted.wait() => {}
-            () = tokio::time::sleep(DECISION_POLL) => {}
+            // A decision from another process: the runner's one interval.
+            () = tokio::time::sleep(rein_runner::INBOX_POLL) => {}
         }
     }
 }

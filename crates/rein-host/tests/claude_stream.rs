@@ -414,31 +414,29 @@ fn an_unknown_cost_makes_the_sum_unknown() {
 #[test]
 fn the_same_call_with_the_same_result_is_a_loop() {
     let mut lines = vec![init("m")];
-    for i in 0..5 {
-        let id = format!("t{i}");
-        lines.push(tool_use(
-            &id,
-            "Read",
-            json!({"file_path": "/work/project/a"}),
-        ));
-        lines.push(tool_result(&id, "same", false));
-    }
+    reads(&mut lines, "t", 5, |_| "same".into());
     lines.push(result("ok", 0.1));
     let (_, steps) = run(&lines);
     assert_eq!(verdicts(&steps), [Repeat::Nudge, Repeat::Stop]);
     // A different result each time is progress, not a loop.
     let mut lines = vec![init("m")];
-    for i in 0..5 {
-        let id = format!("t{i}");
+    reads(&mut lines, "t", 5, |i| format!("v{i}"));
+    let (_, steps) = run(&lines);
+    assert!(!steps.iter().any(|s| matches!(s, Step::Loop(_))));
+}
+
+/// `n` reads of the same file, ids `{prefix}{i}`, the i-th answered
+/// `answer(i)`.
+fn reads(lines: &mut Vec<Value>, prefix: &str, n: usize, answer: impl Fn(usize) -> String) {
+    for i in 0..n {
+        let id = format!("{prefix}{i}");
         lines.push(tool_use(
             &id,
             "Read",
             json!({"file_path": "/work/project/a"}),
         ));
-        lines.push(tool_result(&id, &format!("v{i}"), false));
+        lines.push(tool_result(&id, &answer(i), false));
     }
-    let (_, steps) = run(&lines);
-    assert!(!steps.iter().any(|s| matches!(s, Step::Loop(_))));
 }
 
 fn verdicts(steps: &[Step]) -> Vec<Repeat> {
@@ -457,15 +455,7 @@ fn the_loop_detector_starts_afresh_each_turn_and_hears_retries() {
     // (the count is a turn's, as rein's own conversations keep it).
     let mut lines = vec![init("m")];
     for turn in 0..2 {
-        for i in 0..3 {
-            let id = format!("t{turn}-{i}");
-            lines.push(tool_use(
-                &id,
-                "Read",
-                json!({"file_path": "/work/project/a"}),
-            ));
-            lines.push(tool_result(&id, "same", false));
-        }
+        reads(&mut lines, &format!("t{turn}-"), 3, |_| "same".into());
         lines.push(result("ok", 0.1));
         if turn == 0 {
             lines.push(init("m"));
