@@ -173,32 +173,21 @@ pub async fn drive_acp(
             Some(Incoming::Request { id, method, params })
                 if method == "session/request_permission" =>
             {
-                reducer.feed(json!({"method": method}).to_string().as_bytes());
-                let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
-                let (tool, detail) = reducer.describe(&call);
-                let call_id = crate::progress::clean_value(call.get("toolCallId"), 120);
-                let approval = match recorder.as_deref_mut() {
-                    Some(r) => Some(r.approval_requested(&call_id, &tool, &detail).await?),
-                    None => None,
+                let until = async {
+                    tokio::select! {
+                        () = &mut deadline => Ended::Timeout,
+                        () = stop.cancelled() => Ended::Stopped,
+                    }
                 };
-                let asked = person.ask(Question {
-                    approval_id: approval.clone().unwrap_or_default(),
-                    call_id,
-                    tool,
-                    detail,
-                });
-                let said = tokio::select! {
-                    said = asked => said,
-                    () = &mut deadline => { ended = Some(Ended::Timeout); None }
-                    () = stop.cancelled() => { ended = Some(Ended::Stopped); None }
-                };
-                let allow = said.as_ref().is_some_and(|a| a.allow);
-                if let (Some(r), Some(id)) = (recorder.as_deref_mut(), approval) {
-                    r.approval_decided(&id, said.as_ref()).await?;
-                }
-                if !allow {
-                    reducer.refused(&call);
-                }
+                let (allow, cut) = permission(
+                    reducer,
+                    recorder.as_deref_mut(),
+                    person.as_ref(),
+                    &params,
+                    until,
+                )
+                .await?;
+                ended = cut;
                 peer.respond(id, permission_outcome(&params, allow));
                 if ended.is_some() {
                     break;
@@ -239,6 +228,48 @@ pub async fn drive_acp(
     guard.kill();
     let _ = child.wait().await;
     conclude(spec, reducer, recorder, ended, None, stderr, started).await
+}
+
+/// An agent's `session/request_permission`: recorded, put to the person,
+/// the decision recorded. Whether the call may run, and the run's end when
+/// `until` (its deadline or a stop) came before an answer.
+async fn permission(
+    reducer: &mut AcpStream,
+    mut recorder: Option<&mut Recorder>,
+    person: &dyn Person,
+    params: &Value,
+    until: impl std::future::Future<Output = Ended>,
+) -> Result<(bool, Option<Ended>), AgentError> {
+    reducer.feed(
+        json!({"method": "session/request_permission"})
+            .to_string()
+            .as_bytes(),
+    );
+    let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+    let (tool, detail) = reducer.describe(&call);
+    let call_id = crate::progress::clean_value(call.get("toolCallId"), 120);
+    let approval = match recorder.as_deref_mut() {
+        Some(r) => Some(r.approval_requested(&call_id, &tool, &detail).await?),
+        None => None,
+    };
+    let asked = person.ask(Question {
+        approval_id: approval.clone().unwrap_or_default(),
+        call_id,
+        tool,
+        detail,
+    });
+    let (said, ended) = tokio::select! {
+        said = asked => (said, None),
+        ended = until => (None, Some(ended)),
+    };
+    let allow = said.as_ref().is_some_and(|a| a.allow);
+    if let (Some(r), Some(id)) = (recorder, approval) {
+        r.approval_decided(&id, said.as_ref()).await?;
+    }
+    if !allow {
+        reducer.refused(&call);
+    }
+    Ok((allow, ended))
 }
 
 /// The answer's words in a message ("" for any other message).

@@ -193,15 +193,7 @@ impl AcpServe {
                 format!("no ACP session `{}`", crate::progress::clean(&session, 80)),
             )
         })?;
-        let text: String = params
-            .get("prompt")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = prompt_text(params);
         let mut conversation = conversation.lock().await;
         let mut ui = conversation.subscribe();
         let notify = |update: Value| {
@@ -267,16 +259,7 @@ impl AcpServe {
                 .clone();
             let surface = Surface::product("acp", &client);
             let approval = pending.approval_id.clone();
-            let chosen = answer
-                .ok()
-                .filter(|a| {
-                    a.pointer("/outcome/outcome").and_then(Value::as_str) == Some("selected")
-                })
-                .and_then(|a| {
-                    a.pointer("/outcome/optionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                });
+            let chosen = chosen_option(answer.ok());
             outcome = match chosen.as_deref() {
                 Some("allow-once") => {
                     run_resumed(&mut conversation, &mut ui, &forward, |c| {
@@ -302,14 +285,44 @@ impl AcpServe {
                 }
             };
         }
-        Ok(match outcome {
-            TurnOutcome::Finished { .. } => "end_turn",
-            TurnOutcome::Interrupted => "cancelled",
-            TurnOutcome::Budget { .. } | TurnOutcome::LoopDetected => "max_turn_requests",
-            TurnOutcome::Error { error } => return Err(error),
-            TurnOutcome::AwaitingApproval(_) => "end_turn",
-        })
+        stop_reason(outcome)
     }
+}
+
+/// The prompt's text blocks, one per line (other blocks are not read).
+fn prompt_text(params: &Value) -> String {
+    params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The option a client selected in its permission answer; `None` when it
+/// cancelled or did not answer.
+fn chosen_option(answer: Option<Value>) -> Option<String> {
+    answer
+        .filter(|a| a.pointer("/outcome/outcome").and_then(Value::as_str) == Some("selected"))
+        .and_then(|a| {
+            a.pointer("/outcome/optionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+}
+
+/// ACP's stop reason for how the turn ended.
+fn stop_reason(outcome: TurnOutcome) -> Result<&'static str, AgentError> {
+    Ok(match outcome {
+        TurnOutcome::Finished { .. } => "end_turn",
+        TurnOutcome::Interrupted => "cancelled",
+        TurnOutcome::Budget { .. } | TurnOutcome::LoopDetected => "max_turn_requests",
+        TurnOutcome::Error { error } => return Err(error),
+        TurnOutcome::AwaitingApproval(_) => "end_turn",
+    })
 }
 
 /// The calls a client was told of. A client shows a call from its

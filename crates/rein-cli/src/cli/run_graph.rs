@@ -122,20 +122,7 @@ pub async fn run(
         done,
         entries,
     } = open_graph(&options, &store).await?;
-    say(
-        info,
-        &format!(
-            "graph {} ({} tasks{}); resume with: rein run --resume {}",
-            record.session_id(),
-            graph.tasks().len(),
-            if done.is_empty() {
-                String::new()
-            } else {
-                format!(", {} kept from before", done.len())
-            },
-            record.session_id()
-        ),
-    )?;
+    announce(info, &record, &graph, done.len())?;
     check_agents(&graph, &surface)?;
     // The tasks share a blackboard (as it was, on a resume); every write
     // goes into the graph's record.
@@ -174,16 +161,7 @@ pub async fn run(
                 // Stamped before the question is shown: a line typed once it
                 // is on screen is always later than this.
                 let asked_at = Instant::now();
-                let request = &approval.request;
-                let shown: String = request.arguments.to_string().chars().take(300).collect();
-                view.say(info, &format!(
-                    "        ? {} asks to run {} {}",
-                    approval.task, request.tool, visible(&shown)
-                ))?;
-                view.say(info, &format!(
-                    "          approve? [y/N] (or from another terminal: rein approve {} {} yes|no)",
-                    approval.session, request.approval_id
-                ))?;
+                show_question(&mut view, info, &approval)?;
                 waiting.push((approval, asked_at));
             }
             Some((typed, answer)) = answers.recv() => {
@@ -212,7 +190,63 @@ pub async fn run(
         view.tokens(&usage.task, usage.tokens);
     }
     view.table(info, &report.tasks)?;
-    for (task, state) in &report.tasks {
+    print_answers(out, &report.tasks, &leaves)?;
+    ending(report.outcome, &graph_session)
+}
+
+/// The graph's id first, with how to resume it.
+fn announce(
+    info: &mut impl Write,
+    record: &GraphRecord,
+    graph: &Graph,
+    kept: usize,
+) -> Result<(), AgentError> {
+    let id = record.session_id();
+    let tasks = graph.tasks().len();
+    let kept = if kept == 0 {
+        String::new()
+    } else {
+        format!(", {kept} kept from before")
+    };
+    say(
+        info,
+        &format!("graph {id} ({tasks} tasks{kept}); resume with: rein run --resume {id}"),
+    )
+}
+
+/// A task's question: what it would run, and where else it can be decided.
+fn show_question(
+    view: &mut View,
+    info: &mut impl Write,
+    approval: &TaskApproval,
+) -> Result<(), AgentError> {
+    let request = &approval.request;
+    let shown: String = request.arguments.to_string().chars().take(300).collect();
+    view.say(
+        info,
+        &format!(
+            "        ? {} asks to run {} {}",
+            approval.task,
+            request.tool,
+            visible(&shown)
+        ),
+    )?;
+    view.say(
+        info,
+        &format!(
+            "          approve? [y/N] (or from another terminal: rein approve {} {} yes|no)",
+            approval.session, request.approval_id
+        ),
+    )
+}
+
+/// The answers of the tasks nothing depends on, on stdout.
+fn print_answers(
+    out: &mut impl Write,
+    tasks: &[(String, TaskState)],
+    leaves: &[String],
+) -> Result<(), AgentError> {
+    for (task, state) in tasks {
         if let TaskState::Succeeded { outputs, .. } = state
             && leaves.contains(task)
             && let Some(answer) = outputs.get("answer")
@@ -221,7 +255,12 @@ pub async fn run(
                 .map_err(super::output::output_error)?;
         }
     }
-    match report.outcome {
+    Ok(())
+}
+
+/// The run's result: a cancelled or failed graph says how to go on.
+fn ending(outcome: GraphOutcome, graph_session: &str) -> Result<(), AgentError> {
+    match outcome {
         GraphOutcome::Succeeded => Ok(()),
         GraphOutcome::Cancelled => Err(AgentError::new(
             codes::CANCELLED,

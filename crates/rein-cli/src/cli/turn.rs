@@ -240,13 +240,15 @@ pub(super) async fn drive(
     view: &mut View,
 ) -> Result<TurnOutcome, AgentError> {
     let mut events = conversation.subscribe();
-    let steering = conversation.steering();
-    let store = conversation.store();
-    // Sub-agents' approvals asked while the turn runs, oldest first: the
-    // next line typed answers the oldest.
-    let mut waiting: Vec<ChildAsk> = Vec::new();
     let interactive = std::io::stdin().is_terminal();
-    let session = conversation.session_id().to_owned();
+    let mut typing = Typing {
+        input,
+        waiting: Vec::new(),
+        interactive,
+        steering: conversation.steering(),
+        store: conversation.store(),
+        session: conversation.session_id().to_owned(),
+    };
     let mut interrupts = 0u32;
     let mut midline = false;
     // Markdown is styled only on a terminal that takes it; piped, the
@@ -263,7 +265,7 @@ pub(super) async fn drive(
         // At a terminal, a line typed while the turn runs steers it: heard
         // at the next step boundary, like `rein say` from elsewhere.
         if interactive {
-            input.listen_while_running();
+            typing.input.listen_while_running();
         }
         let mut spinner = Spinner::new(interactive && std::io::stderr().is_terminal());
         let mut tick = tokio::time::interval(SPINNER_TICK);
@@ -276,90 +278,23 @@ pub(super) async fn drive(
                     match &event.kind {
                         UiKind::AgentAwaiting { session: child, request } => {
                             end_line(out, &mut midline, &mut styler)?;
-                            ask_for_child(info, &event.agent, request, &session)?;
-                            waiting.push(ChildAsk {
-                                session: child.clone(),
-                                agent: event.agent.clone(),
-                                approval_id: request.approval_id.clone(),
-                            });
-                            // Piped too: the next line is the answer.
-                            input.listen_while_running();
+                            typing.child_asks(info, &event.agent, child, request)?;
                         }
                         UiKind::ApprovalDecided { approval_id, decision } => {
-                            if let Some(at) = waiting.iter().position(|w| &w.approval_id == approval_id) {
-                                let asked = waiting.remove(at);
-                                say(info, &format!("  {decision} for {} elsewhere", asked.agent))?;
-                            }
+                            typing.decided_elsewhere(info, approval_id, decision)?;
                         }
                         _ => print_event(&event, out, info, view, &mut midline, &mut styler)?,
                     }
                 }
                 _ = tick.tick(), if spinner.on => spinner.draw(info, midline)?,
-                line = input.typed(), if (interactive || !waiting.is_empty()) && input.listening() => {
+                line = typing.input.typed(), if typing.wanted() => {
                     spinner.clear(info)?;
-                    let line = line?;
-                    if line.is_none() && !waiting.is_empty() {
-                        say(info, &format!(
-                            "  (input ended: the sub-agent waits; decide with rein approve {session} {} yes|no)",
-                            waiting[0].approval_id
-                        ))?;
-                    }
-                    if let Some(text) = line {
-                        let text = text.trim();
-                        if !waiting.is_empty() {
-                            let asked = waiting.remove(0);
-                            let yes = Answer::is_yes(text);
-                            let decided = rein::approvals::decide(
-                                store.as_ref(),
-                                &asked.session,
-                                &asked.approval_id,
-                                if yes { Answer::Approve(LeaseScope::Once) } else { Answer::Deny },
-                                &Surface::terminal(),
-                            )
-                            .await;
-                            match decided {
-                                Ok(_) => say(info, &format!(
-                                    "  {} for {}",
-                                    if yes { "approved" } else { "denied" },
-                                    asked.agent
-                                ))?,
-                                // Decided elsewhere first: that decision stands.
-                                Err(err) => say(info, &format!("  not recorded here: {}", err.message))?,
-                            }
-                            if interactive || !waiting.is_empty() {
-                                input.listen_while_running();
-                            }
-                        } else if commands::parse(text).is_some() {
-                            // A command is the person's, not the model's:
-                            // it runs when the turn ends.
-                            say(info, &format!("  ({text} runs when this turn ends)"))?;
-                            input.queue(text.to_owned());
-                        } else if !text.is_empty() {
-                            steering.say(text.to_owned());
-                            say(info, "  (heard: the model reads it at its next step)")?;
-                        }
-                        if interactive {
-                            input.listen_while_running();
-                        }
-                    }
+                    typing.heard(line?, info).await?;
                 }
                 _ = tokio::signal::ctrl_c(), if interactive => {
                     spinner.clear(info)?;
                     interrupts += 1;
-                    if interrupts == 1 {
-                        steering.interrupt();
-                        say(info, "\n  (interrupting: an open answer is cut, a running tool finishes first; Ctrl-C again leaves now)")?;
-                    } else {
-                        // Leaving like a crash, on purpose: a call running now
-                        // is recorded `interrupted` when the session is next
-                        // opened, never claimed to have not run.
-                        say(
-                            info,
-                            &format!("\n  (leaving now: `rein chat --resume {session}` continues the turn)"),
-                        )?;
-                        let _ = info.flush();
-                        std::process::exit(130);
-                    }
+                    interrupt(interrupts, &typing, info)?;
                 }
                 result = &mut work => {
                     spinner.clear(info)?;
@@ -379,6 +314,156 @@ pub(super) async fn drive(
         writeln!(out).map_err(io_error)?;
     }
     result
+}
+
+/// Ctrl-C during a turn: the first interrupts at the next step, the
+/// second leaves at once.
+fn interrupt(count: u32, typing: &Typing<'_>, info: &mut impl Write) -> Result<(), AgentError> {
+    if count == 1 {
+        typing.steering.interrupt();
+        return say(
+            info,
+            "\n  (interrupting: an open answer is cut, a running tool finishes first; Ctrl-C again leaves now)",
+        );
+    }
+    // Leaving like a crash, on purpose: a call running now is recorded
+    // `interrupted` when the session is next opened, never claimed to have
+    // not run.
+    say(
+        info,
+        &format!(
+            "\n  (leaving now: `rein chat --resume {}` continues the turn)",
+            typing.session
+        ),
+    )?;
+    let _ = info.flush();
+    std::process::exit(130);
+}
+
+/// What a line typed while a turn runs is for: the oldest sub-agent
+/// question waiting, else a `/command` for after the turn, else steering.
+struct Typing<'a> {
+    input: &'a mut Asker,
+    /// Sub-agents' approvals asked while the turn runs, oldest first: the
+    /// next line typed answers the oldest.
+    waiting: Vec<ChildAsk>,
+    interactive: bool,
+    steering: rein::runner::Steering,
+    store: std::sync::Arc<dyn rein::sessions::Store>,
+    session: String,
+}
+
+impl Typing<'_> {
+    /// Whether a typed line is awaited now.
+    fn wanted(&self) -> bool {
+        (self.interactive || !self.waiting.is_empty()) && self.input.listening()
+    }
+
+    /// A sub-agent asks: the question is shown and the next line answers it.
+    fn child_asks(
+        &mut self,
+        info: &mut impl Write,
+        agent: &str,
+        child: &str,
+        request: &ApprovalRequest,
+    ) -> Result<(), AgentError> {
+        ask_for_child(info, agent, request, &self.session)?;
+        self.waiting.push(ChildAsk {
+            session: child.to_owned(),
+            agent: agent.to_owned(),
+            approval_id: request.approval_id.clone(),
+        });
+        // Piped too: the next line is the answer.
+        self.input.listen_while_running();
+        Ok(())
+    }
+
+    /// A question this terminal showed was decided on another surface.
+    fn decided_elsewhere(
+        &mut self,
+        info: &mut impl Write,
+        approval_id: &str,
+        decision: &impl std::fmt::Display,
+    ) -> Result<(), AgentError> {
+        if let Some(at) = self
+            .waiting
+            .iter()
+            .position(|w| w.approval_id == approval_id)
+        {
+            let asked = self.waiting.remove(at);
+            say(info, &format!("  {decision} for {} elsewhere", asked.agent))?;
+        }
+        Ok(())
+    }
+
+    /// A line typed (or the input's end) while the turn runs.
+    async fn heard(
+        &mut self,
+        line: Option<String>,
+        info: &mut impl Write,
+    ) -> Result<(), AgentError> {
+        let Some(text) = line else {
+            if let Some(oldest) = self.waiting.first() {
+                say(
+                    info,
+                    &format!(
+                        "  (input ended: the sub-agent waits; decide with rein approve {} {} yes|no)",
+                        self.session, oldest.approval_id
+                    ),
+                )?;
+            }
+            return Ok(());
+        };
+        let text = text.trim();
+        if !self.waiting.is_empty() {
+            self.answer(text, info).await?;
+            if self.interactive || !self.waiting.is_empty() {
+                self.input.listen_while_running();
+            }
+        } else if commands::parse(text).is_some() {
+            // A command is the person's, not the model's: it runs when the
+            // turn ends.
+            say(info, &format!("  ({text} runs when this turn ends)"))?;
+            self.input.queue(text.to_owned());
+        } else if !text.is_empty() {
+            self.steering.say(text.to_owned());
+            say(info, "  (heard: the model reads it at its next step)")?;
+        }
+        if self.interactive {
+            self.input.listen_while_running();
+        }
+        Ok(())
+    }
+
+    /// The oldest sub-agent question answered by the line typed.
+    async fn answer(&mut self, text: &str, info: &mut impl Write) -> Result<(), AgentError> {
+        let asked = self.waiting.remove(0);
+        let yes = Answer::is_yes(text);
+        let decided = rein::approvals::decide(
+            self.store.as_ref(),
+            &asked.session,
+            &asked.approval_id,
+            if yes {
+                Answer::Approve(LeaseScope::Once)
+            } else {
+                Answer::Deny
+            },
+            &Surface::terminal(),
+        )
+        .await;
+        match decided {
+            Ok(_) => say(
+                info,
+                &format!(
+                    "  {} for {}",
+                    if yes { "approved" } else { "denied" },
+                    asked.agent
+                ),
+            ),
+            // Decided elsewhere first: that decision stands.
+            Err(err) => say(info, &format!("  not recorded here: {}", err.message)),
+        }
+    }
 }
 
 /// A sub-agent's approval the terminal asked about while the turn runs.

@@ -38,29 +38,73 @@ impl Gate {
         let revision = self.tools.revision();
         let plans = self.plan_children(cx, events, &reads).await?;
         record_called(cx.journal, &reads, &plans).await?;
-        let backend = self.tools.clone();
-        let policy = cx.agent.guards.policy.clone();
-        let cached: Vec<Option<Value>> = reads
-            .iter()
-            .map(|(_, tool, args)| {
-                if backend.cacheable(tool) {
-                    self.cache.get(tool, args, &revision).cloned()
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let cached = self.cached(&reads, &revision);
         let children = plans
             .iter()
             .filter(|p| matches!(p, Delegate::Child(_)))
             .count();
+        let outcomes = self.invoke(cx, &reads, &cached, &plans, children).await?;
+        let batch = Batch {
+            reads: &reads,
+            plans: &plans,
+            revision: &revision,
+        };
+        let (results, fingerprints) = self.settle(cx, batch, cached, outcomes).await?;
+        // Reads' results are staged: durable with the next commit (the next
+        // step's `tool.called`, a decision asked for, or the turn's end).
+        // A crash before it loses only them, and recovery answers those
+        // calls `interrupted` — what a crash during the reads gave anyway;
+        // a read is never a write that ran. A sub-agent's finish is written
+        // at once: its work is not something to lose.
+        if children > 0 {
+            cx.journal.append(results).await?;
+        } else {
+            cx.journal.stage(results).await?;
+        }
+        for fp in fingerprints {
+            if let Some(outcome) = self.count_repeat(cx, repeats, fp).await? {
+                return Ok(Some(outcome));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Each read's result from the cache, where its tool allows caching
+    /// and this revision of the tools answered it before.
+    fn cached(&self, reads: &[(String, String, Value)], revision: &str) -> Vec<Option<Value>> {
+        reads
+            .iter()
+            .map(|(_, tool, args)| {
+                if self.tools.cacheable(tool) {
+                    self.cache.get(tool, args, revision).cloned()
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Run the batch at once: a cached result as it is, a refused
+    /// delegation as refused, a sub-agent through its spawner, any other
+    /// read through the backend. Sub-agents share what is left of the
+    /// turn's budget and are cancelled together.
+    async fn invoke(
+        &mut self,
+        cx: &mut Around<'_>,
+        reads: &[(String, String, Value)],
+        cached: &[Option<Value>],
+        plans: &[Delegate],
+        children: usize,
+    ) -> Result<Vec<Ran>, AgentError> {
+        let backend = self.tools.clone();
+        let policy = cx.agent.guards.policy.clone();
         let share = self.child_budgets(cx, u32::try_from(children).unwrap_or(u32::MAX));
         let cancel = tokio_util::sync::CancellationToken::new();
         let runs =
             reads
                 .iter()
-                .zip(&cached)
-                .zip(&plans)
+                .zip(cached)
+                .zip(plans)
                 .map(|(((call_id, tool, args), hit), plan)| {
                     let backend = backend.clone();
                     let child = match plan {
@@ -103,15 +147,32 @@ impl Gate {
                     }
                 });
         let all = futures::future::join_all(runs);
-        let outcomes = if children == 0 {
-            all.await
+        if children == 0 {
+            Ok(all.await)
         } else {
-            self.while_children_run(cx, all, &cancel).await?
-        };
+            self.while_children_run(cx, all, &cancel).await
+        }
+    }
+
+    /// The batch's results in call order: a sub-agent's spending drawn
+    /// from the turn's budget and its `agent.finished`, a live result
+    /// cached, each outcome through the after-call hooks; with each
+    /// result's fingerprint for the loop detector.
+    async fn settle(
+        &mut self,
+        cx: &mut Around<'_>,
+        batch: Batch<'_>,
+        cached: Vec<Option<Value>>,
+        outcomes: Vec<Ran>,
+    ) -> Result<(Vec<Event>, Vec<String>), AgentError> {
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
-        for ((((call_id, tool, args), hit), (outcome, spent, took)), plan) in
-            reads.iter().zip(cached).zip(outcomes).zip(&plans)
+        for ((((call_id, tool, args), hit), (outcome, spent, took)), plan) in batch
+            .reads
+            .iter()
+            .zip(cached)
+            .zip(outcomes)
+            .zip(batch.plans)
         {
             if let Delegate::Child(planned) = plan {
                 // What a sub-agent spent is drawn from this turn's budget.
@@ -132,10 +193,10 @@ impl Gate {
                 ResultSource::Live
             };
             if hit.is_none()
-                && backend.cacheable(tool)
+                && self.tools.cacheable(tool)
                 && let Outcome::Ok { result, .. } = &outcome
             {
-                self.cache.put(tool, args, &revision, result.clone());
+                self.cache.put(tool, args, batch.revision, result.clone());
             }
             let (outcome, records) =
                 hooked::after_call(&cx.agent.guards.hooks, call_id, tool, args, outcome).await;
@@ -146,23 +207,7 @@ impl Gate {
             fingerprints.push(fingerprint(tool, args, &event));
             results.push(event);
         }
-        // Reads' results are staged: durable with the next commit (the next
-        // step's `tool.called`, a decision asked for, or the turn's end).
-        // A crash before it loses only them, and recovery answers those
-        // calls `interrupted` — what a crash during the reads gave anyway;
-        // a read is never a write that ran. A sub-agent's finish is written
-        // at once: its work is not something to lose.
-        if children > 0 {
-            cx.journal.append(results).await?;
-        } else {
-            cx.journal.stage(results).await?;
-        }
-        for fp in fingerprints {
-            if let Some(outcome) = self.count_repeat(cx, repeats, fp).await? {
-                return Ok(Some(outcome));
-            }
-        }
-        Ok(None)
+        Ok((results, fingerprints))
     }
 
     /// Wait for a batch with sub-agents, hearing the parent's interrupt or
@@ -204,6 +249,17 @@ impl Gate {
             }
         }
     }
+}
+
+/// What one read came to: its outcome, what a sub-agent spent, how long.
+type Ran = (Outcome, crate::settings::Spent, std::time::Duration);
+
+/// A read batch as planned: the calls, each one's delegation plan, and the
+/// tools' revision the results are cached under.
+struct Batch<'a> {
+    reads: &'a [(String, String, Value)],
+    plans: &'a [Delegate],
+    revision: &'a str,
 }
 
 /// The batch's `tool.called` records (and each new sub-agent's
