@@ -93,7 +93,7 @@ mod watched {
     use futures::future::BoxFuture;
     use rein::host::acp::{AcpAsk, Answer, Person, Question, drive_acp};
     use rein::host::acp_stream::AcpStream;
-    use rein::host::session::{Delivery, SessionHost};
+    use rein::host::session::SessionHost;
     use rein::host::{Ended, HostSpec};
     use tokio_util::sync::CancellationToken;
 
@@ -157,7 +157,10 @@ mod watched {
                     if host.state("acp-1").is_some() {
                         let a = watch(&host, "acp-1", "alice");
                         let b = watch(&host, "acp-1", "bob");
-                        let typed = host.take_over("acp-1", "alice", b"stop").unwrap().1;
+                        let typed = (
+                            host.take_over("acp-1", "alice", b"stop"),
+                            host.state("acp-1").unwrap().0,
+                        );
                         return (a, b, typed);
                     }
                     tokio::time::sleep(Duration::from_millis(1)).await;
@@ -179,8 +182,11 @@ mod watched {
         let (alice, bob, typed) = watching.await.unwrap();
         assert_eq!(
             typed,
-            Delivery::Protocol,
-            "an acp session's keys go through the protocol"
+            (
+                Err(rein::host::session::InputResult::NotHeard),
+                rein::host::session::Lease::Agent
+            ),
+            "an acp session's keys are not heard and take nothing"
         );
         for screen in [alice, bob] {
             let seen = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();

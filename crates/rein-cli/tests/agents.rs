@@ -36,12 +36,17 @@ fn a_hosted_claude_run_shows_progress_prints_its_answer_and_is_a_session() {
         serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": "Wrote it.\u{1b}[2J",
             "num_turns": 2, "duration_ms": 900, "total_cost_usd": 0.0042}),
     ];
-    // The prompt arrives as the last argument; the script records its args.
+    // The script records its arguments and what its stdin held.
     let argv_file = work.path().join("argv.txt");
+    let stdin_file = work.path().join("stdin.txt");
     let sh = script(
         work.path(),
         &lines,
-        &format!("printf '%s\\n' \"$@\" > '{}'", argv_file.display()),
+        &format!(
+            "printf '%s\\n' \"$@\" > '{}'; cat > '{}'",
+            argv_file.display(),
+            stdin_file.display()
+        ),
     );
     let out = common::rein_at(home.path())
         .current_dir(work.path())
@@ -70,21 +75,26 @@ fn a_hosted_claude_run_shows_progress_prints_its_answer_and_is_a_session() {
     );
     assert!(!stderr.contains(secret) && !stdout.contains(secret));
     // Its permission questions come to rein: its MCP tool and the config
-    // naming it, before the prompt (still the last argument).
+    // naming it. It hears words mid-run: its request is no argument but
+    // its first stream-json message, and its stdin closed once its turn
+    // ended (or `cat` would wait for ever).
     let argv = std::fs::read_to_string(&argv_file).unwrap();
     let argv: Vec<&str> = argv.lines().collect();
-    assert_eq!(argv.len(), 6, "{argv:?}");
-    assert_eq!(argv[..2], ["-p", "--mcp-config"]);
+    assert_eq!(argv.len(), 7, "{argv:?}");
     assert_eq!(
-        argv[3..],
-        [
-            "--permission-prompt-tool",
-            "mcp__rein__approve",
-            "write lib.rs"
-        ]
+        argv[..4],
+        ["-p", "--input-format", "stream-json", "--mcp-config"]
     );
+    assert_eq!(
+        argv[5..],
+        ["--permission-prompt-tool", "mcp__rein__approve"]
+    );
+    let heard = std::fs::read_to_string(&stdin_file).unwrap();
+    let first: serde_json::Value = serde_json::from_str(heard.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "user");
+    assert_eq!(first["message"]["content"][0]["text"], "write lib.rs");
     // The config file is gone with the run: the token it held with it.
-    assert!(!std::path::Path::new(argv[2]).exists(), "{}", argv[2]);
+    assert!(!std::path::Path::new(argv[4]).exists(), "{}", argv[4]);
 
     let session = stderr.rsplit("session ").next().unwrap().trim().to_owned();
     let report = common::rein_at(home.path())

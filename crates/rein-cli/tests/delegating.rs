@@ -63,7 +63,8 @@ fn fake_claude(home: &std::path::Path, more: &str) -> std::path::PathBuf {
     write(
         &script,
         &format!(
-            "printf '%s\\n' \"$@\" > '{}'\nwhile IFS= read -r line; do printf '%s\\n' \"$line\"; done < '{}'\n",
+            "printf '%s\\n' \"$@\" > '{}'\nhead -n 1 >> '{}'\nwhile IFS= read -r line; do printf '%s\\n' \"$line\"; done < '{}'\n",
+            argv_file.display(),
             argv_file.display(),
             data.display()
         ),
@@ -135,7 +136,7 @@ async fn a_delegate_to_a_hosted_agent_runs_as_a_child_session_in_the_parents_rep
     assert!(first.contains("claude-helper"), "{first}");
     let second = server.requests()[1].json().to_string();
     assert!(second.contains("main is in src/main.rs"), "{second}");
-    // The task reached the program as its prompt.
+    // The task reached the program as its request: its first message.
     let argv = std::fs::read_to_string(&argv_file).unwrap();
     assert!(argv.contains("find main"), "{argv}");
     // The hosted run is the parent's child session, in its report.

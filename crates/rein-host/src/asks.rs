@@ -17,11 +17,11 @@
 use std::sync::Arc;
 
 use rein_approvals::{Answer as Decision, LeaseScope};
-use rein_sessions::{Event, InboxItem};
 use rein_wire::AgentError;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::acp::{Person, Question};
+use crate::driver::Ended;
 use crate::record::Recorder;
 
 /// The questions one run may have waiting at once; a program asks one at
@@ -68,12 +68,14 @@ pub enum Decided {
 /// Put `question`, recorded as `approval`, to `person`, and wait for a
 /// person's decision in the session's inbox (see the module's docs).
 /// Returns when one came, or a stop; the caller bounds the wait (the run's
-/// limit, its stop) and closes the approval when it gives up.
+/// limit, its stop) and closes the approval when it gives up. Words said
+/// meanwhile are recorded and added to `words`, for the program to hear.
 pub(crate) async fn decide(
     recorder: &mut Recorder,
     person: &Arc<dyn Person>,
     approval: &str,
     mut question: Question,
+    words: &mut Vec<String>,
 ) -> Result<Decided, AgentError> {
     let approval = approval.to_owned();
     question.approval_id.clone_from(&approval);
@@ -110,7 +112,9 @@ pub(crate) async fn decide(
     };
     tokio::pin!(asking);
     loop {
-        if let Some(decided) = take(recorder, &approval).await? {
+        let taken = crate::heard::take(recorder, Some(&approval)).await?;
+        words.extend(taken.words);
+        if let Some(decided) = taken.decided {
             return Ok(decided);
         }
         tokio::select! {
@@ -122,54 +126,59 @@ pub(crate) async fn decide(
     }
 }
 
-/// Take the session's inbox into the log: the decision for `approval`
-/// (others' are passed over: a run asks one question at a time), a stop,
-/// words (recorded as said; a program asked with `-p` cannot hear them
-/// mid-run). `None` while nothing decides the question.
-async fn take(recorder: &mut Recorder, approval: &str) -> Result<Option<Decided>, AgentError> {
-    let store = recorder.store();
-    let entries = store.inbox(recorder.session()).await?;
-    let Some(upto) = entries.last().map(|e| e.id) else {
-        return Ok(None);
+/// A run's bounds while it waits on a person: its limit and its stop.
+pub(crate) type Bounds<'a> = (
+    std::pin::Pin<&'a mut tokio::time::Sleep>,
+    &'a tokio_util::sync::CancellationToken,
+);
+
+/// Have a program's question decided — recorded, put to `person`, taken
+/// from the inbox — within the run's `bounds`, and send the answer back.
+/// Nowhere to record it, nobody may be asked: refused. The run's end when
+/// its limit or a stop came first; words said meanwhile go to `words`.
+pub(crate) async fn answer(
+    asked: Asked,
+    person: Option<Arc<dyn Person>>,
+    recorder: Option<&mut Recorder>,
+    bounds: Bounds<'_>,
+    words: &mut Vec<String>,
+) -> Result<Option<Ended>, AgentError> {
+    let Asked { question, reply } = asked;
+    let (decided, over) = match (recorder, person) {
+        (Some(r), Some(person)) => ask(r, &person, question, bounds, words).await?,
+        _ => (Decided::Denied, None),
     };
-    let mut decided = None;
-    let mut events = Vec::new();
-    for entry in entries {
-        match entry.item {
-            // A stop wins over any decision queued after it, and closes
-            // the question.
-            InboxItem::Stop { by } if decided.is_none() => {
-                events.push(Event::ApprovalDecided {
-                    approval_id: approval.to_owned(),
-                    decision: rein_approvals::Decision::Stopped,
-                    by: by.clone(),
-                    lease: None,
-                });
-                events.push(Event::Stopped { by });
-                decided = Some(Decided::Stopped);
-            }
-            InboxItem::Decision {
-                approval_id,
-                decision,
-                lease,
-                by,
-            } if approval_id == approval && decided.is_none() => {
-                decided = Some(if decision == rein_approvals::Decision::Approved {
-                    Decided::Allowed
-                } else {
-                    Decided::Denied
-                });
-                events.push(Event::ApprovalDecided {
-                    approval_id,
-                    decision,
-                    by,
-                    lease,
-                });
-            }
-            InboxItem::Say { text, .. } => events.push(Event::SteerSaid { text }),
-            InboxItem::Stop { .. } | InboxItem::Decision { .. } => {}
+    let _ = reply.send(decided == Decided::Allowed);
+    Ok(if decided == Decided::Stopped {
+        Some(Ended::Stopped)
+    } else {
+        over
+    })
+}
+
+/// Record `question` and have it decided before the run's limit or its
+/// stop; a question nobody decided in time is closed so (`expired`) and
+/// refused, and the run ends as the limit or the stop says.
+async fn ask(
+    recorder: &mut Recorder,
+    person: &Arc<dyn Person>,
+    question: Question,
+    (deadline, stop): Bounds<'_>,
+    words: &mut Vec<String>,
+) -> Result<(Decided, Option<Ended>), AgentError> {
+    let approval = recorder
+        .approval_requested(&question.call_id, &question.tool, &question.detail)
+        .await?;
+    let (decided, ended) = tokio::select! {
+        decided = decide(recorder, person, &approval, question, words) => (Some(decided?), None),
+        () = deadline => (None, Some(Ended::Timeout)),
+        () = stop.cancelled() => (None, Some(Ended::Stopped)),
+    };
+    match decided {
+        Some(decided) => Ok((decided, ended)),
+        None => {
+            recorder.approval_decided(&approval, None).await?;
+            Ok((Decided::Denied, ended))
         }
     }
-    recorder.take_inbox(upto, events).await?;
-    Ok(decided)
 }

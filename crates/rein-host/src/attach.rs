@@ -5,14 +5,16 @@
 //!
 //! Frames both ways are `[kind: u8][length: u32, big-endian][payload]`,
 //! at most [`MAX_FRAME`] bytes of payload. A viewer sends `H` (hello: its
-//! name) first, then `K` (keystrokes: a takeover by typing), `R` (release)
-//! or `Z` (resize: cols and rows as two u16). The owner sends `O` (output:
+//! name) first, then `K` (keystrokes: a takeover by typing into a terminal
+//! session; into a protocol session, a line of words for the agent, echoed
+//! to that viewer and said on Enter — never a takeover), `R` (release) or
+//! `Z` (resize: cols and rows as two u16; the holder's size wins). The owner sends `O` (output:
 //! the snapshot first, then live chunks), `S` (a status line: who holds
 //! the session, a refusal naming the holder, that older output is gone) and
 //! `E` (the session ended). A viewer that cannot keep up is dropped, never
 //! waited for: the agent's output is never gated.
 //!
-//! Not here: the session's rules (`session.rs`), terminals' raw mode (the CLI).
+//! Not here: the session's rules (`session`), terminals' raw mode (the CLI).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -184,9 +186,14 @@ async fn viewer(
     let status = |text: String| {
         let _ = tx.try_send((kind::STATUS, text.into_bytes()));
     };
-    status(format!(
-        "attached as {viewer}; type to take over, Ctrl-] r releases, Ctrl-] d detaches"
-    ));
+    // A protocol session takes a line of words, not keystrokes.
+    let mut words = matches!(host.state(&session), Some((_, _, mode)) if mode != crate::session::RenderMode::NativeTui)
+        .then(Line::default);
+    status(if words.is_some() {
+        format!("attached as {viewer}; type a line to say it to the agent, Ctrl-] d detaches")
+    } else {
+        format!("attached as {viewer}; type to take over, Ctrl-] r releases, Ctrl-] d detaches")
+    });
     loop {
         let frame = tokio::select! {
             frame = read_frame(&mut r) => frame,
@@ -199,13 +206,27 @@ async fn viewer(
         };
         let Ok(Some((k, payload))) = frame else { break };
         match k {
+            kind::KEYS if words.is_some() => {
+                if let Some(line) = words.as_mut() {
+                    for said in line.typed(&payload, &tx) {
+                        status(match host.route_input(&session, &viewer, &said) {
+                            InputResult::Routed { .. } => {
+                                "said: the agent hears it at its next step".to_owned()
+                            }
+                            InputResult::LeaseHeld { holder } => {
+                                format!("{holder} holds the session; your words were not sent")
+                            }
+                            InputResult::NotHeard | InputResult::NoSuchSession => {
+                                "this agent hears no words now; nothing was sent".to_owned()
+                            }
+                        });
+                    }
+                }
+            }
             kind::KEYS => {
                 let held = matches!(host.state(&session),
                     Some((Lease::Person { viewer: holder, .. }, _, _)) if holder == viewer);
                 match host.take_over(&session, &viewer, &payload) {
-                    Ok((_, crate::session::Delivery::Protocol)) => status(
-                        "this session's agent takes no typed input: it is driven through its protocol".to_owned(),
-                    ),
                     Ok(_) if !held => status(
                         "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),
                     ),
@@ -222,7 +243,7 @@ async fn viewer(
             kind::RESIZE if payload.len() == 4 => {
                 let cols = u16::from_be_bytes([payload[0], payload[1]]);
                 let rows = u16::from_be_bytes([payload[2], payload[3]]);
-                host.resize(&session, cols, rows);
+                host.resize(&session, &viewer, cols, rows);
             }
             _ => {}
         }
@@ -230,4 +251,44 @@ async fn viewer(
     host.detach(&session, &viewer);
     drop(tx);
     writer.abort();
+}
+
+/// A line of words a viewer is typing into a protocol session: echoed to
+/// that viewer only (its terminal is raw), said when Enter is pressed.
+#[derive(Default)]
+struct Line {
+    text: String,
+}
+
+impl Line {
+    /// Take keystrokes; the lines they finish. Backspace edits; other
+    /// control bytes are dropped; a line stops growing at [`MAX_FRAME`].
+    fn typed(&mut self, keys: &[u8], echo: &mpsc::Sender<(u8, Vec<u8>)>) -> Vec<String> {
+        let mut done = Vec::new();
+        let mut shown = Vec::new();
+        for ch in String::from_utf8_lossy(keys).chars() {
+            match ch {
+                '\r' | '\n' => {
+                    shown.extend_from_slice(b"\r\n");
+                    let line = std::mem::take(&mut self.text);
+                    if !line.trim().is_empty() {
+                        done.push(line.trim().to_owned());
+                    }
+                }
+                '\u{7f}' | '\u{8}' if self.text.pop().is_some() => {
+                    shown.extend_from_slice(b"\x08 \x08");
+                }
+                c if c.is_control() => {}
+                c if self.text.len() + c.len_utf8() <= MAX_FRAME => {
+                    self.text.push(c);
+                    shown.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+                _ => {}
+            }
+        }
+        if !shown.is_empty() {
+            let _ = echo.try_send((kind::OUTPUT, shown));
+        }
+        done
+    }
 }

@@ -119,6 +119,37 @@ impl AgentEntry {
         spec
     }
 
+    /// Whether a run of it hears words said mid-run: a `claude` entry whose
+    /// arguments do not set its input format; its request and later words
+    /// go as stream-json messages on its stdin (`heard`).
+    pub fn hears_rein(&self) -> bool {
+        self.kind == AgentKind::Claude
+            && !self
+                .argv
+                .iter()
+                .any(|a| a == "--input-format" || a.starts_with("--input-format="))
+    }
+
+    /// The spec of a run asked `prompt`, with the request the driver sends
+    /// on the program's stdin when it hears words (`Joined::hears`);
+    /// otherwise the prompt is its last argument.
+    pub fn run_spec(
+        &self,
+        cwd: &Path,
+        prompt: Option<&str>,
+        more: &[String],
+    ) -> (crate::driver::HostSpec, Option<String>) {
+        if self.hears_rein()
+            && let Some(prompt) = prompt
+        {
+            let mut spec = self.host_spec(cwd, None, more);
+            spec.argv
+                .extend(["--input-format".to_owned(), "stream-json".to_owned()]);
+            return (spec, Some(prompt.to_owned()));
+        }
+        (self.host_spec(cwd, prompt, more), None)
+    }
+
     /// Whether a run of it asks rein's person its permission questions: a
     /// `claude` entry whose arguments do not decide them already (a
     /// `permission_mode`, `--permission-prompt-tool`, …).

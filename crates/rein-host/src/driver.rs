@@ -8,15 +8,15 @@
 //! limit, when a person stops it, when loop detection says stop, and when
 //! the driver is dropped mid-run (`GroupGuard`). stderr is kept as a few
 //! bounded, cleaned lines for a failure's reason, with the secrets the
-//! child was given masked.
+//! child was given masked. Beside stdout the run hears its session's inbox
+//! (words, a stop: `heard`) and its program's permission questions (`asks`).
 //!
 //! Not here: what the lines mean (the reducers), the session log
-//! (`record.rs`), terminals (`session.rs`).
+//! (`record.rs`), terminals (`session`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -28,8 +28,8 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{Person, Question};
-use crate::asks::{Asked, Asks, Decided};
+use crate::asks::{Asked, Asks};
+use crate::heard::Ears;
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Outcome, Reducer, Step};
@@ -169,20 +169,38 @@ impl Drop for GroupGuard {
     }
 }
 
+/// What of a person's a hosted run takes part in, beyond its output.
+#[derive(Default)]
+pub struct Joined {
+    /// Viewers watch it: a session of this host (`stream` mode) that
+    /// closing stops the run.
+    pub view: Option<(SessionHost, String)>,
+    /// Its permission questions go to a person (`asks`).
+    pub asks: Option<Asks>,
+    /// The program takes its request, and words said mid-run, as messages
+    /// on its stdin (Claude Code's `--input-format stream-json`, `heard`):
+    /// this is the request. `None`: the request is in its arguments, and
+    /// words said mid-run are recorded but not heard.
+    pub hears: Option<String>,
+}
+
 /// Run `spec`, feeding `reducer`, showing progress through `show` and
-/// recording through `recorder`; `stop` ends it early. With `view`, the
-/// run is a session of that host (`stream` mode) that viewers can watch;
-/// closing it stops the run.
+/// recording through `recorder`; `stop` ends it early, and so does a stop
+/// posted to its session. What a person takes part in is `joined`.
 pub async fn drive(
     spec: &HostSpec,
     reducer: &mut dyn Reducer,
     mut recorder: Option<&mut Recorder>,
     show: &mut (dyn FnMut(&Progress) + Send),
     stop: CancellationToken,
-    view: Option<(SessionHost, String)>,
-    mut asks: Option<Asks>,
+    joined: Joined,
 ) -> Result<Driven, AgentError> {
     let started = Instant::now();
+    let Joined {
+        view,
+        mut asks,
+        hears,
+    } = joined;
     let view = match view {
         Some((host, session)) => Some(View::open(host, session, RenderMode::Stream, &stop)?),
         None => None,
@@ -191,7 +209,15 @@ pub async fn drive(
         mut child,
         mut guard,
         stderr,
-    } = spawn(spec, false)?;
+    } = spawn(spec, hears.is_some())?;
+    let viewers = view
+        .as_ref()
+        .filter(|_| hears.is_some())
+        .and_then(View::listen);
+    let mut ears = Ears::new(child.stdin.take(), recorder.as_deref(), viewers);
+    if let Some(request) = &hears {
+        ears.first(request).await?;
+    }
     let secrets = secrets_of(spec);
     let mut lines = Lines::new(child.stdout.take(), spec.max_line);
     let deadline = tokio::time::sleep(spec.timeout);
@@ -210,25 +236,31 @@ pub async fn drive(
             }
             () = &mut deadline => { ended = Some(Ended::Timeout); break; }
             () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
+            heard = ears.wake() => {
+                if ears.take(heard, recorder.as_deref_mut(), show).await? {
+                    ended = Some(Ended::Stopped);
+                    break;
+                }
+                continue;
+            }
             asked = next_question(&mut asks) => {
-                let Some(Asked { question, reply }) = asked else {
+                let Some(asked) = asked else {
                     asks = None;
                     continue;
                 };
                 let person = asks.as_ref().map(|a| a.person.clone());
-                let (decided, over) = match (recorder.as_deref_mut(), person) {
-                    (Some(r), Some(person)) => {
-                        ask(r, &person, question, deadline.as_mut(), &stop).await?
-                    }
-                    // Nowhere to record the question: nobody may be asked.
-                    _ => (Decided::Denied, None),
-                };
-                ended = ended.or(over);
-                let _ = reply.send(decided == Decided::Allowed);
-                if decided == Decided::Stopped {
-                    ended = Some(Ended::Stopped);
-                }
-                if ended.is_some() {
+                let mut words = Vec::new();
+                let over = crate::asks::answer(
+                    asked,
+                    person,
+                    recorder.as_deref_mut(),
+                    (deadline.as_mut(), &stop),
+                    &mut words,
+                )
+                .await?;
+                ears.deliver(words, show).await;
+                if over.is_some() {
+                    ended = over;
                     break;
                 }
                 continue;
@@ -243,6 +275,9 @@ pub async fn drive(
             }
         }
         let steps = masked(reducer.drain(), &secrets);
+        if steps.iter().any(|s| matches!(s, Step::TurnClosed(_))) {
+            ears.turn_closed();
+        }
         if let Some(view) = &view {
             view.show(None, &steps);
         }
@@ -272,33 +307,6 @@ pub async fn drive(
         status.and_then(|s| s.code())
     };
     conclude(spec, reducer, recorder, ended, exit_code, stderr, started).await
-}
-
-/// Record `question` and have it decided (`crate::asks`) before the run's
-/// limit or its stop; a question nobody decided in time is closed so
-/// (`expired`) and refused, and the run ends as the limit or the stop says.
-async fn ask(
-    recorder: &mut Recorder,
-    person: &Arc<dyn Person>,
-    question: Question,
-    deadline: std::pin::Pin<&mut tokio::time::Sleep>,
-    stop: &CancellationToken,
-) -> Result<(Decided, Option<Ended>), AgentError> {
-    let approval = recorder
-        .approval_requested(&question.call_id, &question.tool, &question.detail)
-        .await?;
-    let (decided, ended) = tokio::select! {
-        decided = crate::asks::decide(recorder, person, &approval, question) => (Some(decided?), None),
-        () = deadline => (None, Some(Ended::Timeout)),
-        () = stop.cancelled() => (None, Some(Ended::Stopped)),
-    };
-    match decided {
-        Some(decided) => Ok((decided, ended)),
-        None => {
-            recorder.approval_decided(&approval, None).await?;
-            Ok((Decided::Denied, ended))
-        }
-    }
 }
 
 /// The run's next permission question; never, for a run asked none.

@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::acp::{Answer, Person, Question};
 use crate::claude::permission::asking;
 use crate::config::{AgentEntry, AgentKind};
-use crate::driver::{Ended, drive};
+use crate::driver::{Ended, Joined, drive};
 use crate::record::Recorder;
 use crate::reducer::Reducer;
 
@@ -56,13 +56,16 @@ impl ExternalAgent for HostedHelper {
         let cwd = self.cwd.clone();
         Box::pin(async move {
             let task = Arc::new(task);
-            let mut spec = entry.host_spec(&cwd, Some(&task.task), &[]);
+            // Its request on its stdin when it hears words: the child
+            // session's `rein say` reaches it mid-run.
+            let (mut spec, hears) = entry.run_spec(&cwd, Some(&task.task), &[]);
             let program = entry.program();
             let cwd_text = cwd.display().to_string();
             // Its questions go to the parent's person, for the run's length.
             let (asks, _server) = if entry.asks_rein() {
                 let person = Arc::new(ParentPerson(task.clone()));
-                let (asks, server) = asking(person, &cwd_text, &mut spec.argv, true).await?;
+                let prompt_last = hears.is_none();
+                let (asks, server) = asking(person, &cwd_text, &mut spec.argv, prompt_last).await?;
                 (Some(asks), Some(server))
             } else {
                 (None, None)
@@ -85,8 +88,11 @@ impl ExternalAgent for HostedHelper {
                 Some(&mut recorder),
                 &mut |_| {},
                 task.cancel.clone(),
-                None,
-                asks,
+                Joined {
+                    view: None,
+                    asks,
+                    hears,
+                },
             )
             .await;
             let driven = match driven {

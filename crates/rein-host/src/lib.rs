@@ -32,6 +32,7 @@ pub mod claude;
 pub mod codex;
 pub mod config;
 pub mod driver;
+pub mod heard;
 pub mod helper;
 pub mod jsonrpc;
 mod lifetime;
@@ -44,7 +45,7 @@ mod view;
 
 pub use claude::ClaudeStream;
 pub use codex::CodexStream;
-pub use driver::{Driven, Ended, HostSpec, drive};
+pub use driver::{Driven, Ended, HostSpec, Joined, drive};
 pub use lifetime::kill_running;
 pub use progress::{Progress, ProgressKind};
 pub use record::Recorder;

@@ -49,6 +49,9 @@ pub enum ProgressKind {
     TurnFinished,
     /// Loop detection's nudge: the same call got the same result again.
     Repeating,
+    /// A person's words were recorded (the detail says whether the program
+    /// heard them).
+    Said,
 }
 
 /// One progress event.
@@ -105,6 +108,7 @@ impl fmt::Display for Progress {
             ProgressKind::Activity => "…",
             ProgressKind::TurnFinished => "turn finished",
             ProgressKind::Repeating => "repeating: the same call got the same result again",
+            ProgressKind::Said => "said",
         };
         f.write_str(what)?;
         if let ProgressKind::Thinking { tokens } = self.kind

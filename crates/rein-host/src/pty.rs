@@ -3,7 +3,7 @@
 //! (retained, sent to every viewer) by a thread of its own, because a PTY
 //! is a blocking file.
 //!
-//! Not here: the session's rules (`session.rs`).
+//! Not here: the session's rules (`session`).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

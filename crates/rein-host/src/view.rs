@@ -3,11 +3,11 @@
 //! An agent driven through a protocol (ACP, or a CLI's JSON stream) has no
 //! screen of its own: its session's terminal half renders what the run
 //! says — progress lines and the answer's words, made visible — and takes
-//! no input (that goes through the protocol: a prompt, a cancel, a
-//! permission's answer). Its protocol half stands for the agent's channel;
+//! no keystrokes: a viewer's line of words goes to the run's driver
+//! (`listen`), which records it and says it through the protocol. Its protocol half stands for the agent's channel;
 //! closing the session closes it, which stops the run.
 //!
-//! Not here: the rules of sessions (`session.rs`), driving (`driver.rs`,
+//! Not here: the rules of sessions (`session`), driving (`driver.rs`,
 //! `acp.rs`).
 
 use rein_wire::AgentError;
@@ -69,6 +69,11 @@ impl View {
             )
         })?;
         Ok(View { host, session })
+    }
+
+    /// Hear the lines viewers say to the agent (`SessionHost::listen`).
+    pub(crate) fn listen(&self) -> Option<tokio::sync::mpsc::Receiver<crate::session::Said>> {
+        self.host.listen(&self.session)
     }
 
     /// Render the answer's `words` (if any) and the steps' progress.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_host::{ClaudeStream, Ended, HostSpec, Progress, Recorder, drive};
+use rein_host::{ClaudeStream, Ended, HostSpec, Joined, Progress, Recorder, drive};
 use rein_sessions::{Event, ResultSource, SqliteStore, Store, read_all};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -72,8 +72,7 @@ async fn a_hosted_run_is_recorded_and_reported() {
         Some(&mut recorder),
         &mut show,
         CancellationToken::new(),
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();
@@ -117,8 +116,7 @@ async fn a_run_killed_at_its_limit_mid_turn_leaves_nothing_running() {
         Some(&mut recorder),
         &mut |_| {},
         CancellationToken::new(),
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();
@@ -189,8 +187,7 @@ async fn a_child_killed_mid_turn_is_a_failure_that_says_so() {
         None,
         &mut |_| {},
         CancellationToken::new(),
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();
@@ -226,8 +223,7 @@ async fn the_child_sees_only_the_named_environment_and_long_lines_are_skipped() 
         None,
         &mut |_| {},
         CancellationToken::new(),
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();
@@ -260,8 +256,7 @@ async fn a_person_stops_a_run() {
         None,
         &mut |_| {},
         stop,
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();
@@ -290,8 +285,7 @@ async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
         None,
         &mut |p: &Progress| shown.push(p.to_string()),
         CancellationToken::new(),
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();
@@ -309,7 +303,7 @@ async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
 
 #[tokio::test]
 async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
-    use rein_host::session::{Delivery, SessionHost};
+    use rein_host::session::{InputResult, Lease, SessionHost};
     use std::sync::{Arc, Mutex};
     let dir = tempfile::tempdir().unwrap();
     let host = SessionHost::new();
@@ -325,7 +319,11 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
             host.attach("run-1", "w", move |c| {
                 sink.lock().unwrap().extend_from_slice(c)
             });
-            let typed = host.take_over("run-1", "w", b"hello?").unwrap().1;
+            let typed = (
+                host.take_over("run-1", "w", b"hello?"),
+                host.route_input("run-1", "w", "hello?"),
+                host.state("run-1").unwrap().0,
+            );
             while !String::from_utf8_lossy(&screen.lock().unwrap()).contains("done Bash") {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
@@ -341,15 +339,24 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
         None,
         &mut |_| {},
         CancellationToken::new(),
-        Some((host.clone(), "run-1".into())),
-        None,
+        Joined {
+            view: Some((host.clone(), "run-1".into())),
+            asks: None,
+            hears: None,
+        },
     )
     .await
     .unwrap();
+    // A run that hears no words: neither keys nor a line are sent, and
+    // neither takes the session from the agent.
     assert_eq!(
         watcher.await.unwrap(),
-        Delivery::Protocol,
-        "a stream takes no typed input"
+        (
+            Err(InputResult::NotHeard),
+            InputResult::NotHeard,
+            Lease::Agent
+        ),
+        "a stream that hears nothing takes no typed input"
     );
     assert_eq!(driven.ended, Ended::Stopped);
     let seen = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
@@ -392,8 +399,7 @@ async fn an_agent_quiet_for_longer_than_the_lease_is_still_recorded() {
         Some(&mut recorder),
         &mut |_| {},
         CancellationToken::new(),
-        None,
-        None,
+        Joined::default(),
     )
     .await
     .unwrap();

@@ -131,7 +131,7 @@ fn two_viewers_a_takeover_by_typing_gated_agent_input_and_release() {
         })
     );
     assert_eq!(
-        host.route_input("s1", "bob", false, false),
+        host.route_input("s1", "bob", "hello"),
         InputResult::LeaseHeld {
             holder: "alice".into()
         }
@@ -256,26 +256,39 @@ fn render_modes_are_exclusive_and_refusals_are_named() {
         open("a", both, RenderMode::NativeTui, false),
         Err(OpenRefusal::SessionExists)
     );
-    // In acp the person's keystrokes are the protocol owner's to send.
-    let (_, delivery) = host.take_over("a", "p", b"stop that").unwrap();
-    assert_eq!(delivery, Delivery::Protocol);
-    host.release("a", "p");
+    // In acp a keystroke is not heard and takes nothing; a line is heard
+    // only while the session's driver listens, and never takes the lease.
     assert_eq!(
-        host.route_input("a", "p", true, true),
+        host.take_over("a", "p", b"stop that"),
+        Err(InputResult::NotHeard)
+    );
+    assert_eq!(
+        host.route_input("a", "p", "stop that"),
+        InputResult::NotHeard
+    );
+    let mut words = host.listen("a").unwrap();
+    assert_eq!(
+        host.route_input("a", "p", "stop that"),
         InputResult::Routed {
             routing: rein_host::session::Routing::Steer,
             delivery: Delivery::Protocol
         }
     );
+    assert_eq!(words.try_recv().unwrap().text, "stop that");
+    assert_eq!(host.state("a").unwrap().0, rein_host::session::Lease::Agent);
+    // Words pile up only so far: past the bound they are not heard.
+    for _ in 0..rein_host::session::MAX_WAITING_WORDS {
+        host.route_input("a", "p", "again");
+    }
     assert_eq!(
-        host.route_input("a", "p", true, false),
-        InputResult::Routed {
-            routing: rein_host::session::Routing::Queued,
-            delivery: Delivery::Protocol
-        }
+        host.route_input("a", "p", "one more"),
+        InputResult::NotHeard
     );
+    drop(words);
+    assert_eq!(host.route_input("a", "p", "gone"), InputResult::NotHeard);
+    assert!(host.listen("s-none").is_none());
     assert_eq!(
-        host.route_input("zzz", "p", false, false),
+        host.route_input("zzz", "p", "x"),
         InputResult::NoSuchSession
     );
 }

@@ -22,6 +22,8 @@ use tokio::task::JoinHandle;
 pub struct Chunk {
     /// Wait this long before sending it.
     pub delay: Duration,
+    /// Wait for this gate to open before sending it (after `delay`).
+    pub gate: Option<std::sync::Arc<tokio::sync::Notify>>,
     /// The bytes.
     pub bytes: Bytes,
 }
@@ -54,6 +56,7 @@ impl Reply {
                 .into_iter()
                 .map(|c| Chunk {
                     delay: Duration::ZERO,
+                    gate: None,
                     bytes: Bytes::from(c),
                 })
                 .collect(),
@@ -72,6 +75,7 @@ impl Reply {
             let end = (at + size).min(bytes.len());
             reply.chunks.push(Chunk {
                 delay: Duration::ZERO,
+                gate: None,
                 bytes: bytes.slice(at..end),
             });
             at = end;
@@ -86,6 +90,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             chunks: vec![Chunk {
                 delay: Duration::ZERO,
+                gate: None,
                 bytes: Bytes::from(body.into()),
             }],
             cut: false,
@@ -102,6 +107,16 @@ impl Reply {
     pub fn delay_before(mut self, index: usize, delay: Duration) -> Self {
         if let Some(chunk) = self.chunks.get_mut(index) {
             chunk.delay = delay;
+        }
+        self
+    }
+
+    /// Hold chunk `index` until `gate` is opened (`Notify::notify_one`, which
+    /// a gate opened before the chunk is reached remembers): a test decides
+    /// when the model "answers", with no clock involved.
+    pub fn held_until(mut self, index: usize, gate: std::sync::Arc<tokio::sync::Notify>) -> Self {
+        if let Some(chunk) = self.chunks.get_mut(index) {
+            chunk.gate = Some(gate);
         }
         self
     }
@@ -366,6 +381,9 @@ async fn handle(
                 Some(chunk) => {
                     if !chunk.delay.is_zero() {
                         tokio::time::sleep(chunk.delay).await;
+                    }
+                    if let Some(gate) = &chunk.gate {
+                        gate.notified().await;
                     }
                     Some((Ok(Frame::data(chunk.bytes)), (chunks, cut, guard)))
                 }

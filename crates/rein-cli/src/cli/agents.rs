@@ -118,8 +118,10 @@ pub async fn run(
         ));
     }
     let in_argv = args.prompt.as_deref().filter(|_| !acp);
-    let prompt_last = in_argv.is_some();
-    let mut spec = entry.host_spec(&cwd, in_argv, &args.env);
+    // A Claude run takes its request on stdin, so that words said mid-run
+    // (`rein say`, a viewer's line) reach it too.
+    let (mut spec, hears) = entry.run_spec(&cwd, in_argv, &args.env);
+    let prompt_last = in_argv.is_some() && hears.is_none();
     spec.timeout = args.timeout.unwrap_or(entry.timeout);
     let program = entry.program();
     let cwd_text = cwd.display().to_string();
@@ -145,23 +147,18 @@ pub async fn run(
         "[rein] watch from another terminal with `rein agents attach {session}`"
     )
     .map_err(output_error)?;
+    if hears.is_some() {
+        writeln!(
+            err,
+            "[rein] say something to it mid-run with `rein say {session} WORDS` or a line typed when attached"
+        )
+        .map_err(output_error)?;
+    }
     let view = Some((host, session.clone()));
     // Claude Code's permission questions come to this terminal (and
     // any surface), for the run's length.
-    let (asks, _server) = if entry.asks_rein() {
-        let person = Arc::new(crate::cli::acp::TerminalPerson);
-        let (asks, server) =
-            rein::host::claude::permission::asking(person, &cwd_text, &mut spec.argv, prompt_last)
-                .await?;
-        writeln!(
-            err,
-            "[rein] its permission questions are asked here (or decide them with `rein approve {session}`)"
-        )
-        .map_err(output_error)?;
-        (Some(asks), Some(server))
-    } else {
-        (None, None)
-    };
+    let (asks, _server) =
+        asked_here(&entry, &cwd_text, &mut spec, prompt_last, &session, err).await?;
     let stop = stop_on_signals();
     let mut shown_err = Ok(());
     let mut show = |p: &rein::host::Progress| {
@@ -178,8 +175,7 @@ pub async fn run(
                 Some(&mut recorder),
                 &mut show,
                 stop,
-                view,
-                asks,
+                rein::host::Joined { view, asks, hears },
             )
             .await
         }
@@ -211,6 +207,37 @@ pub async fn run(
     };
     shown_err.map_err(output_error)?;
     said(kind, &driven, &session, out, err)
+}
+
+/// A Claude run whose questions rein asks: a permission server for the
+/// run's length, named in its arguments, its questions put to this
+/// terminal (and decided from any surface).
+async fn asked_here(
+    entry: &rein::host::config::AgentEntry,
+    cwd: &str,
+    spec: &mut rein::host::HostSpec,
+    prompt_last: bool,
+    session: &str,
+    err: &mut impl Write,
+) -> Result<
+    (
+        Option<rein::host::asks::Asks>,
+        Option<rein::host::claude::permission::PermissionServer>,
+    ),
+    AgentError,
+> {
+    if !entry.asks_rein() {
+        return Ok((None, None));
+    }
+    let person = Arc::new(crate::cli::acp::TerminalPerson);
+    let (asks, server) =
+        rein::host::claude::permission::asking(person, cwd, &mut spec.argv, prompt_last).await?;
+    writeln!(
+        err,
+        "[rein] its permission questions are asked here (or decide them with `rein approve {session}`)"
+    )
+    .map_err(output_error)?;
+    Ok((Some(asks), Some(server)))
 }
 
 /// What a finished run says: its answer (made visible) on stdout, its

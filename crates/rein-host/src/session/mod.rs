@@ -19,12 +19,17 @@
 //! - Attach is live and plural (not resume): each viewer gets the retained
 //!   output as a bounded [`Snapshot`] that says when older output is gone,
 //!   then every new chunk; attach and detach are events with viewer counts.
-//! - Input from a surface is routed by the turn's state with a named
-//!   result ([`InputResult`]); while a person holds the session it is
-//!   refused, naming the holder.
-//! - **Takeover by typing**: a person's keystroke takes the write lease at
-//!   once (no request and wait); a second person's is refused, naming the
-//!   holder, and the refusal is recorded. While a person holds it, the
+//! - A protocol session takes words, not keystrokes: a surface's line goes
+//!   to the session's driver while it listens ([`SessionHost::listen`],
+//!   [`SessionHost::route_input`]), with a named result ([`InputResult`]);
+//!   while a person holds the session it is refused, naming the holder;
+//!   with nobody listening it is `not_heard`. Words never take the lease.
+//! - **Takeover by typing** (a terminal session): a person's keystroke takes
+//!   the write lease at once (no request and wait); a second person's is
+//!   refused, naming the holder, and the refusal is recorded. A keystroke
+//!   into a protocol session is not heard and takes nothing.
+//! - Each viewer's terminal size is kept; the holder's is the terminal's,
+//!   and with nobody holding it, the latest one sent. While a person holds it, the
 //!   agent's side may not write input ([`SessionHost::agent_input`]); the
 //!   agent's output is never gated. Only the holder releases.
 //! - Interventions (takeover, release, refused takeover) go to the durable
@@ -36,181 +41,21 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Serialize;
+mod vocab;
+
+pub use vocab::*;
 
 /// Output retained per session for a new viewer.
 pub const SNAPSHOT_BYTES: usize = 256 * 1024;
 
+/// Viewers' words a driver has not taken yet, at most; more are not heard.
+pub const MAX_WAITING_WORDS: usize = 16;
+
+/// Viewers' terminal sizes kept per session, at most.
+const MAX_SIZES: usize = 64;
+
 /// What a takeover records of the keystrokes that made it, at most.
 pub const MAX_RECORDED_INPUT: usize = 4096;
-
-/// What renders in a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RenderMode {
-    /// The agent's own terminal UI, in the PTY.
-    NativeTui,
-    /// The agent speaks ACP on its own channel; its messages are rendered.
-    Acp,
-    /// A CLI's JSON stream (`claude -p`, `codex exec --json`) on its own
-    /// channel; its progress and answer are rendered.
-    Stream,
-}
-
-/// The human half: a terminal rein owns both ends of.
-pub trait SessionPty: Send {
-    /// Write a person's (or the agent driver's) input.
-    fn write(&mut self, data: &[u8]) -> std::io::Result<()>;
-    /// Resize the terminal.
-    fn resize(&mut self, cols: u16, rows: u16) -> std::io::Result<()>;
-    /// Close it (the process is ended).
-    fn close(&mut self);
-}
-
-/// The framed half: what the agent says. Inbound only, on purpose.
-pub trait ProtocolChannel: Send {
-    /// Close it.
-    fn close(&mut self);
-}
-
-/// Why a session was not opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpenRefusal {
-    /// The agent does not support the mode asked for.
-    ModeUnavailable,
-    /// `acp` needs a protocol channel.
-    ProtocolChannelRequired,
-    /// `native-tui` cannot have one: a TUI is not also serving a protocol.
-    ProtocolChannelForbidden,
-    /// A session with this id is open.
-    SessionExists,
-}
-
-/// Who may write into the session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "holder", rename_all = "snake_case")]
-pub enum Lease {
-    /// The agent's driver (no person is typing).
-    Agent,
-    /// A person took it over.
-    Person {
-        /// The viewer who took it.
-        viewer: String,
-        /// Takeovers of this session so far.
-        interventions: u32,
-    },
-}
-
-/// Where keystrokes went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Delivery {
-    /// Written to the terminal.
-    Pty,
-    /// To be sent as a protocol message (a turn or a steer) by its owner.
-    Protocol,
-}
-
-/// How a surface's input was routed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Routing {
-    /// No turn was running: it starts one.
-    StartTurn,
-    /// A turn is running and takes steering: heard at its next step.
-    Steer,
-    /// A turn is running and does not take steering: held for the next.
-    Queued,
-}
-
-/// The result of a surface's input.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "result", rename_all = "snake_case")]
-pub enum InputResult {
-    /// Routed.
-    Routed {
-        /// How.
-        routing: Routing,
-        /// Where.
-        delivery: Delivery,
-    },
-    /// No such session: stop showing it.
-    NoSuchSession,
-    /// Someone else holds the session: show who, offer nothing else.
-    LeaseHeld {
-        /// The holder.
-        holder: String,
-    },
-}
-
-/// Retained output for a new viewer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The bytes, oldest first.
-    pub output: Vec<u8>,
-    /// Older output was dropped.
-    pub truncated: bool,
-}
-
-/// The live, content-free feed.
-#[expect(
-    missing_docs,
-    reason = "the fields are the session, the viewer, counts and the mode, named plainly"
-)]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum SessionEvent {
-    /// Opened.
-    Opened { session: String, mode: RenderMode },
-    /// A viewer attached.
-    Attached {
-        session: String,
-        viewer: String,
-        viewers: usize,
-    },
-    /// A viewer detached.
-    Detached {
-        session: String,
-        viewer: String,
-        viewers: usize,
-    },
-    /// A surface's input was routed.
-    Input { session: String, routing: Routing },
-    /// A person took the session over.
-    Takeover {
-        session: String,
-        viewer: String,
-        interventions: u32,
-    },
-    /// A takeover was refused.
-    TakeoverRefused {
-        session: String,
-        viewer: String,
-        holder: String,
-    },
-    /// The person handed it back.
-    Released { session: String, viewer: String },
-    /// Closed.
-    Closed { session: String },
-}
-
-pub use rein_wire::InterventionKind;
-
-/// One durable intervention record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Intervention {
-    /// The session.
-    pub session: String,
-    /// Who.
-    pub viewer: String,
-    /// What.
-    pub kind: InterventionKind,
-    /// The holder, for a refusal.
-    pub holder: Option<String>,
-    /// What the person typed to take over (takeover only, bounded).
-    pub data: Option<String>,
-}
 
 type Viewer = Box<dyn FnMut(&[u8]) + Send>;
 
@@ -223,6 +68,10 @@ struct Session {
     truncated: bool,
     lease: Lease,
     interventions: u32,
+    /// Where viewers' words go (a protocol session whose driver listens).
+    ears: Option<tokio::sync::mpsc::Sender<Said>>,
+    /// Each viewer's terminal size (cols, rows).
+    sizes: BTreeMap<String, (u16, u16)>,
 }
 
 impl Session {
@@ -334,6 +183,8 @@ impl SessionHost {
                 truncated: false,
                 lease: Lease::Agent,
                 interventions: 0,
+                ears: None,
+                sizes: BTreeMap::new(),
             },
         );
         inner.emit(SessionEvent::Opened {
@@ -406,14 +257,26 @@ impl SessionHost {
         })
     }
 
-    /// A surface's message for the agent, routed by the turn's state.
-    pub fn route_input(
-        &self,
-        session: &str,
-        viewer: &str,
-        turn_in_flight: bool,
-        accepts_steering: bool,
-    ) -> InputResult {
+    /// The session's driver hears viewers' words from now on (a protocol
+    /// session whose agent takes them mid-run); the words come here, at
+    /// most [`MAX_WAITING_WORDS`] unheard at once. `None` for a terminal
+    /// session or no such session. Dropping the receiver stops listening.
+    pub fn listen(&self, session: &str) -> Option<tokio::sync::mpsc::Receiver<Said>> {
+        let mut inner = self.lock();
+        let s = inner.sessions.get_mut(session)?;
+        if s.delivery() != Delivery::Protocol {
+            return None;
+        }
+        let (ears, words) = tokio::sync::mpsc::channel(MAX_WAITING_WORDS);
+        s.ears = Some(ears);
+        Some(words)
+    }
+
+    /// A surface's line of words for a protocol session's agent: sent to its
+    /// driver, which records and delivers it at the agent's next step. It
+    /// never takes the lease; while a person holds the session only they
+    /// may speak, and with no driver listening nothing is sent.
+    pub fn route_input(&self, session: &str, viewer: &str, text: &str) -> InputResult {
         let mut inner = self.lock();
         let Some(s) = inner.sessions.get(session) else {
             return InputResult::NoSuchSession;
@@ -425,23 +288,31 @@ impl SessionHost {
                 holder: holder.clone(),
             };
         }
-        let routing = match (turn_in_flight, accepts_steering) {
-            (false, _) => Routing::StartTurn,
-            (true, true) => Routing::Steer,
-            (true, false) => Routing::Queued,
+        let said = Said {
+            viewer: viewer.to_owned(),
+            text: text.to_owned(),
         };
-        let delivery = s.delivery();
+        let heard = s
+            .ears
+            .as_ref()
+            .is_some_and(|ears| ears.try_send(said).is_ok());
+        if !heard {
+            return InputResult::NotHeard;
+        }
         inner.emit(SessionEvent::Input {
             session: session.to_owned(),
-            routing,
+            routing: Routing::Steer,
         });
-        InputResult::Routed { routing, delivery }
+        InputResult::Routed {
+            routing: Routing::Steer,
+            delivery: Delivery::Protocol,
+        }
     }
 
-    /// A person typed into the session. The first keystroke takes the
-    /// lease; the keystrokes go to the terminal (or, in `acp`, are the
-    /// caller's to send as a protocol message — the returned delivery says
-    /// which). Another person holding it refuses, naming them.
+    /// A person typed into a terminal session. The first keystroke takes
+    /// the lease and the terminal takes its size; the keystrokes go to the
+    /// terminal. Another person holding it refuses, naming them; a protocol
+    /// session hears no keystrokes (`not_heard`, nothing taken).
     pub fn take_over(
         &self,
         session: &str,
@@ -452,6 +323,9 @@ impl SessionHost {
         let Some(s) = inner.sessions.get_mut(session) else {
             return Err(InputResult::NoSuchSession);
         };
+        if s.delivery() == Delivery::Protocol {
+            return Err(InputResult::NotHeard);
+        }
         if let Lease::Person { viewer: holder, .. } = &s.lease
             && holder != viewer
         {
@@ -477,13 +351,14 @@ impl SessionHost {
                 viewer: viewer.to_owned(),
                 interventions: s.interventions,
             };
+            if let Some(&(cols, rows)) = s.sizes.get(viewer) {
+                let _ = s.pty.resize(cols, rows);
+            }
         }
         let delivery = s.delivery();
-        if delivery == Delivery::Pty {
-            // A write the terminal refuses (the process is gone) changes
-            // nothing about who holds it.
-            let _ = s.pty.write(data);
-        }
+        // A write the terminal refuses (the process is gone) changes
+        // nothing about who holds it.
+        let _ = s.pty.write(data);
         let lease = s.lease.clone();
         if took {
             let interventions = s.interventions;
@@ -562,13 +437,23 @@ impl SessionHost {
         Some((s.lease.clone(), s.viewers.keys().cloned().collect(), s.mode))
     }
 
-    /// Resize a session's terminal.
-    pub fn resize(&self, session: &str, cols: u16, rows: u16) -> bool {
+    /// A viewer's terminal is `cols` × `rows`. The session's terminal
+    /// takes it when that viewer holds the session, or nobody does; a
+    /// holder's size wins over everyone else's. `true` when it was applied.
+    pub fn resize(&self, session: &str, viewer: &str, cols: u16, rows: u16) -> bool {
         let mut inner = self.lock();
-        inner
-            .sessions
-            .get_mut(session)
-            .is_some_and(|s| s.pty.resize(cols, rows).is_ok())
+        let Some(s) = inner.sessions.get_mut(session) else {
+            return false;
+        };
+        if s.sizes.len() >= MAX_SIZES && !s.sizes.contains_key(viewer) {
+            s.sizes.pop_first();
+        }
+        s.sizes.insert(viewer.to_owned(), (cols, rows));
+        let applies = match &s.lease {
+            Lease::Agent => true,
+            Lease::Person { viewer: holder, .. } => holder == viewer,
+        };
+        applies && s.pty.resize(cols, rows).is_ok()
     }
 
     /// Close a session: its terminal and channel closed, viewers dropped.

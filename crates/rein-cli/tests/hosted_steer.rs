@@ -1,0 +1,230 @@
+//! Steering a hosted Claude Code run: the real CLI (npm, pinned:
+//! `rein_testing::clis`) under `rein agents run claude`, against a loopback
+//! Messages API stand-in this test owns. While the model's first answer is
+//! held, words are said two ways — `rein say` from another process, and a
+//! line typed into `rein agents attach` — and both are recorded in the
+//! session and reach the model's next request; the attached viewer's line
+//! takes no lease (nothing is recorded as a takeover).
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::{Value, json};
+
+/// The stand-in: the main request (the one offering tools) is answered
+/// with a `Read` of `notes.txt`, its first chunk held until `gate` opens;
+/// once the read's result is back, "All done.". Anything else (a count, a
+/// side request) gets a plain answer.
+async fn stand_in(work: &Path, gate: Arc<tokio::sync::Notify>) -> FakeServer {
+    let server = FakeServer::start(Vec::new()).await.unwrap();
+    let notes = work.join("notes.txt").display().to_string();
+    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
+            return Reply::status(200, json!({"input_tokens": 10}).to_string());
+        }
+        let main = body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "Read"));
+        if body["stream"] != true {
+            return Reply::status(
+                200,
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                    "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
+                .to_string(),
+            );
+        }
+        if main && !body.to_string().contains("\"tool_result\"") {
+            let call = ScriptedMessage::text(&["Reading."]).with_call(ScriptedCall::new(
+                "toolu_1",
+                "Read",
+                json!({"file_path": notes}),
+                2,
+            ));
+            return Reply::sse(call.anthropic_sse()).held_until(0, gate.clone());
+        }
+        Reply::sse(ScriptedMessage::text(&["All done."]).anthropic_sse())
+    }));
+    server
+}
+
+type Buf = Arc<Mutex<Vec<u8>>>;
+
+fn capture(mut stream: impl Read + Send + 'static) -> Buf {
+    let buf: Buf = Arc::default();
+    let sink = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = stream.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    buf
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The session's events, by their wire names, with their text.
+async fn recorded(home: &Path, session: &str) -> Vec<rein::sessions::Event> {
+    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+        .await
+        .unwrap();
+    rein::sessions::read_all(&store, session)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+fn said_in(events: &[rein::sessions::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            rein::sessions::Event::SteerSaid { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_next_request() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "the notes\n").unwrap();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let server = stand_in(work.path(), gate.clone()).await;
+    let claude = rein_testing::clis::claude_code();
+    let mut cmd = common::rein_at(home.path());
+    cmd.current_dir(work.path())
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args(["agents", "run", "claude", "--prompt", "read notes.txt"])
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(claude)
+        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    let mut run = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = capture(run.stdout.take().unwrap());
+    let mut lines = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    let session = loop {
+        let line = lines.next().unwrap().unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.split("rein agents attach ").nth(1) {
+            break rest.split('`').next().unwrap().to_owned();
+        }
+    };
+    let err: Buf = Arc::default();
+    {
+        let sink = err.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut sink = sink.lock().unwrap();
+                sink.extend_from_slice(line.as_bytes());
+                sink.push(b'\n');
+            }
+        });
+    }
+
+    // The model is "thinking" (its answer held) when the words are said.
+    wait_until("the model was asked", || {
+        server.requests().iter().any(|r| {
+            let body = String::from_utf8_lossy(&r.body);
+            body.contains("read notes.txt") && body.contains("\"Read\"")
+        })
+    });
+    let said = common::rein_at(home.path())
+        .args(["say", &session, "also mention the bananas"])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{}", common::stderr(&said));
+
+    let mut viewer = common::rein_at(home.path())
+        .args(["agents", "attach", &session, "--as", "bob"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let viewer_err = capture(viewer.stderr.take().unwrap());
+    let _viewer_out = capture(viewer.stdout.take().unwrap());
+    let text = |buf: &Buf| String::from_utf8_lossy(&buf.lock().unwrap()).into_owned();
+    wait_until("the viewer attached", || {
+        text(&viewer_err).contains("attached as bob#")
+    });
+    let mut keys = viewer.stdin.take().unwrap();
+    keys.write_all(b"and the cherries\r").unwrap();
+    keys.flush().unwrap();
+    wait_until("the viewer's line was said", || {
+        text(&viewer_err).contains("said: the agent hears it at its next step")
+    });
+
+    // Both are in the log before the model answers.
+    let events = loop {
+        let events = recorded(home.path(), &session).await;
+        if said_in(&events).len() == 2 {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        said_in(&events),
+        ["also mention the bananas", "and the cherries"]
+    );
+    gate.notify_one();
+
+    let status = tokio::task::spawn_blocking(move || run.wait().unwrap())
+        .await
+        .unwrap();
+    let _ = viewer.kill();
+    let _ = viewer.wait();
+    let (stdout, stderr) = (text(&out), seen + &text(&err));
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("All done."), "{stdout}\n{stderr}");
+    // The model's next request carries both, after the read's result.
+    let next = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .find(|body| body.contains("\"tool_result\""))
+        .unwrap_or_default();
+    assert!(
+        next.contains("also mention the bananas") && next.contains("and the cherries"),
+        "{next}"
+    );
+    // A line said is not a takeover: the agent kept its session.
+    let events = recorded(home.path(), &session).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, rein::sessions::Event::HostIntervened { .. })),
+        "{events:?}"
+    );
+    assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));
+}

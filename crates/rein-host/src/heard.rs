@@ -1,0 +1,275 @@
+//! Words a person says to a hosted program while it runs, and stops
+//! posted to its session.
+//!
+//! Every surface's words reach the run's session inbox: `rein say` and the
+//! page post them there from any process, and a line a viewer types into
+//! this process's session (`SessionHost::route_input`) is posted there by
+//! [`Ears`] — one bounded path. They are taken from the inbox into the log
+//! (`steer.said`) before the program hears them. A program that takes
+//! messages on its stdin (Claude Code with `--input-format stream-json`)
+//! hears them at its next step; its stdin closes when a turn ends, so that
+//! it finishes. Words after that, or to a program that hears none (one
+//! given its request in its arguments), are recorded and shown as unheard.
+//! A stop posted meanwhile ends the run.
+//!
+//! Not here: permission questions (`asks`), which take their decision from
+//! the same inbox with [`take`].
+
+use std::time::Instant;
+
+use rein_approvals::Surface;
+use rein_sessions::{Event, InboxItem, Posted};
+use rein_wire::AgentError;
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+use tokio::sync::mpsc;
+
+use crate::asks::Decided;
+use crate::progress::{Progress, ProgressKind};
+use crate::record::Recorder;
+use crate::session::Said;
+
+/// What the session's inbox held, taken into the log.
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    /// The decision of the question asked, when one came (or a stop).
+    pub(crate) decided: Option<Decided>,
+    /// A stop was taken: the run ends.
+    pub(crate) stopped: bool,
+    /// Words said, oldest first, recorded and not yet heard.
+    pub(crate) words: Vec<String>,
+}
+
+/// Take the session's inbox into the log in one transaction: a stop (which
+/// closes `question` as `stopped` and wins over any decision queued after
+/// it), the decision of `question` (others' are passed over: a run asks one
+/// question at a time, and a late second decision changes nothing), words
+/// (`steer.said`).
+pub(crate) async fn take(
+    recorder: &mut Recorder,
+    question: Option<&str>,
+) -> Result<Taken, AgentError> {
+    let store = recorder.store();
+    let entries = store.inbox(recorder.session()).await?;
+    let mut taken = Taken::default();
+    let Some(upto) = entries.last().map(|e| e.id) else {
+        return Ok(taken);
+    };
+    let mut events = Vec::new();
+    for entry in entries {
+        match entry.item {
+            InboxItem::Stop { by } if !taken.stopped && taken.decided.is_none() => {
+                if let Some(approval) = question {
+                    events.push(Event::ApprovalDecided {
+                        approval_id: approval.to_owned(),
+                        decision: rein_approvals::Decision::Stopped,
+                        by: by.clone(),
+                        lease: None,
+                    });
+                    taken.decided = Some(Decided::Stopped);
+                }
+                events.push(Event::Stopped { by });
+                taken.stopped = true;
+            }
+            InboxItem::Decision {
+                approval_id,
+                decision,
+                lease,
+                by,
+            } if Some(approval_id.as_str()) == question
+                && taken.decided.is_none()
+                && !taken.stopped =>
+            {
+                taken.decided = Some(if decision == rein_approvals::Decision::Approved {
+                    Decided::Allowed
+                } else {
+                    Decided::Denied
+                });
+                events.push(Event::ApprovalDecided {
+                    approval_id,
+                    decision,
+                    by,
+                    lease,
+                });
+            }
+            InboxItem::Say { text, .. } => {
+                events.push(Event::SteerSaid { text: text.clone() });
+                taken.words.push(text);
+            }
+            InboxItem::Stop { .. } | InboxItem::Decision { .. } => {}
+        }
+    }
+    recorder.take_inbox(upto, events).await?;
+    Ok(taken)
+}
+
+/// Why the run looks at its inbox now.
+pub(crate) enum Heard {
+    /// Something may have been posted (or the fallback interval passed).
+    Posted,
+    /// A viewer of this process's session said a line.
+    Viewer(Said),
+}
+
+/// A hosted run's ears: where words are delivered (the program's stdin,
+/// while it hears), and what wakes the run to take them.
+pub(crate) struct Ears {
+    /// The program's stdin, while it takes messages; `None` once a turn
+    /// ended (or for a program that hears nothing mid-run).
+    stdin: Option<ChildStdin>,
+    /// Posts to the session's inbox from this process (`None`: no session).
+    posted: Option<Posted>,
+    /// Lines viewers type into this process's session.
+    viewers: Option<mpsc::Receiver<Said>>,
+    /// When the inbox was last looked at (for the fallback interval).
+    looked: Instant,
+    /// The session's id, for posting viewers' lines.
+    session: String,
+}
+
+impl Ears {
+    /// Ears for a run recorded by `recorder` (none: nothing is taken),
+    /// delivering to `stdin` (none: the program hears nothing mid-run),
+    /// hearing this process's viewers through `viewers`.
+    pub(crate) fn new(
+        stdin: Option<ChildStdin>,
+        recorder: Option<&Recorder>,
+        viewers: Option<mpsc::Receiver<Said>>,
+    ) -> Ears {
+        Ears {
+            stdin,
+            posted: recorder.map(|r| r.store().posted(r.session())),
+            viewers,
+            looked: Instant::now(),
+            session: recorder.map(|r| r.session().to_owned()).unwrap_or_default(),
+        }
+    }
+
+    /// Send the program its request as its first message.
+    pub(crate) async fn first(&mut self, prompt: &str) -> Result<(), AgentError> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Ok(());
+        };
+        stdin
+            .write_all(&user_message(prompt))
+            .await
+            .and(stdin.flush().await)
+            .map_err(|e| {
+                AgentError::new(
+                    rein_wire::error::codes::HOSTED_AGENT_FAILED,
+                    format!("cannot give the program its request: {e}"),
+                )
+            })
+    }
+
+    /// Wait until there may be something to take: a post from this process
+    /// at once, another process's at the runner's fallback interval.
+    pub(crate) async fn wake(&mut self) -> Heard {
+        let Some(posted) = self.posted.as_mut() else {
+            return match self.viewers.as_mut() {
+                Some(viewers) => match viewers.recv().await {
+                    Some(said) => Heard::Viewer(said),
+                    None => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            };
+        };
+        if posted.fresh() {
+            return Heard::Posted;
+        }
+        let fallback = tokio::time::sleep_until((self.looked + rein_runner::INBOX_POLL).into());
+        let viewers = async {
+            match self.viewers.as_mut() {
+                Some(viewers) => viewers.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = posted.wait() => Heard::Posted,
+            () = fallback => Heard::Posted,
+            Some(said) = viewers => Heard::Viewer(said),
+        }
+    }
+
+    /// Act on what woke the run: a viewer's line is posted to the inbox
+    /// (bounded like every surface's words); the inbox is taken; words are
+    /// delivered. `true` when a stop was taken.
+    pub(crate) async fn take(
+        &mut self,
+        heard: Heard,
+        recorder: Option<&mut Recorder>,
+        show: &mut (dyn FnMut(&Progress) + Send),
+    ) -> Result<bool, AgentError> {
+        let Some(recorder) = recorder else {
+            // Nowhere to record them: a viewer's words are heard as said.
+            if let Heard::Viewer(said) = heard {
+                self.deliver(vec![said.text], show).await;
+            }
+            return Ok(false);
+        };
+        if let Heard::Viewer(said) = heard {
+            let surface = Surface::product("attach", &said.viewer);
+            if let Err(e) = rein_approvals::say(
+                recorder.store().as_ref(),
+                &self.session,
+                &said.text,
+                &surface,
+            )
+            .await
+            {
+                show(&Progress::detail(
+                    ProgressKind::Said,
+                    &format!("not said: {}", e.message),
+                ));
+            }
+        }
+        self.looked = Instant::now();
+        let taken = take(recorder, None).await?;
+        self.deliver(taken.words, show).await;
+        Ok(taken.stopped)
+    }
+
+    /// Words recorded: the program hears them at its next step, or they
+    /// are shown as unheard.
+    pub(crate) async fn deliver(
+        &mut self,
+        words: Vec<String>,
+        show: &mut (dyn FnMut(&Progress) + Send),
+    ) {
+        for text in words {
+            let heard = match self.stdin.as_mut() {
+                Some(stdin) => {
+                    let wrote = stdin.write_all(&user_message(&text)).await;
+                    wrote.is_ok() && stdin.flush().await.is_ok()
+                }
+                None => false,
+            };
+            show(&Progress::detail(
+                ProgressKind::Said,
+                if heard {
+                    "heard at the program's next step"
+                } else {
+                    "recorded; the program hears no words now"
+                },
+            ));
+        }
+    }
+
+    /// A turn ended: the program's stdin closes so that it finishes once
+    /// the words it has are answered.
+    pub(crate) fn turn_closed(&mut self) {
+        self.stdin = None;
+    }
+}
+
+/// One user message in Claude Code's stream-json input.
+fn user_message(text: &str) -> Vec<u8> {
+    let mut line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+    })
+    .to_string()
+    .into_bytes();
+    line.push(b'\n');
+    line
+}

@@ -1,0 +1,190 @@
+//! The session host's vocabulary: the modes, the two channels' traits, who
+//! holds a session, where input went and why it was refused, and the
+//! events and records a host gives out.
+//!
+//! Not here: the rules that use them (`session`).
+
+use serde::Serialize;
+
+/// What renders in a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenderMode {
+    /// The agent's own terminal UI, in the PTY.
+    NativeTui,
+    /// The agent speaks ACP on its own channel; its messages are rendered.
+    Acp,
+    /// A CLI's JSON stream (`claude -p`, `codex exec --json`) on its own
+    /// channel; its progress and answer are rendered.
+    Stream,
+}
+
+/// The human half: a terminal rein owns both ends of.
+pub trait SessionPty: Send {
+    /// Write a person's (or the agent driver's) input.
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()>;
+    /// Resize the terminal.
+    fn resize(&mut self, cols: u16, rows: u16) -> std::io::Result<()>;
+    /// Close it (the process is ended).
+    fn close(&mut self);
+}
+
+/// The framed half: what the agent says. Inbound only, on purpose.
+pub trait ProtocolChannel: Send {
+    /// Close it.
+    fn close(&mut self);
+}
+
+/// Why a session was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenRefusal {
+    /// The agent does not support the mode asked for.
+    ModeUnavailable,
+    /// `acp` needs a protocol channel.
+    ProtocolChannelRequired,
+    /// `native-tui` cannot have one: a TUI is not also serving a protocol.
+    ProtocolChannelForbidden,
+    /// A session with this id is open.
+    SessionExists,
+}
+
+/// Who may write into the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "holder", rename_all = "snake_case")]
+pub enum Lease {
+    /// The agent's driver (no person is typing).
+    Agent,
+    /// A person took it over.
+    Person {
+        /// The viewer who took it.
+        viewer: String,
+        /// Takeovers of this session so far.
+        interventions: u32,
+    },
+}
+
+/// Where keystrokes went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Written to the terminal.
+    Pty,
+    /// To be sent as a protocol message (a turn or a steer) by its owner.
+    Protocol,
+}
+
+/// How a surface's input was routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// No turn was running: it starts one.
+    StartTurn,
+    /// A turn is running and takes steering: heard at its next step.
+    Steer,
+    /// A turn is running and does not take steering: held for the next.
+    Queued,
+}
+
+/// The result of a surface's input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum InputResult {
+    /// Routed.
+    Routed {
+        /// How.
+        routing: Routing,
+        /// Where.
+        delivery: Delivery,
+    },
+    /// No such session: stop showing it.
+    NoSuchSession,
+    /// Someone else holds the session: show who, offer nothing else.
+    LeaseHeld {
+        /// The holder.
+        holder: String,
+    },
+    /// Nothing there hears it: a protocol session takes a line of words
+    /// ([`SessionHost::route_input`](super::SessionHost::route_input)), not
+    /// keystrokes, and only while its driver listens. Nothing was sent and
+    /// the lease did not move.
+    NotHeard,
+}
+
+/// A line of words a viewer said to a protocol session's agent, for its
+/// driver to record and deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    /// Who said it.
+    pub viewer: String,
+    /// The words.
+    pub text: String,
+}
+
+/// Retained output for a new viewer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The bytes, oldest first.
+    pub output: Vec<u8>,
+    /// Older output was dropped.
+    pub truncated: bool,
+}
+
+/// The live, content-free feed.
+#[expect(
+    missing_docs,
+    reason = "the fields are the session, the viewer, counts and the mode, named plainly"
+)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// Opened.
+    Opened { session: String, mode: RenderMode },
+    /// A viewer attached.
+    Attached {
+        session: String,
+        viewer: String,
+        viewers: usize,
+    },
+    /// A viewer detached.
+    Detached {
+        session: String,
+        viewer: String,
+        viewers: usize,
+    },
+    /// A surface's input was routed.
+    Input { session: String, routing: Routing },
+    /// A person took the session over.
+    Takeover {
+        session: String,
+        viewer: String,
+        interventions: u32,
+    },
+    /// A takeover was refused.
+    TakeoverRefused {
+        session: String,
+        viewer: String,
+        holder: String,
+    },
+    /// The person handed it back.
+    Released { session: String, viewer: String },
+    /// Closed.
+    Closed { session: String },
+}
+
+pub use rein_wire::InterventionKind;
+
+/// One durable intervention record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Intervention {
+    /// The session.
+    pub session: String,
+    /// Who.
+    pub viewer: String,
+    /// What.
+    pub kind: InterventionKind,
+    /// The holder, for a refusal.
+    pub holder: Option<String>,
+    /// What the person typed to take over (takeover only, bounded).
+    pub data: Option<String>,
+}
