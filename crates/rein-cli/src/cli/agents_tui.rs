@@ -135,6 +135,33 @@ fn refused(message: impl Into<String>) -> AgentError {
     AgentError::new(codes::SESSION_REFUSED, message)
 }
 
+/// A hosted program's terminal size when rein's is unknown (not a terminal).
+const DEFAULT_SIZE: (u16, u16) = (120, 40);
+
+/// This process's terminal size (cols, rows), when stdout is a terminal.
+fn screen_size() -> Option<(u16, u16)> {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col > 0 && size.ws_row > 0).then_some((size.ws_col, size.ws_row))
+}
+
+/// The terminal's size changes (SIGWINCH).
+fn window_changes() -> Result<tokio::signal::unix::Signal, AgentError> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+        .map_err(|e| refused(format!("cannot hear the terminal's size: {e}")))
+}
+
+/// Tell the session this viewer's terminal size, when it has one.
+async fn send_size(w: &mut (impl tokio::io::AsyncWrite + Unpin)) -> Result<(), AgentError> {
+    let Some((cols, rows)) = screen_size() else {
+        return Ok(());
+    };
+    let mut payload = cols.to_be_bytes().to_vec();
+    payload.extend(rows.to_be_bytes());
+    attach::write_frame(w, kind::RESIZE, &payload)
+        .await
+        .map_err(output_error)
+}
+
 /// A session served to other terminals (`rein agents attach ID`) while
 /// this lives: its socket removed and its viewers told when dropped.
 pub struct Viewers {
@@ -186,20 +213,16 @@ pub async fn run(
     host.on_intervention(move |x| {
         let _ = record_tx.send(x);
     });
-    let (terminal, process) = match pty::spawn(
-        &spec.argv,
-        &spec.cwd,
-        &spec.env,
-        (120, 40),
-        host.clone(),
-        &id,
-    ) {
-        Ok(started) => started,
-        Err(e) => {
-            recorder.abandon(&e.message).await?;
-            return Err(e);
-        }
-    };
+    // The program's terminal is this one's size (and follows it).
+    let size = screen_size().unwrap_or(DEFAULT_SIZE);
+    let (terminal, process) =
+        match pty::spawn(&spec.argv, &spec.cwd, &spec.env, size, host.clone(), &id) {
+            Ok(started) => started,
+            Err(e) => {
+                recorder.abandon(&e.message).await?;
+                return Err(e);
+            }
+        };
     host.open(OpenRequest {
         session: id.clone(),
         supports: vec![RenderMode::NativeTui],
@@ -213,6 +236,8 @@ pub async fn run(
         let _ = out.write_all(chunk);
         let _ = out.flush();
     });
+    host.resize(&id, "local", size.0, size.1);
+    let mut resized = window_changes()?;
     let viewers = Viewers::serve(home, &host, &id)?;
     writeln!(err, "[rein] session {id}: attach from another terminal with `rein agents attach {id}`; Ctrl-] r hands it back").map_err(output_error)?;
     let raw = RawMode::enter();
@@ -231,6 +256,11 @@ pub async fn run(
                 Some(Key::Release) => { host.release(&id, "local"); }
                 Some(Key::Detach) | None => {}
             },
+            _ = resized.recv() => {
+                if let Some((cols, rows)) = screen_size() {
+                    host.resize(&id, "local", cols, rows);
+                }
+            }
         }
     };
     drop(raw);
@@ -274,6 +304,10 @@ pub async fn attach(
     let mut keys = stdin_keys();
     let mut stdout = std::io::stdout();
     let mut stdin_open = true;
+    // The session knows this terminal's size, and hears when it changes:
+    // while this viewer holds the session, the program is drawn for it.
+    let mut resized = window_changes()?;
+    send_size(&mut w).await?;
     loop {
         tokio::select! {
             frame = attach::read_frame(&mut r) => match frame {
@@ -297,6 +331,7 @@ pub async fn attach(
                 // Piped input ran out: keep watching until the session ends.
                 None => stdin_open = false,
             },
+            _ = resized.recv() => send_size(&mut w).await?,
         }
     }
     drop(raw);
