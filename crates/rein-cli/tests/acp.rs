@@ -322,3 +322,58 @@ fn each_tool_call_is_announced_before_its_permission_and_its_updates() {
         assert_eq!(work.path().join("notes.txt").exists(), lands, "{choice}");
     }
 }
+
+/// `rein acp` as the official ACP TypeScript SDK's client sees it
+/// (`acp_sdk/client.mjs`, `@agentclientprotocol/sdk` pinned): each call is
+/// announced before its permission is asked, no update names a call never
+/// announced, and the option the client picks by kind decides — allow
+/// lands the write, reject does not.
+#[test]
+fn the_official_acp_sdk_client_sees_each_call_announced_before_its_permission() {
+    let sdk = rein_testing::clis::acp_sdk();
+    for (choice, lands) in [("allow_once", true), ("reject_once", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        // Next to its node_modules, so that it imports the SDK installed there.
+        let script = sdk.join(format!("client-{}-{choice}.mjs", std::process::id()));
+        std::fs::write(&script, include_str!("acp_sdk/client.mjs")).unwrap();
+        let out = std::process::Command::new("node")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_rein"))
+            .args(["acp", "--scripted"])
+            .current_dir(work.path())
+            .env("REIN_HOME", home.path())
+            .env("ACP_CHOICE", choice)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&script);
+        let stdout = common::stdout(&out);
+        assert!(out.status.success(), "{stdout}\n{}", common::stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(report["stopReason"], "end_turn", "{report}");
+        let mut announced = std::collections::HashSet::new();
+        let mut asked = 0;
+        for seen in report["seen"].as_array().unwrap() {
+            let id = seen["id"].as_str().unwrap_or_default().to_owned();
+            match seen["kind"].as_str().unwrap() {
+                "tool_call" => assert!(announced.insert(id), "announced twice: {report}"),
+                "tool_call_update" => {
+                    assert!(announced.contains(&id), "unannounced update: {report}");
+                }
+                "permission" => {
+                    assert!(announced.contains(&id), "asked before announced: {report}");
+                    asked += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(asked, 1, "{report}");
+        assert_eq!(
+            work.path().join("notes.txt").exists(),
+            lands,
+            "{choice}: {report}"
+        );
+    }
+}

@@ -1,5 +1,5 @@
 //! Real agent CLIs for tests, installed from npm on first use and pinned:
-//! Claude Code ([`claude_code`]). Each runs against a loopback stand-in of
+//! Claude Code ([`claude_code`]), the official ACP SDK ([`acp_sdk`]). Each runs against a loopback stand-in of
 //! its model API that the test owns; nothing reaches a real provider.
 
 use std::path::PathBuf;
@@ -29,4 +29,22 @@ pub fn claude_code() -> PathBuf {
     ));
     crate::mcp::npm_install(&dir, CLAUDE_CODE, &binary);
     binary
+}
+
+/// The official ACP TypeScript SDK, pinned.
+pub const ACP_SDK: &str = "@agentclientprotocol/sdk@2.4.0";
+
+/// A folder where the official ACP SDK is installed (its `node_modules`
+/// inside): a client script copied into it imports the SDK. Installed
+/// with npm on first use, once per machine.
+///
+/// # Panics
+///
+/// When npm is missing or the install fails: a test cannot run without
+/// it, and is never skipped.
+pub fn acp_sdk() -> PathBuf {
+    let dir = std::env::temp_dir().join("rein-acp-sdk-2.4.0");
+    let manifest = dir.join("node_modules/@agentclientprotocol/sdk/package.json");
+    crate::mcp::npm_install(&dir, ACP_SDK, &manifest);
+    dir
 }
