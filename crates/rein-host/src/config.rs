@@ -119,6 +119,13 @@ impl AgentEntry {
         spec
     }
 
+    /// Whether it is driven through `codex app-server` (its arguments name
+    /// it): its request goes through the protocol, and its approvals are
+    /// asked of rein's person (`codex_app`).
+    pub fn speaks_app_server(&self) -> bool {
+        self.kind == AgentKind::Codex && self.argv.iter().any(|a| a == "app-server")
+    }
+
     /// Whether a run of it hears words said mid-run: a `claude` entry whose
     /// arguments do not set its input format; its request and later words
     /// go as stream-json messages on its stdin (`heard`).

@@ -30,6 +30,7 @@ pub mod asks;
 pub mod attach;
 pub mod claude;
 pub mod codex;
+pub mod codex_app;
 pub mod config;
 pub mod driver;
 pub mod heard;

@@ -1,5 +1,6 @@
 //! Real agent CLIs for tests, installed from npm on first use and pinned:
-//! Claude Code ([`claude_code`]), the official ACP SDK ([`acp_sdk`]). Each runs against a loopback stand-in of
+//! Claude Code ([`claude_code`]), Codex ([`codex`]), the official ACP SDK
+//! ([`acp_sdk`]). Each runs against a loopback stand-in of
 //! its model API that the test owns; nothing reaches a real provider.
 
 use std::path::PathBuf;
@@ -47,4 +48,30 @@ pub fn acp_sdk() -> PathBuf {
     let manifest = dir.join("node_modules/@agentclientprotocol/sdk/package.json");
     crate::mcp::npm_install(&dir, ACP_SDK, &manifest);
     dir
+}
+
+/// The Codex package, pinned.
+pub const CODEX: &str = "@openai/codex@0.169.0";
+
+/// The Codex binary (the platform package's native `codex`), installed
+/// with npm under the system's temporary directory on first use, once per
+/// machine.
+///
+/// # Panics
+///
+/// When npm is missing, the install fails, or the machine is neither
+/// x86-64 nor arm64 Linux: a test cannot run without it, and is never
+/// skipped.
+pub fn codex() -> PathBuf {
+    let (platform, triple) = match std::env::consts::ARCH {
+        "x86_64" => ("linux-x64", "x86_64-unknown-linux-musl"),
+        "aarch64" => ("linux-arm64", "aarch64-unknown-linux-musl"),
+        other => panic!("Codex ships no binary for {other}"),
+    };
+    let dir = std::env::temp_dir().join("rein-codex-0.169.0");
+    let binary = dir.join(format!(
+        "node_modules/@openai/codex-{platform}/vendor/{triple}/bin/codex"
+    ));
+    crate::mcp::npm_install(&dir, CODEX, &binary);
+    binary
 }

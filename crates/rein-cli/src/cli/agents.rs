@@ -110,11 +110,12 @@ pub async fn run(
     }
     close_dead(&home, store.as_ref()).await?;
     let (kind, entry) = resolve_agent(&home, &args.agent, args.command)?;
-    let acp = kind == AgentKind::Acp;
+    // An ACP agent and Codex's app server are asked in their protocol.
+    let acp = kind == AgentKind::Acp || entry.speaks_app_server();
     if acp && args.prompt.is_none() {
         return Err(AgentError::new(
             codes::INVALID_INPUT,
-            "an ACP agent is asked in the protocol: give the request with --prompt",
+            "this agent is asked in its protocol: give the request with --prompt",
         ));
     }
     let in_argv = args.prompt.as_deref().filter(|_| !acp);
@@ -168,6 +169,23 @@ pub async fn run(
         }
     };
     let driven = match reducer.as_mut() {
+        Some(_) if entry.speaks_app_server() => {
+            let mut stream = CodexStream::new(&cwd_text);
+            let ask = rein::host::acp::AcpAsk {
+                prompt: prompt.clone(),
+                person: Arc::new(crate::cli::acp::TerminalPerson),
+                view,
+            };
+            rein::host::codex_app::drive_codex_app(
+                &spec,
+                ask,
+                &mut stream,
+                Some(&mut recorder),
+                &mut show,
+                stop,
+            )
+            .await
+        }
         Some(reducer) => {
             drive(
                 &spec,

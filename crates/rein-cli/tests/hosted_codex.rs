@@ -1,0 +1,184 @@
+//! The real Codex CLI (npm, pinned: `rein_testing::clis`) hosted by `rein
+//! agents run codex` through `codex app-server`, against a loopback
+//! Responses API stand-in this test owns, whose model asks to run a
+//! command. Codex's approval request is a rein approval: recorded, put to
+//! the person at the terminal or decided from another process with `rein
+//! approve`, and answered back — a yes runs the command, a no does not,
+//! and both are in the log.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::{Value, json};
+
+/// The stand-in: the first request is answered with an `exec_command`
+/// that makes `made.txt`; once its output is back, "All done.".
+async fn stand_in() -> FakeServer {
+    let server = FakeServer::start(Vec::new()).await.unwrap();
+    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
+        if request.method != "POST" {
+            return Reply::status(200, json!({"models": [], "data": []}).to_string());
+        }
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let message = if body.to_string().contains("function_call_output") {
+            ScriptedMessage::text(&["All done."])
+        } else {
+            ScriptedMessage::text(&["Making it."]).with_call(ScriptedCall::new(
+                "call_1",
+                "exec_command",
+                json!({"cmd": "touch made.txt"}),
+                2,
+            ))
+        };
+        Reply::sse(message.openai_responses_sse())
+    }));
+    server
+}
+
+/// `rein agents run codex` on the real CLI's app server in `work`, its
+/// key and the stand-in's address handed over by name.
+fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
+    let codex_home = home.join("codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let provider = format!(
+        "model_providers.standin={{name=\"standin\",base_url=\"{}/v1\",env_key=\"STANDIN_KEY\",wire_api=\"responses\"}}",
+        server.base_url()
+    );
+    let mut cmd = common::rein_at(home);
+    cmd.current_dir(work)
+        .env("CODEX_HOME", &codex_home)
+        .env("STANDIN_KEY", "sk-test-NOT-A-KEY")
+        .args(["agents", "run", "codex", "--prompt", "make made.txt"])
+        .args(["--env", "CODEX_HOME", "--env", "STANDIN_KEY", "--"])
+        .arg(rein_testing::clis::codex())
+        .args(["app-server", "-c", "model_provider=\"standin\""])
+        .args(["-c", "model=\"gpt-5\"", "-c", &provider]);
+    cmd
+}
+
+/// The approvals a session recorded: (requested tool, decision, by).
+async fn approvals(home: &Path, session: &str) -> Vec<(String, String, String)> {
+    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+        .await
+        .unwrap();
+    let mut asked = Vec::new();
+    for e in rein::sessions::read_all(&store, session).await.unwrap() {
+        match e.event {
+            rein::sessions::Event::ApprovalRequested { tool, .. } => {
+                asked.push((tool, String::new(), String::new()));
+            }
+            rein::sessions::Event::ApprovalDecided { decision, by, .. } => {
+                let last = asked.last_mut().unwrap();
+                last.1 = decision.to_string();
+                last.2 = by;
+            }
+            _ => {}
+        }
+    }
+    asked
+}
+
+fn session_of(stderr: &str) -> String {
+    stderr
+        .split("rein agents attach ")
+        .nth(1)
+        .and_then(|s| s.split('`').next())
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codexs_command_is_asked_of_the_person_a_yes_runs_it_and_a_no_does_not() {
+    for (answer, runs) in [("y\n", true), ("n\n", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let server = stand_in().await;
+        let cmd = hosted(home.path(), work.path(), &server);
+        let out =
+            tokio::task::spawn_blocking(move || common::run_with_stdin(cmd, answer.as_bytes()))
+                .await
+                .unwrap();
+        let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+        assert!(out.status.success(), "{stderr}");
+        assert!(stdout.contains("All done."), "{stdout}\n{stderr}");
+        assert!(stderr.contains("the agent asks to run command"), "{stderr}");
+        assert_eq!(
+            work.path().join("made.txt").exists(),
+            runs,
+            "answer {answer:?}: {stderr}"
+        );
+        let decision = if runs { "approved" } else { "denied" };
+        assert_eq!(
+            approvals(home.path(), &session_of(&stderr)).await,
+            [(
+                "command".to_owned(),
+                decision.to_owned(),
+                "stdin:person".to_owned()
+            )],
+            "{stderr}"
+        );
+        // The model saw the outcome: the command's output, or its refusal.
+        let last = server.requests().last().map(|r| r.json().to_string());
+        assert!(last.unwrap_or_default().contains("call_1"));
+        assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codexs_question_is_decided_with_rein_approve_from_another_process() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let server = stand_in().await;
+    // Nobody answers at the terminal: its stdin stays open and silent.
+    let mut child = hosted(home.path(), work.path(), &server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let session = loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.contains("rein agents attach ") {
+            break session_of(&line);
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let approval = loop {
+        assert!(std::time::Instant::now() < deadline, "nothing was asked");
+        let listed = common::rein_at(home.path())
+            .args(["approve", &session])
+            .output()
+            .unwrap();
+        let text = common::stdout(&listed);
+        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr_")) {
+            break id.to_owned();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let said = common::rein_at(home.path())
+        .args(["approve", &session, &approval, "yes"])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{}", common::stderr(&said));
+    let status = child.wait().unwrap();
+    drop(stdin);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.success(), "{}", rest.join("\n"));
+    assert!(
+        work.path().join("made.txt").exists(),
+        "the approved command ran"
+    );
+    let recorded = approvals(home.path(), &session).await;
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1, "approved");
+    assert_eq!(recorded[0].2, "rein approve");
+}

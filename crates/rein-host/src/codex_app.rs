@@ -1,0 +1,310 @@
+//! Codex driven through `codex app-server`: the protocol Codex offers for
+//! a client that takes part in its runs (JSON-RPC on stdio, as its IDE
+//! extension speaks it). Chosen over `codex exec --json`, which asks
+//! nobody (its approvals are a fixed policy), and over Codex as an MCP
+//! server, which Codex 0.169 no longer ships: the app server asks its
+//! client before a command runs or a file changes
+//! (`item/commandExecution/requestApproval`, `item/fileChange/requestApproval`),
+//! so each becomes a rein approval — recorded, put to the run's person,
+//! decidable from any surface (`rein approve`, the page), a stop winning —
+//! and its answer (`accept`, `decline`, `cancel` on a stop) goes back.
+//!
+//! One request per run: `initialize`, `initialized`, `thread/start` in the
+//! working directory with approval policy `untrusted` (every command Codex
+//! does not know to be safe is asked about) and the `workspace-write`
+//! sandbox, `turn/start`; the run ends at `turn/completed`. Its
+//! notifications are read as the `codex exec --json` records they mirror
+//! ([`ExecRecords`]) by the same reducer ([`CodexStream`]), so progress,
+//! the record, refusals and loop detection are one code for both.
+//!
+//! Not here: what a record means (`codex.rs`), the process rules shared
+//! with the other drivers (`driver.rs`), deciding (`asks.rs`).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use rein_wire::AgentError;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::{AcpAsk, MAX_MESSAGE_BYTES, Question};
+use crate::asks::Asked;
+use crate::codex::CodexStream;
+use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn, take_steps};
+use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
+use crate::progress::{Progress, clean_value, relative_path};
+use crate::record::Recorder;
+use crate::reducer::Reducer;
+use crate::session::RenderMode;
+use crate::view::View;
+
+/// The app server's questions rein answers.
+const APPROVALS: [&str; 2] = [
+    "item/commandExecution/requestApproval",
+    "item/fileChange/requestApproval",
+];
+
+/// App-server notifications as the `codex exec --json` records they mirror.
+/// Keeps what a later record needs: the last token usage (sent before the
+/// turn's end) and each file change's first path (its question names it).
+#[derive(Debug, Default)]
+pub struct ExecRecords {
+    usage: Value,
+    paths: HashMap<String, String>,
+}
+
+impl ExecRecords {
+    /// The record for `method`'s notification; `None` when it has no
+    /// counterpart the reducer reads (it is activity at most).
+    pub fn record(&mut self, method: &str, params: &Value) -> Option<Value> {
+        match method {
+            "thread/started" => {
+                Some(json!({"type": "thread.started", "thread_id": params.pointer("/thread/id")}))
+            }
+            "turn/started" => Some(json!({"type": "turn.started"})),
+            "item/started" | "item/completed" => {
+                let item = exec_item(params.get("item")?)?;
+                if item["type"] == "file_change"
+                    && let (Some(id), Some(path)) = (
+                        item["id"].as_str(),
+                        item.pointer("/changes/0/path").and_then(Value::as_str),
+                    )
+                {
+                    self.paths.insert(id.to_owned(), path.to_owned());
+                }
+                let kind = method.replace('/', ".");
+                Some(json!({"type": kind, "item": item}))
+            }
+            "thread/tokenUsage/updated" => {
+                let last = params.pointer("/tokenUsage/last")?;
+                self.usage = json!({
+                    "input_tokens": last.get("inputTokens"),
+                    "cached_input_tokens": last.get("cachedInputTokens"),
+                    "output_tokens": last.get("outputTokens"),
+                });
+                None
+            }
+            "turn/completed" => {
+                let turn = params.get("turn")?;
+                if turn.get("status").and_then(Value::as_str) == Some("completed") {
+                    return Some(json!({"type": "turn.completed", "usage": self.usage}));
+                }
+                let message = turn
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map_or_else(
+                        || format!("the turn ended {}", clean_value(turn.get("status"), 40)),
+                        str::to_owned,
+                    );
+                Some(json!({"type": "turn.failed", "error": {"message": message}}))
+            }
+            "error" => Some(json!({"type": "error", "message": params.pointer("/error/message")})),
+            _ => None,
+        }
+    }
+
+    /// The question an approval request asks: a command shows as
+    /// `command` with Codex's reason (never the command line), a file
+    /// change as its first path, relative to `cwd`.
+    pub fn question(&self, method: &str, params: &Value, cwd: &str) -> Question {
+        let call_id = clean_value(params.get("itemId"), 120);
+        let reason = clean_value(params.get("reason"), 200);
+        let (tool, detail) = if method.contains("fileChange") {
+            let path = self
+                .paths
+                .get(&call_id)
+                .map(|p| relative_path(p, cwd))
+                .unwrap_or_default();
+            ("file_change", path)
+        } else {
+            ("command", reason)
+        };
+        Question {
+            approval_id: String::new(),
+            call_id,
+            tool: tool.to_owned(),
+            detail,
+        }
+    }
+}
+
+/// An app-server item as the `codex exec --json` item it mirrors (`None`
+/// for one the reducer does not read: the person's own message).
+fn exec_item(item: &Value) -> Option<Value> {
+    let kind = match item.get("type").and_then(Value::as_str)? {
+        "agentMessage" => "agent_message",
+        "reasoning" => "reasoning",
+        "commandExecution" => "command_execution",
+        "fileChange" => "file_change",
+        "mcpToolCall" => "mcp_tool_call",
+        "webSearch" => "web_search",
+        "userMessage" => return None,
+        _ => "unknown",
+    };
+    let status = match item.get("status").and_then(Value::as_str) {
+        Some("inProgress") => "in_progress",
+        Some(other) => other,
+        None => "completed",
+    };
+    let changes: Vec<Value> = item
+        .get("changes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| json!({"path": c.get("path"), "kind": c.pointer("/kind/type")}))
+        .collect();
+    Some(json!({
+        "id": item.get("id"),
+        "type": kind,
+        "text": item.get("text"),
+        "command": item.get("command"),
+        "aggregated_output": item.get("aggregatedOutput"),
+        "exit_code": item.get("exitCode"),
+        "status": status,
+        "changes": changes,
+        "server": item.get("server"),
+        "tool": item.get("tool"),
+        "arguments": item.get("arguments"),
+        "query": item.get("query"),
+    }))
+}
+
+/// The exchange that asks `prompt`: the handshake, a thread in `cwd`, one
+/// turn; its answer is `turn/start`'s.
+async fn started(peer: jsonrpc::Peer, cwd: String, prompt: String) -> Result<Value, String> {
+    let fail = |e: jsonrpc::RpcError| e.to_string();
+    peer.request(
+        "initialize",
+        json!({"clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")}}),
+    )
+    .await
+    .map_err(fail)?;
+    peer.notify("initialized", json!({}));
+    let thread = peer
+        .request(
+            "thread/start",
+            json!({"cwd": cwd, "approvalPolicy": "untrusted", "sandbox": "workspace-write"}),
+        )
+        .await
+        .map_err(fail)?;
+    let id = thread.pointer("/thread/id").cloned().unwrap_or(Value::Null);
+    peer.request(
+        "turn/start",
+        json!({"threadId": id, "input": [{"type": "text", "text": prompt}]}),
+    )
+    .await
+    .map_err(fail)
+}
+
+/// Run one request against `codex app-server` as `spec` starts it.
+pub async fn drive_codex_app(
+    spec: &HostSpec,
+    ask: AcpAsk,
+    reducer: &mut CodexStream,
+    mut recorder: Option<&mut Recorder>,
+    show: &mut (dyn FnMut(&Progress) + Send),
+    stop: CancellationToken,
+) -> Result<Driven, AgentError> {
+    let started_at = Instant::now();
+    let AcpAsk {
+        prompt,
+        person,
+        view,
+    } = ask;
+    let view = match view {
+        Some((host, session)) => Some(View::open(host, session, RenderMode::Stream, &stop)?),
+        None => None,
+    };
+    let Spawned {
+        mut child,
+        mut guard,
+        stderr,
+    } = spawn(spec, true)?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(AgentError::new(
+            rein_wire::error::codes::INTERNAL,
+            "codex's stdio was not piped",
+        ));
+    };
+    let (peer, mut incoming, _reading) = jsonrpc::connect(stdout, stdin, MAX_MESSAGE_BYTES);
+    let cwd = spec.cwd.display().to_string();
+    let mut starting = std::pin::pin!(started(peer.clone(), cwd.clone(), prompt));
+    let mut asking = true;
+    let deadline = tokio::time::sleep(spec.timeout);
+    let mut deadline = std::pin::pin!(deadline);
+    let mut records = ExecRecords::default();
+    let mut ended = None;
+    let secrets = crate::driver::secrets_of(spec);
+    loop {
+        let next = tokio::select! {
+            done = &mut starting, if asking => {
+                asking = false;
+                if let Err(e) = done {
+                    reducer.framing_error(&format!("codex app-server refused the request: {e}"));
+                }
+                None
+            }
+            next = incoming.recv() => Some(next),
+            () = &mut deadline => { ended = Some(Ended::Timeout); break; }
+            () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
+        };
+        let mut finished = false;
+        match next {
+            None => {}
+            Some(Some(Incoming::Notification { method, params })) => {
+                if let Some(record) = records.record(&method, &params) {
+                    reducer.feed(record.to_string().as_bytes());
+                }
+                finished = method == "turn/completed";
+            }
+            Some(Some(Incoming::Request { id, method, params }))
+                if APPROVALS.contains(&method.as_str()) =>
+            {
+                let question = records.question(&method, &params, &cwd);
+                let (reply, answered) = tokio::sync::oneshot::channel();
+                let over = crate::asks::answer(
+                    Asked { question, reply },
+                    Some(person.clone()),
+                    recorder.as_deref_mut(),
+                    (deadline.as_mut(), &stop),
+                    &mut Vec::new(),
+                )
+                .await?;
+                let decision = match (answered.await, over) {
+                    (_, Some(_)) => "cancel",
+                    (Ok(true), None) => "accept",
+                    _ => "decline",
+                };
+                peer.respond(id, json!({"decision": decision}));
+                ended = over;
+            }
+            Some(Some(Incoming::Request { id, .. })) => {
+                peer.respond_error(
+                    id,
+                    METHOD_NOT_FOUND,
+                    "rein's client does not serve this method",
+                );
+            }
+            Some(None) => {
+                // Codex closed its side before the turn ended.
+                reducer.stream_ended();
+                finished = true;
+            }
+        }
+        let steps = crate::driver::masked(reducer.drain(), &secrets);
+        if let Some(view) = &view {
+            view.show(None, &steps);
+        }
+        if take_steps(steps, show, recorder.as_deref_mut()).await? {
+            ended = Some(Ended::LoopDetected);
+        }
+        if finished || ended.is_some() || reducer.outcome().failure.is_some() {
+            break;
+        }
+    }
+    // One request per run: Codex is done with (or stopped) now.
+    drop(view);
+    guard.kill();
+    let _ = child.wait().await;
+    conclude(spec, reducer, recorder, ended, None, stderr, started_at).await
+}
