@@ -246,7 +246,7 @@ async fn permission(
             .as_bytes(),
     );
     let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
-    let (tool, detail) = reducer.describe(&call);
+    let (tool, detail) = reducer.asked_about(&call);
     let call_id = crate::progress::clean_value(call.get("toolCallId"), 120);
     let approval = match recorder.as_deref_mut() {
         Some(r) => Some(r.approval_requested(&call_id, &tool, &detail).await?),

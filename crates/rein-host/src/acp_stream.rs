@@ -44,6 +44,10 @@ pub struct AcpStream {
     answer_dropped: u64,
     finished: bool,
     open: HashMap<String, (String, String)>,
+    /// Each announced call's `kind` and `locations` as its updates left
+    /// them: a permission request names the call and may carry nothing
+    /// else of it.
+    announced: HashMap<String, serde_json::Map<String, Value>>,
     done: HashSet<String>,
     records: u64,
     unknown: u64,
@@ -62,6 +66,7 @@ impl AcpStream {
             answer_dropped: 0,
             finished: false,
             open: HashMap::new(),
+            announced: HashMap::new(),
             done: HashSet::new(),
             records: 0,
             unknown: 0,
@@ -69,6 +74,24 @@ impl AcpStream {
             tool_errors: 0,
             permissions: 0,
         }
+    }
+
+    /// The call a permission request asks about, as the person is shown
+    /// it: the request's `toolCall` is an update of a call announced
+    /// before, so what it leaves out (its kind, its locations) is the
+    /// announcement's.
+    pub fn asked_about(&self, call: &Value) -> (String, String) {
+        let mut known = self
+            .announced
+            .get(&Self::id_of(call))
+            .cloned()
+            .unwrap_or_default();
+        for key in ["kind", "locations"] {
+            if let Some(value) = call.get(key) {
+                known.insert(key.to_owned(), value.clone());
+            }
+        }
+        self.describe(&Value::Object(known))
     }
 
     /// A tool call's name (its kind) and its one allowed detail.
@@ -143,6 +166,9 @@ impl AcpStream {
             let input = update.get("rawInput").cloned().unwrap_or(Value::Null);
             self.open.insert(id.clone(), (tool.clone(), digest(&input)));
         }
+        if self.announced.len() < MAX_OPEN_TOOLS {
+            self.announced.insert(id.clone(), serde_json::Map::new());
+        }
         self.core.steps.push(Step::ToolCalled {
             id: id.clone(),
             tool: tool.clone(),
@@ -155,6 +181,13 @@ impl AcpStream {
 
     fn tool_update(&mut self, update: &Value) {
         let id = Self::id_of(update);
+        if let Some(known) = self.announced.get_mut(&id) {
+            for key in ["kind", "locations"] {
+                if let Some(value) = update.get(key) {
+                    known.insert(key.to_owned(), value.clone());
+                }
+            }
+        }
         let status = update.get("status").and_then(Value::as_str);
         let ok = match status {
             Some("completed") => true,
@@ -195,7 +228,7 @@ impl AcpStream {
     /// The person refused the call `tool_call` asked permission for.
     pub fn refused(&mut self, tool_call: &Value) {
         let id = Self::id_of(tool_call);
-        let (tool, detail) = self.describe(tool_call);
+        let (tool, detail) = self.asked_about(tool_call);
         self.core
             .refuse(RefusalKind::Permission, Some(&id), &tool, &detail);
     }

@@ -1,6 +1,6 @@
 //! Real agent CLIs for tests, installed from npm on first use and pinned:
-//! Claude Code ([`claude_code`]), Codex ([`codex`]), the official ACP SDK
-//! ([`acp_sdk`]). Each runs against a loopback stand-in of
+//! Claude Code ([`claude_code`]), Codex ([`codex`]), Claude Code as an ACP
+//! agent ([`claude_code_acp`]), the official ACP SDK ([`acp_sdk`]). Each runs against a loopback stand-in of
 //! its model API that the test owns; nothing reaches a real provider.
 
 use std::path::PathBuf;
@@ -74,4 +74,22 @@ pub fn codex() -> PathBuf {
     ));
     crate::mcp::npm_install(&dir, CODEX, &binary);
     binary
+}
+
+/// Claude Code as an ACP agent (Zed's adapter over the Claude Agent SDK),
+/// pinned.
+pub const CLAUDE_CODE_ACP: &str = "@zed-industries/claude-code-acp@0.16.2";
+
+/// The adapter's entry point (`node ENTRY` runs the agent on its stdio),
+/// installed with npm on first use, once per machine.
+///
+/// # Panics
+///
+/// When npm is missing or the install fails: a test cannot run without
+/// it, and is never skipped.
+pub fn claude_code_acp() -> PathBuf {
+    let dir = std::env::temp_dir().join("rein-claude-code-acp-0.16.2");
+    let entry = dir.join("node_modules/@zed-industries/claude-code-acp/dist/index.js");
+    crate::mcp::npm_install(&dir, CLAUDE_CODE_ACP, &entry);
+    entry
 }
