@@ -21,26 +21,40 @@ use serde_json::{Value, json};
 /// The stand-in: the first request is answered with an `exec_command`
 /// that makes `made.txt`; once its output is back, "All done.".
 async fn stand_in() -> FakeServer {
+    stand_in_held(None).await
+}
+
+/// The stand-in, its first answer held until `gate` opens when there is
+/// one; a request that carries the words said mid-run is answered "All
+/// done." at once.
+async fn stand_in_held(gate: Option<Arc<tokio::sync::Notify>>) -> FakeServer {
     let server = FakeServer::start(Vec::new()).await.unwrap();
     server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
         if request.method != "POST" {
             return Reply::status(200, json!({"models": [], "data": []}).to_string());
         }
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let message = if body.to_string().contains("function_call_output") {
-            ScriptedMessage::text(&["All done."])
-        } else {
-            ScriptedMessage::text(&["Making it."]).with_call(ScriptedCall::new(
-                "call_1",
-                "exec_command",
-                json!({"cmd": "touch made.txt"}),
-                2,
-            ))
-        };
-        Reply::sse(message.openai_responses_sse())
+        let text = body.to_string();
+        if text.contains("function_call_output") || text.contains(SAID) {
+            return Reply::sse(ScriptedMessage::text(&["All done."]).openai_responses_sse());
+        }
+        let call = ScriptedMessage::text(&["Making it."]).with_call(ScriptedCall::new(
+            "call_1",
+            "exec_command",
+            json!({"cmd": "touch made.txt"}),
+            2,
+        ));
+        let reply = Reply::sse(call.openai_responses_sse());
+        match &gate {
+            Some(gate) => reply.held_until(0, gate.clone()),
+            None => reply,
+        }
     }));
     server
 }
+
+/// What a person says mid-run.
+const SAID: &str = "also count the bananas";
 
 /// `rein agents run codex` on the real CLI's app server in `work`, its
 /// key and the stand-in's address handed over by name.
@@ -56,6 +70,7 @@ fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
         .env("CODEX_HOME", &codex_home)
         .env("STANDIN_KEY", "sk-test-NOT-A-KEY")
         .args(["agents", "run", "codex", "--prompt", "make made.txt"])
+        .args(["--timeout", "120"])
         .args(["--env", "CODEX_HOME", "--env", "STANDIN_KEY", "--"])
         .arg(rein_testing::clis::codex())
         .args(["app-server", "-c", "model_provider=\"standin\""])
@@ -181,4 +196,76 @@ async fn codexs_question_is_decided_with_rein_approve_from_another_process() {
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert_eq!(recorded[0].1, "approved");
     assert_eq!(recorded[0].2, "rein approve");
+}
+
+/// Words said with `rein say` while Codex's model is answering are
+/// recorded and steered into the open turn (`turn/steer`): its next
+/// request carries them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_word_said_mid_run_is_steered_into_codexs_open_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let server = stand_in_held(Some(gate.clone())).await;
+    let mut child = hosted(home.path(), work.path(), &server)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let session = loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.contains("rein agents attach ") {
+            break session_of(&line);
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !server.requests().iter().any(|r| r.method == "POST") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model was never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let said = common::rein_at(home.path())
+        .args(["say", &session, SAID])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{}", common::stderr(&said));
+    let store = rein::sessions::SqliteStore::open(home.path().join("rein.db"))
+        .await
+        .unwrap();
+    loop {
+        assert!(std::time::Instant::now() < deadline, "never recorded");
+        let events = rein::sessions::read_all(&store, &session).await.unwrap();
+        if events
+            .iter()
+            .any(|e| matches!(&e.event, rein::sessions::Event::SteerSaid { text } if text == SAID))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    gate.notify_one();
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.success(), "{}", rest.join("\n"));
+    // The turn's next request carries the words, after the person's own
+    // request; nothing was asked or run for the answer they replaced.
+    let bodies: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert!(bodies.len() >= 2, "{bodies:?}");
+    let last = bodies.last().unwrap();
+    assert!(
+        last.contains(SAID) && last.contains("make made.txt"),
+        "{last}"
+    );
+    assert!(!bodies[0].contains(SAID));
 }

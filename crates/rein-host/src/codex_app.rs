@@ -12,7 +12,9 @@
 //! One request per run: `initialize`, `initialized`, `thread/start` in the
 //! working directory with approval policy `untrusted` (every command Codex
 //! does not know to be safe is asked about) and the `workspace-write`
-//! sandbox, `turn/start`; the run ends at `turn/completed`. Its
+//! sandbox, `turn/start`; the run ends at `turn/completed`. Words said
+//! meanwhile (`rein say`, the page, a viewer's line) are recorded and
+//! steered into the open turn (`turn/steer`); a stop posted ends the run. Its
 //! notifications are read as the `codex exec --json` records they mirror
 //! ([`ExecRecords`]) by the same reducer ([`CodexStream`]), so progress,
 //! the record, refusals and loop detection are one code for both.
@@ -31,6 +33,7 @@ use crate::acp::{AcpAsk, MAX_MESSAGE_BYTES, Question};
 use crate::asks::Asked;
 use crate::codex::CodexStream;
 use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn, take_steps};
+use crate::heard::{Ears, Mouth};
 use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
 use crate::progress::{Progress, clean_value, relative_path};
 use crate::record::Recorder;
@@ -170,8 +173,12 @@ fn exec_item(item: &Value) -> Option<Value> {
 }
 
 /// The exchange that asks `prompt`: the handshake, a thread in `cwd`, one
-/// turn; its answer is `turn/start`'s.
-async fn started(peer: jsonrpc::Peer, cwd: String, prompt: String) -> Result<Value, String> {
+/// turn; the thread's id and the turn's.
+async fn started(
+    peer: jsonrpc::Peer,
+    cwd: String,
+    prompt: String,
+) -> Result<(Value, Value), String> {
     let fail = |e: jsonrpc::RpcError| e.to_string();
     peer.request(
         "initialize",
@@ -188,12 +195,14 @@ async fn started(peer: jsonrpc::Peer, cwd: String, prompt: String) -> Result<Val
         .await
         .map_err(fail)?;
     let id = thread.pointer("/thread/id").cloned().unwrap_or(Value::Null);
-    peer.request(
-        "turn/start",
-        json!({"threadId": id, "input": [{"type": "text", "text": prompt}]}),
-    )
-    .await
-    .map_err(fail)
+    let turn = peer
+        .request(
+            "turn/start",
+            json!({"threadId": id, "input": [{"type": "text", "text": prompt}]}),
+        )
+        .await
+        .map_err(fail)?;
+    Ok((id, turn.pointer("/turn/id").cloned().unwrap_or(Value::Null)))
 }
 
 /// Run one request against `codex app-server` as `spec` starts it.
@@ -227,6 +236,9 @@ pub async fn drive_codex_app(
         ));
     };
     let (peer, mut incoming, _reading) = jsonrpc::connect(stdout, stdin, MAX_MESSAGE_BYTES);
+    // Words said mid-run are steered into the open turn once it is open.
+    let viewers = view.as_ref().and_then(View::listen);
+    let mut ears = Ears::new(None, recorder.as_deref(), viewers);
     let cwd = spec.cwd.display().to_string();
     let mut starting = std::pin::pin!(started(peer.clone(), cwd.clone(), prompt));
     let mut asking = true;
@@ -239,8 +251,16 @@ pub async fn drive_codex_app(
         let next = tokio::select! {
             done = &mut starting, if asking => {
                 asking = false;
-                if let Err(e) = done {
-                    reducer.framing_error(&format!("codex app-server refused the request: {e}"));
+                match done {
+                    Ok((thread, turn)) => ears.speak(Mouth::Steer { peer: peer.clone(), thread, turn }),
+                    Err(e) => reducer.framing_error(&format!("codex app-server refused the request: {e}")),
+                }
+                None
+            }
+            heard = ears.wake() => {
+                if ears.take(heard, recorder.as_deref_mut(), show).await? {
+                    ended = Some(Ended::Stopped);
+                    break;
                 }
                 None
             }
@@ -262,14 +282,16 @@ pub async fn drive_codex_app(
             {
                 let question = records.question(&method, &params, &cwd);
                 let (reply, answered) = tokio::sync::oneshot::channel();
+                let mut words = Vec::new();
                 let over = crate::asks::answer(
                     Asked { question, reply },
                     Some(person.clone()),
                     recorder.as_deref_mut(),
                     (deadline.as_mut(), &stop),
-                    &mut Vec::new(),
+                    &mut words,
                 )
                 .await?;
+                ears.deliver(words, show).await;
                 let decision = match (answered.await, over) {
                     (_, Some(_)) => "cancel",
                     (Ok(true), None) => "accept",

@@ -29,7 +29,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::asks::{Asked, Asks};
-use crate::heard::Ears;
+use crate::heard::{Ears, Mouth};
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Outcome, Reducer, Step};
@@ -214,7 +214,8 @@ pub async fn drive(
         .as_ref()
         .filter(|_| hears.is_some())
         .and_then(View::listen);
-    let mut ears = Ears::new(child.stdin.take(), recorder.as_deref(), viewers);
+    let mouth = child.stdin.take().map(Mouth::Stdin);
+    let mut ears = Ears::new(mouth, recorder.as_deref(), viewers);
     if let Some(request) = &hears {
         ears.first(request).await?;
     }

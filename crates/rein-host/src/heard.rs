@@ -4,16 +4,17 @@
 //! Every surface's words reach the run's session inbox: `rein say` and the
 //! page post them there from any process, and a line a viewer types into
 //! this process's session (`SessionHost::route_input`) is posted there by
-//! [`Ears`] — one bounded path. They are taken from the inbox into the log
+//! `Ears` — one bounded path. They are taken from the inbox into the log
 //! (`steer.said`) before the program hears them. A program that takes
 //! messages on its stdin (Claude Code with `--input-format stream-json`)
 //! hears them at its next step; its stdin closes when a turn ends, so that
-//! it finishes. Words after that, or to a program that hears none (one
+//! it finishes. Codex's app server hears them as `turn/steer` into its open
+//! turn (`Mouth`). Words after that, or to a program that hears none (one
 //! given its request in its arguments), are recorded and shown as unheard.
 //! A stop posted meanwhile ends the run.
 //!
 //! Not here: permission questions (`asks`), which take their decision from
-//! the same inbox with [`take`].
+//! the same inbox with `take`.
 
 use std::time::Instant;
 
@@ -111,12 +112,51 @@ pub(crate) enum Heard {
     Viewer(Said),
 }
 
-/// A hosted run's ears: where words are delivered (the program's stdin,
-/// while it hears), and what wakes the run to take them.
+/// How words reach a program that hears them mid-run.
+pub(crate) enum Mouth {
+    /// Claude Code's stream-json input: a user message per line.
+    Stdin(ChildStdin),
+    /// Codex's app server: `turn/steer` into the open turn.
+    Steer {
+        /// The connection.
+        peer: crate::jsonrpc::Peer,
+        /// The thread.
+        thread: serde_json::Value,
+        /// The open turn (steering names it, so a late word never lands
+        /// in another).
+        turn: serde_json::Value,
+    },
+}
+
+impl Mouth {
+    /// Say `text`; `false` when the program can no longer hear it.
+    async fn say(&mut self, text: &str) -> bool {
+        match self {
+            Mouth::Stdin(stdin) => {
+                stdin.write_all(&user_message(text)).await.is_ok() && stdin.flush().await.is_ok()
+            }
+            Mouth::Steer { peer, thread, turn } => {
+                let (peer, params) = (
+                    peer.clone(),
+                    serde_json::json!({"threadId": thread, "expectedTurnId": turn,
+                        "input": [{"type": "text", "text": text}]}),
+                );
+                // Its answer is awaited elsewhere: the run's loop goes on.
+                tokio::spawn(async move {
+                    let _ = peer.request("turn/steer", params).await;
+                });
+                true
+            }
+        }
+    }
+}
+
+/// A hosted run's ears: where words are delivered (the program, while it
+/// hears), and what wakes the run to take them.
 pub(crate) struct Ears {
-    /// The program's stdin, while it takes messages; `None` once a turn
-    /// ended (or for a program that hears nothing mid-run).
-    stdin: Option<ChildStdin>,
+    /// How the program hears words; `None` once a turn ended (or for a
+    /// program that hears nothing mid-run).
+    mouth: Option<Mouth>,
     /// Posts to the session's inbox from this process (`None`: no session).
     posted: Option<Posted>,
     /// Lines viewers type into this process's session.
@@ -132,12 +172,12 @@ impl Ears {
     /// delivering to `stdin` (none: the program hears nothing mid-run),
     /// hearing this process's viewers through `viewers`.
     pub(crate) fn new(
-        stdin: Option<ChildStdin>,
+        mouth: Option<Mouth>,
         recorder: Option<&Recorder>,
         viewers: Option<mpsc::Receiver<Said>>,
     ) -> Ears {
         Ears {
-            stdin,
+            mouth,
             posted: recorder.map(|r| r.store().posted(r.session())),
             viewers,
             looked: Instant::now(),
@@ -145,9 +185,14 @@ impl Ears {
         }
     }
 
+    /// From now on the program hears words through `mouth`.
+    pub(crate) fn speak(&mut self, mouth: Mouth) {
+        self.mouth = Some(mouth);
+    }
+
     /// Send the program its request as its first message.
     pub(crate) async fn first(&mut self, prompt: &str) -> Result<(), AgentError> {
-        let Some(stdin) = self.stdin.as_mut() else {
+        let Some(Mouth::Stdin(stdin)) = self.mouth.as_mut() else {
             return Ok(());
         };
         stdin
@@ -237,11 +282,8 @@ impl Ears {
         show: &mut (dyn FnMut(&Progress) + Send),
     ) {
         for text in words {
-            let heard = match self.stdin.as_mut() {
-                Some(stdin) => {
-                    let wrote = stdin.write_all(&user_message(&text)).await;
-                    wrote.is_ok() && stdin.flush().await.is_ok()
-                }
+            let heard = match self.mouth.as_mut() {
+                Some(mouth) => mouth.say(&text).await,
                 None => false,
             };
             show(&Progress::detail(
@@ -258,7 +300,7 @@ impl Ears {
     /// A turn ended: the program's stdin closes so that it finishes once
     /// the words it has are answered.
     pub(crate) fn turn_closed(&mut self) {
-        self.stdin = None;
+        self.mouth = None;
     }
 }
 
