@@ -14,50 +14,16 @@ mod common;
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 
-use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
-use serde_json::{Value, json};
+use rein_testing::FakeServer;
+use serde_json::json;
 
-/// The stand-in: a streamed call asks to `Write` `target`; once a tool
-/// result is back, it says it is done. Anything else Claude Code asks
-/// (a count, a non-streamed call) gets a plain answer.
+/// The stand-in: the model asks to `Write` `target`; once a tool result is
+/// back, it says it is done.
 async fn stand_in(target: &Path) -> FakeServer {
-    let server = FakeServer::start(Vec::new()).await.unwrap();
-    let target = target.display().to_string();
-    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
-            return Reply::status(200, json!({"input_tokens": 10}).to_string());
-        }
-        let answered = body.to_string().contains("\"tool_result\"");
-        let asks_write = body["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "Write"));
-        let message = if asks_write && !answered {
-            ScriptedMessage::text(&["Writing it."]).with_call(ScriptedCall::new(
-                "toolu_1",
-                "Write",
-                json!({"file_path": target, "content": "hello from the model\n"}),
-                2,
-            ))
-        } else {
-            ScriptedMessage::text(&["All done."])
-        };
-        if body["stream"] == true {
-            Reply::sse(message.anthropic_sse())
-        } else {
-            let text: String = message.text.concat();
-            Reply::status(
-                200,
-                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                    "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
-                .to_string(),
-            )
-        }
-    }));
-    server
+    let input =
+        json!({"file_path": target.display().to_string(), "content": "hello from the model\n"});
+    common::hosted::messages_stand_in("Write", input, None).await
 }
 
 /// `rein agents run claude` on the real CLI in `work`, its key and the
@@ -85,38 +51,11 @@ fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
 
 /// The approvals a session recorded: (requested tool and detail, decision, by).
 async fn approvals(home: &Path, session: &str) -> Vec<(String, String, String)> {
-    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+    common::hosted::approvals(home, session)
         .await
-        .unwrap();
-    let events = rein::sessions::read_all(&store, session).await.unwrap();
-    let mut asked = Vec::new();
-    for e in &events {
-        match &e.event {
-            rein::sessions::Event::ApprovalRequested {
-                tool, arguments, ..
-            } => asked.push((
-                format!("{tool} {}", arguments["detail"].as_str().unwrap_or("")),
-                String::new(),
-                String::new(),
-            )),
-            rein::sessions::Event::ApprovalDecided { decision, by, .. } => {
-                let last = asked.last_mut().unwrap();
-                last.1 = decision.to_string();
-                last.2.clone_from(by);
-            }
-            _ => {}
-        }
-    }
-    asked
-}
-
-fn session_of(stderr: &str) -> String {
-    stderr
-        .split("rein agents attach ")
-        .nth(1)
-        .and_then(|s| s.split('`').next())
-        .unwrap()
-        .to_owned()
+        .into_iter()
+        .map(|r| (format!("{} {}", r.tool, r.detail), r.decision, r.by))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,7 +78,7 @@ async fn claudes_write_is_asked_of_the_person_a_yes_lands_and_a_no_does_not() {
             "{stderr}"
         );
         assert_eq!(target.is_file(), lands, "answer {answer:?}: {stderr}");
-        let session = session_of(&stderr);
+        let session = common::hosted::attach_id(&stderr);
         let decision = if lands { "approved" } else { "denied" };
         assert_eq!(
             approvals(home.path(), &session).await,
@@ -203,7 +142,7 @@ async fn decided_elsewhere(
         seen.push_str(&line);
         seen.push('\n');
         if line.contains("rein agents attach ") {
-            break session_of(&line);
+            break common::hosted::attach_id(&line);
         }
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);

@@ -80,33 +80,11 @@ fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
 
 /// The approvals a session recorded: (requested tool, decision, by).
 async fn approvals(home: &Path, session: &str) -> Vec<(String, String, String)> {
-    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+    common::hosted::approvals(home, session)
         .await
-        .unwrap();
-    let mut asked = Vec::new();
-    for e in rein::sessions::read_all(&store, session).await.unwrap() {
-        match e.event {
-            rein::sessions::Event::ApprovalRequested { tool, .. } => {
-                asked.push((tool, String::new(), String::new()));
-            }
-            rein::sessions::Event::ApprovalDecided { decision, by, .. } => {
-                let last = asked.last_mut().unwrap();
-                last.1 = decision.to_string();
-                last.2 = by;
-            }
-            _ => {}
-        }
-    }
-    asked
-}
-
-fn session_of(stderr: &str) -> String {
-    stderr
-        .split("rein agents attach ")
-        .nth(1)
-        .and_then(|s| s.split('`').next())
-        .unwrap()
-        .to_owned()
+        .into_iter()
+        .map(|r| (r.tool, r.decision, r.by))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,7 +109,7 @@ async fn codexs_command_is_asked_of_the_person_a_yes_runs_it_and_a_no_does_not()
         );
         let decision = if runs { "approved" } else { "denied" };
         assert_eq!(
-            approvals(home.path(), &session_of(&stderr)).await,
+            approvals(home.path(), &common::hosted::attach_id(&stderr)).await,
             [(
                 "command".to_owned(),
                 decision.to_owned(),
@@ -163,7 +141,7 @@ async fn codexs_question_is_decided_with_rein_approve_from_another_process() {
     let session = loop {
         let line = lines.next().unwrap().unwrap();
         if line.contains("rein agents attach ") {
-            break session_of(&line);
+            break common::hosted::attach_id(&line);
         }
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
@@ -217,7 +195,7 @@ async fn a_word_said_mid_run_is_steered_into_codexs_open_turn() {
     let session = loop {
         let line = lines.next().unwrap().unwrap();
         if line.contains("rein agents attach ") {
-            break session_of(&line);
+            break common::hosted::attach_id(&line);
         }
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);

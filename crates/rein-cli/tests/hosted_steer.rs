@@ -10,69 +10,13 @@
 
 mod common;
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
-use serde_json::{Value, json};
-
-/// The stand-in: the main request (the one offering tools) is answered
-/// with a `Read` of `notes.txt`, its first chunk held until `gate` opens;
-/// once the read's result is back, "All done.". Anything else (a count, a
-/// side request) gets a plain answer.
-async fn stand_in(work: &Path, gate: Arc<tokio::sync::Notify>) -> FakeServer {
-    let server = FakeServer::start(Vec::new()).await.unwrap();
-    let notes = work.join("notes.txt").display().to_string();
-    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
-            return Reply::status(200, json!({"input_tokens": 10}).to_string());
-        }
-        let main = body["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "Read"));
-        if body["stream"] != true {
-            return Reply::status(
-                200,
-                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                    "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
-                .to_string(),
-            );
-        }
-        if main && !body.to_string().contains("\"tool_result\"") {
-            let call = ScriptedMessage::text(&["Reading."]).with_call(ScriptedCall::new(
-                "toolu_1",
-                "Read",
-                json!({"file_path": notes}),
-                2,
-            ));
-            return Reply::sse(call.anthropic_sse()).held_until(0, gate.clone());
-        }
-        Reply::sse(ScriptedMessage::text(&["All done."]).anthropic_sse())
-    }));
-    server
-}
-
-type Buf = Arc<Mutex<Vec<u8>>>;
-
-fn capture(mut stream: impl Read + Send + 'static) -> Buf {
-    let buf: Buf = Arc::default();
-    let sink = buf.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 4096];
-        while let Ok(n) = stream.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
-        }
-    });
-    buf
-}
+use serde_json::json;
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -111,7 +55,11 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("notes.txt"), "the notes\n").unwrap();
     let gate = Arc::new(tokio::sync::Notify::new());
-    let server = stand_in(work.path(), gate.clone()).await;
+    // The model asks to read notes.txt; its answer is held until the gate opens.
+    let notes = work.path().join("notes.txt").display().to_string();
+    let server =
+        common::hosted::messages_stand_in("Read", json!({"file_path": notes}), Some(gate.clone()))
+            .await;
     let claude = rein_testing::clis::claude_code();
     let mut cmd = common::rein_at(home.path());
     cmd.current_dir(work.path())
@@ -129,7 +77,7 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = capture(run.stdout.take().unwrap());
+    let out = common::hosted::capture(run.stdout.take().unwrap());
     let mut lines = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
     let mut seen = String::new();
     let session = loop {
@@ -140,7 +88,7 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
             break rest.split('`').next().unwrap().to_owned();
         }
     };
-    let err: Buf = Arc::default();
+    let err: common::hosted::Buf = Arc::default();
     {
         let sink = err.clone();
         std::thread::spawn(move || {
@@ -172,9 +120,9 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let viewer_err = capture(viewer.stderr.take().unwrap());
-    let _viewer_out = capture(viewer.stdout.take().unwrap());
-    let text = |buf: &Buf| String::from_utf8_lossy(&buf.lock().unwrap()).into_owned();
+    let viewer_err = common::hosted::capture(viewer.stderr.take().unwrap());
+    let _viewer_out = common::hosted::capture(viewer.stdout.take().unwrap());
+    let text = common::hosted::text;
     wait_until("the viewer attached", || {
         text(&viewer_err).contains("attached as bob#")
     });

@@ -23,16 +23,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp_stream::AcpStream;
-use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn, take_steps};
+use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, take_steps};
 use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
 use crate::progress::Progress;
+use crate::protocol::{self, Connected};
 use crate::record::Recorder;
 use crate::reducer::Reducer;
 use crate::session::{RenderMode, SessionHost};
-use crate::view::View;
 
-/// The longest message (line) read from an agent.
-pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+pub use crate::protocol::MAX_MESSAGE_BYTES;
 
 /// The ACP protocol version rein speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -122,22 +121,18 @@ pub async fn drive_acp(
         person,
         view,
     } = ask;
-    let view = match view {
-        Some((host, session)) => Some(View::open(host, session, RenderMode::Acp, &stop)?),
-        None => None,
-    };
-    let Spawned {
-        mut child,
-        mut guard,
-        stderr,
-    } = spawn(spec, true)?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(AgentError::new(
-            rein_wire::error::codes::INTERNAL,
-            "the agent's stdio was not piped",
-        ));
-    };
-    let (peer, mut incoming, _reading) = jsonrpc::connect(stdout, stdin, MAX_MESSAGE_BYTES);
+    let Connected {
+        view,
+        spawned:
+            Spawned {
+                mut child,
+                mut guard,
+                stderr,
+            },
+        peer,
+        mut incoming,
+        reading: _reading,
+    } = protocol::connect(spec, view, RenderMode::Acp, &stop)?;
     let prompting = prompted(peer.clone(), spec.cwd.display().to_string(), prompt);
     let mut prompting = std::pin::pin!(prompting);
     let deadline = tokio::time::sleep(spec.timeout);

@@ -29,13 +29,14 @@ use rein_wire::AgentError;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{AcpAsk, MAX_MESSAGE_BYTES, Question};
+use crate::acp::{AcpAsk, Question};
 use crate::asks::Asked;
 use crate::codex::CodexStream;
-use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, spawn, take_steps};
+use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, take_steps};
 use crate::heard::{Ears, Mouth};
 use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
 use crate::progress::{Progress, clean_value, relative_path};
+use crate::protocol::{self, Connected};
 use crate::record::Recorder;
 use crate::reducer::Reducer;
 use crate::session::RenderMode;
@@ -220,22 +221,18 @@ pub async fn drive_codex_app(
         person,
         view,
     } = ask;
-    let view = match view {
-        Some((host, session)) => Some(View::open(host, session, RenderMode::Stream, &stop)?),
-        None => None,
-    };
-    let Spawned {
-        mut child,
-        mut guard,
-        stderr,
-    } = spawn(spec, true)?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(AgentError::new(
-            rein_wire::error::codes::INTERNAL,
-            "codex's stdio was not piped",
-        ));
-    };
-    let (peer, mut incoming, _reading) = jsonrpc::connect(stdout, stdin, MAX_MESSAGE_BYTES);
+    let Connected {
+        view,
+        spawned:
+            Spawned {
+                mut child,
+                mut guard,
+                stderr,
+            },
+        peer,
+        mut incoming,
+        reading: _reading,
+    } = protocol::connect(spec, view, RenderMode::Stream, &stop)?;
     // Words said mid-run are steered into the open turn once it is open.
     let viewers = view.as_ref().and_then(View::listen);
     let mut ears = Ears::new(None, recorder.as_deref(), viewers);

@@ -38,6 +38,7 @@ pub mod helper;
 pub mod jsonrpc;
 mod lifetime;
 pub mod progress;
+mod protocol;
 pub mod pty;
 pub mod record;
 pub mod reducer;

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 pub mod definition;
+pub mod hosted;
 
 use std::io::{BufRead, BufReader, Read as _, Write};
 use std::path::Path;

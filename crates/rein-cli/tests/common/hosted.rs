@@ -1,0 +1,132 @@
+//! What the tests of hosted agents share: a loopback Messages API stand-in
+//! whose model asks for one tool call, the session a hosted run names, the
+//! approvals it recorded, a child's output captured as it comes.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::{Value, json};
+
+/// A stand-in of the Messages API: the main request (the one offering
+/// `tool`) is answered with a call of `tool` with `input` — its first chunk
+/// held until `gate` opens, when there is one — and once a tool result is
+/// back, "All done.". Anything else (a count, a side request) gets a plain
+/// answer.
+pub async fn messages_stand_in(
+    tool: &'static str,
+    input: Value,
+    gate: Option<Arc<tokio::sync::Notify>>,
+) -> FakeServer {
+    let server = FakeServer::start(Vec::new()).await.unwrap();
+    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
+            return Reply::status(200, json!({"input_tokens": 10}).to_string());
+        }
+        let main = body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == tool));
+        let calls = main && !body.to_string().contains("\"tool_result\"");
+        let message = if calls {
+            ScriptedMessage::text(&["Working on it."]).with_call(ScriptedCall::new(
+                "toolu_1",
+                tool,
+                input.clone(),
+                2,
+            ))
+        } else {
+            ScriptedMessage::text(&["All done."])
+        };
+        if body["stream"] != true {
+            return Reply::status(
+                200,
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": message.text.concat()}], "stop_reason": "end_turn",
+                    "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
+                .to_string(),
+            );
+        }
+        let reply = Reply::sse(message.anthropic_sse());
+        match &gate {
+            Some(gate) if calls => reply.held_until(0, gate.clone()),
+            _ => reply,
+        }
+    }));
+    server
+}
+
+/// The session a hosted run names (`rein agents attach ID`).
+pub fn attach_id(stderr: &str) -> String {
+    stderr
+        .split("rein agents attach ")
+        .nth(1)
+        .and_then(|s| s.split('`').next())
+        .unwrap_or_else(|| panic!("no session named in:\n{stderr}"))
+        .to_owned()
+}
+
+/// One approval a session recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The tool asked about.
+    pub tool: String,
+    /// Its one detail ("" for none).
+    pub detail: String,
+    /// The decision ("" while pending).
+    pub decision: String,
+    /// Who decided.
+    pub by: String,
+}
+
+/// The approvals the session recorded, in order.
+pub async fn approvals(home: &Path, session: &str) -> Vec<Recorded> {
+    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+        .await
+        .unwrap();
+    let mut asked: Vec<Recorded> = Vec::new();
+    for e in rein::sessions::read_all(&store, session).await.unwrap() {
+        match e.event {
+            rein::sessions::Event::ApprovalRequested {
+                tool, arguments, ..
+            } => asked.push(Recorded {
+                tool,
+                detail: arguments["detail"].as_str().unwrap_or_default().to_owned(),
+                decision: String::new(),
+                by: String::new(),
+            }),
+            rein::sessions::Event::ApprovalDecided { decision, by, .. } => {
+                let last = asked.last_mut().unwrap();
+                last.decision = decision.to_string();
+                last.by = by;
+            }
+            _ => {}
+        }
+    }
+    asked
+}
+
+/// A child's output, gathered as it comes.
+pub type Buf = Arc<Mutex<Vec<u8>>>;
+
+/// Gather `stream` on a thread of its own.
+pub fn capture(mut stream: impl Read + Send + 'static) -> Buf {
+    let buf: Buf = Arc::default();
+    let sink = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = stream.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    buf
+}
+
+/// What was gathered, as text.
+pub fn text(buf: &Buf) -> String {
+    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+}
