@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use rein_testing::FakeServer;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The stand-in: the model asks to `Write` `target`; once a tool result is
 /// back, it says it is done.
@@ -115,7 +115,7 @@ async fn claudes_write_is_asked_of_the_person_a_yes_lands_and_a_no_does_not() {
 /// its question is pending, and run `decide(home, session, approval)`
 /// from another process; the run's exit, the file, and what was recorded.
 async fn decided_elsewhere(
-    decide: impl FnOnce(&Path, &str, &str) -> std::process::Output,
+    decide: impl FnOnce(&Path, &str, &str) -> String,
 ) -> (
     std::process::ExitStatus,
     bool,
@@ -162,26 +162,91 @@ async fn decided_elsewhere(
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     let said = decide(home.path(), &session, &approval);
-    assert!(said.status.success(), "{}", common::stderr(&said));
     let status = child.wait().unwrap();
     drop(stdin);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let recorded = approvals(home.path(), &session).await;
-    (
-        status,
-        target.is_file(),
-        recorded,
-        common::stdout(&said) + &rest.join("\n"),
-    )
+    (status, target.is_file(), recorded, said + &rest.join("\n"))
+}
+
+/// What a command that must succeed printed.
+fn ran(out: std::process::Output) -> String {
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    common::stdout(&out)
+}
+
+/// The hosted run's question decided through `rein serve`'s API, as the
+/// page decides it: the server lists it among the session's approvals and
+/// a yes posted there lands the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_decided_through_the_servers_api_as_the_page_does() {
+    let (status, landed, recorded, said) = decided_elsewhere(|home, session, approval| {
+        let (home, session, approval) = (home.to_owned(), session.to_owned(), approval.to_owned());
+        // A blocking client, off the test's runtime.
+        std::thread::spawn(move || through_api(&home, &session, &approval))
+            .join()
+            .unwrap()
+    })
+    .await;
+    assert!(status.success(), "{said}");
+    assert!(landed, "the write decided through the API landed");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1, "approved");
+    assert!(recorded[0].2.starts_with("http"), "{recorded:?}");
+}
+
+/// `rein serve` on `home`: the session's approvals listed, `approval`
+/// decided yes; what the server answered.
+fn through_api(home: &Path, session: &str, approval: &str) -> String {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let root = tempfile::tempdir().unwrap();
+    let token = "t".repeat(40);
+    let mut cmd = common::rein_at(home);
+    cmd.args(["serve", "--scripted", "--root"])
+        .arg(root.path())
+        .env("REIN_SERVE_TOKEN", &token);
+    let (mut server, lines) = common::spawn_with_lines(cmd);
+    let link = loop {
+        let line = lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("rein serve printed its address");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_owned();
+        }
+    };
+    let base = link.split("/api/").next().unwrap().to_owned();
+    let http = reqwest::blocking::Client::new();
+    let listed: Value = http
+        .get(format!("{base}/api/conversations/{session}/approvals"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(listed.to_string().contains(approval), "{listed}");
+    let decided = http
+        .post(format!(
+            "{base}/api/conversations/{session}/approvals/{approval}"
+        ))
+        .bearer_auth(&token)
+        .json(&json!({"decision": "yes"}))
+        .send()
+        .unwrap();
+    let answer = decided.status();
+    let body = decided.text().unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(answer.is_success(), "{answer}: {body}");
+    body
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_is_decided_with_rein_approve_from_another_process() {
     let (status, landed, recorded, said) = decided_elsewhere(|home, session, approval| {
-        common::rein_at(home)
+        ran(common::rein_at(home)
             .args(["approve", session, approval, "yes"])
             .output()
-            .unwrap()
+            .unwrap())
     })
     .await;
     assert!(status.success(), "{said}");
@@ -200,10 +265,10 @@ async fn a_question_is_decided_with_rein_approve_from_another_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_while_a_question_waits_ends_the_run_and_closes_the_question() {
     let (status, landed, recorded, said) = decided_elsewhere(|home, session, _| {
-        common::rein_at(home)
+        ran(common::rein_at(home)
             .args(["stop", session])
             .output()
-            .unwrap()
+            .unwrap())
     })
     .await;
     assert!(!status.success(), "{said}");
