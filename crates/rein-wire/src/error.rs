@@ -332,6 +332,12 @@ registry! {
         "Read the named reason: the render mode, the protocol channel, or who holds the session's input.";
     GOLDEN_TRACE_INVALID = "golden_trace_invalid", 400, false,
         "The golden trace cannot be read", "Check the file: one canonical JSON event per line.";
+    MEMORY_FULL = "memory_full", 409, false,
+        "This memory scope holds as many items as it allows",
+        "Forget items no longer needed (`rein memory forget`), or raise the scope's limit.";
+    MEMORY_NOT_FOUND = "memory_not_found", 404, false,
+        "No memory item with this id in this scope",
+        "List the scope's items (`rein memory list`); an item of another scope is not reachable from here.";
 }
 
 fn registry() -> &'static RwLock<BTreeMap<ErrorCode, CodeInfo>> {

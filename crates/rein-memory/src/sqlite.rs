@@ -1,0 +1,313 @@
+//! [`SqliteMemory`]: memory in a SQLite file, found by FTS5 full text
+//! ranked by bm25 (an external-content index over the items, kept by
+//! triggers). The file is the owner's alone (0600); a forgotten item's
+//! text is overwritten on disk (`secure_delete`), not only unlinked. One
+//! connection: a scope's count and the insert that respects it are one
+//! transaction, and memory is written at a person's pace.
+//!
+//! Schema versions are `PRAGMA user_version`; a file made by a newer rein
+//! is refused (`store_schema_newer`), never rewritten.
+//!
+//! Not here: the contract both stores keep (`lib.rs`, the crate's tests).
+
+use std::path::Path;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rein_wire::AgentError;
+use rein_wire::error::codes;
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+};
+
+use crate::terms::{fts_query, terms};
+use crate::{Found, Limits, MemoryItem, MemoryStore, NewMemory, Scope, Source, not_found};
+
+/// The schema this rein writes (a macro: SQL text is literal).
+macro_rules! schema_version {
+    () => {
+        1
+    };
+}
+const SCHEMA_VERSION: i64 = schema_version!();
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS memory_items (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL,
+        text TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        source TEXT NOT NULL,
+        pinned INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS memory_by_scope ON memory_items(scope, seq)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_text
+        USING fts5(text, tags, content='memory_items', content_rowid='seq')",
+    "CREATE TRIGGER IF NOT EXISTS memory_added AFTER INSERT ON memory_items BEGIN
+        INSERT INTO memory_text(rowid, text, tags) VALUES (new.seq, new.text, new.tags);
+    END",
+    "CREATE TRIGGER IF NOT EXISTS memory_removed AFTER DELETE ON memory_items BEGIN
+        INSERT INTO memory_text(memory_text, rowid, text, tags)
+            VALUES ('delete', old.seq, old.text, old.tags);
+    END",
+];
+
+/// An item's columns, in `item_of`'s order of names.
+macro_rules! columns {
+    () => {
+        "id, scope, text, tags, source, pinned, revision, created_ms"
+    };
+}
+
+/// Memory in a SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteMemory {
+    pool: SqlitePool,
+    limits: Limits,
+}
+
+fn db_error(err: sqlx::Error) -> AgentError {
+    AgentError::new(
+        codes::STORE_UNAVAILABLE,
+        format!("the memory store failed: {err}"),
+    )
+}
+
+impl SqliteMemory {
+    /// Open (or create) the memory file at `path` with the default bounds.
+    pub async fn open(path: impl AsRef<Path>) -> Result<SqliteMemory, AgentError> {
+        SqliteMemory::open_with(path, Limits::default()).await
+    }
+
+    /// Open (or create) the memory file at `path` with these bounds.
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        limits: Limits,
+    ) -> Result<SqliteMemory, AgentError> {
+        let path = path.as_ref();
+        let fresh = !path.exists();
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(10))
+            .pragma("secure_delete", "ON");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(db_error)?;
+        if fresh {
+            owner_only(path)?;
+        }
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&pool)
+            .await
+            .map_err(db_error)?;
+        if version > SCHEMA_VERSION {
+            return Err(AgentError::new(
+                codes::STORE_SCHEMA_NEWER,
+                format!(
+                    "the memory file {} has schema {version}; this rein knows {SCHEMA_VERSION}",
+                    path.display()
+                ),
+            ));
+        }
+        for statement in SCHEMA {
+            sqlx::query(*statement)
+                .execute(&pool)
+                .await
+                .map_err(db_error)?;
+        }
+        sqlx::query(concat!("PRAGMA user_version = ", schema_version!()))
+            .execute(&pool)
+            .await
+            .map_err(db_error)?;
+        Ok(SqliteMemory { pool, limits })
+    }
+}
+
+/// The file is its owner's alone.
+fn owner_only(path: &Path) -> Result<(), AgentError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+        AgentError::new(
+            codes::STORE_UNAVAILABLE,
+            format!("cannot make {} private: {e}", path.display()),
+        )
+    })
+}
+
+fn item_of(row: &SqliteRow) -> Result<MemoryItem, AgentError> {
+    let bad = |e: &dyn std::fmt::Display| {
+        AgentError::new(
+            codes::STORE_UNAVAILABLE,
+            format!("a memory row cannot be read: {e}"),
+        )
+    };
+    let tags: String = row.try_get("tags").map_err(|e| bad(&e))?;
+    let source: String = row.try_get("source").map_err(|e| bad(&e))?;
+    let scope: String = row.try_get("scope").map_err(|e| bad(&e))?;
+    let revision: i64 = row.try_get("revision").map_err(|e| bad(&e))?;
+    Ok(MemoryItem {
+        id: row.try_get("id").map_err(|e| bad(&e))?,
+        scope: Scope::new(&scope)?,
+        text: row.try_get("text").map_err(|e| bad(&e))?,
+        tags: serde_json::from_str(&tags).map_err(|e| bad(&e))?,
+        source: serde_json::from_str::<Source>(&source).map_err(|e| bad(&e))?,
+        pinned: row.try_get::<i64, _>("pinned").map_err(|e| bad(&e))? != 0,
+        revision: u64::try_from(revision).unwrap_or_default(),
+        created_ms: row.try_get("created_ms").map_err(|e| bad(&e))?,
+    })
+}
+
+fn items_of(rows: &[SqliteRow]) -> Result<Vec<MemoryItem>, AgentError> {
+    rows.iter().map(item_of).collect()
+}
+
+/// A bound as SQLite takes it.
+fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl MemoryStore for SqliteMemory {
+    async fn remember(&self, scope: &Scope, new: NewMemory) -> Result<MemoryItem, AgentError> {
+        self.limits.check(&new)?;
+        let item = MemoryItem {
+            id: rein_wire::ids::new_prefixed("mem"),
+            scope: scope.clone(),
+            text: new.text,
+            tags: new.tags,
+            source: new.source,
+            pinned: new.pinned,
+            revision: 1,
+            created_ms: rein_wire::clock::now_ms(),
+        };
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_items WHERE scope = ?1")
+            .bind(scope.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        self.limits
+            .full(scope, usize::try_from(held).unwrap_or(usize::MAX))?;
+        sqlx::query(concat!(
+            "INSERT INTO memory_items (",
+            columns!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+        ))
+        .bind(&item.id)
+        .bind(scope.as_str())
+        .bind(&item.text)
+        .bind(json(&item.tags))
+        .bind(json(&item.source))
+        .bind(i64::from(item.pinned))
+        .bind(1_i64)
+        .bind(item.created_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(item)
+    }
+
+    async fn get(&self, scope: &Scope, id: &str) -> Result<MemoryItem, AgentError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM memory_items WHERE scope = ?1 AND id = ?2"
+        ))
+        .bind(scope.as_str())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        match row {
+            Some(row) => item_of(&row),
+            None => Err(not_found(scope, id)),
+        }
+    }
+
+    async fn list(&self, scope: &Scope, limit: usize) -> Result<Vec<MemoryItem>, AgentError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM memory_items WHERE scope = ?1 ORDER BY seq DESC LIMIT ?2"
+        ))
+        .bind(scope.as_str())
+        .bind(sql_limit(self.limits.results(limit)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        items_of(&rows)
+    }
+
+    async fn pinned(&self, scope: &Scope, limit: usize) -> Result<Vec<MemoryItem>, AgentError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM memory_items WHERE scope = ?1 AND pinned = 1 ORDER BY seq LIMIT ?2"
+        ))
+        .bind(scope.as_str())
+        .bind(sql_limit(self.limits.results(limit)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        items_of(&rows)
+    }
+
+    async fn search(
+        &self,
+        scope: &Scope,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Found>, AgentError> {
+        let words = terms(query);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT m.id, m.scope, m.text, m.tags, m.source, m.pinned, m.revision, m.created_ms,
+                    -bm25(memory_text) AS rank
+             FROM memory_text JOIN memory_items m ON m.seq = memory_text.rowid
+             WHERE memory_text MATCH ?1 AND m.scope = ?2
+             ORDER BY rank DESC, m.seq DESC LIMIT ?3",
+        )
+        .bind(fts_query(&words))
+        .bind(scope.as_str())
+        .bind(sql_limit(self.limits.results(limit)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|row| {
+                Ok(Found {
+                    item: item_of(row)?,
+                    rank: row.try_get("rank").unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+
+    async fn forget(&self, scope: &Scope, id: &str) -> Result<(), AgentError> {
+        let done = sqlx::query("DELETE FROM memory_items WHERE scope = ?1 AND id = ?2")
+            .bind(scope.as_str())
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(not_found(scope, id));
+        }
+        Ok(())
+    }
+}
+
+/// A value stored as JSON text.
+fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}

@@ -1,0 +1,249 @@
+//! The memory contract, run on every store: what is remembered is read,
+//! listed and found in its own scope and in no other; bounds are refused
+//! with their codes; forgetting removes an item for good. The SQLite store
+//! also keeps its items across a reopen, in a file only its owner reads,
+//! and refuses a file made by a newer rein.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+use rein_memory::{InMemory, Limits, MemoryStore, NewMemory, Scope, Source, SqliteMemory};
+use rein_wire::error::codes;
+
+fn scope(name: &str) -> Scope {
+    Scope::new(name).unwrap()
+}
+
+fn tagged(text: &str, tags: &[&str]) -> NewMemory {
+    NewMemory {
+        text: text.to_owned(),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        source: Source {
+            session: Some("s1".into()),
+            turn: Some("t1".into()),
+            call: Some("c1".into()),
+        },
+        pinned: false,
+    }
+}
+
+/// The small bounds the contract checks against.
+fn limits() -> Limits {
+    Limits {
+        max_item_bytes: 200,
+        max_items: 5,
+        max_tags: 3,
+        max_results: 10,
+    }
+}
+
+async fn contract(store: &dyn MemoryStore) {
+    remembered_items_are_read_listed_and_found(store).await;
+    scopes_never_meet(store).await;
+    bounds_are_refused_with_their_codes(store).await;
+    forgetting_is_for_good(store).await;
+}
+
+async fn remembered_items_are_read_listed_and_found(store: &dyn MemoryStore) {
+    let alice = scope("person:alice");
+    let tabs = store
+        .remember(&alice, tagged("Prefers tabs over spaces", &["style"]))
+        .await
+        .unwrap();
+    assert_eq!(tabs.revision, 1);
+    assert_eq!(tabs.source.call.as_deref(), Some("c1"));
+    let mut pinned = NewMemory::text("Works on the shop project, in Rust");
+    pinned.pinned = true;
+    let shop = store.remember(&alice, pinned).await.unwrap();
+    let both = store
+        .remember(&alice, tagged("Tabs in Makefiles, spaces in YAML", &[]))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&alice, &tabs.id).await.unwrap(), tabs);
+    let listed: Vec<String> = store
+        .list(&alice, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(listed, [both.id.clone(), shop.id.clone(), tabs.id.clone()]);
+    assert_eq!(store.list(&alice, 1).await.unwrap().len(), 1);
+    let pins = store.pinned(&alice, 10).await.unwrap();
+    assert_eq!(pins.len(), 1);
+    assert_eq!(pins[0].id, shop.id);
+    // Found by a word of its text or a tag, case aside; the item with
+    // more of the words first.
+    let found = store.search(&alice, "TABS spaces", 10).await.unwrap();
+    let ids: Vec<&str> = found.iter().map(|f| f.item.id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{found:?}");
+    assert!(ids.contains(&tabs.id.as_str()) && ids.contains(&both.id.as_str()));
+    assert!(found[0].rank >= found[1].rank);
+    let by_tag = store.search(&alice, "style", 10).await.unwrap();
+    assert_eq!(by_tag.len(), 1);
+    assert_eq!(by_tag[0].item.id, tabs.id);
+    // Query syntax is words, never an expression; no words, nothing found.
+    assert!(
+        store
+            .search(&alice, "\" OR * NEAR(", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.search(&alice, " ... ", 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.search(&alice, "rust", 10).await.unwrap()[0].item.id,
+        shop.id
+    );
+}
+
+async fn scopes_never_meet(store: &dyn MemoryStore) {
+    let alice = scope("person:alice");
+    let bob = scope("person:bob");
+    let secret = store
+        .remember(&alice, NewMemory::text("Alice's locker code is 4711"))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .search(&bob, "locker code 4711", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.list(&bob, 10).await.unwrap().is_empty());
+    assert!(store.pinned(&bob, 10).await.unwrap().is_empty());
+    let read = store.get(&bob, &secret.id).await.unwrap_err();
+    assert_eq!(read.code, codes::MEMORY_NOT_FOUND);
+    let forgot = store.forget(&bob, &secret.id).await.unwrap_err();
+    assert_eq!(forgot.code, codes::MEMORY_NOT_FOUND);
+    // Still Alice's, untouched.
+    assert_eq!(store.get(&alice, &secret.id).await.unwrap(), secret);
+    // A scope that only looks like another is another.
+    let alice_ish = scope("person:alice ");
+    assert!(
+        store
+            .search(&alice_ish, "locker", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn bounds_are_refused_with_their_codes(store: &dyn MemoryStore) {
+    let carol = scope("person:carol");
+    for bad in [
+        NewMemory::text("   "),
+        NewMemory::text(&"x".repeat(201)),
+        tagged("four tags", &["a", "b", "c", "d"]),
+        tagged("an empty tag", &[" "]),
+        tagged("a long tag", &[&"t".repeat(65)]),
+    ] {
+        let err = store.remember(&carol, bad).await.unwrap_err();
+        assert_eq!(err.code, codes::INVALID_INPUT, "{}", err.message);
+    }
+    assert!(store.list(&carol, 10).await.unwrap().is_empty());
+    for i in 0..5 {
+        store
+            .remember(&carol, NewMemory::text(&format!("item {i}")))
+            .await
+            .unwrap();
+    }
+    let full = store
+        .remember(&carol, NewMemory::text("one too many"))
+        .await
+        .unwrap_err();
+    assert_eq!(full.code, codes::MEMORY_FULL);
+    // The bound is per scope: another has room.
+    store
+        .remember(&scope("person:dave"), NewMemory::text("room here"))
+        .await
+        .unwrap();
+    assert!(Scope::new("").is_err() && Scope::new("a\u{7}b").is_err());
+    assert!(Scope::new(&"s".repeat(257)).is_err());
+}
+
+async fn forgetting_is_for_good(store: &dyn MemoryStore) {
+    let erin = scope("person:erin");
+    let item = store
+        .remember(&erin, NewMemory::text("Erin's cat is called Miso"))
+        .await
+        .unwrap();
+    store.forget(&erin, &item.id).await.unwrap();
+    assert_eq!(
+        store.get(&erin, &item.id).await.unwrap_err().code,
+        codes::MEMORY_NOT_FOUND
+    );
+    assert!(
+        store
+            .search(&erin, "miso cat", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.list(&erin, 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.forget(&erin, &item.id).await.unwrap_err().code,
+        codes::MEMORY_NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn the_in_memory_store_keeps_the_contract() {
+    contract(&InMemory::with_limits(limits())).await;
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteMemory::open_with(dir.path().join("memory.db"), limits())
+        .await
+        .unwrap();
+    contract(&store).await;
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_items_across_a_reopen_in_a_private_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let alice = scope("person:alice");
+    let item = {
+        let store = SqliteMemory::open(&path).await.unwrap();
+        store
+            .remember(
+                &alice,
+                tagged("Deploys on Fridays are forbidden", &["rules"]),
+            )
+            .await
+            .unwrap()
+    };
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let store = SqliteMemory::open(&path).await.unwrap();
+    assert_eq!(store.get(&alice, &item.id).await.unwrap(), item);
+    // Words match whole (no stemming): "friday" is not "fridays".
+    assert!(store.search(&alice, "friday", 5).await.unwrap().is_empty());
+    assert_eq!(
+        store.search(&alice, "fridays", 5).await.unwrap()[0].item,
+        item
+    );
+}
+
+#[tokio::test]
+async fn a_memory_file_from_a_newer_rein_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    drop(SqliteMemory::open(&path).await.unwrap());
+    {
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
+        let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(&options)
+            .await
+            .unwrap();
+        sqlx::query("PRAGMA user_version = 99")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let err = SqliteMemory::open(&path).await.unwrap_err();
+    assert_eq!(err.code, codes::STORE_SCHEMA_NEWER, "{}", err.message);
+}
