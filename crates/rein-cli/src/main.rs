@@ -94,6 +94,8 @@ enum Command {
         #[command(subcommand)]
         command: cli::mcp::McpCommand,
     },
+    /// Long-term memory: see it, search it, add to it, forget from it.
+    Memory(cli::memory_cmd::MemoryArgs),
     /// Recorded sessions.
     Sessions {
         #[command(subcommand)]
@@ -356,6 +358,10 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             say_out(&delivered(delivery, &session, "stop asked"))
         }
         Command::Sessions { command } => sessions(cli.home, command, stdout).await,
+        Command::Memory(args) => {
+            let home = rein::sessions::home::resolve(cli.home)?;
+            cli::memory_cmd::run(args, &home, stdout).await
+        }
         Command::Trace {
             command: TraceCommand::Report { id, json },
         } => {

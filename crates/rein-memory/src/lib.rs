@@ -257,6 +257,10 @@ pub trait MemoryStore: Send + Sync {
     /// results' bound).
     async fn list(&self, scope: &Scope, limit: usize) -> Result<Vec<MemoryItem>, AgentError>;
 
+    /// Every item of the scope, oldest first (at most the scope's bound of
+    /// items: an export).
+    async fn all(&self, scope: &Scope) -> Result<Vec<MemoryItem>, AgentError>;
+
     /// The scope's pinned items, oldest first, at most `limit`.
     async fn pinned(&self, scope: &Scope, limit: usize) -> Result<Vec<MemoryItem>, AgentError>;
 

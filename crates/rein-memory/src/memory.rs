@@ -77,6 +77,10 @@ impl MemoryStore for InMemory {
             .collect())
     }
 
+    async fn all(&self, scope: &Scope) -> Result<Vec<MemoryItem>, AgentError> {
+        Ok(self.scopes().get(scope).cloned().unwrap_or_default())
+    }
+
     async fn pinned(&self, scope: &Scope, limit: usize) -> Result<Vec<MemoryItem>, AgentError> {
         let scopes = self.scopes();
         let items = scopes.get(scope).map(Vec::as_slice).unwrap_or_default();

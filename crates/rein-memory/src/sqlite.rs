@@ -246,6 +246,20 @@ impl MemoryStore for SqliteMemory {
         items_of(&rows)
     }
 
+    async fn all(&self, scope: &Scope) -> Result<Vec<MemoryItem>, AgentError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM memory_items WHERE scope = ?1 ORDER BY seq LIMIT ?2"
+        ))
+        .bind(scope.as_str())
+        .bind(sql_limit(self.limits.max_items))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        items_of(&rows)
+    }
+
     async fn pinned(&self, scope: &Scope, limit: usize) -> Result<Vec<MemoryItem>, AgentError> {
         let rows = sqlx::query(concat!(
             "SELECT ",

@@ -68,6 +68,14 @@ async fn remembered_items_are_read_listed_and_found(store: &dyn MemoryStore) {
         .collect();
     assert_eq!(listed, [both.id.clone(), shop.id.clone(), tabs.id.clone()]);
     assert_eq!(store.list(&alice, 1).await.unwrap().len(), 1);
+    let every: Vec<String> = store
+        .all(&alice)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(every, [tabs.id.clone(), shop.id.clone(), both.id.clone()]);
     let pins = store.pinned(&alice, 10).await.unwrap();
     assert_eq!(pins.len(), 1);
     assert_eq!(pins[0].id, shop.id);
@@ -111,6 +119,7 @@ async fn scopes_never_meet(store: &dyn MemoryStore) {
             .is_empty()
     );
     assert!(store.list(&bob, 10).await.unwrap().is_empty());
+    assert!(store.all(&bob).await.unwrap().is_empty());
     assert!(store.pinned(&bob, 10).await.unwrap().is_empty());
     let read = store.get(&bob, &secret.id).await.unwrap_err();
     assert_eq!(read.code, codes::MEMORY_NOT_FOUND);

@@ -40,6 +40,8 @@
 //!   records a hosted run as a session, ACP both ways (its permission
 //!   requests decided by a person), and sessions with a PTY that several
 //!   viewers watch and a person takes over by typing;
+//! - `memory` (feature `memory`, off by default): long-term memory, scoped
+//!   items with their source found by full text, in memory or on SQLite;
 //! - `files`, `sandbox`, `telemetry` (`otlp` for the exporter) and
 //!   `config` (features of the same names, off by default): the file tools
 //!   in one root, commands confined, the runner's spans out, and the agent
@@ -79,6 +81,9 @@ pub use rein_host as host;
 #[cfg(feature = "mcp")]
 #[doc(inline)]
 pub use rein_mcp as mcp;
+#[cfg(feature = "memory")]
+#[doc(inline)]
+pub use rein_memory as memory;
 #[doc(inline)]
 pub use rein_orchestrator as orchestrator;
 #[doc(inline)]

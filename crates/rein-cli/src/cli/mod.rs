@@ -15,6 +15,7 @@ pub mod graph_view;
 pub mod input;
 pub mod markdown;
 pub mod mcp;
+pub mod memory_cmd;
 pub mod output;
 pub mod preview;
 pub mod provider;
