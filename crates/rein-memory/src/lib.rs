@@ -13,13 +13,18 @@
 //! - [`InMemory`] (`memory.rs`) and, with the `sqlite` feature,
 //!   [`SqliteMemory`] (`sqlite.rs`, FTS5 ranked by bm25), one contract.
 //!
-//! Not here: the tools a model calls, the prompt's pinned block, the
-//! surfaces a person edits memory from (the runner and the CLI).
+//! - [`tools`] (feature `tools`): `remember`, `recall`, `forget` over a
+//!   store and one scope, as a `rein-tools` registry.
+//!
+//! Not here: the prompt's pinned block, the surfaces a person edits
+//! memory from (the runner and the CLI).
 
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod terms;
+#[cfg(feature = "tools")]
+pub mod tools;
 
 use async_trait::async_trait;
 use rein_wire::AgentError;
