@@ -8,27 +8,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-type Buf = Arc<Mutex<Vec<u8>>>;
-
-fn capture(mut stream: impl Read + Send + 'static) -> Buf {
-    let buf: Buf = Arc::default();
-    let sink = buf.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 4096];
-        while let Ok(n) = stream.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
-        }
-    });
-    buf
-}
+use common::hosted::{Buf, capture, text};
 
 struct Proc {
     child: Child,
@@ -53,10 +37,6 @@ fn start(mut cmd: Command) -> Proc {
         out,
         err,
     }
-}
-
-fn text(buf: &Buf) -> String {
-    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
 }
 
 fn wait_for(buf: &Buf, needle: &str) -> String {

@@ -136,31 +136,13 @@ async fn decided_elsewhere(
         .unwrap();
     let stdin = child.stdin.take();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = String::new();
     let session = loop {
         let line = lines.next().unwrap().unwrap();
-        seen.push_str(&line);
-        seen.push('\n');
         if line.contains("rein agents attach ") {
             break common::hosted::attach_id(&line);
         }
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let approval = loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "nothing was asked: {seen}"
-        );
-        let listed = common::rein_at(home.path())
-            .args(["approve", &session])
-            .output()
-            .unwrap();
-        let text = common::stdout(&listed);
-        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr_")) {
-            break id.to_owned();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    let approval = common::hosted::pending_approval(home.path(), &session);
     let said = decide(home.path(), &session, &approval);
     let status = child.wait().unwrap();
     drop(stdin);

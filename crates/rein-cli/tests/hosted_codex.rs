@@ -144,19 +144,7 @@ async fn codexs_question_is_decided_with_rein_approve_from_another_process() {
             break common::hosted::attach_id(&line);
         }
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let approval = loop {
-        assert!(std::time::Instant::now() < deadline, "nothing was asked");
-        let listed = common::rein_at(home.path())
-            .args(["approve", &session])
-            .output()
-            .unwrap();
-        let text = common::stdout(&listed);
-        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr_")) {
-            break id.to_owned();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    let approval = common::hosted::pending_approval(home.path(), &session);
     let said = common::rein_at(home.path())
         .args(["approve", &session, &approval, "yes"])
         .output()

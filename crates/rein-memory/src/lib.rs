@@ -154,6 +154,22 @@ pub struct MemoryItem {
     pub created_ms: i64,
 }
 
+impl MemoryItem {
+    /// `new`, remembered now in `scope`: a fresh id, revision 1.
+    pub fn new(scope: &Scope, new: NewMemory) -> MemoryItem {
+        MemoryItem {
+            id: rein_wire::ids::new_prefixed("mem"),
+            scope: scope.clone(),
+            text: new.text,
+            tags: new.tags,
+            source: new.source,
+            pinned: new.pinned,
+            revision: 1,
+            created_ms: rein_wire::clock::now_ms(),
+        }
+    }
+}
+
 /// An item found by a search, with its rank (higher is better).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Found {

@@ -44,16 +44,7 @@ impl MemoryStore for InMemory {
         let mut scopes = self.scopes();
         let items = scopes.entry(scope.clone()).or_default();
         self.limits.full(scope, items.len())?;
-        let item = MemoryItem {
-            id: rein_wire::ids::new_prefixed("mem"),
-            scope: scope.clone(),
-            text: new.text,
-            tags: new.tags,
-            source: new.source,
-            pinned: new.pinned,
-            revision: 1,
-            created_ms: rein_wire::clock::now_ms(),
-        };
+        let item = MemoryItem::new(scope, new);
         items.push(item.clone());
         Ok(item)
     }

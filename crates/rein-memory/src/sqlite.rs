@@ -177,16 +177,7 @@ fn sql_limit(limit: usize) -> i64 {
 impl MemoryStore for SqliteMemory {
     async fn remember(&self, scope: &Scope, new: NewMemory) -> Result<MemoryItem, AgentError> {
         self.limits.check(&new)?;
-        let item = MemoryItem {
-            id: rein_wire::ids::new_prefixed("mem"),
-            scope: scope.clone(),
-            text: new.text,
-            tags: new.tags,
-            source: new.source,
-            pinned: new.pinned,
-            revision: 1,
-            created_ms: rein_wire::clock::now_ms(),
-        };
+        let item = MemoryItem::new(scope, new);
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_items WHERE scope = ?1")
             .bind(scope.as_str())

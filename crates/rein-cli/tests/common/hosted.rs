@@ -67,6 +67,27 @@ pub fn attach_id(stderr: &str) -> String {
         .to_owned()
 }
 
+/// The first approval pending in `session`, as `rein approve SESSION`
+/// lists it from another process, once one is (for at most two minutes).
+pub fn pending_approval(home: &Path, session: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing was asked in {session}"
+        );
+        let listed = super::rein_at(home)
+            .args(["approve", session])
+            .output()
+            .unwrap();
+        let text = super::stdout(&listed);
+        if let Some(id) = text.split_whitespace().find(|w| w.starts_with("appr_")) {
+            return id.to_owned();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// One approval a session recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
