@@ -4,7 +4,8 @@
 //! held, words are said two ways — `rein say` from another process, and a
 //! line typed into `rein agents attach` — and both are recorded in the
 //! session and reach the model's next request; the attached viewer's line
-//! takes no lease (nothing is recorded as a takeover).
+//! takes no lease (nothing is recorded as a takeover). A stop posted from
+//! another process ends a hosted run that waits on no question.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -175,4 +176,68 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
         "{events:?}"
     );
     assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));
+}
+
+/// A stop posted from another process ends a hosted run that is not
+/// waiting on any question: the run ends stopped at once (its model's
+/// answer never arrives), the stop is in its log, and it exits non-zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rein_stop_ends_a_hosted_run_mid_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "the notes\n").unwrap();
+    // The gate never opens: the model is still answering when the stop comes.
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let notes = work.path().join("notes.txt").display().to_string();
+    let server =
+        common::hosted::messages_stand_in("Read", json!({"file_path": notes}), Some(gate.clone()))
+            .await;
+    let claude = rein_testing::clis::claude_code();
+    let mut run = common::rein_at(home.path())
+        .current_dir(work.path())
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args(["agents", "run", "claude", "--prompt", "read notes.txt"])
+        // Bounded, so that a stop not heard fails the test, never hangs it.
+        .args(["--timeout", "60"])
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(claude)
+        .args(["-p", "--output-format", "stream-json", "--verbose"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
+    let session = loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.contains("rein agents attach ") {
+            break common::hosted::attach_id(&line);
+        }
+    };
+    wait_until("the model was asked", || {
+        server
+            .requests()
+            .iter()
+            .any(|r| String::from_utf8_lossy(&r.body).contains("read notes.txt"))
+    });
+    let stopped = common::rein_at(home.path())
+        .args(["stop", &session])
+        .output()
+        .unwrap();
+    assert!(stopped.status.success(), "{}", common::stderr(&stopped));
+    let status = tokio::task::spawn_blocking(move || run.wait().unwrap())
+        .await
+        .unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(!status.success(), "{}", rest.join("\n"));
+    let events = recorded(home.path(), &session).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, rein::sessions::Event::Stopped { .. })),
+        "{events:?}"
+    );
 }
