@@ -58,9 +58,12 @@ const SAID: &str = "also count the bananas";
 
 /// `rein agents run codex` on the real CLI's app server in `work`, its
 /// key and the stand-in's address handed over by name.
-fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
-    let codex_home = home.join("codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
+/// Codex's home lives as long as the returned folder.
+fn hosted(home: &Path, work: &Path, server: &FakeServer) -> (Command, tempfile::TempDir) {
+    // Not under the system's temporary folder: Codex makes the helper its
+    // sandbox runs commands through under its home, and refuses to there.
+    let codex_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let codex_home = codex_dir.path().to_owned();
     let provider = format!(
         "model_providers.standin={{name=\"standin\",base_url=\"{}/v1\",env_key=\"STANDIN_KEY\",wire_api=\"responses\"}}",
         server.base_url()
@@ -75,7 +78,7 @@ fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
         .arg(rein_testing::clis::codex())
         .args(["app-server", "-c", "model_provider=\"standin\""])
         .args(["-c", "model=\"gpt-5\"", "-c", &provider]);
-    cmd
+    (cmd, codex_dir)
 }
 
 /// The approvals a session recorded: (requested tool, decision, by).
@@ -93,7 +96,7 @@ async fn codexs_command_is_asked_of_the_person_a_yes_runs_it_and_a_no_does_not()
         let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
         let server = stand_in().await;
-        let cmd = hosted(home.path(), work.path(), &server);
+        let (cmd, _codex) = hosted(home.path(), work.path(), &server);
         let out =
             tokio::task::spawn_blocking(move || common::run_with_stdin(cmd, answer.as_bytes()))
                 .await
@@ -102,10 +105,16 @@ async fn codexs_command_is_asked_of_the_person_a_yes_runs_it_and_a_no_does_not()
         assert!(out.status.success(), "{stderr}");
         assert!(stdout.contains("All done."), "{stdout}\n{stderr}");
         assert!(stderr.contains("the agent asks to run command"), "{stderr}");
+        let outputs: Vec<String> = server
+            .requests()
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+            .filter(|b| b.contains("function_call_output"))
+            .collect();
         assert_eq!(
             work.path().join("made.txt").exists(),
             runs,
-            "answer {answer:?}: {stderr}"
+            "answer {answer:?}: {stderr}\n{outputs:?}"
         );
         let decision = if runs { "approved" } else { "denied" };
         assert_eq!(
@@ -130,7 +139,8 @@ async fn codexs_question_is_decided_with_rein_approve_from_another_process() {
     let work = tempfile::tempdir().unwrap();
     let server = stand_in().await;
     // Nobody answers at the terminal: its stdin stays open and silent.
-    let mut child = hosted(home.path(), work.path(), &server)
+    let (mut cmd, _codex) = hosted(home.path(), work.path(), &server);
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -173,7 +183,8 @@ async fn a_word_said_mid_run_is_steered_into_codexs_open_turn() {
     let work = tempfile::tempdir().unwrap();
     let gate = Arc::new(tokio::sync::Notify::new());
     let server = stand_in_held(Some(gate.clone())).await;
-    let mut child = hosted(home.path(), work.path(), &server)
+    let (mut cmd, _codex) = hosted(home.path(), work.path(), &server);
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

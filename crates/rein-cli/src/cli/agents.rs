@@ -129,11 +129,13 @@ pub async fn run(
     let prompt = args
         .prompt
         .unwrap_or_else(|| "(the request is in the command line)".to_owned());
-    // The CLIs' line reducers; an ACP agent is driven over its protocol.
-    let mut reducer: Option<Box<dyn Reducer>> = match kind {
-        AgentKind::Claude => Some(Box::new(ClaudeStream::new(&cwd_text))),
-        AgentKind::Codex => Some(Box::new(CodexStream::new(&cwd_text))),
-        AgentKind::Acp => None,
+    // The CLIs' line reducers; an ACP agent and Codex's app server are
+    // driven over their protocols.
+    let how = match kind {
+        AgentKind::Claude => Driving::Lines(Box::new(ClaudeStream::new(&cwd_text))),
+        AgentKind::Codex if entry.speaks_app_server() => Driving::AppServer,
+        AgentKind::Codex => Driving::Lines(Box::new(CodexStream::new(&cwd_text))),
+        AgentKind::Acp => Driving::Acp,
         AgentKind::Tui => {
             return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
         }
@@ -168,53 +170,8 @@ pub async fn run(
             shown_err = writeln!(err, ".. {p}");
         }
     };
-    let driven = match reducer.as_mut() {
-        Some(_) if entry.speaks_app_server() => {
-            let mut stream = CodexStream::new(&cwd_text);
-            let ask = rein::host::acp::AcpAsk {
-                prompt: prompt.clone(),
-                person: Arc::new(crate::cli::acp::TerminalPerson),
-                view,
-            };
-            rein::host::codex_app::drive_codex_app(
-                &spec,
-                ask,
-                &mut stream,
-                Some(&mut recorder),
-                &mut show,
-                stop,
-            )
-            .await
-        }
-        Some(reducer) => {
-            drive(
-                &spec,
-                reducer.as_mut(),
-                Some(&mut recorder),
-                &mut show,
-                stop,
-                rein::host::Joined { view, asks, hears },
-            )
-            .await
-        }
-        None => {
-            let mut stream = rein::host::acp_stream::AcpStream::new(&cwd_text);
-            let ask = rein::host::acp::AcpAsk {
-                prompt: prompt.clone(),
-                person: Arc::new(crate::cli::acp::TerminalPerson),
-                view,
-            };
-            rein::host::acp::drive_acp(
-                &spec,
-                ask,
-                &mut stream,
-                Some(&mut recorder),
-                &mut show,
-                stop,
-            )
-            .await
-        }
-    };
+    let joined = rein::host::Joined { view, asks, hears };
+    let driven = drive_run(how, &spec, &mut recorder, &mut show, stop, joined, prompt).await;
     drop(viewers);
     let driven = match driven {
         Ok(driven) => driven,
@@ -225,6 +182,58 @@ pub async fn run(
     };
     shown_err.map_err(output_error)?;
     said(kind, &driven, &session, out, err)
+}
+
+/// How a hosted run is driven.
+enum Driving {
+    /// A CLI's JSON lines on stdout, read by this reducer.
+    Lines(Box<dyn Reducer>),
+    /// Codex's app server (JSON-RPC on stdio).
+    AppServer,
+    /// An ACP agent (JSON-RPC on stdio).
+    Acp,
+}
+
+/// Drive the run as `how` says, asked `prompt`, a person taking part as
+/// `joined` says (the protocols' questions come to this terminal).
+async fn drive_run(
+    how: Driving,
+    spec: &rein::host::HostSpec,
+    recorder: &mut Recorder,
+    show: &mut (dyn FnMut(&rein::host::Progress) + Send),
+    stop: tokio_util::sync::CancellationToken,
+    joined: rein::host::Joined,
+    prompt: String,
+) -> Result<rein::host::Driven, AgentError> {
+    let cwd = spec.cwd.display().to_string();
+    let ask = |view| rein::host::acp::AcpAsk {
+        prompt,
+        person: Arc::new(crate::cli::acp::TerminalPerson),
+        view,
+    };
+    match how {
+        Driving::Lines(mut reducer) => {
+            drive(spec, reducer.as_mut(), Some(recorder), show, stop, joined).await
+        }
+        Driving::AppServer => {
+            let mut stream = CodexStream::new(&cwd);
+            let ask = ask(joined.view);
+            rein::host::codex_app::drive_codex_app(
+                spec,
+                ask,
+                &mut stream,
+                Some(recorder),
+                show,
+                stop,
+            )
+            .await
+        }
+        Driving::Acp => {
+            let mut stream = rein::host::acp_stream::AcpStream::new(&cwd);
+            let ask = ask(joined.view);
+            rein::host::acp::drive_acp(spec, ask, &mut stream, Some(recorder), show, stop).await
+        }
+    }
 }
 
 /// A Claude run whose questions rein asks: a permission server for the
