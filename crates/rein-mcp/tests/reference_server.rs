@@ -284,7 +284,11 @@ async fn a_hung_server_times_the_call_out_and_is_restarted() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let now = server.snapshot();
-    assert_eq!((now.starts, now.status.clone()), (2, Status::Ready));
+    // At least one restart: on a loaded machine the new process may miss
+    // a ping while it starts and be restarted once more; what matters is
+    // that a new process serves.
+    assert!(now.starts >= 2, "started {} times", now.starts);
+    assert_eq!(now.status, Status::Ready);
     assert_ne!(now.pid, Some(pid));
     let echo = tools
         .invoke("ev__echo", json!({"message": "back"}), &ctx())
