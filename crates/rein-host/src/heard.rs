@@ -169,8 +169,8 @@ pub(crate) struct Ears {
 
 impl Ears {
     /// Ears for a run recorded by `recorder` (none: nothing is taken),
-    /// delivering to `stdin` (none: the program hears nothing mid-run),
-    /// hearing this process's viewers through `viewers`.
+    /// delivering through `mouth` (none: the program hears nothing yet, or
+    /// at all), hearing this process's viewers through `viewers`.
     pub(crate) fn new(
         mouth: Option<Mouth>,
         recorder: Option<&Recorder>,
