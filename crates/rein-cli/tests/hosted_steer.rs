@@ -27,6 +27,34 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// `rein agents run claude` on the real CLI in `work`, asked to read
+/// `notes.txt`, against a stand-in whose answer is held until `gate`
+/// opens; bounded, so that a word or stop not heard fails, never hangs.
+async fn reading_run(
+    home: &Path,
+    work: &Path,
+    gate: Arc<tokio::sync::Notify>,
+) -> (rein_testing::FakeServer, std::process::Command) {
+    std::fs::write(work.join("notes.txt"), "the notes\n").unwrap();
+    let notes = work.join("notes.txt").display().to_string();
+    let server =
+        common::hosted::messages_stand_in("Read", json!({"file_path": notes}), Some(gate)).await;
+    let mut cmd = common::rein_at(home);
+    cmd.current_dir(work)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args(["agents", "run", "claude", "--prompt", "read notes.txt"])
+        .args(["--timeout", "60"])
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(rein_testing::clis::claude_code())
+        .args(["-p", "--output-format", "stream-json", "--verbose"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    (server, cmd)
+}
+
 /// The session's events, by their wire names, with their text.
 async fn recorded(home: &Path, session: &str) -> Vec<rein::sessions::Event> {
     let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
@@ -54,30 +82,10 @@ fn said_in(events: &[rein::sessions::Event]) -> Vec<String> {
 async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_next_request() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("notes.txt"), "the notes\n").unwrap();
     let gate = Arc::new(tokio::sync::Notify::new());
     // The model asks to read notes.txt; its answer is held until the gate opens.
-    let notes = work.path().join("notes.txt").display().to_string();
-    let server =
-        common::hosted::messages_stand_in("Read", json!({"file_path": notes}), Some(gate.clone()))
-            .await;
-    let claude = rein_testing::clis::claude_code();
-    let mut cmd = common::rein_at(home.path());
-    cmd.current_dir(work.path())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args(["agents", "run", "claude", "--prompt", "read notes.txt"])
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(claude)
-        .args(["-p", "--output-format", "stream-json", "--verbose"]);
-    let mut run = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (server, mut cmd) = reading_run(home.path(), work.path(), gate.clone()).await;
+    let mut run = cmd.stdout(Stdio::piped()).spawn().unwrap();
     let out = common::hosted::capture(run.stdout.take().unwrap());
     let mut lines = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
     let mut seen = String::new();
@@ -185,31 +193,10 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
 async fn rein_stop_ends_a_hosted_run_mid_answer() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("notes.txt"), "the notes\n").unwrap();
     // The gate never opens: the model is still answering when the stop comes.
     let gate = Arc::new(tokio::sync::Notify::new());
-    let notes = work.path().join("notes.txt").display().to_string();
-    let server =
-        common::hosted::messages_stand_in("Read", json!({"file_path": notes}), Some(gate.clone()))
-            .await;
-    let claude = rein_testing::clis::claude_code();
-    let mut run = common::rein_at(home.path())
-        .current_dir(work.path())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args(["agents", "run", "claude", "--prompt", "read notes.txt"])
-        // Bounded, so that a stop not heard fails the test, never hangs it.
-        .args(["--timeout", "60"])
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(claude)
-        .args(["-p", "--output-format", "stream-json", "--verbose"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (server, mut cmd) = reading_run(home.path(), work.path(), gate.clone()).await;
+    let mut run = cmd.stdout(Stdio::null()).spawn().unwrap();
     let mut lines = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
     let session = loop {
         let line = lines.next().unwrap().unwrap();
