@@ -246,3 +246,80 @@ async fn a_word_said_mid_run_is_steered_into_codexs_open_turn() {
     );
     assert!(!bodies[0].contains(SAID));
 }
+
+/// A rein chat whose model hands a command to the configured `coder` (the
+/// real Codex through its app server): Codex's approval request reaches
+/// the parent's person at the parent's terminal and is decided in the
+/// helper's own session — a yes runs the command, a no does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_codex_helpers_command_is_asked_of_the_parents_person() {
+    for (answer, runs) in [("y\n", true), ("n\n", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let stand = stand_in().await;
+        let codex_home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let provider = format!(
+            "model_providers.standin={{name=\"standin\",base_url=\"{}/v1\",env_key=\"STANDIN_KEY\",wire_api=\"responses\"}}",
+            stand.base_url()
+        );
+        common::definition::write(
+            &home.path().join("config.toml"),
+            &format!(
+                "[agents.coder]\nkind = \"codex\"\ncommand = \"{}\"\n\
+                 args = ['app-server', '-c', 'model_provider=\"standin\"', '-c', 'model=\"gpt-5\"', '-c', '{provider}']\n\
+                 env = {{ CODEX_HOME = \"{}\", STANDIN_KEY = \"sk-test-NOT-A-KEY\" }}\n",
+                rein_testing::clis::codex().display(),
+                codex_home.path().display(),
+            ),
+        );
+        let parent = FakeServer::start(vec![
+            common::definition::call(
+                "c1",
+                "delegate",
+                json!({"agent": "coder", "task": "make made.txt"}),
+            ),
+            common::definition::say("The coder is done."),
+        ])
+        .await
+        .unwrap();
+        let url = format!("{}/v1", parent.base_url());
+        let mut cmd = common::rein_at(home.path());
+        cmd.args(["chat", "--base-url", &url, "--model", "m", "--subagents"])
+            .args(["-p", "have the coder make made.txt", "--root"])
+            .arg(root.path());
+        let out = common::definition::run(cmd, answer.as_bytes()).await;
+        let err = common::stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(
+            root.path().join("made.txt").exists(),
+            runs,
+            "answer {answer:?}: {err}"
+        );
+        assert!(err.contains("command"), "{err}");
+        // Decided in the helper's session, by the parent's terminal.
+        let parent_session = common::session_in(&err);
+        let store = rein::sessions::SqliteStore::open(home.path().join("rein.db"))
+            .await
+            .unwrap();
+        let events = rein::sessions::read_all(&store, &parent_session)
+            .await
+            .unwrap();
+        let child = events
+            .iter()
+            .find_map(|e| match &e.event {
+                rein::sessions::Event::AgentStarted {
+                    session: Some(s), ..
+                } => Some(s.clone()),
+                _ => None,
+            })
+            .expect("the helper's session");
+        let decision = if runs { "approved" } else { "denied" };
+        let recorded = approvals(home.path(), &child).await;
+        assert_eq!(recorded.len(), 1, "{recorded:?}\n{err}");
+        assert_eq!(
+            (recorded[0].1.as_str(), recorded[0].2.as_str()),
+            (decision, "terminal")
+        );
+        assert!(!err.contains("NOT-A-KEY"), "{err}");
+    }
+}

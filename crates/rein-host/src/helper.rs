@@ -6,7 +6,9 @@
 //! asks rein's person ([`AgentEntry::asks_rein`]) asks the parent's: each
 //! question is announced to the parent's watchers
 //! ([`ExternalTask::awaiting`]) and decided in the child session from any
-//! person's surface — the parent's terminal, `rein approve`, the page.
+//! person's surface — the parent's terminal, `rein approve`, the page. A
+//! Codex entry that speaks its app server ([`AgentEntry::speaks_app_server`])
+//! asks the parent's person the same way, through its approval requests.
 //!
 //! Not here: when a hosted helper may be used (`rein_runner`'s helpers:
 //! never under hooks or a policy without writes), the config entry
@@ -20,8 +22,9 @@ use rein_runner::{ApprovalRequest, ExternalAgent, ExternalAnswer, ExternalTask};
 use rein_wire::{AgentError, error::codes};
 use serde_json::json;
 
-use crate::acp::{Answer, Person, Question};
+use crate::acp::{AcpAsk, Answer, Person, Question};
 use crate::claude::permission::asking;
+use crate::codex_app::drive_codex_app;
 use crate::config::{AgentEntry, AgentKind};
 use crate::driver::{Ended, Joined, drive};
 use crate::record::Recorder;
@@ -56,23 +59,24 @@ impl ExternalAgent for HostedHelper {
         let cwd = self.cwd.clone();
         Box::pin(async move {
             let task = Arc::new(task);
+            let app_server = entry.speaks_app_server();
             // Its request on its stdin when it hears words: the child
-            // session's `rein say` reaches it mid-run.
-            let (mut spec, hears) = entry.run_spec(&cwd, Some(&task.task), &[]);
+            // session's `rein say` reaches it mid-run. Codex's app server
+            // is asked in its protocol.
+            let prompt = Some(task.task.as_str()).filter(|_| !app_server);
+            let (mut spec, hears) = entry.run_spec(&cwd, prompt, &[]);
             let program = entry.program();
             let cwd_text = cwd.display().to_string();
-            // Its questions go to the parent's person, for the run's length.
+            let person: Arc<dyn Person> = Arc::new(ParentPerson(task.clone()));
+            // Claude's questions go to the parent's person, for the run's
+            // length, through the permission server.
             let (asks, _server) = if entry.asks_rein() {
-                let person = Arc::new(ParentPerson(task.clone()));
                 let prompt_last = hears.is_none();
-                let (asks, server) = asking(person, &cwd_text, &mut spec.argv, prompt_last).await?;
+                let (asks, server) =
+                    asking(person.clone(), &cwd_text, &mut spec.argv, prompt_last).await?;
                 (Some(asks), Some(server))
             } else {
                 (None, None)
-            };
-            let mut reducer: Box<dyn Reducer> = match entry.kind {
-                AgentKind::Codex => Box::new(crate::CodexStream::new(&cwd_text)),
-                _ => Box::new(crate::ClaudeStream::new(&cwd_text)),
             };
             let mut recorder = Recorder::start_in(
                 task.store.clone(),
@@ -82,19 +86,45 @@ impl ExternalAgent for HostedHelper {
                 &task.task,
             )
             .await?;
-            let driven = drive(
-                &spec,
-                reducer.as_mut(),
-                Some(&mut recorder),
-                &mut |_| {},
-                task.cancel.clone(),
-                Joined {
+            let driven = if app_server {
+                // Its approval requests go to the parent's person.
+                let ask = AcpAsk {
+                    prompt: task.task.clone(),
+                    person,
+                    view: None,
+                };
+                let mut stream = crate::CodexStream::new(&cwd_text);
+                let stop = task.cancel.clone();
+                drive_codex_app(
+                    &spec,
+                    ask,
+                    &mut stream,
+                    Some(&mut recorder),
+                    &mut |_| {},
+                    stop,
+                )
+                .await
+            } else {
+                let mut reducer: Box<dyn Reducer> = match entry.kind {
+                    AgentKind::Codex => Box::new(crate::CodexStream::new(&cwd_text)),
+                    _ => Box::new(crate::ClaudeStream::new(&cwd_text)),
+                };
+                let joined = Joined {
                     view: None,
                     asks,
                     hears,
-                },
-            )
-            .await;
+                };
+                let stop = task.cancel.clone();
+                drive(
+                    &spec,
+                    reducer.as_mut(),
+                    Some(&mut recorder),
+                    &mut |_| {},
+                    stop,
+                    joined,
+                )
+                .await
+            };
             let driven = match driven {
                 Ok(driven) => driven,
                 Err(err) => {
