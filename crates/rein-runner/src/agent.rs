@@ -1,7 +1,7 @@
 //! [`Agent`]: one definition of what a conversation runs with — the model
 //! provider, the tools, the words ([`Profile`]), the [`Guards`], budgets,
 //! result bounds, the context policy, the verification gate, delegation,
-//! prices and how long an approval waits — and the one place a
+//! prices, how long an approval waits and standing text (pinned memory) — and the one place a
 //! conversation is opened from it ([`Agent::open`], [`Agent::resume`],
 //! [`Agent::open_session`]).
 //!
@@ -39,6 +39,7 @@ use crate::context::ContextPolicy;
 use crate::guards::Guards;
 use crate::outcome::UiEvent;
 use crate::settings::{Budgets, Profile, Spent, Verification};
+use crate::standing::Standing;
 
 /// Everything a conversation runs with. Cheap to clone (the provider and
 /// the tools are shared).
@@ -71,6 +72,9 @@ pub struct Agent {
     /// How long a pending approval waits for a person before it expires
     /// (checked when the turn resumes).
     pub approval_ttl: Duration,
+    /// Text the stable prefix carries, read at each turn's start (pinned
+    /// memory): see [`Standing`].
+    pub standing: Option<Arc<dyn Standing>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -107,6 +111,7 @@ impl Agent {
             delegation: None,
             prices: PriceTable::builtin(),
             approval_ttl: Duration::from_secs(24 * 60 * 60),
+            standing: None,
         }
     }
 
@@ -131,6 +136,13 @@ impl Agent {
     /// With these budgets per turn.
     pub fn with_budgets(mut self, budgets: Budgets) -> Self {
         self.budgets = budgets;
+        self
+    }
+
+    /// With standing text in the stable prefix (pinned memory), read at
+    /// each turn's start.
+    pub fn with_standing(mut self, standing: Arc<dyn Standing>) -> Self {
+        self.standing = Some(standing);
         self
     }
 

@@ -24,6 +24,7 @@ mod narrowed;
 mod outcome;
 mod project;
 mod settings;
+mod standing;
 mod steering;
 mod subagent;
 mod tasks;
@@ -40,6 +41,7 @@ pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
+pub use standing::{MAX_STANDING_BYTES, Standing};
 pub use steering::Steering;
 pub use tasks::{ConversationTasks, TaskApproval, TaskUsage};
 

@@ -40,7 +40,6 @@ use std::time::Instant;
 
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
-use rein_tools::ToolBackend;
 use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
 
@@ -123,13 +122,12 @@ impl Conversation {
         let turn_id = rein_wire::ids::new_id();
         let run_id = rein_wire::ids::new_id();
         self.gate.new_turn();
-        // The one place the tools on offer may change: before a turn's
-        // first request, never inside a turn.
-        let changes = self.gate.tools.turn_boundary();
-        if !changes.is_empty() {
-            self.window.transcript.refreeze();
-            self.journal.emit(UiKind::CatalogChanged { changes });
-        }
+        // The one place the prefix may change (tools, standing text):
+        // before a turn's first request, never inside a turn.
+        let (agent, tools) = (&self.agent, &self.gate.tools);
+        self.window
+            .turn_boundary(agent, tools, &self.journal)
+            .await?;
         self.journal.append(vec![
             Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
             Event::RunStarted {
@@ -163,10 +161,10 @@ impl Conversation {
         // A fresh process (nothing frozen yet) takes in what its backend
         // offers now; a paused run in this process keeps its tools.
         if !self.window.transcript.is_frozen() {
-            let changes = self.gate.tools.turn_boundary();
-            if !changes.is_empty() {
-                self.journal.emit(UiKind::CatalogChanged { changes });
-            }
+            let (agent, tools) = (&self.agent, &self.gate.tools);
+            self.window
+                .turn_boundary(agent, tools, &self.journal)
+                .await?;
         }
         self.check_authority(&events)?;
         // What other surfaces decided or said meanwhile goes in first.

@@ -12,8 +12,13 @@ mod request;
 
 pub(crate) use request::Transcript;
 
+use rein_tools::ToolBackend;
+use rein_wire::AgentError;
+
 use crate::agent::Agent;
 use crate::conversation::builtins::WithBuiltins;
+use crate::conversation::journal::Journal;
+use crate::outcome::UiKind;
 
 /// What the model sees, step by step: the transcript the next request is
 /// built from, the prompt cache's verdicts, and the schema of a
@@ -45,5 +50,31 @@ impl Window {
             .context
             .window
             .unwrap_or_else(|| u64::from(agent.provider.capabilities().context_window))
+    }
+
+    /// A turn is starting (or a fresh process resumes one): take in the
+    /// tools' changes and the definition's standing text, the only two
+    /// things that change the stable prefix, so it holds for the whole
+    /// turn. What changed is told to the person, a line each.
+    pub(crate) async fn turn_boundary(
+        &mut self,
+        agent: &Agent,
+        tools: &WithBuiltins,
+        journal: &Journal,
+    ) -> Result<(), AgentError> {
+        let mut changes = tools.turn_boundary();
+        if !changes.is_empty() {
+            self.transcript.refreeze();
+        }
+        if let Some(standing) = &agent.standing {
+            let text = standing.read().await?;
+            if self.transcript.stand(text) {
+                changes.push(format!("{} changed", standing.name()));
+            }
+        }
+        if !changes.is_empty() {
+            journal.emit(UiKind::CatalogChanged { changes });
+        }
+        Ok(())
     }
 }

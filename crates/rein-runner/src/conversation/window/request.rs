@@ -1,6 +1,7 @@
 //! The request a step sends: the stable prefix (frozen at the first
-//! request, again only after the tools changed at a turn boundary), the projected transcript (extended step by step), and its size
-//! and digest measured from what is new.
+//! request, again only after the tools or the standing text changed at a
+//! turn boundary), the projected transcript (extended step by step), and
+//! its size and digest measured from what is new.
 //!
 //! Not here: sending it (`call`) or keeping it inside the window
 //! (`pressure`).
@@ -29,6 +30,9 @@ pub(crate) struct Transcript {
     /// start (`ToolBackend::turn_boundary`): then the next turn freezes it
     /// anew.
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    /// The standing text the prefix carries (the definition's `standing`,
+    /// as read at the last turn boundary).
+    standing: Option<String>,
     /// The transcript so far, extended step by step.
     projector: Option<crate::project::Projector>,
     /// JSON size and digest of each message of the transcript but the last
@@ -42,6 +46,18 @@ impl Transcript {
     /// changed at a turn boundary.
     pub(crate) fn refreeze(&mut self) {
         self.frozen = None;
+    }
+
+    /// Take `standing` as the prefix's standing text; whether it changed
+    /// (the next request then freezes the prefix anew).
+    pub(crate) fn stand(&mut self, standing: Option<String>) -> bool {
+        let standing = standing.map(crate::standing::bounded);
+        if standing == self.standing {
+            return false;
+        }
+        self.standing = standing;
+        self.refreeze();
+        true
     }
 
     /// Whether a prefix is frozen (a request was made in this process).
@@ -139,7 +155,7 @@ impl Window {
                 // drift within a conversation (no timestamps, sorted maps
                 // and tools).
                 if cfg!(debug_assertions) {
-                    let fresh = sees.prefix();
+                    let fresh = sees.prefix(self.transcript.standing.as_deref());
                     debug_assert!(
                         frozen == fresh,
                         "the stable prefix changed within a conversation: {} -> {}",
@@ -150,7 +166,7 @@ impl Window {
                 frozen
             }
             None => {
-                let fresh = sees.prefix();
+                let fresh = sees.prefix(self.transcript.standing.as_deref());
                 self.transcript.frozen = Some(fresh.clone());
                 fresh
             }
@@ -171,8 +187,12 @@ impl Window {
 }
 
 impl Sees<'_> {
-    /// The stable prefix as the profile and backend give it now.
-    pub(crate) fn prefix(&self) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
+    /// The stable prefix as the profile and backend give it now, with
+    /// `standing` text last among the system blocks.
+    pub(crate) fn prefix(
+        &self,
+        standing: Option<&str>,
+    ) -> (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>) {
         let mut system: Vec<SystemBlock> = self
             .agent
             .profile
@@ -214,6 +234,11 @@ impl Sees<'_> {
             }
             system.push(SystemBlock { text: lines });
             tools.push(read_skill_spec());
+        }
+        if let Some(text) = standing {
+            system.push(SystemBlock {
+                text: text.to_owned(),
+            });
         }
         (system, tools)
     }
