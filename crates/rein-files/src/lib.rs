@@ -388,6 +388,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
         let ctx = rein_tools::ToolContext {
             call_id: "c".into(),
+            session: String::new(),
             elevated: true,
             policy: rein_tools::Policy::default(),
             progress: rein_tools::Progress::none(),

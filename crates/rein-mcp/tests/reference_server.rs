@@ -14,6 +14,7 @@ use serde_json::json;
 fn ctx() -> ToolContext {
     ToolContext {
         call_id: "c1".into(),
+        session: String::new(),
         elevated: false,
         policy: Policy::default(),
         progress: Progress::none(),

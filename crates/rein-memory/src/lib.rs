@@ -15,11 +15,15 @@
 //!
 //! - [`tools`] (feature `tools`): `remember`, `recall`, `forget` over a
 //!   store and one scope, as a `rein-tools` registry.
+//! - [`Pinned`] (`pinned.rs`): a scope's pinned items as one bounded block
+//!   of data for the prompt's stable prefix; with the `runner` feature a
+//!   `rein_runner::Standing`, read at each turn's start.
 //!
-//! Not here: the prompt's pinned block, the surfaces a person edits
-//! memory from (the runner and the CLI).
+//! Not here: the prefix itself (the runner), the surfaces a person edits
+//! memory from (the CLI, the server).
 
 mod memory;
+mod pinned;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod terms;
@@ -32,6 +36,7 @@ use rein_wire::error::codes;
 use serde::{Deserialize, Serialize};
 
 pub use memory::InMemory;
+pub use pinned::{PINNED_HEADING, Pinned, block as pinned_block};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteMemory;
 

@@ -108,7 +108,10 @@ impl Tool for Remember {
         let new = NewMemory {
             text: input.text,
             tags: input.tags,
+            // The call's session and id; its turn is the one the log
+            // records the call in.
             source: Source {
+                session: Some(ctx.session.clone()).filter(|s| !s.is_empty()),
                 call: Some(ctx.call_id.clone()),
                 ..Source::default()
             },

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 fn ctx(call: &str) -> ToolContext {
     ToolContext {
         call_id: call.into(),
+        session: "s1".into(),
         elevated: false,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),
@@ -63,6 +64,7 @@ async fn remember_recall_forget_through_the_registry() {
     assert_eq!(recalled["note"], RECALLED_AS);
     assert_eq!(recalled["items"][0]["id"], id.as_str());
     assert_eq!(recalled["items"][0]["source"]["call"], "call_7");
+    assert_eq!(recalled["items"][0]["source"]["session"], "s1");
 
     let drop = json!({"id": id});
     assert_eq!(

@@ -59,8 +59,8 @@ async fn the_standing_text_is_read_once_a_turn_and_a_change_waits_for_the_next()
         texts: vec!["likes tea (v1)", "likes coffee (v2)", "likes coffee (v2)"],
         reads: AtomicUsize::new(0),
     });
-    let agent = Agent::new(provider, s.backend.clone(), common::profile())
-        .with_standing(versions.clone());
+    let agent =
+        Agent::new(provider, s.backend.clone(), common::profile()).with_standing(versions.clone());
     let mut conversation = agent.open(s.store.clone()).await.unwrap();
     let mut ui = conversation.subscribe();
     let told = |ui: &mut tokio::sync::broadcast::Receiver<rein_runner::UiEvent>| {
@@ -81,12 +81,18 @@ async fn the_standing_text_is_read_once_a_turn_and_a_change_waits_for_the_next()
         .map(|r| r.json().to_string())
         .collect();
     assert_eq!(bodies.len(), 2);
-    assert!(bodies.iter().all(|b| b.contains("likes tea (v1)")), "{bodies:?}");
+    assert!(
+        bodies.iter().all(|b| b.contains("likes tea (v1)")),
+        "{bodies:?}"
+    );
     assert_eq!(told(&mut ui), ["pinned memory changed"]);
     // The next turn reads the changed text; the person is told.
     conversation.turn("again").await.unwrap();
     let second = server.requests()[2].json().to_string();
-    assert!(second.contains("likes coffee (v2)") && !second.contains("likes tea"), "{second}");
+    assert!(
+        second.contains("likes coffee (v2)") && !second.contains("likes tea"),
+        "{second}"
+    );
     assert_eq!(told(&mut ui), ["pinned memory changed"]);
     // Unchanged: nothing told, the same prefix.
     conversation.turn("and again").await.unwrap();

@@ -36,6 +36,7 @@ impl ContractCase {
 fn ctx() -> ToolContext {
     ToolContext {
         call_id: "contract".into(),
+        session: String::new(),
         elevated: true,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),

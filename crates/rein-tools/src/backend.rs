@@ -52,6 +52,8 @@ impl std::fmt::Debug for AppContext {
 pub struct ToolContext {
     /// The model's call id.
     pub call_id: String,
+    /// The session the call is recorded in (empty outside a conversation).
+    pub session: String,
     /// Whether a person approved this call (the tool may skip its own
     /// confirmation).
     pub elevated: bool,

@@ -46,6 +46,7 @@ impl Tool for Move {
 fn ctx() -> ToolContext {
     ToolContext {
         call_id: "c".into(),
+        session: String::new(),
         elevated: false,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),

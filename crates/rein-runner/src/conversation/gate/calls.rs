@@ -399,6 +399,7 @@ impl Gate {
         });
         let ctx = ToolContext {
             call_id: call_id.clone(),
+            session: cx.journal.session_id().to_owned(),
             elevated,
             policy: cx.agent.guards.policy.clone(),
             progress: cx.journal.progress(&call_id),

@@ -117,6 +117,7 @@ impl Gate {
                     };
                     let ctx = ToolContext {
                         call_id: call_id.clone(),
+                        session: cx.journal.session_id().to_owned(),
                         elevated: false,
                         policy: policy.clone(),
                         progress: cx.journal.progress(call_id),
