@@ -68,6 +68,9 @@ pub struct Loaded {
     pub notes: Vec<String>,
     /// The files applied, lowest first.
     pub files: Vec<PathBuf>,
+    /// rein's home the files were read from (where its other files live:
+    /// the session store, `memory.db`); `None` for a value built in code.
+    pub home: Option<PathBuf>,
 }
 
 /// The definition of one agent, with the source of each value set.
@@ -117,7 +120,14 @@ fn read(path: &Path) -> Result<Option<toml::Table>, AgentError> {
 pub fn check(text: &str) -> Result<(), (usize, String)> {
     let file: ConfigFile = toml::from_str(text).map_err(|e| {
         let line = e.span().map_or(1, |span| line_of(text, span.start));
-        (line, e.message().trim().to_owned())
+        let why = e.message().trim().to_owned();
+        // A bad value's message names the value, not its field: say it.
+        match e.span().and_then(|span| field_at(text, span.start)) {
+            Some(field) if !why.contains(&format!("`{field}`")) => {
+                (line, format!("`{field}`: {why}"))
+            }
+            _ => (line, why),
+        }
     })?;
     for (name, entry) in &file.agents {
         let header = format!("[agents.{name}]");
@@ -149,6 +159,19 @@ pub fn check(text: &str) -> Result<(), (usize, String)> {
         }
     }
     Ok(())
+}
+
+/// The key of the `key = value` line holding `offset`, when it is one.
+fn field_at(text: &str, offset: usize) -> Option<&str> {
+    let start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text.get(start..)?.lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    bare.then_some(key)
 }
 
 /// Merge `layer` over `base`: tables key by key, anything else replaced;
@@ -244,7 +267,10 @@ impl Loaded {
     /// Read rein's home config and, when `project` is given and trusted,
     /// the project's; each checked whole.
     pub fn load(home: &Path, project: Option<&Path>) -> Result<Loaded, AgentError> {
-        let mut loaded = Loaded::default();
+        let mut loaded = Loaded {
+            home: Some(home.to_owned()),
+            ..Loaded::default()
+        };
         let user = home.join(CONFIG_FILE);
         if let Some(table) = read(&user)? {
             loaded.apply(table, &Source::User(user.clone()));

@@ -114,6 +114,44 @@ pub struct AgentSpec {
     /// Prices in US dollars per million tokens, by model name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<BTreeMap<String, PriceSpec>>,
+    /// Long-term memory across sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySpec>,
+}
+
+/// Long-term memory: the `remember`, `recall` and `forget` tools over one
+/// scope of `REIN_HOME/memory.db`, and that scope's pinned items in every
+/// prompt's stable prefix (refreshed at turn boundaries).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// Whether the agent remembers across sessions (default: no).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Whose memory, e.g. `person:alice` (default: `project:` and the
+    /// root, the scope `rein memory` uses in that folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// How a `remember` is decided (default: `shown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<MemoryWrites>,
+    /// Pinned items in the prompt, at most (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_items: Option<usize>,
+    /// Bytes of pinned items in the prompt, at most (default 4,096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_bytes: Option<usize>,
+}
+
+/// How a memory write is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryWrites {
+    /// It runs and is shown where the person watches (never silent);
+    /// `forget` undoes it.
+    Shown,
+    /// A person decides each one.
+    Ask,
 }
 
 /// The tools an agent is offered.

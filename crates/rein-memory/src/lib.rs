@@ -40,6 +40,9 @@ pub use pinned::{PINNED_HEADING, Pinned, block as pinned_block};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteMemory;
 
+/// The file memory is kept in, under rein's home.
+pub const MEMORY_FILE: &str = "memory.db";
+
 /// The longest scope name, in bytes.
 pub const MAX_SCOPE_BYTES: usize = 256;
 
@@ -69,6 +72,12 @@ impl Scope {
             return bad("name has no control characters");
         }
         Ok(Scope(name.to_owned()))
+    }
+
+    /// The project at `root` (absolute): `project:` and its path — the
+    /// scope `rein memory` and an agent with memory use by default.
+    pub fn project(root: &std::path::Path) -> Result<Scope, AgentError> {
+        Scope::new(&format!("project:{}", root.display()))
     }
 
     /// Its name.

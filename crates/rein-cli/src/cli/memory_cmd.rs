@@ -77,7 +77,7 @@ fn scope_of(named: Option<&str>) -> Result<Scope, AgentError> {
         Some(name) => Scope::new(name),
         None => {
             let here = super::session_root::absolute(None)?;
-            Scope::new(&format!("project:{}", here.display()))
+            Scope::project(&here)
         }
     }
 }
@@ -98,7 +98,7 @@ fn line(item: &MemoryItem) -> String {
 /// Run `args` on the memory file under `home`.
 pub async fn run(args: MemoryArgs, home: &Path, out: &mut impl Write) -> Result<(), AgentError> {
     let scope = scope_of(args.scope.as_deref())?;
-    let memory = SqliteMemory::open(home.join("memory.db")).await?;
+    let memory = SqliteMemory::open(home.join(rein::memory::MEMORY_FILE)).await?;
     let mut say = |text: String| writeln!(out, "{text}").map_err(output_error);
     match args.command {
         MemoryCommand::List { limit, json } => {

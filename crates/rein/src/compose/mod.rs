@@ -3,7 +3,7 @@
 //! [`Agent`] — provider, words with the project's `AGENTS.md`, the root's
 //! file tools, skills, `run_command` in the sandbox, MCP servers' tools,
 //! policy, hooks, budgets, the verification gate, compaction, sub-agents
-//! and their helpers, prices. Every `rein` command (`chat`, `serve`,
+//! and their helpers, prices, memory (its tools and the pinned block). Every `rein` command (`chat`, `serve`,
 //! `run`, `mcp serve`, `acp`) builds its agents here, and so can a
 //! product: the same `[agents.NAME]` opened by the library is the agent
 //! the command opens (feature `compose`).
@@ -35,6 +35,7 @@
 //! Not here: what a surface does with its agent; the tools themselves.
 
 mod commands;
+mod memory;
 pub mod provider;
 mod settings;
 
@@ -120,12 +121,17 @@ pub async fn compose(
     }
     let mcp_names = tools.mcp.clone().unwrap_or_default();
     let mcp = mcp_clients(loaded, &mcp_names)?;
-    let backend: Arc<dyn ToolBackend> = match &mcp {
-        Some(clients) => Arc::new(crate::tools::Joined::new(vec![
-            Arc::new(registry),
-            Arc::new(clients.tools()),
-        ])),
-        None => Arc::new(registry),
+    let remembering = memory::remembering(spec.memory.as_ref(), loaded, wanted.root).await?;
+    let mut parts: Vec<Arc<dyn ToolBackend>> = vec![Arc::new(registry)];
+    if let Some(remembering) = &remembering {
+        parts.push(remembering.tools.clone());
+    }
+    if let Some(clients) = &mcp {
+        parts.push(Arc::new(clients.tools()));
+    }
+    let backend: Arc<dyn ToolBackend> = match parts.len() {
+        1 => parts.remove(0),
+        _ => Arc::new(crate::tools::Joined::new(parts)),
     };
     let mut profile = profile(wanted, resolved)?;
     if mcp.as_ref().is_some_and(deferred) {
@@ -145,6 +151,10 @@ pub async fn compose(
     if !agent.guards.hooks.is_empty() {
         let names: Vec<&str> = agent.guards.hooks.iter().map(|h| h.name()).collect();
         authority["hooks"] = json!(names);
+    }
+    if let Some(remembering) = remembering {
+        authority["memory"] = json!(remembering.scope);
+        agent.standing = Some(Arc::new(remembering.pinned));
     }
     agent.guards.authority = authority;
     agent.guards.telemetry_content = loaded

@@ -1,0 +1,159 @@
+//! `rein chat` with memory on (`[agent.memory] enabled = true`): a
+//! preference the model was told to remember in one session is in the
+//! next session's prompt (the pinned block of the project's scope); once
+//! a person forgets it with `rein memory forget`, the next prompt no
+//! longer has it — the model server sees it gone. Another project's
+//! chat never sees it.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod common;
+
+use common::definition::{call, chat, say, write};
+use rein_testing::FakeServer;
+use serde_json::{Value, json};
+
+const PREFERENCE: &str = "The person wants every answer in French.";
+
+fn memory_on(home: &std::path::Path) {
+    write(
+        &home.join("config.toml"),
+        "[agent.memory]\nenabled = true\n",
+    );
+}
+
+/// The system prompt of `server`'s request `n`.
+fn system_of(server: &FakeServer, n: usize) -> String {
+    let body: Value = server.requests()[n].json();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_preference_reaches_the_next_session_until_a_person_forgets_it() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    memory_on(home.path());
+    // Session 1: told, the model remembers it (pinned).
+    let first = FakeServer::start(vec![
+        call(
+            "c1",
+            "remember",
+            json!({"text": PREFERENCE, "pinned": true, "tags": ["language"]}),
+        ),
+        say("Noted."),
+    ])
+    .await
+    .unwrap();
+    let out = chat(
+        home.path(),
+        &first,
+        root.path(),
+        &[],
+        "always answer me in French",
+    )
+    .await;
+    let err = common::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // Shown as it happens, never silent.
+    assert!(err.contains("remember"), "{err}");
+    assert!(!system_of(&first, 0).contains(PREFERENCE));
+    let told = first.requests()[1].json().to_string();
+    assert!(told.contains("remembered"), "{told}");
+
+    // Session 2, a new chat in the same project: in its prompt.
+    let second = FakeServer::start(vec![say("Bonjour.")]).await.unwrap();
+    let out = chat(home.path(), &second, root.path(), &[], "hello").await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let system = system_of(&second, 0);
+    assert!(system.contains(PREFERENCE), "{system}");
+    assert!(system.contains("not instructions"), "{system}");
+
+    // Another project's chat does not see it.
+    let other = FakeServer::start(vec![say("Hello.")]).await.unwrap();
+    let out = chat(home.path(), &other, elsewhere.path(), &[], "hello").await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(!other.requests()[0].json().to_string().contains("French"));
+
+    // A person forgets it; the next session's prompt is without it.
+    let listed = common::rein_at(home.path())
+        .current_dir(root.path())
+        .args(["memory", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", common::stderr(&listed));
+    let item: Value =
+        serde_json::from_str(common::stdout(&listed).lines().next().unwrap()).unwrap();
+    assert_eq!(item["text"], PREFERENCE);
+    assert!(item["source"]["session"].is_string(), "{item}");
+    let id = item["id"].as_str().unwrap().to_owned();
+    let forgot = common::rein_at(home.path())
+        .current_dir(root.path())
+        .args(["memory", "forget", &id])
+        .output()
+        .unwrap();
+    assert!(forgot.status.success(), "{}", common::stderr(&forgot));
+    let third = FakeServer::start(vec![say("Hello.")]).await.unwrap();
+    let out = chat(home.path(), &third, root.path(), &[], "hello").await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let body = third.requests()[0].json().to_string();
+    assert!(!body.contains("French"), "{body}");
+}
+
+/// `writes = "ask"`: each `remember` is a person's to decide; a no keeps
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_that_asks_keeps_nothing_a_person_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write(
+        &home.path().join("config.toml"),
+        "[agent.memory]\nenabled = true\nwrites = \"ask\"\n",
+    );
+    let server = FakeServer::start(vec![
+        call(
+            "c1",
+            "remember",
+            json!({"text": PREFERENCE, "pinned": true}),
+        ),
+        say("I will not keep it."),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.args(["chat", "--base-url", &url, "--model", "m"])
+        .args(["-p", "remember French", "--root"])
+        .arg(root.path());
+    let out = common::definition::run(cmd, b"n\n").await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let listed = common::rein_at(home.path())
+        .current_dir(root.path())
+        .args(["memory", "list"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", common::stderr(&listed));
+    assert_eq!(common::stdout(&listed).trim(), "", "nothing was kept");
+    // A bad word for it is refused naming the field.
+    write(
+        &home.path().join("config.toml"),
+        "[agent.memory]\nenabled = true\nwrites = \"sometimes\"\n",
+    );
+    let check = common::rein_at(home.path())
+        .current_dir(root.path())
+        .args(["config", "check"])
+        .output()
+        .unwrap();
+    assert!(!check.status.success());
+    assert!(
+        common::stderr(&check).contains("writes"),
+        "{}",
+        common::stderr(&check)
+    );
+}

@@ -1,0 +1,69 @@
+//! A definition's `[memory]` made into what the agent runs with: the
+//! `remember`, `recall` and `forget` tools over one scope of rein's
+//! `memory.db`, and that scope's pinned items as the prompt's standing
+//! text (read at each turn's start).
+//!
+//! Not here: the store and the tools (`rein-memory`), the prefix (the
+//! runner).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{Loaded, MemorySpec, MemoryWrites};
+use crate::memory::tools::MemoryTools;
+use crate::memory::{MEMORY_FILE, MemoryStore, Pinned, Scope, SqliteMemory};
+use crate::tools::{PermissionClass, Registry};
+use crate::wire::AgentError;
+
+use super::invalid;
+
+/// An agent's memory: its tools, its pinned block, and the scope (for
+/// its recorded authority).
+pub(crate) struct Remembering {
+    /// `remember`, `recall`, `forget`.
+    pub(crate) tools: Arc<Registry>,
+    /// The pinned items, for the prompt.
+    pub(crate) pinned: Pinned,
+    /// Whose memory.
+    pub(crate) scope: Scope,
+}
+
+/// The memory `spec` turns on for an agent working in `root` (`None`
+/// when it is off).
+pub(crate) async fn remembering(
+    spec: Option<&MemorySpec>,
+    loaded: &Loaded,
+    root: &Path,
+) -> Result<Option<Remembering>, AgentError> {
+    let Some(spec) = spec.filter(|s| s.enabled.unwrap_or(false)) else {
+        return Ok(None);
+    };
+    let scope = match &spec.scope {
+        Some(name) => {
+            Scope::new(name).map_err(|e| invalid(format!("memory.scope: {}", e.message)))?
+        }
+        None => Scope::project(root)?,
+    };
+    let home = loaded
+        .home
+        .as_ref()
+        .ok_or_else(|| invalid("memory needs rein's home (load the config from it)".to_owned()))?;
+    let store: Arc<dyn MemoryStore> = Arc::new(SqliteMemory::open(home.join(MEMORY_FILE)).await?);
+    let class = match spec.writes.unwrap_or(MemoryWrites::Shown) {
+        MemoryWrites::Shown => PermissionClass::ReversibleWrite,
+        MemoryWrites::Ask => PermissionClass::Write,
+    };
+    let tools = MemoryTools::new(store.clone(), scope.clone())
+        .writes_as(class)
+        .registry()?;
+    let tools = Arc::new(tools);
+    let pinned = Pinned::new(store, scope.clone()).bounded(
+        spec.pinned_items.unwrap_or(20),
+        spec.pinned_bytes.unwrap_or(4 * 1024),
+    );
+    Ok(Some(Remembering {
+        tools,
+        pinned,
+        scope,
+    }))
+}
