@@ -1,6 +1,6 @@
 //! `rein memory` as a person uses it: items added by hand are listed,
 //! searched, shown and exported in their scope and no other; forgetting
-//! removes one for good; bad input is refused with its code; control
+//! removes one for good (its history keeps that, not the text); bad input is refused with its code; control
 //! characters in an item never reach the terminal raw.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
@@ -84,6 +84,13 @@ fn a_person_adds_finds_exports_and_forgets_memory_in_its_scope() {
     ok(h, &[&alice[..], &["forget", &tabs]].concat());
     assert!(ok(h, &[&alice[..], &["search", "tabs"]].concat()).is_empty());
     assert_eq!(ok(h, &[&alice[..], &["list"]].concat()).lines().count(), 2);
+    // The history keeps that it was forgotten, not what it said.
+    let history = ok(h, &[&alice[..], &["history"]].concat());
+    let first: serde_json::Value = serde_json::from_str(history.lines().next().unwrap()).unwrap();
+    assert_eq!(first["kind"], "forgotten");
+    assert_eq!(first["id"], tabs.as_str());
+    assert_eq!(history.lines().count(), 4, "{history}");
+    assert!(!history.contains("Prefers tabs"), "{history}");
 
     let empty = memory(h, &[&alice[..], &["add", "   "]].concat());
     assert!(!empty.status.success());

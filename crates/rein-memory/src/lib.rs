@@ -9,7 +9,8 @@
 //!   whether it is pinned (shown in every prompt's stable prefix), and a
 //!   revision.
 //! - [`MemoryStore`]: remember, get, list, search, forget — bounded by
-//!   [`Limits`] (item size, items per scope, tags, results).
+//!   [`Limits`] (item size, items per scope, tags, results) — and the
+//!   scope's history of [`Change`]s (never an item's text).
 //! - [`InMemory`] (`memory.rs`) and, with the `sqlite` feature,
 //!   [`SqliteMemory`] (`sqlite.rs`, FTS5 ranked by bm25), one contract.
 //!
@@ -184,6 +185,34 @@ impl MemoryItem {
     }
 }
 
+/// What happened to an item, as the store's history keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// It was remembered.
+    Remembered,
+    /// It was forgotten.
+    Forgotten,
+}
+
+/// One change of a scope: when, which item, what, and who asked for it
+/// (a session's call, or a person with no session). Never the item's
+/// text: once forgotten, the text is gone and only this line stays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// When (ms since the epoch).
+    pub at_ms: i64,
+    /// The item.
+    pub id: String,
+    /// What happened.
+    pub kind: ChangeKind,
+    /// Who asked: the session and call, or nothing for a person's own.
+    pub source: Source,
+}
+
+/// Changes a scope's history keeps, at most; the oldest go first.
+pub const MAX_HISTORY: usize = 10_000;
+
 /// An item found by a search, with its rank (higher is better).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Found {
@@ -309,9 +338,14 @@ pub trait MemoryStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Found>, AgentError>;
 
-    /// Remove `id` from `scope` for good (`memory_not_found` when it is
-    /// not there).
-    async fn forget(&self, scope: &Scope, id: &str) -> Result<(), AgentError>;
+    /// Remove `id` from `scope` for good, as `source` asked
+    /// (`memory_not_found` when it is not there). The history keeps that
+    /// it was forgotten, not its text.
+    async fn forget(&self, scope: &Scope, id: &str, source: &Source) -> Result<(), AgentError>;
+
+    /// The scope's changes, newest first, at most `limit` (within the
+    /// results' bound): what was remembered and forgotten, by whom.
+    async fn history(&self, scope: &Scope, limit: usize) -> Result<Vec<Change>, AgentError>;
 }
 
 /// The README's snippet, compiled and run as a doc test.

@@ -4,14 +4,17 @@
 //!
 //! Not here: the contract both stores keep (`lib.rs`, the crate's tests).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use rein_wire::AgentError;
 
 use crate::terms::terms;
-use crate::{Found, Limits, MemoryItem, MemoryStore, NewMemory, Scope, not_found};
+use crate::{
+    Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryItem, MemoryStore, NewMemory, Scope,
+    Source, not_found,
+};
 
 /// Memory in the process.
 #[derive(Debug, Default)]
@@ -19,6 +22,8 @@ pub struct InMemory {
     limits: Limits,
     /// Each scope's items, oldest first.
     scopes: Mutex<BTreeMap<Scope, Vec<MemoryItem>>>,
+    /// Each scope's changes, oldest first, at most [`MAX_HISTORY`].
+    changes: Mutex<BTreeMap<Scope, VecDeque<Change>>>,
 }
 
 impl InMemory {
@@ -26,8 +31,25 @@ impl InMemory {
     pub fn with_limits(limits: Limits) -> InMemory {
         InMemory {
             limits,
-            scopes: Mutex::default(),
+            ..InMemory::default()
         }
+    }
+
+    fn record(&self, scope: &Scope, id: &str, kind: ChangeKind, source: &Source) {
+        let mut changes = self
+            .changes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kept = changes.entry(scope.clone()).or_default();
+        if kept.len() >= MAX_HISTORY {
+            kept.pop_front();
+        }
+        kept.push_back(Change {
+            at_ms: rein_wire::clock::now_ms(),
+            id: id.to_owned(),
+            kind,
+            source: source.clone(),
+        });
     }
 
     fn scopes(&self) -> std::sync::MutexGuard<'_, BTreeMap<Scope, Vec<MemoryItem>>> {
@@ -46,6 +68,8 @@ impl MemoryStore for InMemory {
         self.limits.full(scope, items.len())?;
         let item = MemoryItem::new(scope, new);
         items.push(item.clone());
+        drop(scopes);
+        self.record(scope, &item.id, ChangeKind::Remembered, &item.source);
         Ok(item)
     }
 
@@ -116,7 +140,7 @@ impl MemoryStore for InMemory {
             .collect())
     }
 
-    async fn forget(&self, scope: &Scope, id: &str) -> Result<(), AgentError> {
+    async fn forget(&self, scope: &Scope, id: &str, source: &Source) -> Result<(), AgentError> {
         let mut scopes = self.scopes();
         let items = scopes.get_mut(scope).ok_or_else(|| not_found(scope, id))?;
         let at = items
@@ -124,6 +148,25 @@ impl MemoryStore for InMemory {
             .position(|i| i.id == id)
             .ok_or_else(|| not_found(scope, id))?;
         items.remove(at);
+        drop(scopes);
+        self.record(scope, id, ChangeKind::Forgotten, source);
         Ok(())
+    }
+
+    async fn history(&self, scope: &Scope, limit: usize) -> Result<Vec<Change>, AgentError> {
+        let changes = self
+            .changes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(changes
+            .get(scope)
+            .map(|kept| {
+                kept.iter()
+                    .rev()
+                    .take(self.limits.results(limit))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 }

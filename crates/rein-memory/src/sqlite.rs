@@ -1,12 +1,14 @@
 //! [`SqliteMemory`]: memory in a SQLite file, found by FTS5 full text
 //! ranked by bm25 (an external-content index over the items, kept by
 //! triggers). The file is the owner's alone (0600); a forgotten item's
-//! text is overwritten on disk (`secure_delete`), not only unlinked. One
+//! text is overwritten on disk (`secure_delete`, the index's own
+//! `secure-delete`, the write-ahead log emptied), not only unlinked. One
 //! connection: a scope's count and the insert that respects it are one
 //! transaction, and memory is written at a person's pace.
 //!
-//! Schema versions are `PRAGMA user_version`; a file made by a newer rein
-//! is refused (`store_schema_newer`), never rewritten.
+//! Schema versions are `PRAGMA user_version` (2 added each scope's
+//! history, `memory_changes`: a file of 1 gains it on open); a file made
+//! by a newer rein is refused (`store_schema_newer`), never rewritten.
 //!
 //! Not here: the contract both stores keep (`lib.rs`, the crate's tests).
 
@@ -22,12 +24,15 @@ use sqlx::sqlite::{
 };
 
 use crate::terms::{fts_query, terms};
-use crate::{Found, Limits, MemoryItem, MemoryStore, NewMemory, Scope, Source, not_found};
+use crate::{
+    Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryItem, MemoryStore, NewMemory, Scope,
+    Source, not_found,
+};
 
 /// The schema this rein writes (a macro: SQL text is literal).
 macro_rules! schema_version {
     () => {
-        1
+        2
     };
 }
 const SCHEMA_VERSION: i64 = schema_version!();
@@ -44,8 +49,20 @@ const SCHEMA: &[&str] = &[
         revision INTEGER NOT NULL,
         created_ms INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS memory_by_scope ON memory_items(scope, seq)",
+    // Schema 2: each scope's history (never an item's text).
+    "CREATE TABLE IF NOT EXISTS memory_changes (
+        seq INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        source TEXT NOT NULL,
+        at_ms INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS memory_changes_by_scope ON memory_changes(scope, seq)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS memory_text
         USING fts5(text, tags, content='memory_items', content_rowid='seq')",
+    // A deleted row's tokens are removed from the index at once, not only
+    // marked deleted until a merge.
+    "INSERT INTO memory_text(memory_text, rank) VALUES ('secure-delete', 1)",
     "CREATE TRIGGER IF NOT EXISTS memory_added AFTER INSERT ON memory_items BEGIN
         INSERT INTO memory_text(rowid, text, tags) VALUES (new.seq, new.text, new.tags);
     END",
@@ -202,6 +219,14 @@ impl MemoryStore for SqliteMemory {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
+        record(
+            &mut tx,
+            scope,
+            &item.id,
+            ChangeKind::Remembered,
+            &item.source,
+        )
+        .await?;
         tx.commit().await.map_err(db_error)?;
         Ok(item)
     }
@@ -298,18 +323,90 @@ impl MemoryStore for SqliteMemory {
             .collect()
     }
 
-    async fn forget(&self, scope: &Scope, id: &str) -> Result<(), AgentError> {
+    async fn forget(&self, scope: &Scope, id: &str, source: &Source) -> Result<(), AgentError> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
         let done = sqlx::query("DELETE FROM memory_items WHERE scope = ?1 AND id = ?2")
             .bind(scope.as_str())
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
             return Err(not_found(scope, id));
         }
+        record(&mut tx, scope, id, ChangeKind::Forgotten, source).await?;
+        tx.commit().await.map_err(db_error)?;
+        // The write-ahead log still holds the pages the text was on: move
+        // them into the file (where `secure_delete` zeroed it) and empty
+        // the log.
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
         Ok(())
     }
+
+    async fn history(&self, scope: &Scope, limit: usize) -> Result<Vec<Change>, AgentError> {
+        let rows = sqlx::query(
+            "SELECT id, kind, source, at_ms FROM memory_changes
+             WHERE scope = ?1 ORDER BY seq DESC LIMIT ?2",
+        )
+        .bind(scope.as_str())
+        .bind(sql_limit(self.limits.results(limit)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(change_of).collect()
+    }
+}
+
+/// Add a change to `scope`'s history in `tx`, keeping its newest
+/// [`MAX_HISTORY`].
+async fn record(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    scope: &Scope,
+    id: &str,
+    kind: ChangeKind,
+    source: &Source,
+) -> Result<(), AgentError> {
+    sqlx::query(
+        "INSERT INTO memory_changes (scope, id, kind, source, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .bind(scope.as_str())
+    .bind(id)
+    .bind(json(&kind).trim_matches('"').to_owned())
+    .bind(json(source))
+    .bind(rein_wire::clock::now_ms())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    sqlx::query(
+        "DELETE FROM memory_changes WHERE scope = ?1 AND seq <= (
+            SELECT seq FROM memory_changes WHERE scope = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+    )
+    .bind(scope.as_str())
+    .bind(sql_limit(MAX_HISTORY))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+fn change_of(row: &SqliteRow) -> Result<Change, AgentError> {
+    let bad = |e: &dyn std::fmt::Display| {
+        AgentError::new(
+            codes::STORE_UNAVAILABLE,
+            format!("a memory change cannot be read: {e}"),
+        )
+    };
+    let kind: String = row.try_get("kind").map_err(|e| bad(&e))?;
+    let source: String = row.try_get("source").map_err(|e| bad(&e))?;
+    Ok(Change {
+        at_ms: row.try_get("at_ms").map_err(|e| bad(&e))?,
+        id: row.try_get("id").map_err(|e| bad(&e))?,
+        kind: serde_json::from_value(serde_json::Value::String(kind)).map_err(|e| bad(&e))?,
+        source: serde_json::from_str(&source).map_err(|e| bad(&e))?,
+    })
 }
 
 /// A value stored as JSON text.

@@ -76,6 +76,16 @@ fn shown(item: &MemoryItem) -> serde_json::Value {
     })
 }
 
+/// Who asks, for the item and the history: the call's session and id
+/// (its turn is the one the session's log records the call in).
+fn source_of(ctx: &ToolContext) -> Source {
+    Source {
+        session: Some(ctx.session.clone()).filter(|s| !s.is_empty()),
+        call: Some(ctx.call_id.clone()),
+        ..Source::default()
+    }
+}
+
 /// `remember`'s input.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -108,13 +118,7 @@ impl Tool for Remember {
         let new = NewMemory {
             text: input.text,
             tags: input.tags,
-            // The call's session and id; its turn is the one the log
-            // records the call in.
-            source: Source {
-                session: Some(ctx.session.clone()).filter(|s| !s.is_empty()),
-                call: Some(ctx.call_id.clone()),
-                ..Source::default()
-            },
+            source: source_of(ctx),
             pinned: input.pinned,
         };
         match self.0.store.remember(&self.0.scope, new).await {
@@ -186,8 +190,9 @@ impl Tool for Forget {
     fn permission(&self, _input: &ForgetInput) -> PermissionClass {
         PermissionClass::Destructive
     }
-    async fn invoke(&self, input: ForgetInput, _ctx: &ToolContext) -> Outcome {
-        match self.0.store.forget(&self.0.scope, &input.id).await {
+    async fn invoke(&self, input: ForgetInput, ctx: &ToolContext) -> Outcome {
+        let source = source_of(ctx);
+        match self.0.store.forget(&self.0.scope, &input.id, &source).await {
             Ok(()) => Outcome::ok(json!({"forgot": input.id})),
             Err(err) => Outcome::from_error(&err),
         }

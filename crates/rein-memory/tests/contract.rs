@@ -6,7 +6,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-use rein_memory::{InMemory, Limits, MemoryStore, NewMemory, Scope, Source, SqliteMemory};
+use rein_memory::{
+    ChangeKind, InMemory, Limits, MemoryStore, NewMemory, Scope, Source, SqliteMemory,
+};
 use rein_wire::error::codes;
 
 fn scope(name: &str) -> Scope {
@@ -123,7 +125,10 @@ async fn scopes_never_meet(store: &dyn MemoryStore) {
     assert!(store.pinned(&bob, 10).await.unwrap().is_empty());
     let read = store.get(&bob, &secret.id).await.unwrap_err();
     assert_eq!(read.code, codes::MEMORY_NOT_FOUND);
-    let forgot = store.forget(&bob, &secret.id).await.unwrap_err();
+    let forgot = store
+        .forget(&bob, &secret.id, &Source::default())
+        .await
+        .unwrap_err();
     assert_eq!(forgot.code, codes::MEMORY_NOT_FOUND);
     // Still Alice's, untouched.
     assert_eq!(store.get(&alice, &secret.id).await.unwrap(), secret);
@@ -177,7 +182,12 @@ async fn forgetting_is_for_good(store: &dyn MemoryStore) {
         .remember(&erin, NewMemory::text("Erin's cat is called Miso"))
         .await
         .unwrap();
-    store.forget(&erin, &item.id).await.unwrap();
+    let by = Source {
+        session: Some("s9".into()),
+        turn: None,
+        call: Some("c9".into()),
+    };
+    store.forget(&erin, &item.id, &by).await.unwrap();
     assert_eq!(
         store.get(&erin, &item.id).await.unwrap_err().code,
         codes::MEMORY_NOT_FOUND
@@ -191,8 +201,28 @@ async fn forgetting_is_for_good(store: &dyn MemoryStore) {
     );
     assert!(store.list(&erin, 10).await.unwrap().is_empty());
     assert_eq!(
-        store.forget(&erin, &item.id).await.unwrap_err().code,
+        store
+            .forget(&erin, &item.id, &Source::default())
+            .await
+            .unwrap_err()
+            .code,
         codes::MEMORY_NOT_FOUND
+    );
+    // The history keeps that it was forgotten, by whom — never the text.
+    let history = store.history(&erin, 10).await.unwrap();
+    let kinds: Vec<ChangeKind> = history.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds, [ChangeKind::Forgotten, ChangeKind::Remembered]);
+    assert!(history.iter().all(|c| c.id == item.id));
+    assert_eq!(history[0].source, by);
+    let shown = serde_json::to_string(&history).unwrap();
+    assert!(!shown.contains("Miso"), "{shown}");
+    // No other scope's history is seen.
+    assert!(
+        store
+            .history(&scope("person:frank"), 10)
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 
@@ -255,4 +285,48 @@ async fn a_memory_file_from_a_newer_rein_is_refused() {
     }
     let err = SqliteMemory::open(&path).await.unwrap_err();
     assert_eq!(err.code, codes::STORE_SCHEMA_NEWER, "{}", err.message);
+}
+
+/// A forgotten item's words are gone from the file itself — its row, its
+/// full-text index, the write-ahead log — not only from the answers.
+#[tokio::test]
+async fn a_forgotten_items_words_leave_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let store = SqliteMemory::open(&path).await.unwrap();
+    let alice = scope("person:alice");
+    for n in 0..20 {
+        store
+            .remember(&alice, NewMemory::text(&format!("filler item {n}")))
+            .await
+            .unwrap();
+    }
+    let secret = store
+        .remember(&alice, NewMemory::text("the code is zanzibarquux"))
+        .await
+        .unwrap();
+    store
+        .forget(&alice, &secret.id, &Source::default())
+        .await
+        .unwrap();
+    drop(store);
+    // Reopened and closed: the log is checkpointed into the file.
+    let store = SqliteMemory::open(&path).await.unwrap();
+    assert!(
+        store
+            .search(&alice, "zanzibarquux", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop(store);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let mut bytes = std::fs::read(&path).unwrap();
+    for side in ["memory.db-wal", "memory.db-shm"] {
+        if let Ok(more) = std::fs::read(dir.path().join(side)) {
+            bytes.extend(more);
+        }
+    }
+    let found = bytes.windows(12).any(|w| w == b"zanzibarquux");
+    assert!(!found, "the forgotten word is still in the file");
 }

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rein::memory::{MemoryItem, MemoryStore, NewMemory, Scope, SqliteMemory};
+use rein::memory::{MemoryItem, MemoryStore, NewMemory, Scope, Source, SqliteMemory};
 use rein::wire::AgentError;
 use rein::wire::visible::visible;
 
@@ -57,6 +57,13 @@ pub enum MemoryCommand {
     },
     /// Every item of the scope as JSON lines, oldest first.
     Export,
+    /// What was remembered and forgotten, newest first, and who asked
+    /// (never a forgotten item's text).
+    History {
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
 }
 
 /// `rein memory [--scope S] COMMAND`.
@@ -126,12 +133,17 @@ pub async fn run(args: MemoryArgs, home: &Path, out: &mut impl Write) -> Result<
             say(format!("remembered {} in {scope}", item.id))?;
         }
         MemoryCommand::Forget { id } => {
-            memory.forget(&scope, &id).await?;
+            memory.forget(&scope, &id, &Source::default()).await?;
             say(format!("forgot {} in {scope}", visible(&id)))?;
         }
         MemoryCommand::Export => {
             for item in memory.all(&scope).await? {
                 say(json_of(&item))?;
+            }
+        }
+        MemoryCommand::History { limit } => {
+            for change in memory.history(&scope, limit).await? {
+                say(visible(&serde_json::to_string(&change).unwrap_or_default()).into_owned())?;
             }
         }
     }
