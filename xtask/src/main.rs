@@ -14,6 +14,7 @@ mod docs;
 mod map;
 mod peers;
 mod readme;
+mod recall;
 mod scale;
 
 #[derive(Debug, Parser)]
@@ -50,11 +51,12 @@ enum Task {
         bless: bool,
     },
     /// Run the criterion benchmarks and write their summary table (and the
-    /// scale benchmark's) to docs/BENCHMARKS.md; with `--peers`, run rein
+    /// scale and recall benchmarks') to docs/BENCHMARKS.md; with `--peers`, run rein
     /// beside the Python agent SDKs instead.
     Bench {
         /// Only benchmarks whose names contain this (the tables are then not
-        /// rewritten); `scale` runs only the scale benchmark.
+        /// rewritten); `scale` runs only the scale benchmark, `recall` only
+        /// the memory search's.
         filter: Option<String>,
         /// Run the side-by-side with the peer SDKs (../shared/bench/peers).
         #[arg(long)]
@@ -140,6 +142,9 @@ fn bench(root: &Path, filter: Option<&str>) -> Result<()> {
     if filter == Some("scale") {
         return scale::bench(root, 18094);
     }
+    if filter == Some("recall") {
+        return recall::bench(root);
+    }
     let machine = docs::machine_line();
     let mut args = vec!["bench", "--workspace", "--locked"];
     if let Some(filter) = filter {
@@ -156,6 +161,7 @@ fn bench(root: &Path, filter: Option<&str>) -> Result<()> {
     );
     docs::replace_section(&root.join(docs::BENCHMARKS), "criterion", &body)?;
     scale::bench(root, 18094)?;
+    recall::bench(root)?;
     eprintln!("xtask: wrote the tables to {}", docs::BENCHMARKS);
     Ok(())
 }

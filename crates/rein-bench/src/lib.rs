@@ -7,6 +7,8 @@
 //! - `rein-scale` holds many conversations in one process against the same
 //!   mock and reports memory per idle conversation, CPU per step and step
 //!   overhead percentiles.
+//! - `rein-recall` fills a memory file with many items and times `recall`'s
+//!   search (p50, p99).
 //!
 //! These are benchmarks: they measure and print; they assert only that the
 //! work was done right (the answer, the number of calls).

@@ -147,6 +147,72 @@ impl SqliteMemory {
     }
 }
 
+impl SqliteMemory {
+    /// Keep every item of `items` in `scope` in one transaction: all of
+    /// them, or none (an import, a benchmark's fill). The same bounds as
+    /// [`MemoryStore::remember`], the scope's count checked once for all.
+    pub async fn remember_many(
+        &self,
+        scope: &Scope,
+        items: Vec<NewMemory>,
+    ) -> Result<Vec<MemoryItem>, AgentError> {
+        for new in &items {
+            self.limits.check(new)?;
+        }
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_items WHERE scope = ?1")
+            .bind(scope.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let held = usize::try_from(held).unwrap_or(usize::MAX);
+        if !items.is_empty() {
+            self.limits.full(scope, held + items.len() - 1)?;
+        }
+        let mut kept = Vec::with_capacity(items.len());
+        for new in items {
+            let item = MemoryItem::new(scope, new);
+            insert(&mut tx, &item).await?;
+            record(
+                &mut tx,
+                scope,
+                &item.id,
+                ChangeKind::Remembered,
+                &item.source,
+            )
+            .await?;
+            kept.push(item);
+        }
+        prune(&mut tx, scope).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(kept)
+    }
+}
+
+/// Insert `item`'s row in `tx` (its index entry is the trigger's).
+async fn insert(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    item: &MemoryItem,
+) -> Result<(), AgentError> {
+    sqlx::query(concat!(
+        "INSERT INTO memory_items (",
+        columns!(),
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    ))
+    .bind(&item.id)
+    .bind(item.scope.as_str())
+    .bind(&item.text)
+    .bind(json(&item.tags))
+    .bind(json(&item.source))
+    .bind(i64::from(item.pinned))
+    .bind(i64::try_from(item.revision).unwrap_or(1))
+    .bind(item.created_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
 /// The file is its owner's alone.
 fn owner_only(path: &Path) -> Result<(), AgentError> {
     use std::os::unix::fs::PermissionsExt;
@@ -203,22 +269,7 @@ impl MemoryStore for SqliteMemory {
             .map_err(db_error)?;
         self.limits
             .full(scope, usize::try_from(held).unwrap_or(usize::MAX))?;
-        sqlx::query(concat!(
-            "INSERT INTO memory_items (",
-            columns!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-        ))
-        .bind(&item.id)
-        .bind(scope.as_str())
-        .bind(&item.text)
-        .bind(json(&item.tags))
-        .bind(json(&item.source))
-        .bind(i64::from(item.pinned))
-        .bind(1_i64)
-        .bind(item.created_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        insert(&mut tx, &item).await?;
         record(
             &mut tx,
             scope,
@@ -227,6 +278,7 @@ impl MemoryStore for SqliteMemory {
             &item.source,
         )
         .await?;
+        prune(&mut tx, scope).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(item)
     }
@@ -300,10 +352,12 @@ impl MemoryStore for SqliteMemory {
         if words.is_empty() {
             return Ok(Vec::new());
         }
+        // The index is the outer loop (`CROSS JOIN` keeps SQLite from
+        // walking the scope's rows and testing each against the index).
         let rows = sqlx::query(
             "SELECT m.id, m.scope, m.text, m.tags, m.source, m.pinned, m.revision, m.created_ms,
                     -bm25(memory_text) AS rank
-             FROM memory_text JOIN memory_items m ON m.seq = memory_text.rowid
+             FROM memory_text CROSS JOIN memory_items m ON m.seq = memory_text.rowid
              WHERE memory_text MATCH ?1 AND m.scope = ?2
              ORDER BY rank DESC, m.seq DESC LIMIT ?3",
         )
@@ -335,6 +389,7 @@ impl MemoryStore for SqliteMemory {
             return Err(not_found(scope, id));
         }
         record(&mut tx, scope, id, ChangeKind::Forgotten, source).await?;
+        prune(&mut tx, scope).await?;
         tx.commit().await.map_err(db_error)?;
         // The write-ahead log still holds the pages the text was on: move
         // them into the file (where `secure_delete` zeroed it) and empty
@@ -360,8 +415,7 @@ impl MemoryStore for SqliteMemory {
     }
 }
 
-/// Add a change to `scope`'s history in `tx`, keeping its newest
-/// [`MAX_HISTORY`].
+/// Add a change to `scope`'s history in `tx`.
 async fn record(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     scope: &Scope,
@@ -380,6 +434,15 @@ async fn record(
     .execute(&mut **tx)
     .await
     .map_err(db_error)?;
+    Ok(())
+}
+
+/// Keep only `scope`'s newest [`MAX_HISTORY`] changes, in `tx` (once per
+/// transaction, after its changes).
+async fn prune(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    scope: &Scope,
+) -> Result<(), AgentError> {
     sqlx::query(
         "DELETE FROM memory_changes WHERE scope = ?1 AND seq <= (
             SELECT seq FROM memory_changes WHERE scope = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",

@@ -330,3 +330,33 @@ async fn a_forgotten_items_words_leave_the_file() {
     let found = bytes.windows(12).any(|w| w == b"zanzibarquux");
     assert!(!found, "the forgotten word is still in the file");
 }
+
+/// A batch is kept whole or not at all: one bad item, or one past the
+/// scope's bound, keeps none of it.
+#[tokio::test]
+async fn a_batch_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteMemory::open_with(dir.path().join("memory.db"), limits())
+        .await
+        .unwrap();
+    let gina = scope("person:gina");
+    let bad = vec![NewMemory::text("fine"), NewMemory::text(" ")];
+    assert_eq!(
+        store.remember_many(&gina, bad).await.unwrap_err().code,
+        codes::INVALID_INPUT
+    );
+    let six: Vec<NewMemory> = (0..6)
+        .map(|n| NewMemory::text(&format!("item {n}")))
+        .collect();
+    assert_eq!(
+        store.remember_many(&gina, six).await.unwrap_err().code,
+        codes::MEMORY_FULL
+    );
+    assert!(store.list(&gina, 10).await.unwrap().is_empty());
+    let five: Vec<NewMemory> = (0..5)
+        .map(|n| NewMemory::text(&format!("item {n}")))
+        .collect();
+    assert_eq!(store.remember_many(&gina, five).await.unwrap().len(), 5);
+    assert_eq!(store.list(&gina, 10).await.unwrap().len(), 5);
+    assert_eq!(store.history(&gina, 10).await.unwrap().len(), 5);
+}
