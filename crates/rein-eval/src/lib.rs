@@ -12,6 +12,7 @@
 
 mod check;
 mod graph;
+mod memory;
 mod person;
 mod project;
 pub mod report;

@@ -13,6 +13,7 @@ use rein_testing::ScriptedBrain;
 use rein_wire::AgentError;
 use serde::{Deserialize, Serialize};
 
+use crate::memory::CaseMemory;
 use crate::person::{Answers, answer_children, answer_of};
 use crate::project::Project;
 use crate::suite::{Case, LoadedCase};
@@ -231,16 +232,36 @@ async fn execute(
     } else {
         ToolLoading::Native
     };
-    let agent = case_agent(case, provider, backend.clone(), profile, default_steps);
+    let mut agent = case_agent(case, provider, backend.clone(), profile, default_steps);
     if let Some(graph) = &case.graph {
         return crate::graph::execute(case, graph, store, agent, &project, result).await;
     }
+    let memory = match &case.memory {
+        Some(spec) => Some(CaseMemory::new(spec).await?),
+        None => None,
+    };
+    if let Some(memory) = &memory {
+        agent = memory.give(agent)?;
+    }
     let mut conv = agent.open(store.clone()).await?;
     let answers: Answers = Arc::new(Mutex::new(crate::suite::answers_of(case)));
-    let children = answer_children(&conv, answers.clone());
+    let mut children = answer_children(&conv, answers.clone());
     let mut outcome = String::new();
     let mut answer = String::new();
-    for text in &case.turns {
+    let mut sessions = vec![conv.session_id().to_owned()];
+    for (at, text) in case.turns.iter().enumerate() {
+        // A new session: the memory stays, the conversation does not.
+        if case
+            .memory
+            .as_ref()
+            .is_some_and(|m| m.new_session_at.contains(&at))
+        {
+            children.abort();
+            conv.close().await?;
+            conv = agent.open(store.clone()).await?;
+            children = answer_children(&conv, answers.clone());
+            sessions.push(conv.session_id().to_owned());
+        }
         let first = conv.turn(text).await;
         let last = settle(&mut conv, first, &answers).await;
         match last {
@@ -296,6 +317,13 @@ async fn execute(
     result.outcome = outcome;
     result.answer = answer;
     conclude(case, result, &report.totals, &family, &events, &project);
+    if let Some(memory) = &memory {
+        let mut every = Vec::new();
+        for id in &sessions {
+            every.extend(store.read(id, 0, usize::MAX).await?);
+        }
+        memory.check(case, result, &every).await;
+    }
     Ok(())
 }
 

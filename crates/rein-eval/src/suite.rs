@@ -80,12 +80,54 @@ pub struct Case {
     /// Limits and windows.
     #[serde(default)]
     pub limits: Limits,
+    /// Long-term memory: the agent remembers in a scope that outlives
+    /// its sessions (none: no memory).
+    #[serde(default)]
+    pub memory: Option<MemoryCase>,
     /// The offline model.
     #[serde(default)]
     pub model: ScriptedModel,
     /// What must hold afterwards.
     #[serde(default)]
     pub expect: Expect,
+}
+
+/// A case's long-term memory: the `remember`, `recall` and `forget` tools
+/// over an in-memory store and the scope's pinned items in the prompt, as
+/// an agent definition's `[memory]` gives them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryCase {
+    /// The scope the agent remembers in (default `project:eval`).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Turns (by index, from 0) that start a new session: the memory
+    /// stays, the conversation does not.
+    #[serde(default)]
+    pub new_session_at: Vec<usize>,
+    /// Items kept before the case starts (by a person).
+    #[serde(default)]
+    pub items: Vec<SeedItem>,
+    /// Each `remember` is asked of the person (default: run and shown).
+    #[serde(default)]
+    pub ask: bool,
+}
+
+/// An item kept before a case starts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedItem {
+    /// Its id, for a turn to name (default: a fresh one).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Its text.
+    pub text: String,
+    /// In every prompt.
+    #[serde(default)]
+    pub pinned: bool,
+    /// Another scope than the case's.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 /// How many asks past the scripted answers `approvals_after` answers.
@@ -264,6 +306,17 @@ pub struct Expect {
     /// Files that must not exist afterwards.
     #[serde(default)]
     pub absent: Vec<String>,
+    /// Texts an item of the case's memory scope holds afterwards.
+    #[serde(default)]
+    pub memory_holds: Vec<String>,
+    /// Texts no item of the case's memory scope holds afterwards.
+    #[serde(default)]
+    pub memory_lacks: Vec<String>,
+    /// Every model call of a turn sent the same stable prefix.
+    #[serde(default)]
+    pub prefix_stable_within_turns: bool,
+    /// Distinct stable prefixes sent (all sessions), exactly.
+    pub prefixes: Option<u64>,
 }
 
 /// A case with the suite it came from.
@@ -317,6 +370,21 @@ fn check(case: &Case) -> Result<(), String> {
         && let Err(e) = level.parse::<rein_wire::Reasoning>()
     {
         return Err(format!("reasoning: {e}"));
+    }
+    if let Some(memory) = &case.memory {
+        if case.graph.is_some() {
+            return Err("a graph case has no memory".into());
+        }
+        if let Some(at) = memory
+            .new_session_at
+            .iter()
+            .find(|&&at| at == 0 || at >= case.turns.len())
+        {
+            return Err(format!(
+                "memory.new_session_at: turn {at} is not one of turns 1..{}",
+                case.turns.len()
+            ));
+        }
     }
     if !matches!(case.tools.as_str(), "native" | "deferred") {
         return Err("tools must be native or deferred".into());

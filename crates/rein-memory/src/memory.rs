@@ -35,6 +35,31 @@ impl InMemory {
         }
     }
 
+    /// Keep `item` as it was exported — its id, source and time — in its
+    /// scope (a store restored from an export, a product's fixture). The
+    /// same bounds as `remember`; an id the store holds is refused.
+    pub fn import(&self, item: MemoryItem) -> Result<(), AgentError> {
+        self.limits.check(&NewMemory {
+            text: item.text.clone(),
+            tags: item.tags.clone(),
+            source: item.source.clone(),
+            pinned: item.pinned,
+        })?;
+        let mut scopes = self.scopes();
+        if scopes.values().flatten().any(|held| held.id == item.id) {
+            return Err(AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("the memory already holds an item {}", item.id),
+            ));
+        }
+        let items = scopes.entry(item.scope.clone()).or_default();
+        self.limits.full(&item.scope, items.len())?;
+        items.push(item.clone());
+        drop(scopes);
+        self.record(&item.scope, &item.id, ChangeKind::Remembered, &item.source);
+        Ok(())
+    }
+
     fn record(&self, scope: &Scope, id: &str, kind: ChangeKind, source: &Source) {
         let mut changes = self
             .changes

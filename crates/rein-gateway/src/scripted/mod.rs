@@ -225,11 +225,22 @@ impl ScriptedBrain {
             .map(|m| m.text())
             .unwrap_or_default();
         let lower = last_user.to_lowercase();
+        let system = request
+            .system
+            .iter()
+            .map(|b| b.text.to_lowercase())
+            .collect::<Vec<_>>()
+            .join("\n");
         for (index, rule) in self.rules.iter().enumerate() {
             let phrase = rule.phrase.to_lowercase();
             let Some(at) = lower.find(&phrase) else {
                 continue;
             };
+            if let Some(wanted) = &rule.when_system
+                && !system.contains(&wanted.to_lowercase())
+            {
+                continue;
+            }
             if rule.calls.is_empty() {
                 return (rule.reply.clone(), Vec::new());
             }

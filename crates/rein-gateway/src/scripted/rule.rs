@@ -41,8 +41,9 @@ fn one() -> u32 {
     1
 }
 
-/// One rule: when the last user text contains `phrase`, answer `reply`
-/// and make `calls` (if any), for `steps` steps.
+/// One rule: when the last user text contains `phrase` (and the system
+/// prompt `when_system`, if set), answer `reply` and make `calls` (if
+/// any), for `steps` steps.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -60,6 +61,11 @@ pub struct Rule {
     /// The final answer after the last results (default: what came back).
     #[serde(default)]
     pub done: Option<String>,
+    /// The rule applies only when the system prompt contains this too
+    /// (case-insensitive): what the model was shown decides, as a
+    /// product's standing words or pinned memory would for a real one.
+    #[serde(default)]
+    pub when_system: Option<String>,
 }
 
 impl Rule {
@@ -71,6 +77,7 @@ impl Rule {
             calls: Vec::new(),
             steps: 1,
             done: None,
+            when_system: None,
         }
     }
 
