@@ -26,6 +26,7 @@ mod auth;
 mod connections;
 mod events;
 mod live;
+mod memory;
 mod page;
 mod problem;
 mod routes;
@@ -93,6 +94,9 @@ pub(crate) struct Inner {
     /// same host does not overwrite the first one's.
     pub(crate) cookie: String,
     pub(crate) live: live::Live,
+    /// The memory a person sees and edits here (`/api/memory`): one scope
+    /// of a store.
+    pub(crate) memory: Option<memory::Shown>,
 }
 
 impl Inner {
@@ -158,6 +162,7 @@ impl Server {
                 hosts: auth::hosts_for(addr),
                 cookie: auth::cookie_name(addr),
                 live: live::Live::default(),
+                memory: None,
             }),
             limits: Limits::default(),
             budgets: None,
@@ -171,6 +176,20 @@ impl Server {
     pub fn with_agent(mut self, name: &str, agent: Agent) -> Server {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.agents.insert(name.to_owned(), agent);
+        }
+        self
+    }
+
+    /// The same server showing `scope` of `store` to a person
+    /// (`/api/memory`: list, search, add, forget, history; the page's
+    /// memory panel). Before it serves. Only that scope is reached.
+    pub fn with_memory(
+        mut self,
+        store: Arc<dyn rein_memory::MemoryStore>,
+        scope: rein_memory::Scope,
+    ) -> Server {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.memory = Some(memory::Shown { store, scope });
         }
         self
     }
@@ -203,6 +222,7 @@ impl Server {
                 hosts: shared.hosts.clone(),
                 cookie: shared.cookie.clone(),
                 live: live::Live::default(),
+                memory: shared.memory.clone(),
             });
         }
         self

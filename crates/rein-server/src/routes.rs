@@ -81,6 +81,12 @@ fn api_router() -> OpenApiRouter<Server> {
         .routes(routes!(compact))
         .routes(routes!(list_agents))
         .routes(routes!(report))
+        .routes(routes!(
+            crate::memory::list_memory,
+            crate::memory::add_memory
+        ))
+        .routes(routes!(crate::memory::forget_memory))
+        .routes(routes!(crate::memory::memory_history))
 }
 
 /// The OpenAPI document of every route (what `/api/openapi.json` serves).
@@ -98,7 +104,7 @@ fn surface(caller: Caller) -> Surface {
 }
 
 /// A JSON body, or `invalid_input` naming what is wrong.
-fn body<T: serde::de::DeserializeOwned>(
+pub(crate) fn body<T: serde::de::DeserializeOwned>(
     payload: Result<Json<T>, axum::extract::rejection::JsonRejection>,
 ) -> Result<T, Problem> {
     match payload {

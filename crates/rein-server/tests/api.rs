@@ -381,6 +381,10 @@ async fn the_openapi_document_lists_every_route() {
         format!("POST {c}/compact"),
         format!("GET {c}/report"),
         "GET /api/agents".to_owned(),
+        "GET /api/memory".to_owned(),
+        "POST /api/memory".to_owned(),
+        "DELETE /api/memory/{item}".to_owned(),
+        "GET /api/memory/history".to_owned(),
     ];
     expected.sort();
     assert_eq!(paths, expected);

@@ -3,7 +3,8 @@
 //! missing), against a real server on loopback with the scripted model —
 //! logging in with the one-time link, a write approved from the page and
 //! one denied (each showing what it changes), a reload that rebuilds the
-//! conversation, a steer and an interrupt of a running turn. Screenshots
+//! conversation, a steer and an interrupt of a running turn, the memory
+//! panel (an item shown as text, one added, one forgotten). Screenshots
 //! go to `target/browser/`.
 //!
 //! The WebDriver calls are a dozen JSON requests over loopback, written
@@ -208,6 +209,13 @@ fn artifacts() -> PathBuf {
 }
 
 async fn serve() -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir) {
+    serve_shaped(|server| server).await
+}
+
+/// The page's server, made as `shape` says besides.
+async fn serve_shaped(
+    shape: impl FnOnce(Server) -> Server,
+) -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
@@ -240,11 +248,13 @@ async fn serve() -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     // The long turn runs until it is interrupted.
-    let server = Server::new(store, brain, backend.clone(), profile, addr).with_budgets(
-        rein_runner::Budgets {
-            max_steps: 1_000_000,
-            ..rein_runner::Budgets::default()
-        },
+    let server = shape(
+        Server::new(store, brain, backend.clone(), profile, addr).with_budgets(
+            rein_runner::Budgets {
+                max_steps: 1_000_000,
+                ..rein_runner::Budgets::default()
+            },
+        ),
     );
     let login = server.secrets().login_token().unwrap();
     tokio::spawn(server.serve(listener));
@@ -437,4 +447,71 @@ async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
         );
         assert!(text.contains("run<U+202E>txt.exe"), "{what}: {text:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_panel_shows_items_as_text_adds_and_forgets() {
+    use rein_memory::{InMemory, MemoryStore, NewMemory, Scope};
+    let memory = Arc::new(InMemory::default());
+    let scope = Scope::new("project:/shop").unwrap();
+    let hostile = memory
+        .remember(
+            &scope,
+            NewMemory {
+                pinned: true,
+                ..NewMemory::text("<img src=x onerror=\"document.title='owned'\">likes tea\u{202e}")
+            },
+        )
+        .await
+        .unwrap();
+    let shown: Arc<dyn MemoryStore> = memory.clone();
+    let kept = scope.clone();
+    let (addr, login, _backend, _dir) =
+        serve_shaped(move |server| server.with_memory(shown, kept)).await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until(
+            "document.querySelectorAll('#memory-items li').length === 1",
+            "the memory panel",
+        )
+        .await;
+    let text = browser
+        .script("return document.querySelector('#memory-items li .text').innerText;")
+        .await;
+    let text = text.as_str().unwrap();
+    assert!(text.contains("<img src=x onerror="), "{text:?}");
+    assert!(text.contains("likes tea<U+202E>"), "{text:?}");
+    let images = browser
+        .script("return document.querySelectorAll('#memory img').length + ':' + document.title;")
+        .await;
+    assert_eq!(images, "0:rein");
+    browser.type_in("#memory-text", "Ships on Tuesdays").await;
+    browser.click("#memory-add button").await;
+    browser
+        .until(
+            "document.querySelectorAll('#memory-items li').length === 2",
+            "the added item",
+        )
+        .await;
+    browser.screenshot("memory").await;
+    browser
+        .click(&format!(
+            "#memory-items li[data-id='{}'] button",
+            hostile.id
+        ))
+        .await;
+    browser
+        .until(
+            "document.querySelectorAll('#memory-items li').length === 1",
+            "the item forgotten",
+        )
+        .await;
+    assert!(memory.get(&scope, &hostile.id).await.is_err());
+    let left = memory.list(&scope, 10).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].text, "Ships on Tuesdays");
+    assert!(!left[0].pinned);
 }

@@ -338,6 +338,9 @@ registry! {
     MEMORY_NOT_FOUND = "memory_not_found", 404, false,
         "No memory item with this id in this scope",
         "List the scope's items (`rein memory list`); an item of another scope is not reachable from here.";
+    MEMORY_OFF = "memory_off", 404, false,
+        "This surface keeps no memory",
+        "Turn memory on for the agent it serves: `[agent.memory] enabled = true` in the config.";
 }
 
 fn registry() -> &'static RwLock<BTreeMap<ErrorCode, CodeInfo>> {

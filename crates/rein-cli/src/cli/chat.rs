@@ -441,6 +441,7 @@ async fn open_chat(
         mut agent,
         root,
         mcp,
+        memory: _,
     } = compose::compose(&wanted, &loaded, &resolved, store, info).await?;
     // The agents a delegate call may name (each with its own MCP servers).
     let mut helper_servers = Vec::new();

@@ -98,6 +98,10 @@ pub async fn run(
     for (name, agent) in surface.named {
         server = server.with_agent(&name, agent);
     }
+    // The page shows the memory its agent remembers in.
+    if let Some(memory) = surface.memory {
+        server = server.with_memory(memory.store, memory.scope);
+    }
     if let Ok(token) = std::env::var("REIN_SERVE_TOKEN") {
         if token.chars().count() < MIN_TOKEN_CHARS {
             return Err(AgentError::new(

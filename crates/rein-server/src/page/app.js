@@ -1,6 +1,7 @@
 // rein's page: the conversation list, the transcript built from the
 // conversation's event stream, the answer as it streams, tool calls,
-// approvals with what they change, cost, steering, interrupt, branching.
+// approvals with what they change, cost, steering, interrupt, branching,
+// and the memory the agent remembers in (list, add, forget).
 //
 // Safety: nothing the model or a tool wrote is ever parsed as HTML. Text
 // goes in with textContent; the small Markdown subset below builds
@@ -280,6 +281,54 @@ async function refreshList() {
   return conversations;
 }
 
+// The memory panel: shown only when the server keeps memory; every item
+// is text (textContent), never markup, whoever wrote it.
+async function refreshMemory() {
+  let listed;
+  try {
+    listed = await api("GET", "/api/memory");
+  } catch (err) {
+    $("memory").hidden = true;
+    return;
+  }
+  $("memory").hidden = false;
+  $("memory-scope").textContent = visible(listed.scope);
+  const items = $("memory-items");
+  items.replaceChildren();
+  for (const item of listed.items) {
+    const row = el("li", item.pinned ? "pinned" : "");
+    row.dataset.id = item.id;
+    row.append(el("span", "text", item.text));
+    const forget = el("button", "deny", "Forget");
+    forget.setAttribute("aria-label", "Forget this item");
+    forget.addEventListener("click", async () => {
+      try {
+        await api("DELETE", `/api/memory/${encodeURIComponent(item.id)}`);
+        status("Forgotten: gone from the next prompt.");
+      } catch (err) {
+        status(err.message);
+      }
+      refreshMemory();
+    });
+    row.append(forget);
+    items.append(row);
+  }
+}
+
+async function remember(event) {
+  event.preventDefault();
+  const text = $("memory-text").value.trim();
+  if (!text) return;
+  try {
+    await api("POST", "/api/memory", { text, pinned: $("memory-pinned").checked });
+    $("memory-text").value = "";
+    status("Remembered.");
+  } catch (err) {
+    status(err.message);
+  }
+  refreshMemory();
+}
+
 async function send(event) {
   event.preventDefault();
   const text = $("say").value.trim();
@@ -351,6 +400,8 @@ document.addEventListener("DOMContentLoaded", async () => {
     side.classList.toggle("open");
     $("menu").setAttribute("aria-expanded", String(side.classList.contains("open")));
   });
+  $("memory-add").addEventListener("submit", remember);
+  refreshMemory();
   const conversations = await refreshList();
   const wanted = location.hash.slice(1);
   if (wanted) open(wanted);

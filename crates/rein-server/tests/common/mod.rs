@@ -29,6 +29,11 @@ pub async fn start() -> Running {
 }
 
 pub async fn start_with(limits: rein_server::Limits) -> Running {
+    start_shaped(|server| server.with_limits(limits)).await
+}
+
+/// A server made as `shape` says (its limits, its memory, …).
+pub async fn start_shaped(shape: impl FnOnce(Server) -> Server) -> Running {
     // reqwest is built without a default TLS provider; the tests speak
     // plain HTTP on loopback, but the client wants one installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -54,8 +59,13 @@ pub async fn start_with(limits: rein_server::Limits) -> Running {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server =
-        Server::new(store.clone(), brain, backend.clone(), profile, addr).with_limits(limits);
+    let server = shape(Server::new(
+        store.clone(),
+        brain,
+        backend.clone(),
+        profile,
+        addr,
+    ));
     let bearer = server.secrets().bearer().to_owned();
     let login = server.secrets().login_token().unwrap();
     tokio::spawn(server.serve(listener));

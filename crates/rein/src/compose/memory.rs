@@ -26,6 +26,8 @@ pub(crate) struct Remembering {
     pub(crate) pinned: Pinned,
     /// Whose memory.
     pub(crate) scope: Scope,
+    /// The store it is kept in.
+    pub(crate) store: Arc<dyn MemoryStore>,
 }
 
 /// The memory `spec` turns on for an agent working in `root` (`None`
@@ -57,7 +59,7 @@ pub(crate) async fn remembering(
         .writes_as(class)
         .registry()?;
     let tools = Arc::new(tools);
-    let pinned = Pinned::new(store, scope.clone()).bounded(
+    let pinned = Pinned::new(store.clone(), scope.clone()).bounded(
         spec.pinned_items.unwrap_or(20),
         spec.pinned_bytes.unwrap_or(4 * 1024),
     );
@@ -65,5 +67,6 @@ pub(crate) async fn remembering(
         tools,
         pinned,
         scope,
+        store,
     }))
 }

@@ -79,6 +79,19 @@ pub struct Composed {
     pub root: Arc<crate::files::Root>,
     /// The MCP servers started for it (stopped when the surface ends).
     pub mcp: Option<crate::mcp::McpClients>,
+    /// The memory it remembers in (`[memory]`), for the surface to show a
+    /// person.
+    pub memory: Option<Remembered>,
+}
+
+/// One scope of a memory store: where an agent remembers, as a surface
+/// shows it to a person.
+#[derive(Clone)]
+pub struct Remembered {
+    /// The store.
+    pub store: Arc<dyn crate::memory::MemoryStore>,
+    /// The scope.
+    pub scope: crate::memory::Scope,
 }
 
 pub(crate) fn invalid(message: String) -> AgentError {
@@ -152,10 +165,14 @@ pub async fn compose(
         let names: Vec<&str> = agent.guards.hooks.iter().map(|h| h.name()).collect();
         authority["hooks"] = json!(names);
     }
-    if let Some(remembering) = remembering {
+    let memory = remembering.map(|remembering| {
         authority["memory"] = json!(remembering.scope);
         agent.standing = Some(Arc::new(remembering.pinned));
-    }
+        Remembered {
+            store: remembering.store,
+            scope: remembering.scope,
+        }
+    });
     agent.guards.authority = authority;
     agent.guards.telemetry_content = loaded
         .file()?
@@ -179,7 +196,12 @@ pub async fn compose(
         agent.delegation = Some(delegation);
     }
     agent.prices = prices(spec);
-    Ok(Composed { agent, root, mcp })
+    Ok(Composed {
+        agent,
+        root,
+        mcp,
+        memory,
+    })
 }
 
 /// Every native named agent of `loaded`, built for `wanted`'s root with
@@ -224,6 +246,8 @@ pub struct Surface {
     pub mcp: Vec<crate::mcp::McpClients>,
     /// The provider's name, for the surface's first line.
     pub provider: String,
+    /// The memory the default agent remembers in, if it does.
+    pub memory: Option<Remembered>,
 }
 
 /// What [`for_surface`] is asked.
@@ -306,6 +330,7 @@ pub async fn for_surface(
         named,
         mcp,
         provider: resolved.provider.name().to_owned(),
+        memory: composed.memory,
     })
 }
 
