@@ -157,3 +157,89 @@ async fn a_definition_that_asks_keeps_nothing_a_person_refused() {
         common::stderr(&check)
     );
 }
+
+/// `[agent.memory.embeddings]`: items get vectors from the endpoint it
+/// names (its key from the variable `key_env` names), and `recall` finds an
+/// item by meaning in a later session; the key is never printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_finds_by_meaning_with_an_embeddings_endpoint() {
+    let embed = FakeServer::start(Vec::new()).await.unwrap();
+    embed.respond_with(std::sync::Arc::new(
+        |request: &rein_testing::RecordedRequest, _| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let data: Vec<Value> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let t = t.as_str().unwrap().to_lowercase();
+                    let animal = f64::from(u8::from(t.contains("dog") || t.contains("canine")));
+                    json!({"index": i, "embedding": [animal, 0.01]})
+                })
+                .collect();
+            rein_testing::Reply::status(200, json!({"data": data}).to_string())
+        },
+    ));
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write(
+        &home.path().join("config.toml"),
+        &format!(
+            "[agent.memory]\nenabled = true\n[agent.memory.embeddings]\nbase_url = \"{}/v1\"\nmodel = \"tiny\"\nkey_env = \"EMBED_KEY\"\n",
+            embed.base_url()
+        ),
+    );
+    let first = FakeServer::start(vec![
+        call("c1", "remember", json!({"text": "The dog is called Rex."})),
+        say("Noted."),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", first.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.env("EMBED_KEY", "sk-embed-SECRET")
+        .args([
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "-p",
+            "remember",
+            "--root",
+        ])
+        .arg(root.path());
+    let out = common::definition::run(cmd, b"").await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let second = FakeServer::start(vec![
+        call("c1", "recall", json!({"query": "canine"})),
+        say("Found it."),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", second.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.env("EMBED_KEY", "sk-embed-SECRET")
+        .args([
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "-p",
+            "the dog?",
+            "--root",
+        ])
+        .arg(root.path());
+    let out = common::definition::run(cmd, b"").await;
+    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    assert!(out.status.success(), "{stderr}");
+    let recalled = second.requests()[1].json().to_string();
+    assert!(recalled.contains("The dog is called Rex."), "{recalled}");
+    assert_eq!(
+        embed.requests()[0].header("authorization"),
+        Some("Bearer sk-embed-SECRET")
+    );
+    assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"));
+}

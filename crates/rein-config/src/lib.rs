@@ -31,8 +31,9 @@ pub use layers::{
     trust, trusted,
 };
 pub use spec::{
-    AgentSpec, BudgetsSpec, CompactionSpec, ConfigFile, HookSpec, MemorySpec, MemoryWrites,
-    NamedAgent, PolicySpec, PriceSpec, SubagentsSpec, TelemetrySpec, ToolsSpec, VerifySpec, schema,
+    AgentSpec, BudgetsSpec, CompactionSpec, ConfigFile, EmbeddingsSpec, HookSpec, MemorySpec,
+    MemoryWrites, NamedAgent, PolicySpec, PriceSpec, SubagentsSpec, TelemetrySpec, ToolsSpec,
+    VerifySpec, schema,
 };
 
 /// The README's snippet, compiled and run as a doc test.

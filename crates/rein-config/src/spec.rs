@@ -141,6 +141,25 @@ pub struct MemorySpec {
     /// Bytes of pinned items in the prompt, at most (default 4,096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_bytes: Option<usize>,
+    /// Vectors from an OpenAI-compatible embeddings endpoint, blended
+    /// into `recall`'s full-text search (default: words only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbeddingsSpec>,
+}
+
+/// An OpenAI-compatible `/embeddings` endpoint (OpenAI, llama.cpp's
+/// server, vLLM, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsSpec {
+    /// The base URL, e.g. `http://127.0.0.1:8080/v1` (`/embeddings` is
+    /// added).
+    pub base_url: String,
+    /// The model's name.
+    pub model: String,
+    /// The environment variable holding its key (none: no key sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
 }
 
 /// How a memory write is decided.

@@ -20,9 +20,14 @@
 //!   of data for the prompt's stable prefix; with the `runner` feature a
 //!   `rein_runner::Standing`, read at each turn's start.
 //!
+//! - [`embed`] (feature `embeddings`): vectors from an OpenAI-compatible
+//!   `/embeddings` endpoint, blended into `SqliteMemory`'s searches.
+//!
 //! Not here: the prefix itself (the runner), the surfaces a person edits
 //! memory from (the CLI, the server).
 
+#[cfg(feature = "embeddings")]
+pub mod embed;
 mod memory;
 mod pinned;
 #[cfg(feature = "sqlite")]
@@ -30,12 +35,16 @@ mod sqlite;
 mod terms;
 #[cfg(feature = "tools")]
 pub mod tools;
+#[cfg(feature = "embeddings")]
+mod vectors;
 
 use async_trait::async_trait;
 use rein_wire::AgentError;
 use rein_wire::error::codes;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "embeddings")]
+pub use embed::{Embedder, HttpEmbedder};
 pub use memory::InMemory;
 pub use pinned::{PINNED_HEADING, Pinned, block as pinned_block};
 #[cfg(feature = "sqlite")]

@@ -10,6 +10,9 @@
 //! history, `memory_changes`: a file of 1 gains it on open); a file made
 //! by a newer rein is refused (`store_schema_newer`), never rewritten.
 //!
+//! With the `embeddings` feature and an embedder, each item's vector is
+//! kept beside it and a search blends the nearest items in (`vectors.rs`).
+//!
 //! Not here: the contract both stores keep (`lib.rs`, the crate's tests).
 
 use std::path::Path;
@@ -72,6 +75,15 @@ const SCHEMA: &[&str] = &[
     END",
 ];
 
+/// A vector and the model that made it.
+type Vectored = (String, Vec<f32>);
+
+/// The vectors' table, with the embeddings feature; none without.
+#[cfg(feature = "embeddings")]
+const VECTOR_SCHEMA: &[&str] = crate::vectors::SCHEMA;
+#[cfg(not(feature = "embeddings"))]
+const VECTOR_SCHEMA: &[&str] = &[];
+
 /// An item's columns, in `item_of`'s order of names.
 macro_rules! columns {
     () => {
@@ -80,13 +92,24 @@ macro_rules! columns {
 }
 
 /// Memory in a SQLite file.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SqliteMemory {
     pool: SqlitePool,
     limits: Limits,
+    /// Vectors kept and blended into searches, when given.
+    #[cfg(feature = "embeddings")]
+    embedder: Option<std::sync::Arc<dyn crate::embed::Embedder>>,
 }
 
-fn db_error(err: sqlx::Error) -> AgentError {
+impl std::fmt::Debug for SqliteMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteMemory")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn db_error(err: sqlx::Error) -> AgentError {
     AgentError::new(
         codes::STORE_UNAVAILABLE,
         format!("the memory store failed: {err}"),
@@ -133,7 +156,7 @@ impl SqliteMemory {
                 ),
             ));
         }
-        for statement in SCHEMA {
+        for statement in SCHEMA.iter().chain(VECTOR_SCHEMA) {
             sqlx::query(*statement)
                 .execute(&pool)
                 .await
@@ -143,7 +166,41 @@ impl SqliteMemory {
             .execute(&pool)
             .await
             .map_err(db_error)?;
-        Ok(SqliteMemory { pool, limits })
+        Ok(SqliteMemory {
+            pool,
+            limits,
+            #[cfg(feature = "embeddings")]
+            embedder: None,
+        })
+    }
+
+    /// The same memory keeping each new item's vector by `embedder` and
+    /// blending the nearest items into every search (feature
+    /// `embeddings`). An item remembered while the embedder fails is kept
+    /// without a vector (its words still find it); a search whose query
+    /// cannot be embedded is by words alone.
+    #[cfg(feature = "embeddings")]
+    pub fn with_embedder(mut self, embedder: std::sync::Arc<dyn crate::embed::Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The vector of each of `texts`, with its model (`None` each without
+    /// an embedder, or where it failed); asked 64 texts at a time.
+    async fn vectors_of(&self, texts: &[String]) -> Vec<Option<Vectored>> {
+        #[cfg(feature = "embeddings")]
+        if let Some(embedder) = &self.embedder {
+            let mut out: Vec<Option<Vectored>> = vec![None; texts.len()];
+            for (at, chunk) in texts.chunks(64).enumerate() {
+                if let Ok(vectors) = embedder.embed(chunk).await {
+                    for (i, vector) in vectors.into_iter().enumerate() {
+                        out[at * 64 + i] = Some((embedder.model().to_owned(), vector));
+                    }
+                }
+            }
+            return out;
+        }
+        vec![None; texts.len()]
     }
 }
 
@@ -159,6 +216,8 @@ impl SqliteMemory {
         for new in &items {
             self.limits.check(new)?;
         }
+        let texts: Vec<String> = items.iter().map(|n| n.text.clone()).collect();
+        let vectors = self.vectors_of(&texts).await;
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_items WHERE scope = ?1")
             .bind(scope.as_str())
@@ -170,9 +229,9 @@ impl SqliteMemory {
             self.limits.full(scope, held + items.len() - 1)?;
         }
         let mut kept = Vec::with_capacity(items.len());
-        for new in items {
+        for (new, vector) in items.into_iter().zip(vectors) {
             let item = MemoryItem::new(scope, new);
-            insert(&mut tx, &item).await?;
+            insert(&mut tx, &item, vector.as_ref()).await?;
             record(
                 &mut tx,
                 scope,
@@ -193,8 +252,9 @@ impl SqliteMemory {
 async fn insert(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     item: &MemoryItem,
+    vector: Option<&Vectored>,
 ) -> Result<(), AgentError> {
-    sqlx::query(concat!(
+    let done = sqlx::query(concat!(
         "INSERT INTO memory_items (",
         columns!(),
         ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
@@ -210,6 +270,13 @@ async fn insert(
     .execute(&mut **tx)
     .await
     .map_err(db_error)?;
+    #[cfg(feature = "embeddings")]
+    if let Some((model, vector)) = vector {
+        let seq = done.last_insert_rowid();
+        crate::vectors::keep(tx, seq, model, vector).await?;
+    }
+    #[cfg(not(feature = "embeddings"))]
+    let _ = (vector, done);
     Ok(())
 }
 
@@ -252,7 +319,7 @@ fn items_of(rows: &[SqliteRow]) -> Result<Vec<MemoryItem>, AgentError> {
 }
 
 /// A bound as SQLite takes it.
-fn sql_limit(limit: usize) -> i64 {
+pub(crate) fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
@@ -261,6 +328,11 @@ impl MemoryStore for SqliteMemory {
     async fn remember(&self, scope: &Scope, new: NewMemory) -> Result<MemoryItem, AgentError> {
         self.limits.check(&new)?;
         let item = MemoryItem::new(scope, new);
+        let vector = self
+            .vectors_of(std::slice::from_ref(&item.text))
+            .await
+            .pop()
+            .flatten();
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_items WHERE scope = ?1")
             .bind(scope.as_str())
@@ -269,7 +341,7 @@ impl MemoryStore for SqliteMemory {
             .map_err(db_error)?;
         self.limits
             .full(scope, usize::try_from(held).unwrap_or(usize::MAX))?;
-        insert(&mut tx, &item).await?;
+        insert(&mut tx, &item, vector.as_ref()).await?;
         record(
             &mut tx,
             scope,
@@ -355,7 +427,7 @@ impl MemoryStore for SqliteMemory {
         // The index is the outer loop (`CROSS JOIN` keeps SQLite from
         // walking the scope's rows and testing each against the index).
         let rows = sqlx::query(
-            "SELECT m.id, m.scope, m.text, m.tags, m.source, m.pinned, m.revision, m.created_ms,
+            "SELECT m.seq, m.id, m.scope, m.text, m.tags, m.source, m.pinned, m.revision, m.created_ms,
                     -bm25(memory_text) AS rank
              FROM memory_text CROSS JOIN memory_items m ON m.seq = memory_text.rowid
              WHERE memory_text MATCH ?1 AND m.scope = ?2
@@ -367,14 +439,28 @@ impl MemoryStore for SqliteMemory {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter()
+        let by_words = rows
+            .iter()
             .map(|row| {
-                Ok(Found {
+                let seq: i64 = row.try_get("seq").map_err(db_error)?;
+                let found = Found {
                     item: item_of(row)?,
                     rank: row.try_get("rank").unwrap_or_default(),
-                })
+                };
+                Ok((seq, found))
             })
-            .collect()
+            .collect::<Result<Vec<_>, AgentError>>()?;
+        #[cfg(feature = "embeddings")]
+        if let Some(Some((model, vector))) = self.vectors_of(&[query.to_owned()]).await.pop() {
+            let limit = self.limits.results(limit);
+            let query = crate::vectors::Query {
+                model: &model,
+                vector: &vector,
+                limit,
+            };
+            return crate::vectors::blend(&self.pool, scope, by_words, query).await;
+        }
+        Ok(by_words.into_iter().map(|(_, found)| found).collect())
     }
 
     async fn forget(&self, scope: &Scope, id: &str, source: &Source) -> Result<(), AgentError> {
@@ -413,6 +499,26 @@ impl MemoryStore for SqliteMemory {
         .map_err(db_error)?;
         rows.iter().map(change_of).collect()
     }
+}
+
+/// The item at `seq` if it is in `scope`.
+#[cfg(feature = "embeddings")]
+pub(crate) async fn item_at(
+    pool: &SqlitePool,
+    seq: i64,
+    scope: &Scope,
+) -> Result<Option<MemoryItem>, AgentError> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM memory_items WHERE seq = ?1 AND scope = ?2"
+    ))
+    .bind(seq)
+    .bind(scope.as_str())
+    .fetch_optional(pool)
+    .await
+    .map_err(db_error)?;
+    row.as_ref().map(item_of).transpose()
 }
 
 /// Add a change to `scope`'s history in `tx`.

@@ -1,7 +1,8 @@
 //! A definition's `[memory]` made into what the agent runs with: the
 //! `remember`, `recall` and `forget` tools over one scope of rein's
-//! `memory.db`, and that scope's pinned items as the prompt's standing
-//! text (read at each turn's start).
+//! `memory.db` (with vectors from an embeddings endpoint when it names
+//! one), and that scope's pinned items as the prompt's standing text
+//! (read at each turn's start).
 //!
 //! Not here: the store and the tools (`rein-memory`), the prefix (the
 //! runner).
@@ -11,7 +12,7 @@ use std::sync::Arc;
 
 use crate::config::{Loaded, MemorySpec, MemoryWrites};
 use crate::memory::tools::MemoryTools;
-use crate::memory::{MEMORY_FILE, MemoryStore, Pinned, Scope, SqliteMemory};
+use crate::memory::{HttpEmbedder, MEMORY_FILE, MemoryStore, Pinned, Scope, SqliteMemory};
 use crate::tools::{PermissionClass, Registry};
 use crate::wire::AgentError;
 
@@ -50,7 +51,20 @@ pub(crate) async fn remembering(
         .home
         .as_ref()
         .ok_or_else(|| invalid("memory needs rein's home (load the config from it)".to_owned()))?;
-    let store: Arc<dyn MemoryStore> = Arc::new(SqliteMemory::open(home.join(MEMORY_FILE)).await?);
+    let mut memory = SqliteMemory::open(home.join(MEMORY_FILE)).await?;
+    if let Some(embeddings) = &spec.embeddings {
+        let key = match &embeddings.key_env {
+            Some(name) => Some(std::env::var(name).map_err(|_| {
+                invalid(format!(
+                    "memory.embeddings.key_env: the environment has no {name}"
+                ))
+            })?),
+            None => None,
+        };
+        let embedder = HttpEmbedder::new(&embeddings.base_url, &embeddings.model, key)?;
+        memory = memory.with_embedder(Arc::new(embedder));
+    }
+    let store: Arc<dyn MemoryStore> = Arc::new(memory);
     let class = match spec.writes.unwrap_or(MemoryWrites::Shown) {
         MemoryWrites::Shown => PermissionClass::ReversibleWrite,
         MemoryWrites::Ask => PermissionClass::Write,
