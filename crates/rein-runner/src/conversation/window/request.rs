@@ -31,8 +31,8 @@ pub(crate) struct Transcript {
     /// anew.
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
     /// The standing text the prefix carries (the definition's `standing`,
-    /// as read at the last turn boundary).
-    standing: Option<String>,
+    /// as read at the last turn boundary; `None` before the first read).
+    standing: Option<Option<String>>,
     /// The transcript so far, extended step by step.
     projector: Option<crate::project::Projector>,
     /// JSON size and digest of each message of the transcript but the last
@@ -48,16 +48,17 @@ impl Transcript {
         self.frozen = None;
     }
 
-    /// Take `standing` as the prefix's standing text; whether it changed
-    /// (the next request then freezes the prefix anew).
+    /// Take `standing` as the prefix's standing text (the next request
+    /// freezes the prefix anew when it is new); whether it changed since
+    /// an earlier read — the first read is no change to tell.
     pub(crate) fn stand(&mut self, standing: Option<String>) -> bool {
         let standing = standing.map(crate::standing::bounded);
-        if standing == self.standing {
+        let before = self.standing.replace(standing.clone());
+        if before.as_ref() == Some(&standing) {
             return false;
         }
-        self.standing = standing;
         self.refreeze();
-        true
+        before.is_some()
     }
 
     /// Whether a prefix is frozen (a request was made in this process).
@@ -155,7 +156,8 @@ impl Window {
                 // drift within a conversation (no timestamps, sorted maps
                 // and tools).
                 if cfg!(debug_assertions) {
-                    let fresh = sees.prefix(self.transcript.standing.as_deref());
+                    let fresh =
+                        sees.prefix(self.transcript.standing.as_ref().and_then(Option::as_deref));
                     debug_assert!(
                         frozen == fresh,
                         "the stable prefix changed within a conversation: {} -> {}",
@@ -166,7 +168,8 @@ impl Window {
                 frozen
             }
             None => {
-                let fresh = sees.prefix(self.transcript.standing.as_deref());
+                let fresh =
+                    sees.prefix(self.transcript.standing.as_ref().and_then(Option::as_deref));
                 self.transcript.frozen = Some(fresh.clone());
                 fresh
             }
