@@ -32,12 +32,14 @@ pub struct ContextPolicy {
     pub target: f64,
     /// A pruning batch must reclaim at least this many tokens.
     pub min_reclaim: u64,
-    /// Complete groups (a model message and its results) always kept raw.
+    /// Complete groups (a model message and its results) kept raw: soft
+    /// pruning never touches them, and compaction keeps them whenever they
+    /// fit in what the target leaves (see [`tail_groups`]).
     pub keep_groups: usize,
-    /// Share of the groups kept raw as the recent tail…
+    /// The raw tail a compaction keeps, as a share of the window…
     pub tail_share: f64,
-    /// …but at most this many.
-    pub tail_cap: usize,
+    /// …and at most this many tokens.
+    pub tail_max_tokens: u64,
 }
 
 impl Default for ContextPolicy {
@@ -50,7 +52,7 @@ impl Default for ContextPolicy {
             min_reclaim: 500,
             keep_groups: 4,
             tail_share: 0.2,
-            tail_cap: 40,
+            tail_max_tokens: 32_000,
         }
     }
 }
@@ -150,6 +152,56 @@ pub(crate) fn group_starts(events: &[&StoredEvent]) -> Vec<u64> {
         .filter(|e| matches!(e.event, Event::ModelRequested { .. }))
         .map(|e| e.seq)
         .collect()
+}
+
+/// How many of the newest groups (`sizes` in tokens, oldest first) a
+/// compaction keeps raw: the newest always (the model goes on from it);
+/// then older ones while the tail stays within `budget` (the policy's
+/// share of the window, at most its token cap); and the `keep` newest
+/// whenever they fit in `floor` (what the target share leaves once the
+/// prefix and the reserved output are counted). One huge group is kept
+/// alone, so the rest can be compacted around it.
+pub fn tail_groups(sizes: &[u64], budget: u64, floor: u64, keep: usize) -> usize {
+    let mut kept = 0;
+    let mut total = 0u64;
+    for size in sizes.iter().rev() {
+        let next = total.saturating_add(*size);
+        let fits = kept == 0 || next <= budget || (kept < keep && next <= floor);
+        if !fits {
+            break;
+        }
+        total = next;
+        kept += 1;
+    }
+    kept
+}
+
+/// What a result set aside by soft pruning still costs: its stub.
+const PRUNED_STUB_TOKENS: u64 = 64;
+
+/// Each group's size in tokens by the local estimate (its events' JSON; a
+/// result soft pruning set aside — its call in `pruned` — as its stub),
+/// oldest first; `starts` are the groups' first sequence numbers.
+pub(crate) fn group_sizes(
+    events: &[&StoredEvent],
+    starts: &[u64],
+    pruned: &dyn Fn(&str) -> bool,
+) -> Vec<u64> {
+    let mut sizes = vec![0u64; starts.len()];
+    for stored in events {
+        let at = starts.partition_point(|s| *s <= stored.seq);
+        if at == 0 {
+            continue;
+        }
+        sizes[at - 1] += match &stored.event {
+            Event::ToolResult { call_id, .. } if pruned(call_id) => PRUNED_STUB_TOKENS,
+            event => {
+                let bytes = serde_json::to_vec(event).map_or(0, |b| b.len() as u64);
+                rein_wire::estimate_tokens_of(bytes)
+            }
+        };
+    }
+    sizes
 }
 
 /// Read results that may be set aside: successful, read-only, not yet

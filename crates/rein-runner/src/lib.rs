@@ -32,7 +32,7 @@ mod telemetry;
 
 pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
-pub use context::{ContextPolicy, estimate};
+pub use context::{ContextPolicy, estimate, tail_groups};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, MAX_PROMPT_BYTES,
     MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, Verification, Wording,

@@ -1,5 +1,7 @@
 //! Context pressure over a long scripted session: soft pruning, repeated
-//! hard compaction, and a session that cannot fit.
+//! hard compaction reaching the 60% target with a tail bounded in tokens
+//! (huge groups too), the reasons on the record, and a session that
+//! cannot fit.
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -23,6 +25,10 @@ struct Worker {
     summaries: AtomicUsize,
     largest: AtomicU64,
     misplaced: Mutex<Vec<String>>,
+    /// Whether a summary was just written, and the size of each request
+    /// that followed one (what a compaction left).
+    summarised: std::sync::atomic::AtomicBool,
+    after_summary: Mutex<Vec<u64>>,
 }
 
 impl Worker {
@@ -34,6 +40,8 @@ impl Worker {
             summaries: AtomicUsize::new(0),
             largest: AtomicU64::new(0),
             misplaced: Mutex::new(Vec::new()),
+            summarised: std::sync::atomic::AtomicBool::new(false),
+            after_summary: Mutex::new(Vec::new()),
         })
     }
 
@@ -107,6 +115,7 @@ impl Provider for Worker {
             .first()
             .is_some_and(|b| b.text.starts_with("Summarise"))
         {
+            self.summarised.store(true, Ordering::SeqCst);
             let n = self.summaries.fetch_add(1, Ordering::SeqCst) + 1;
             events.push(StreamEvent::TextDelta {
                 text: format!("Summary {n}: read files one by one."),
@@ -116,6 +125,9 @@ impl Provider for Worker {
             });
         } else {
             self.largest.fetch_max(estimate(&request), Ordering::SeqCst);
+            if self.summarised.swap(false, Ordering::SeqCst) {
+                self.after_summary.lock().unwrap().push(estimate(&request));
+            }
             self.check_reasoning(&request);
             let mut next = self.next.lock().unwrap();
             let step = *next;
@@ -243,6 +255,12 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
         compactions,
         "one summary per compaction"
     );
+    // Each compaction reached the 60% target.
+    let after = long.after_summary.lock().unwrap().clone();
+    assert!(
+        !after.is_empty() && after.iter().all(|t| *t <= 9_600),
+        "{after:?}"
+    );
     // However much was pruned and compacted, reasoning stayed with its call.
     assert_eq!(*long.misplaced.lock().unwrap(), Vec::<String>::new());
     // Every request the model saw fit the window.
@@ -304,4 +322,79 @@ async fn a_session_that_cannot_fit_ends_with_context_window_exceeded_after_one_a
         "nothing too large was sent"
     );
     assert!(worker.summaries.load(Ordering::SeqCst) <= 1);
+}
+
+/// Groups so large that the four newest are over the hard line: the tail
+/// is bounded in tokens instead (the newest group kept alone if need be),
+/// every compaction reaches the 60% target, and the turn finishes. Kept
+/// by group count, this session ended `context_window_exceeded`.
+#[tokio::test]
+async fn a_tail_of_huge_groups_is_bounded_in_tokens_and_reaches_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let owned: Vec<(String, String)> = (0..10)
+        .map(|i| {
+            (
+                format!("f{i}.txt"),
+                format!("file {i}: {}\n", "lorem ipsum dolor sit amet ".repeat(520)),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let worker = Worker::new(16_000, 8);
+    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
+        .await
+        .unwrap();
+    // Each result whole (about 3,500 tokens), not set aside as an artifact.
+    conv.agent.bounds.max_chars = 100_000;
+    conv.agent.bounds.max_string = 100_000;
+    let outcome = conv.turn("read them").await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "All files read.".into()
+        }
+    );
+    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let compactions: Vec<&serde_json::Value> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
+                Some(summary)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!compactions.is_empty());
+    for summary in &compactions {
+        // Why, on the record: the trigger, the pressure, the policy, the tail.
+        assert_eq!(summary["trigger"], "hard_line", "{summary}");
+        assert!(summary["pressure"].as_f64().unwrap() > 0.85, "{summary}");
+        assert_eq!(summary["policy"]["target"], 0.6, "{summary}");
+        let kept = summary["groups_kept"].as_u64().unwrap();
+        assert!((1..4).contains(&kept), "{summary}");
+        assert!(summary["tail_tokens"].as_u64().unwrap() > 0, "{summary}");
+    }
+    let after = worker.after_summary.lock().unwrap().clone();
+    assert!(after.iter().all(|t| *t <= 9_600), "{after:?}");
+    assert!(worker.largest.load(Ordering::SeqCst) <= 16_000);
+}
+
+#[test]
+fn the_tail_rule() {
+    use rein_runner::tail_groups;
+    // Small groups: as many as the budget holds.
+    assert_eq!(tail_groups(&[100; 50], 1_000, 5_000, 4), 10);
+    // The four newest are kept whenever the floor holds them.
+    assert_eq!(tail_groups(&[900; 10], 1_000, 5_000, 4), 4);
+    // One huge newest group is kept alone.
+    assert_eq!(tail_groups(&[100, 100, 9_000], 1_000, 5_000, 4), 1);
+    // Never nothing.
+    assert_eq!(tail_groups(&[50_000], 0, 0, 4), 1);
+    assert_eq!(tail_groups(&[], 1_000, 5_000, 4), 0);
 }

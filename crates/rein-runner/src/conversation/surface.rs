@@ -127,8 +127,14 @@ impl Conversation {
     /// hard compaction would: older complete groups become a derived state
     /// and a model-written summary; the recent tail stays raw.
     pub async fn compact_now(&mut self) -> Result<(), AgentError> {
-        let tokens = window::Window::tokens(&self.agent);
-        window::Window::compact(&self.agent, &mut self.journal, tokens).await
+        let request = self.next_request().await?;
+        let pressed = window::Pressed {
+            window: window::Window::tokens(&self.agent),
+            share: 0.0,
+            reserve: window::reserve_of(&request),
+            trigger: window::Trigger::Asked,
+        };
+        window::Window::compact(&self.agent, &mut self.journal, pressed).await
     }
 
     /// The prompt-cache monitor: verdict counts, read share, logged misses.

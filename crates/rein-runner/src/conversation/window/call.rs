@@ -160,20 +160,30 @@ impl Window {
             share = Self::measure(sees.agent, &request, bytes, window).await;
         }
         if share > sees.agent.context.hard {
-            Self::compact(sees.agent, journal, window).await?;
+            let pressed = super::pressure::Pressed {
+                window,
+                share,
+                reserve: super::pressure::reserve_of(&request),
+                trigger: super::pressure::Trigger::HardLine,
+            };
+            Self::compact(sees.agent, journal, pressed).await?;
             let events = journal.log().await?;
             request = self.request(sees, &events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            if Self::measure(sees.agent, &request, bytes, window).await > sees.agent.context.hard {
+            // One attempt: it reaches the target, or the turn ends.
+            let after = Self::measure(sees.agent, &request, bytes, window).await;
+            if after > sees.agent.context.target {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
-                    "the conversation does not fit the context window even after compaction",
+                    "the conversation does not reach the compaction target even after compaction",
                 )
                 .with_field(
                     "estimated_tokens",
                     crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
                 )
-                .with_field("window", window));
+                .with_field("window", window)
+                .with_field("share", after)
+                .with_field("target", sees.agent.context.target));
             }
         }
         Ok((request, bytes, digest))

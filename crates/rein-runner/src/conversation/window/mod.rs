@@ -10,6 +10,7 @@ mod call;
 mod pressure;
 mod request;
 
+pub(crate) use pressure::{Pressed, Trigger, reserve_of};
 pub(crate) use request::Transcript;
 
 use rein_tools::ToolBackend;

@@ -96,21 +96,33 @@ impl Window {
     }
 
     /// Replace older complete groups by a structured state and a summary the
-    /// model writes, keeping a raw recent tail.
+    /// model writes, keeping a raw recent tail bounded in tokens
+    /// (`context::tail_groups`); the record says why, by which policy and
+    /// what it kept.
     pub(crate) async fn compact(
         agent: &Agent,
         journal: &mut Journal,
-        window: u64,
+        pressed: Pressed,
     ) -> Result<(), AgentError> {
-        use crate::context::{group_starts, on_path, state};
+        use crate::context::{group_sizes, group_starts, on_path, state, tail_groups};
+        let Pressed {
+            window,
+            share,
+            reserve,
+            trigger,
+        } = pressed;
         let events = journal.log().await?;
         let path = current_path(&events);
         let visible = on_path(&events, &path);
         let groups = group_starts(&visible);
-        let by_share = (groups.len() as f64 * agent.context.tail_share).ceil() as usize;
-        let tail = by_share
-            .min(agent.context.tail_cap)
-            .max(agent.context.keep_groups);
+        let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
+        let edits = crate::project::Edits::collect(&events, &path_set);
+        let sizes = group_sizes(&visible, &groups, &|call| edits.pruned.contains_key(call));
+        let policy = &agent.context;
+        let budget = ((policy.tail_share * window as f64) as u64).min(policy.tail_max_tokens);
+        let floor = ((policy.target * window as f64) as u64).saturating_sub(reserve);
+        let tail = tail_groups(&sizes, budget, floor, policy.keep_groups);
+        let tail_tokens: u64 = sizes.iter().rev().take(tail).sum();
         if groups.len() <= tail {
             return Err(AgentError::new(
                 codes::CONTEXT_WINDOW_EXCEEDED,
@@ -162,6 +174,18 @@ impl Window {
                     "text": text,
                     "groups_covered": groups.len() - tail,
                     "groups_kept": tail,
+                    "tail_tokens": tail_tokens,
+                    "trigger": trigger.as_str(),
+                    "pressure": share,
+                    "window": window,
+                    "policy": {
+                        "soft": policy.soft,
+                        "hard": policy.hard,
+                        "target": policy.target,
+                        "tail_share": policy.tail_share,
+                        "tail_max_tokens": policy.tail_max_tokens,
+                        "keep_groups": policy.keep_groups,
+                    },
                 }),
                 target_tokens: (agent.context.target * window as f64) as u64,
             }])
@@ -194,6 +218,45 @@ impl Window {
         }
         assembler.finish().text()
     }
+}
+
+/// Why and under what pressure a compaction runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pressed {
+    /// The window, in tokens.
+    pub(crate) window: u64,
+    /// The request's share of it before (0 when a person asked).
+    pub(crate) share: f64,
+    /// Tokens the request holds besides its history: the prefix and the
+    /// output kept free.
+    pub(crate) reserve: u64,
+    /// What set it off.
+    pub(crate) trigger: Trigger,
+}
+
+/// What set a compaction off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// The request was over the hard line.
+    HardLine,
+    /// A person or a product asked (`compact_now`).
+    Asked,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::HardLine => "hard_line",
+            Trigger::Asked => "asked",
+        }
+    }
+}
+
+/// Tokens `request` holds besides its history: its prefix (system and
+/// tools) by the local estimate and the output it keeps free.
+pub(crate) fn reserve_of(request: &Request) -> u64 {
+    rein_cache::estimate_tokens(&request.system, &request.tools)
+        + u64::from(request.max_output_tokens)
 }
 
 /// What the model is asked when it summarises older history.
