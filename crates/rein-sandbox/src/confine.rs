@@ -2,7 +2,8 @@
 //! helper `rein-sandbox-exec` does between its start and its `exec`.
 //!
 //! In order: the run's pids cgroup joined, a new session (so the whole
-//! group can be killed), the resource limits, every capability dropped
+//! group can be killed; a Ctrl-C sent to rein's group while the helper
+//! was made is dropped, it was rein's), the resource limits, every capability dropped
 //! (root included: the bounding set emptied, so the command gains none at
 //! `exec`), the filesystem rules (landlock: only the spec's trees, read or
 //! write, no device nodes made anywhere; `no_new_privs` set; where the
@@ -34,6 +35,75 @@ use seccompiler::{
 };
 
 use crate::spec::{Limits, Spec};
+
+/// Ctrl-C, Ctrl-\ and Ctrl-Z: what a terminal sends its foreground group.
+fn terminal_signals() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut held = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGTSTP] {
+        held.add(signal);
+    }
+    held
+}
+
+/// Hold the terminal's signals in this thread (rein's, while it makes a
+/// child); the mask before, for [`restore_signal_mask`]. Held, such a
+/// signal sent to rein's group is taken by another thread or waits.
+pub(crate) fn hold_terminal_signals() -> Option<nix::sys::signal::SigSet> {
+    use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+    let mut before = SigSet::empty();
+    pthread_sigmask(
+        SigmaskHow::SIG_BLOCK,
+        Some(&terminal_signals()),
+        Some(&mut before),
+    )
+    .ok()
+    .map(|()| before)
+}
+
+/// Put back the mask [`hold_terminal_signals`] changed.
+pub(crate) fn restore_signal_mask(before: Option<nix::sys::signal::SigSet>) {
+    use nix::sys::signal::{SigmaskHow, pthread_sigmask};
+    if let Some(before) = before {
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+    }
+}
+
+/// Start a session of its own (so the whole group can be killed, and no
+/// terminal is left to it). The helper is started leading a group of its
+/// own, so a Ctrl-C at rein's terminal (sent to rein's group) never
+/// reaches it; a group leader cannot start a session, so it steps back
+/// into rein's group and out at once into its session, the terminal's
+/// signals held meanwhile.
+fn new_session() -> Result<(), String> {
+    use nix::sys::signal::{SigmaskHow, sigprocmask};
+    use nix::unistd::{Pid, getpgid, getpgrp, getpid, getppid, setpgid, setsid};
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&terminal_signals()), None)
+        .map_err(|e| format!("holding the terminal's signals: {e}"))?;
+    if getpgrp() == getpid() {
+        let reins = getpgid(Some(getppid())).map_err(|e| format!("rein's group: {e}"))?;
+        setpgid(Pid::from_raw(0), reins).map_err(|e| format!("rejoining rein's group: {e}"))?;
+    }
+    setsid().map_err(|e| format!("a new session: {e}"))?;
+    Ok(())
+}
+
+/// Drop a terminal signal still pending (it was sent to rein's group
+/// while this process was being made: it was for rein), then let the
+/// command have them again.
+fn release_terminal_signals() -> Result<(), String> {
+    use nix::sys::signal::{SigmaskHow, sigprocmask};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    let held = terminal_signals();
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), None)
+        .map_err(|e| format!("holding the terminal's signals: {e}"))?;
+    let pending = SignalFd::with_flags(&held, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| format!("reading held signals: {e}"))?;
+    while let Ok(Some(_)) = pending.read_signal() {}
+    drop(pending);
+    sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&held), None)
+        .map_err(|e| format!("releasing the terminal's signals: {e}"))
+}
 
 /// Syscalls a confined command never makes (each fails with `EPERM`).
 const DENIED: &[i64] = &[
@@ -96,8 +166,9 @@ pub fn confine(spec: &Spec) -> Result<(), String> {
     // Under bubblewrap this process may lead its session already.
     let leads = nix::unistd::getsid(None).ok() == Some(nix::unistd::getpid());
     if !leads {
-        nix::unistd::setsid().map_err(|e| format!("a new session: {e}"))?;
+        new_session()?;
     }
+    release_terminal_signals()?;
     limit(&spec.limits)?;
     // Inside bubblewrap (no parent named), `--cap-drop ALL` has set
     // SECBIT_NOROOT: root regains nothing at exec whatever the bounding set.

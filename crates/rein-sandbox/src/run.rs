@@ -206,7 +206,14 @@ impl Sandbox for LinuxSandbox {
             let json = serde_json::to_string(&spec)
                 .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
             let mut command = match &self.bwrap {
-                None => tokio::process::Command::new(&self.helper),
+                None => {
+                    // The helper leads a group of its own from the start
+                    // (then a session, `confine`): rein's Ctrl-C is not
+                    // its.
+                    let mut command = tokio::process::Command::new(&self.helper);
+                    command.process_group(0);
+                    command
+                }
                 Some(bwrap) => {
                     let cgroup_dir = cgroup.as_ref().map(|c| c.path().to_path_buf());
                     let mut command = tokio::process::Command::new(bwrap);
@@ -328,7 +335,14 @@ async fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| {
+    // The terminal's signals are held in this thread while the child is
+    // made: one sent to rein's group before the child has left it stays
+    // pending in the child (not fatal there) until the helper drops it
+    // (`confine::release_terminal_signals`).
+    let before = crate::confine::hold_terminal_signals();
+    let spawned = command.spawn();
+    crate::confine::restore_signal_mask(before);
+    let mut child = spawned.map_err(|e| {
         AgentError::new(
             codes::SANDBOX_UNAVAILABLE,
             format!("the command could not be started: {e}"),

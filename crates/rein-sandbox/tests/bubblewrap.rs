@@ -1,7 +1,7 @@
 //! The Linux backend inside bubblewrap (installed with apt-get when
 //! missing): a tree the spec does not name does not exist for the command,
 //! writes stay in the root, no network, its own pid namespace, and nothing
-//! outlives the limit. Skips, saying so, where bubblewrap cannot be had.
+//! outlives the limit, and rein's Ctrl-C is not the command's. Skips, saying so, where bubblewrap cannot be had.
 
 mod common;
 
@@ -121,4 +121,14 @@ async fn inside_bubblewrap_only_the_named_trees_exist() {
     request.timeout = Duration::from_secs(1);
     let ran = sandbox.run(&request).await.expect("ran");
     assert!(ran.timed_out);
+}
+
+/// Inside bubblewrap too, rein's Ctrl-C never reaches a starting command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_to_reins_group_never_reaches_a_command_in_bubblewrap() {
+    let root = tempfile::tempdir().expect("root");
+    let Some(sandbox) = sandbox(root.path()).await else {
+        return;
+    };
+    common::reins_ctrl_c_spares(&sandbox, root.path()).await;
 }

@@ -307,3 +307,14 @@ fn root_that_cannot_drop_its_bounding_set_is_refused() {
     // The control: with the capability, the same spec runs.
     assert_eq!(run(false).status.code(), Some(0));
 }
+
+/// A Ctrl-C at rein's terminal is for rein, never a command's, not even
+/// one starting (`common::reins_ctrl_c_spares`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_to_reins_group_never_reaches_a_starting_command() {
+    let root = tempfile::tempdir().expect("root");
+    let Some(sandbox) = usable(root.path()).await else {
+        return;
+    };
+    common::reins_ctrl_c_spares(&sandbox, root.path()).await;
+}

@@ -56,8 +56,10 @@ pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
     for key in rein_wire::env::PROVIDER_KEYS {
         command.env_remove(key);
     }
+    // A group of its own: a Ctrl-C at rein's terminal is rein's.
     command
         .args(args)
+        .process_group(0)
         .kill_on_drop(true)
         .stdin(std::process::Stdio::null());
     if let Some(dir) = &check.cwd {

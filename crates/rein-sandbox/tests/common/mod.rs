@@ -61,3 +61,48 @@ pub fn installed(program: &str, package: &str) -> bool {
     }
     runs()
 }
+
+/// A Ctrl-C at rein's terminal is for rein (it interrupts a turn; a
+/// running command finishes first): the SIGINT the terminal sends rein's
+/// process group must never reach a command, not even while it is being
+/// started. Here rein's group is the test's own, sent SIGINT every
+/// millisecond while commands start; each must run to its end. Call it
+/// from a multi-threaded runtime.
+pub async fn reins_ctrl_c_spares(sandbox: &LinuxSandbox, root: &Path) {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::{Pid, getpgrp, setpgid};
+    use rein_sandbox::Sandbox;
+    // The test leads a group of its own, so the signals reach it and what
+    // it starts, nothing else; it survives them (a handler).
+    setpgid(Pid::from_raw(0), Pid::from_raw(0)).expect("a group of its own");
+    let mut heard = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .expect("a SIGINT handler");
+    let group = getpgrp();
+    let sender = tokio::spawn(async move {
+        loop {
+            let _ = killpg(group, Signal::SIGINT);
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    });
+    for round in 0..15 {
+        let request = rein_sandbox::Request {
+            argv: ["sh", "-c", "sleep 0.1; echo lived"]
+                .map(String::from)
+                .to_vec(),
+            cwd: root.to_path_buf(),
+            env: std::collections::BTreeMap::from([(
+                "PATH".to_owned(),
+                "/usr/bin:/bin".to_owned(),
+            )]),
+            timeout: std::time::Duration::from_secs(20),
+        };
+        let ran = sandbox.run(&request).await.expect("it ran");
+        assert!(
+            ran.code == Some(0) && ran.stdout.text.contains("lived"),
+            "round {round}: rein's Ctrl-C reached the command: {ran:?}"
+        );
+    }
+    sender.abort();
+    // The control: the signals were sent and heard.
+    assert!(heard.recv().await.is_some());
+}
