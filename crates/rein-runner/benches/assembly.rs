@@ -38,6 +38,7 @@ async fn session(steps: usize) -> (Arc<dyn Store>, String) {
             prefix_fingerprint: "0".into(),
             request_digest: "0".into(),
             estimated_tokens: 0,
+            pressure: None,
         }));
         events.push(NewEvent::main(Event::ModelCompleted {
             call_id: format!("m{i}"),

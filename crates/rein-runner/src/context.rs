@@ -36,7 +36,8 @@ pub struct ContextPolicy {
     /// pruning never touches them, and compaction keeps them whenever they
     /// fit in what the target leaves (see [`tail_groups`]).
     pub keep_groups: usize,
-    /// The raw tail a compaction keeps, as a share of the window…
+    /// The raw tail a compaction keeps, as a share of the request's
+    /// tokens when it compacts…
     pub tail_share: f64,
     /// …and at most this many tokens.
     pub tail_max_tokens: u64,
@@ -157,7 +158,7 @@ pub(crate) fn group_starts(events: &[&StoredEvent]) -> Vec<u64> {
 /// How many of the newest groups (`sizes` in tokens, oldest first) a
 /// compaction keeps raw: the newest always (the model goes on from it);
 /// then older ones while the tail stays within `budget` (the policy's
-/// share of the window, at most its token cap); and the `keep` newest
+/// share of the request, at most its token cap); and the `keep` newest
 /// whenever they fit in `floor` (what the target share leaves once the
 /// prefix and the reserved output are counted). One huge group is kept
 /// alone, so the rest can be compacted around it.

@@ -383,6 +383,55 @@ async fn a_tail_of_huge_groups_is_bounded_in_tokens_and_reaches_the_target() {
     let after = worker.after_summary.lock().unwrap().clone();
     assert!(after.iter().all(|t| *t <= 9_600), "{after:?}");
     assert!(worker.largest.load(Ordering::SeqCst) <= 16_000);
+    // Each model call's record says how full the window was; the calls
+    // that compacted say why, and were sent at or under the target.
+    let pressures: Vec<rein_sessions::Pressure> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ModelRequested { pressure, .. } => pressure.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pressures.len(), 9, "one per model call");
+    assert!(
+        pressures
+            .iter()
+            .all(|p| p.window == 16_000 && p.before > 0.0)
+    );
+    let compacted: Vec<&rein_sessions::Pressure> = pressures
+        .iter()
+        .filter(|p| {
+            p.acted
+                .iter()
+                .any(|a| a.action == rein_wire::PressureAction::Compacted)
+        })
+        .collect();
+    assert_eq!(compacted.len(), compactions.len());
+    for p in compacted {
+        let acted = p.acted.last().unwrap();
+        assert_eq!((acted.line, acted.target), (0.85, 0.6), "{p:?}");
+        assert!(acted.reason.contains("over the 85% line"), "{p:?}");
+        assert!(p.before > 0.85 && p.sent <= 0.6, "{p:?}");
+    }
+    // The report lists each compaction with its reason.
+    let report = rein_trace::report(conv.session_id(), &log);
+    let listed: Vec<&rein_trace::CompactionLine> = report
+        .compactions
+        .iter()
+        .filter(|c| c.kind == "compact")
+        .collect();
+    assert_eq!(listed.len(), compactions.len());
+    assert_eq!(listed[0].trigger.as_deref(), Some("hard_line"));
+    assert!(
+        report.render().contains("compact at seq"),
+        "{}",
+        report.render()
+    );
+    assert!(
+        report.render().contains("· hard_line at "),
+        "{}",
+        report.render()
+    );
 }
 
 #[test]

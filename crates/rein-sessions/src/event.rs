@@ -108,6 +108,10 @@ pub enum Event {
         request_digest: String,
         /// The estimated prompt tokens.
         estimated_tokens: u64,
+        /// How full the window was and what was done about it (absent in
+        /// logs written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pressure: Option<Pressure>,
     },
     /// A model call finished.
     #[serde(rename = "model.completed")]
@@ -570,4 +574,34 @@ mod result_source_tests {
             assert_eq!(recorded, source.as_str());
         }
     }
+}
+
+/// How full the context window was for a model call, and what was done
+/// about it: the record of why a request was pruned or compacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pressure {
+    /// How the request was counted.
+    pub method: rein_wire::CountMethod,
+    /// The window, in tokens.
+    pub window: u64,
+    /// The request's share of the window as first built.
+    pub before: f64,
+    /// Its share as sent (after pruning or compaction, when either ran).
+    pub sent: f64,
+    /// What was done, when the request was over a line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acted: Vec<Acted>,
+}
+
+/// One thing a request's pressure set off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Acted {
+    /// What was done.
+    pub action: rein_wire::PressureAction,
+    /// The line crossed (the share that set it off).
+    pub line: f64,
+    /// The share it aimed at.
+    pub target: f64,
+    /// Why, in words: the share against the line.
+    pub reason: String,
 }

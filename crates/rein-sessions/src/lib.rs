@@ -26,7 +26,9 @@ mod subscribe;
 mod validate;
 
 pub use artifact::hash_hex;
-pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
+pub use event::{
+    Acted, EVENT_VERSION, Event, NewEvent, Pressure, ResultSource, StoredEvent, ToolStatus,
+};
 pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;

@@ -546,6 +546,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
                 prefix_fingerprint: "0123456789abcdef".into(),
                 request_digest: "d".into(),
                 estimated_tokens: 42,
+                pressure: None,
             }),
             NewEvent::main(Event::ModelCompleted {
                 call_id: "m1".into(),

@@ -3,7 +3,7 @@
 //! - [`report`]: totals per session and per run — model calls, input,
 //!   output, cache-read and cache-write tokens, cost in micro-USD, cache
 //!   verdict counts and the cache read share, tool calls by outcome,
-//!   durations.
+//!   durations, and each compaction with why it ran.
 //! - [`golden`]: a session as a golden trace — canonical JSONL with the
 //!   volatile values (ids, times, durations) replaced by stable tokens — and
 //!   back into a store.
@@ -16,7 +16,7 @@ pub mod golden;
 mod report;
 
 pub use agents::AgentReport;
-pub use report::{RunReport, ToolCounts, Totals, TraceReport, report, usd};
+pub use report::{CompactionLine, RunReport, ToolCounts, Totals, TraceReport, report, usd};
 
 /// The README's snippet, compiled and run as a doc test.
 #[cfg(doctest)]

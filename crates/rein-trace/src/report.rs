@@ -109,6 +109,73 @@ impl Totals {
     }
 }
 
+/// One compaction, as `compaction.created` recorded it: what it did and
+/// why (the reason fields are absent from logs written before they were
+/// recorded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionLine {
+    /// Where it is in the log.
+    pub seq: u64,
+    /// `prune` (old read results set aside) or `compact` (older history
+    /// summarised).
+    pub kind: String,
+    /// What set it off: `soft_line`, `hard_line`, `asked`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// The request's share of the window when it was set off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<f64>,
+    /// The tokens it aimed the request at.
+    pub target_tokens: u64,
+    /// Groups summarised and groups kept raw (compact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<(u64, u64)>,
+    /// Tokens of the raw tail kept (compact), or reclaimed (prune).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+}
+
+impl CompactionLine {
+    fn of(seq: u64, summary: &serde_json::Value, target_tokens: u64) -> CompactionLine {
+        let kind = summary["kind"].as_str().unwrap_or("compact").to_owned();
+        let groups = summary["groups_covered"]
+            .as_u64()
+            .zip(summary["groups_kept"].as_u64());
+        let tokens = summary["tail_tokens"]
+            .as_u64()
+            .or_else(|| summary["reclaimed_tokens"].as_u64());
+        CompactionLine {
+            seq,
+            kind,
+            trigger: summary["trigger"].as_str().map(str::to_owned),
+            pressure: summary["pressure"].as_f64(),
+            target_tokens,
+            groups,
+            tokens,
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut line = format!("{} at seq {}", self.kind, self.seq);
+        if let Some(trigger) = &self.trigger {
+            line.push_str(&format!(" · {trigger}"));
+        }
+        if let Some(pressure) = self.pressure.filter(|p| *p > 0.0) {
+            line.push_str(&format!(" at {:.1}%", pressure * 100.0));
+        }
+        line.push_str(&format!(" · target {} tokens", self.target_tokens));
+        if let Some((covered, kept)) = self.groups {
+            line.push_str(&format!(" · {covered} groups summarised, {kept} kept"));
+        }
+        match (self.kind.as_str(), self.tokens) {
+            ("prune", Some(tokens)) => line.push_str(&format!(" · {tokens} tokens set aside")),
+            (_, Some(tokens)) => line.push_str(&format!(" ({tokens} tokens)")),
+            _ => {}
+        }
+        line
+    }
+}
+
 /// One run's report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
@@ -144,6 +211,9 @@ pub struct TraceReport {
     /// has sub-agents).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all: Option<Totals>,
+    /// Each compaction, in order, with why it ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<CompactionLine>,
 }
 
 /// Build the report of a session from its whole log.
@@ -153,9 +223,18 @@ pub fn report(session_id: &str, events: &[StoredEvent]) -> TraceReport {
     let mut starts: Vec<i64> = Vec::new();
     let mut open: Option<usize> = None;
     let mut turns = 0;
+    let mut compactions = Vec::new();
     for stored in events {
         let event = &stored.event;
         totals.add(event);
+        if let Event::CompactionCreated {
+            summary,
+            target_tokens,
+            ..
+        } = event
+        {
+            compactions.push(CompactionLine::of(stored.seq, summary, *target_tokens));
+        }
         match event {
             Event::TurnStarted { .. } => turns += 1,
             Event::RunStarted {
@@ -197,6 +276,7 @@ pub fn report(session_id: &str, events: &[StoredEvent]) -> TraceReport {
         runs,
         agents: Vec::new(),
         all: None,
+        compactions,
     }
 }
 
@@ -292,6 +372,9 @@ impl TraceReport {
                     .map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"))
             );
             totals_lines(&mut out, "  ", &run.totals);
+        }
+        for compaction in &self.compactions {
+            let _ = writeln!(out, "  {}", compaction.render());
         }
         self.render_agents(&mut out);
         out

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rein_sessions::{Event, NewEvent, ResultSource, SqliteStore, Store, ToolStatus};
+use rein_sessions::{Event, NewEvent, ResultSource, SqliteStore, Store, StoredEvent, ToolStatus};
 use rein_trace::{golden, report};
 use rein_wire::{ContentBlock, Message, Role, StopReason, Usage};
 use serde_json::json;
@@ -102,6 +102,7 @@ async fn build(store: &dyn Store) -> String {
             prefix_fingerprint: "00112233aabbccdd".into(),
             request_digest: "x".into(),
             estimated_tokens: 900,
+            pressure: None,
         }),
         model(
             "m-1",
@@ -287,4 +288,49 @@ fn a_broken_golden_trace_is_refused_with_a_code() {
             "{bad:?}"
         );
     }
+}
+
+/// A log written before compactions recorded their reasons, and before
+/// model calls recorded their pressure, still reads: the report lists the
+/// compaction without the reason it does not have.
+#[test]
+fn older_compaction_and_request_records_still_read() {
+    let lines = [
+        r#"{"kind":"model.requested","version":1,"data":{"call_id":"m1","prefix_fingerprint":"00","request_digest":"d","estimated_tokens":5}}"#,
+        r#"{"kind":"compaction.created","version":1,"data":{"from_seq":1,"to_seq":2,"summary":{"kind":"compact","groups_covered":5,"groups_kept":4},"target_tokens":3000}}"#,
+    ];
+    let events: Vec<StoredEvent> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let event: Event = serde_json::from_value(json!({
+                "kind": value["kind"], "data": value["data"]
+            }))
+            .unwrap();
+            StoredEvent {
+                session_id: "s".into(),
+                seq: i as u64 + 1,
+                at_ms: 0,
+                agent_path: "main".into(),
+                event,
+            }
+        })
+        .collect();
+    assert!(matches!(
+        &events[0].event,
+        Event::ModelRequested { pressure: None, .. }
+    ));
+    let report = report("s", &events);
+    assert_eq!(report.compactions.len(), 1);
+    let line = &report.compactions[0];
+    assert_eq!((line.trigger.clone(), line.pressure), (None, None));
+    assert_eq!(line.groups, Some((5, 4)));
+    assert!(
+        report
+            .render()
+            .contains("compact at seq 2 · target 3000 tokens · 5 groups summarised, 4 kept"),
+        "{}",
+        report.render()
+    );
 }

@@ -45,7 +45,10 @@ pub use request::{
 };
 pub use revision::Revision;
 pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};
-pub use words::{CacheVerdict, ChildEnding, Ending, GraphOutcome, InterventionKind, TaskEnding};
+pub use words::{
+    CacheVerdict, ChildEnding, CountMethod, Ending, GraphOutcome, InterventionKind, PressureAction,
+    TaskEnding,
+};
 
 /// The README's snippet, compiled and run as a doc test.
 #[cfg(doctest)]

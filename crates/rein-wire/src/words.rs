@@ -153,6 +153,28 @@ words! {
 }
 
 words! {
+    /// How a request's size was counted (`model.requested`'s pressure).
+    pub enum CountMethod {
+        /// rein's local estimate (bytes per token).
+        Estimate = "estimate",
+        /// The provider's own count.
+        Provider = "provider",
+        /// The model's tokenizer, known locally.
+        Tokenizer = "tokenizer",
+    }
+}
+
+words! {
+    /// What a request over a line set off (`model.requested`'s pressure).
+    pub enum PressureAction {
+        /// Over the soft line: old read results set aside.
+        Pruned = "pruned",
+        /// Over the hard line: older history compacted.
+        Compacted = "compacted",
+    }
+}
+
+words! {
     /// How a person intervened in a hosted terminal (`host.intervened`).
     pub enum InterventionKind {
         /// A person took the session over (with what they typed).

@@ -11,10 +11,11 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::{Acted, Event, Pressure, StoredEvent};
 use rein_tools::ToolBackend;
 use rein_wire::{
-    AgentError, AssembledMessage, AssembledToolCall, Assembler, Request, StreamEvent, error::codes,
+    AgentError, AssembledMessage, AssembledToolCall, Assembler, PressureAction, Request,
+    StreamEvent, error::codes,
 };
 use serde_json::Value;
 
@@ -34,7 +35,12 @@ impl Window {
         inbox: &mut Inbox,
         events: &[StoredEvent],
     ) -> Result<Option<AssembledMessage>, AgentError> {
-        let (mut request, bytes, digest) = self.fitted(sees, journal, events).await?;
+        let Fitted {
+            mut request,
+            bytes,
+            digest,
+            pressure,
+        } = self.fitted(sees, journal, events).await?;
         let call_id = rein_wire::ids::new_id();
         let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
         let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
@@ -50,6 +56,7 @@ impl Window {
                 prefix_fingerprint: fingerprint.clone(),
                 request_digest: digest,
                 estimated_tokens: (bytes * 2).div_ceil(7),
+                pressure: Some(pressure),
             }])
             .await?;
         let started = Instant::now();
@@ -139,27 +146,50 @@ impl Window {
 
     /// The request for `events`, made to fit the window — older read
     /// results pruned past the soft line, older history compacted past the
-    /// hard one — with its JSON size and digest; `context_window_exceeded`
-    /// when it does not fit even then.
+    /// hard one, which must reach the target — with its JSON size, digest
+    /// and the record of its pressure; `context_window_exceeded` when it
+    /// does not fit even then.
     async fn fitted(
         &mut self,
         sees: Sees<'_>,
         journal: &mut Journal,
         events: &[StoredEvent],
-    ) -> Result<(Request, u64, String), AgentError> {
+    ) -> Result<Fitted, AgentError> {
+        let policy = &sees.agent.context;
         let mut request = self.request(sees, events)?;
         let window = Self::tokens(sees.agent);
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
         let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
-        let mut share = Self::measure(sees.agent, &request, bytes, window).await;
-        if share > sees.agent.context.soft && Self::soft_prune(sees.agent, journal, window).await? {
+        let (before, method) = Self::measure(sees.agent, &request, bytes, window).await;
+        let mut pressure = Pressure {
+            method,
+            window,
+            before,
+            sent: before,
+            acted: Vec::new(),
+        };
+        if before > policy.soft && Self::soft_prune(sees.agent, journal, window, before).await? {
+            pressure.acted.push(acted(
+                PressureAction::Pruned,
+                before,
+                policy.soft,
+                policy.soft,
+            ));
             let events = journal.log().await?;
             request = self.request(sees, &events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            share = Self::measure(sees.agent, &request, bytes, window).await;
+            (pressure.sent, pressure.method) =
+                Self::measure(sees.agent, &request, bytes, window).await;
         }
-        if share > sees.agent.context.hard {
+        if pressure.sent > policy.hard {
+            let share = pressure.sent;
+            pressure.acted.push(acted(
+                PressureAction::Compacted,
+                share,
+                policy.hard,
+                policy.target,
+            ));
             let pressed = super::pressure::Pressed {
                 window,
                 share,
@@ -171,8 +201,9 @@ impl Window {
             request = self.request(sees, &events)?;
             (bytes, digest) = self.transcript.size_and_digest(&mut request);
             // One attempt: it reaches the target, or the turn ends.
-            let after = Self::measure(sees.agent, &request, bytes, window).await;
-            if after > sees.agent.context.target {
+            (pressure.sent, pressure.method) =
+                Self::measure(sees.agent, &request, bytes, window).await;
+            if pressure.sent > policy.target {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,
                     "the conversation does not reach the compaction target even after compaction",
@@ -182,11 +213,40 @@ impl Window {
                     crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
                 )
                 .with_field("window", window)
-                .with_field("share", after)
-                .with_field("target", sees.agent.context.target));
+                .with_field("share", pressure.sent)
+                .with_field("target", policy.target));
             }
         }
-        Ok((request, bytes, digest))
+        Ok(Fitted {
+            request,
+            bytes,
+            digest,
+            pressure,
+        })
+    }
+}
+
+/// A request fitted to the window, its JSON size and digest, and the
+/// record of how full the window was.
+struct Fitted {
+    request: Request,
+    bytes: u64,
+    digest: String,
+    pressure: Pressure,
+}
+
+/// The record of `action`, set off at `share` over `line`, aiming at
+/// `target`.
+fn acted(action: PressureAction, share: f64, line: f64, target: f64) -> Acted {
+    Acted {
+        action,
+        line,
+        target,
+        reason: format!(
+            "the request was {:.1}% of the window, over the {:.0}% line",
+            share * 100.0,
+            line * 100.0
+        ),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use futures::StreamExt;
 use rein_sessions::{Event, StoredEvent};
-use rein_wire::{AgentError, Assembler, Request, SystemBlock, error::codes};
+use rein_wire::{AgentError, Assembler, CountMethod, Request, SystemBlock, error::codes};
 use serde_json::json;
 
 use super::Window;
@@ -16,31 +16,40 @@ use crate::conversation::journal::Journal;
 use crate::project::project;
 
 impl Window {
-    /// The request's share of the window: the local estimate, or — near a
-    /// threshold, where precision matters — the provider's own count when it
-    /// has one (falling back to the estimate if counting fails), else the
-    /// model's tokenizer where one is known locally.
-    pub(crate) async fn measure(agent: &Agent, request: &Request, bytes: u64, window: u64) -> f64 {
+    /// The request's share of the window and how it was counted: the
+    /// local estimate, or — near a threshold, where precision matters —
+    /// the provider's own count when it has one (falling back to the
+    /// estimate if counting fails), else the model's tokenizer where one is
+    /// known locally.
+    pub(crate) async fn measure(
+        agent: &Agent,
+        request: &Request,
+        bytes: u64,
+        window: u64,
+    ) -> (f64, CountMethod) {
         let local = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
         let near = (local as f64) >= 0.9 * agent.context.soft * window as f64;
         let reserved = u64::from(request.max_output_tokens);
-        let tokens = if !near {
-            local
+        let (tokens, method) = if !near {
+            (local, CountMethod::Estimate)
         } else if agent.provider.capabilities().token_counting {
             match agent.provider.count_tokens(request.clone()).await {
-                Ok(Some(counted)) => counted + reserved,
-                Ok(None) => local,
+                Ok(Some(counted)) => (counted + reserved, CountMethod::Provider),
+                Ok(None) => (local, CountMethod::Estimate),
                 Err(err) => {
                     tracing::warn!(code = %err.code, "counting tokens failed; using the local estimate");
-                    local
+                    (local, CountMethod::Estimate)
                 }
             }
         } else {
             // The model's own tokenizer, where one is known locally.
             let text = rein_wire::canonical::to_string(request).unwrap_or_default();
-            crate::context::count_local(&request.model, &text).map_or(local, |n| n + reserved)
+            match crate::context::count_local(&request.model, &text) {
+                Some(n) => (n + reserved, CountMethod::Tokenizer),
+                None => (local, CountMethod::Estimate),
+            }
         };
-        tokens as f64 / window.max(1) as f64
+        (tokens as f64 / window.max(1) as f64, method)
     }
 
     /// Set old read results aside as artifacts. `true` when a batch was made.
@@ -48,6 +57,7 @@ impl Window {
         agent: &Agent,
         journal: &mut Journal,
         window: u64,
+        share: f64,
     ) -> Result<bool, AgentError> {
         use crate::context::{group_starts, on_path, prunable};
         let events = journal.log().await?;
@@ -88,7 +98,14 @@ impl Window {
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
-                summary: json!({"kind": "prune", "calls": calls, "reclaimed_tokens": reclaimed}),
+                summary: json!({
+                    "kind": "prune",
+                    "calls": calls,
+                    "reclaimed_tokens": reclaimed,
+                    "trigger": "soft_line",
+                    "pressure": share,
+                    "window": window,
+                }),
                 target_tokens: (agent.context.soft * window as f64) as u64,
             }])
             .await?;
@@ -119,7 +136,10 @@ impl Window {
         let edits = crate::project::Edits::collect(&events, &path_set);
         let sizes = group_sizes(&visible, &groups, &|call| edits.pruned.contains_key(call));
         let policy = &agent.context;
-        let budget = ((policy.tail_share * window as f64) as u64).min(policy.tail_max_tokens);
+        // The tail's share is of the request as it stands (the history
+        // already compacted away does not count twice).
+        let sent = share * window as f64;
+        let budget = ((policy.tail_share * sent) as u64).min(policy.tail_max_tokens);
         let floor = ((policy.target * window as f64) as u64).saturating_sub(reserve);
         let tail = tail_groups(&sizes, budget, floor, policy.keep_groups);
         let tail_tokens: u64 = sizes.iter().rev().take(tail).sum();
