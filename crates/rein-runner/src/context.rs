@@ -250,8 +250,15 @@ pub(crate) fn prunable(
         .collect()
 }
 
-/// The structured state of the covered events, derived from the log alone.
-pub(crate) fn state(covered: &[&StoredEvent], pending: &[String]) -> Value {
+/// The structured state of the covered events, derived from the log alone:
+/// the prompts, files touched and changed (at the revisions left), the
+/// checks' receipts, failures, decisions, pending approvals, sub-agents and
+/// artifacts.
+pub(crate) fn state(
+    covered: &[&StoredEvent],
+    pending: &[String],
+    record: &crate::claims::Record,
+) -> Value {
     let mut prompts = Vec::new();
     let mut files = BTreeSet::new();
     let mut failures = Vec::new();
@@ -305,9 +312,12 @@ pub(crate) fn state(covered: &[&StoredEvent], pending: &[String]) -> Value {
             _ => {}
         }
     }
+    let (changed, checks) = record.state();
     json!({
         "prompts": prompts,
         "touched": files,
+        "changed": changed,
+        "checks": checks,
         "failures": failures,
         "decisions": decisions,
         "pending_approvals": pending,

@@ -13,6 +13,7 @@
 mod agent;
 mod artifacts;
 mod board_tools;
+mod claims;
 mod context;
 mod conversation;
 mod delegation;

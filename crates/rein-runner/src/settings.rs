@@ -190,6 +190,8 @@ pub struct Verification {
     pub command: Vec<String>,
     /// Where to run it.
     pub cwd: Option<std::path::PathBuf>,
+    /// The exit code that passes (0 unless set).
+    pub expected: i32,
     /// How many failed checks the model gets to fix before the turn fails.
     pub attempts: u32,
     /// How long one check may run.
@@ -207,6 +209,7 @@ impl Verification {
         Verification {
             command: command.iter().map(|s| (*s).to_owned()).collect(),
             cwd: None,
+            expected: 0,
             attempts: 2,
             timeout: Duration::from_secs(300),
             sandbox: None,

@@ -111,7 +111,7 @@ pub enum Event {
         /// How full the window was and what was done about it (absent in
         /// logs written before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        pressure: Option<Pressure>,
+        pressure: Option<crate::record::Pressure>,
     },
     /// A model call finished.
     #[serde(rename = "model.completed")]
@@ -277,6 +277,25 @@ pub enum Event {
         /// The token target it aimed at.
         target_tokens: u64,
     },
+    /// A verification check ran — the gate's, at a final answer — and
+    /// what it judged: the receipt a compaction's state keeps.
+    #[serde(rename = "check.ran")]
+    CheckRan {
+        /// The command, as run (no shell).
+        command: Vec<String>,
+        /// The exit it had to give.
+        expected: i32,
+        /// The exit it gave (`None`: killed, over its time, not started).
+        exit: Option<i32>,
+        /// Whether it passed.
+        passed: bool,
+        /// The files the conversation had changed, at the revisions they
+        /// had when it ran.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        revisions: Vec<rein_wire::Revision>,
+        /// How long it ran.
+        duration_ms: u64,
+    },
     /// A sub-agent began.
     #[serde(rename = "agent.started")]
     AgentStarted {
@@ -438,6 +457,7 @@ impl Event {
             Event::SteerSaid { .. } => "steer.said",
             Event::SteerInterrupted { .. } => "steer.interrupted",
             Event::CompactionCreated { .. } => "compaction.created",
+            Event::CheckRan { .. } => "check.ran",
             Event::AgentStarted { .. } => "agent.started",
             Event::AgentFinished { .. } => "agent.finished",
             Event::TurnFinished { .. } => "turn.finished",
@@ -574,34 +594,4 @@ mod result_source_tests {
             assert_eq!(recorded, source.as_str());
         }
     }
-}
-
-/// How full the context window was for a model call, and what was done
-/// about it: the record of why a request was pruned or compacted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pressure {
-    /// How the request was counted.
-    pub method: rein_wire::CountMethod,
-    /// The window, in tokens.
-    pub window: u64,
-    /// The request's share of the window as first built.
-    pub before: f64,
-    /// Its share as sent (after pruning or compaction, when either ran).
-    pub sent: f64,
-    /// What was done, when the request was over a line.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub acted: Vec<Acted>,
-}
-
-/// One thing a request's pressure set off.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Acted {
-    /// What was done.
-    pub action: rein_wire::PressureAction,
-    /// The line crossed (the share that set it off).
-    pub line: f64,
-    /// The share it aimed at.
-    pub target: f64,
-    /// Why, in words: the share against the line.
-    pub reason: String,
 }

@@ -18,6 +18,7 @@ pub mod home;
 mod inbox;
 mod memory;
 mod projection;
+mod record;
 pub mod recovery;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -26,13 +27,12 @@ mod subscribe;
 mod validate;
 
 pub use artifact::hash_hex;
-pub use event::{
-    Acted, EVENT_VERSION, Event, NewEvent, Pressure, ResultSource, StoredEvent, ToolStatus,
-};
+pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
 pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;
 pub use projection::{history, started_turn};
+pub use record::{Acted, Pressure};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{

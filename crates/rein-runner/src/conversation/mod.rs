@@ -269,7 +269,8 @@ impl Conversation {
         }
         if let Some(check) = &self.agent.verification {
             let wording = &self.agent.profile.wording;
-            match verify::verdict(check, &mut run.failed_checks, wording).await {
+            let journal = &mut self.journal;
+            match verify::verdict(check, &mut run.failed_checks, wording, journal).await? {
                 verify::Checked::Passed => {}
                 verify::Checked::GaveUp(error) => {
                     return Ok(Step::Ends(TurnOutcome::Error { error }));

@@ -1,11 +1,15 @@
 //! The verification gate: a command run directly (no shell) with a
-//! timeout — in the product's sandbox when it gave one — and its failure
-//! reported back to the model.
+//! timeout — in the product's sandbox when it gave one — its receipt
+//! recorded (`check.ran`: the exit, the revisions of the files the
+//! conversation had changed, how long), and its failure reported back to
+//! the model.
 //!
 //! Not here: when it runs (the loop, at a final answer).
 
+use rein_sessions::Event;
 use rein_wire::{AgentError, error::codes};
 
+use super::journal::Journal;
 use crate::settings::{Verification, Wording};
 
 /// What the gate says of an answer that made no calls.
@@ -18,35 +22,75 @@ pub(super) enum Checked {
     GaveUp(AgentError),
 }
 
-/// Run the check and judge it, counting failures in `failed`.
-pub(super) async fn verdict(check: &Verification, failed: &mut u32, wording: &Wording) -> Checked {
-    let Err(report) = run_check(check).await else {
-        return Checked::Passed;
+/// Run the check, record its receipt and judge it, counting failures in
+/// `failed`.
+pub(super) async fn verdict(
+    check: &Verification,
+    failed: &mut u32,
+    wording: &Wording,
+    journal: &mut Journal,
+) -> Result<Checked, AgentError> {
+    let started = std::time::Instant::now();
+    let ran = run_check(check).await;
+    let events = journal.log().await?;
+    let path = super::folds::current_path(&events);
+    let record = crate::claims::Record::of(&crate::context::on_path(&events, &path));
+    let exit = ran.as_ref().map_or_else(|f| f.exit, |code| Some(*code));
+    let passed = exit == Some(check.expected);
+    journal
+        .append(vec![Event::CheckRan {
+            command: check.command.clone(),
+            expected: check.expected,
+            exit,
+            passed,
+            revisions: record.revisions(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }])
+        .await?;
+    if passed {
+        return Ok(Checked::Passed);
+    }
+    let report = match ran {
+        Ok(code) => failed_report(Some(code), check.expected, "", ""),
+        Err(f) => f.report,
     };
     *failed += 1;
     let command = check.command.join(" ");
     if *failed > check.attempts {
-        return Checked::GaveUp(
+        return Ok(Checked::GaveUp(
             AgentError::new(
                 codes::VERIFICATION_FAILED,
                 format!("`{command}` still fails after {} fixes", check.attempts),
             )
             .with_field("output", report),
-        );
+        ));
     }
-    Checked::Retry(
+    Ok(Checked::Retry(
         wording
             .check_failed
             .replace("{command}", &command)
             .replace("{report}", &report),
-    )
+    ))
 }
 
-/// Run a verification command; `Err` carries the exit status and the tail
-/// of its output.
-pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
+/// A check that did not give its expected exit: the exit it gave (`None`:
+/// killed, over its time, not started) and what the model is told.
+pub(super) struct Failed {
+    exit: Option<i32>,
+    report: String,
+}
+
+impl Failed {
+    fn without_exit(report: String) -> Failed {
+        Failed { exit: None, report }
+    }
+}
+
+/// Run a verification command: `Ok` with the expected exit code, else
+/// what it gave and the tail of its output.
+pub(super) async fn run_check(check: &Verification) -> Result<i32, Failed> {
     let Some((program, args)) = check.command.split_first() else {
-        return Err("no command was given".into());
+        return Err(Failed::without_exit("no command was given".into()));
     };
     if let Some(sandbox) = &check.sandbox {
         return in_sandbox(check, sandbox.as_ref()).await;
@@ -67,31 +111,45 @@ pub(super) async fn run_check(check: &Verification) -> Result<(), String> {
     }
     let output = match tokio::time::timeout(check.timeout, command.output()).await {
         Ok(Ok(output)) => output,
-        Ok(Err(e)) => return Err(format!("it could not be started: {e}")),
+        Ok(Err(e)) => {
+            return Err(Failed::without_exit(format!(
+                "it could not be started: {e}"
+            )));
+        }
         Err(_) => {
-            return Err(format!(
+            return Err(Failed::without_exit(format!(
                 "it ran longer than {:?} and was stopped",
                 check.timeout
-            ));
+            )));
         }
     };
-    if output.status.success() {
-        return Ok(());
-    }
-    Err(failed(
+    judged(
+        check.expected,
         output.status.code(),
         &String::from_utf8_lossy(&output.stdout),
         &String::from_utf8_lossy(&output.stderr),
-    ))
+    )
+}
+
+/// `Ok` when `code` is the expected exit, else the failure.
+fn judged(expected: i32, code: Option<i32>, stdout: &str, stderr: &str) -> Result<i32, Failed> {
+    match code {
+        Some(code) if code == expected => Ok(code),
+        exit => Err(Failed {
+            exit,
+            report: failed_report(exit, expected, stdout, stderr),
+        }),
+    }
 }
 
 async fn in_sandbox(
     check: &Verification,
     sandbox: &dyn rein_sandbox::Sandbox,
-) -> Result<(), String> {
+) -> Result<i32, Failed> {
     let cwd = match &check.cwd {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| format!("no working folder: {e}"))?,
+        None => std::env::current_dir()
+            .map_err(|e| Failed::without_exit(format!("no working folder: {e}")))?,
     };
     let request = rein_sandbox::Request {
         argv: check.command.clone(),
@@ -99,25 +157,21 @@ async fn in_sandbox(
         env: check.env.clone(),
         timeout: check.timeout,
     };
-    let ran = sandbox
-        .run(&request)
-        .await
-        .map_err(|e| format!("it could not be run ({}): {}", e.code, e.message))?;
+    let ran = sandbox.run(&request).await.map_err(|e| {
+        Failed::without_exit(format!("it could not be run ({}): {}", e.code, e.message))
+    })?;
     if ran.timed_out {
-        return Err(format!(
+        return Err(Failed::without_exit(format!(
             "it ran longer than {:?} and was stopped",
             check.timeout
-        ));
+        )));
     }
-    if ran.code == Some(0) {
-        return Ok(());
-    }
-    Err(failed(ran.code, &ran.stdout.text, &ran.stderr.text))
+    judged(check.expected, ran.code, &ran.stdout.text, &ran.stderr.text)
 }
 
-/// A failed check as the model is told: its exit status and the last 2000
-/// characters of what it printed.
-fn failed(code: Option<i32>, stdout: &str, stderr: &str) -> String {
+/// A failed check as the model is told: its exit status (and the one
+/// expected, when not 0) and the last 2000 characters of what it printed.
+fn failed_report(code: Option<i32>, expected: i32, stdout: &str, stderr: &str) -> String {
     let text = format!("{stdout}{stderr}");
     let tail: String = text
         .chars()
@@ -127,8 +181,13 @@ fn failed(code: Option<i32>, stdout: &str, stderr: &str) -> String {
         .into_iter()
         .rev()
         .collect();
+    let wanted = if expected == 0 {
+        String::new()
+    } else {
+        format!(" (expected {expected})")
+    };
     format!(
-        "exit status {}; output (last 2000 characters):\n{tail}",
+        "exit status {}{wanted}; output (last 2000 characters):\n{tail}",
         code.map_or("signal".to_owned(), |c| c.to_string())
     )
 }

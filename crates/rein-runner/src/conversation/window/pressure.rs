@@ -171,10 +171,11 @@ impl Window {
             .into_iter()
             .map(|p| p.approval_id)
             .collect();
-        let state = state(&covered, &pending);
+        let record = crate::claims::Record::of(&covered);
+        let state = state(&covered, &pending, &record);
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
         let transcript = serde_json::to_string(&project(&before, &path)).unwrap_or_default();
-        let written = Self::summarise(agent, &transcript).await;
+        let (written, checked) = Self::checked_summary(agent, &transcript, &record).await;
         let text = format!(
             "[Earlier conversation, summarised to save room]\nState: {state}\nSummary: {written}"
         );
@@ -195,6 +196,7 @@ impl Window {
                     "groups_covered": groups.len() - tail,
                     "groups_kept": tail,
                     "tail_tokens": tail_tokens,
+                    "summary_check": checked,
                     "trigger": trigger.as_str(),
                     "pressure": share,
                     "window": window,
@@ -213,9 +215,48 @@ impl Window {
         Ok(())
     }
 
+    /// The model's summary, checked against the log: one that claims a
+    /// changed file or a passing check the log does not show
+    /// (`claims::unbacked`) is asked for again once, naming the claims,
+    /// then dropped — the derived state stands alone. The second value is
+    /// the record of that (`kept`, `rewritten` or `dropped`, and what was
+    /// rejected).
+    async fn checked_summary(
+        agent: &Agent,
+        transcript: &str,
+        record: &crate::claims::Record,
+    ) -> (String, serde_json::Value) {
+        let described = |claims: &[crate::claims::Claim]| -> Vec<String> {
+            claims.iter().map(crate::claims::Claim::describe).collect()
+        };
+        let first = Self::summarise(agent, transcript, None).await;
+        let rejected = crate::claims::unbacked(&first, record);
+        if rejected.is_empty() {
+            return (first, json!({"outcome": "kept"}));
+        }
+        let note = format!("{SUMMARY_CORRECTION} {}.", described(&rejected).join("; "));
+        let second = Self::summarise(agent, transcript, Some(&note)).await;
+        let again = crate::claims::unbacked(&second, record);
+        if again.is_empty() {
+            let record = json!({"outcome": "rewritten", "rejected": described(&rejected)});
+            return (second, record);
+        }
+        tracing::warn!(
+            claims = again.len(),
+            "the summary still claims what the log does not show; compacting with the state alone"
+        );
+        let record = json!({
+            "outcome": "dropped",
+            "rejected": described(&rejected),
+            "again": described(&again),
+        });
+        (String::new(), record)
+    }
+
     /// The model's summary of a transcript ("" when the call fails: the
-    /// structured state still stands).
-    async fn summarise(agent: &Agent, transcript: &str) -> String {
+    /// structured state still stands); `correction` says what a first one
+    /// claimed wrongly.
+    async fn summarise(agent: &Agent, transcript: &str, correction: Option<&str>) -> String {
         let shown: String = transcript.chars().take(60_000).collect();
         let mut request = Request::new(
             agent.profile.model.clone(),
@@ -224,6 +265,9 @@ impl Window {
         request.system = vec![SystemBlock {
             text: SUMMARY_INSTRUCTIONS.into(),
         }];
+        if let Some(text) = correction {
+            request.system.push(SystemBlock { text: text.into() });
+        }
         request.max_output_tokens = 1024;
         let mut stream = agent.provider.stream(request);
         let mut assembler = Assembler::new();
@@ -278,6 +322,10 @@ pub(crate) fn reserve_of(request: &Request) -> u64 {
     rein_cache::estimate_tokens(&request.system, &request.tools)
         + u64::from(request.max_output_tokens)
 }
+
+/// Said to the summariser when its first summary claimed what the log
+/// does not show; the claims follow.
+pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only changes and check results the conversation shows. It claimed";
 
 /// What the model is asked when it summarises older history.
 pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Be brief and concrete.";

@@ -1,0 +1,209 @@
+//! Receipts, not claims: a verification check leaves a receipt in the log
+//! (`check.ran`: command, exit, the revisions of the files changed), a
+//! compaction's derived state keeps the receipts and the files changed,
+//! and the model's summary is checked against them — one claiming a change
+//! or a passing check the log does not show is asked for again once, then
+//! dropped, and the record says which.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{call, calls, open, says, setup};
+use rein_approvals::{Answer, LeaseScope, Surface};
+use rein_runner::{Conversation, TurnOutcome};
+use rein_sessions::{Event, StoredEvent};
+use rein_testing::{FakeProvider, ScriptedMessage};
+use serde_json::{Value, json};
+
+/// Two turns: the first reads and rewrites a.rs (a person approves), the
+/// second reads five other files; a check that must exit 3 runs at each
+/// final answer. Then `summaries` answer the compaction asked for.
+async fn worked(s: &common::Setup, summaries: &[&str]) -> (Conversation, Arc<FakeProvider>) {
+    let mut script = vec![
+        calls(vec![call("r0", "read_file", json!({"path": "a.rs"}))]),
+        calls(vec![call(
+            "w0",
+            "write_file",
+            json!({"path": "a.rs", "content": "fn a() { 2 }"}),
+        )]),
+        says("a.rs rewritten"),
+    ];
+    for i in 0..5 {
+        script.push(calls(vec![call(
+            &format!("r{}", i + 1),
+            "read_file",
+            json!({"path": format!("f{i}.rs")}),
+        )]));
+    }
+    script.push(says("b.rs read"));
+    script.extend(summaries.iter().map(|text| says(text)));
+    let provider = Arc::new(FakeProvider::from_messages(&script));
+    let mut conv = open(s, provider.clone(), None).await;
+    let mut check = rein_runner::Verification::new(&["sh", "-c", "exit 3"]);
+    check.expected = 3;
+    conv.agent.verification = Some(check);
+    let TurnOutcome::AwaitingApproval(asked) = conv.turn("rewrite a.rs").await.unwrap() else {
+        panic!("the write was not asked")
+    };
+    conv.decide(
+        &asked.approval_id,
+        Answer::Approve(LeaseScope::Once),
+        &Surface::terminal(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        conv.resume().await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    assert!(matches!(
+        conv.turn("now read five files").await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    (conv, provider)
+}
+
+async fn log(s: &common::Setup, conv: &Conversation) -> Vec<StoredEvent> {
+    s.store.read(conv.session_id(), 1, 10_000).await.unwrap()
+}
+
+fn compaction(log: &[StoredEvent]) -> Value {
+    log.iter()
+        .find_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
+                Some(summary.clone())
+            }
+            _ => None,
+        })
+        .expect("a compaction")
+}
+
+#[tokio::test]
+async fn a_check_leaves_a_receipt_and_the_state_keeps_it_with_the_files_changed() {
+    let s = setup().await;
+    let (mut conv, _) = worked(&s, &["Rewrote a.rs; the check passed."]).await;
+    let log1 = log(&s, &conv).await;
+    let receipts: Vec<&Event> = log1
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| matches!(e, Event::CheckRan { .. }))
+        .collect();
+    assert_eq!(receipts.len(), 2, "one per final answer");
+    let Event::CheckRan {
+        command,
+        expected,
+        exit,
+        passed,
+        revisions,
+        ..
+    } = receipts[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(command.join(" "), "sh -c exit 3");
+    assert_eq!((*expected, *exit, *passed), (3, Some(3), true));
+    assert_eq!(revisions.len(), 1);
+    assert_eq!(revisions[0].resource, "a.rs");
+
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    let state = &summary["state"];
+    assert_eq!(state["changed"][0]["resource"], "a.rs", "{state}");
+    assert_eq!(state["checks"][0]["passed"], true, "{state}");
+    assert_eq!(state["checks"][0]["exit"], 3, "{state}");
+    assert_eq!(state["checks"][0]["revisions"][0]["resource"], "a.rs");
+    assert_eq!(summary["summary_check"]["outcome"], "kept");
+    assert!(summary["text"].as_str().unwrap().contains("Rewrote a.rs"));
+}
+
+#[tokio::test]
+async fn a_lying_summary_is_asked_again_once_and_the_honest_one_kept() {
+    let s = setup().await;
+    let lie = "I changed a.rs and also fixed b.rs.";
+    let honest = "Rewrote a.rs and read five files; the check passed.";
+    let (mut conv, provider) = worked(&s, &[lie, honest]).await;
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    assert_eq!(
+        summary["summary_check"]["outcome"], "rewritten",
+        "{summary}"
+    );
+    assert_eq!(
+        summary["summary_check"]["rejected"],
+        json!(["that b.rs was changed"])
+    );
+    let text = summary["text"].as_str().unwrap();
+    assert!(
+        text.contains(honest) && !text.contains("fixed b.rs"),
+        "{text}"
+    );
+    // The second request named what the first claimed wrongly.
+    let requests = provider.requests();
+    let again = &requests[requests.len() - 1];
+    let said: String = again.system.iter().map(|b| b.text.as_str()).collect();
+    assert!(said.contains("that b.rs was changed"), "{said}");
+}
+
+#[tokio::test]
+async fn a_summary_that_lies_twice_is_dropped_for_the_state_alone() {
+    let s = setup().await;
+    let lie = "Created src/new.rs and all tests pass.";
+    let (mut conv, _) = worked(
+        &s,
+        &[
+            lie,
+            "Also updated README.md, now green across the test suite.",
+        ],
+    )
+    .await;
+    // The checks did pass (their receipts back "tests pass"); the files
+    // are invented, both times.
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    let check = &summary["summary_check"];
+    assert_eq!(check["outcome"], "dropped", "{summary}");
+    assert_eq!(check["rejected"], json!(["that src/new.rs was changed"]));
+    assert_eq!(check["again"], json!(["that README.md was changed"]));
+    // The next request carries the state, not the lie.
+    let request = conv.next_request().await.unwrap();
+    let first = serde_json::to_string(&request.messages[0]).unwrap();
+    assert!(
+        first.contains("summarised") && !first.contains("new.rs") && !first.contains("README"),
+        "{first}"
+    );
+}
+
+#[tokio::test]
+async fn a_passing_check_the_log_does_not_show_is_a_lie() {
+    let s = setup().await;
+    // A conversation with no check at all.
+    let mut script: Vec<ScriptedMessage> = (0..6)
+        .map(|i| {
+            calls(vec![call(
+                &format!("r{i}"),
+                "read_file",
+                json!({"path": format!("f{i}.rs")}),
+            )])
+        })
+        .collect();
+    script.push(says("read"));
+    script.push(says("Read six files. All tests pass."));
+    script.push(says("Read six files."));
+    let provider = Arc::new(FakeProvider::from_messages(&script));
+    let mut conv = open(&s, provider, None).await;
+    assert!(matches!(
+        conv.turn("read six files").await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    assert_eq!(
+        summary["summary_check"]["outcome"], "rewritten",
+        "{summary}"
+    );
+    let rejected = summary["summary_check"]["rejected"][0].as_str().unwrap();
+    assert!(rejected.starts_with("that a check passed"), "{rejected}");
+}
