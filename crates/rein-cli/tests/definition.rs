@@ -257,6 +257,30 @@ async fn verify_gates_a_chat_turn() {
     );
 }
 
+#[tokio::test]
+async fn verify_exit_names_the_exit_that_passes() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(vec![say("Done.")]).await.unwrap();
+    // `false` exits 1: with `--verify-exit 1` that passes at once.
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &["--verify", "false", "--verify-exit", "1"],
+        "check it",
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 1, "the model was not asked again");
+    // Without a command to check, the exit is refused.
+    let mut cmd = rein_at(home.path());
+    cmd.args(["chat", "--scripted", "--verify-exit", "1", "-p", "hi"]);
+    let out = run(cmd, b"").await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--verify"), "{}", stderr(&out));
+}
+
 /// The `run.started` authority of the newest turn in `session`.
 async fn authority(home: &Path, session: &str) -> Value {
     let store = SqliteStore::open(home.join("rein.db")).await.unwrap();

@@ -1,6 +1,10 @@
 //! `rein serve` from outside: it listens on 127.0.0.1, prints a one-time
 //! login link, and the link's cookie opens the API; a bearer token comes
 //! only from `REIN_SERVE_TOKEN` (never printed), and a short one is refused.
+//! A turn posted with its own check runs it in the agent's sandbox, and
+//! its end carries its ids.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 mod common;
 
@@ -69,4 +73,153 @@ fn the_login_link_opens_the_api_once_and_the_token_comes_from_the_environment() 
         "{}",
         stderr(&out)
     );
+}
+
+/// Runs `rein serve --scripted` with `REIN_SERVE_TOKEN` (its home holds
+/// its config); the process and the API's base address.
+fn served(
+    home: &std::path::Path,
+    root: &std::path::Path,
+    token: &str,
+) -> (std::process::Child, String) {
+    let mut cmd = rein_at(home);
+    cmd.args(["serve", "--scripted", "--root"])
+        .arg(root)
+        .env("REIN_SERVE_TOKEN", token);
+    let (child, lines) = spawn_with_lines(cmd);
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = lines
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .expect("no address");
+        if let Some(at) = line.find("http://") {
+            let link = line[at..].trim();
+            return (child, link.split("/api/").next().unwrap().to_owned());
+        }
+    }
+}
+
+/// The stream's data lines up to the first holding `needle` (that one's
+/// data, parsed).
+fn until(
+    http: &reqwest::blocking::Client,
+    url: &str,
+    token: &str,
+    needle: &str,
+) -> serde_json::Value {
+    use std::io::BufRead;
+    let stream = http.get(url).bearer_auth(token).send().unwrap();
+    let mut seen = Vec::new();
+    for line in std::io::BufReader::new(stream).lines() {
+        let line = line.unwrap();
+        if let Some(data) = line.strip_prefix("data:") {
+            if data.contains(needle) {
+                return serde_json::from_str(data.trim()).unwrap();
+            }
+            seen.push(line);
+        }
+    }
+    panic!("the stream ended without {needle}:\n{}", seen.join("\n"))
+}
+
+#[test]
+fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_carries_its_ids() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // The agent's own check: the sandbox a turn's check runs in.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[agent.verify]\ncommand = [\"true\"]\n",
+    )
+    .unwrap();
+    let token = "t".repeat(40);
+    let (mut child, base) = served(home.path(), root.path(), &token);
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/conversations"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let turn = |body: serde_json::Value| {
+        http.post(format!("{base}/api/conversations/{id}/turns"))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .unwrap()
+    };
+    // A bad check is refused before anything runs.
+    let refused = turn(serde_json::json!({"text": "hello", "verify": {"command": []}}));
+    assert_eq!(refused.status().as_u16(), 400);
+    // A check that must exit 3, and does: the turn finishes, its receipt
+    // is in the log (it ran in the sandbox: it writes nowhere outside).
+    let outside = tempfile::tempdir().unwrap();
+    let mark = outside.path().join("escaped");
+    let script = format!("touch {} 2>/dev/null; exit 3", mark.display());
+    let accepted = turn(serde_json::json!({
+        "text": "hello",
+        "verify": {"command": ["sh", "-c", script], "expected_exit": 3}
+    }));
+    assert_eq!(accepted.status().as_u16(), 202);
+    let events = format!("{base}/api/conversations/{id}/events");
+    let finished = until(&http, &events, &token, "turn_finished");
+    let text = finished.to_string();
+    assert!(text.contains("\"finished\""), "{text}");
+    let turns: serde_json::Value = http
+        .get(format!("{base}/api/conversations/{id}"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let turn_id = turns["turns"][0]["turn_id"]
+        .as_str()
+        .or_else(|| turns["turns"][0]["id"].as_str())
+        .unwrap_or_else(|| panic!("{turns}"));
+    assert!(text.contains(turn_id), "the end names its turn: {text}");
+    assert!(text.contains("run_id"), "{text}");
+    assert!(!mark.exists(), "the check ran outside the sandbox");
+    // Its receipt is in the log.
+    let receipt = until(&http, &events, &token, "check.ran").to_string();
+    assert!(
+        receipt.contains("\"expected\":3")
+            && receipt.contains("\"exit\":3")
+            && receipt.contains("\"passed\":true"),
+        "{receipt}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // An agent without a sandboxed check of its own runs none a client
+    // sends: a client's command never runs on the host.
+    let bare = tempfile::tempdir().unwrap();
+    let (mut child, base) = served(bare.path(), root.path(), &token);
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/conversations"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let id = created["id"].as_str().unwrap();
+    let refused = http
+        .post(format!("{base}/api/conversations/{id}/turns"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"text": "hi", "verify": {"command": ["sh", "-c", format!("touch {}", mark.display())]}}))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    assert!(refused.text().unwrap().contains("runs no checks"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!mark.exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -251,6 +251,9 @@ pub struct VerifySpec {
     /// How long one check may run, in seconds (default 300).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// The exit code that passes (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_exit: Option<i32>,
 }
 
 /// How the context window is kept (shares of the window).

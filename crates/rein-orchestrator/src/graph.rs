@@ -37,10 +37,13 @@ pub struct TaskSpec {
     #[serde(default, alias = "profile", skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// A check its answer must pass: a command (program and arguments, no
-    /// shell) that must exit 0, or the task's model is told why and tries
+    /// shell) that must exit 0 (or `verify_exit`), or the task's model is told why and tries
     /// again within its attempt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<String>,
+    /// The exit code `verify` must give (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_exit: Option<i32>,
     /// Tasks that must have succeeded first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
@@ -68,6 +71,7 @@ impl TaskSpec {
             brief: brief.into(),
             agent: None,
             verify: Vec::new(),
+            verify_exit: None,
             depends_on: Vec::new(),
             outputs: Vec::new(),
             retries: None,

@@ -36,7 +36,7 @@ pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use context::{ContextPolicy, estimate, tail_groups};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, MAX_PROMPT_BYTES,
-    MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, Verification, Wording,
+    MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, TurnContract, TurnResult, Verification, Wording,
 };
 pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;

@@ -205,5 +205,9 @@ pub enum UiKind {
     TurnFinished {
         /// How.
         outcome: Ending,
+        /// The turn's id (to branch from).
+        turn_id: String,
+        /// The run's id.
+        run_id: String,
     },
 }

@@ -163,6 +163,7 @@ impl ConversationTasks {
         if !task.verify.is_empty() {
             let command: Vec<&str> = task.verify.iter().map(String::as_str).collect();
             let mut check = crate::Verification::new(&command);
+            check.expected = task.verify_exit.unwrap_or(0);
             if let Some(base) = &agent.verification {
                 check.cwd.clone_from(&base.cwd);
                 check.sandbox.clone_from(&base.sandbox);

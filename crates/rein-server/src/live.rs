@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use rein_runner::{Conversation, Steering, TurnOutcome, UiEvent};
+use rein_runner::{Conversation, Steering, TurnContract, TurnOutcome, UiEvent};
 use rein_wire::{AgentError, error::codes};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -87,9 +87,10 @@ pub(crate) async fn start_turn(
     inner: &Arc<Inner>,
     budgets: Option<rein_runner::Budgets>,
     session: &str,
-    text: Option<String>,
+    asked: Asked,
     person: String,
 ) -> Result<(), AgentError> {
+    let Asked { text, check } = asked;
     if inner.live.is_running(session) {
         return Err(AgentError::new(
             codes::TURN_RUNNING,
@@ -117,6 +118,13 @@ pub(crate) async fn start_turn(
             "there is no unfinished turn to resume",
         )),
         _ => None,
+    };
+    let contract = match check.map(|c| c.contract(&conversation)).transpose() {
+        Ok(contract) => contract.unwrap_or_default(),
+        Err(err) => {
+            conversation.close().await?;
+            return Err(err);
+        }
     };
     if let Some(err) = refused {
         conversation.close().await?;
@@ -152,7 +160,14 @@ pub(crate) async fn start_turn(
     let inner = inner.clone();
     let session = session.to_owned();
     tokio::spawn(async move {
-        let ended = drive(&mut conversation, text.as_deref(), &handles.cancel, &person).await;
+        let ended = drive(
+            &mut conversation,
+            text.as_deref(),
+            contract,
+            &handles.cancel,
+            &person,
+        )
+        .await;
         if let Err(err) = ended {
             tracing::warn!(code = %err.code, session = %session, "a turn served over HTTP failed");
         }
@@ -168,11 +183,12 @@ pub(crate) async fn start_turn(
 async fn drive(
     conversation: &mut Conversation,
     text: Option<&str>,
+    contract: TurnContract,
     cancel: &CancellationToken,
     person: &str,
 ) -> Result<TurnOutcome, AgentError> {
     let mut outcome = match text {
-        Some(text) => conversation.turn(text).await?,
+        Some(text) => conversation.turn_with(text, contract).await?.outcome,
         None => conversation.resume().await?,
     };
     while let TurnOutcome::AwaitingApproval(request) = outcome {
@@ -185,4 +201,54 @@ async fn drive(
         };
     }
     Ok(outcome)
+}
+
+/// What a turn is started with: what the person says (`None`: go on with
+/// the open turn) and the check this turn alone must pass.
+#[derive(Default)]
+pub(crate) struct Asked {
+    pub(crate) text: Option<String>,
+    pub(crate) check: Option<TurnCheck>,
+}
+
+/// A turn's own check, as a client asks for it.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TurnCheck {
+    /// The program and its arguments (no shell; at most 64, 8 KiB in all).
+    command: Vec<String>,
+    /// The exit code that passes (default 0).
+    #[serde(default)]
+    expected_exit: i32,
+}
+
+impl TurnCheck {
+    /// The contract: this command in place of the agent's own check, run
+    /// where that one runs (its sandbox, folder and environment). An agent
+    /// without a sandboxed check runs none a client sends: a client's
+    /// command never runs on the host.
+    fn contract(self, conversation: &Conversation) -> Result<TurnContract, AgentError> {
+        let bytes: usize = self.command.iter().map(String::len).sum();
+        if self.command.is_empty() || self.command.len() > 64 || bytes > 8 * 1024 {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "verify.command: a program and its arguments (at most 64, 8 KiB in all)",
+            ));
+        }
+        let Some(base) = conversation
+            .agent
+            .verification
+            .as_ref()
+            .filter(|check| check.sandbox.is_some())
+        else {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "this agent runs no checks: a turn's check runs in the sandbox of the agent's own (`[agent.verify]`), and it has none",
+            ));
+        };
+        let mut check = base.clone();
+        check.command = self.command;
+        check.expected = self.expected_exit;
+        Ok(TurnContract::checked(check))
+    }
 }

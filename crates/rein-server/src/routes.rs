@@ -257,14 +257,28 @@ struct Said {
     text: String,
 }
 
-/// Say something as a new turn; it runs here, its events on the stream.
-#[utoipa::path(post, path = "/api/conversations/{id}/turns", params(("id" = String, Path)), request_body = Said,
+/// A new turn: what the person says, and the check this turn alone must
+/// pass.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct NewTurn {
+    /// What the person says.
+    text: String,
+    /// A check the turn's answer must pass (it runs where the agent's own
+    /// check runs, in its sandbox; an agent without one takes none).
+    #[serde(default)]
+    verify: Option<crate::live::TurnCheck>,
+}
+
+/// Say something as a new turn; it runs here, its events on the stream
+/// (its end, `turn_finished`, carries the turn's and the run's ids).
+#[utoipa::path(post, path = "/api/conversations/{id}/turns", params(("id" = String, Path)), request_body = NewTurn,
     responses((status = 202, description = "The turn runs"), (status = 409, description = "A turn is open"), (status = 423, description = "Another process drives it")))]
 async fn post_turn(
     State(server): State<Server>,
     Path(id): Path<String>,
     Extension(caller): Extension<Caller>,
-    payload: Result<Json<Said>, axum::extract::rejection::JsonRejection>,
+    payload: Result<Json<NewTurn>, axum::extract::rejection::JsonRejection>,
 ) -> Answered {
     let said = body(payload)?;
     if said.text.trim().is_empty() {
@@ -273,11 +287,15 @@ async fn post_turn(
             "there is nothing to say",
         )));
     }
+    let asked = crate::live::Asked {
+        text: Some(said.text),
+        check: said.verify,
+    };
     crate::live::start_turn(
         &server.inner,
         server.budgets,
         &id,
-        Some(said.text),
+        asked,
         surface(caller).name().to_owned(),
     )
     .await?;
@@ -297,7 +315,7 @@ async fn resume_turn(
         &server.inner,
         server.budgets,
         &id,
-        None,
+        crate::live::Asked::default(),
         surface(caller).name().to_owned(),
     )
     .await?;

@@ -86,9 +86,18 @@ pub struct ChatOptions {
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     /// A check each turn must pass: a command (split on spaces, no shell)
-    /// that must exit 0 in the root, or the model is told why and goes on.
+    /// that must exit 0 (or `--verify-exit`) in the root, or the model is
+    /// told why and goes on.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
+    /// The exit code `--verify`'s command must give (default 0).
+    #[arg(
+        long,
+        value_name = "CODE",
+        requires = "verify",
+        allow_negative_numbers = true
+    )]
+    pub verify_exit: Option<i32>,
     /// Where rein's config lives (set by `rein` from `--home`).
     #[arg(skip)]
     pub home: Option<PathBuf>,
@@ -116,6 +125,7 @@ impl ChatOptions {
             }),
             verify: self.verify.as_ref().map(|line| rein::config::VerifySpec {
                 command: line.split_whitespace().map(str::to_owned).collect(),
+                expected_exit: self.verify_exit,
                 ..rein::config::VerifySpec::default()
             }),
             ..provider.spec()

@@ -1,7 +1,7 @@
 //! The run's authority: what a run was allowed when it started — the
 //! model, the tools offered (each by name and a digest of its
-//! definition), the policy, and what the product adds (its roots, its
-//! sandbox) — recorded in `run.started`, and checked when the run is
+//! definition), the policy, what the product adds (its roots, its
+//! sandbox) and the check its final answer must pass — recorded in `run.started`, and checked when the run is
 //! resumed: a resume under different authority is refused
 //! (`authority_changed`, naming what changed) until a person accepts the
 //! change (`authority.accepted`, from a person's surface).
@@ -29,12 +29,18 @@ pub(super) fn of(agent: &Agent, tools: &dyn ToolBackend) -> Value {
             (t.name, json!(digest))
         })
         .collect();
-    json!({
+    let mut authority = json!({
         "model": agent.profile.model,
         "tools": tools,
         "policy": agent.guards.policy,
         "product": agent.guards.authority,
-    })
+    });
+    // The check a final answer must pass, when there is one (a run
+    // without one records none, as before checks were authority).
+    if let Some(check) = &agent.verification {
+        authority["check"] = json!({"command": check.command, "expected": check.expected});
+    }
+    authority
 }
 
 /// Refuse to go on with the open run when its authority changed and
@@ -98,7 +104,7 @@ pub(super) fn check(
 /// The top-level parts (and tools) that differ.
 fn changed(recorded: &Value, now: &Value) -> Vec<String> {
     let mut changed = Vec::new();
-    for key in ["model", "policy", "product"] {
+    for key in ["model", "policy", "product", "check"] {
         if recorded.get(key) != now.get(key) {
             changed.push(key.to_owned());
         }

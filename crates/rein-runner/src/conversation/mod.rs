@@ -20,6 +20,7 @@ mod answers;
 mod asked;
 mod authority;
 mod builtins;
+mod contract;
 mod folds;
 mod gate;
 mod hooked;
@@ -33,6 +34,7 @@ mod window;
 
 pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
 pub(crate) use answers::parse_answer;
+pub use contract::{TurnContract, TurnResult};
 pub use inbox::{Heard, INBOX_POLL};
 
 use std::sync::Arc;
@@ -68,6 +70,8 @@ pub struct Conversation {
     journal: journal::Journal,
     /// What reaches the loop from outside it (see `inbox`).
     inbox: inbox::Inbox,
+    /// The definition a turn's contract replaced, while that turn is open.
+    contract: Option<contract::Replaced>,
 }
 
 impl Conversation {
@@ -96,6 +100,7 @@ impl Conversation {
             journal,
             window: window::Window::default(),
             inbox,
+            contract: None,
         };
         conversation.journal.recover().await?;
         Ok(conversation)
@@ -122,6 +127,7 @@ impl Conversation {
         let turn_id = rein_wire::ids::new_id();
         let run_id = rein_wire::ids::new_id();
         self.gate.new_turn();
+        self.contract_ended();
         // The one place the prefix may change (tools, standing text):
         // before a turn's first request, never inside a turn.
         let (agent, tools) = (&self.agent, &self.gate.tools);
@@ -321,8 +327,14 @@ impl Conversation {
         self.journal
             .append(folds::closing(&events, &outcome))
             .await?;
-        let ended = outcome.name();
-        self.journal.emit(UiKind::TurnFinished { outcome: ended });
+        let (outcome_name, (turn_id, run_id)) = (outcome.name(), contract::last_run(&events));
+        self.contract_ended();
+        let ended = UiKind::TurnFinished {
+            outcome: outcome_name,
+            turn_id,
+            run_id,
+        };
+        self.journal.emit(ended);
         hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)
     }

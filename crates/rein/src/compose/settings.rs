@@ -147,6 +147,7 @@ pub(crate) fn verification(spec: &AgentSpec, root: &Path) -> Option<Verification
     let mut check = Verification::new(&command);
     check.cwd = Some(root.to_path_buf());
     check.attempts = set.attempts.unwrap_or(check.attempts);
+    check.expected = set.expected_exit.unwrap_or(check.expected);
     if let Some(secs) = set.timeout_secs {
         check.timeout = Duration::from_secs(secs);
     }
