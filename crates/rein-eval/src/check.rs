@@ -98,6 +98,15 @@ fn check_counts(
     totals: &rein_trace::Totals,
     fail: &mut Vec<String>,
 ) {
+    check_pressures(expect, result, fail);
+    for wanted in &expect.summary_checks_include {
+        if !result.summary_checks.contains(wanted) {
+            fail.push(format!(
+                "no summary check was {wanted} (they were {:?})",
+                result.summary_checks
+            ));
+        }
+    }
     let mut at_most = |what: &str, got: u64, max: Option<u64>| {
         if let Some(max) = max
             && got > max
@@ -206,6 +215,31 @@ fn check_files(expect: &Expect, files: &BTreeMap<String, String>, fail: &mut Vec
     for path in &expect.absent {
         if files.contains_key(path) {
             fail.push(format!("`{path}` exists"));
+        }
+    }
+}
+
+/// The requests' shares and the cache after each compaction.
+fn check_pressures(expect: &Expect, result: &CaseResult, fail: &mut Vec<String>) {
+    let pressures = result.pressures.clone().unwrap_or_default();
+    if let Some(max) = expect.request_share_at_most
+        && pressures.largest_sent > max
+    {
+        fail.push(format!(
+            "a request was sent at {:.3} of the window > {max}",
+            pressures.largest_sent
+        ));
+    }
+    if let Some(min) = expect.cache_after_compaction_at_least {
+        for at in pressures
+            .compactions
+            .iter()
+            .filter(|c| c.cache_read_share < min)
+        {
+            fail.push(format!(
+                "after the compaction at request {} the cache read {:.3} < {min}",
+                at.request, at.cache_read_share
+            ));
         }
     }
 }

@@ -14,6 +14,7 @@ mod check;
 mod graph;
 mod memory;
 mod person;
+pub mod pressure;
 mod project;
 pub mod report;
 pub mod run;

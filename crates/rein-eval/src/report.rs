@@ -166,6 +166,8 @@ mod tests {
             cost_micro_usd: 0,
             cache_read_share: 0.5,
             compactions: 0,
+            summary_checks: Vec::new(),
+            pressures: None,
             approvals: 0,
             agents: 0,
             tool_results: 0,

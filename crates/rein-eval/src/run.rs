@@ -78,6 +78,13 @@ pub struct CaseResult {
     pub cache_read_share: f64,
     /// Compactions recorded.
     pub compactions: u64,
+    /// How each compaction's summary fared against the log (`kept`,
+    /// `rewritten`, `dropped`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary_checks: Vec<String>,
+    /// How full its requests were and the cache after each compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressures: Option<crate::pressure::Pressures>,
     /// Approvals requested.
     pub approvals: u64,
     /// Sub-agents started.
@@ -142,6 +149,8 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
         cost_micro_usd: 0,
         cache_read_share: 0.0,
         compactions: 0,
+        summary_checks: Vec::new(),
+        pressures: None,
         approvals: 0,
         agents: 0,
         tool_results: 0,
@@ -343,6 +352,17 @@ pub(crate) fn conclude(
     result.cost_micro_usd = totals.cost_micro_usd;
     result.cache_read_share = totals.cache_read_share;
     result.compactions = totals.compactions;
+    result.summary_checks = own
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } => summary
+                .pointer("/summary_check/outcome")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    result.pressures = crate::pressure::Pressures::of(own);
     result.tool_results = totals.tools.total;
     result.approvals = everything
         .iter()

@@ -285,6 +285,15 @@ pub struct Expect {
     pub cache_read_share_at_least: Option<f64>,
     /// Compactions recorded, at least.
     pub compactions_at_least: Option<u64>,
+    /// Outcomes each of which some compaction's summary check had
+    /// (`kept`, `rewritten` — a lying summary asked again —, `dropped`).
+    #[serde(default)]
+    pub summary_checks_include: Vec<String>,
+    /// The largest share of the window a request was sent at, at most.
+    pub request_share_at_most: Option<f64>,
+    /// The cache's read share over the calls after each compaction, at
+    /// least (the cache comes back).
+    pub cache_after_compaction_at_least: Option<f64>,
     /// Results offloaded to artifacts, at least.
     pub offloaded_at_least: Option<u64>,
     /// Results answered from the result cache, at least.

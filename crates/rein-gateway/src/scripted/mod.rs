@@ -241,6 +241,11 @@ impl ScriptedBrain {
             {
                 continue;
             }
+            if let Some(wanted) = &rule.when_seen
+                && !seen(request).contains(&wanted.to_lowercase())
+            {
+                continue;
+            }
             if rule.calls.is_empty() {
                 return (rule.reply.clone(), Vec::new());
             }
@@ -438,6 +443,16 @@ impl Provider for ScriptedBrain {
         events.push(StreamEvent::Usage { usage });
         Box::pin(futures::stream::iter(events.into_iter().map(Ok)))
     }
+}
+
+/// Every message's text in `request`, lowercased (for `Rule::when_seen`).
+fn seen(request: &Request) -> String {
+    request
+        .messages
+        .iter()
+        .map(|m| m.text().to_lowercase())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -42,8 +42,8 @@ fn one() -> u32 {
 }
 
 /// One rule: when the last user text contains `phrase` (and the system
-/// prompt `when_system`, if set), answer `reply` and make `calls` (if
-/// any), for `steps` steps.
+/// prompt `when_system`, the conversation it was sent `when_seen`, if
+/// set), answer `reply` and make `calls` (if any), for `steps` steps.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -66,6 +66,11 @@ pub struct Rule {
     /// product's standing words or pinned memory would for a real one.
     #[serde(default)]
     pub when_system: Option<String>,
+    /// The rule applies only when some message of the request holds this
+    /// too (case-insensitive): a fact the model can act on only while it
+    /// is still in front of it — after a compaction, say.
+    #[serde(default)]
+    pub when_seen: Option<String>,
 }
 
 impl Rule {
@@ -78,6 +83,7 @@ impl Rule {
             steps: 1,
             done: None,
             when_system: None,
+            when_seen: None,
         }
     }
 
