@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde_json::Value;
 
 use crate::docs;
@@ -20,21 +20,11 @@ pub fn bench(root: &Path) -> Result<()> {
     let mut rows = Vec::new();
     for (items, scopes) in RUNS {
         eprintln!("xtask: rein-recall --items {items} --scopes {scopes}");
-        let output = Command::new(root.join("target/release/rein-recall"))
+        let mut command = Command::new(root.join("target/release/rein-recall"));
+        command
             .args(["--items", &items.to_string()])
-            .args(["--scopes", &scopes.to_string()])
-            .output()
-            .context("cannot run rein-recall")?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) else {
-            bail!(
-                "rein-recall failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        };
-        let record: Value = serde_json::from_str(line)?;
-        eprintln!("{record}");
-        rows.push(record);
+            .args(["--scopes", &scopes.to_string()]);
+        rows.push(crate::scale::record_of(command, "rein-recall")?);
     }
     let table = table(&rows);
     println!("{table}");

@@ -28,21 +28,14 @@ pub fn bench(root: &Path, port: u16) -> Result<()> {
     for store in ["sqlite", "memory"] {
         for count in COUNTS {
             eprintln!("xtask: rein-scale --conversations {count} --store {store}");
-            let output = Command::new(root.join("target/release/rein-scale"))
-                .args(["--conversations", &count.to_string()])
-                .args(["--port", &port.to_string(), "--store", store])
-                .output()
-                .context("cannot run rein-scale")?;
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) else {
-                bail!(
-                    "rein-scale failed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            };
-            let record: Value = serde_json::from_str(line)?;
-            eprintln!("{record}");
-            rows.push(record);
+            let mut command = Command::new(root.join("target/release/rein-scale"));
+            command.args(["--conversations", &count.to_string()]).args([
+                "--port",
+                &port.to_string(),
+                "--store",
+                store,
+            ]);
+            rows.push(record_of(command, "rein-scale")?);
         }
     }
     let table = table(&rows);
@@ -73,4 +66,19 @@ fn table(rows: &[Value]) -> String {
         ));
     }
     out
+}
+
+/// Run a benchmark binary (`name`, for errors) and take its record: the
+/// last line of its output that is a JSON object.
+pub(crate) fn record_of(mut command: Command, name: &str) -> Result<Value> {
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {name}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) else {
+        bail!("{name} failed: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    let record: Value = serde_json::from_str(line)?;
+    eprintln!("{record}");
+    Ok(record)
 }

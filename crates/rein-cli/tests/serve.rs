@@ -122,6 +122,19 @@ fn until(
     panic!("the stream ended without {needle}:\n{}", seen.join("\n"))
 }
 
+/// A new conversation on the server at `base`: its id.
+fn created(http: &reqwest::blocking::Client, base: &str, token: &str) -> String {
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/conversations"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    created["id"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_carries_its_ids() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -139,15 +152,7 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
-    let created: serde_json::Value = http
-        .post(format!("{base}/api/conversations"))
-        .bearer_auth(&token)
-        .json(&serde_json::json!({}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let id = created["id"].as_str().unwrap().to_owned();
+    let id = created(&http, &base, &token);
     let turn = |body: serde_json::Value| {
         http.post(format!("{base}/api/conversations/{id}/turns"))
             .bearer_auth(&token)
@@ -201,15 +206,7 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     // sends: a client's command never runs on the host.
     let bare = tempfile::tempdir().unwrap();
     let (mut child, base) = served(bare.path(), root.path(), &token);
-    let created: serde_json::Value = http
-        .post(format!("{base}/api/conversations"))
-        .bearer_auth(&token)
-        .json(&serde_json::json!({}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let id = created["id"].as_str().unwrap();
+    let id = created(&http, &base, &token);
     let refused = http
         .post(format!("{base}/api/conversations/{id}/turns"))
         .bearer_auth(&token)
