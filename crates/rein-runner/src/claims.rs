@@ -303,7 +303,11 @@ fn path_of(arguments: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Claim, Record, unbacked};
+    use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
+    use rein_wire::Revision;
+    use rein_wire::permission::PermissionClass;
+    use serde_json::json;
 
     fn stored(seq: u64, event: Event) -> StoredEvent {
         StoredEvent {
@@ -331,7 +335,7 @@ mod tests {
                 Event::ToolResult {
                     call_id: "c1".into(),
                     status: ToolStatus::Ok,
-                    source: rein_sessions::ResultSource::Live,
+                    source: ResultSource::Live,
                     content: json!({"ok": true}),
                     artifact: None,
                     operation_id: None,
@@ -424,7 +428,7 @@ mod tests {
                 Event::ToolResult {
                     call_id: "c1".into(),
                     status: ToolStatus::Ok,
-                    source: rein_sessions::ResultSource::Live,
+                    source: ResultSource::Live,
                     content: json!({"exit_code": 1}),
                     artifact: None,
                     operation_id: None,

@@ -41,7 +41,7 @@ pub(crate) fn bounded(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{MAX_STANDING_BYTES, bounded};
 
     #[test]
     fn a_long_text_is_cut_at_a_character_boundary_with_a_note() {

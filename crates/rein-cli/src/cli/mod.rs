@@ -8,6 +8,7 @@ pub mod agents;
 pub mod agents_tui;
 pub mod branch;
 pub mod chat;
+mod chat_options;
 pub mod commands;
 pub mod config_cmd;
 pub mod decode_cmd;

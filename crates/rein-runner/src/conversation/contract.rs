@@ -12,16 +12,20 @@
 //! until a person accepts going on without it. The log is evidence of
 //! the contract, never a reason to run its command.
 //!
-//! Not here: the check itself (`verify.rs`), the authority rule
+//! Not here: the turn calls (`Conversation::turn_with`, `resume_with` in
+//! `surface.rs`), the check itself (`verify.rs`), the authority rule
 //! (`authority.rs`).
 
 use std::sync::Arc;
 
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::{Event, Store, StoredEvent};
 use rein_tools::ToolBackend;
-use rein_wire::AgentError;
 
-use super::{Conversation, TurnOutcome, builtins::WithBuiltins};
+use super::TurnOutcome;
+use super::builtins::WithBuiltins;
+use super::gate::Gate;
+use super::window::Window;
+use crate::agent::Agent;
 use crate::settings::{Budgets, Verification};
 
 /// What one turn runs under besides the agent's definition.
@@ -66,97 +70,50 @@ pub(super) struct Replaced {
     tools: Option<Arc<WithBuiltins>>,
 }
 
-impl Conversation {
-    /// [`Conversation::turn`] under `contract`, with the turn's ids.
-    pub async fn turn_with(
-        &mut self,
-        text: &str,
-        contract: TurnContract,
-    ) -> Result<TurnResult, AgentError> {
-        // A paused turn's contract ends with it (a new turn leaves it).
-        self.contract_ended();
-        let replaced = self.apply(contract);
-        let outcome = self.turn(text).await;
-        self.hold_or_put_back(replaced, outcome.as_ref());
-        self.with_ids(outcome?).await
-    }
-
-    /// [`Conversation::resume`] under `contract` (the one the turn
-    /// started with), with the turn's ids.
-    pub async fn resume_with(&mut self, contract: TurnContract) -> Result<TurnResult, AgentError> {
-        // A contract already in force (the turn paused in this process)
-        // gives way to this one; the definition held aside stays so.
-        let replaced = match self.contract.take() {
-            Some(definition) => {
-                self.apply(contract);
-                definition
-            }
-            None => self.apply(contract),
-        };
-        let outcome = self.resume().await;
-        self.hold_or_put_back(replaced, outcome.as_ref());
-        self.with_ids(outcome?).await
-    }
-
-    /// A turn that paused keeps its contract in force (its definition held
-    /// aside until it ends: `Conversation::finish` puts it back); any other
-    /// end puts the definition back now.
-    fn hold_or_put_back(&mut self, replaced: Replaced, outcome: Result<&TurnOutcome, &AgentError>) {
-        if let Ok(TurnOutcome::AwaitingApproval(_)) = outcome {
-            self.contract = Some(replaced);
-        } else {
-            self.put_back(replaced);
-        }
-    }
-
-    /// The turn ended: the definition a contract replaced comes back.
-    pub(super) fn contract_ended(&mut self) {
-        if let Some(replaced) = self.contract.take() {
-            self.put_back(replaced);
-        }
-    }
-
-    fn apply(&mut self, contract: TurnContract) -> Replaced {
+impl TurnContract {
+    /// Put this contract in force over `agent`'s definition (its check and
+    /// budgets) and `gate`'s tools (the window's prefix frozen anew when
+    /// they change); what it replaced, to put back.
+    pub(super) fn apply(
+        self,
+        agent: &mut Agent,
+        gate: &mut Gate,
+        window: &mut Window,
+        store: &Arc<dyn Store>,
+    ) -> Replaced {
         let mut replaced = Replaced {
-            check: self.agent.verification.clone(),
-            budgets: self.agent.budgets,
+            check: agent.verification.clone(),
+            budgets: agent.budgets,
             tools: None,
         };
-        if let Some(check) = contract.check {
-            self.agent.verification = Some(check);
+        if let Some(check) = self.check {
+            agent.verification = Some(check);
         }
-        if let Some(budgets) = contract.budgets {
-            self.agent.budgets = budgets;
+        if let Some(budgets) = self.budgets {
+            agent.budgets = budgets;
         }
-        if let Some(extra) = contract.tools {
-            let joined = rein_tools::Joined::new(vec![self.agent.tools.clone(), extra]);
+        if let Some(extra) = self.tools {
+            let joined = rein_tools::Joined::new(vec![agent.tools.clone(), extra]);
             let with = Arc::new(WithBuiltins {
                 product: Arc::new(joined),
-                store: self.journal.store().clone(),
+                store: store.clone(),
             });
-            replaced.tools = Some(std::mem::replace(&mut self.gate.tools, with));
-            self.window.transcript.refreeze();
+            replaced.tools = Some(std::mem::replace(&mut gate.tools, with));
+            window.transcript.refreeze();
         }
         replaced
     }
+}
 
-    fn put_back(&mut self, replaced: Replaced) {
-        self.agent.verification = replaced.check;
-        self.agent.budgets = replaced.budgets;
-        if let Some(tools) = replaced.tools {
-            self.gate.tools = tools;
-            self.window.transcript.refreeze();
+impl Replaced {
+    /// The definition back in force.
+    pub(super) fn put_back(self, agent: &mut Agent, gate: &mut Gate, window: &mut Window) {
+        agent.verification = self.check;
+        agent.budgets = self.budgets;
+        if let Some(tools) = self.tools {
+            gate.tools = tools;
+            window.transcript.refreeze();
         }
-    }
-
-    /// `outcome` with the ids of the run it came from (the last started).
-    async fn with_ids(&mut self, outcome: TurnOutcome) -> Result<TurnResult, AgentError> {
-        let (turn_id, run_id) = last_run(&self.journal.log().await?);
-        Ok(TurnResult {
-            outcome,
-            turn_id,
-            run_id,
-        })
     }
 }
 

@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::answers::parse_answer;
+use super::contract::{self, Replaced, TurnContract, TurnResult};
 use super::folds::{last_calls, refused};
 use super::inbox::Heard;
 use super::{Conversation, asked, authority, window};
@@ -518,5 +519,69 @@ impl Conversation {
     pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
         let evidence = self.journal.evidence_through();
         authority::check(&self.agent, self.gate.tools.as_ref(), evidence, events)
+    }
+
+    /// [`Conversation::turn`] under `contract` (`contract.rs`), with the
+    /// turn's ids.
+    pub async fn turn_with(
+        &mut self,
+        text: &str,
+        contract: TurnContract,
+    ) -> Result<TurnResult, AgentError> {
+        // A paused turn's contract ends with it (a new turn leaves it).
+        self.contract_ended();
+        let replaced = self.apply(contract);
+        let outcome = self.turn(text).await;
+        self.hold_or_put_back(replaced, outcome.as_ref());
+        self.with_ids(outcome?).await
+    }
+
+    /// [`Conversation::resume`] under `contract` (the one the turn
+    /// started with), with the turn's ids.
+    pub async fn resume_with(&mut self, contract: TurnContract) -> Result<TurnResult, AgentError> {
+        // A contract in force (the turn paused in this process) gives way
+        // to this one; the definition held aside stays so.
+        let replaced = match self.contract.take() {
+            Some(definition) => {
+                self.apply(contract);
+                definition
+            }
+            None => self.apply(contract),
+        };
+        let outcome = self.resume().await;
+        self.hold_or_put_back(replaced, outcome.as_ref());
+        self.with_ids(outcome?).await
+    }
+
+    fn apply(&mut self, contract: TurnContract) -> Replaced {
+        let store = self.journal.store().clone();
+        contract.apply(&mut self.agent, &mut self.gate, &mut self.window, &store)
+    }
+
+    /// A turn that paused keeps its contract in force (the definition held
+    /// aside until it ends); any other end puts the definition back now.
+    fn hold_or_put_back(&mut self, replaced: Replaced, outcome: Result<&TurnOutcome, &AgentError>) {
+        if let Ok(TurnOutcome::AwaitingApproval(_)) = outcome {
+            self.contract = Some(replaced);
+        } else {
+            replaced.put_back(&mut self.agent, &mut self.gate, &mut self.window);
+        }
+    }
+
+    /// The turn ended: the definition a contract replaced comes back.
+    pub(super) fn contract_ended(&mut self) {
+        if let Some(replaced) = self.contract.take() {
+            replaced.put_back(&mut self.agent, &mut self.gate, &mut self.window);
+        }
+    }
+
+    /// `outcome` with the ids of the run it came from (the last started).
+    async fn with_ids(&mut self, outcome: TurnOutcome) -> Result<TurnResult, AgentError> {
+        let (turn_id, run_id) = contract::last_run(&self.journal.log().await?);
+        Ok(TurnResult {
+            outcome,
+            turn_id,
+            run_id,
+        })
     }
 }
