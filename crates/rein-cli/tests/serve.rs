@@ -87,6 +87,15 @@ fn served(
         .arg(root)
         .env("REIN_SERVE_TOKEN", token);
     let (child, lines) = spawn_with_lines(cmd);
+    // A stream that never shows what a test waits for ends with the
+    // server, killed here after two minutes: a failure, never a hang.
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(120));
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status();
+    });
     let until = Instant::now() + Duration::from_secs(60);
     loop {
         let line = lines
@@ -99,16 +108,15 @@ fn served(
     }
 }
 
+/// The conversation's event stream, open (its live events from now on).
+fn watch(http: &reqwest::blocking::Client, url: &str, token: &str) -> reqwest::blocking::Response {
+    http.get(url).bearer_auth(token).send().unwrap()
+}
+
 /// The stream's data lines up to the first holding `needle` (that one's
 /// data, parsed).
-fn until(
-    http: &reqwest::blocking::Client,
-    url: &str,
-    token: &str,
-    needle: &str,
-) -> serde_json::Value {
+fn until(stream: reqwest::blocking::Response, needle: &str) -> serde_json::Value {
     use std::io::BufRead;
-    let stream = http.get(url).bearer_auth(token).send().unwrap();
     let mut seen = Vec::new();
     for line in std::io::BufReader::new(stream).lines() {
         let line = line.unwrap();
@@ -168,13 +176,15 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     let outside = tempfile::tempdir().unwrap();
     let mark = outside.path().join("escaped");
     let script = format!("touch {} 2>/dev/null; exit 3", mark.display());
+    // Watched before the turn starts: its end is a live event.
+    let events = format!("{base}/api/conversations/{id}/events");
+    let watching = watch(&http, &events, &token);
     let accepted = turn(serde_json::json!({
         "text": "hello",
         "verify": {"command": ["sh", "-c", script], "expected_exit": 3}
     }));
     assert_eq!(accepted.status().as_u16(), 202);
-    let events = format!("{base}/api/conversations/{id}/events");
-    let finished = until(&http, &events, &token, "turn_finished");
+    let finished = until(watching, "turn_finished");
     let text = finished.to_string();
     assert!(text.contains("\"finished\""), "{text}");
     let turns: serde_json::Value = http
@@ -192,7 +202,7 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     assert!(text.contains("run_id"), "{text}");
     assert!(!mark.exists(), "the check ran outside the sandbox");
     // Its receipt is in the log.
-    let receipt = until(&http, &events, &token, "check.ran").to_string();
+    let receipt = until(watch(&http, &events, &token), "check.ran").to_string();
     assert!(
         receipt.contains("\"expected\":3")
             && receipt.contains("\"exit\":3")
