@@ -251,7 +251,9 @@ pub(crate) fn prunable(
 }
 
 /// The structured state of the covered events, derived from the log alone:
-/// the prompts, files touched and changed (at the revisions left), the
+/// the prompts, files touched (in the order first touched, so a model
+/// working through a list sees where it stopped) and changed (at the
+/// revisions left), the
 /// checks' receipts, failures, decisions, pending approvals, sub-agents and
 /// artifacts.
 pub(crate) fn state(
@@ -260,7 +262,8 @@ pub(crate) fn state(
     record: &crate::claims::Record,
 ) -> Value {
     let mut prompts = Vec::new();
-    let mut files = BTreeSet::new();
+    let mut files: Vec<&str> = Vec::new();
+    let mut seen_files = HashSet::new();
     let mut failures = Vec::new();
     let mut decisions = Vec::new();
     let mut artifacts = BTreeSet::new();
@@ -277,8 +280,10 @@ pub(crate) fn state(
             } => {
                 tools_by_call.insert(call_id.clone(), tool.clone());
                 for key in ["path", "file", "table", "object"] {
-                    if let Some(v) = arguments.get(key).and_then(Value::as_str) {
-                        files.insert(v.to_owned());
+                    if let Some(v) = arguments.get(key).and_then(Value::as_str)
+                        && seen_files.insert(v)
+                    {
+                        files.push(v);
                     }
                 }
             }
@@ -328,7 +333,34 @@ pub(crate) fn state(
 
 #[cfg(test)]
 mod tests {
-    use super::count_local;
+    use rein_sessions::{Event, StoredEvent};
+    use serde_json::json;
+
+    use super::{count_local, state};
+
+    #[test]
+    fn files_touched_keep_the_order_they_were_first_touched_in() {
+        let reads: Vec<StoredEvent> = [2, 10, 1, 2]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| StoredEvent {
+                session_id: "s".into(),
+                seq: i as u64 + 1,
+                at_ms: 0,
+                agent_path: "main".into(),
+                event: Event::ToolCalled {
+                    call_id: format!("c{i}"),
+                    tool: "read_file".into(),
+                    arguments: json!({"path": format!("f{n}.txt")}),
+                    permission: None,
+                },
+            })
+            .collect();
+        let covered: Vec<&StoredEvent> = reads.iter().collect();
+        let record = crate::claims::Record::of(&covered);
+        let state = state(&covered, &[], &record);
+        assert_eq!(state["touched"], json!(["f2.txt", "f10.txt", "f1.txt"]));
+    }
 
     #[test]
     fn known_models_are_counted_by_their_tokenizer() {
