@@ -4,7 +4,8 @@
 //! the truth, and everything else — the transcript, the turn tree, the
 //! control record, traces — is derived from it. This crate holds the
 //! [`Store`] trait, its SQLite implementation (the embedded default,
-//! [`SqliteStore`]) and an in-memory one ([`MemoryStore`]), the session
+//! [`SqliteStore`]), one on PostgreSQL for many processes and machines
+//! (`PgStore`, feature `postgres`) and an in-memory one ([`MemoryStore`]), the session
 //! lock (a lease with heartbeat and expiry), content-addressed artifacts,
 //! and the recovery scan that finds work a crashed process left unfinished.
 //!
@@ -17,6 +18,8 @@ mod holder;
 pub mod home;
 mod inbox;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod projection;
 mod record;
 pub mod recovery;
@@ -31,6 +34,8 @@ pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolS
 pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PgStore, redact};
 pub use projection::{history, started_turn};
 pub use record::{Acted, Pressure};
 #[cfg(feature = "sqlite")]

@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{Event, NewEvent, StoredEvent};
-use crate::projection::{TurnChange, apply};
+use crate::projection::{Numbered, TurnChange, number};
 use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
 use crate::validate::{check_append, now_ms};
 
@@ -132,30 +132,30 @@ fn append_locked(
     let info = session.info.as_mut().ok_or_else(|| not_found(session_id))?;
     let owner = |turn: &str| turn_owner.get(turn).cloned();
     check_append(session_id, &events, &owner)?;
-    let at_ms = now_ms();
-    let mut head_turn = info.head_turn.clone();
-    let mut control = session.control.clone();
+    let Numbered {
+        stored,
+        changes,
+        head_turn,
+        control,
+    } = number(
+        session_id,
+        info.head_seq,
+        info.head_turn.clone(),
+        session.control.clone(),
+        events,
+        now_ms(),
+    );
     let mut turns = session.turns.clone();
-    let mut stored = Vec::with_capacity(events.len());
-    for (i, new) in events.into_iter().enumerate() {
-        let event = StoredEvent {
-            session_id: session_id.to_owned(),
-            seq: info.head_seq + 1 + i as u64,
-            at_ms,
-            agent_path: new.agent_path,
-            event: new.event,
-        };
-        match apply(&event, &mut head_turn, &mut control) {
-            Some(TurnChange::Started(turn)) => turns.push(turn),
-            Some(TurnChange::Finished { id, seq, outcome }) => {
+    for change in changes {
+        match change {
+            TurnChange::Started(turn) => turns.push(turn),
+            TurnChange::Finished { id, seq, outcome } => {
                 if let Some(turn) = turns.iter_mut().find(|t| t.id == id) {
                     turn.finished_seq = Some(seq);
                     turn.outcome = Some(outcome);
                 }
             }
-            None => {}
         }
-        stored.push(event);
     }
     // All checks passed: commit.
     *commits += 1;

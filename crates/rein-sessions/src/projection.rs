@@ -132,3 +132,69 @@ pub fn history(turns: &[TurnInfo], head: &str) -> Vec<TurnInfo> {
     path.reverse();
     path
 }
+
+/// What an append makes of its events: each numbered after the head, and
+/// what they change in the turn tree and the control record. Every store
+/// numbers through here, so the rules are written once.
+#[derive(Debug)]
+pub(crate) struct Numbered {
+    /// The events with their numbers.
+    pub(crate) stored: Vec<StoredEvent>,
+    /// The turn tree's changes, in order.
+    pub(crate) changes: Vec<TurnChange>,
+    /// The head turn after them.
+    pub(crate) head_turn: Option<String>,
+    /// The control record after them.
+    pub(crate) control: ControlRecord,
+}
+
+/// Number `events` after `head_seq` (all at `at_ms`) and project them
+/// from the session's `head_turn` and `control`.
+pub(crate) fn number(
+    session_id: &str,
+    head_seq: u64,
+    mut head_turn: Option<String>,
+    mut control: ControlRecord,
+    events: Vec<crate::event::NewEvent>,
+    at_ms: i64,
+) -> Numbered {
+    let mut stored = Vec::with_capacity(events.len());
+    let mut changes = Vec::new();
+    for (i, new) in events.into_iter().enumerate() {
+        let event = StoredEvent {
+            session_id: session_id.to_owned(),
+            seq: head_seq + 1 + i as u64,
+            at_ms,
+            agent_path: new.agent_path,
+            event: new.event,
+        };
+        changes.extend(apply(&event, &mut head_turn, &mut control));
+        stored.push(event);
+    }
+    Numbered {
+        stored,
+        changes,
+        head_turn,
+        control,
+    }
+}
+
+/// The turns `events` refer to (a new turn, its parent, a branch's
+/// origin): a store looks up which session owns each before checking.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn turn_refs(events: &[crate::event::NewEvent]) -> Vec<&str> {
+    let mut refs = Vec::new();
+    for new in events {
+        match &new.event {
+            Event::TurnStarted {
+                turn_id, parent, ..
+            } => {
+                refs.push(turn_id.as_str());
+                refs.extend(parent.as_deref());
+            }
+            Event::BranchCreated { from_turn } => refs.extend(from_turn.as_deref()),
+            _ => {}
+        }
+    }
+    refs
+}

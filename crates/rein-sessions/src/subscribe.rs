@@ -91,6 +91,18 @@ impl Channels {
             .subscribe()
     }
 
+    /// Whether anyone in this process watches `session`.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(dead_code, reason = "only the PostgreSQL feed asks")
+    )]
+    pub(crate) fn watched(&self, session: &str) -> bool {
+        let senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        senders
+            .get(session)
+            .is_some_and(|sender| sender.receiver_count() > 0)
+    }
+
     pub(crate) fn publish(&self, session: &str, events: &[StoredEvent]) {
         let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sender) = senders.get(session) {

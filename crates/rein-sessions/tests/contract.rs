@@ -1,5 +1,6 @@
-//! The `Store` contract, run against the in-memory store and a real SQLite
-//! file: the same behaviour from both.
+//! The `Store` contract, run against the in-memory store, a real SQLite
+//! file and (with the `postgres` feature) a real PostgreSQL server: the
+//! same behaviour from each.
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -18,14 +19,26 @@ const TTL: Duration = Duration::from_secs(60);
 async fn stores() -> Vec<(&'static str, Arc<dyn Store>, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = SqliteStore::open(dir.path().join("rein.db")).await.unwrap();
-    vec![
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(unused_mut, reason = "one more with postgres")
+    )]
+    let mut stores = vec![
         (
             "memory",
             Arc::new(MemoryStore::new()) as Arc<dyn Store>,
             None,
         ),
         ("sqlite", Arc::new(sqlite) as Arc<dyn Store>, Some(dir)),
-    ]
+    ];
+    #[cfg(feature = "postgres")]
+    if let Some(server) = rein_testing::postgres::server() {
+        let pg = rein_sessions::PgStore::open(&server.database())
+            .await
+            .unwrap();
+        stores.push(("postgres", Arc::new(pg) as Arc<dyn Store>, None));
+    }
+    stores
 }
 
 fn turn(id: &str, parent: Option<&str>) -> NewEvent {

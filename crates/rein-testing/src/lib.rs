@@ -16,6 +16,7 @@
 //!   reads, reversible and source-file writes, destructive deletes).
 //!
 //! - [`clis`]: real agent CLIs (Claude Code) installed from npm, pinned.
+//! - [`postgres`]: a throwaway PostgreSQL server from the machine's binaries.
 //!
 //! These are test tools: they favour clear failures over robustness.
 
@@ -27,6 +28,7 @@ mod fake_server;
 mod fake_tools;
 pub mod fixtures;
 pub mod mcp;
+pub mod postgres;
 pub mod wire;
 
 pub use collector::{Bodies, otlp_collector};

@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{not_found, to_i64, to_u64};
 use crate::event::{Event, NewEvent, StoredEvent};
-use crate::projection::{TurnChange, apply};
+use crate::projection::{Numbered, TurnChange, number, turn_refs};
 use crate::store::{ControlRecord, Lease};
 use crate::validate::{check_append, lease_lost, now_ms};
 
@@ -169,7 +169,7 @@ fn append_in(
     session_id: &str,
     events: Vec<NewEvent>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
-    let (head_seq, mut head_turn, control_text): (i64, Option<String>, String) = conn
+    let (head_seq, head_turn, control_text): (i64, Option<String>, String) = conn
         .prepare_cached("SELECT head_seq, head_turn, control FROM sessions WHERE id = ?")
         .and_then(|mut s| {
             s.query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -178,49 +178,33 @@ fn append_in(
         .map_err(sql_error)?
         .ok_or_else(|| not_found(session_id))?;
     let head_seq = to_u64(head_seq);
-    let mut control: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
+    let control: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
 
     // Which session each referenced turn belongs to.
     let mut owners: HashMap<String, String> = HashMap::new();
-    for new in &events {
-        let refs: Vec<&str> = match &new.event {
-            Event::TurnStarted {
-                turn_id, parent, ..
-            } => {
-                let mut v = vec![turn_id.as_str()];
-                v.extend(parent.as_deref());
-                v
-            }
-            Event::BranchCreated { from_turn } => from_turn.as_deref().into_iter().collect(),
-            _ => Vec::new(),
-        };
-        for turn in refs {
-            let owner: Option<String> = conn
-                .prepare_cached("SELECT session_id FROM turns WHERE id = ?")
-                .and_then(|mut s| s.query_row([turn], |r| r.get(0)).optional())
-                .map_err(sql_error)?;
-            if let Some(owner) = owner {
-                owners.insert(turn.to_owned(), owner);
-            }
+    for turn in turn_refs(&events) {
+        let owner: Option<String> = conn
+            .prepare_cached("SELECT session_id FROM turns WHERE id = ?")
+            .and_then(|mut s| s.query_row([turn], |r| r.get(0)).optional())
+            .map_err(sql_error)?;
+        if let Some(owner) = owner {
+            owners.insert(turn.to_owned(), owner);
         }
     }
     check_append(session_id, &events, &|turn| owners.get(turn).cloned())?;
 
-    let at_ms = now_ms();
+    let Numbered {
+        stored,
+        changes,
+        head_turn,
+        control,
+    } = number(session_id, head_seq, head_turn, control, events, now_ms());
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .map_err(sql_error)?;
-    let mut stored = Vec::with_capacity(events.len());
-    for (i, new) in events.into_iter().enumerate() {
-        let event = StoredEvent {
-            session_id: session_id.to_owned(),
-            seq: head_seq + 1 + i as u64,
-            at_ms,
-            agent_path: new.agent_path,
-            event: new.event,
-        };
+    for event in &stored {
         let data = serde_json::to_string(&event.event.data()).map_err(|err| {
             AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}"))
         })?;
@@ -228,15 +212,17 @@ fn append_in(
             .execute(params![
                 session_id,
                 to_i64(event.seq),
-                at_ms,
+                event.at_ms,
                 event.agent_path,
                 event.event.kind(),
                 i64::from(event.event.version()),
                 data
             ])
             .map_err(sql_error)?;
-        match apply(&event, &mut head_turn, &mut control) {
-            Some(TurnChange::Started(turn)) => {
+    }
+    for change in changes {
+        match change {
+            TurnChange::Started(turn) => {
                 conn.prepare_cached(
                     "INSERT INTO turns (id, session_id, parent, prompt, started_seq) VALUES (?, ?, ?, ?, ?)",
                 )
@@ -251,16 +237,14 @@ fn append_in(
                 })
                 .map_err(sql_error)?;
             }
-            Some(TurnChange::Finished { id, seq, outcome }) => {
+            TurnChange::Finished { id, seq, outcome } => {
                 conn.prepare_cached(
                     "UPDATE turns SET finished_seq = ?, outcome = ? WHERE id = ? AND session_id = ?",
                 )
                 .and_then(|mut s| s.execute(params![to_i64(seq), outcome.as_str(), id, session_id]))
                 .map_err(sql_error)?;
             }
-            None => {}
         }
-        stored.push(event);
     }
     let control_text = serde_json::to_string(&control).map_err(|err| {
         AgentError::new(

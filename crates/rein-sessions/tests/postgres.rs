@@ -1,0 +1,238 @@
+//! What only the PostgreSQL store has to keep: several stores (as several
+//! processes hold them, each with its own connections) over one database.
+//! Gapless numbering under racing writers and takeovers, live events and
+//! inbox posts across stores, a missed notification caught up by
+//! sequence, and a newer schema refused untouched. The rest of its
+//! behaviour is the shared contract (`contract.rs`).
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_sessions::{Event, InboxItem, NewEvent, PgStore, Store, read_all};
+use rein_wire::error::codes;
+use serde_json::json;
+
+fn note(n: usize) -> NewEvent {
+    NewEvent::main(Event::Unknown {
+        kind: "test.note".into(),
+        version: 1,
+        data: json!({ "n": n }),
+    })
+}
+
+/// A fresh database and `n` stores over it, or `None` (said loudly) where
+/// the machine has no PostgreSQL.
+async fn stores(n: usize) -> Option<(String, Vec<Arc<PgStore>>)> {
+    let server = rein_testing::postgres::server()?;
+    let url = server.database();
+    let mut stores = Vec::new();
+    for _ in 0..n {
+        stores.push(Arc::new(PgStore::open(&url).await.unwrap()));
+    }
+    Some((url, stores))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_writers_on_many_stores_number_one_session_without_gaps() {
+    let Some((_, stores)) = stores(4).await else {
+        return;
+    };
+    let session = stores[0].create_session(json!({})).await.unwrap().id;
+    // Each writer takes the lease for a short while, appends, lets go;
+    // the others wait their turn or take it over when it lapses.
+    let mut writers = Vec::new();
+    for (w, store) in stores.iter().enumerate() {
+        let store = store.clone();
+        let session = session.clone();
+        writers.push(tokio::spawn(async move {
+            let mut appended = 0;
+            while appended < 10 {
+                let lease = match store
+                    .acquire(&session, &format!("writer {w}"), Duration::from_millis(300))
+                    .await
+                {
+                    Ok(lease) => lease,
+                    Err(err) if err.code == codes::SESSION_LOCKED => {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    Err(err) => panic!("{err}"),
+                };
+                match store
+                    .append(
+                        &lease,
+                        vec![note(w * 100 + appended), note(w * 100 + appended)],
+                    )
+                    .await
+                {
+                    Ok(_) => appended += 1,
+                    Err(err) if err.code == codes::LEASE_LOST => {}
+                    Err(err) => panic!("{err}"),
+                }
+                store.release(&lease).await.unwrap();
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let log = read_all(stores[1].as_ref(), &session).await.unwrap();
+    assert_eq!(log.len(), 1 + 4 * 10 * 2);
+    for (i, event) in log.iter().enumerate() {
+        assert_eq!(event.seq, i as u64 + 1);
+    }
+    // Each batch landed whole: its two events are next to each other.
+    for pair in log[1..].chunks(2) {
+        assert_eq!(pair[0].event, pair[1].event);
+    }
+    assert_eq!(stores[2].session(&session).await.unwrap().head_seq, 81);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_connection() {
+    let Some(server) = rein_testing::postgres::server() else {
+        return;
+    };
+    // The watcher connects as a role that can be kept out for a while (the
+    // server's own role, the writer's, is a superuser: nothing keeps it out).
+    let admin_url = server.database();
+    let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+    let database = admin_url.rsplit('/').next().unwrap().to_owned();
+    for sql in [
+        "CREATE ROLE app LOGIN".to_owned(),
+        format!("ALTER DATABASE {database} OWNER TO app"),
+    ] {
+        // A database name this test made.
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
+    let url = admin_url.replacen("rein@", "app@", 1);
+    let watcher = PgStore::open(&url).await.unwrap();
+    let writer = PgStore::open(&admin_url).await.unwrap();
+    let session = writer.create_session(json!({})).await.unwrap().id;
+    let lease = writer
+        .acquire(&session, "writer", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut heard = watcher.subscribe(&session);
+    writer.append(&lease, vec![note(1), note(2)]).await.unwrap();
+    // The watcher's listening connection is cut and cannot come back while
+    // the writer appends: those notifications are lost, and only a
+    // catch-up by sequence delivers the events.
+    sqlx::query("ALTER ROLE app NOLOGIN")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let cut: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE usename = 'app' AND query ILIKE 'LISTEN%'",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert!(!cut.is_empty(), "a listening connection was cut");
+    // Gone before the writer appends, or it might still hear them.
+    let mut left = Vec::new();
+    for _ in 0..1_000 {
+        left = sqlx::query_scalar::<_, String>(
+            "SELECT state || ': ' || query FROM pg_stat_activity \
+             WHERE usename = 'app' AND query ILIKE 'LISTEN%'",
+        )
+        .fetch_all(&admin)
+        .await
+        .unwrap();
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(left.is_empty(), "still listening: {left:?}");
+    for n in 3..=5 {
+        writer.append(&lease, vec![note(n)]).await.unwrap();
+    }
+    sqlx::query("ALTER ROLE app LOGIN")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let mut seqs = Vec::new();
+    while seqs.len() < 5 {
+        let event = tokio::time::timeout(Duration::from_secs(20), heard.recv())
+            .await
+            .expect("the watcher hears every event")
+            .unwrap();
+        seqs.push(event.seq);
+    }
+    assert_eq!(seqs, vec![2, 3, 4, 5, 6], "in order, none twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_to_one_store_wakes_a_waiter_on_another() {
+    let Some((_, stores)) = stores(2).await else {
+        return;
+    };
+    let session = stores[0].create_session(json!({})).await.unwrap().id;
+    let mut posted = stores[0].posted(&session);
+    assert!(!posted.fresh());
+    stores[1]
+        .post(
+            &session,
+            InboxItem::Say {
+                text: "and also this".into(),
+                by: "alice".into(),
+            },
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), posted.wait())
+        .await
+        .expect("the waiter on the other store wakes");
+    assert_eq!(stores[0].inbox(&session).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_database_of_a_newer_schema_is_refused_and_left_as_it_is() {
+    let Some((url, stores)) = stores(1).await else {
+        return;
+    };
+    drop(stores);
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9999, 'from the future', TRUE, '\\x00', 0)",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    let tables = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+        )
+        .fetch_one(&admin)
+        .await
+        .unwrap()
+    };
+    let before = tables().await;
+    let err = PgStore::open(&url).await.unwrap_err();
+    assert_eq!(err.code, codes::STORE_SCHEMA_NEWER, "{err}");
+    assert_eq!(tables().await, before);
+    let versions: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+    assert_eq!(versions, 2, "nothing migrated");
+}
+
+#[tokio::test]
+async fn a_bad_url_is_a_coded_error_that_shows_no_password() {
+    let err = PgStore::open("postgres://me:hunter2@127.0.0.1:1/db?password=hunter2")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, codes::STORE_UNAVAILABLE, "{err}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    let err = PgStore::open("not a url").await.unwrap_err();
+    assert_eq!(err.code, codes::INVALID_INPUT, "{err}");
+}
