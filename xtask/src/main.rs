@@ -90,6 +90,7 @@ fn main() -> Result<()> {
         Task::Test => test(),
         Task::Ci => {
             check_fixtures()?;
+            ensure_postgres()?;
             lint()?;
             test()?;
             eval(&["--baseline".to_owned(), EVAL_BASELINE.to_owned()])
@@ -279,6 +280,62 @@ fn check_fixtures() -> Result<()> {
     if !Path::new(&dir).join("README.md").is_file() {
         bail!("the wire captures are not at {dir} (set REIN_WIRE_FIXTURES); CI must not skip them");
     }
+    Ok(())
+}
+
+/// The PostgreSQL tests start a throwaway server from the machine's
+/// binaries: install Debian's `postgresql` when they are missing (CI sets
+/// `REIN_REQUIRE_POSTGRES`, so its tests never skip).
+fn ensure_postgres() -> Result<()> {
+    let found = || {
+        std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|versions| {
+            versions
+                .flatten()
+                .any(|v| v.path().join("bin/postgres").is_file())
+        })
+    };
+    if found() {
+        return Ok(());
+    }
+    eprintln!("xtask: no PostgreSQL binaries; installing Debian's postgresql");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let mut install = if root {
+        Command::new("apt-get")
+    } else {
+        let mut sudo = Command::new("sudo");
+        sudo.arg("apt-get");
+        sudo
+    };
+    let updated = Command::new(if root { "apt-get" } else { "sudo" })
+        .args(if root {
+            &["update", "-q"][..]
+        } else {
+            &["apt-get", "update", "-q"][..]
+        })
+        .status();
+    let installed = install
+        .args([
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "postgresql",
+        ])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
+    if found() {
+        return Ok(());
+    }
+    if std::env::var_os("REIN_REQUIRE_POSTGRES").is_some() {
+        bail!(
+            "PostgreSQL is needed by the tests and could not be installed \
+             (apt-get update: {updated:?}, install: {installed:?})"
+        );
+    }
+    eprintln!("xtask: PostgreSQL could not be installed; its tests will say they skipped");
     Ok(())
 }
 

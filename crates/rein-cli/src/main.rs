@@ -33,6 +33,11 @@ struct Cli {
     /// http://127.0.0.1:4318/v1/traces (or `[telemetry] otlp` in the config).
     #[arg(long, global = true, value_name = "URL")]
     otel: Option<String>,
+    /// Keep sessions in this store instead of the home's SQLite file:
+    /// postgres://USER@HOST:PORT/DATABASE (the password from PGPASSWORD)
+    /// or sqlite:PATH (or `[store] url` in the home config).
+    #[arg(long, global = true, value_name = "URL", env = "REIN_STORE")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -183,6 +188,7 @@ fn main() -> ExitCode {
         rein::sandbox::helper::main();
     }
     let cli = Cli::parse();
+    let _ = STORE_URL.set(cli.store.clone());
     let _telemetry = match cli::telemetry::install(cli.home.clone(), cli.otel.clone()) {
         Ok(installed) => installed,
         Err(err) => {
@@ -244,9 +250,29 @@ fn say_out(line: &str) -> Result<(), AgentError> {
 /// far above any real one, and `/dev/zero` cannot grow memory without end.
 const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The store `--store` (or `REIN_STORE`) names, set once before any
+/// command runs: every command opens the same one.
+static STORE_URL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// The store: `--store`/`REIN_STORE`, else the home config's `[store]
+/// url` (never a project's: a project must not send a person's
+/// transcripts elsewhere), else the SQLite file in the home.
 async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError> {
     let home = rein::sessions::home::resolve(home)?;
-    Ok(Arc::new(SqliteStore::open_home(&home).await?))
+    let named = match STORE_URL.get().cloned().flatten() {
+        Some(url) => Some(url),
+        None if home.join(rein::config::CONFIG_FILE).exists() => {
+            rein::config::Loaded::load(&home, None)?
+                .file()?
+                .store
+                .map(|spec| spec.url)
+        }
+        None => None,
+    };
+    match named {
+        Some(url) => rein::sessions::open_url(&url).await,
+        None => Ok(Arc::new(SqliteStore::open_home(&home).await?)),
+    }
 }
 
 /// A surface told to end — SIGTERM, or SIGHUP when its terminal closes —

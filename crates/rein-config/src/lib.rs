@@ -32,8 +32,8 @@ pub use layers::{
 };
 pub use spec::{
     AgentSpec, BudgetsSpec, CompactionSpec, ConfigFile, EmbeddingsSpec, HookSpec, MemorySpec,
-    MemoryWrites, NamedAgent, PolicySpec, PriceSpec, SubagentsSpec, TelemetrySpec, ToolsSpec,
-    VerifySpec, schema,
+    MemoryWrites, NamedAgent, PolicySpec, PriceSpec, StoreSpec, SubagentsSpec, TelemetrySpec,
+    ToolsSpec, VerifySpec, schema,
 };
 
 /// The README's snippet, compiled and run as a doc test.

@@ -42,6 +42,21 @@ pub struct ConfigFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
     pub mcp: Option<toml::Table>,
+    /// Where sessions are kept, when not the home's SQLite file. Read
+    /// from the home config only: a project must not send a person's
+    /// transcripts elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreSpec>,
+}
+
+/// `[store]`: the store every command opens (`--store` and `REIN_STORE`
+/// come first).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSpec {
+    /// `postgres://USER@HOST:PORT/DATABASE` (the password from
+    /// `PGPASSWORD`, not here) or `sqlite:PATH`.
+    pub url: String,
 }
 
 /// A named agent: a native definition, or a hosted program.

@@ -18,6 +18,7 @@ mod holder;
 pub mod home;
 mod inbox;
 mod memory;
+mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod projection;
@@ -34,6 +35,7 @@ pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolS
 pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;
+pub use open::open_url;
 #[cfg(feature = "postgres")]
 pub use postgres::{PgStore, redact};
 pub use projection::{history, started_turn};

@@ -27,7 +27,8 @@ pub fn rein_at(home: &std::path::Path) -> Command {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("REIN_OFFLINE")
-        .env_remove("REIN_LOG");
+        .env_remove("REIN_LOG")
+        .env_remove("REIN_STORE");
     cmd
 }
 
