@@ -101,6 +101,11 @@ enum Command {
     },
     /// Long-term memory: see it, search it, add to it, forget from it.
     Memory(cli::memory_cmd::MemoryArgs),
+    /// Stores: copy one into another.
+    Store {
+        #[command(subcommand)]
+        command: cli::store_cmd::StoreCommand,
+    },
     /// Recorded sessions.
     Sessions {
         #[command(subcommand)]
@@ -384,6 +389,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             say_out(&delivered(delivery, &session, "stop asked"))
         }
         Command::Sessions { command } => sessions(cli.home, command, stdout).await,
+        Command::Store { command } => cli::store_cmd::run(command, stdout).await,
         Command::Memory(args) => {
             let home = rein::sessions::home::resolve(cli.home)?;
             cli::memory_cmd::run(args, &home, stdout).await

@@ -10,6 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::serve::{created, served, until, watch};
 use common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
 
 #[test]
@@ -75,74 +76,6 @@ fn the_login_link_opens_the_api_once_and_the_token_comes_from_the_environment() 
     );
 }
 
-/// Runs `rein serve --scripted` with `REIN_SERVE_TOKEN` (its home holds
-/// its config); the process and the API's base address.
-fn served(
-    home: &std::path::Path,
-    root: &std::path::Path,
-    token: &str,
-) -> (std::process::Child, String) {
-    let mut cmd = rein_at(home);
-    cmd.args(["serve", "--scripted", "--root"])
-        .arg(root)
-        .env("REIN_SERVE_TOKEN", token);
-    let (child, lines) = spawn_with_lines(cmd);
-    // A stream that never shows what a test waits for ends with the
-    // server, killed here after two minutes: a failure, never a hang.
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(120));
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid])
-            .status();
-    });
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        let line = lines
-            .recv_timeout(until.saturating_duration_since(Instant::now()))
-            .expect("no address");
-        if let Some(at) = line.find("http://") {
-            let link = line[at..].trim();
-            return (child, link.split("/api/").next().unwrap().to_owned());
-        }
-    }
-}
-
-/// The conversation's event stream, open (its live events from now on).
-fn watch(http: &reqwest::blocking::Client, url: &str, token: &str) -> reqwest::blocking::Response {
-    http.get(url).bearer_auth(token).send().unwrap()
-}
-
-/// The stream's data lines up to the first holding `needle` (that one's
-/// data, parsed).
-fn until(stream: reqwest::blocking::Response, needle: &str) -> serde_json::Value {
-    use std::io::BufRead;
-    let mut seen = Vec::new();
-    for line in std::io::BufReader::new(stream).lines() {
-        let line = line.unwrap();
-        if let Some(data) = line.strip_prefix("data:") {
-            if data.contains(needle) {
-                return serde_json::from_str(data.trim()).unwrap();
-            }
-            seen.push(line);
-        }
-    }
-    panic!("the stream ended without {needle}:\n{}", seen.join("\n"))
-}
-
-/// A new conversation on the server at `base`: its id.
-fn created(http: &reqwest::blocking::Client, base: &str, token: &str) -> String {
-    let created: serde_json::Value = http
-        .post(format!("{base}/api/conversations"))
-        .bearer_auth(token)
-        .json(&serde_json::json!({}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    created["id"].as_str().unwrap().to_owned()
-}
-
 #[test]
 fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_carries_its_ids() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -155,7 +88,7 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     )
     .unwrap();
     let token = "t".repeat(40);
-    let (mut child, base) = served(home.path(), root.path(), &token);
+    let (mut child, base) = served(home.path(), root.path(), &token, &[]);
     let http = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()
@@ -215,7 +148,7 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     // An agent without a sandboxed check of its own runs none a client
     // sends: a client's command never runs on the host.
     let bare = tempfile::tempdir().unwrap();
-    let (mut child, base) = served(bare.path(), root.path(), &token);
+    let (mut child, base) = served(bare.path(), root.path(), &token, &[]);
     let id = created(&http, &base, &token);
     let refused = http
         .post(format!("{base}/api/conversations/{id}/turns"))

@@ -1,11 +1,17 @@
 //! Every command on the store a person names: `--store`, `REIN_STORE`, or
 //! the home config's `[store] url` — here a real PostgreSQL server — and
-//! the home's SQLite file when none is named.
+//! the home's SQLite file when none is named. Two `rein serve` processes
+//! over one database: either lists every conversation, a turn driven by
+//! one streams from the other, a decision posted to the other reaches it,
+//! and the other refuses to drive what the first holds.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 mod common;
 
+use std::time::Duration;
+
+use common::serve::{created, served, until, watch};
 use common::{rein_at, session_of, stderr, stdout};
 use serde_json::Value;
 
@@ -86,4 +92,144 @@ fn a_store_that_cannot_be_opened_is_a_coded_error_without_its_password() {
         assert!(err.contains(&format!("error[{code}]")), "{store}: {err}");
         assert!(!err.contains("hunter2"), "{err}");
     }
+}
+
+#[test]
+fn two_servers_on_one_database_share_a_turn_its_stream_and_its_decision() {
+    let Some(server) = rein_testing::postgres::server() else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let url = server.database();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("notes.txt"), "TODO: the first line\n").unwrap();
+    let token = "t".repeat(40);
+    let (homes, mut children, mut bases) = (
+        [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()],
+        Vec::new(),
+        Vec::new(),
+    );
+    for home in &homes {
+        let (child, base) = served(home.path(), root.path(), &token, &["--store", &url]);
+        children.push(child);
+        bases.push(base);
+    }
+    let (a, b) = (&bases[0], &bases[1]);
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    // Made on A, listed by B.
+    let id = created(&http, a, &token);
+    let listed: Value = http
+        .get(format!("{b}/api/conversations"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(listed.to_string().contains(&id), "{listed}");
+
+    // A turn posted to A streams from B, up to the approval it waits on.
+    let events = format!("{b}/api/conversations/{id}/events");
+    let watching = watch(&http, &events, &token);
+    let posted = http
+        .post(format!("{a}/api/conversations/{id}/turns"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"text": "write notes.txt"}))
+        .send()
+        .unwrap();
+    assert_eq!(posted.status().as_u16(), 202);
+    let asked = until(watching, "approval.requested");
+    let approval = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+
+    // B does not drive a conversation A holds.
+    let refused = http
+        .post(format!("{b}/api/conversations/{id}/turns"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"text": "hello"}))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 423);
+    assert!(refused.text().unwrap().contains("session_locked"));
+
+    // The person's yes, posted to B, reaches the turn A drives.
+    let watching = watch(&http, &events, &token);
+    let decided = http
+        .post(format!("{b}/api/conversations/{id}/approvals/{approval}"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"decision": "yes"}))
+        .send()
+        .unwrap();
+    assert_eq!(decided.status().as_u16(), 200, "{:?}", decided.text());
+    let finished = until(watching, "turn.finished");
+    assert_eq!(finished["data"]["outcome"], "finished", "{finished}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        "written by rein's scripted model\n"
+    );
+    children.iter_mut().for_each(|c| {
+        let _ = c.kill();
+        let _ = c.wait();
+    });
+}
+
+#[test]
+fn a_store_copied_to_postgres_and_back_exports_the_same_bytes() {
+    let Some(server) = rein_testing::postgres::server() else {
+        return;
+    };
+    let url = server.database();
+    let home = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for prompt in ["hello", "what is two plus two"] {
+        let out = rein_at(home.path())
+            .args(["chat", "--scripted", "-p", prompt])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        ids.push(session_of(&out));
+    }
+    let export = |home: &std::path::Path, store: Option<&str>, id: &str| {
+        let mut cmd = rein_at(home);
+        if let Some(store) = store {
+            cmd.args(["--store", store]);
+        }
+        let out = cmd.args(["sessions", "export", id]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out.stdout
+    };
+    let copy = |from: &str, to: &str| {
+        let out = rein_at(home.path())
+            .args(["store", "copy", "--from", from, "--to", to])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let sqlite = format!("sqlite:{}", home.path().join("rein.db").display());
+    let said = copy(&sqlite, &url);
+    assert!(said.contains("copied 2 sessions"), "{said}");
+    let back = tempfile::tempdir().unwrap();
+    let said = copy(
+        &url,
+        &format!("sqlite:{}", back.path().join("rein.db").display()),
+    );
+    assert!(said.contains("copied 2 sessions"), "{said}");
+    for id in &ids {
+        let original = export(home.path(), None, id);
+        assert!(!original.is_empty());
+        assert_eq!(
+            original,
+            export(home.path(), Some(&url), id),
+            "on PostgreSQL"
+        );
+        assert_eq!(original, export(back.path(), None, id), "and back");
+    }
+    // Run again: everything is there already.
+    let said = copy(&sqlite, &url);
+    assert!(
+        said.contains("copied 0 sessions") && said.contains("2 were there already"),
+        "{said}"
+    );
 }

@@ -13,6 +13,7 @@
 //! enforces nothing about a turn's meaning beyond the turn tree's shape.
 
 mod artifact;
+mod copy;
 mod event;
 mod holder;
 pub mod home;
@@ -31,6 +32,7 @@ mod subscribe;
 mod validate;
 
 pub use artifact::hash_hex;
+pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
 pub use holder::ProcessMark;
 pub use inbox::{InboxEntry, InboxItem};

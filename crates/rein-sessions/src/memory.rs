@@ -12,9 +12,9 @@ use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{Event, NewEvent, StoredEvent};
-use crate::projection::{Numbered, TurnChange, number};
+use crate::projection::{Numbered, TurnChange, number, replay};
 use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
-use crate::validate::{check_append, now_ms};
+use crate::validate::{already_there, check_append, check_import, now_ms};
 
 #[derive(Default)]
 struct Session {
@@ -398,5 +398,59 @@ impl Store for MemoryStore {
             )
         })?;
         Ok(slice_of(bytes, slice))
+    }
+
+    async fn artifacts(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ArtifactRef>, AgentError> {
+        let inner = self.lock();
+        let mut refs: Vec<ArtifactRef> = inner
+            .artifacts
+            .values()
+            .map(|(artifact, _)| artifact.clone())
+            .filter(|artifact| after.is_none_or(|after| artifact.hash.as_str() > after))
+            .collect();
+        refs.sort_by(|a, b| a.hash.cmp(&b.hash));
+        refs.truncate(limit);
+        Ok(refs)
+    }
+
+    async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError> {
+        check_import(info, &events)?;
+        let (head_turn, turns, control) = replay(&events);
+        let mut inner = self.lock();
+        if inner
+            .sessions
+            .get(&info.id)
+            .is_some_and(|s| s.info.is_some())
+        {
+            return Err(already_there(&info.id));
+        }
+        if let Some(turn) = turns.iter().find(|t| inner.turn_owner.contains_key(&t.id)) {
+            return Err(already_there(&info.id).with_field("turn_id", turn.id.clone()));
+        }
+        for turn in &turns {
+            inner.turn_owner.insert(turn.id.clone(), info.id.clone());
+        }
+        let at = inner.order.partition_point(|id| id < &info.id);
+        inner.order.insert(at, info.id.clone());
+        inner.commits += 1;
+        inner.sessions.insert(
+            info.id.clone(),
+            Session {
+                info: Some(SessionInfo {
+                    head_seq: events.len() as u64,
+                    head_turn,
+                    ..info.clone()
+                }),
+                events,
+                turns,
+                control,
+                ..Session::default()
+            },
+        );
+        Ok(())
     }
 }

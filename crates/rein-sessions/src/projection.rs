@@ -198,3 +198,25 @@ pub(crate) fn turn_refs(events: &[crate::event::NewEvent]) -> Vec<&str> {
     }
     refs
 }
+
+/// What a whole log projects to, as its appends made it: the head turn,
+/// the turn tree and the control record (a session copied whole from
+/// another store).
+pub(crate) fn replay(events: &[StoredEvent]) -> (Option<String>, Vec<TurnInfo>, ControlRecord) {
+    let mut head_turn = None;
+    let mut control = ControlRecord::default();
+    let mut turns: Vec<TurnInfo> = Vec::new();
+    for event in events {
+        match apply(event, &mut head_turn, &mut control) {
+            Some(TurnChange::Started(turn)) => turns.push(turn),
+            Some(TurnChange::Finished { id, seq, outcome }) => {
+                if let Some(turn) = turns.iter_mut().find(|t| t.id == id) {
+                    turn.finished_seq = Some(seq);
+                    turn.outcome = Some(outcome);
+                }
+            }
+            None => {}
+        }
+    }
+    (head_turn, turns, control)
+}

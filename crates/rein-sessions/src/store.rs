@@ -223,6 +223,22 @@ pub trait Store: Send + Sync {
 
     /// Read an artifact, whole or a slice.
     async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError>;
+
+    /// The artifacts stored, by hash, at most `limit` after `after` (a
+    /// copy of the store pages through them).
+    async fn artifacts(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ArtifactRef>, AgentError>;
+
+    /// Put a session copied whole from another store: its info and its
+    /// log with the numbers and times it has there, the projections made
+    /// as its appends made them, in one transaction. `conflict` when the
+    /// session is here already; `invalid_input` for a log that is not one
+    /// session's from `session.created` on without gaps. Its inbox and
+    /// lease are not copied.
+    async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError>;
 }
 
 /// A session's whole log, read page by page; `session_not_found` for a

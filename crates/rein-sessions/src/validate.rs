@@ -148,3 +148,43 @@ pub(crate) fn check_append(
     }
     Ok(())
 }
+
+/// A session copied whole from another store must be one: its log opens
+/// with `session.created`, is numbered 1, 2, 3, … without gaps, and every
+/// event is this session's.
+pub(crate) fn check_import(
+    info: &crate::store::SessionInfo,
+    events: &[crate::event::StoredEvent],
+) -> Result<(), AgentError> {
+    let bad = |why: String| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!("session {} cannot be copied: {why}", info.id),
+        )
+    };
+    match events.first() {
+        Some(first) if matches!(first.event, Event::SessionCreated { .. }) => {}
+        _ => return Err(bad("its log does not open with session.created".into())),
+    }
+    for (i, event) in events.iter().enumerate() {
+        if event.seq != i as u64 + 1 {
+            return Err(bad(format!("event {} is numbered {}", i + 1, event.seq)));
+        }
+        if event.session_id != info.id {
+            return Err(bad(format!(
+                "event {} is of session {}",
+                event.seq, event.session_id
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The session is in the store already.
+pub(crate) fn already_there(session: &str) -> AgentError {
+    AgentError::new(
+        codes::CONFLICT,
+        format!("session {session} is in the store already; it was not copied again"),
+    )
+    .with_field("session_id", session)
+}

@@ -24,6 +24,7 @@ pub mod run_graph;
 pub mod serve;
 pub mod session_root;
 pub mod sessions_cmd;
+pub mod store_cmd;
 pub mod telemetry;
 pub mod turn;
 pub mod undo;

@@ -6,6 +6,7 @@
 
 pub mod definition;
 pub mod hosted;
+pub mod serve;
 
 use std::io::{BufRead, BufReader, Read as _, Write};
 use std::path::Path;

@@ -386,3 +386,60 @@ pub(super) async fn post(pool: &PgPool, session: &str, item: InboxItem) -> Resul
     commit(tx).await?;
     Ok(to_u64(id))
 }
+
+/// A session copied whole, with its projections, in one transaction (see
+/// [`crate::Store::import`]).
+pub(super) async fn import(
+    pool: &PgPool,
+    info: &crate::store::SessionInfo,
+    events: &[StoredEvent],
+) -> Result<(), AgentError> {
+    crate::validate::check_import(info, events)?;
+    let (head_turn, turns, control) = crate::projection::replay(events);
+    let metadata = to_text(&info.metadata)?;
+    let control = to_text(&control)?;
+    let mut tx = begin(pool).await?;
+    let inserted = sqlx::query(
+        "INSERT INTO sessions (id, created_ms, metadata, head_seq, head_turn, control) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(&info.id)
+    .bind(info.created_ms)
+    .bind(metadata)
+    .bind(to_i64(events.len() as u64))
+    .bind(head_turn)
+    .bind(control)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?
+    .rows_affected();
+    if inserted == 0 {
+        return Err(crate::validate::already_there(&info.id));
+    }
+    for page in events.chunks(1_000) {
+        insert_events(&mut tx, page).await?;
+    }
+    for turn in turns {
+        sqlx::query(
+            "INSERT INTO turns (id, session_id, parent, prompt, started_seq, finished_seq, outcome) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(turn.id)
+        .bind(&info.id)
+        .bind(turn.parent)
+        .bind(turn.prompt)
+        .bind(to_i64(turn.started_seq))
+        .bind(turn.finished_seq.map(to_i64))
+        .bind(turn.outcome.map(|o| o.as_str()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    }
+    commit(tx).await
+}
+
+/// JSON text of a value rein wrote.
+fn to_text(value: &impl serde::Serialize) -> Result<String, AgentError> {
+    serde_json::to_string(value)
+        .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write JSON: {err}")))
+}

@@ -35,6 +35,13 @@ pub(super) enum Write {
         /// Inbox items taken with them.
         take_inbox: Option<u64>,
     },
+    /// A session copied whole from another store.
+    Import {
+        /// Its info there.
+        info: crate::store::SessionInfo,
+        /// Its whole log.
+        events: Vec<StoredEvent>,
+    },
     /// Take a session's lease.
     Acquire {
         /// The session.
@@ -102,6 +109,7 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, Agent
         } => super::leases::acquire(conn, &session, &holder, ttl).map(Done::Lease),
         Write::Renew { lease, ttl } => super::leases::renew(conn, &lease, ttl).map(Done::Lease),
         Write::Release { lease } => super::leases::release(conn, &lease).map(|()| Done::Nothing),
+        Write::Import { info, events } => import(conn, &info, &events).map(|()| Done::Nothing),
         Write::Create { id, metadata } => {
             let text = serde_json::to_string(&metadata).map_err(|err| {
                 AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
@@ -199,27 +207,7 @@ fn append_in(
         head_turn,
         control,
     } = number(session_id, head_seq, head_turn, control, events, now_ms());
-    let mut insert = conn
-        .prepare_cached(
-            "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .map_err(sql_error)?;
-    for event in &stored {
-        let data = serde_json::to_string(&event.event.data()).map_err(|err| {
-            AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}"))
-        })?;
-        insert
-            .execute(params![
-                session_id,
-                to_i64(event.seq),
-                event.at_ms,
-                event.agent_path,
-                event.event.kind(),
-                i64::from(event.event.version()),
-                data
-            ])
-            .map_err(sql_error)?;
-    }
+    insert_events(conn, session_id, &stored)?;
     for change in changes {
         match change {
             TurnChange::Started(turn) => {
@@ -265,4 +253,88 @@ fn append_in(
     })
     .map_err(sql_error)?;
     Ok(stored)
+}
+
+/// JSON text of a value rein wrote.
+fn text(value: &impl serde::Serialize) -> Result<String, AgentError> {
+    serde_json::to_string(value)
+        .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write JSON: {err}")))
+}
+
+/// Insert numbered events of `session_id`.
+fn insert_events(
+    conn: &Connection,
+    session_id: &str,
+    stored: &[StoredEvent],
+) -> Result<(), AgentError> {
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .map_err(sql_error)?;
+    for event in stored {
+        insert
+            .execute(params![
+                session_id,
+                to_i64(event.seq),
+                event.at_ms,
+                event.agent_path,
+                event.event.kind(),
+                i64::from(event.event.version()),
+                text(&event.event.data())?
+            ])
+            .map_err(sql_error)?;
+    }
+    Ok(())
+}
+
+/// Insert a session copied whole, with its projections (see
+/// [`crate::Store::import`]).
+fn import(
+    conn: &Connection,
+    info: &crate::store::SessionInfo,
+    events: &[StoredEvent],
+) -> Result<(), AgentError> {
+    crate::validate::check_import(info, events)?;
+    let (head_turn, turns, control) = crate::projection::replay(events);
+    let exists: Option<i64> = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?")
+        .and_then(|mut s| s.query_row([&info.id], |r| r.get(0)).optional())
+        .map_err(sql_error)?;
+    if exists.is_some() {
+        return Err(crate::validate::already_there(&info.id));
+    }
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, created_ms, metadata, head_seq, head_turn, control) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .map_err(sql_error)?
+    .execute(params![
+        info.id,
+        info.created_ms,
+        text(&info.metadata)?,
+        to_i64(events.len() as u64),
+        head_turn,
+        text(&control)?
+    ])
+    .map_err(sql_error)?;
+    insert_events(conn, &info.id, events)?;
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO turns (id, session_id, parent, prompt, started_seq, finished_seq, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .map_err(sql_error)?;
+    for turn in turns {
+        insert
+            .execute(params![
+                turn.id,
+                info.id,
+                turn.parent,
+                turn.prompt,
+                to_i64(turn.started_seq),
+                turn.finished_seq.map(to_i64),
+                turn.outcome.map(|o| o.as_str())
+            ])
+            .map_err(sql_error)?;
+    }
+    Ok(())
 }

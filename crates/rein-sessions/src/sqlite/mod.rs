@@ -523,4 +523,38 @@ impl Store for SqliteStore {
             )
         })
     }
+
+    async fn artifacts(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ArtifactRef>, AgentError> {
+        let rows = sqlx::query(
+            "SELECT hash, size, media_type FROM artifacts WHERE hash > ? ORDER BY hash LIMIT ?",
+        )
+        .bind(after.unwrap_or_default())
+        .bind(to_i64(limit as u64))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|row| {
+                Ok(ArtifactRef {
+                    hash: row.try_get("hash").map_err(db_error)?,
+                    size: to_u64(row.try_get("size").map_err(db_error)?),
+                    media_type: row.try_get("media_type").map_err(db_error)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError> {
+        self.writer
+            .commit(Write::Import {
+                info: info.clone(),
+                events,
+            })
+            .await
+            .map(|_| ())
+    }
 }
