@@ -39,7 +39,7 @@ pub use inbox::{InboxEntry, InboxItem};
 pub use memory::MemoryStore;
 pub use open::open_url;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgStore, redact};
+pub use postgres::{Claim, ClaimedTask, PgStore, TaskResult, WorkQueue, redact};
 pub use projection::{history, started_turn};
 pub use record::{Acted, Pressure};
 #[cfg(feature = "sqlite")]

@@ -223,7 +223,7 @@ async fn a_database_of_a_newer_schema_is_refused_and_left_as_it_is() {
         .fetch_one(&admin)
         .await
         .unwrap();
-    assert_eq!(versions, 2, "nothing migrated");
+    assert_eq!(versions, 3, "nothing migrated");
 }
 
 #[tokio::test]
@@ -235,4 +235,122 @@ async fn a_bad_url_is_a_coded_error_that_shows_no_password() {
     assert!(!err.to_string().contains("hunter2"), "{err}");
     let err = PgStore::open("not a url").await.unwrap_err();
     assert_eq!(err.code, codes::INVALID_INPUT, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workers_claim_each_task_once_a_lapsed_claim_is_taken_and_only_its_holder_completes() {
+    let Some((_, stores)) = stores(4).await else {
+        return;
+    };
+    let graph = stores[0].create_session(json!({})).await.unwrap().id;
+    let queue = stores[0].queue();
+    for n in 0..40 {
+        queue
+            .enqueue(&graph, &format!("t{n:02}"), 1, "{}")
+            .await
+            .unwrap();
+    }
+    // Four workers on four stores claim at once: each task goes to one.
+    let mut claiming = Vec::new();
+    for (w, store) in stores.iter().enumerate() {
+        let queue = store.queue();
+        claiming.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(task) = queue
+                .claim_task(&format!("w{w}"), Duration::from_secs(60))
+                .await
+                .unwrap()
+            {
+                assert!(queue.complete(&task.claim, true, "ok").await.unwrap());
+                mine.push(task.claim.task);
+            }
+            mine
+        }));
+    }
+    let mut all = Vec::new();
+    for worker in claiming {
+        all.extend(worker.await.unwrap());
+    }
+    all.sort();
+    assert_eq!(all.len(), 40);
+    all.dedup();
+    assert_eq!(all.len(), 40, "no task claimed twice");
+
+    // A claim that lapses is taken by the next worker; the first one's
+    // renewal and result are refused, the second's taken once.
+    queue.enqueue(&graph, "slow", 1, "{\"n\":1}").await.unwrap();
+    let first = queue
+        .claim_task("dies", Duration::from_millis(200))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        queue
+            .claim_task("other", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = stores[1]
+        .queue()
+        .claim_task("lives", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((second.claim.task.as_str(), second.claims), ("slow", 2));
+    assert_eq!(second.payload, "{\"n\":1}");
+    assert!(
+        !queue
+            .renew_task(&first.claim, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert!(!queue.complete(&first.claim, true, "late").await.unwrap());
+    assert!(queue.complete(&second.claim, true, "kept").await.unwrap());
+    assert!(!queue.complete(&second.claim, true, "twice").await.unwrap());
+    assert_eq!(
+        queue.result(&graph, "slow", 1).await.unwrap(),
+        rein_sessions::TaskResult::Done {
+            ok: true,
+            result: "kept".into()
+        }
+    );
+
+    // A graph is driven by one process at a time; a lapsed driver's graph
+    // is taken over; a finished one is not offered again.
+    queue.submit_graph(&graph).await.unwrap();
+    let driver = queue
+        .claim_graph("a", Duration::from_millis(200))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        queue
+            .claim_graph("b", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let taken = queue
+        .claim_graph("b", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !queue
+            .renew_graph(&driver, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    queue.finish_graph(&taken).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(
+        queue
+            .claim_graph("c", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

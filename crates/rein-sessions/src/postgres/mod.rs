@@ -32,9 +32,11 @@ use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store,
 use crate::{InboxEntry, InboxItem, Posted};
 
 mod live;
+mod queue;
 mod write;
 
 use live::Live;
+pub use queue::{Claim, ClaimedTask, TaskResult, WorkQueue};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations-postgres");
 
@@ -113,6 +115,11 @@ impl PgStore {
         })?;
         let live = Live::start(pool.clone(), options);
         Ok(PgStore { pool, live })
+    }
+
+    /// The work shared by the processes on this database (`rein worker`).
+    pub fn queue(&self) -> WorkQueue {
+        WorkQueue::new(self.pool.clone())
     }
 
     /// Close the pool (waits for connections to be returned).
