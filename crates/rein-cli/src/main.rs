@@ -3,7 +3,6 @@
 use std::io::{IsTerminal, Read, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 mod cli;
@@ -12,7 +11,6 @@ use cli::chat::{ChatOptions, run};
 use cli::decode_cmd::decode_to;
 use cli::sessions_cmd;
 use rein::gateway::WireApi;
-use rein::sessions::{SqliteStore, Store};
 use rein::wire::{AgentError, error::codes};
 
 /// rein, an agent harness runtime.
@@ -49,6 +47,9 @@ enum Command {
     /// Run a task graph (a TOML file): each task a conversation, in parallel
     /// where the graph allows.
     Run(cli::run_graph::RunOptions),
+    /// Run graphs' work from a PostgreSQL store, beside other workers on
+    /// any machine (`rein run --detach` hands a graph to them).
+    Worker(cli::worker::WorkerOptions),
     /// Serve conversations over HTTP (a JSON API and an event stream) on
     /// 127.0.0.1; prints a one-time login link.
     Serve(cli::serve::ServeOptions),
@@ -193,7 +194,7 @@ fn main() -> ExitCode {
         rein::sandbox::helper::main();
     }
     let cli = Cli::parse();
-    let _ = STORE_URL.set(cli.store.clone());
+    cli::stores::name(cli.store.clone());
     let _telemetry = match cli::telemetry::install(cli.home.clone(), cli.otel.clone()) {
         Ok(installed) => installed,
         Err(err) => {
@@ -255,31 +256,6 @@ fn say_out(line: &str) -> Result<(), AgentError> {
 /// far above any real one, and `/dev/zero` cannot grow memory without end.
 const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The store `--store` (or `REIN_STORE`) names, set once before any
-/// command runs: every command opens the same one.
-static STORE_URL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-
-/// The store: `--store`/`REIN_STORE`, else the home config's `[store]
-/// url` (never a project's: a project must not send a person's
-/// transcripts elsewhere), else the SQLite file in the home.
-async fn open_store(home: Option<PathBuf>) -> Result<Arc<dyn Store>, AgentError> {
-    let home = rein::sessions::home::resolve(home)?;
-    let named = match STORE_URL.get().cloned().flatten() {
-        Some(url) => Some(url),
-        None if home.join(rein::config::CONFIG_FILE).exists() => {
-            rein::config::Loaded::load(&home, None)?
-                .file()?
-                .store
-                .map(|spec| spec.url)
-        }
-        None => None,
-    };
-    match named {
-        Some(url) => rein::sessions::open_url(&url).await,
-        None => Ok(Arc::new(SqliteStore::open_home(&home).await?)),
-    }
-}
-
 /// A surface told to end — SIGTERM, or SIGHUP when its terminal closes —
 /// takes what it started along: every sandboxed command's group and every
 /// hosted program's, then exits. (`rein agents run` stops its run itself,
@@ -316,7 +292,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
     match cli.command {
         Command::Chat(mut options) => {
             options.home = cli.home.clone();
-            let store = open_store(cli.home).await?;
+            let store = cli::stores::open(cli.home).await?;
             let stdin = std::io::stdin();
             if stdin.is_terminal() && options.prompt.is_none() {
                 let editor = cli::chat::Editor::new()?;
@@ -335,17 +311,30 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
         Command::Config { command } => cli::config_cmd::run(command, cli.home, stdout),
         Command::Run(mut options) => {
             options.home = cli.home.clone();
-            let store = open_store(cli.home).await?;
+            if let Some(graph) = &options.watch {
+                let store = cli::stores::open(cli.home).await?;
+                return cli::run_remote::watch(graph, store, stdout).await;
+            }
+            if let (true, Some(file)) = (options.detach, &options.file) {
+                let pg = cli::stores::open_shared(cli.home, "rein run --detach").await?;
+                return cli::run_remote::detach(file, pg, stdout).await;
+            }
+            let store = cli::stores::open(cli.home).await?;
             cli::run_graph::run(options, store, stdout, &mut std::io::stderr()).await
+        }
+        Command::Worker(mut options) => {
+            options.home = cli.home.clone();
+            let pg = cli::stores::open_shared(cli.home, "rein worker").await?;
+            cli::worker::run(options, pg, Box::new(std::io::stderr())).await
         }
         Command::Serve(mut options) => {
             options.home = cli.home.clone();
-            let store = open_store(cli.home).await?;
+            let store = cli::stores::open(cli.home).await?;
             cli::serve::run(options, store, &mut std::io::stderr()).await
         }
         Command::Acp(mut options) => {
             options.home = cli.home.clone();
-            let store = open_store(cli.home).await?;
+            let store = cli::stores::open(cli.home).await?;
             cli::acp::serve(options, store).await
         }
         Command::Agents { command } => agents(cli.home, command, stdout).await,
@@ -358,7 +347,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
                 approval_wait,
                 approve_by_elicitation,
             } => {
-                let store = open_store(cli.home.clone()).await?;
+                let store = cli::stores::open(cli.home.clone()).await?;
                 let options = cli::mcp::ServeOptions {
                     home: cli.home,
                     root,
@@ -377,13 +366,13 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             always,
         } => approve(cli.home, &session, approval, decision, always).await,
         Command::Say { session, text } => {
-            let store = open_store(cli.home).await?;
+            let store = cli::stores::open(cli.home).await?;
             let surface = rein::approvals::Surface::command("say");
             let delivery = rein::approvals::say(store.as_ref(), &session, &text, &surface).await?;
             say_out(&delivered(delivery, &session, "said"))
         }
         Command::Stop { session } => {
-            let store = open_store(cli.home).await?;
+            let store = cli::stores::open(cli.home).await?;
             let surface = rein::approvals::Surface::command("stop");
             let delivery = rein::approvals::stop(store.as_ref(), &session, &surface).await?;
             say_out(&delivered(delivery, &session, "stop asked"))
@@ -397,7 +386,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
         Command::Trace {
             command: TraceCommand::Report { id, json },
         } => {
-            let store = open_store(cli.home).await?;
+            let store = cli::stores::open(cli.home).await?;
             sessions_cmd::report(store.as_ref(), &id, json, stdout).await
         }
         Command::Wire {
@@ -422,7 +411,7 @@ async fn approve(
     let (approval, decision) = match (approval, decision) {
         (Some(approval), Some(decision)) => (approval, decision),
         (None, None) => {
-            let store = open_store(home).await?;
+            let store = cli::stores::open(home).await?;
             let waiting = rein::approvals::waiting(store.as_ref(), session).await?;
             if waiting.is_empty() {
                 return say_out(&format!("nothing waits for a decision in {session}"));
@@ -454,7 +443,7 @@ async fn approve(
         }
     };
     let answer = rein::approvals::Answer::decided(&decision, always)?;
-    let store = open_store(home).await?;
+    let store = cli::stores::open(home).await?;
     let delivery = rein::approvals::decide(
         store.as_ref(),
         session,
@@ -480,7 +469,7 @@ async fn sessions(
     command: SessionsCommand,
     stdout: &mut std::io::Stdout,
 ) -> Result<(), AgentError> {
-    let store = open_store(home).await?;
+    let store = cli::stores::open(home).await?;
     let store = store.as_ref();
     match command {
         SessionsCommand::List { limit, json } => {
@@ -531,7 +520,7 @@ async fn agents(
             cwd,
             command,
         } => {
-            let store = open_store(home.clone()).await?;
+            let store = cli::stores::open(home.clone()).await?;
             let args = cli::agents::RunArgs {
                 agent,
                 prompt,
@@ -552,7 +541,7 @@ async fn agents(
         }
         cli::agents::AgentsCommand::List { limit } => {
             let dir = rein::sessions::home::resolve(home.clone())?;
-            let store = open_store(home).await?;
+            let store = cli::stores::open(home).await?;
             cli::agents::list(&dir, store.as_ref(), limit, stdout).await
         }
     }

@@ -284,6 +284,13 @@ impl GraphRecord {
     pub async fn finish(self, outcome: GraphOutcome) -> Result<(), AgentError> {
         let finished = Event::GraphFinished { outcome };
         let _ = self.events.send((Some(finished), None));
+        self.close().await
+    }
+
+    /// Write what is queued and give the session back with no end
+    /// recorded: the graph is left for another process to run (`rein run
+    /// --detach` hands it to the workers).
+    pub async fn close(self) -> Result<(), AgentError> {
         let GraphRecord { events, writer, .. } = self;
         // The writer ends once every sender is gone (observers the
         // scheduler held are dropped with it).

@@ -44,7 +44,7 @@ const MAX_GRAPH_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunOptions {
     /// The graph file (TOML: `[graph]` settings, `[[task]]` tables).
-    #[arg(required_unless_present = "resume")]
+    #[arg(required_unless_present_any = ["resume", "watch"])]
     pub file: Option<PathBuf>,
     /// Run the graph recorded in this session again: tasks that succeeded
     /// are kept, the rest run.
@@ -63,6 +63,14 @@ pub struct RunOptions {
     /// in a task names any native agent of the config).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
+    /// Hand the graph to the workers of a PostgreSQL store (`rein
+    /// worker`): record it, print its id, and end.
+    #[arg(long, requires = "file")]
+    pub detach: bool,
+    /// Follow a graph the workers run, until it ends (exit 0 when every
+    /// task succeeded).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["file", "resume", "detach"])]
+    pub watch: Option<String>,
     /// Where rein's config lives (set by `rein` from `--home`).
     #[arg(skip)]
     pub home: Option<PathBuf>,
@@ -75,7 +83,7 @@ fn io_error(err: std::io::Error) -> AgentError {
     )
 }
 
-fn read_graph(path: &PathBuf) -> Result<GraphSpec, AgentError> {
+pub(super) fn read_graph(path: &std::path::Path) -> Result<GraphSpec, AgentError> {
     let file = std::fs::File::open(path).map_err(io_error)?;
     let mut text = String::new();
     std::io::Read::read_to_string(
@@ -259,7 +267,7 @@ fn print_answers(
 }
 
 /// The run's result: a cancelled or failed graph says how to go on.
-fn ending(outcome: GraphOutcome, graph_session: &str) -> Result<(), AgentError> {
+pub(super) fn ending(outcome: GraphOutcome, graph_session: &str) -> Result<(), AgentError> {
     match outcome {
         GraphOutcome::Succeeded => Ok(()),
         GraphOutcome::Cancelled => Err(AgentError::new(
