@@ -114,9 +114,12 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, Agent
             let text = serde_json::to_string(&metadata).map_err(|err| {
                 AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
             })?;
-            conn.prepare_cached("INSERT INTO sessions (id, created_ms, metadata) VALUES (?, ?, ?)")
-                .and_then(|mut s| s.execute(params![id, now_ms(), text]))
-                .map_err(sql_error)?;
+            conn.prepare_cached(
+                "INSERT INTO sessions (id, created_ms, metadata, key) \
+                 VALUES (?, ?, ?, (SELECT COALESCE(MAX(key), 0) + 1 FROM sessions))",
+            )
+            .and_then(|mut s| s.execute(params![id, now_ms(), text]))
+            .map_err(sql_error)?;
             append_in(
                 conn,
                 &id,
@@ -177,16 +180,19 @@ fn append_in(
     session_id: &str,
     events: Vec<NewEvent>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
-    let (head_seq, head_turn, control_text): (i64, Option<String>, String) = conn
-        .prepare_cached("SELECT head_seq, head_turn, control FROM sessions WHERE id = ?")
+    let (head_seq, head_turn, control_text, key): (i64, Option<String>, String, i64) = conn
+        .prepare_cached("SELECT head_seq, head_turn, control, key FROM sessions WHERE id = ?")
         .and_then(|mut s| {
-            s.query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()
+            s.query_row([session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
         })
         .map_err(sql_error)?
         .ok_or_else(|| not_found(session_id))?;
     let head_seq = to_u64(head_seq);
-    let control: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
+    let before: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
+    let control = before.clone();
 
     // Which session each referenced turn belongs to.
     let mut owners: HashMap<String, String> = HashMap::new();
@@ -207,7 +213,7 @@ fn append_in(
         head_turn,
         control,
     } = number(session_id, head_seq, head_turn, control, events, now_ms());
-    insert_events(conn, session_id, &stored)?;
+    insert_events(conn, key, &stored)?;
     for change in changes {
         match change {
             TurnChange::Started(turn) => {
@@ -234,24 +240,20 @@ fn append_in(
             }
         }
     }
-    let control_text = serde_json::to_string(&control).map_err(|err| {
-        AgentError::new(
-            codes::INTERNAL,
-            format!("cannot write the control record: {err}"),
+    let head = to_i64(head_seq + stored.len() as u64);
+    // The control record is written only when it changed: most appends
+    // leave it as it was.
+    let updated = if control == before {
+        conn.prepare_cached("UPDATE sessions SET head_seq = ?, head_turn = ? WHERE id = ?")
+            .and_then(|mut s| s.execute(params![head, head_turn, session_id]))
+    } else {
+        let control = text(&control)?;
+        conn.prepare_cached(
+            "UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?",
         )
-    })?;
-    conn.prepare_cached(
-        "UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            to_i64(head_seq + stored.len() as u64),
-            head_turn,
-            control_text,
-            session_id
-        ])
-    })
-    .map_err(sql_error)?;
+        .and_then(|mut s| s.execute(params![head, head_turn, control, session_id]))
+    };
+    updated.map_err(sql_error)?;
     Ok(stored)
 }
 
@@ -261,21 +263,18 @@ fn text(value: &impl serde::Serialize) -> Result<String, AgentError> {
         .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write JSON: {err}")))
 }
 
-/// Insert numbered events of `session_id`.
-fn insert_events(
-    conn: &Connection,
-    session_id: &str,
-    stored: &[StoredEvent],
-) -> Result<(), AgentError> {
+/// Insert numbered events of the session whose key is `key`, at the end
+/// of the shared log.
+fn insert_events(conn: &Connection, key: i64, stored: &[StoredEvent]) -> Result<(), AgentError> {
     let mut insert = conn
         .prepare_cached(
-            "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO log (session, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .map_err(sql_error)?;
     for event in stored {
         insert
             .execute(params![
-                session_id,
+                key,
                 to_i64(event.seq),
                 event.at_ms,
                 event.agent_path,
@@ -305,7 +304,8 @@ fn import(
         return Err(crate::validate::already_there(&info.id));
     }
     conn.prepare_cached(
-        "INSERT INTO sessions (id, created_ms, metadata, head_seq, head_turn, control) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO sessions (id, created_ms, metadata, head_seq, head_turn, control, key) \
+         VALUES (?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(key), 0) + 1 FROM sessions))",
     )
     .map_err(sql_error)?
     .execute(params![
@@ -317,7 +317,11 @@ fn import(
         text(&control)?
     ])
     .map_err(sql_error)?;
-    insert_events(conn, &info.id, events)?;
+    let key: i64 = conn
+        .prepare_cached("SELECT key FROM sessions WHERE id = ?")
+        .and_then(|mut s| s.query_row([&info.id], |r| r.get(0)))
+        .map_err(sql_error)?;
+    insert_events(conn, key, events)?;
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO turns (id, session_id, parent, prompt, started_seq, finished_seq, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -353,8 +353,9 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, AgentError> {
         let rows = sqlx::query(
-            "SELECT session_id, seq, at_ms, agent_path, kind, version, data FROM events \
-             WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            "SELECT s.id AS session_id, l.seq, l.at_ms, l.agent_path, l.kind, l.version, l.data \
+             FROM log l JOIN sessions s ON s.key = l.session \
+             WHERE s.id = ? AND l.seq >= ? ORDER BY l.seq LIMIT ?",
         )
         .bind(session)
         .bind(to_i64(from))
