@@ -25,6 +25,8 @@ mod postgres;
 mod projection;
 mod record;
 pub mod recovery;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod rows;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;

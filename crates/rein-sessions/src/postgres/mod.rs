@@ -22,12 +22,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rein_wire::{AgentError, error::codes};
 use serde_json::Value;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Row};
 use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
-use crate::event::{Event, NewEvent, StoredEvent};
+use crate::event::{NewEvent, StoredEvent};
 use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
 use crate::{InboxEntry, InboxItem, Posted};
 
@@ -175,31 +175,6 @@ async fn check_schema(pool: &PgPool) -> Result<(), AgentError> {
     }
 }
 
-fn info_from_row(row: &PgRow) -> Result<SessionInfo, AgentError> {
-    let metadata: String = row.try_get("metadata").map_err(db_error)?;
-    Ok(SessionInfo {
-        id: row.try_get("id").map_err(db_error)?,
-        created_ms: row.try_get("created_ms").map_err(db_error)?,
-        metadata: serde_json::from_str(&metadata).unwrap_or(Value::Null),
-        head_seq: to_u64(row.try_get("head_seq").map_err(db_error)?),
-        head_turn: row.try_get("head_turn").map_err(db_error)?,
-    })
-}
-
-pub(super) fn event_from_row(row: &PgRow) -> Result<StoredEvent, AgentError> {
-    let kind: String = row.try_get("kind").map_err(db_error)?;
-    let version: i64 = row.try_get("version").map_err(db_error)?;
-    let data: String = row.try_get("data").map_err(db_error)?;
-    let data: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
-    Ok(StoredEvent {
-        session_id: row.try_get("session_id").map_err(db_error)?,
-        seq: to_u64(row.try_get("seq").map_err(db_error)?),
-        at_ms: row.try_get("at_ms").map_err(db_error)?,
-        agent_path: row.try_get("agent_path").map_err(db_error)?,
-        event: Event::from_parts(&kind, u32::try_from(version).unwrap_or(u32::MAX), data),
-    })
-}
-
 /// Events of `session` with `seq >= from`, in order, at most `limit`.
 pub(super) async fn read_events(
     pool: &PgPool,
@@ -217,7 +192,7 @@ pub(super) async fn read_events(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    rows.iter().map(event_from_row).collect()
+    rows.iter().map(crate::rows::event).collect()
 }
 
 #[async_trait]
@@ -238,7 +213,7 @@ impl Store for PgStore {
         .await
         .map_err(db_error)?
         .ok_or_else(|| not_found(id))?;
-        info_from_row(&row)
+        crate::rows::session(&row)
     }
 
     async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, AgentError> {
@@ -249,7 +224,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(info_from_row).collect()
+        rows.iter().map(crate::rows::session).collect()
     }
 
     async fn append(
@@ -289,24 +264,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter()
-            .map(|row| {
-                Ok(TurnInfo {
-                    id: row.try_get("id").map_err(db_error)?,
-                    parent: row.try_get("parent").map_err(db_error)?,
-                    prompt: row.try_get("prompt").map_err(db_error)?,
-                    started_seq: to_u64(row.try_get("started_seq").map_err(db_error)?),
-                    finished_seq: row
-                        .try_get::<Option<i64>, _>("finished_seq")
-                        .map_err(db_error)?
-                        .map(to_u64),
-                    outcome: row
-                        .try_get::<Option<String>, _>("outcome")
-                        .map_err(db_error)?
-                        .and_then(|word| rein_wire::Ending::named(&word)),
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::turn).collect()
     }
 
     async fn control(&self, session: &str) -> Result<ControlRecord, AgentError> {
@@ -360,20 +318,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        let mut entries = Vec::with_capacity(rows.len());
-        for row in rows {
-            let text: String = row.try_get("item").map_err(db_error)?;
-            // An item this rein cannot read is left for a newer one.
-            let Ok(item) = serde_json::from_str::<InboxItem>(&text) else {
-                continue;
-            };
-            entries.push(InboxEntry {
-                id: to_u64(row.try_get("id").map_err(db_error)?),
-                at_ms: row.try_get("at_ms").map_err(db_error)?,
-                item,
-            });
-        }
-        Ok(entries)
+        crate::rows::inbox(&rows)
     }
 
     async fn take_inbox(
@@ -458,15 +403,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter()
-            .map(|row| {
-                Ok(ArtifactRef {
-                    hash: row.try_get("hash").map_err(db_error)?,
-                    size: to_u64(row.try_get("size").map_err(db_error)?),
-                    media_type: row.try_get("media_type").map_err(db_error)?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::artifact).collect()
     }
 
     async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError> {

@@ -45,20 +45,7 @@ impl SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        let mut entries = Vec::with_capacity(rows.len());
-        for row in rows {
-            let text: String = row.try_get("item").map_err(db_error)?;
-            // An item this rein cannot read is left for a newer one.
-            let Ok(item) = serde_json::from_str::<InboxItem>(&text) else {
-                continue;
-            };
-            entries.push(InboxEntry {
-                id: to_u64(row.try_get("id").map_err(db_error)?),
-                at_ms: row.try_get("at_ms").map_err(db_error)?,
-                item,
-            });
-        }
-        Ok(entries)
+        crate::rows::inbox(&rows)
     }
 
     pub(super) async fn take_items(
