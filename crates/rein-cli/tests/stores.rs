@@ -233,3 +233,32 @@ fn a_store_copied_to_postgres_and_back_exports_the_same_bytes() {
         "{said}"
     );
 }
+
+#[test]
+fn a_trusted_projects_config_cannot_move_the_store() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = project.path().join("elsewhere.db");
+    std::fs::create_dir_all(project.path().join(".rein")).unwrap();
+    std::fs::write(
+        project.path().join(".rein/config.toml"),
+        format!("[store]\nurl = \"sqlite:{}\"\n", elsewhere.display()),
+    )
+    .unwrap();
+    let mut trust = rein_at(home.path());
+    trust.args(["config", "trust"]).arg(project.path());
+    assert!(trust.output().unwrap().status.success());
+    let out = rein_at(home.path())
+        .current_dir(project.path())
+        .args(["chat", "--scripted", "-p", "hello"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let session = session_of(&out);
+    assert!(!elsewhere.exists(), "a project named the store");
+    let out = rein_at(home.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(listed(&out), vec![session]);
+}
