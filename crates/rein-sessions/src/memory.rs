@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{Event, NewEvent, StoredEvent};
-use crate::projection::{Numbered, TurnChange, number, replay};
+use crate::projection::{Numbered, number, replay};
 use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
 use crate::validate::{already_there, check_append, check_import, now_ms};
 
@@ -147,15 +147,7 @@ fn append_locked(
     );
     let mut turns = session.turns.clone();
     for change in changes {
-        match change {
-            TurnChange::Started(turn) => turns.push(turn),
-            TurnChange::Finished { id, seq, outcome } => {
-                if let Some(turn) = turns.iter_mut().find(|t| t.id == id) {
-                    turn.finished_seq = Some(seq);
-                    turn.outcome = Some(outcome);
-                }
-            }
-        }
+        change.apply_to(&mut turns);
     }
     // All checks passed: commit.
     *commits += 1;

@@ -207,16 +207,24 @@ pub(crate) fn replay(events: &[StoredEvent]) -> (Option<String>, Vec<TurnInfo>, 
     let mut control = ControlRecord::default();
     let mut turns: Vec<TurnInfo> = Vec::new();
     for event in events {
-        match apply(event, &mut head_turn, &mut control) {
-            Some(TurnChange::Started(turn)) => turns.push(turn),
-            Some(TurnChange::Finished { id, seq, outcome }) => {
+        if let Some(change) = apply(event, &mut head_turn, &mut control) {
+            change.apply_to(&mut turns);
+        }
+    }
+    (head_turn, turns, control)
+}
+
+impl TurnChange {
+    /// Make this change to a session's turns, held in memory.
+    pub(crate) fn apply_to(self, turns: &mut Vec<TurnInfo>) {
+        match self {
+            TurnChange::Started(turn) => turns.push(turn),
+            TurnChange::Finished { id, seq, outcome } => {
                 if let Some(turn) = turns.iter_mut().find(|t| t.id == id) {
                     turn.finished_seq = Some(seq);
                     turn.outcome = Some(outcome);
                 }
             }
-            None => {}
         }
     }
-    (head_turn, turns, control)
 }

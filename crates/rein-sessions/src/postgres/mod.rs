@@ -86,26 +86,22 @@ impl PgStore {
         })?;
         // One connection first: a wrong address or password fails at once
         // instead of after the pool's retries.
+        let unreachable = |err: sqlx::Error| {
+            AgentError::new(
+                codes::STORE_UNAVAILABLE,
+                format!("cannot reach the store at {}: {err}", redact(url)),
+            )
+        };
         let first = sqlx::PgConnection::connect_with(&options)
             .await
-            .map_err(|err| {
-                AgentError::new(
-                    codes::STORE_UNAVAILABLE,
-                    format!("cannot reach the store at {}: {err}", redact(url)),
-                )
-            })?;
+            .map_err(unreachable)?;
         let _ = first.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.clone())
             .await
-            .map_err(|err| {
-                AgentError::new(
-                    codes::STORE_UNAVAILABLE,
-                    format!("cannot reach the store at {}: {err}", redact(url)),
-                )
-            })?;
+            .map_err(unreachable)?;
         check_schema(&pool).await?;
         MIGRATOR.run(&pool).await.map_err(|err| {
             AgentError::new(
