@@ -107,7 +107,16 @@ impl axum::serve::Listener for Bounded {
                 continue;
             };
             match self.listener.accept().await {
-                Ok((io, addr)) => return (Held::new(io, place), addr),
+                Ok((io, addr)) => {
+                    // Each event of a stream goes out when written: with
+                    // Nagle's algorithm a small write waits for the
+                    // client's delayed ACK, ~40 ms on Linux — which the
+                    // first token through `rein serve` paid every time.
+                    if let Err(err) = io.set_nodelay(true) {
+                        tracing::warn!(error = %err, "TCP_NODELAY could not be set");
+                    }
+                    return (Held::new(io, place), addr);
+                }
                 Err(err) => {
                     tracing::warn!(error = %err, "accepting a connection failed");
                     tokio::time::sleep(ACCEPT_RETRY).await;
@@ -166,5 +175,31 @@ impl AsyncWrite for Held {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+    use std::sync::Arc;
+
+    use axum::serve::Listener;
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::Semaphore;
+
+    use super::Bounded;
+
+    #[tokio::test]
+    async fn an_accepted_connection_sends_small_writes_at_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut bounded = Bounded {
+            listener,
+            places: Arc::new(Semaphore::new(1)),
+        };
+        let _client = TcpStream::connect(addr).await.unwrap();
+        let (held, _) = bounded.accept().await;
+        assert!(held.io.nodelay().unwrap());
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! Not here: the MCP machinery (`rein-mcp`).
 
+use axum::serve::ListenerExt;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -207,7 +208,9 @@ pub async fn serve(
             };
             let app = served.router(cancel.clone(), guard);
             tokio::select! {
-                served = axum::serve(listener, app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
+                // Each streamed message goes out when written (no Nagle
+                // wait for the client's delayed ACK).
+                served = axum::serve(listener.tap_io(|tcp| { let _ = tcp.set_nodelay(true); }), app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
                 _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) }
             }
         }

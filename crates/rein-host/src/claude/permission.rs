@@ -16,6 +16,7 @@
 //!
 //! Not here: recording or deciding (`crate::asks`), the person's surface.
 
+use axum::serve::ListenerExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -77,6 +78,10 @@ impl PermissionServer {
         let router = router(approver, cancel.clone(), port, token.clone());
         let stop = cancel.clone();
         tokio::spawn(async move {
+            // Answers go out when written (no Nagle wait).
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, router)
                 .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await;
