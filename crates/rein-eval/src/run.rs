@@ -186,11 +186,29 @@ fn files_of(case: &Case) -> Vec<(String, String)> {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     for i in 0..case.backend.generated {
+        let name = format!("f{i}.txt");
+        // A file the case gives by name is kept: the generated filler
+        // must not overwrite the one file a task is about.
+        if case.backend.files.contains_key(&name) {
+            continue;
+        }
         let line = format!("file {i}: lorem ipsum dolor sit amet, consectetur adipiscing. ");
-        let body = line.repeat(case.backend.generated_bytes.div_ceil(line.len()).max(1));
-        files.push((format!("f{i}.txt"), body));
+        let mut body = line.repeat(case.backend.generated_bytes.div_ceil(line.len()).max(1));
+        if case.backend.generated_trail {
+            body.push_str(&trail(i, case.backend.generated));
+        }
+        files.push((name, body));
     }
     files
+}
+
+/// The line that ends generated file `i` of `n` on a trail.
+fn trail(i: usize, n: usize) -> String {
+    if i + 1 < n {
+        format!("Next: read f{}.txt.", i + 1)
+    } else {
+        "This is the last file.".to_owned()
+    }
 }
 
 async fn execute(
@@ -449,4 +467,48 @@ fn case_agent(
         agent.bounds.max_string = agent.bounds.max_string.max(chars);
     }
     agent
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+    use crate::suite::SuiteFile;
+
+    #[test]
+    fn a_file_given_by_name_is_not_overwritten_by_the_generated_ones() {
+        let suite: SuiteFile = toml::from_str(
+            r#"
+            [[case]]
+            name = "c"
+            turns = ["which file mentions BLUE?"]
+            backend.generated = 5
+            backend.files = { "f3.txt" = "the sea is BLUE" }
+            "#,
+        )
+        .unwrap();
+        let files = super::files_of(&suite.cases[0]);
+        let f3: Vec<_> = files.iter().filter(|(name, _)| name == "f3.txt").collect();
+        assert_eq!(f3.len(), 1, "{files:?}");
+        assert_eq!(f3[0].1, "the sea is BLUE");
+        assert_eq!(files.len(), 5);
+    }
+
+    #[test]
+    fn a_trail_names_each_next_file_and_ends() {
+        let suite: SuiteFile = toml::from_str(
+            r#"
+            [[case]]
+            name = "c"
+            turns = ["read them all"]
+            backend.generated = 3
+            backend.generated_trail = true
+            "#,
+        )
+        .unwrap();
+        let files = super::files_of(&suite.cases[0]);
+        assert!(files[0].1.ends_with("Next: read f1.txt."), "{files:?}");
+        assert!(files[1].1.ends_with("Next: read f2.txt."), "{files:?}");
+        assert!(files[2].1.ends_with("This is the last file."), "{files:?}");
+    }
 }

@@ -173,6 +173,11 @@ pub struct Backend {
     /// The size of each generated file.
     #[serde(default = "generated_bytes")]
     pub generated_bytes: usize,
+    /// Each generated file ends by naming the next (`Next: read
+    /// f{i+1}.txt.`; the last says it is the last): a trail a small model
+    /// can follow one read at a time.
+    #[serde(default)]
+    pub generated_trail: bool,
     /// The files in a real folder under rein's own file tools (read before
     /// write, atomic, edits that must match), instead of the reference
     /// backend in memory.
