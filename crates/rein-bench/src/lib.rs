@@ -153,3 +153,39 @@ pub async fn mock_get(client: &reqwest::Client, port: u16, path: &str) -> anyhow
         .text()
         .await?)
 }
+
+/// The PostgreSQL server a benchmark runs on: `url` when given (a URL
+/// naming a database the benchmark may create others beside), else a
+/// throwaway server of its own that syncs every commit. Keep the first
+/// value alive for the benchmark's length.
+pub fn pg_server(
+    url: Option<String>,
+) -> anyhow::Result<(Option<rein_testing::postgres::Server>, String)> {
+    match url {
+        Some(url) => Ok((None, url)),
+        None => {
+            let server = rein_testing::postgres::durable_server().ok_or_else(|| {
+                anyhow::anyhow!("no PostgreSQL binaries here; install `postgresql` or pass --url")
+            })?;
+            let base = server.url("postgres");
+            Ok((Some(server), base))
+        }
+    }
+}
+
+/// A new, empty database `name` beside the one `base` names, migrated to
+/// rein's schema; its URL.
+pub async fn new_pg_database(base: &str, name: &str) -> anyhow::Result<String> {
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(base).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await?;
+    let (prefix, _) = base
+        .rsplit_once('/')
+        .ok_or_else(|| anyhow::anyhow!("the URL names no database"))?;
+    let url = format!("{prefix}/{name}");
+    // Migrated once here, before many processes race to.
+    drop(rein_sessions::PgStore::open(&url).await?);
+    Ok(url)
+}

@@ -13,7 +13,8 @@
 //! `None` — unless `REIN_REQUIRE_POSTGRES` is set (CI sets it, and its
 //! test command installs the binaries first), where it panics instead.
 //! The server runs without fsync: these tests are about semantics, not
-//! about surviving power loss.
+//! about surviving power loss. Benchmarks take a server of their own that
+//! syncs as PostgreSQL does by default ([`durable_server`]).
 //!
 //! Not here: the store itself (`rein-sessions`).
 
@@ -42,7 +43,7 @@ pub fn server() -> Option<&'static Server> {
     static SERVER: OnceLock<Option<Server>> = OnceLock::new();
     SERVER
         .get_or_init(|| match binaries() {
-            Some(bin) => Some(Server::start(&bin)),
+            Some(bin) => Some(Server::start(&bin, Syncing::Off)),
             None if std::env::var_os("REIN_REQUIRE_POSTGRES").is_some() => panic!(
                 "REIN_REQUIRE_POSTGRES is set but no PostgreSQL binaries were found \
                  (initdb on PATH or under /usr/lib/postgresql/*/bin); install Debian's \
@@ -110,7 +111,7 @@ fn as_owner(program: &Path) -> Command {
 }
 
 impl Server {
-    fn start(bin: &Path) -> Server {
+    fn start(bin: &Path, sync: Syncing) -> Server {
         sweep_stale();
         let mut dir = tempfile::Builder::new()
             .prefix("rein-pg-")
@@ -137,7 +138,7 @@ impl Server {
         );
         for _ in 0..5 {
             let port = free_port();
-            if let Some(exited) = Server::spawn(bin, dir.path(), port) {
+            if let Some(exited) = Server::spawn(bin, dir.path(), port, sync) {
                 let server = Server {
                     bin: bin.to_path_buf(),
                     port,
@@ -163,7 +164,7 @@ impl Server {
     /// Start `postgres` on `port` from a thread that lives as long as the
     /// process (the parent-death signal follows the thread that started
     /// the child, not the process). Returns the flag set when it exits.
-    fn spawn(bin: &Path, dir: &Path, port: u16) -> Option<Arc<AtomicBool>> {
+    fn spawn(bin: &Path, dir: &Path, port: u16, sync: Syncing) -> Option<Arc<AtomicBool>> {
         let program = bin.join("postgres");
         let sockets = dir.to_path_buf();
         let data = dir.join("data");
@@ -171,14 +172,25 @@ impl Server {
         let exited = Arc::new(AtomicBool::new(false));
         let flag = exited.clone();
         let (tx, rx) = std::sync::mpsc::channel();
+        let unsynced: &[&str] = match sync {
+            Syncing::Full => &[],
+            Syncing::Off => &[
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ],
+        };
         std::thread::spawn(move || {
             let child = as_owner(&program)
                 .arg("-D")
                 .arg(&data)
                 .args(["-p", &port.to_string(), "-k"])
                 .arg(&sockets)
-                .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-                .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+                .args(["-c", "listen_addresses=127.0.0.1"])
+                .args(unsynced)
                 .args(["-c", "max_connections=300"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -243,6 +255,23 @@ impl Server {
     pub fn port(&self) -> u16 {
         self.port
     }
+}
+
+/// A server of its own that syncs every commit to disk as PostgreSQL
+/// does by default (`fsync`, `synchronous_commit`, `full_page_writes`
+/// on), for benchmarks whose figures must mean "durable"; `None` where the
+/// machine has no PostgreSQL. Like [`server`]'s, it ends with the process.
+pub fn durable_server() -> Option<Server> {
+    binaries().map(|bin| Server::start(&bin, Syncing::Full))
+}
+
+/// Whether the server syncs commits to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syncing {
+    /// PostgreSQL's defaults: every commit on disk before it returns.
+    Full,
+    /// No fsync at all: for tests about semantics.
+    Off,
 }
 
 /// Remove the clusters of test processes that ended: a process's server

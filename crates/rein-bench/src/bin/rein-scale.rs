@@ -39,6 +39,13 @@ struct Cli {
     /// checkpoints) or `memory`.
     #[arg(long, default_value = "sqlite")]
     store: String,
+    /// How long the model takes to answer each call, in milliseconds, on
+    /// top of the mock (0: at once). With an instant model every
+    /// conversation is always ready for rein, so the step overhead is the
+    /// queue for rein's CPU; a model that takes time, as real ones do,
+    /// leaves rein idle between calls.
+    #[arg(long, default_value_t = 0)]
+    model_ms: u64,
 }
 
 /// A provider that bounds the calls in flight and records, for one
@@ -48,6 +55,7 @@ struct Timed {
     gate: Arc<Semaphore>,
     last_end: Arc<Mutex<Option<Instant>>>,
     gaps: Arc<Mutex<Vec<Duration>>>,
+    think: Duration,
 }
 
 impl Provider for Timed {
@@ -67,9 +75,13 @@ impl Provider for Timed {
         let inner = self.inner.clone();
         let gate = self.gate.clone();
         let last_end = self.last_end.clone();
+        let think = self.think;
         Box::pin(async_stream::stream! {
             // The wait for a place is inside the call, not in the gap.
             let permit = gate.acquire_owned().await.ok();
+            if !think.is_zero() {
+                tokio::time::sleep(think).await;
+            }
             let mut events = inner.stream(request);
             while let Some(item) = events.next().await {
                 yield item;
@@ -135,6 +147,7 @@ async fn main() -> Result<()> {
             gate: gate.clone(),
             last_end: Arc::new(Mutex::new(None)),
             gaps: gaps.clone(),
+            think: Duration::from_millis(cli.model_ms),
         });
         let steps = cli.steps;
         tasks.spawn(async move {
@@ -178,6 +191,7 @@ async fn main() -> Result<()> {
         "steps_each": cli.steps,
         "in_flight": cli.in_flight,
         "store": cli.store,
+        "model_ms": cli.model_ms,
         "active_s": active,
         "cpu_s": cpu,
         "cpu_per_step_ms": cpu / total_steps * 1e3,
