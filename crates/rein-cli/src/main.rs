@@ -7,6 +7,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 mod cli;
 
+/// mimalloc rather than the C library's allocator: with a thousand
+/// conversations in one process glibc's malloc and free took 18% of the
+/// CPU (`perf` on `rein-scale`), and mimalloc took the step overhead's p50
+/// from 337–373 ms to 11–17 ms (docs/BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cli::chat::{ChatOptions, run};
 use cli::decode_cmd::decode_to;
 use cli::sessions_cmd;

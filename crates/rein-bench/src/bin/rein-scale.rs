@@ -20,6 +20,10 @@ use rein_wire::Request;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "rein-scale")]
 struct Cli {
