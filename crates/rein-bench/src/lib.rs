@@ -189,3 +189,25 @@ pub async fn new_pg_database(base: &str, name: &str) -> anyhow::Result<String> {
     drop(rein_sessions::PgStore::open(&url).await?);
     Ok(url)
 }
+
+/// A new conversation on the server at `server` (`http://ADDR`) with
+/// bearer `token`; its id.
+pub async fn new_conversation(
+    http: &reqwest::Client,
+    server: &str,
+    token: &str,
+) -> anyhow::Result<String> {
+    let created: serde_json::Value = http
+        .post(format!("{server}/api/conversations"))
+        .bearer_auth(token)
+        .json(&json!({}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    created["id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("the new conversation has no id: {created}"))
+}

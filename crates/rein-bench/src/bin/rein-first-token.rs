@@ -170,19 +170,7 @@ async fn server(base: &str, warmup: usize, trials: usize) -> Result<Vec<f64>> {
     tokio::spawn(served.serve(listener));
     let http = reqwest::Client::new();
     let api = format!("http://{addr}/api/conversations");
-    let created: serde_json::Value = http
-        .post(&api)
-        .bearer_auth(TOKEN)
-        .json(&json!({"title": "first token"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let id = created["id"]
-        .as_str()
-        .context("the new conversation's id")?
-        .to_owned();
+    let id = rein_bench::new_conversation(&http, &format!("http://{addr}"), TOKEN).await?;
     timed(warmup, trials, || async {
         wait_idle(&http, &api, &id).await?;
         let watch = http

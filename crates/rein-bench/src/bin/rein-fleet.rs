@@ -225,19 +225,7 @@ fn serve(
 
 /// Post one turn to a new conversation on `server`; its id.
 async fn start_one(http: &reqwest::Client, server: &str, steps: usize) -> Result<String> {
-    let created: serde_json::Value = http
-        .post(format!("{server}/api/conversations"))
-        .bearer_auth(TOKEN)
-        .json(&json!({}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let id = created["id"]
-        .as_str()
-        .context("a conversation's id")?
-        .to_owned();
+    let id = rein_bench::new_conversation(http, server, TOKEN).await?;
     http.post(format!("{server}/api/conversations/{id}/turns"))
         .bearer_auth(TOKEN)
         .json(&json!({"text": format!("steps={steps}. Call add repeatedly until told otherwise.")}))
