@@ -224,6 +224,20 @@ async fn a_word_said_mid_run_is_steered_into_codexs_open_turn() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    // The held answer is let go only once Codex took the words into its
+    // turn: rein shows them heard when `turn/steer` was accepted.
+    let mut shown = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("rein ended first: {shown:?}"))
+            .unwrap();
+        if line.contains("said: heard at the program's next step") {
+            break;
+        }
+        assert!(!line.contains("did not take it"), "{line}");
+        shown.push(line);
+    }
     gate.notify_one();
     let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await

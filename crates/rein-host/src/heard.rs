@@ -9,7 +9,8 @@
 //! messages on its stdin (Claude Code with `--input-format stream-json`)
 //! hears them at its next step; its stdin closes when a turn ends, so that
 //! it finishes. Codex's app server hears them as `turn/steer` into its open
-//! turn (`Mouth`). Words after that, or to a program that hears none (one
+//! turn (`Mouth`), and they are shown as heard only once it accepted them
+//! (its refusal is shown with its reason). Words after that, or to a program that hears none (one
 //! given its request in its arguments), are recorded and shown as unheard.
 //! A stop posted meanwhile ends the run.
 //!
@@ -110,6 +111,19 @@ pub(crate) enum Heard {
     Posted,
     /// A viewer of this process's session said a line.
     Viewer(Said),
+    /// The program answered words steered into its turn: accepted, or
+    /// refused with its reason.
+    Answered(Result<(), String>),
+}
+
+/// How far words got when said.
+enum Delivery {
+    /// Written where the program reads them.
+    Heard,
+    /// Sent; the program's answer arrives as [`Heard::Answered`].
+    Sent,
+    /// The program hears no words now.
+    Unheard,
 }
 
 /// How words reach a program that hears them mid-run.
@@ -129,11 +143,20 @@ pub(crate) enum Mouth {
 }
 
 impl Mouth {
-    /// Say `text`; `false` when the program can no longer hear it.
-    async fn say(&mut self, text: &str) -> bool {
+    /// Say `text`; a steered word's answer is sent to `answers`.
+    async fn say(
+        &mut self,
+        text: &str,
+        answers: &mpsc::UnboundedSender<Result<(), String>>,
+    ) -> Delivery {
         match self {
             Mouth::Stdin(stdin) => {
-                stdin.write_all(&user_message(text)).await.is_ok() && stdin.flush().await.is_ok()
+                if stdin.write_all(&user_message(text)).await.is_ok() && stdin.flush().await.is_ok()
+                {
+                    Delivery::Heard
+                } else {
+                    Delivery::Unheard
+                }
             }
             Mouth::Steer { peer, thread, turn } => {
                 let (peer, params) = (
@@ -141,11 +164,14 @@ impl Mouth {
                     serde_json::json!({"threadId": thread, "expectedTurnId": turn,
                         "input": [{"type": "text", "text": text}]}),
                 );
-                // Its answer is awaited elsewhere: the run's loop goes on.
+                // Its answer is awaited here, not in the run's loop: the
+                // loop goes on reading the program's messages meanwhile.
+                let answers = answers.clone();
                 tokio::spawn(async move {
-                    let _ = peer.request("turn/steer", params).await;
+                    let answer = peer.request("turn/steer", params).await;
+                    let _ = answers.send(answer.map(drop).map_err(|e| e.message));
                 });
-                true
+                Delivery::Sent
             }
         }
     }
@@ -165,6 +191,10 @@ pub(crate) struct Ears {
     looked: Instant,
     /// The session's id, for posting viewers' lines.
     session: String,
+    /// Where the program's answers to steered words arrive.
+    answers: mpsc::UnboundedReceiver<Result<(), String>>,
+    /// The sending side, handed to each steered word.
+    answer: mpsc::UnboundedSender<Result<(), String>>,
 }
 
 impl Ears {
@@ -176,7 +206,10 @@ impl Ears {
         recorder: Option<&Recorder>,
         viewers: Option<mpsc::Receiver<Said>>,
     ) -> Ears {
+        let (answer, answers) = mpsc::unbounded_channel();
         Ears {
+            answers,
+            answer,
             mouth,
             posted: recorder.map(|r| r.store().posted(r.session())),
             viewers,
@@ -207,22 +240,27 @@ impl Ears {
             })
     }
 
-    /// Wait until there may be something to take: a post from this process
-    /// at once, another process's at the runner's fallback interval.
+    /// Wait until there may be something to take — a post from this
+    /// process at once, another process's at the runner's fallback
+    /// interval, a viewer's line — or the program answered steered words.
     pub(crate) async fn wake(&mut self) -> Heard {
-        let Some(posted) = self.posted.as_mut() else {
-            return match self.viewers.as_mut() {
-                Some(viewers) => match viewers.recv().await {
-                    Some(said) => Heard::Viewer(said),
-                    None => std::future::pending().await,
-                },
+        let looked = self.looked;
+        let posted = async {
+            match self.posted.as_mut() {
+                Some(posted) => {
+                    if posted.fresh() {
+                        return;
+                    }
+                    let fallback =
+                        tokio::time::sleep_until((looked + rein_runner::INBOX_POLL).into());
+                    tokio::select! {
+                        () = posted.wait() => {}
+                        () = fallback => {}
+                    }
+                }
                 None => std::future::pending().await,
-            };
+            }
         };
-        if posted.fresh() {
-            return Heard::Posted;
-        }
-        let fallback = tokio::time::sleep_until((self.looked + rein_runner::INBOX_POLL).into());
         let viewers = async {
             match self.viewers.as_mut() {
                 Some(viewers) => viewers.recv().await,
@@ -230,9 +268,9 @@ impl Ears {
             }
         };
         tokio::select! {
-            () = posted.wait() => Heard::Posted,
-            () = fallback => Heard::Posted,
+            () = posted => Heard::Posted,
             Some(said) = viewers => Heard::Viewer(said),
+            Some(answer) = self.answers.recv() => Heard::Answered(answer),
         }
     }
 
@@ -245,6 +283,16 @@ impl Ears {
         recorder: Option<&mut Recorder>,
         show: &mut (dyn FnMut(&Progress) + Send),
     ) -> Result<bool, AgentError> {
+        if let Heard::Answered(answer) = heard {
+            show(&Progress::detail(
+                ProgressKind::Said,
+                &match answer {
+                    Ok(()) => "heard at the program's next step".to_owned(),
+                    Err(why) => format!("recorded; the program did not take it: {why}"),
+                },
+            ));
+            return Ok(false);
+        }
         let Some(recorder) = recorder else {
             // Nowhere to record them: a viewer's words are heard as said.
             if let Heard::Viewer(said) = heard {
@@ -282,16 +330,16 @@ impl Ears {
         show: &mut (dyn FnMut(&Progress) + Send),
     ) {
         for text in words {
-            let heard = match self.mouth.as_mut() {
-                Some(mouth) => mouth.say(&text).await,
-                None => false,
+            let delivery = match self.mouth.as_mut() {
+                Some(mouth) => mouth.say(&text, &self.answer).await,
+                None => Delivery::Unheard,
             };
             show(&Progress::detail(
                 ProgressKind::Said,
-                if heard {
-                    "heard at the program's next step"
-                } else {
-                    "recorded; the program hears no words now"
+                match delivery {
+                    Delivery::Heard => "heard at the program's next step",
+                    Delivery::Sent => "sent into the program's open turn",
+                    Delivery::Unheard => "recorded; the program hears no words now",
                 },
             ));
         }
