@@ -455,6 +455,9 @@ fn case_agent(
     if let Some(window) = case.limits.context_window {
         agent.context.window = Some(window);
     }
+    if let Some(secs) = case.limits.wall_secs {
+        agent.budgets.max_wall = std::time::Duration::from_secs(secs);
+    }
     if case.subagents {
         agent.delegation = Some(if case.subagent_writes {
             rein_runner::Delegation::default()

@@ -209,6 +209,9 @@ pub struct Limits {
     pub context_window: Option<u64>,
     /// Characters of a tool result the model sees before it is offloaded.
     pub result_chars: Option<usize>,
+    /// Seconds of wall time a turn may take (default: the runner's); a
+    /// real model on a small machine needs more than a scripted one.
+    pub wall_secs: Option<u64>,
 }
 
 /// The scripted model used offline.

@@ -91,6 +91,20 @@ model.rules = [{ phrase = "hello", reply = "Hi." }]
     );
 }
 
+#[tokio::test]
+async fn a_case_sets_its_turns_wall_time() {
+    let case = one(r#"
+[[case]]
+name = "slow"
+turns = ["read a.rs"]
+backend.files = { "a.rs" = "fn alpha() {}" }
+limits.wall_secs = 0
+model.rules = [{ phrase = "read ", reply = "Reading.", calls = [{ tool = "read_file", word_into = "path" }] }]
+"#);
+    let result = run_case(&case, &ModelChoice::Scripted).await;
+    assert_eq!(result.outcome, "budget:wall_time", "{:?}", result.failures);
+}
+
 #[test]
 fn a_misspelt_check_is_refused() {
     let dir = tempfile::tempdir().unwrap();
