@@ -74,6 +74,7 @@ pub struct PendingApproval {
 
 /// Whether a session may proceed, kept in step with the log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ControlRecord {
     /// Whether it is paused.
     pub paused: bool,

@@ -213,3 +213,81 @@ async fn a_refused_write_fails_alone_and_one_session_stays_gapless_in_a_batch() 
         assert_eq!(seqs, (1..=expected).collect::<Vec<_>>(), "session {n}");
     }
 }
+
+/// A write refused after it had changed something (here a trigger the test
+/// adds refuses a turn whose prompt says so, after the append's events were
+/// inserted) is rolled back alone: the batch runs again write by write,
+/// the others in it commit, and its session stays gapless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_refused_halfway_is_rolled_back_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rein.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let mut leases = Vec::new();
+    for _ in 0..10 {
+        let id = store.create_session(json!({})).await.unwrap().id;
+        leases.push(
+            store
+                .acquire(&id, "test", Duration::from_secs(60))
+                .await
+                .unwrap(),
+        );
+    }
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON turns WHEN NEW.prompt = 'poison' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let mut tasks = Vec::new();
+    for round in 0..5 {
+        for (n, lease) in leases.iter().enumerate() {
+            let (store, lease) = (store.clone(), lease.clone());
+            let poisoned = n % 3 == 0 && round == 2;
+            tasks.push(tokio::spawn(async move {
+                let events = vec![
+                    NewEvent::main(Event::SteerSaid {
+                        text: format!("{n}/{round}"),
+                    }),
+                    NewEvent::main(Event::TurnStarted {
+                        turn_id: format!("t-{n}-{round}"),
+                        parent: None,
+                        prompt: if poisoned { "poison" } else { "fine" }.to_owned(),
+                    }),
+                ];
+                (n, poisoned, store.append(&lease, events).await)
+            }));
+        }
+    }
+    let mut appended = vec![0u64; leases.len()];
+    for task in tasks {
+        let (n, poisoned, result) = task.await.unwrap();
+        match result {
+            Ok(stored) => {
+                assert!(!poisoned, "session {n}: a refused write committed");
+                assert_eq!(stored.len(), 2);
+                appended[n] += 2;
+            }
+            Err(err) => assert!(poisoned, "session {n}: {err}"),
+        }
+    }
+    for (n, lease) in leases.iter().enumerate() {
+        let events = store.read(&lease.session_id, 1, 100).await.unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(
+            seqs,
+            (1..=1 + appended[n]).collect::<Vec<_>>(),
+            "session {n}"
+        );
+        assert_eq!(appended[n], if n % 3 == 0 { 8 } else { 10 }, "session {n}");
+        assert!(
+            !events.iter().any(
+                |e| matches!(&e.event, Event::TurnStarted { prompt, .. } if prompt == "poison")
+            ),
+            "session {n} kept part of a refused write"
+        );
+        let head = store.session(&lease.session_id).await.unwrap().head_seq;
+        assert_eq!(head, 1 + appended[n], "session {n}");
+    }
+}

@@ -99,19 +99,21 @@ pub(super) fn sql_error(err: rusqlite::Error) -> AgentError {
     AgentError::new(codes::STORE_UNAVAILABLE, format!("the store failed: {err}"))
 }
 
-/// Apply one write; the writer wraps it in a savepoint.
-pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, AgentError> {
+/// Apply one write inside the writer's transaction. A write it refuses
+/// changed nothing unless [`Connection::total_changes`] moved (the
+/// writer's test for rolling back).
+pub(super) fn apply_write(conn: &Connection, write: &Write) -> Result<Done, AgentError> {
     match write {
         Write::Acquire {
             session,
             holder,
             ttl,
-        } => super::leases::acquire(conn, &session, &holder, ttl).map(Done::Lease),
-        Write::Renew { lease, ttl } => super::leases::renew(conn, &lease, ttl).map(Done::Lease),
-        Write::Release { lease } => super::leases::release(conn, &lease).map(|()| Done::Nothing),
-        Write::Import { info, events } => import(conn, &info, &events).map(|()| Done::Nothing),
+        } => super::leases::acquire(conn, session, holder, *ttl).map(Done::Lease),
+        Write::Renew { lease, ttl } => super::leases::renew(conn, lease, *ttl).map(Done::Lease),
+        Write::Release { lease } => super::leases::release(conn, lease).map(|()| Done::Nothing),
+        Write::Import { info, events } => import(conn, info, events).map(|()| Done::Nothing),
         Write::Create { id, metadata } => {
-            let text = serde_json::to_string(&metadata).map_err(|err| {
+            let text = serde_json::to_string(metadata).map_err(|err| {
                 AgentError::new(codes::INVALID_INPUT, format!("metadata is not JSON: {err}"))
             })?;
             conn.prepare_cached(
@@ -122,8 +124,11 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, Agent
             .map_err(sql_error)?;
             append_in(
                 conn,
-                &id,
-                vec![NewEvent::main(Event::SessionCreated { metadata })],
+                id,
+                None,
+                vec![NewEvent::main(Event::SessionCreated {
+                    metadata: metadata.clone(),
+                })],
             )
             .map(Done::Events)
         }
@@ -132,13 +137,12 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, Agent
             events,
             take_inbox,
         } => {
-            check_lease(conn, &lease)?;
-            let stored = append_in(conn, &lease.session_id, events)?;
+            let stored = append_in(conn, &lease.session_id, Some(lease), events.clone())?;
             if let Some(upto) = take_inbox {
                 conn.prepare_cached(
                     "UPDATE inbox SET taken = 1 WHERE session_id = ? AND id <= ? AND taken = 0",
                 )
-                .and_then(|mut s| s.execute(params![lease.session_id, to_i64(upto)]))
+                .and_then(|mut s| s.execute(params![lease.session_id, to_i64(*upto)]))
                 .map_err(sql_error)?;
             }
             Ok(Done::Events(stored))
@@ -146,31 +150,47 @@ pub(super) fn apply_write(conn: &Connection, write: Write) -> Result<Done, Agent
     }
 }
 
-/// `lease_lost` unless `lease` is still held (`session_not_found` for no
-/// session).
-fn check_lease(conn: &Connection, lease: &Lease) -> Result<(), AgentError> {
-    let held: Option<i64> = conn
+/// The session's row as an append reads it, and whether the lease holds it.
+struct Head {
+    rowid: i64,
+    seq: u64,
+    turn: Option<String>,
+    control: String,
+    key: i64,
+    held: bool,
+}
+
+/// The session's head in one statement: `session_not_found` for no
+/// session, `lease_lost` when `lease` (if any) no longer holds it.
+fn head(conn: &Connection, session_id: &str, lease: Option<&Lease>) -> Result<Head, AgentError> {
+    let head = conn
         .prepare_cached(
-            "SELECT 1 FROM session_locks WHERE session_id = ? AND token = ? AND expires_ms > ?",
+            "SELECT s.rowid, s.head_seq, s.head_turn, s.control, s.key, EXISTS (SELECT 1 \
+             FROM session_locks l WHERE l.session_id = s.id AND l.token = ? AND l.expires_ms > ?) \
+             FROM sessions s WHERE s.id = ?",
         )
         .and_then(|mut s| {
-            s.query_row(params![lease.session_id, lease.token, now_ms()], |r| {
-                r.get(0)
-            })
+            s.query_row(
+                params![lease.map(|l| l.token.as_str()), now_ms(), session_id],
+                |r| {
+                    Ok(Head {
+                        rowid: r.get(0)?,
+                        seq: to_u64(r.get(1)?),
+                        turn: r.get(2)?,
+                        control: r.get(3)?,
+                        key: r.get(4)?,
+                        held: r.get(5)?,
+                    })
+                },
+            )
             .optional()
         })
-        .map_err(sql_error)?;
-    if held.is_some() {
-        return Ok(());
+        .map_err(sql_error)?
+        .ok_or_else(|| not_found(session_id))?;
+    if lease.is_some() && !head.held {
+        return Err(lease_lost(session_id));
     }
-    let exists: Option<i64> = conn
-        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?")
-        .and_then(|mut s| s.query_row([&lease.session_id], |r| r.get(0)).optional())
-        .map_err(sql_error)?;
-    Err(match exists {
-        Some(_) => lease_lost(&lease.session_id),
-        None => not_found(&lease.session_id),
-    })
+    Ok(head)
 }
 
 /// Check, number and insert `events`, projecting the turn tree and the
@@ -178,19 +198,17 @@ fn check_lease(conn: &Connection, lease: &Lease) -> Result<(), AgentError> {
 fn append_in(
     conn: &Connection,
     session_id: &str,
+    lease: Option<&Lease>,
     events: Vec<NewEvent>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
-    let (head_seq, head_turn, control_text, key): (i64, Option<String>, String, i64) = conn
-        .prepare_cached("SELECT head_seq, head_turn, control, key FROM sessions WHERE id = ?")
-        .and_then(|mut s| {
-            s.query_row([session_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .optional()
-        })
-        .map_err(sql_error)?
-        .ok_or_else(|| not_found(session_id))?;
-    let head_seq = to_u64(head_seq);
+    let Head {
+        rowid,
+        seq: head_seq,
+        turn: head_turn,
+        control: control_text,
+        key,
+        held: _,
+    } = head(conn, session_id, lease)?;
     let before: ControlRecord = serde_json::from_str(&control_text).unwrap_or_default();
     let control = before.clone();
 
@@ -244,14 +262,14 @@ fn append_in(
     // The control record is written only when it changed: most appends
     // leave it as it was.
     let updated = if control == before {
-        conn.prepare_cached("UPDATE sessions SET head_seq = ?, head_turn = ? WHERE id = ?")
-            .and_then(|mut s| s.execute(params![head, head_turn, session_id]))
+        conn.prepare_cached("UPDATE sessions SET head_seq = ?, head_turn = ? WHERE rowid = ?")
+            .and_then(|mut s| s.execute(params![head, head_turn, rowid]))
     } else {
         let control = text(&control)?;
         conn.prepare_cached(
-            "UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE id = ?",
+            "UPDATE sessions SET head_seq = ?, head_turn = ?, control = ? WHERE rowid = ?",
         )
-        .and_then(|mut s| s.execute(params![head, head_turn, control, session_id]))
+        .and_then(|mut s| s.execute(params![head, head_turn, control, rowid]))
     };
     updated.map_err(sql_error)?;
     Ok(stored)

@@ -2,10 +2,11 @@
 //! thread, which commits whatever is queued in one `BEGIN IMMEDIATE`
 //! transaction — one fsync for the lot — and then answers each caller.
 //!
-//! Each write runs in a savepoint of its own, so a write that is refused
-//! (a lost lease, an event that breaks the log's rules) is rolled back
-//! alone and the rest of the batch commits; a commit that fails fails
-//! every caller in the batch. A caller hears "appended" only after the
+//! A write that is refused (a lost lease, an event that breaks the log's
+//! rules) leaves the rest of the batch to commit: refused before it changed
+//! anything, it needs no undo; refused after, the batch runs again with a
+//! savepoint per write, and it is rolled back alone. A commit that fails
+//! fails every caller in the batch. A caller hears "appended" only after the
 //! commit returned, so whatever a caller was told is on disk; a crash in
 //! between leaves the whole batch or none of it.
 //!
@@ -126,7 +127,46 @@ fn run(conn: &Connection, mut queue: mpsc::Receiver<Job>) {
     }
 }
 
+/// Commit `batch` in one transaction. Each write runs as it is: a write
+/// refused before it changed anything (a lost lease, an event that breaks
+/// the log's rules — the usual refusals) leaves nothing to undo, and the
+/// rest commit. Only when a refused write had changed something already,
+/// or the transaction was lost, is the batch rolled back and run again
+/// with a savepoint per write (`commit_isolated`).
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
+    if let Err(err) = run_cached(conn, "BEGIN IMMEDIATE") {
+        fail_all(batch.into_iter().map(|job| job.answer), &sql_error(err));
+        return;
+    }
+    let mut results = Vec::with_capacity(batch.len());
+    for job in &batch {
+        let before = conn.total_changes();
+        let result = apply_write(conn, &job.write);
+        if result.is_err() && (conn.total_changes() != before || conn.is_autocommit()) {
+            let _ = conn.execute_batch("ROLLBACK");
+            commit_isolated(conn, batch);
+            return;
+        }
+        results.push(result);
+    }
+    let answers = batch.into_iter().map(|job| job.answer);
+    match run_cached(conn, "COMMIT") {
+        Ok(()) => {
+            for (answer, result) in answers.zip(results) {
+                let _ = answer.send(result);
+            }
+        }
+        Err(err) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            fail_all(answers, &sql_error(err));
+        }
+    }
+}
+
+/// Commit `batch` with each write in a savepoint of its own, so a write
+/// refused halfway is rolled back alone; a commit that fails fails every
+/// caller in the batch.
+fn commit_isolated(conn: &Connection, batch: Vec<Job>) {
     if let Err(err) = run_cached(conn, "BEGIN IMMEDIATE") {
         fail_all(batch.into_iter().map(|job| job.answer), &sql_error(err));
         return;
@@ -135,7 +175,7 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
     for Job { write, answer } in batch {
         let result = run_cached(conn, "SAVEPOINT write")
             .map_err(sql_error)
-            .and_then(|()| apply_write(conn, write));
+            .and_then(|()| apply_write(conn, &write));
         let closed = match &result {
             Ok(_) => run_cached(conn, "RELEASE write"),
             Err(_) => run_cached(conn, "ROLLBACK TO write")
