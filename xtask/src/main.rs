@@ -1,4 +1,4 @@
-//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench`.
+//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench | fuzz`.
 //!
 //! Each task is a sequence of cargo commands; the first failure stops it
 //! with that command's exit status.
@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod criterion_summary;
 mod docs;
+mod fuzz;
 mod map;
 mod peers;
 mod readme;
@@ -26,7 +27,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// rustfmt check, the map (floors and code map) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, cargo-deny when installed.
+    /// rustfmt check, the map (floors and code map) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, cargo-deny's bans, licences and sources (installed when missing).
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
@@ -78,6 +79,20 @@ enum Task {
         #[arg(long)]
         before: Option<String>,
     },
+    /// Run every fuzz target in fuzz/ (cargo fuzz, nightly; installed when
+    /// missing) for a bounded time each, seeded from the wire captures and
+    /// the repository's files; fails on any crash.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        secs: u64,
+        /// Only this target.
+        #[arg(long)]
+        target: Option<String>,
+        /// Build unoptimised: about half the build time, slower runs.
+        #[arg(long)]
+        dev: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -89,12 +104,28 @@ fn main() -> Result<()> {
         Task::Map => map::write(),
         Task::Test => test(),
         Task::Ci => {
-            check_fixtures()?;
+            check_fixtures(&root)?;
             ensure_postgres()?;
             lint()?;
             test()?;
-            eval(&["--baseline".to_owned(), EVAL_BASELINE.to_owned()])
+            eval(&["--baseline".to_owned(), EVAL_BASELINE.to_owned()])?;
+            fuzz::run(
+                &root,
+                &fuzz::Options {
+                    secs: CI_FUZZ_SECS,
+                    only: None,
+                    dev: true,
+                },
+            )
         }
+        Task::Fuzz { secs, target, dev } => fuzz::run(
+            &root,
+            &fuzz::Options {
+                secs,
+                only: target.as_deref(),
+                dev,
+            },
+        ),
         Task::Eval { args } => eval(&args),
         Task::Golden { bless } => {
             let env: &[(&str, &str)] = if bless {
@@ -128,6 +159,9 @@ fn main() -> Result<()> {
         Task::Bench { filter, .. } => bench(&root, filter.as_deref()),
     }
 }
+
+/// Seconds each fuzz target runs in CI: a smoke run, seeded.
+const CI_FUZZ_SECS: u64 = 10;
 
 /// The eval report CI compares against (`cargo xtask eval --write-baseline`
 /// refreshes it after a reviewed change).
@@ -197,23 +231,48 @@ fn lint() -> Result<()> {
     )?;
     // Every crate packages as it stands (path dependencies carry their
     // versions; a test-only dependency on a crate that depends back is a
-    // path alone, left out of the package).
+    // path alone, left out of the package). The fuzz targets are never
+    // published.
     cargo(
         &[
             "package",
             "--workspace",
+            "--exclude",
+            "rein-fuzz",
             "--no-verify",
             "--locked",
             "--allow-dirty",
         ],
         &[],
     )?;
-    if has_cargo_subcommand("deny") {
-        cargo(&["deny", "check"], &[])?;
-    } else {
-        eprintln!("xtask: cargo-deny is not installed; skipping `cargo deny check`");
+    // The advisory database needs the network; the rest of deny.toml is
+    // checked on every run.
+    ensure_cargo_tool("deny", CARGO_DENY)?;
+    cargo(
+        &[
+            "deny",
+            "check",
+            "--hide-inclusion-graph",
+            "bans",
+            "licenses",
+            "sources",
+        ],
+        &[],
+    )
+}
+
+/// The cargo-deny release `lint` installs when it is missing.
+const CARGO_DENY: &str = "0.20.2";
+
+/// `cargo NAME` (the crate `cargo-NAME`), installed at `version` when it
+/// is missing: CI never skips a check for want of its tool.
+pub(crate) fn ensure_cargo_tool(name: &str, version: &str) -> Result<()> {
+    if has_cargo_subcommand(name) {
+        return Ok(());
     }
-    Ok(())
+    let krate = format!("cargo-{name}");
+    eprintln!("xtask: installing {krate} {version}");
+    cargo(&["install", "--locked", &krate, "--version", version], &[])
 }
 
 fn test() -> Result<()> {
@@ -273,12 +332,21 @@ fn examples() -> Result<()> {
     Ok(())
 }
 
+/// Where the wire captures are: `REIN_WIRE_FIXTURES`, else beside the
+/// project.
+pub(crate) fn wire_fixtures(root: &Path) -> PathBuf {
+    std::env::var_os("REIN_WIRE_FIXTURES")
+        .map_or_else(|| root.join("../shared/fixtures/wire"), PathBuf::from)
+}
+
 /// CI must never skip the wire-capture tests for want of their folder.
-fn check_fixtures() -> Result<()> {
-    let dir = std::env::var("REIN_WIRE_FIXTURES")
-        .unwrap_or_else(|_| "../shared/fixtures/wire".to_owned());
-    if !Path::new(&dir).join("README.md").is_file() {
-        bail!("the wire captures are not at {dir} (set REIN_WIRE_FIXTURES); CI must not skip them");
+fn check_fixtures(root: &Path) -> Result<()> {
+    let dir = wire_fixtures(root);
+    if !dir.join("README.md").is_file() {
+        bail!(
+            "the wire captures are not at {} (set REIN_WIRE_FIXTURES); CI must not skip them",
+            dir.display()
+        );
     }
     Ok(())
 }

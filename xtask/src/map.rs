@@ -268,11 +268,12 @@ pub fn check() -> Result<()> {
     let dirs: Vec<(String, PathBuf)> = crates
         .iter()
         .map(|c| {
-            let key = if c.name == "xtask" {
-                "xtask".to_owned()
-            } else {
-                c.name.clone()
-            };
+            // A section is headed by the crate's folder (`crates/` left out).
+            let key = c
+                .dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map_or_else(|| c.name.clone(), str::to_owned);
             (key, c.dir.clone())
         })
         .collect();

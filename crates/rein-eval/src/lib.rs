@@ -22,4 +22,4 @@ pub mod suite;
 
 pub use report::{Report, regressions};
 pub use run::{CaseResult, ModelChoice, run_case};
-pub use suite::{Case, LoadedCase, load};
+pub use suite::{Case, LoadedCase, load, parse};

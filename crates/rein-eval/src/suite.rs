@@ -447,35 +447,48 @@ pub fn load(dir: &Path) -> Result<Vec<LoadedCase>, LoadError> {
             path: path.clone(),
             source,
         })?;
-        let suite: SuiteFile = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::from_str(&text).map_err(|e| e.to_string())
-        } else {
-            toml::from_str(&text).map_err(|e| e.to_string())
+        for loaded in parse(&text, &path)? {
+            if cases.iter().any(|c| c.case.name == loaded.case.name) {
+                return Err(LoadError::Duplicate(loaded.case.name));
+            }
+            cases.push(loaded);
         }
-        .map_err(|message| LoadError::Parse {
-            path: path.clone(),
-            message,
-        })?;
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("suite")
-            .to_owned();
-        for case in suite.cases {
-            if cases.iter().any(|c| c.case.name == case.name) {
-                return Err(LoadError::Duplicate(case.name));
-            }
-            if let Err(problem) = check(&case) {
-                return Err(LoadError::Parse {
-                    path: path.clone(),
-                    message: format!("case `{}`: {problem}", case.name),
-                });
-            }
-            cases.push(LoadedCase {
-                suite: stem.clone(),
-                case,
+    }
+    Ok(cases)
+}
+
+/// The checked cases of one suite's `text`, read from `path` (JSON when it
+/// ends in `.json`, else TOML; its stem names the suite).
+pub fn parse(text: &str, path: &Path) -> Result<Vec<LoadedCase>, LoadError> {
+    let suite: SuiteFile = if path.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    } else {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+    .map_err(|message| LoadError::Parse {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("suite")
+        .to_owned();
+    let mut cases: Vec<LoadedCase> = Vec::new();
+    for case in suite.cases {
+        if cases.iter().any(|c| c.case.name == case.name) {
+            return Err(LoadError::Duplicate(case.name));
+        }
+        if let Err(problem) = check(&case) {
+            return Err(LoadError::Parse {
+                path: path.to_path_buf(),
+                message: format!("case `{}`: {problem}", case.name),
             });
         }
+        cases.push(LoadedCase {
+            suite: stem.clone(),
+            case,
+        });
     }
     Ok(cases)
 }

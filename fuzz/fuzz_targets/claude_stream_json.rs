@@ -1,0 +1,8 @@
+//! Claude Code's stream-json output, line by line, through rein's reducer:
+//! it never panics, and its outcome and summary are always there.
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    rein_fuzz::reduce(rein_host::ClaudeStream::new("/work"), data);
+});
