@@ -163,12 +163,10 @@ async fn group_commit_survives_sigkill_with_many_sessions_in_flight() {
     assert!(!told.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_write_fails_alone_and_one_session_stays_gapless_in_a_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+/// `n` new sessions of `store`, each leased.
+async fn leased(store: &SqliteStore, n: usize) -> Vec<rein_sessions::Lease> {
     let mut leases = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..n {
         let id = store.create_session(json!({})).await.unwrap().id;
         leases.push(
             store
@@ -177,6 +175,14 @@ async fn a_refused_write_fails_alone_and_one_session_stays_gapless_in_a_batch() 
                 .unwrap(),
         );
     }
+    leases
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_write_fails_alone_and_one_session_stays_gapless_in_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let leases = leased(&store, 20).await;
     // Every other session's lease is gone: its appends must be refused
     // while the rest of the same batches commit.
     for lease in leases.iter().step_by(2) {
@@ -223,16 +229,7 @@ async fn a_write_refused_halfway_is_rolled_back_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rein.db");
     let store = Arc::new(SqliteStore::open(&path).await.unwrap());
-    let mut leases = Vec::new();
-    for _ in 0..10 {
-        let id = store.create_session(json!({})).await.unwrap().id;
-        leases.push(
-            store
-                .acquire(&id, "test", Duration::from_secs(60))
-                .await
-                .unwrap(),
-        );
-    }
+    let leases = leased(&store, 10).await;
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute_batch(
