@@ -32,6 +32,9 @@ pub(super) enum Write {
         lease: Lease,
         /// The events.
         events: Vec<NewEvent>,
+        /// Each event's data as JSON text, encoded by the caller
+        /// ([`encode`]) so that the one writer thread only writes.
+        texts: Vec<String>,
         /// Inbox items taken with them.
         take_inbox: Option<u64>,
     },
@@ -129,15 +132,23 @@ pub(super) fn apply_write(conn: &Connection, write: &Write) -> Result<Done, Agen
                 vec![NewEvent::main(Event::SessionCreated {
                     metadata: metadata.clone(),
                 })],
+                None,
             )
             .map(Done::Events)
         }
         Write::Append {
             lease,
             events,
+            texts,
             take_inbox,
         } => {
-            let stored = append_in(conn, &lease.session_id, Some(lease), events.clone())?;
+            let stored = append_in(
+                conn,
+                &lease.session_id,
+                Some(lease),
+                events.clone(),
+                Some(texts),
+            )?;
             if let Some(upto) = take_inbox {
                 conn.prepare_cached(
                     "UPDATE inbox SET taken = 1 WHERE session_id = ? AND id <= ? AND taken = 0",
@@ -200,6 +211,7 @@ fn append_in(
     session_id: &str,
     lease: Option<&Lease>,
     events: Vec<NewEvent>,
+    texts: Option<&[String]>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
     let Head {
         rowid,
@@ -231,7 +243,7 @@ fn append_in(
         head_turn,
         control,
     } = number(session_id, head_seq, head_turn, control, events, now_ms());
-    insert_events(conn, key, &stored)?;
+    insert_events(conn, key, &stored, texts)?;
     for change in changes {
         match change {
             TurnChange::Started(turn) => {
@@ -281,15 +293,34 @@ fn text(value: &impl serde::Serialize) -> Result<String, AgentError> {
         .map_err(|err| AgentError::new(codes::INTERNAL, format!("cannot write JSON: {err}")))
 }
 
+/// Each event's data as the JSON text the log stores.
+pub(super) fn encode(events: &[NewEvent]) -> Result<Vec<String>, AgentError> {
+    events.iter().map(|e| text(&e.event.data())).collect()
+}
+
 /// Insert numbered events of the session whose key is `key`, at the end
-/// of the shared log.
-fn insert_events(conn: &Connection, key: i64, stored: &[StoredEvent]) -> Result<(), AgentError> {
+/// of the shared log; their data as `texts` says when the caller encoded
+/// it ([`encode`]).
+fn insert_events(
+    conn: &Connection,
+    key: i64,
+    stored: &[StoredEvent],
+    texts: Option<&[String]>,
+) -> Result<(), AgentError> {
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO log (session, seq, at_ms, agent_path, kind, version, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .map_err(sql_error)?;
-    for event in stored {
+    for (i, event) in stored.iter().enumerate() {
+        let encoded;
+        let data = match texts.and_then(|t| t.get(i)) {
+            Some(text) => text.as_str(),
+            None => {
+                encoded = text(&event.event.data())?;
+                encoded.as_str()
+            }
+        };
         insert
             .execute(params![
                 key,
@@ -298,7 +329,7 @@ fn insert_events(conn: &Connection, key: i64, stored: &[StoredEvent]) -> Result<
                 event.agent_path,
                 event.event.kind(),
                 i64::from(event.event.version()),
-                text(&event.event.data())?
+                data
             ])
             .map_err(sql_error)?;
     }
@@ -339,7 +370,7 @@ fn import(
         .prepare_cached("SELECT key FROM sessions WHERE id = ?")
         .and_then(|mut s| s.query_row([&info.id], |r| r.get(0)))
         .map_err(sql_error)?;
-    insert_events(conn, key, events)?;
+    insert_events(conn, key, events, None)?;
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO turns (id, session_id, parent, prompt, started_seq, finished_seq, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -58,6 +58,7 @@ impl SqliteStore {
             .writer
             .commit(Write::Append {
                 lease: lease.clone(),
+                texts: super::append::encode(&events)?,
                 events,
                 take_inbox: Some(upto),
             })

@@ -312,6 +312,7 @@ impl Store for SqliteStore {
             .writer
             .commit(Write::Append {
                 lease: lease.clone(),
+                texts: append::encode(&events)?,
                 events,
                 take_inbox: None,
             })
