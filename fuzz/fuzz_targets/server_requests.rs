@@ -1,7 +1,7 @@
 //! `rein serve`'s router, given any request a client can send: any method,
 //! path, headers (`Last-Event-ID`, `Origin`, `Host`, cookies) and body,
-//! with or without the bearer token. Every answer is a status under 500,
-//! and every error is `application/problem+json`.
+//! with or without the bearer token. Every answer is a status under 500
+//! (or 503, a bound reached), and every error is `application/problem+json`.
 //!
 //! Input: the first byte picks the method and whether the token is sent;
 //! then the path on the first line, headers as `name: value` lines, an
