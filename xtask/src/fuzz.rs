@@ -262,7 +262,13 @@ fn seed(root: &Path, work: &Path, seeds: &Seeds) -> Result<PathBuf> {
         }
     }
     if n == 0 {
-        bail!("the fuzz target {} has no seeds", seeds.target);
+        // libFuzzer starts from nothing then; say so (the wire captures
+        // are missing, most likely).
+        eprintln!(
+            "xtask: the fuzz target {} has no seeds (are the wire captures at {}?)",
+            seeds.target,
+            wire.display()
+        );
     }
     Ok(dir)
 }
