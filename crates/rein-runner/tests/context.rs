@@ -21,6 +21,8 @@ use serde_json::json;
 struct Worker {
     window: u32,
     steps: usize,
+    /// The files read go round this many (`f{step % cycle}.txt`).
+    cycle: usize,
     next: Mutex<usize>,
     summaries: AtomicUsize,
     largest: AtomicU64,
@@ -33,9 +35,15 @@ struct Worker {
 
 impl Worker {
     fn new(window: u32, steps: usize) -> Arc<Worker> {
+        Self::cycling(window, steps, usize::MAX)
+    }
+
+    /// A worker that reads the same `cycle` files over and over.
+    fn cycling(window: u32, steps: usize, cycle: usize) -> Arc<Worker> {
         Arc::new(Worker {
             window,
             steps,
+            cycle,
             next: Mutex::new(0),
             summaries: AtomicUsize::new(0),
             largest: AtomicU64::new(0),
@@ -133,8 +141,9 @@ impl Provider for Worker {
             let step = *next;
             *next += 1;
             if step < self.steps {
+                let file = step % self.cycle;
                 events.push(StreamEvent::ThinkingDelta {
-                    text: format!("f{step}.txt is next."),
+                    text: format!("f{file}.txt is next."),
                 });
                 events.push(StreamEvent::ThinkingSignature {
                     signature: format!("sig-c{step}"),
@@ -147,7 +156,7 @@ impl Provider for Worker {
                 });
                 events.push(StreamEvent::ToolCallDelta {
                     index: 0,
-                    fragment: json!({"path": format!("f{step}.txt")}).to_string(),
+                    fragment: json!({"path": format!("f{file}.txt")}).to_string(),
                 });
                 events.push(StreamEvent::ToolCallEnd { index: 0 });
                 events.push(StreamEvent::Stop {
@@ -299,6 +308,41 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
             .unwrap()
             .contains("[Earlier conversation")
     );
+}
+
+/// A read the model repeats after pruning or compaction took its earlier
+/// result out of view is not a loop: the model cannot see what it read.
+/// Thirty files read ten times each over 300 steps — each read five or more
+/// times in the turn, never twice between two compactions — finishes.
+#[tokio::test]
+async fn a_read_repeated_after_compaction_hid_its_result_is_not_a_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let owned = files(30);
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let worker = Worker::cycling(16_000, 300, 30);
+    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
+        .await
+        .unwrap();
+    conv.agent.budgets.max_steps = 400;
+    let outcome = conv.turn("read them again and again").await.unwrap();
+    assert_eq!(
+        outcome,
+        TurnOutcome::Finished {
+            reply: "All files read.".into()
+        }
+    );
+    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let reads = log
+        .iter()
+        .filter(|e| matches!(e.event, Event::ToolResult { .. }))
+        .count();
+    assert_eq!(reads, 300, "every file was read ten times");
 }
 
 #[tokio::test]

@@ -214,6 +214,7 @@ impl Conversation {
     /// model call.
     async fn step(&mut self, run: &mut Run) -> Result<Step, AgentError> {
         let events = self.journal.log().await?;
+        run.forget_hidden_repeats(&events);
         // Tool calls of the last message that still need running.
         if let Some((calls, _)) = last_calls(&events) {
             let mut around = gate::Around {
@@ -346,6 +347,27 @@ impl Conversation {
 struct Run {
     repeats: rein_wire::loops::Repeats,
     failed_checks: u32,
+    /// The last sequence number looked at for compactions.
+    looked: u64,
+}
+
+impl Run {
+    /// A repeat counts only while the model can still see the result it
+    /// repeats: once pruning or compaction (both `compaction.created`) took
+    /// earlier results out of its view, reading a file again is recalling
+    /// it, not looping, so the counts start again. Budgets still bound the
+    /// turn. Only the events since the last look are read.
+    fn forget_hidden_repeats(&mut self, events: &[rein_sessions::StoredEvent]) {
+        let compacted = events
+            .iter()
+            .rev()
+            .take_while(|e| e.seq > self.looked)
+            .any(|e| matches!(e.event, Event::CompactionCreated { .. }));
+        if compacted {
+            self.repeats = rein_wire::loops::Repeats::new();
+        }
+        self.looked = events.last().map_or(self.looked, |e| e.seq);
+    }
 }
 
 /// What a step did.
