@@ -271,3 +271,34 @@ async fn a_newer_schema_is_refused_and_left_unchanged() {
     );
     let _ = s;
 }
+
+/// A process killed while it first created the store (SQLite's rollback
+/// journal is in use until WAL is switched on) leaves a hot journal: the
+/// next open rolls it back and goes on, instead of refusing the store for
+/// good (`attempt to write a readonly database`). The fixture is the pair
+/// of files `cargo xtask chaos` found after such a kill.
+#[tokio::test]
+async fn a_store_killed_while_first_created_opens_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hot_journal");
+    for name in ["rein.db", "rein.db-journal"] {
+        std::fs::copy(fixture.join(name), dir.path().join(name)).unwrap();
+    }
+    let db = dir.path().join("rein.db");
+    let store = SqliteStore::open(&db).await.unwrap();
+    assert!(store.list_sessions(10).await.unwrap().is_empty());
+    let s = store.create_session(json!({})).await.unwrap();
+    assert_eq!(
+        store.session(&s.id).await.unwrap().head_seq,
+        1,
+        "its first event"
+    );
+    assert!(
+        !dir.path().join("rein.db-journal").exists()
+            || std::fs::metadata(dir.path().join("rein.db-journal"))
+                .unwrap()
+                .len()
+                == 0
+    );
+}

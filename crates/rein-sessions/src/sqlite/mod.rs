@@ -220,11 +220,35 @@ fn owner_only_file(path: &Path) -> Result<(), AgentError> {
     Ok(())
 }
 
+/// A process killed mid-transaction while the rollback journal was in use
+/// (a new file's first transactions, before WAL is switched on) leaves a
+/// hot journal that a read-only connection cannot roll back (SQLite's
+/// `READONLY_ROLLBACK`), so the schema check would refuse the store for
+/// good. A writable connection's first read rolls it back to the last
+/// commit — what any writer opening the file does — before the check.
+async fn roll_back_hot_journal(path: &Path) -> Result<(), AgentError> {
+    let journal = PathBuf::from(format!("{}-journal", path.display()));
+    if !std::fs::metadata(&journal).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return Ok(());
+    }
+    let options = SqliteConnectOptions::new().filename(path);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .map_err(db_error)?;
+    let read = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sqlite_master")
+        .fetch_one(&mut conn)
+        .await
+        .map_err(db_error);
+    let _ = conn.close().await;
+    read.map(|_| ())
+}
+
 /// Refuse a database written by a newer schema, without changing it.
 async fn check_schema(path: &Path) -> Result<(), AgentError> {
     if !path.exists() {
         return Ok(());
     }
+    roll_back_hot_journal(path).await?;
     let url = format!("sqlite://{}", path.display());
     let options = SqliteConnectOptions::from_str(&url)
         .map_err(db_error)?
