@@ -1,4 +1,4 @@
-//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench | fuzz`.
+//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench | fuzz | chaos`.
 //!
 //! Each task is a sequence of cargo commands; the first failure stops it
 //! with that command's exit status.
@@ -31,8 +31,9 @@ enum Task {
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
-    /// Lint, test, then the offline evals against their baseline: what CI
-    /// runs (the golden replay is part of the tests).
+    /// Lint, test, the offline evals against their baseline, 50 chaos
+    /// trials, a fuzz smoke run: what CI runs (the golden replay is part of
+    /// the tests).
     Ci,
     /// Run the eval suites in tests/evals (offline by default); arguments go
     /// to `rein-eval` (`--provider`, `--base-url`, `--model`, `--baseline`, ...).
@@ -93,6 +94,15 @@ enum Task {
         #[arg(long)]
         dev: bool,
     },
+    /// The crash campaign (crates/rein-chaos): scripted conversations killed
+    /// with SIGKILL at random points, resumed and checked; fails on any
+    /// broken promise. Arguments go to `rein-chaos` (`--trials`, `--seed`,
+    /// `--kills`, `--out`).
+    Chaos {
+        /// Arguments for rein-chaos.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -109,6 +119,7 @@ fn main() -> Result<()> {
             lint()?;
             test()?;
             eval(&["--baseline".to_owned(), EVAL_BASELINE.to_owned()])?;
+            chaos(&["--trials".to_owned(), CI_CHAOS_TRIALS.to_owned()])?;
             fuzz::run(
                 &root,
                 &fuzz::Options {
@@ -127,6 +138,7 @@ fn main() -> Result<()> {
             },
         ),
         Task::Eval { args } => eval(&args),
+        Task::Chaos { args } => chaos(&args),
         Task::Golden { bless } => {
             let env: &[(&str, &str)] = if bless {
                 &[("REIN_GOLDEN_BLESS", "1")]
@@ -166,6 +178,15 @@ const CI_FUZZ_SECS: u64 = 10;
 /// The eval report CI compares against (`cargo xtask eval --write-baseline`
 /// refreshes it after a reviewed change).
 const EVAL_BASELINE: &str = "tests/eval_baseline.json";
+
+/// SIGKILL trials in CI: the short form of `cargo xtask chaos` (1,000).
+const CI_CHAOS_TRIALS: &str = "50";
+
+fn chaos(args: &[String]) -> Result<()> {
+    let mut all = vec!["run", "--locked", "-q", "-p", "rein-chaos", "--"];
+    all.extend(args.iter().map(String::as_str));
+    cargo(&all, &[])
+}
 
 fn eval(args: &[String]) -> Result<()> {
     let mut all = vec!["run", "--locked", "-q", "-p", "rein-eval", "--"];

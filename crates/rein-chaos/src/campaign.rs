@@ -1,0 +1,245 @@
+//! The campaign: one uninterrupted run for reference, then trials, each
+//! killed with SIGKILL at random instants (one to `--kills` times) and run
+//! again until it finishes, then checked (`check`). The figures go to a
+//! summary; a failed trial's folder is kept for a person to read.
+//!
+//! Not here: what a process does (`child`) or what must hold (`check`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+
+use crate::check::{self, Story};
+use crate::child::root_path;
+
+/// A run that has not finished in this long is hung: a failure.
+const HUNG: Duration = Duration::from_secs(120);
+
+/// What a campaign runs.
+pub struct Options {
+    /// How many trials.
+    pub trials: u32,
+    /// The random seed (kill points); the same seed, the same points.
+    pub seed: u64,
+    /// The most kills in one trial (each trial draws 1 to this many).
+    pub kills: u32,
+    /// Where the summary and failed trials' folders go.
+    pub out: PathBuf,
+}
+
+/// What a campaign found.
+#[derive(Debug, Default)]
+pub struct Figures {
+    /// Trials run.
+    pub trials: u32,
+    /// SIGKILLs that landed on a running process.
+    pub kills: u32,
+    /// Runs that finished before their kill was due.
+    pub outran: u32,
+    /// Results recorded as interrupted (a call cut short by a kill).
+    pub interrupted: usize,
+    /// The uninterrupted run's wall time.
+    pub reference: Duration,
+    /// The whole campaign's wall time.
+    pub wall: Duration,
+    /// Each failed trial: its number and what broke.
+    pub failures: Vec<(u32, Vec<String>)>,
+}
+
+/// A small deterministic generator (SplitMix64): the kill points.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Run the campaign.
+pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Figures> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&options.out)?;
+    let work = tempfile::tempdir()?;
+    let mut figures = Figures::default();
+    let reference_dir = work.path().join("reference");
+    prepare(&reference_dir)?;
+    let t0 = Instant::now();
+    let status = spawn(&reference_dir)?.wait()?;
+    figures.reference = t0.elapsed();
+    if !status.success() {
+        bail!("the uninterrupted run failed: {}", tail(&reference_dir));
+    }
+    let reference = rt
+        .block_on(check::trial(&reference_dir))
+        .map_err(|broken| anyhow::anyhow!("the uninterrupted run broke: {broken:?}"))?;
+    rt.block_on(check::scenario_ran(&reference_dir))
+        .map_err(anyhow::Error::msg)?;
+    let mut rng = Rng(options.seed);
+    let span = figures.reference.as_micros().max(1) as u64;
+    for n in 1..=options.trials {
+        let dir = work.path().join(format!("trial-{n}"));
+        prepare(&dir)?;
+        let outcome = trial(&dir, &mut rng, span, options.kills, &mut figures)
+            .and_then(|()| {
+                rt.block_on(check::trial(&dir))
+                    .map_err(|broken| anyhow::anyhow!(broken.join("\n")))
+            })
+            .and_then(|story: Story| {
+                story.matches(&reference).map_err(anyhow::Error::msg)?;
+                Ok(story)
+            });
+        figures.trials += 1;
+        match outcome {
+            Ok(story) => {
+                figures.interrupted += story.interrupted();
+                std::fs::remove_dir_all(&dir)?;
+            }
+            Err(err) => {
+                let kept = options.out.join(format!("failed-trial-{n}"));
+                let _ = std::fs::remove_dir_all(&kept);
+                copy_dir(&dir, &kept)?;
+                let broken = format!("{err:#}").lines().map(str::to_owned).collect();
+                figures.failures.push((n, broken));
+            }
+        }
+        if n % 50 == 0 {
+            eprintln!(
+                "rein-chaos: {n} trials, {} kills, {} failed",
+                figures.kills,
+                figures.failures.len()
+            );
+        }
+    }
+    figures.wall = started.elapsed();
+    Ok(figures)
+}
+
+/// One trial: killed one to `most` times at random instants within the
+/// uninterrupted run's span, then run until it finishes.
+fn trial(
+    dir: &Path,
+    rng: &mut Rng,
+    span: u64,
+    most: u32,
+    figures: &mut Figures,
+) -> anyhow::Result<()> {
+    let kills = 1 + rng.below(u64::from(most.max(1)));
+    for _ in 0..kills {
+        let mut child = spawn(dir)?;
+        std::thread::sleep(Duration::from_micros(rng.below(span)));
+        if child.try_wait()?.is_some() {
+            figures.outran += 1;
+            continue;
+        }
+        // `Child::kill` is SIGKILL on Unix.
+        child.kill()?;
+        child.wait()?;
+        figures.kills += 1;
+    }
+    let mut child = spawn(dir)?;
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            if status.success() {
+                return Ok(());
+            }
+            bail!("the last run failed ({status}): {}", tail(dir));
+        }
+        if started.elapsed() > HUNG {
+            child.kill()?;
+            child.wait()?;
+            bail!("the last run hung for {HUNG:?}: {}", tail(dir));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A fresh trial folder: a project with a file to tidy and one the person
+/// keeps.
+pub(crate) fn prepare(dir: &Path) -> anyhow::Result<()> {
+    let root = root_path(dir);
+    std::fs::create_dir_all(&root)?;
+    std::fs::write(root.join("notes.txt"), "messy notes\n")?;
+    std::fs::write(root.join("old.txt"), "old, kept\n")?;
+    Ok(())
+}
+
+/// This program again, as a trial's process; its output appended to the
+/// trial's `runs.log`.
+fn spawn(dir: &Path) -> anyhow::Result<Child> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("runs.log"))?;
+    Command::new(std::env::current_exe()?)
+        .arg("child")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting a trial's process")
+}
+
+/// The end of a trial's `runs.log`, for a failure's message.
+fn tail(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("runs.log")).unwrap_or_default();
+    let start = text.len().saturating_sub(2000);
+    let start = (start..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(text.len());
+    text[start..].to_owned()
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The figures as markdown, with the command that reproduces them.
+pub fn summary(options: &Options, figures: &Figures) -> String {
+    let mut out = format!(
+        "# rein-chaos\n\n`cargo xtask chaos --trials {} --seed {} --kills {}`\n\n\
+         | figure | value |\n|---|---:|\n\
+         | trials | {} |\n| SIGKILLs landed | {} |\n| runs finished before their kill | {} |\n\
+         | results recorded as interrupted | {} |\n| uninterrupted run | {} ms |\n\
+         | campaign wall time | {} s |\n| failed trials | {} |\n",
+        options.trials,
+        options.seed,
+        options.kills,
+        figures.trials,
+        figures.kills,
+        figures.outran,
+        figures.interrupted,
+        figures.reference.as_millis(),
+        figures.wall.as_secs(),
+        figures.failures.len(),
+    );
+    for (n, broken) in &figures.failures {
+        out.push_str(&format!("\n## trial {n} failed\n\n"));
+        for b in broken {
+            out.push_str(&format!("- {b}\n"));
+        }
+    }
+    out
+}

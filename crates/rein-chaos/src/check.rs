@@ -1,0 +1,362 @@
+//! What must hold after a trial, however often it was killed: the log
+//! whole and gapless with nothing left unfinished, every call the model
+//! made answered exactly once, no change run twice (or at all, when
+//! refused), every decision the person's, the files as the results say,
+//! and the story — the calls made, their results and the replies — the
+//! same as an uninterrupted run's apart from what the recorded
+//! interruptions changed.
+//!
+//! Not here: running or killing the trial (`child`, `campaign`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use rein_sessions::recovery::dangling;
+use rein_sessions::{Event, ResultSource, SqliteStore, Store, StoredEvent, ToolStatus};
+use rein_wire::ContentBlock;
+use rein_wire::permission::Decision;
+
+use crate::child::{finished_turns, person, root_path, store_path};
+use crate::counted::executions;
+use crate::model::TURNS;
+
+/// The tools whose execution changes something: run at most once.
+const CHANGES: &[&str] = &["write_file", "edit_file", "delete_file"];
+
+/// A finished trial as the model and the person saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Story {
+    /// Every call the model made: (call id, tool), in order.
+    pub calls: Vec<(String, String)>,
+    /// Every result: (call id, how it ended: `ok`, the error's code, or
+    /// `interrupted`), in order.
+    pub results: Vec<(String, String)>,
+    /// The turns' replies.
+    pub replies: Vec<String>,
+}
+
+impl Story {
+    /// Whether `self` (a trial) tells `reference` (an uninterrupted run)
+    /// apart from what interruptions changed: the same calls and replies,
+    /// and the same results up to the first interrupted one.
+    pub fn matches(&self, reference: &Story) -> Result<(), String> {
+        if self.calls != reference.calls {
+            return Err(format!("calls {:?} != {:?}", self.calls, reference.calls));
+        }
+        if self.replies != reference.replies {
+            return Err(format!(
+                "replies {:?} != {:?}",
+                self.replies, reference.replies
+            ));
+        }
+        let cut = self
+            .results
+            .iter()
+            .position(|(_, how)| how == "interrupted")
+            .unwrap_or(self.results.len());
+        if self.results[..cut] != reference.results[..cut.min(reference.results.len())] {
+            return Err(format!(
+                "results {:?} != {:?}",
+                &self.results[..cut],
+                reference.results
+            ));
+        }
+        if cut == self.results.len() && self.results != reference.results {
+            return Err(format!(
+                "results {:?} != {:?}",
+                self.results, reference.results
+            ));
+        }
+        Ok(())
+    }
+
+    /// How many results were recorded as interrupted.
+    pub fn interrupted(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|(_, how)| how == "interrupted")
+            .count()
+    }
+}
+
+/// Check the finished trial in `dir`: its story, or every broken promise.
+pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
+    let log = match read_log(dir).await {
+        Ok(log) => log,
+        Err(err) => return Err(vec![err]),
+    };
+    let mut broken = Vec::new();
+    whole(&log, &mut broken);
+    let (story, ends) = story(&log);
+    answered_once(&log, &story, &mut broken);
+    decided_by_the_person(&log, &mut broken);
+    match executions(dir) {
+        Ok(ran) => ran_at_most_once(&ran, &ends, &log, &mut broken),
+        Err(err) => broken.push(format!("the executions file is unreadable: {err}")),
+    }
+    files_as_results_say(dir, &ends, &mut broken);
+    if broken.is_empty() {
+        Ok(story)
+    } else {
+        Err(broken)
+    }
+}
+
+/// Whether the uninterrupted run in `dir` ran the whole scenario: a
+/// change approved, a delete refused by the person, a compaction made —
+/// else the campaign would test less than it says.
+pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
+    let log = read_log(dir).await?;
+    let decided = |wanted: Decision| {
+        log.iter().any(
+            |e| matches!(&e.event, Event::ApprovalDecided { decision, .. } if *decision == wanted),
+        )
+    };
+    let compacted = log.iter().any(|e| {
+        matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact")
+    });
+    match (
+        decided(Decision::Approved),
+        decided(Decision::Denied),
+        compacted,
+    ) {
+        (true, true, true) => Ok(()),
+        seen => Err(format!(
+            "the scenario did not run whole (approved, denied, compacted): {seen:?}"
+        )),
+    }
+}
+
+/// The trial's one session, read whole.
+async fn read_log(dir: &Path) -> Result<Vec<StoredEvent>, String> {
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(store_path(dir))
+            .await
+            .map_err(|e| format!("the store does not open: {e}"))?,
+    );
+    let sessions = store
+        .list_sessions(2)
+        .await
+        .map_err(|e| format!("the sessions do not list: {e}"))?;
+    let [session] = sessions.as_slice() else {
+        return Err(format!("{} sessions in the store, not one", sessions.len()));
+    };
+    rein_sessions::read_all(store.as_ref(), &session.id)
+        .await
+        .map_err(|e| format!("the log does not read: {e}"))
+}
+
+/// Gapless, and nothing left unfinished: every turn ended, as scripted.
+fn whole(log: &[StoredEvent], broken: &mut Vec<String>) {
+    for (i, e) in log.iter().enumerate() {
+        if e.seq != i as u64 + 1 {
+            broken.push(format!("event {} has sequence number {}", i + 1, e.seq));
+            break;
+        }
+    }
+    let open = dangling(log);
+    if !open.is_clean() {
+        broken.push(format!("work left unfinished: {open:?}"));
+    }
+    if finished_turns(log) != TURNS.len() {
+        broken.push(format!(
+            "{} turns finished, not {}",
+            finished_turns(log),
+            TURNS.len()
+        ));
+    }
+}
+
+/// The story, and how each call ended (call id → tool, how).
+fn story(log: &[StoredEvent]) -> (Story, HashMap<String, (String, String)>) {
+    let mut story = Story {
+        calls: Vec::new(),
+        results: Vec::new(),
+        replies: Vec::new(),
+    };
+    let mut tools = HashMap::new();
+    let mut ends = HashMap::new();
+    for e in log {
+        match &e.event {
+            Event::ModelCompleted { message, .. } => {
+                for block in &message.content {
+                    if let ContentBlock::ToolUse { id, name, .. } = block {
+                        story.calls.push((id.clone(), name.clone()));
+                        tools.insert(id.clone(), name.clone());
+                    }
+                }
+            }
+            Event::ToolResult {
+                call_id,
+                status,
+                source,
+                content,
+                ..
+            } => {
+                let how = match (status, source) {
+                    (_, ResultSource::Interrupted) => "interrupted".to_owned(),
+                    (ToolStatus::Ok, _) => "ok".to_owned(),
+                    (ToolStatus::Error, _) => content["error"]["code"]
+                        .as_str()
+                        .unwrap_or("error")
+                        .to_owned(),
+                };
+                story.results.push((call_id.clone(), how.clone()));
+                let tool = tools.get(call_id).cloned().unwrap_or_default();
+                ends.insert(call_id.clone(), (tool, how));
+            }
+            Event::TurnFinished { reply, .. } => {
+                story.replies.push(reply.clone().unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    (story, ends)
+}
+
+/// Every call the model made has exactly one result, and every result
+/// answers a call the model made.
+fn answered_once(log: &[StoredEvent], story: &Story, broken: &mut Vec<String>) {
+    let mut results: BTreeMap<&str, usize> = BTreeMap::new();
+    for (call, _) in &story.results {
+        *results.entry(call.as_str()).or_default() += 1;
+    }
+    for (call, _) in &story.calls {
+        match results.remove(call.as_str()) {
+            Some(1) => {}
+            n => broken.push(format!("call {call} has {} results", n.unwrap_or(0))),
+        }
+    }
+    for call in results.keys() {
+        broken.push(format!(
+            "a result answers {call}, which the model never called"
+        ));
+    }
+    let called = log
+        .iter()
+        .filter(|e| matches!(e.event, Event::ToolCalled { .. }))
+        .count();
+    if called > story.calls.len() {
+        broken.push(format!(
+            "{called} calls recorded as run for {} made",
+            story.calls.len()
+        ));
+    }
+}
+
+/// Every decision recorded is the person's own answer, made once.
+fn decided_by_the_person(log: &[StoredEvent], broken: &mut Vec<String>) {
+    let mut asked = HashMap::new();
+    let mut decided = HashMap::new();
+    for e in log {
+        match &e.event {
+            Event::ApprovalRequested {
+                approval_id, tool, ..
+            } => {
+                asked.insert(approval_id.clone(), tool.clone());
+            }
+            Event::ApprovalDecided {
+                approval_id,
+                decision,
+                ..
+            } => {
+                let tool = asked.get(approval_id).cloned().unwrap_or_default();
+                let wanted = match person(&tool) {
+                    rein_approvals::Answer::Deny => Decision::Denied,
+                    rein_approvals::Answer::Approve(_) => Decision::Approved,
+                };
+                if *decision != wanted {
+                    broken.push(format!(
+                        "{approval_id} ({tool}) {decision:?}, the person said {wanted:?}"
+                    ));
+                }
+                if decided.insert(approval_id.clone(), *decision).is_some() {
+                    broken.push(format!("{approval_id} decided twice"));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// No change ran twice; a refused one never ran; one whose result says it
+/// ran, ran once.
+fn ran_at_most_once(
+    ran: &[(String, String)],
+    ends: &HashMap<String, (String, String)>,
+    log: &[StoredEvent],
+    broken: &mut Vec<String>,
+) {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for (call, _) in ran {
+        *counts.entry(call.as_str()).or_default() += 1;
+    }
+    let called: std::collections::HashSet<&str> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCalled { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (call, tool) in ran {
+        if !called.contains(call.as_str()) {
+            broken.push(format!("{call} ({tool}) ran without being recorded first"));
+        }
+    }
+    for (call, (tool, how)) in ends {
+        let n = counts.get(call.as_str()).copied().unwrap_or(0);
+        if CHANGES.contains(&tool.as_str()) {
+            let right = match how.as_str() {
+                "ok" => n == 1,
+                "interrupted" => n <= 1,
+                _ => n <= 1 && (called.contains(call.as_str()) || n == 0),
+            };
+            if !right {
+                broken.push(format!("{call} ({tool}, {how}) ran {n} times"));
+            }
+        }
+    }
+    for (call, tool) in ran {
+        if tool == "delete_file" {
+            broken.push(format!("{call}: a delete the person refused ran"));
+        }
+    }
+}
+
+/// The files hold what the results say: a refused delete left its file,
+/// and a change reported done is there.
+fn files_as_results_say(
+    dir: &Path,
+    ends: &HashMap<String, (String, String)>,
+    broken: &mut Vec<String>,
+) {
+    let root = root_path(dir);
+    if !root.join("old.txt").exists() {
+        broken.push("old.txt is gone, though its delete was refused".into());
+    }
+    let written_ok = |content: &str| {
+        ends.iter().any(|(call, (tool, how))| {
+            tool == "write_file" && how == "ok" && call.starts_with(content)
+        })
+    };
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).ok();
+    // The script's first turn changes notes.txt (`t0…`), its second
+    // creates log.txt (`t1…`).
+    if written_ok("t0") && read("notes.txt").as_deref() != Some("tidied\n") {
+        broken.push(format!(
+            "notes.txt holds {:?} after its change was done",
+            read("notes.txt")
+        ));
+    }
+    if written_ok("t1") && read("log.txt").as_deref() != Some("one\n") {
+        broken.push(format!(
+            "log.txt holds {:?} after it was written",
+            read("log.txt")
+        ));
+    }
+}
+
+#[cfg(test)]
+#[path = "check_tests.rs"]
+mod tests;

@@ -1,0 +1,117 @@
+//! One process's share of a trial: open the trial's store (recovering what
+//! a killed process left), and drive the scripted conversation from where
+//! the log says it is to its end — the person's decisions made as they
+//! come (every write approved, every delete refused), the compaction made
+//! between the second and third turns.
+//!
+//! The campaign may kill this process with SIGKILL at any instant; nothing
+//! here prepares for that. Whatever it leaves, the next process carries on.
+//!
+//! Not here: the model (`model`), killing (`campaign`), checking (`check`).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use rein_approvals::{Answer, Surface};
+use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
+use rein_wire::permission::LeaseScope;
+
+use crate::counted::Counted;
+use crate::model::{Script, TURNS};
+
+/// The turn after which the conversation is compacted (once).
+const COMPACT_AFTER: usize = 2;
+
+/// The trial's folder: the store, the project root, the executions file.
+pub fn store_path(dir: &Path) -> std::path::PathBuf {
+    dir.join("rein.db")
+}
+
+/// The project root the file tools work in.
+pub fn root_path(dir: &Path) -> std::path::PathBuf {
+    dir.join("root")
+}
+
+/// Drive the trial in `dir` to its end.
+pub async fn run(dir: &Path) -> anyhow::Result<()> {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(store_path(dir)).await?);
+    let root = rein_files::Root::new(&root_path(dir))?;
+    let tools = rein_files::file_tools(Arc::new(root), Some(rein_files::Stash(store.clone())))?;
+    let backend = Arc::new(Counted::new(Arc::new(tools), dir));
+    // A process killed while creating the session may have left it with
+    // no events: it is carried on all the same.
+    let existing = store.list_sessions(2).await?;
+    if existing.len() > 1 {
+        bail!("the trial's store holds more than one session");
+    }
+    let existing = existing.first().map(|s| s.id.clone());
+    let profile = Profile {
+        tools: ToolLoading::Native,
+        ..Profile::new("Chaos", "chaos-script").with_system("Follow the script.")
+    };
+    let mut conv = Conversation::open(
+        store.clone(),
+        Arc::new(Script),
+        backend,
+        profile,
+        existing.as_deref(),
+    )
+    .await
+    .context("opening the session")?;
+    loop {
+        let log = conv.log_events().await?;
+        let finished = finished_turns(&log);
+        let outcome = if conv.has_open_turn().await? {
+            decide_pending(&mut conv).await?;
+            conv.resume().await?
+        } else if finished == COMPACT_AFTER && !compacted(&log) {
+            conv.compact_now().await.context("compacting")?;
+            continue;
+        } else if let Some(turn) = TURNS.get(finished) {
+            conv.turn(turn.says).await?
+        } else {
+            break;
+        };
+        match outcome {
+            TurnOutcome::Finished { .. } | TurnOutcome::AwaitingApproval(_) => {}
+            other => bail!("a turn ended {other:?}"),
+        }
+    }
+    conv.close().await?;
+    Ok(())
+}
+
+/// The person: every pending write approved for this call, every delete
+/// refused.
+async fn decide_pending(conv: &mut Conversation) -> anyhow::Result<()> {
+    for pending in conv.pending_approvals().await? {
+        let answer = person(&pending.tool);
+        conv.decide(&pending.approval_id, answer, &Surface::terminal())
+            .await?;
+    }
+    Ok(())
+}
+
+/// What the person answers about `tool`.
+pub fn person(tool: &str) -> Answer {
+    if tool == "delete_file" {
+        Answer::Deny
+    } else {
+        Answer::Approve(LeaseScope::Once)
+    }
+}
+
+/// How many turns of the log have finished.
+pub fn finished_turns(log: &[StoredEvent]) -> usize {
+    log.iter()
+        .filter(|e| matches!(e.event, Event::TurnFinished { .. }))
+        .count()
+}
+
+/// Whether the log holds a compaction.
+fn compacted(log: &[StoredEvent]) -> bool {
+    log.iter()
+        .any(|e| matches!(e.event, Event::CompactionCreated { .. }))
+}
