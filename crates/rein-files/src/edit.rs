@@ -298,7 +298,9 @@ impl Tool for EditFile {
         // An edit that could not apply is refused before anyone is asked.
         self.0.precheck_write(&input.path).map_err(Refused::error)?;
         let before = read_text(&self.0, &input.path)?;
-        apply(&input.path, &before, &input.edits).map(|_| ())
+        let after = apply(&input.path, &before, &input.edits)?;
+        crate::Root::writable_size(&input.path, after.text.len())
+            .map_err(|refused| AgentError::new(refused.code, refused.message))
     }
     fn preview(&self, input: &EditArgs) -> Option<Preview> {
         let before = read_text(&self.0, &input.path).ok()?;
@@ -474,5 +476,26 @@ mod tests {
             preview.text
         );
         assert!(preview.text.contains("-b\n+B\n"), "{}", preview.text);
+    }
+
+    /// An edit whose result would be over a file's bound is refused before
+    /// anyone is asked: rein never writes what a read could not take back.
+    #[test]
+    fn an_edit_growing_a_file_past_the_bound_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let half = "x".repeat((crate::MAX_FILE_BYTES / 2) as usize + 10);
+        std::fs::write(dir.path().join("big.txt"), format!("{half}\nEND\n")).unwrap();
+        let tool = EditFile(Arc::new(Root::new(dir.path()).unwrap()), None);
+        let grow = EditArgs {
+            path: "big.txt".into(),
+            edits: vec![edit("END", &half)],
+        };
+        let err = tool.precheck(&grow).unwrap_err();
+        assert_eq!(err.code, codes::FILE_TOO_LARGE, "{}", err.message);
+        let small = EditArgs {
+            path: "big.txt".into(),
+            edits: vec![edit("END", "end")],
+        };
+        tool.precheck(&small).unwrap();
     }
 }

@@ -94,6 +94,11 @@ async fn change(
         Some(stash) => stash.keep(path, &before, after).await,
         None => None,
     };
+    if let Some(bytes) = after
+        && let Err(refused) = Root::writable_size(path, bytes.len())
+    {
+        return refused.outcome();
+    }
     let changed = match after {
         Some(bytes) => root.write(path, bytes, None),
         None => root.remove(path),
@@ -278,6 +283,7 @@ impl Tool for WriteFile {
         PermissionClass::SourceFileWrite
     }
     fn precheck(&self, input: &WriteArgs) -> Result<(), AgentError> {
+        Root::writable_size(&input.path, input.content.len()).map_err(Refused::error)?;
         self.0.precheck_write(&input.path).map_err(Refused::error)?;
         undoable_now(self.1.as_ref(), &self.0, &input.path).map(drop)
     }

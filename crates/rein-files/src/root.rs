@@ -134,6 +134,21 @@ impl Root {
         }
     }
 
+    /// Whether `len` bytes may be written to `path`: at most
+    /// [`MAX_FILE_BYTES`], what a read takes back — rein never writes a file
+    /// it could not read again.
+    pub fn writable_size(path: &str, len: usize) -> Result<(), Refused> {
+        if len as u64 > MAX_FILE_BYTES {
+            return Err(Refused::new(
+                codes::FILE_TOO_LARGE,
+                format!(
+                    "the new `{path}` would be {len} bytes; the limit is {MAX_FILE_BYTES}, what a read takes back"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Read a whole regular file (at most [`MAX_FILE_BYTES`]).
     pub fn read(&self, path: &str) -> Result<Vec<u8>, Refused> {
         let rel = self.relative(path)?;
