@@ -299,8 +299,7 @@ impl Tool for EditFile {
         self.0.precheck_write(&input.path).map_err(Refused::error)?;
         let before = read_text(&self.0, &input.path)?;
         let after = apply(&input.path, &before, &input.edits)?;
-        crate::Root::writable_size(&input.path, after.text.len())
-            .map_err(|refused| AgentError::new(refused.code, refused.message))
+        Root::writable_size(&input.path, after.text.len()).map_err(Refused::error)
     }
     fn preview(&self, input: &EditArgs) -> Option<Preview> {
         let before = read_text(&self.0, &input.path).ok()?;
