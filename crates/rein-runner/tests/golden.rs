@@ -2,6 +2,9 @@
 //! model outputs recorded in `tests/golden/NAME.jsonl`, and the session it
 //! writes must export to exactly those bytes.
 //!
+//! Every request the model is sent is pinned beside them, as each wire
+//! API's body (`golden_parts/requests.rs`).
+//!
 //! `cargo xtask golden` runs this; `cargo xtask golden --bless` (or
 //! `REIN_GOLDEN_BLESS=1`) writes the files anew from each scenario's
 //! scripted model, after a reviewed change.
@@ -21,6 +24,8 @@ use serde_json::{Value, json};
 
 #[path = "golden_parts/agents.rs"]
 mod agents;
+#[path = "golden_parts/requests.rs"]
+mod requests;
 
 struct Turn {
     prompt: &'static str,
@@ -53,6 +58,8 @@ struct Scenario {
 struct WithSummaries {
     inner: FakeProvider,
     summaries: std::sync::Mutex<std::collections::VecDeque<String>>,
+    /// Every request sent, in order.
+    sent: Arc<std::sync::Mutex<Vec<rein_wire::Request>>>,
 }
 
 impl rein_gateway::Provider for WithSummaries {
@@ -63,6 +70,7 @@ impl rein_gateway::Provider for WithSummaries {
         self.inner.capabilities()
     }
     fn stream(&self, request: rein_wire::Request) -> rein_gateway::EventStream {
+        self.sent.lock().unwrap().push(request.clone());
         if request
             .system
             .first()
@@ -317,16 +325,19 @@ fn recorded_decisions(trace: &str) -> Vec<bool> {
         .collect()
 }
 
-/// Run a scenario with these model outputs and approvals; return its trace.
+/// Run a scenario with these model outputs and approvals; return its trace
+/// and the requests the model was sent.
 async fn run(
     scenario: &Scenario,
     provider: FakeProvider,
     mut decisions: Vec<bool>,
     summaries: Vec<String>,
-) -> String {
+) -> (String, Vec<rein_wire::Request>, String) {
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
     let provider = WithSummaries {
         inner: provider,
         summaries: std::sync::Mutex::new(summaries.into()),
+        sent: sent.clone(),
     };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let backend =
@@ -364,7 +375,9 @@ async fn run(
         }
     }
     let id = conv.session_id().to_owned();
-    golden::export(&store.read(&id, 1, 100_000).await.unwrap()).unwrap()
+    let trace = golden::export(&store.read(&id, 1, 100_000).await.unwrap()).unwrap();
+    let sent = std::mem::take(&mut *sent.lock().unwrap());
+    (trace, sent, id)
 }
 
 fn golden_dir() -> PathBuf {
@@ -386,7 +399,7 @@ async fn golden_traces_replay_byte_for_byte() {
             let fixed: Vec<String> = (1..=20)
                 .map(|n| format!("Summary {n}: the log was read in parts."))
                 .collect();
-            let first = run(
+            let (first, _, _) = run(
                 &scenario,
                 FakeProvider::from_messages(&scenario.brain),
                 decisions,
@@ -394,7 +407,7 @@ async fn golden_traces_replay_byte_for_byte() {
             )
             .await;
             // Replay once so the file is the fixed point replays reproduce.
-            let fixed = run(
+            let (fixed, sent, session) = run(
                 &scenario,
                 FakeProvider::new(recorded_calls(&first)),
                 recorded_decisions(&first),
@@ -402,6 +415,8 @@ async fn golden_traces_replay_byte_for_byte() {
             )
             .await;
             std::fs::write(&path, &fixed).unwrap();
+            let dir = golden_dir().join("requests");
+            requests::pinned(&dir, scenario.name, (&sent, &session), true);
             eprintln!("blessed {}", path.display());
             continue;
         }
@@ -411,13 +426,19 @@ async fn golden_traces_replay_byte_for_byte() {
                 path.display()
             )
         });
-        let replayed = run(
+        let (replayed, sent, session) = run(
             &scenario,
             FakeProvider::new(recorded_calls(&expected)),
             recorded_decisions(&expected),
             recorded_summaries(&expected),
         )
         .await;
+        failures.extend(requests::pinned(
+            &golden_dir().join("requests"),
+            scenario.name,
+            (&sent, &session),
+            false,
+        ));
         if replayed != expected {
             let at = expected
                 .lines()
