@@ -55,10 +55,14 @@ pub(crate) fn args(
         args.push("--unshare-net".into());
     }
     let text = |p: &Path| p.display().to_string();
+    // `--dev /dev` already holds null, zero, random and the rest; binding
+    // the host's over them would mount them `nodev`, and every open of
+    // `/dev/null` would be refused.
     for path in read
         .iter()
         .map(PathBuf::as_path)
         .chain(extra_read.iter().copied())
+        .filter(|p| !p.starts_with("/dev"))
     {
         match std::fs::symlink_metadata(path) {
             Ok(meta) if meta.file_type().is_symlink() => {

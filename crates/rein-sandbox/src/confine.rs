@@ -232,6 +232,9 @@ fn limit(limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
+/// The one file every command may write: the sink.
+const DISCARD: &[&str] = &["/dev/null"];
+
 /// The filesystem rules and the scopes; `Ok(true)` when this kernel scoped
 /// signals to the sandbox (landlock ABI 6 and later).
 fn files(spec: &Spec) -> Result<bool, String> {
@@ -241,12 +244,16 @@ fn files(spec: &Spec) -> Result<bool, String> {
     // No device node is made anywhere, and no pathname Unix socket is
     // reached through a root (the filter refuses the socket before that).
     let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::ResolveUnix);
+    let discard = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
     let status = Ruleset::default()
         .handle_access(all)
         .and_then(|r| r.scope(Scope::from_all(ABI::V6)))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(&spec.read, read)))
         .and_then(|r| r.add_rules(path_beneath_rules(&spec.write, write)))
+        // `cmd > /dev/null` is in every other script: what is written there
+        // goes nowhere.
+        .and_then(|r| r.add_rules(path_beneath_rules(DISCARD, discard)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("landlock: {e}"))?;
     if status.ruleset == RulesetStatus::NotEnforced {

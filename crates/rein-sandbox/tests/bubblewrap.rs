@@ -1,7 +1,8 @@
 //! The Linux backend inside bubblewrap (installed with apt-get when
 //! missing): a tree the spec does not name does not exist for the command,
 //! writes stay in the root, no network, its own pid namespace, and nothing
-//! outlives the limit, and rein's Ctrl-C is not the command's. Skips, saying so, where bubblewrap cannot be had.
+//! outlives the limit, rein's Ctrl-C is not the command's, and `/dev/null`
+//! works. Skips, saying so, where bubblewrap cannot be had.
 
 mod common;
 
@@ -121,6 +122,26 @@ async fn inside_bubblewrap_only_the_named_trees_exist() {
     request.timeout = Duration::from_secs(1);
     let ran = sandbox.run(&request).await.expect("ran");
     assert!(ran.timed_out);
+}
+
+/// The devices every shell script uses work inside bubblewrap: its own
+/// `/dev` is not covered by the host's (bound `nodev`, every open of
+/// `/dev/null` was refused, so `cmd > /dev/null` and `cmd &` failed).
+#[tokio::test]
+async fn dev_null_and_friends_work_inside_bubblewrap() {
+    let root = tempfile::tempdir().expect("root");
+    let Some(sandbox) = sandbox(root.path()).await else {
+        return;
+    };
+    let ran = run(
+        &sandbox,
+        "echo gone > /dev/null && head -c 16 /dev/zero | wc -c && head -c 16 /dev/urandom | wc -c && (true < /dev/null &) && echo fine",
+        root.path(),
+    )
+    .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.text, "16\n16\nfine\n", "{ran:?}");
+    assert!(ran.stderr.text.is_empty(), "{ran:?}");
 }
 
 /// Inside bubblewrap too, rein's Ctrl-C never reaches a starting command.

@@ -229,3 +229,25 @@ async fn a_fork_bomb_is_bounded() {
     );
     eprintln!("fork bomb: {}", ran.isolation);
 }
+
+/// A confined command may write to `/dev/null` (scripts do it everywhere)
+/// and read the usual devices — and nothing else of `/dev`.
+#[tokio::test]
+async fn dev_null_takes_writes_and_other_devices_stay_closed() {
+    let root = tempfile::tempdir().expect("root");
+    let Some(sandbox) = usable(root.path()).await else {
+        return;
+    };
+    let ran = run(
+        &sandbox,
+        "echo gone > /dev/null && head -c 16 /dev/zero | wc -c && head -c 16 /dev/urandom | wc -c && echo fine",
+        root.path(),
+    )
+    .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.text, "16\n16\nfine\n", "{ran:?}");
+    let zero = run(&sandbox, "echo x > /dev/zero", root.path()).await;
+    assert_ne!(zero.code, Some(0), "{zero:?}");
+    let tty = run(&sandbox, "echo x > /dev/tty", root.path()).await;
+    assert_ne!(tty.code, Some(0), "{tty:?}");
+}
