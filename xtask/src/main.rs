@@ -1,4 +1,4 @@
-//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench | fuzz | chaos`.
+//! rein's maintainer tasks: `cargo xtask lint | test | eval | ci | golden | bench | fuzz | chaos | sandbox`.
 //!
 //! Each task is a sequence of cargo commands; the first failure stops it
 //! with that command's exit status.
@@ -16,6 +16,7 @@ mod map;
 mod peers;
 mod readme;
 mod recall;
+mod sandbox;
 mod scale;
 
 #[derive(Debug, Parser)]
@@ -32,8 +33,8 @@ enum Task {
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
     /// Lint, test, the offline evals against their baseline, 50 chaos
-    /// trials, a fuzz smoke run: what CI runs (the golden replay is part of
-    /// the tests).
+    /// trials, the sandbox escape suite every way, a fuzz smoke run: what CI
+    /// runs (the golden replay is part of the tests).
     Ci,
     /// Run the eval suites in tests/evals (offline by default); arguments go
     /// to `rein-eval` (`--provider`, `--base-url`, `--model`, `--baseline`, ...).
@@ -94,6 +95,10 @@ enum Task {
         #[arg(long)]
         dev: bool,
     },
+    /// The sandbox escape suite as one run: every escape test of
+    /// rein-sandbox without and inside bubblewrap, as root and as nobody
+    /// (when run as root), each in a process of its own; fails on any failure.
+    Sandbox,
     /// The crash campaign (crates/rein-chaos): scripted conversations killed
     /// with SIGKILL at random points, resumed and checked; fails on any
     /// broken promise. Arguments go to `rein-chaos` (`--trials`, `--seed`,
@@ -120,6 +125,7 @@ fn main() -> Result<()> {
             test()?;
             eval(&["--baseline".to_owned(), EVAL_BASELINE.to_owned()])?;
             chaos(&["--trials".to_owned(), CI_CHAOS_TRIALS.to_owned()])?;
+            sandbox::run(&root)?;
             fuzz::run(
                 &root,
                 &fuzz::Options {
@@ -139,6 +145,7 @@ fn main() -> Result<()> {
         ),
         Task::Eval { args } => eval(&args),
         Task::Chaos { args } => chaos(&args),
+        Task::Sandbox => sandbox::run(&root),
         Task::Golden { bless } => {
             let env: &[(&str, &str)] = if bless {
                 &[("REIN_GOLDEN_BLESS", "1")]

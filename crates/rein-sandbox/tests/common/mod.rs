@@ -8,12 +8,20 @@ use std::path::Path;
 
 use rein_sandbox::LinuxSandbox;
 
-/// The sandbox with the test helper binary, writing only under `root`.
+/// The sandbox with the test helper binary, writing only under `root` —
+/// inside bubblewrap too when `REIN_SANDBOX_BWRAP=1` (`cargo xtask
+/// sandbox` runs every escape both ways).
 pub fn sandbox(root: &Path) -> LinuxSandbox {
-    LinuxSandbox::new(
+    let sandbox = LinuxSandbox::new(
         env!("CARGO_BIN_EXE_rein-sandbox-exec"),
         vec![root.to_path_buf()],
-    )
+    );
+    if std::env::var_os("REIN_SANDBOX_BWRAP").is_some_and(|v| v == "1") {
+        let bwrap = rein_sandbox::bwrap::find()
+            .expect("REIN_SANDBOX_BWRAP=1 but bubblewrap is not installed");
+        return sandbox.reading([root.to_path_buf()]).with_bubblewrap(bwrap);
+    }
+    sandbox
 }
 
 /// `sandbox` if it can confine here, else `None` (said; or a failure when
