@@ -328,4 +328,4 @@ pub(crate) fn reserve_of(request: &Request) -> u64 {
 pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only changes and check results the conversation shows. It claimed";
 
 /// What the model is asked when it summarises older history.
-pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Be brief and concrete.";
+pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Keep word for word every fact found that the request may still need (which file or result said what), since the results themselves will be gone. Be brief and concrete.";
