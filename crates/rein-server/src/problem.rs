@@ -72,3 +72,43 @@ pub(crate) async fn problems_only(request: Request, next: Next) -> Response {
     *answer.status_mut() = status;
     answer
 }
+
+/// The OpenAPI document with every operation's errors said: any 4xx or
+/// 5xx is problem+json of this shape (`problems_only` makes it so), so a
+/// client generated from the document — or a property test such as
+/// schemathesis — expects what the server answers.
+pub(crate) fn documented(mut doc: serde_json::Value) -> serde_json::Value {
+    let problem = serde_json::json!({
+        "description": "An error as problem details (RFC 9457) with rein's stable code",
+        "content": {"application/problem+json": {"schema": {
+            "type": "object",
+            "required": ["type", "title", "status", "code"],
+            "properties": {
+                "type": {"type": "string"},
+                "title": {"type": "string"},
+                "status": {"type": "integer"},
+                "detail": {"type": "string"},
+                "code": {"type": "string"},
+                "hint": {"type": "string"},
+                "retryable": {"type": "boolean"}
+            }
+        }}}
+    });
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return doc;
+    };
+    for operations in paths.values_mut().filter_map(|p| p.as_object_mut()) {
+        for operation in operations.values_mut() {
+            let Some(responses) = operation
+                .get_mut("responses")
+                .and_then(|r| r.as_object_mut())
+            else {
+                continue;
+            };
+            for range in ["4XX", "5XX"] {
+                responses.entry(range).or_insert_with(|| problem.clone());
+            }
+        }
+    }
+    doc
+}

@@ -37,7 +37,7 @@ struct Doc;
 /// The API's routes, guarded, with the body bound and a problem+json 404.
 pub(crate) fn router(server: Server) -> axum::Router {
     let (api, doc) = api_router().split_for_parts();
-    let doc = serde_json::to_value(&doc).unwrap_or(Value::Null);
+    let doc = crate::problem::documented(serde_json::to_value(&doc).unwrap_or(Value::Null));
     let limit = server.limits.body_bytes;
     api.route(
         "/api/openapi.json",
@@ -92,7 +92,7 @@ fn api_router() -> OpenApiRouter<Server> {
 /// The OpenAPI document of every route (what `/api/openapi.json` serves).
 pub fn api_doc() -> Value {
     let (_, doc) = api_router().split_for_parts();
-    serde_json::to_value(&doc).unwrap_or(Value::Null)
+    crate::problem::documented(serde_json::to_value(&doc).unwrap_or(Value::Null))
 }
 
 /// Who decided, for the log: the page's person or a script's token.
