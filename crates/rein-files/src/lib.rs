@@ -90,15 +90,16 @@ async fn change(
     after: Option<&[u8]>,
     done: serde_json::Value,
 ) -> Outcome {
-    let operation = match stash {
-        Some(stash) => stash.keep(path, &before, after).await,
-        None => None,
-    };
+    // Over the bound, refused before anything is kept for undo.
     if let Some(bytes) = after
         && let Err(refused) = Root::writable_size(path, bytes.len())
     {
         return refused.outcome();
     }
+    let operation = match stash {
+        Some(stash) => stash.keep(path, &before, after).await,
+        None => None,
+    };
     let changed = match after {
         Some(bytes) => root.write(path, bytes, None),
         None => root.remove(path),
