@@ -10,7 +10,8 @@
 //! the outcome (`check`).
 
 use rein_gateway::{CachingStyle, Capabilities, EventStream, Provider};
-use rein_wire::{ContentBlock, Request, Role, StopReason, StreamEvent, Usage};
+use rein_testing::{ScriptedCall, ScriptedMessage};
+use rein_wire::{ContentBlock, Request, Role, StreamEvent};
 
 /// One step of a scripted turn.
 pub enum Step {
@@ -95,10 +96,6 @@ impl Provider for Script {
 
 /// The whole answer to `request`.
 fn answer(request: &Request) -> Vec<StreamEvent> {
-    let mut events = vec![StreamEvent::MessageStart {
-        id: None,
-        model: "chaos-script".into(),
-    }];
     let summarising = request
         .system
         .first()
@@ -112,51 +109,24 @@ fn answer(request: &Request) -> Vec<StreamEvent> {
     } else {
         where_we_are(request)
     };
-    match step {
-        Some((turn, step, Step::Calls(calls))) => {
-            for (index, (tool, args)) in (0u32..).zip(calls.iter()) {
+    let message = match step {
+        Some((turn, step, Step::Calls(calls))) => (0..).zip(calls.iter()).fold(
+            ScriptedMessage::text(&[]),
+            |message, (index, (tool, args))| {
                 // Unique in the session and the same however often the
                 // step is asked again.
-                events.push(StreamEvent::ToolCallStart {
-                    index,
+                message.with_call(ScriptedCall {
                     id: format!("t{turn}s{step}c{index}"),
                     name: (*tool).to_owned(),
-                });
-                events.push(StreamEvent::ToolCallDelta {
-                    index,
-                    fragment: (*args).to_owned(),
-                });
-                events.push(StreamEvent::ToolCallEnd { index });
-            }
-            events.push(StreamEvent::Stop {
-                reason: StopReason::ToolUse,
-            });
-        }
-        Some((_, _, Step::Answer(text))) => {
-            events.push(StreamEvent::TextDelta {
-                text: (*text).to_owned(),
-            });
-            events.push(StreamEvent::Stop {
-                reason: StopReason::EndTurn,
-            });
-        }
-        None => {
-            events.push(StreamEvent::TextDelta {
-                text: "The script has nothing more to say.".into(),
-            });
-            events.push(StreamEvent::Stop {
-                reason: StopReason::EndTurn,
-            });
-        }
-    }
-    events.push(StreamEvent::Usage {
-        usage: Usage {
-            input: 100,
-            output: 10,
-            ..Usage::default()
-        },
-    });
-    events
+                    arguments: (*args).to_owned(),
+                    fragments: 1,
+                })
+            },
+        ),
+        Some((_, _, Step::Answer(text))) => ScriptedMessage::text(&[text]),
+        None => ScriptedMessage::text(&["The script has nothing more to say."]),
+    };
+    message.events()
 }
 
 /// The step the request is at: the turn named by the last user message

@@ -11,14 +11,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rein_approvals::{Answer, Surface};
 use rein_gateway::{CachingStyle, Capabilities, EventStream, Provider};
 use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent, ToolStatus};
+use rein_testing::{ScriptedCall, ScriptedMessage};
 use rein_wire::permission::LeaseScope;
-use rein_wire::{ContentBlock, Request, Role, StopReason, StreamEvent, Usage};
+use rein_wire::{ContentBlock, Request, Role};
 
 /// One scripted message: tool calls (name, raw arguments), or an answer.
 enum Says {
@@ -31,7 +32,6 @@ enum Says {
 struct Hostile {
     script: Vec<Says>,
     forever: bool,
-    sent: Mutex<usize>,
 }
 
 impl Provider for Hostile {
@@ -60,7 +60,6 @@ impl Provider for Hostile {
             })
             .filter(|m| m.role == Role::Assistant)
             .count();
-        *self.sent.lock().unwrap() += 1;
         let says = match self.script.get(step) {
             Some(Says::Calls(calls)) => Some(calls.clone()),
             Some(Says::Answer) => None,
@@ -70,44 +69,21 @@ impl Provider for Hostile {
             )]),
             None => None,
         };
-        let mut events = vec![StreamEvent::MessageStart {
-            id: None,
-            model: "hostile".into(),
-        }];
-        match says {
-            Some(calls) => {
-                for (index, (name, args)) in (0u32..).zip(calls) {
-                    events.push(StreamEvent::ToolCallStart {
-                        index,
+        let message = match says {
+            Some(calls) => (0..).zip(calls).fold(
+                ScriptedMessage::text(&[]),
+                |message, (index, (name, arguments))| {
+                    message.with_call(ScriptedCall {
                         id: format!("s{step}c{index}"),
                         name,
-                    });
-                    events.push(StreamEvent::ToolCallDelta {
-                        index,
-                        fragment: args,
-                    });
-                    events.push(StreamEvent::ToolCallEnd { index });
-                }
-                events.push(StreamEvent::Stop {
-                    reason: StopReason::ToolUse,
-                });
-            }
-            None => {
-                events.push(StreamEvent::TextDelta {
-                    text: "Done.".into(),
-                });
-                events.push(StreamEvent::Stop {
-                    reason: StopReason::EndTurn,
-                });
-            }
-        }
-        events.push(StreamEvent::Usage {
-            usage: Usage {
-                input: 10,
-                output: 10,
-                ..Usage::default()
-            },
-        });
+                        arguments,
+                        fragments: 1,
+                    })
+                },
+            ),
+            None => ScriptedMessage::text(&["Done."]),
+        };
+        let events = message.events();
         Box::pin(futures::stream::iter(events.into_iter().map(Ok)))
     }
 }
@@ -168,11 +144,7 @@ async fn run(
     let root = rein_files::Root::new(&ground.root).unwrap();
     let tools =
         rein_files::file_tools(Arc::new(root), Some(rein_files::Stash(store.clone()))).unwrap();
-    let model = Arc::new(Hostile {
-        script,
-        forever,
-        sent: Mutex::new(0),
-    });
+    let model = Arc::new(Hostile { script, forever });
     let profile = Profile {
         tools: ToolLoading::Native,
         ..Profile::new("Target", "hostile")
