@@ -146,6 +146,10 @@ async fn a_persons_tmux_is_not_driven() {
             "sh",
         ])
         .env_remove("TMUX")
+        // tmux runs the window's command through `$SHELL -c`, or the
+        // user's login shell when SHELL is unset — `nobody`'s is
+        // `nologin`, which would end the server at once.
+        .env("SHELL", "/bin/sh")
         .status()
         .expect("tmux");
     assert!(started.success(), "a tmux server outside the root");
