@@ -1,5 +1,5 @@
-//! Confining the current process, then becoming the command: what the
-//! helper `rein-sandbox-exec` does between its start and its `exec`.
+//! Confining the current process before the command starts: what the
+//! helper `rein-sandbox-exec` does between its start and the command's.
 //!
 //! In order: the run's pids cgroup joined, a new session (so the whole
 //! group can be killed; a Ctrl-C sent to rein's group while the helper

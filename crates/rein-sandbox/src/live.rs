@@ -1,7 +1,8 @@
 //! The process groups of the commands running now, so that nothing a
 //! command started outlives rein: a surface told to end (SIGTERM, SIGHUP)
 //! calls [`kill_running`] before it exits. Where rein is killed outright,
-//! the helper's parent-death signal ends the command itself and the next
+//! the helper (the command's keeper, told by its parent-death signal)
+//! kills the command's whole group, and the next
 //! start sweeps what is left in a dead run's pids cgroup (`cgroup`).
 //!
 //! Not here: the kill at the wall-clock limit and after the command exits

@@ -144,9 +144,16 @@ impl LinuxSandbox {
                 format!("this program's path: {e}"),
             )
         })?;
+        Ok(LinuxSandbox::binary_helper(exe, write))
+    }
+
+    /// A sandbox whose helper is the product binary at `exe`, run with
+    /// [`HELPER_ARG`](crate::helper::HELPER_ARG) — as [`Self::self_helper`],
+    /// for a program that is not the one running (its tests, say).
+    pub fn binary_helper(exe: impl Into<PathBuf>, write: Vec<PathBuf>) -> LinuxSandbox {
         let mut sandbox = LinuxSandbox::new(exe, write);
         sandbox.helper_args = vec![crate::helper::HELPER_ARG.to_owned()];
-        Ok(sandbox)
+        sandbox
     }
 
     /// Also let it read `paths`.

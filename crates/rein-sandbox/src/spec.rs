@@ -59,9 +59,10 @@ pub struct Spec {
     /// A pids cgroup made for this run, which the helper joins before
     /// anything else (bounds a fork bomb even for root).
     pub pids_cgroup: Option<PathBuf>,
-    /// The process that started the helper: the command gets a
-    /// parent-death signal, and does not run at all when that process is
-    /// gone already (`None` inside bubblewrap, which dies with its parent).
+    /// The process that started the helper: the helper stays as the
+    /// command's keeper and kills its whole group when that process dies,
+    /// and the command does not run at all when it is gone already (`None`
+    /// inside bubblewrap, which dies with its parent).
     #[serde(default)]
     pub parent: Option<u32>,
     /// The command.
