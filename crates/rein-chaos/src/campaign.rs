@@ -40,6 +40,8 @@ pub struct Figures {
     pub outran: u32,
     /// Results recorded as interrupted (a call cut short by a kill).
     pub interrupted: usize,
+    /// Of those, sandboxed commands cut short (killed with rein).
+    pub commands_interrupted: usize,
     /// The uninterrupted run's wall time.
     pub reference: Duration,
     /// The whole campaign's wall time.
@@ -103,6 +105,7 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
         match outcome {
             Ok(story) => {
                 figures.interrupted += story.interrupted();
+                figures.commands_interrupted += story.interrupted_calls_of("run_command");
                 std::fs::remove_dir_all(&dir)?;
             }
             Err(err) => {
@@ -146,6 +149,7 @@ fn trial(
         child.kill()?;
         child.wait()?;
         figures.kills += 1;
+        outlived_by_nothing(&root_path(dir))?;
     }
     let mut child = spawn(dir)?;
     let started = Instant::now();
@@ -165,9 +169,45 @@ fn trial(
     }
 }
 
+/// Nothing a killed run started in its sandbox lives on: within 50 ms of
+/// the kill — well short of the scripted command's pause — no process is
+/// left working in the trial's root (the command dies with the rein that
+/// started it).
+fn outlived_by_nothing(root: &Path) -> anyhow::Result<()> {
+    let root = root.canonicalize()?;
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        left = working_in(&root);
+        if left.is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bail!("processes outlived the rein that started them: {left:?}")
+}
+
+/// The processes whose working directory is under `root`: (pid, command
+/// line).
+fn working_in(root: &Path) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(root))
+        })
+        .map(|pid| {
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            (pid, String::from_utf8_lossy(&line).replace('\0', " "))
+        })
+        .collect()
+}
+
 /// A fresh trial folder: a project with a file to tidy and one the person
 /// keeps.
-pub(crate) fn prepare(dir: &Path) -> anyhow::Result<()> {
+pub fn prepare(dir: &Path) -> anyhow::Result<()> {
     let root = root_path(dir);
     std::fs::create_dir_all(&root)?;
     std::fs::write(root.join("notes.txt"), "messy notes\n")?;
@@ -222,7 +262,8 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
         "# rein-chaos\n\n`cargo xtask chaos --trials {} --seed {} --kills {}`\n\n\
          | figure | value |\n|---|---:|\n\
          | trials | {} |\n| SIGKILLs landed | {} |\n| runs finished before their kill | {} |\n\
-         | results recorded as interrupted | {} |\n| uninterrupted run | {} ms |\n\
+         | results recorded as interrupted | {} |\n| of which sandboxed commands | {} |\n\
+         | uninterrupted run | {} ms |\n\
          | campaign wall time | {} s |\n| failed trials | {} |\n",
         options.trials,
         options.seed,
@@ -231,6 +272,7 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
         figures.kills,
         figures.outran,
         figures.interrupted,
+        figures.commands_interrupted,
         figures.reference.as_millis(),
         figures.wall.as_secs(),
         figures.failures.len(),

@@ -19,10 +19,10 @@ use rein_wire::permission::Decision;
 
 use crate::child::{finished_turns, person, root_path, store_path};
 use crate::counted::executions;
-use crate::model::TURNS;
+use crate::model::{STAMPED, TURNS};
 
 /// The tools whose execution changes something: run at most once.
-const CHANGES: &[&str] = &["write_file", "edit_file", "delete_file"];
+const CHANGES: &[&str] = &["write_file", "edit_file", "delete_file", "run_command"];
 
 /// A finished trial as the model and the person saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,16 @@ impl Story {
         Ok(())
     }
 
+    /// How many calls of `tool` had their results recorded as interrupted.
+    pub fn interrupted_calls_of(&self, tool: &str) -> usize {
+        self.results
+            .iter()
+            .filter(|(call, how)| {
+                how == "interrupted" && self.calls.iter().any(|(c, t)| c == call && t == tool)
+            })
+            .count()
+    }
+
     /// How many results were recorded as interrupted.
     pub fn interrupted(&self) -> usize {
         self.results
@@ -104,7 +114,8 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 }
 
 /// Whether the uninterrupted run in `dir` ran the whole scenario: a
-/// change approved, a delete refused by the person, a compaction made —
+/// change approved, a delete refused by the person, a compaction made, the
+/// sandboxed command run —
 /// else the campaign would test less than it says.
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     let log = read_log(dir).await?;
@@ -116,14 +127,19 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     let compacted = log.iter().any(|e| {
         matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact")
     });
+    let (_, ends) = story(&log);
+    let commanded = ends
+        .values()
+        .any(|(tool, how)| tool == "run_command" && how == "ok");
     match (
         decided(Decision::Approved),
         decided(Decision::Denied),
         compacted,
+        commanded,
     ) {
-        (true, true, true) => Ok(()),
+        (true, true, true, true) => Ok(()),
         seen => Err(format!(
-            "the scenario did not run whole (approved, denied, compacted): {seen:?}"
+            "the scenario did not run whole (approved, denied, compacted, command ran): {seen:?}"
         )),
     }
 }
@@ -355,8 +371,28 @@ fn files_as_results_say(
             read("log.txt")
         ));
     }
+    stamped_once(read("stamp.txt"), ends, broken);
 }
 
-#[cfg(test)]
-#[path = "check_tests.rs"]
-mod tests;
+/// The sandboxed command's file: begun at most once, whatever the kills;
+/// whole when its result says it ran.
+fn stamped_once(
+    stamp: Option<String>,
+    ends: &HashMap<String, (String, String)>,
+    broken: &mut Vec<String>,
+) {
+    let stamp = stamp.unwrap_or_default();
+    if stamp.matches("began").count() > 1 {
+        broken.push(format!(
+            "the command ran more than once: stamp.txt {stamp:?}"
+        ));
+    }
+    let ran_ok = ends
+        .values()
+        .any(|(tool, how)| tool == "run_command" && how == "ok");
+    if ran_ok && stamp != STAMPED {
+        broken.push(format!(
+            "stamp.txt holds {stamp:?} though the command's result says it ran"
+        ));
+    }
+}

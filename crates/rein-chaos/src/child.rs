@@ -1,7 +1,7 @@
 //! One process's share of a trial: open the trial's store (recovering what
 //! a killed process left), and drive the scripted conversation from where
 //! the log says it is to its end — the person's decisions made as they
-//! come (every write approved, every delete refused), the compaction made
+//! come (every write and command approved, every delete refused), the compaction made
 //! between the second and third turns.
 //!
 //! The campaign may kill this process with SIGKILL at any instant; nothing
@@ -15,6 +15,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use rein_approvals::{Answer, Surface};
 use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_sandbox::policy::CommandPolicy;
+use rein_sandbox::{LinuxSandbox, RunCommand};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
 use rein_wire::permission::LeaseScope;
 
@@ -34,11 +36,13 @@ pub fn root_path(dir: &Path) -> std::path::PathBuf {
     dir.join("root")
 }
 
-/// Drive the trial in `dir` to its end.
-pub async fn run(dir: &Path) -> anyhow::Result<()> {
+/// Drive the trial in `dir` to its end; `helper` is the rein-chaos binary,
+/// the sandbox's helper for the scripted command.
+pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(store_path(dir)).await?);
     let root = rein_files::Root::new(&root_path(dir))?;
-    let tools = rein_files::file_tools(Arc::new(root), Some(rein_files::Stash(store.clone())))?;
+    let tools = rein_files::file_tools(Arc::new(root), Some(rein_files::Stash(store.clone())))?
+        .with(command_tool(&root_path(dir), helper).await?)?;
     let backend = Arc::new(Counted::new(Arc::new(tools), dir));
     // A process killed while creating the session may have left it with
     // no events: it is carried on all the same.
@@ -81,6 +85,24 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
     }
     conv.close().await?;
     Ok(())
+}
+
+/// `run_command` in rein's Linux sandbox (landlock, `helper` the
+/// rein-chaos binary), writing only in the trial's root; a shell's `-c` is
+/// allowed and so always asked.
+async fn command_tool(root: &Path, helper: &Path) -> anyhow::Result<RunCommand> {
+    let root = root.canonicalize().context("the trial's root")?;
+    let sandbox = LinuxSandbox::binary_helper(helper, vec![root.clone()]).reading([root.clone()]);
+    sandbox
+        .check()
+        .await
+        .context("the campaign needs rein's sandbox")?;
+    let policy = CommandPolicy {
+        shell: true,
+        ..CommandPolicy::default()
+    };
+    let env = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())].into();
+    Ok(RunCommand::new(Arc::new(sandbox), policy, root, env)?)
 }
 
 /// The person: every pending write approved for this call, every delete

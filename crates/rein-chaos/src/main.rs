@@ -1,26 +1,14 @@
-//! `rein-chaos`: the crash campaign (`cargo xtask chaos`). A scripted
-//! conversation over rein's real file tools and a real SQLite store —
-//! reads, an approved change, a refused delete, a batch of reads, a new
-//! file, a compaction, three turns — is run in a child process killed with
-//! SIGKILL at random instants, reopened and resumed until it finishes, and
-//! checked against an uninterrupted run: no lost or partial event, every
-//! call answered once, no change run twice, every decision the person's.
+//! The `rein-chaos` program: the campaign's command line, a trial's child
+//! process (`rein-chaos child DIR`), and the sandbox's helper for the
+//! scripted command (this binary is its own).
 //!
-//! Not here: the scripted parts are one conversation over the library; the
-//! surfaces (`rein serve`, `rein mcp serve`), sub-agents, graphs, hosted
-//! agents and sandboxed commands are not yet in the campaign
-//! (`docs/RELIABILITY.md` says which are).
-
-mod campaign;
-mod check;
-mod child;
-mod counted;
-mod model;
+//! Not here: the campaign itself (the library, `rein_chaos`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use rein_chaos::{campaign, child};
 
 /// The crash campaign.
 #[derive(Parser)]
@@ -56,6 +44,13 @@ enum What {
 }
 
 fn main() -> ExitCode {
+    // The campaign's sandboxed command: this binary is its own helper.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == rein_sandbox::helper::HELPER_ARG)
+    {
+        rein_sandbox::helper::main();
+    }
     let args = Args::parse();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -68,7 +63,14 @@ fn main() -> ExitCode {
         }
     };
     if let Some(What::Child { dir }) = args.what {
-        return match rt.block_on(child::run(&dir)) {
+        let helper = match std::env::current_exe() {
+            Ok(exe) => exe,
+            Err(err) => {
+                eprintln!("rein-chaos child: this program's path: {err}");
+                return ExitCode::FAILURE;
+            }
+        };
+        return match rt.block_on(child::run(&dir, &helper)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("rein-chaos child: {err:#}");

@@ -30,8 +30,9 @@ pub struct Turn {
 }
 
 /// The conversation every trial runs: reads, an approved change to a file
-/// it read, a denied delete, a batch of reads, a new file, and — between
-/// the second and third turns — a compaction (`child`).
+/// it read, a denied delete, a batch of reads, a new file, — between the
+/// second and third turns — a compaction (`child`), and an approved
+/// command in rein's sandbox.
 pub const TURNS: &[Turn] = &[
     Turn {
         says: "chaos turn 1: tidy the notes",
@@ -68,7 +69,24 @@ pub const TURNS: &[Turn] = &[
             Step::Answer("Both files are as left."),
         ],
     },
+    Turn {
+        says: "chaos turn 4: run the stamp command",
+        steps: &[
+            Step::Calls(&[("run_command", STAMP)]),
+            Step::Answer("The stamp ran."),
+        ],
+    },
 ];
+
+/// The sandboxed command of turn 4: it marks its start and its end in
+/// `stamp.txt`, with a pause between so that kills land mid-command too.
+/// Run once, the file holds [`STAMPED`]; a command killed with rein holds
+/// only its first line, and a command run twice would hold two.
+pub const STAMP: &str =
+    r#"{"command":["sh","-c","echo began >> stamp.txt; sleep 0.3; echo ended >> stamp.txt"]}"#;
+
+/// What `stamp.txt` holds after the command ran once, whole.
+pub const STAMPED: &str = "began\nended\n";
 
 /// The scripted model.
 pub struct Script;

@@ -6,14 +6,17 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{Story, scenario_ran, trial};
-use crate::campaign::prepare;
-use crate::counted::EXECUTIONS;
+use rein_chaos::campaign::prepare;
+use rein_chaos::check::{Story, scenario_ran, trial};
+use rein_chaos::counted::EXECUTIONS;
 
+/// The scenario run whole in this process, the built rein-chaos binary
+/// the sandbox's helper.
 async fn finished_run() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     prepare(dir.path()).unwrap();
-    crate::child::run(dir.path()).await.unwrap();
+    let helper = Path::new(env!("CARGO_BIN_EXE_rein-chaos"));
+    rein_chaos::child::run(dir.path(), helper).await.unwrap();
     dir
 }
 
@@ -31,7 +34,7 @@ async fn an_uninterrupted_run_passes_and_runs_the_whole_scenario() {
     let story = trial(dir.path()).await.unwrap();
     scenario_ran(dir.path()).await.unwrap();
     assert_eq!(story.interrupted(), 0);
-    assert_eq!(story.replies.len(), crate::model::TURNS.len());
+    assert_eq!(story.replies.len(), rein_chaos::model::TURNS.len());
 }
 
 #[tokio::test]
@@ -75,7 +78,7 @@ async fn a_call_run_without_its_record_is_caught() {
 #[tokio::test]
 async fn files_unlike_the_results_are_caught() {
     let dir = finished_run().await;
-    let root = crate::child::root_path(dir.path());
+    let root = rein_chaos::child::root_path(dir.path());
     std::fs::remove_file(root.join("old.txt")).unwrap();
     std::fs::write(root.join("notes.txt"), "messy notes\n").unwrap();
     let broken = trial(dir.path()).await.unwrap_err();
@@ -85,6 +88,31 @@ async fn files_unlike_the_results_are_caught() {
     );
     assert!(
         broken.iter().any(|b| b.contains("notes.txt holds")),
+        "{broken:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_command_begun_twice_or_left_half_done_is_caught() {
+    let dir = finished_run().await;
+    let stamp = rein_chaos::child::root_path(dir.path()).join("stamp.txt");
+    assert_eq!(
+        std::fs::read_to_string(&stamp).unwrap(),
+        rein_chaos::model::STAMPED,
+        "the sandboxed command ran whole"
+    );
+    std::fs::write(&stamp, "began\nbegan\nended\n").unwrap();
+    let broken = trial(dir.path()).await.unwrap_err();
+    assert!(
+        broken.iter().any(|b| b.contains("ran more than once")),
+        "{broken:?}"
+    );
+    std::fs::write(&stamp, "began\n").unwrap();
+    let broken = trial(dir.path()).await.unwrap_err();
+    assert!(
+        broken
+            .iter()
+            .any(|b| b.contains("though the command's result says it ran")),
         "{broken:?}"
     );
 }
