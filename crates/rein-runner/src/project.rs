@@ -154,6 +154,9 @@ impl Projector {
                 ..
             } => {
                 let content = match self.edits.pruned.get(call_id.as_str()) {
+                    Some(artifact) if self.edits.at_once.contains(call_id.as_str()) => {
+                        vec![ContentBlock::text(set_aside_stub(artifact))]
+                    }
                     Some(artifact) => vec![ContentBlock::text(pruned_stub(artifact))],
                     None => result_blocks(content),
                 };
@@ -176,11 +179,21 @@ pub(crate) fn pruned_stub(artifact: &str) -> String {
     )
 }
 
+/// What a result set aside as one of too many read at once shows the
+/// model (`conversation::window::overflow`).
+pub(crate) fn set_aside_stub(artifact: &str) -> String {
+    format!(
+        "{{\"pruned\":true,\"artifact\":\"{artifact}\",\"note\":\"This result did not fit the context window beside the others asked for in the same step, so it was set aside. Read it with read_result when you need it, a few at a time.\"}}"
+    )
+}
+
 /// The compactions that apply to a path: pruned results and summarised ranges.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Edits {
     /// Call id -> the artifact holding its result.
     pub(crate) pruned: std::collections::HashMap<String, String>,
+    /// The pruned calls set aside as too many read at once.
+    pub(crate) at_once: HashSet<String>,
     /// (from seq, to seq, summary text).
     pub(crate) ranges: Vec<(u64, u64, String)>,
 }
@@ -200,6 +213,7 @@ impl Edits {
                     ..
                 } if current => match summary.get("kind").and_then(Value::as_str) {
                     Some("prune") => {
+                        let at_once = summary.get("at_once").and_then(Value::as_bool) == Some(true);
                         for call in summary
                             .get("calls")
                             .and_then(Value::as_array)
@@ -211,6 +225,9 @@ impl Edits {
                                 call.get("artifact").and_then(Value::as_str),
                             ) {
                                 edits.pruned.insert(id.to_owned(), artifact.to_owned());
+                                if at_once {
+                                    edits.at_once.insert(id.to_owned());
+                                }
                             }
                         }
                     }

@@ -184,25 +184,53 @@ impl Window {
         }
         if pressure.sent > policy.hard {
             let share = pressure.sent;
-            pressure.acted.push(acted(
-                PressureAction::Compacted,
-                share,
-                policy.hard,
-                policy.target,
-            ));
             let pressed = super::pressure::Pressed {
                 window,
                 share,
                 reserve: super::pressure::reserve_of(&request),
                 trigger: super::pressure::Trigger::HardLine,
             };
-            Self::compact(sees.agent, journal, pressed).await?;
-            let events = journal.log().await?;
-            request = self.request(sees, &events)?;
-            (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            // One attempt: it reaches the target, or the turn ends.
-            (pressure.sent, pressure.method) =
-                Self::measure(sees.agent, &request, bytes, window).await;
+            // One attempt: it reaches the target, or — one step's reads
+            // too many for the window — those are set aside, or the turn
+            // ends.
+            let compacted = match Self::compact(sees.agent, journal, pressed).await {
+                Ok(()) => true,
+                Err(err) if err.code == codes::CONTEXT_WINDOW_EXCEEDED => false,
+                Err(err) => return Err(err),
+            };
+            if compacted {
+                pressure.acted.push(acted(
+                    PressureAction::Compacted,
+                    share,
+                    policy.hard,
+                    policy.target,
+                ));
+                let events = journal.log().await?;
+                request = self.request(sees, &events)?;
+                (bytes, digest) = self.transcript.size_and_digest(&mut request);
+                (pressure.sent, pressure.method) =
+                    Self::measure(sees.agent, &request, bytes, window).await;
+            }
+            // Each round sets aside at least one result, so this ends; the
+            // estimate of what a result costs may fall short, hence rounds.
+            while pressure.sent > policy.target {
+                let over = ((pressure.sent - policy.target) * window as f64).ceil() as u64;
+                let share = pressure.sent;
+                if !Self::set_aside_to_fit(journal, window, share, policy.target, over).await? {
+                    break;
+                }
+                pressure.acted.push(acted(
+                    PressureAction::Pruned,
+                    share,
+                    policy.target,
+                    policy.target,
+                ));
+                let events = journal.log().await?;
+                request = self.request(sees, &events)?;
+                (bytes, digest) = self.transcript.size_and_digest(&mut request);
+                (pressure.sent, pressure.method) =
+                    Self::measure(sees.agent, &request, bytes, window).await;
+            }
             if pressure.sent > policy.target {
                 return Err(AgentError::new(
                     codes::CONTEXT_WINDOW_EXCEEDED,

@@ -1,12 +1,14 @@
 //! The window: what the model sees at each step and keeping it inside the
 //! context window — the request built from the log (`request`: the frozen
 //! prefix, the projected transcript), the model call (`call`), context
-//! pressure (`pressure`: measure, prune, compact, summarise) and the
+//! pressure (`pressure`: measure, prune, compact, summarise; `overflow`:
+//! the last resort, setting aside what one step asked for at once) and the
 //! schema a structured answer is asked in. [`Window`] owns their state.
 //!
 //! Not here: what the answer's calls do (`calls`), the log (`journal`).
 
 mod call;
+mod overflow;
 mod pressure;
 mod request;
 

@@ -59,15 +59,9 @@ impl Window {
         window: u64,
         share: f64,
     ) -> Result<bool, AgentError> {
-        use crate::context::{group_starts, on_path, prunable};
+        use crate::context::{group_starts, prunable};
         let events = journal.log().await?;
-        let path = current_path(&events);
-        let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
-        let edits = crate::project::Edits::collect(&events, &path_set);
-        let visible: Vec<&StoredEvent> = on_path(&events, &path)
-            .into_iter()
-            .filter(|e| edits.covering(e.seq).is_none())
-            .collect();
+        let (visible, edits) = uncovered(&events);
         let groups = group_starts(&visible);
         if groups.len() <= agent.context.keep_groups {
             return Ok(false);
@@ -79,37 +73,61 @@ impl Window {
         if candidates.is_empty() || reclaimed < agent.context.min_reclaim {
             return Ok(false);
         }
+        let record = Prune {
+            trigger: "soft_line",
+            share,
+            window,
+            target_tokens: (agent.context.soft * window as f64) as u64,
+            at_once: false,
+        };
+        Self::set_aside(journal, &candidates, record).await?;
+        Ok(true)
+    }
+
+    /// Keep `candidates` (read results: call id, content, tokens, seq) as
+    /// artifacts and record them set aside, as `record` says why.
+    pub(super) async fn set_aside(
+        journal: &mut Journal,
+        candidates: &[(String, serde_json::Value, u64, u64)],
+        record: Prune,
+    ) -> Result<(), AgentError> {
         let mut calls = Vec::new();
-        for (call_id, content, _, _) in &candidates {
+        for (call_id, content, _, _) in candidates {
             let artifact = journal
                 .store()
                 .put_artifact(content.to_string().as_bytes(), "application/json")
                 .await?;
             calls.push(json!({"call_id": call_id, "artifact": artifact.hash}));
         }
+        let reclaimed: u64 = candidates.iter().map(|c| c.2).sum();
         let from_seq = candidates.iter().map(|c| c.3).min().unwrap_or(0);
         let to_seq = candidates.iter().map(|c| c.3).max().unwrap_or(0);
         tracing::info!(
             results = calls.len(),
             reclaimed,
-            "soft pruning old read results"
+            trigger = record.trigger,
+            "setting read results aside"
         );
+        let mut summary = json!({
+            "kind": "prune",
+            "calls": calls,
+            "reclaimed_tokens": reclaimed,
+            "trigger": record.trigger,
+            "pressure": record.share,
+            "window": record.window,
+        });
+        if record.at_once {
+            summary["at_once"] = json!(true);
+        }
         journal
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
-                summary: json!({
-                    "kind": "prune",
-                    "calls": calls,
-                    "reclaimed_tokens": reclaimed,
-                    "trigger": "soft_line",
-                    "pressure": share,
-                    "window": window,
-                }),
-                target_tokens: (agent.context.soft * window as f64) as u64,
+                summary,
+                target_tokens: record.target_tokens,
             }])
             .await?;
-        Ok(true)
+        Ok(())
     }
 
     /// Replace older complete groups by a structured state and a summary the
@@ -282,6 +300,35 @@ impl Window {
         }
         assembler.finish().text()
     }
+}
+
+/// The events on the current path that no compaction covers, and the
+/// compactions that apply to it.
+pub(super) fn uncovered(events: &[StoredEvent]) -> (Vec<&StoredEvent>, crate::project::Edits) {
+    let path = current_path(events);
+    let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
+    let edits = crate::project::Edits::collect(events, &path_set);
+    let visible = crate::context::on_path(events, &path)
+        .into_iter()
+        .filter(|e| edits.covering(e.seq).is_none())
+        .collect();
+    (visible, edits)
+}
+
+/// Why and under what pressure read results are set aside.
+pub(super) struct Prune {
+    /// What set it off (`soft_line`, `over_target`).
+    pub(super) trigger: &'static str,
+    /// The request's share of the window before.
+    pub(super) share: f64,
+    /// The window, in tokens.
+    pub(super) window: u64,
+    /// The size aimed at, in tokens.
+    pub(super) target_tokens: u64,
+    /// Set aside from the newest results, asked for in one step with more
+    /// than the window holds (the model is told to read them again, fewer
+    /// at a time).
+    pub(super) at_once: bool,
 }
 
 /// Why and under what pressure a compaction runs.
