@@ -183,7 +183,7 @@ pub(crate) fn pruned_stub(artifact: &str) -> String {
 /// model (`conversation::window::overflow`).
 pub(crate) fn set_aside_stub(artifact: &str) -> String {
     format!(
-        "{{\"pruned\":true,\"artifact\":\"{artifact}\",\"note\":\"This result did not fit the context window beside the others asked for in the same step, so it was set aside. Read it with read_result when you need it, a few at a time.\"}}"
+        "{{\"pruned\":true,\"artifact\":\"{artifact}\",\"note\":\"This result did not fit the context window beside the others asked for in the same step, so it was set aside. Make the call again when you need it, fewer at a time (or page it with read_result).\"}}"
     )
 }
 
