@@ -26,6 +26,7 @@ pub mod contract;
 mod fake_provider;
 mod fake_server;
 mod fake_tools;
+pub mod faults;
 pub mod fixtures;
 pub mod mcp;
 pub mod postgres;
