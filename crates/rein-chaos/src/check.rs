@@ -17,7 +17,7 @@ use rein_sessions::{Event, ResultSource, SqliteStore, Store, StoredEvent, ToolSt
 use rein_wire::ContentBlock;
 use rein_wire::permission::Decision;
 
-use crate::child::{finished_turns, person, root_path, store_path};
+use crate::child::{finished_turns, main_session, person, root_path, store_path};
 use crate::counted::executions;
 use crate::model::{STAMPED, TURNS};
 
@@ -92,17 +92,28 @@ impl Story {
 
 /// Check the finished trial in `dir`: its story, or every broken promise.
 pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
-    let log = match read_log(dir).await {
-        Ok(log) => log,
+    let (log, helpers) = match read_logs(dir).await {
+        Ok(logs) => logs,
         Err(err) => return Err(vec![err]),
     };
     let mut broken = Vec::new();
     whole(&log, &mut broken);
-    let (story, ends) = story(&log);
+    let (story, _) = story(&log);
     answered_once(&log, &story, &mut broken);
-    decided_by_the_person(&log, &mut broken);
+    for helper in &helpers {
+        helper_whole(helper, &mut broken);
+    }
+    // Every session's calls, results and decisions: the sub-agent's go
+    // through the same tools and the same person.
+    let all: Vec<StoredEvent> = log
+        .iter()
+        .chain(helpers.iter().flatten())
+        .cloned()
+        .collect();
+    let (_, ends) = self::story(&all);
+    decided_by_the_person(&all, &mut broken);
     match executions(dir) {
-        Ok(ran) => ran_at_most_once(&ran, &ends, &log, &mut broken),
+        Ok(ran) => ran_at_most_once(&ran, &ends, &all, &mut broken),
         Err(err) => broken.push(format!("the executions file is unreadable: {err}")),
     }
     files_as_results_say(dir, &ends, &mut broken);
@@ -118,7 +129,10 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 /// sandboxed command run —
 /// else the campaign would test less than it says.
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
-    let log = read_log(dir).await?;
+    let (log, helpers) = read_logs(dir).await?;
+    if !helpers.iter().any(|h| finished_turns(h) == 1) {
+        return Err("the scenario did not run whole: no sub-agent finished its task".into());
+    }
     let decided = |wanted: Decision| {
         log.iter().any(
             |e| matches!(&e.event, Event::ApprovalDecided { decision, .. } if *decision == wanted),
@@ -144,23 +158,59 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// The trial's one session, read whole.
-async fn read_log(dir: &Path) -> Result<Vec<StoredEvent>, String> {
+/// The trial's main session and its sub-agents' sessions, each read whole.
+async fn read_logs(dir: &Path) -> Result<(Vec<StoredEvent>, Vec<Vec<StoredEvent>>), String> {
     let store: Arc<dyn Store> = Arc::new(
         SqliteStore::open(store_path(dir))
             .await
             .map_err(|e| format!("the store does not open: {e}"))?,
     );
+    let read = |id: String| {
+        let store = store.clone();
+        async move {
+            rein_sessions::read_all(store.as_ref(), &id)
+                .await
+                .map_err(|e| format!("the log of {id} does not read: {e}"))
+        }
+    };
+    let main = main_session(store.as_ref())
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the store holds no session")?;
     let sessions = store
-        .list_sessions(2)
+        .list_sessions(100)
         .await
         .map_err(|e| format!("the sessions do not list: {e}"))?;
-    let [session] = sessions.as_slice() else {
-        return Err(format!("{} sessions in the store, not one", sessions.len()));
-    };
-    rein_sessions::read_all(store.as_ref(), &session.id)
-        .await
-        .map_err(|e| format!("the log does not read: {e}"))
+    let mut helpers = Vec::new();
+    for session in sessions {
+        if session.metadata["parent_session"].as_str() == Some(main.as_str()) {
+            helpers.push(read(session.id).await?);
+        } else if session.id != main {
+            return Err(format!("a session of no known parent: {}", session.id));
+        }
+    }
+    Ok((read(main).await?, helpers))
+}
+
+/// A sub-agent's session: gapless, nothing left unfinished, every call
+/// answered exactly once.
+fn helper_whole(log: &[StoredEvent], broken: &mut Vec<String>) {
+    for (i, e) in log.iter().enumerate() {
+        if e.seq != i as u64 + 1 {
+            broken.push(format!(
+                "a sub-agent's event {} has sequence number {}",
+                i + 1,
+                e.seq
+            ));
+            break;
+        }
+    }
+    let open = dangling(log);
+    if !open.is_clean() {
+        broken.push(format!("a sub-agent's work left unfinished: {open:?}"));
+    }
+    let (story, _) = story(log);
+    answered_once(log, &story, broken);
 }
 
 /// Gapless, and nothing left unfinished: every turn ended, as scripted.

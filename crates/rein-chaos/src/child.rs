@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use rein_approvals::{Answer, Surface};
-use rein_runner::{Conversation, Profile, ToolLoading, TurnOutcome};
+use rein_runner::{Conversation, Delegation, Profile, ToolLoading, TurnOutcome};
 use rein_sandbox::policy::CommandPolicy;
 use rein_sandbox::{LinuxSandbox, RunCommand};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
@@ -46,11 +46,7 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
     let backend = Arc::new(Counted::new(Arc::new(tools), dir));
     // A process killed while creating the session may have left it with
     // no events: it is carried on all the same.
-    let existing = store.list_sessions(2).await?;
-    if existing.len() > 1 {
-        bail!("the trial's store holds more than one session");
-    }
-    let existing = existing.first().map(|s| s.id.clone());
+    let existing = main_session(store.as_ref()).await?;
     let profile = Profile {
         tools: ToolLoading::Native,
         ..Profile::new("Chaos", "chaos-script").with_system("Follow the script.")
@@ -64,6 +60,7 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
     )
     .await
     .context("opening the session")?;
+    conv.agent.delegation = Some(Delegation::default());
     loop {
         let log = conv.log_events().await?;
         let finished = finished_turns(&log);
@@ -85,6 +82,21 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
     }
     conv.close().await?;
     Ok(())
+}
+
+/// The trial's main session (the one no other session started), if made.
+pub async fn main_session(store: &dyn Store) -> anyhow::Result<Option<String>> {
+    let sessions = store.list_sessions(100).await?;
+    let main: Vec<&str> = sessions
+        .iter()
+        .filter(|s| s.metadata["parent_session"].is_null())
+        .map(|s| s.id.as_str())
+        .collect();
+    match main.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).to_owned())),
+        more => bail!("the trial's store holds {} main sessions", more.len()),
+    }
 }
 
 /// `run_command` in rein's Linux sandbox (landlock, `helper` the

@@ -2,15 +2,15 @@
 //! conversation over rein's real file tools, `run_command` in its real
 //! sandbox and a real SQLite store — reads, an approved change, a refused
 //! delete, a batch of reads, a new file, a compaction, an approved command,
-//! four turns — is run in a child process killed with
-//! SIGKILL at random instants, reopened and resumed until it finishes, and
-//! checked against an uninterrupted run: no lost or partial event, every
-//! call answered once, no change run twice, every decision the person's.
+//! a task handed to a sub-agent, five turns — is run in a child process
+//! killed with SIGKILL at random instants, reopened and resumed until it
+//! finishes, and checked against an uninterrupted run: no lost or partial
+//! event in any session, every call answered once, no change or command
+//! run twice, nothing left running, every decision the person's.
 //!
 //! Not here: the scripted parts are one conversation over the library; the
-//! surfaces (`rein serve`, `rein mcp serve`), sub-agents, graphs and
-//! hosted agents are not yet in the campaign
-//! (`docs/RELIABILITY.md` says which are).
+//! surfaces (`rein serve`, `rein mcp serve`), graphs and hosted agents are
+//! not yet in the campaign (`docs/RELIABILITY.md` says which are).
 
 pub mod campaign;
 pub mod check;

@@ -31,8 +31,8 @@ pub struct Turn {
 
 /// The conversation every trial runs: reads, an approved change to a file
 /// it read, a denied delete, a batch of reads, a new file, — between the
-/// second and third turns — a compaction (`child`), and an approved
-/// command in rein's sandbox.
+/// second and third turns — a compaction (`child`), an approved command
+/// in rein's sandbox, and a task handed to a sub-agent ([`HELPER`]).
 pub const TURNS: &[Turn] = &[
     Turn {
         says: "chaos turn 1: tidy the notes",
@@ -76,14 +76,34 @@ pub const TURNS: &[Turn] = &[
             Step::Answer("The stamp ran."),
         ],
     },
+    Turn {
+        says: "chaos turn 5: ask a helper",
+        steps: &[
+            Step::Calls(&[("delegate", r#"{"task":"chaos helper: look at the notes"}"#)]),
+            Step::Answer("The helper looked."),
+        ],
+    },
 ];
+
+/// The sub-agent's one turn (its task names it): a read, then its answer.
+pub static HELPER: Turn = Turn {
+    says: "chaos helper: look at the notes",
+    steps: &[
+        Step::Calls(&[("read_file", r#"{"path":"notes.txt"}"#)]),
+        Step::Answer("The notes are read."),
+    ],
+};
+
+/// The turn index the helper's call ids carry (`t9…`), apart from the
+/// main conversation's.
+const HELPER_INDEX: usize = 9;
 
 /// The sandboxed command of turn 4: it marks its start and its end in
 /// `stamp.txt`, with a pause between so that kills land mid-command too.
 /// Run once, the file holds [`STAMPED`]; a command killed with rein holds
-/// only its first line, and a command run twice would hold two.
-pub const STAMP: &str =
-    r#"{"command":["sh","-c","echo began >> stamp.txt; sleep 0.3; echo ended >> stamp.txt"]}"#;
+/// only its first line, and a command run twice would hold two. It leaves
+/// a long sleeper behind, which must die with it (or with rein).
+pub const STAMP: &str = r#"{"command":["sh","-c","sleep 30 >/dev/null 2>&1 & echo began >> stamp.txt; sleep 0.3; echo ended >> stamp.txt"]}"#;
 
 /// What `stamp.txt` holds after the command ran once, whole.
 pub const STAMPED: &str = "began\nended\n";
@@ -162,6 +182,7 @@ fn where_we_are(request: &Request) -> Option<(usize, usize, &'static Step)> {
                 ContentBlock::Text { text } => TURNS
                     .iter()
                     .enumerate()
+                    .chain([(HELPER_INDEX, &HELPER)])
                     .find(|(_, t)| text.contains(t.says))
                     .map(|t| (i, t)),
                 _ => None,
