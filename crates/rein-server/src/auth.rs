@@ -187,13 +187,22 @@ pub(crate) async fn guard(
     // A place among the requests served at once, held until the answer's
     // body ends (an event stream holds it while it is open).
     let Ok(place) = server.places.clone().try_acquire_owned() else {
-        return Err(Problem(AgentError::new(
+        let problem = Problem(AgentError::new(
             codes::TOO_MANY_CLIENTS,
             format!(
                 "the server answers {} requests at once",
                 server.limits.requests
             ),
-        )));
+        ));
+        let mut refused = axum::response::IntoResponse::into_response(problem);
+        // The connection goes too: kept alive, a refused client would hold
+        // a connection place until its idle bound, and a crowd of them
+        // would keep clients that could be served waiting in the backlog.
+        refused.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+        return Ok(refused);
     };
     let response = checked(server, request, next).await?;
     let (parts, body) = response.into_parts();

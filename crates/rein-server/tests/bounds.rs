@@ -136,3 +136,41 @@ async fn idle_and_half_sent_connections_give_their_places_back() {
         "the trickling socket was never closed"
     );
 }
+
+/// A client refused for too many requests at once is told so and its
+/// connection is closed, so its place goes at once to a client that may be
+/// served (kept alive, it would hold the place until its idle bound).
+#[tokio::test]
+async fn a_client_refused_as_too_many_is_disconnected() {
+    use tokio::io::AsyncReadExt;
+    let server = start_with(rein_server::Limits {
+        requests: 1,
+        connections: 2,
+        ..rein_server::Limits::default()
+    })
+    .await;
+    let id = server.store.create_session(json!({})).await.unwrap().id;
+    let mut stream = raw_request(&server, &format!("/api/conversations/{id}/events")).await;
+    assert_eq!(status_of(&mut stream).await, 200);
+    let mut refused = raw_request(&server, "/api/conversations").await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), refused.read_to_end(&mut answer))
+        .await
+        .expect("the refused connection was closed");
+    read.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("too_many_clients"), "{answer}");
+    assert!(
+        answer.to_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    // Its place is free though the client never closed its end: the next
+    // is answered (refused too: the stream still holds the one request).
+    let mut next = raw_request(&server, "/api/conversations").await;
+    let status = tokio::time::timeout(Duration::from_secs(5), status_of(&mut next))
+        .await
+        .expect("the refused client's place was given back");
+    assert_eq!(status, 503);
+    drop((stream, refused));
+}
