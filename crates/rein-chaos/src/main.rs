@@ -41,6 +41,12 @@ enum What {
         /// The trial's folder.
         dir: PathBuf,
     },
+    /// Check a trial's folder (a failed one the campaign kept, say) and say
+    /// what broke.
+    Check {
+        /// The trial's folder.
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -74,6 +80,20 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("rein-chaos child: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Some(What::Check { dir }) = args.what {
+        return match rt.block_on(rein_chaos::check::trial(&dir)) {
+            Ok(story) => {
+                println!("whole: {} results interrupted", story.interrupted());
+                ExitCode::SUCCESS
+            }
+            Err(broken) => {
+                for b in broken {
+                    println!("- {b}");
+                }
                 ExitCode::FAILURE
             }
         };
