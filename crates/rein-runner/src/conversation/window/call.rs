@@ -146,9 +146,10 @@ impl Window {
 
     /// The request for `events`, made to fit the window — older read
     /// results pruned past the soft line, older history compacted past the
-    /// hard one, which must reach the target — with its JSON size, digest
-    /// and the record of its pressure; `context_window_exceeded` when it
-    /// does not fit even then.
+    /// hard one, which must reach the target (one step's reads set aside
+    /// if need be: `overflow`) — with its JSON size, digest and the record
+    /// of its pressure; `context_window_exceeded` when it does not fit
+    /// even then.
     async fn fitted(
         &mut self,
         sees: Sees<'_>,
@@ -160,97 +161,92 @@ impl Window {
         let window = Self::tokens(sees.agent);
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
-        let (mut bytes, mut digest) = self.transcript.size_and_digest(&mut request);
+        let (bytes, digest) = self.transcript.size_and_digest(&mut request);
         let (before, method) = Self::measure(sees.agent, &request, bytes, window).await;
-        let mut pressure = Pressure {
-            method,
-            window,
-            before,
-            sent: before,
-            acted: Vec::new(),
-        };
-        if before > policy.soft && Self::soft_prune(sees.agent, journal, window, before).await? {
-            pressure.acted.push(acted(
-                PressureAction::Pruned,
-                before,
-                policy.soft,
-                policy.soft,
-            ));
-            let events = journal.log().await?;
-            request = self.request(sees, &events)?;
-            (bytes, digest) = self.transcript.size_and_digest(&mut request);
-            (pressure.sent, pressure.method) =
-                Self::measure(sees.agent, &request, bytes, window).await;
-        }
-        if pressure.sent > policy.hard {
-            let share = pressure.sent;
-            let pressed = super::pressure::Pressed {
-                window,
-                share,
-                reserve: super::pressure::reserve_of(&request),
-                trigger: super::pressure::Trigger::HardLine,
-            };
-            // One attempt: it reaches the target, or — one step's reads
-            // too many for the window — those are set aside, or the turn
-            // ends.
-            let compacted = match Self::compact(sees.agent, journal, pressed).await {
-                Ok(()) => true,
-                Err(err) if err.code == codes::CONTEXT_WINDOW_EXCEEDED => false,
-                Err(err) => return Err(err),
-            };
-            if compacted {
-                pressure.acted.push(acted(
-                    PressureAction::Compacted,
-                    share,
-                    policy.hard,
-                    policy.target,
-                ));
-                let events = journal.log().await?;
-                request = self.request(sees, &events)?;
-                (bytes, digest) = self.transcript.size_and_digest(&mut request);
-                (pressure.sent, pressure.method) =
-                    Self::measure(sees.agent, &request, bytes, window).await;
-            }
-            // Each round sets aside at least one result, so this ends; the
-            // estimate of what a result costs may fall short, hence rounds.
-            while pressure.sent > policy.target {
-                let over = ((pressure.sent - policy.target) * window as f64).ceil() as u64;
-                let share = pressure.sent;
-                if !Self::set_aside_to_fit(journal, window, share, policy.target, over).await? {
-                    break;
-                }
-                pressure.acted.push(acted(
-                    PressureAction::Pruned,
-                    share,
-                    policy.target,
-                    policy.target,
-                ));
-                let events = journal.log().await?;
-                request = self.request(sees, &events)?;
-                (bytes, digest) = self.transcript.size_and_digest(&mut request);
-                (pressure.sent, pressure.method) =
-                    Self::measure(sees.agent, &request, bytes, window).await;
-            }
-            if pressure.sent > policy.target {
-                return Err(AgentError::new(
-                    codes::CONTEXT_WINDOW_EXCEEDED,
-                    "the conversation does not reach the compaction target even after compaction",
-                )
-                .with_field(
-                    "estimated_tokens",
-                    crate::context::estimate_from_bytes(bytes, request.max_output_tokens),
-                )
-                .with_field("window", window)
-                .with_field("share", pressure.sent)
-                .with_field("target", policy.target));
-            }
-        }
-        Ok(Fitted {
+        let mut fitted = Fitted {
             request,
             bytes,
             digest,
-            pressure,
-        })
+            pressure: Pressure {
+                method,
+                window,
+                before,
+                sent: before,
+                acted: Vec::new(),
+            },
+        };
+        if before > policy.soft && Self::soft_prune(sees.agent, journal, window, before).await? {
+            let acts = acted(PressureAction::Pruned, before, policy.soft, policy.soft);
+            self.refit(sees, journal, &mut fitted, acts).await?;
+        }
+        let share = fitted.pressure.sent;
+        if share <= policy.hard {
+            return Ok(fitted);
+        }
+        let pressed = super::pressure::Pressed {
+            window,
+            share,
+            reserve: super::pressure::reserve_of(&fitted.request),
+            trigger: super::pressure::Trigger::HardLine,
+        };
+        // One attempt: it reaches the target, or — one step's reads too
+        // many for the window — those are set aside, or the turn ends.
+        match Self::compact(sees.agent, journal, pressed).await {
+            Ok(()) => {
+                let acts = acted(PressureAction::Compacted, share, policy.hard, policy.target);
+                self.refit(sees, journal, &mut fitted, acts).await?;
+            }
+            Err(err) if err.code == codes::CONTEXT_WINDOW_EXCEEDED => {}
+            Err(err) => return Err(err),
+        }
+        // Each round sets aside at least one result, so this ends; the
+        // estimate of what a result costs may fall short, hence rounds.
+        while fitted.pressure.sent > policy.target {
+            let share = fitted.pressure.sent;
+            let over = ((share - policy.target) * window as f64).ceil() as u64;
+            if !Self::set_aside_to_fit(journal, window, share, policy.target, over).await? {
+                break;
+            }
+            let acts = acted(PressureAction::Pruned, share, policy.target, policy.target);
+            self.refit(sees, journal, &mut fitted, acts).await?;
+        }
+        if fitted.pressure.sent > policy.target {
+            return Err(AgentError::new(
+                codes::CONTEXT_WINDOW_EXCEEDED,
+                "the conversation does not reach the compaction target even after compaction",
+            )
+            .with_field(
+                "estimated_tokens",
+                crate::context::estimate_from_bytes(fitted.bytes, fitted.request.max_output_tokens),
+            )
+            .with_field("window", window)
+            .with_field("share", fitted.pressure.sent)
+            .with_field("target", policy.target));
+        }
+        Ok(fitted)
+    }
+
+    /// After pressure acted (`acts` says how): the request built again from
+    /// the log, and measured again.
+    async fn refit(
+        &mut self,
+        sees: Sees<'_>,
+        journal: &mut Journal,
+        fitted: &mut Fitted,
+        acts: Acted,
+    ) -> Result<(), AgentError> {
+        fitted.pressure.acted.push(acts);
+        let events = journal.log().await?;
+        fitted.request = self.request(sees, &events)?;
+        (fitted.bytes, fitted.digest) = self.transcript.size_and_digest(&mut fitted.request);
+        (fitted.pressure.sent, fitted.pressure.method) = Self::measure(
+            sees.agent,
+            &fitted.request,
+            fitted.bytes,
+            fitted.pressure.window,
+        )
+        .await;
+        Ok(())
     }
 }
 
