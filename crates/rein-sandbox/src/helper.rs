@@ -74,8 +74,8 @@ pub fn main() -> ! {
         Ok(child) => child,
         Err(err) => cannot_run(program, &err),
     };
-    // Held only now: the command inherits this mask. Either signal lost
-    // before is caught by `keep` looking first.
+    // Held only now, so the command does not inherit the mask. Either
+    // signal that came before is caught by `keep` looking first.
     let held = held_signals();
     if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), None).is_err() {
         // Not held, not waited for: watched by polling instead.
