@@ -1,9 +1,12 @@
-//! Thousands of event-stream clients at once against the server's default
-//! bounds: exactly as many streams as the bound allows are served, every
-//! other client is answered with a coded refusal once a connection place
-//! is free — never an error of another kind, a crash or a hang — and once
-//! the crowd leaves, a request is served again. `bounds.rs` holds each bound alone with small limits;
-//! this is the crowd at the bounds a product gets.
+//! A thousand and more event-stream clients at once against the server's
+//! default bounds: exactly as many streams as the bound allows are served,
+//! every other client is answered with a coded refusal once a connection
+//! place is free — never an error of another kind, a crash or a hang — and
+//! once the crowd leaves, a request is served again. `bounds.rs` holds each
+//! bound alone with small limits; this is the crowd at the bounds a product
+//! gets.
+
+#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 mod common;
 
