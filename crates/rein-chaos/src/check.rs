@@ -126,8 +126,8 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 
 /// Whether the uninterrupted run in `dir` ran the whole scenario: a
 /// change approved, a delete refused by the person, a compaction made, the
-/// sandboxed command run —
-/// else the campaign would test less than it says.
+/// sandboxed command run and a sub-agent's task finished — else the
+/// campaign would test less than it says.
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     let (log, helpers) = read_logs(dir).await?;
     if !helpers.iter().any(|h| finished_turns(h) == 1) {
