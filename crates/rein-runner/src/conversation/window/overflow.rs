@@ -2,9 +2,10 @@
 //! request is still over the target after compaction — one step asked for
 //! more at once than the window holds (a small model reading twenty files
 //! in one message), which no compaction can cut — read results are set
-//! aside newest first, only as many as the target needs. The model sees
-//! which, and reads them again with `read_result`, fewer at a time. A
-//! record in the log like any prune; nothing is rewritten.
+//! aside newest first, only as many as the target needs — never the newest
+//! step's first, so a lone result too large for the window still ends the
+//! turn. The model sees which, and makes those calls again, fewer at a
+//! time. A record in the log like any prune; nothing is rewritten.
 //!
 //! Not here: soft pruning of older results, compaction (`pressure`).
 
@@ -31,6 +32,21 @@ impl Window {
         let (visible, edits) = uncovered(&events);
         let already = edits.pruned.keys().cloned().collect();
         let mut candidates = crate::context::prunable(&visible, u64::MAX, &already);
+        // The newest step's first result stays: the model sees at least one
+        // of what it asked for, and a lone result too large for the window
+        // ends the turn as before (paged results are `read_result`'s job).
+        let newest = crate::context::group_starts(&visible)
+            .last()
+            .copied()
+            .unwrap_or(0);
+        if let Some(first) = candidates
+            .iter()
+            .filter(|c| c.3 >= newest)
+            .map(|c| c.3)
+            .min()
+        {
+            candidates.retain(|c| c.3 != first);
+        }
         candidates.sort_by_key(|c| std::cmp::Reverse(c.3));
         let mut reclaimed = 0u64;
         let chosen: Vec<_> = candidates
