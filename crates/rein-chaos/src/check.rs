@@ -195,10 +195,18 @@ async fn read_logs(dir: &Path) -> Result<(Vec<StoredEvent>, Vec<Vec<StoredEvent>
 /// A sub-agent's session: gapless, nothing left unfinished, every call
 /// answered exactly once.
 fn helper_whole(log: &[StoredEvent], broken: &mut Vec<String>) {
+    closed(log, "a sub-agent's ", broken);
+    let (story, _) = story(log);
+    answered_once(log, &story, broken);
+}
+
+/// A session's log gapless and with nothing left unfinished; `whose`
+/// begins each break's words ("" for the main session's).
+fn closed(log: &[StoredEvent], whose: &str, broken: &mut Vec<String>) {
     for (i, e) in log.iter().enumerate() {
         if e.seq != i as u64 + 1 {
             broken.push(format!(
-                "a sub-agent's event {} has sequence number {}",
+                "{whose}event {} has sequence number {}",
                 i + 1,
                 e.seq
             ));
@@ -207,24 +215,13 @@ fn helper_whole(log: &[StoredEvent], broken: &mut Vec<String>) {
     }
     let open = dangling(log);
     if !open.is_clean() {
-        broken.push(format!("a sub-agent's work left unfinished: {open:?}"));
+        broken.push(format!("{whose}work left unfinished: {open:?}"));
     }
-    let (story, _) = story(log);
-    answered_once(log, &story, broken);
 }
 
 /// Gapless, and nothing left unfinished: every turn ended, as scripted.
 fn whole(log: &[StoredEvent], broken: &mut Vec<String>) {
-    for (i, e) in log.iter().enumerate() {
-        if e.seq != i as u64 + 1 {
-            broken.push(format!("event {} has sequence number {}", i + 1, e.seq));
-            break;
-        }
-    }
-    let open = dangling(log);
-    if !open.is_clean() {
-        broken.push(format!("work left unfinished: {open:?}"));
-    }
+    closed(log, "", broken);
     if finished_turns(log) != TURNS.len() {
         broken.push(format!(
             "{} turns finished, not {}",
