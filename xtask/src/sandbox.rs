@@ -1,5 +1,5 @@
 //! `cargo xtask sandbox`: the sandbox escape suite as one run. Every test of
-//! `rein-sandbox`'s escape files (`escape`, `host_reach`, `bubblewrap`) is
+//! `rein-sandbox`'s escape files (`escape`, `keeper`, `host_reach`, `bubblewrap`) is
 //! run each way it must hold — without and inside bubblewrap, as root and
 //! (when run as root) as `nobody` — each test in a process of its own, the
 //! sandbox required (`REIN_REQUIRE_SANDBOX=1`: a kernel that cannot confine
@@ -13,7 +13,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// The test files that try to escape.
-const SUITES: &[&str] = &["escape", "host_reach", "bubblewrap"];
+const SUITES: &[&str] = &["escape", "keeper", "host_reach", "bubblewrap"];
 
 /// One way of running the suite.
 struct Way {

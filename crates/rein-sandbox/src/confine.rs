@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 
 use caps::CapSet;
 use landlock::{
-    ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    Scope, path_beneath_rules,
+    ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use nix::sys::resource::{Resource, setrlimit};
 use seccompiler::{
@@ -156,9 +156,17 @@ const SIGNALLING: &[i64] = &[
     libc::SYS_pidfd_send_signal,
 ];
 
+/// What [`confine`] could apply beyond what it must.
+#[derive(Debug, Clone, Copy)]
+pub struct Confined {
+    /// Landlock scopes signals here (ABI 6 and later): a signal from this
+    /// process or its children reaches only processes in the sandbox.
+    pub signals_scoped: bool,
+}
+
 /// Confine this process as `spec` says. An `Err` says what could not be
 /// applied; the caller must not run the command then.
-pub fn confine(spec: &Spec) -> Result<(), String> {
+pub fn confine(spec: &Spec) -> Result<Confined, String> {
     if let Some(cgroup) = &spec.pids_cgroup {
         std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())
             .map_err(|e| format!("joining the pids cgroup {}: {e}", cgroup.display()))?;
@@ -176,7 +184,21 @@ pub fn confine(spec: &Spec) -> Result<(), String> {
     let scoped = files(spec)?;
     let group = nix::unistd::getpgrp().as_raw();
     syscalls(spec.network, (!scoped).then_some(group))?;
-    Ok(())
+    Ok(Confined {
+        signals_scoped: scoped,
+    })
+}
+
+/// A landlock domain of the command's own, nested in its keeper's, that
+/// only scopes: made by the keeper, entered by the command as it starts
+/// ([`RulesetCreated::restrict_self`]). A process in the nested domain can
+/// signal no process outside it — its keeper included — while the keeper
+/// can still signal into it.
+pub fn set_apart() -> Result<RulesetCreated, String> {
+    Ruleset::default()
+        .scope(Scope::from_all(ABI::V6))
+        .and_then(|r| r.create())
+        .map_err(|e| format!("landlock, a domain for the command: {e}"))
 }
 
 /// Every capability gone, for good: the bounding set emptied first (so
@@ -235,6 +257,16 @@ fn limit(limits: &Limits) -> Result<(), String> {
 /// The one file every command may write: the sink.
 const DISCARD: &[&str] = &["/dev/null"];
 
+/// The helper's own binary where it stays as the command's keeper (a
+/// parent named), else nothing.
+fn own_binary(spec: &Spec) -> &'static [&'static str] {
+    if spec.parent.is_some() {
+        &[crate::helper::SELF]
+    } else {
+        &[]
+    }
+}
+
 /// The filesystem rules and the scopes; `Ok(true)` when this kernel scoped
 /// signals to the sandbox (landlock ABI 6 and later).
 fn files(spec: &Spec) -> Result<bool, String> {
@@ -245,6 +277,7 @@ fn files(spec: &Spec) -> Result<bool, String> {
     // reached through a root (the filter refuses the socket before that).
     let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::ResolveUnix);
     let discard = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+    let run = AccessFs::ReadFile | AccessFs::Execute;
     let status = Ruleset::default()
         .handle_access(all)
         .and_then(|r| r.scope(Scope::from_all(ABI::V6)))
@@ -254,6 +287,8 @@ fn files(spec: &Spec) -> Result<bool, String> {
         // `cmd > /dev/null` is in every other script: what is written there
         // goes nowhere.
         .and_then(|r| r.add_rules(path_beneath_rules(DISCARD, discard)))
+        // A keeper starts the command through its own binary.
+        .and_then(|r| r.add_rules(path_beneath_rules(own_binary(spec), run)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("landlock: {e}"))?;
     if status.ruleset == RulesetStatus::NotEnforced {

@@ -15,10 +15,12 @@
 //! Not here: the confinement itself (`confine`), the kill at the limit and
 //! after the command exits (`run`).
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::Child;
+use std::os::unix::process::CommandExt;
 
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+use nix::errno::Errno;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
 
 use crate::spec::{REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
 
@@ -52,7 +54,13 @@ pub fn main() -> ! {
         refuse("an empty command");
     };
     let mut command = std::process::Command::new(program);
-    command.args(args).env_remove(SPEC_VAR);
+    command
+        .args(args)
+        .env_remove(SPEC_VAR)
+        .env_remove(APART_VAR);
+    if std::env::var_os(APART_VAR).is_some() {
+        apart(command, program);
+    }
     let Some(parent) = spec.parent else {
         if let Err(why) = crate::confine::confine(&spec) {
             refuse(&why);
@@ -67,21 +75,65 @@ pub fn main() -> ! {
     if nix::unistd::getppid().as_raw().cast_unsigned() != parent {
         refuse("the process that started this command has ended");
     }
-    if let Err(why) = crate::confine::confine(&spec) {
-        refuse(&why);
+    // What the command leaves behind when it ends comes to the keeper.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        refuse(&format!("keeping what the command leaves: {e}"));
+    }
+    let confined = match crate::confine::confine(&spec) {
+        Ok(confined) => confined,
+        Err(why) => refuse(&why),
+    };
+    // Where signals are scoped, the command starts through this helper
+    // again, which sets it apart first (`apart`).
+    if confined.signals_scoped {
+        command = std::process::Command::new(SELF);
+        command
+            .args(std::env::args_os().skip(1))
+            .env(SPEC_VAR, &raw)
+            .env(APART_VAR, "1");
     }
     let child = match command.spawn() {
         Ok(child) => child,
+        Err(err) if confined.signals_scoped => {
+            refuse(&format!("the helper could not be started again: {err}"))
+        }
         Err(err) => cannot_run(program, &err),
+    };
+    let keeper = Keeper {
+        command: nix::unistd::Pid::from_raw(child.id().cast_signed()),
+        parent,
+        sweeps: confined.signals_scoped,
     };
     // Held only now, so the command does not inherit the mask. Either
     // signal that came before is caught by `keep` looking first.
     let held = held_signals();
     if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), None).is_err() {
         // Not held, not waited for: watched by polling instead.
-        keep(child, None, parent);
+        keeper.keep(None);
     }
-    keep(child, Some(&held), parent)
+    keeper.keep(Some(&held))
+}
+
+/// This helper's own binary, readable and executable in the sandbox
+/// (`confine`): the keeper starts the command through it.
+pub(crate) const SELF: &str = "/proc/self/exe";
+
+/// Set (to `1`) when this helper is started by a keeper to become its
+/// command: it enters a landlock domain of its own, then runs the command.
+const APART_VAR: &str = "REIN_SANDBOX_APART";
+
+/// The command's start, one process below its keeper: enter a domain of
+/// its own — from which no signal reaches the keeper (a SIGSTOP would leave
+/// the keeper unable to act on rein's death) — then become the command.
+fn apart(mut command: std::process::Command, program: &str) -> ! {
+    let entered = crate::confine::set_apart()
+        .and_then(|ruleset| ruleset.restrict_self().map_err(|e| e.to_string()))
+        .is_ok_and(|status| status.ruleset != landlock::RulesetStatus::NotEnforced);
+    if !entered {
+        refuse("the command could not enter a domain of its own");
+    }
+    let err = command.exec();
+    cannot_run(program, &err);
 }
 
 fn cannot_run(program: &str, err: &std::io::Error) -> ! {
@@ -97,33 +149,101 @@ fn held_signals() -> SigSet {
     held
 }
 
-/// Wait for the command; end as it ended. Should rein die first, kill the
-/// whole group — the command, what it started, and this keeper.
-fn keep(mut child: Child, held: Option<&SigSet>, parent: u32) -> ! {
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => end_as(status),
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("rein-sandbox: the command could not be waited for: {e}");
+/// The helper once the command runs.
+struct Keeper {
+    command: Pid,
+    /// rein.
+    parent: u32,
+    /// Whether what the command leaves is killed before the keeper ends
+    /// (only where landlock scopes signals: see [`Keeper::sweep`]).
+    sweeps: bool,
+}
+
+impl Keeper {
+    /// Wait for the command; end as it ended, once what it left is gone.
+    /// Should rein die first, kill the whole group — the command, what it
+    /// started, and this keeper.
+    fn keep(&self, held: Option<&SigSet>) -> ! {
+        loop {
+            if let Some(ended) = self.reap() {
+                if self.sweeps {
+                    self.sweep();
+                }
+                end_as(ended);
+            }
+            // The parent-death signal comes each time this helper is handed
+            // to another parent: to another thread of rein when the one that
+            // started it ends (rein lives on), to the system when rein is gone.
+            if !self.rein_lives() {
                 kill_group();
             }
-        }
-        // The parent-death signal comes each time this helper is handed
-        // to another parent: to another thread of rein when the one that
-        // started it ends (rein lives on), to the system when rein is gone.
-        if nix::unistd::getppid().as_raw().cast_unsigned() != parent {
-            kill_group();
-        }
-        match held {
-            // SIGCHLD or the parent-death signal: look again.
-            Some(held) => {
-                let _ = held.wait();
+            match held {
+                // SIGCHLD or the parent-death signal: look again.
+                Some(held) => {
+                    let _ = held.wait();
+                }
+                None => std::thread::sleep(std::time::Duration::from_millis(50)),
             }
-            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+
+    fn rein_lives(&self) -> bool {
+        nix::unistd::getppid().as_raw().cast_unsigned() == self.parent
+    }
+
+    /// Reap every child that has ended — the command, or what it left
+    /// that came to this keeper — and say how the command ended, if it did.
+    fn reap(&self) -> Option<WaitStatus> {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => return None,
+                Ok(status) if status.pid() == Some(self.command) => return Some(status),
+                Ok(_) | Err(Errno::EINTR) => {}
+                // Nothing left to wait for, the command unseen: cannot be.
+                Err(e) => {
+                    eprintln!("rein-sandbox: the command could not be waited for: {e}");
+                    kill_group();
+                }
+            }
+        }
+    }
+
+    /// Kill whatever the command left running, and wait until it is gone:
+    /// rein may itself be killed the instant after this keeper ends, before
+    /// its own kill of the group. `kill(-1)` reaches every process this one
+    /// may signal: with landlock's scope, only those in the sandbox — what
+    /// this command started, none other. That is proved first: a signal to
+    /// rein must be refused. Everything the command started came to this
+    /// keeper (a subreaper) as its parent ended, so none is left once no
+    /// child is.
+    fn sweep(&self) {
+        let Ok(parent) = i32::try_from(self.parent) else {
+            return;
+        };
+        match kill(Pid::from_raw(parent), None) {
+            Err(Errno::EPERM) => {}
+            // rein is gone: the group goes with this keeper.
+            Err(Errno::ESRCH) => kill_group(),
+            // Not scoped after all: a kill of all would reach the host.
+            _ => return,
+        }
+        for _ in 0..SWEEP_ROUNDS {
+            let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+            loop {
+                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) => break,
+                    Ok(_) | Err(Errno::EINTR) => {}
+                    Err(_) => return,
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 }
+
+/// How many times the sweep kills and reaps before it gives up (rein's own
+/// kill of the group follows anyway).
+const SWEEP_ROUNDS: u32 = 2_000;
 
 /// SIGKILL to this process's own group (itself included).
 fn kill_group() -> ! {
@@ -132,18 +252,18 @@ fn kill_group() -> ! {
 }
 
 /// Exit as the command did: its code, or its signal raised again here.
-fn end_as(status: std::process::ExitStatus) -> ! {
-    if let Some(code) = status.code() {
-        std::process::exit(code);
+fn end_as(status: WaitStatus) -> ! {
+    match status {
+        WaitStatus::Exited(_, code) => std::process::exit(code),
+        WaitStatus::Signaled(_, signal, _) => {
+            let mut only = SigSet::empty();
+            only.add(signal);
+            let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+            let _ = nix::sys::signal::raise(signal);
+            // A signal ignored here (SIGPIPE is, in a Rust program): the
+            // shell's convention.
+            std::process::exit(128 + signal as i32);
+        }
+        _ => std::process::exit(1),
     }
-    if let Some(signal) = status.signal().and_then(|s| Signal::try_from(s).ok()) {
-        let mut only = SigSet::empty();
-        only.add(signal);
-        let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
-        let _ = nix::sys::signal::raise(signal);
-        // A signal ignored here (SIGPIPE is, in a Rust program): the
-        // shell's convention.
-        std::process::exit(128 + signal as i32);
-    }
-    std::process::exit(1);
 }
