@@ -23,11 +23,49 @@ use crate::Inner;
 /// UI events a watcher may fall behind by.
 const UI_BUFFER: usize = 1024;
 
-/// A running turn's handles.
+/// A running turn's handles: its cancel from the moment its place is
+/// claimed, its steering once its conversation is open.
 #[derive(Clone)]
 struct Running {
-    steering: Steering,
+    steering: Option<Steering>,
     cancel: CancellationToken,
+}
+
+/// A conversation's place among the running, claimed before its
+/// conversation is opened (so a second request at once is `turn_running`,
+/// not the store lease's `session_locked`); given back when dropped unless
+/// the turn started.
+struct Claim<'a> {
+    live: &'a Live,
+    session: String,
+    cancel: CancellationToken,
+    started: bool,
+}
+
+impl Claim<'_> {
+    /// The turn starts: its steering is known, and its place is kept until
+    /// it ends ([`Live::finished`]).
+    fn started(mut self, steering: Steering) -> CancellationToken {
+        if let Some(running) = self
+            .live
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(&self.session)
+        {
+            running.steering = Some(steering);
+        }
+        self.started = true;
+        self.cancel.clone()
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.started {
+            self.live.finished(&self.session);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -55,8 +93,34 @@ impl Live {
             .contains_key(session)
     }
 
+    /// Claim `session`'s place, or `turn_running` when a turn has it.
+    fn claim(&self, session: &str) -> Result<Claim<'_>, AgentError> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.contains_key(session) {
+            return Err(AgentError::new(
+                codes::TURN_RUNNING,
+                "a turn of this conversation is already running",
+            ));
+        }
+        let cancel = CancellationToken::new();
+        running.insert(
+            session.to_owned(),
+            Running {
+                steering: None,
+                cancel: cancel.clone(),
+            },
+        );
+        Ok(Claim {
+            live: self,
+            session: session.to_owned(),
+            cancel,
+            started: false,
+        })
+    }
+
     /// Interrupt the turn running here: at its next step, or at once if
     /// it waits for a person (its pending approvals are then `stopped`).
+    /// One still starting is cancelled before its first step.
     pub(crate) fn interrupt(&self, session: &str) -> Result<(), AgentError> {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let Some(turn) = running.get(session) else {
@@ -65,7 +129,9 @@ impl Live {
                 "no turn of this conversation is running here",
             ));
         };
-        turn.steering.interrupt();
+        if let Some(steering) = &turn.steering {
+            steering.interrupt();
+        }
         turn.cancel.cancel();
         Ok(())
     }
@@ -91,12 +157,7 @@ pub(crate) async fn start_turn(
     person: String,
 ) -> Result<(), AgentError> {
     let Asked { text, check } = asked;
-    if inner.live.is_running(session) {
-        return Err(AgentError::new(
-            codes::TURN_RUNNING,
-            "a turn of this conversation is already running",
-        ));
-    }
+    let claim = inner.live.claim(session)?;
     let mut conversation = inner.open(session).await?;
     if let Some(budgets) = budgets {
         conversation.agent.budgets = budgets;
@@ -130,26 +191,7 @@ pub(crate) async fn start_turn(
         conversation.close().await?;
         return Err(err);
     }
-    let handles = Running {
-        steering: conversation.steering(),
-        cancel: CancellationToken::new(),
-    };
-    let taken = {
-        let mut running = inner.live.running.lock().unwrap_or_else(|p| p.into_inner());
-        if running.contains_key(session) {
-            false
-        } else {
-            running.insert(session.to_owned(), handles.clone());
-            true
-        }
-    };
-    if !taken {
-        conversation.close().await?;
-        return Err(AgentError::new(
-            codes::TURN_RUNNING,
-            "a turn of this conversation is already running",
-        ));
-    }
+    let cancel = claim.started(conversation.steering());
     let ui = inner.live.ui(session);
     let mut events = conversation.subscribe();
     let forward = tokio::spawn(async move {
@@ -164,7 +206,7 @@ pub(crate) async fn start_turn(
             &mut conversation,
             text.as_deref(),
             contract,
-            &handles.cancel,
+            &cancel,
             &person,
         )
         .await;
