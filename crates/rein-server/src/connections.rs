@@ -9,6 +9,8 @@
 //! [`IDLE_TIMEOUT`] (an open event stream keeps alive more often).
 //!
 //! Not here: the bound on requests at once (`auth::guard`).
+//!
+//! Not only `rein serve`'s: `rein mcp serve --http` listens through it too.
 
 use std::future::Future;
 use std::io;
@@ -31,14 +33,25 @@ pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection may pass no bytes either way.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A listener that holds at most `places` connections open.
-pub(crate) struct Bounded {
+/// A listener that holds at most `places` connections open. `rein serve`
+/// listens through it, and so does `rein mcp serve --http`.
+pub struct Bounded {
     pub(crate) listener: TcpListener,
     pub(crate) places: Arc<Semaphore>,
 }
 
+impl Bounded {
+    /// `listener`, holding at most `connections` connections open at once.
+    pub fn new(listener: TcpListener, connections: usize) -> Bounded {
+        Bounded {
+            listener,
+            places: Arc::new(Semaphore::new(connections)),
+        }
+    }
+}
+
 /// A connection, its place, and the deadline it must make progress by.
-pub(crate) struct Held {
+pub struct Held {
     io: TcpStream,
     _place: OwnedSemaphorePermit,
     deadline: Pin<Box<tokio::time::Sleep>>,

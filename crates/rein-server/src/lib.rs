@@ -40,6 +40,7 @@ use rein_sessions::Store;
 use rein_tools::ToolBackend;
 
 pub use auth::Secrets;
+pub use connections::{Bounded as BoundedListener, Held as HeldConnection};
 pub use routes::api_doc;
 
 /// What the server accepts, each bound finite.
@@ -241,10 +242,7 @@ impl Server {
     /// Serve on `listener` until the task is dropped, holding at most
     /// `Limits::connections` connections open.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let bounded = connections::Bounded {
-            listener,
-            places: Arc::new(tokio::sync::Semaphore::new(self.limits.connections)),
-        };
+        let bounded = connections::Bounded::new(listener, self.limits.connections);
         axum::serve(bounded, self.router()).await
     }
 }

@@ -10,7 +10,6 @@
 //!
 //! Not here: the MCP machinery (`rein-mcp`).
 
-use axum::serve::ListenerExt;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -207,10 +206,12 @@ pub async fn serve(
                 token,
             };
             let app = served.router(cancel.clone(), guard);
+            // At most so many connections open, each closed when it sends
+            // no request head in time or goes idle (slowloris), each
+            // streamed message sent when written (no Nagle wait).
+            let bounded = rein::server::BoundedListener::new(listener, HTTP_CONNECTIONS);
             tokio::select! {
-                // Each streamed message goes out when written (no Nagle
-                // wait for the client's delayed ACK).
-                served = axum::serve(listener.tap_io(|tcp| { let _ = tcp.set_nodelay(true); }), app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
+                served = axum::serve(bounded, app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
                 _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) }
             }
         }
@@ -218,6 +219,10 @@ pub async fn serve(
     served.close().await?;
     result
 }
+
+/// Connections `rein mcp serve --http` holds open at once (one more waits
+/// in the kernel's backlog until one closes).
+const HTTP_CONNECTIONS: usize = 1024;
 
 /// The variable `rein mcp serve --http` reads its bearer token from.
 pub const TOKEN_VAR: &str = "REIN_MCP_TOKEN";
