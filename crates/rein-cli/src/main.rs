@@ -200,6 +200,16 @@ fn main() -> ExitCode {
     {
         rein::sandbox::helper::main();
     }
+    // So is a hosted program's keeper.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == rein::host::keeper::KEEPER_ARG)
+    {
+        rein::host::keeper::main();
+    }
+    if let Ok(me) = std::env::current_exe() {
+        rein::host::keeper::keep_with(me);
+    }
     let cli = Cli::parse();
     cli::stores::name(cli.store.clone());
     let _telemetry = match cli::telemetry::install(cli.home.clone(), cli.otel.clone()) {

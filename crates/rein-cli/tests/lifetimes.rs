@@ -137,6 +137,42 @@ fn a_child_that_left_the_group_neither_hangs_the_run_nor_outlives_it() {
     assert!(wait_gone(survivor), "a setsid child outlived the run");
 }
 
+/// rein killed outright (it cleans up nothing) takes along what its hosted
+/// agent started too: a child in the agent's group and one that left it.
+#[test]
+fn what_a_hosted_agent_started_dies_with_a_rein_killed_outright() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let init = json!({"type": "system", "subtype": "init", "model": "m"});
+    let (grouped, escaped) = (
+        work.path().join("grouped.pid"),
+        work.path().join("escaped.pid"),
+    );
+    let mut rein = hosted(
+        home.path(),
+        work.path(),
+        &format!(
+            "printf '%s\\n' '{init}'\nsleep 600 &\necho $! > '{}'\nsetsid sleep 600 &\necho $! > '{}'\nwait\n",
+            grouped.display(),
+            escaped.display()
+        ),
+    );
+    let (grouped, escaped) = (pid_in(&grouped), pid_in(&escaped));
+    rein.kill().unwrap();
+    rein.wait().unwrap();
+    let left: Vec<i32> = [grouped, escaped]
+        .into_iter()
+        .filter(|pid| !wait_gone(*pid))
+        .collect();
+    for pid in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(
+        left.is_empty(),
+        "outlived a rein killed outright: {left:?} of grouped {grouped}, escaped {escaped}"
+    );
+}
+
 /// A chat whose model runs `sh -c` with a child in the background, in the
 /// sandbox without bubblewrap (which would take everything along by
 /// itself); the pids of the shell and its child, and the chat.

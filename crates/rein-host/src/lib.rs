@@ -36,6 +36,7 @@ pub mod driver;
 pub mod heard;
 pub mod helper;
 pub mod jsonrpc;
+pub mod keeper;
 mod lifetime;
 pub mod progress;
 mod protocol;

@@ -1,8 +1,9 @@
 //! Nothing a hosted program started outlives its run or rein: its group is
 //! known while it runs ([`kill_running`], for a surface ending on a signal),
-//! it gets a parent-death signal where `setpriv` can give one (rein killed
-//! outright takes it along), and when the run is over whatever still holds
-//! the run's output pipes — a child that left the group with `setsid`,
+//! it runs under a keeper (`keeper`: rein killed outright takes along the
+//! program and all it started) or, where no keeper is named, gets a
+//! parent-death signal where `setpriv` can give one (the program alone),
+//! and when the run is over whatever still holds the run's output pipes — a child that left the group with `setsid`,
 //! say — is killed too, so it can neither hang the run nor outlive it.
 //!
 //! Not here: when a run is over (`driver`), closing the record of a run
@@ -46,8 +47,9 @@ pub fn kill_running() {
     }
 }
 
-/// The command line that runs `program` with `args` and a parent-death
-/// signal (through `setpriv --pdeathsig KILL`, where installed). The
+/// The command line that runs `program` with `args` under its keeper
+/// (`keeper`, where one is named), else with a parent-death signal
+/// (through `setpriv --pdeathsig KILL`, where installed). The
 /// program is looked up first — on `path`, the child's own `PATH` — so a
 /// missing one is said as such, not as `setpriv`'s failure.
 pub(crate) fn with_parent_death(
@@ -56,6 +58,11 @@ pub(crate) fn with_parent_death(
     path: Option<&str>,
 ) -> Result<Vec<String>, String> {
     let resolved = resolve(program, path).ok_or_else(|| "No such file or directory".to_owned())?;
+    let mut whole = vec![resolved.display().to_string()];
+    whole.extend(args.iter().cloned());
+    if let Some(kept) = crate::keeper::kept(&whole) {
+        return Ok(kept);
+    }
     let mut argv = Vec::with_capacity(args.len() + 5);
     if Path::new(SETPRIV).is_file() {
         argv.extend([SETPRIV, "--pdeathsig", "KILL", "--"].map(str::to_owned));

@@ -1,0 +1,218 @@
+//! The hosted program's keeper: a process of rein's own binary that stands
+//! between rein and the program, so that nothing the program started
+//! outlives rein killed outright. A parent-death signal given to the
+//! program alone (`setpriv --pdeathsig`) ends the program and leaves its
+//! children running; the keeper instead is a subreaper — whatever the
+//! program starts comes to it as its parent ends — and when rein is gone,
+//! or the program has ended, it kills every descendant it has, reaps them,
+//! and only then exits (as the program ended).
+//!
+//! A binary becomes a keeper by calling [`main`] first thing when its first
+//! argument is [`KEEPER_ARG`], and is named with [`keep_with`]; until then
+//! hosted programs start under `setpriv` as before (`lifetime`).
+//!
+//! Not here: the kill of the program's group and of whatever holds the
+//! run's pipes while rein lives (`lifetime`, `driver`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use nix::errno::Errno;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+/// The hidden argument that makes a binary the keeper:
+/// `BINARY __host-keep PARENT -- PROGRAM ARGS…`.
+pub const KEEPER_ARG: &str = "__host-keep";
+
+/// The keeper's parent-death signal: ignored by default, so one sent
+/// before the keeper holds it is lost rather than fatal (the keeper then
+/// sees rein gone by its parent).
+const REIN_GONE: Signal = Signal::SIGURG;
+
+/// How many rounds a sweep kills and reaps before it gives up.
+const SWEEP_ROUNDS: u32 = 2_000;
+
+static KEEPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Start hosted programs under `binary` as their keeper from now on. The
+/// binary must call [`main`] when its first argument is [`KEEPER_ARG`]
+/// (`rein` does). Set once; a later call changes nothing.
+pub fn keep_with(binary: PathBuf) {
+    let _ = KEEPER.set(binary);
+}
+
+/// The keeper's command line for `argv`, when a keeper is named.
+pub(crate) fn kept(argv: &[String]) -> Option<Vec<String>> {
+    let binary = KEEPER.get()?;
+    let mut kept = vec![
+        binary.display().to_string(),
+        KEEPER_ARG.to_owned(),
+        std::process::id().to_string(),
+        "--".to_owned(),
+    ];
+    kept.extend(argv.iter().cloned());
+    Some(kept)
+}
+
+fn fail(code: i32, why: &str) -> ! {
+    eprintln!("rein-host keeper: {why}");
+    std::process::exit(code);
+}
+
+/// Be the keeper: start the program, stay until it ends or rein does.
+/// Exits 125 when it cannot keep (rein already gone, bad arguments), 127
+/// when the program cannot be run, and otherwise as the program ended.
+pub fn main() -> ! {
+    let args: Vec<OsString> = std::env::args_os().skip(2).collect();
+    let parent = args
+        .first()
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.parse::<i32>().ok())
+        .unwrap_or_else(|| fail(125, "no parent named"));
+    let (Some(dashes), Some(program)) = (args.get(1), args.get(2)) else {
+        fail(125, "no program named");
+    };
+    if dashes != "--" {
+        fail(125, "the program follows `--`");
+    }
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(REIN_GONE) {
+        fail(125, &format!("a parent-death signal: {e}"));
+    }
+    if nix::unistd::getppid().as_raw() != parent {
+        fail(125, "the process that started this agent has ended");
+    }
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        fail(125, &format!("keeping what the program leaves: {e}"));
+    }
+    let child = match std::process::Command::new(program).args(&args[3..]).spawn() {
+        Ok(child) => child,
+        Err(e) => fail(
+            127,
+            &format!("{} could not be run: {e}", program.to_string_lossy()),
+        ),
+    };
+    let keeper = Keeper {
+        program: Pid::from_raw(child.id().cast_signed()),
+        parent,
+    };
+    keeper.let_go_of_the_pipes();
+    let mut held = SigSet::empty();
+    held.add(Signal::SIGCHLD);
+    held.add(REIN_GONE);
+    let held = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), None)
+        .is_ok()
+        .then_some(held);
+    keeper.keep(held.as_ref())
+}
+
+struct Keeper {
+    program: Pid,
+    /// rein.
+    parent: i32,
+}
+
+impl Keeper {
+    /// The run's pipes are the program's: the keeper's own copies go, so
+    /// the run ends when the program's side does.
+    fn let_go_of_the_pipes(&self) {
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            let _ = nix::unistd::dup2_stdin(&null);
+            let _ = nix::unistd::dup2_stdout(&null);
+            let _ = nix::unistd::dup2_stderr(&null);
+        }
+    }
+
+    fn keep(&self, held: Option<&SigSet>) -> ! {
+        loop {
+            if let Some(ended) = self.reap() {
+                sweep();
+                end_as(ended);
+            }
+            // The parent-death signal also comes when the rein thread that
+            // started the keeper ends while rein lives on: the parent says.
+            if nix::unistd::getppid().as_raw() != self.parent {
+                sweep();
+                std::process::exit(125);
+            }
+            match held {
+                Some(held) => {
+                    let _ = held.wait();
+                }
+                None => std::thread::sleep(std::time::Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Reap every child that has ended; how the program ended, if it did.
+    fn reap(&self) -> Option<WaitStatus> {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => return None,
+                Ok(status) if status.pid() == Some(self.program) => return Some(status),
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => {
+                    sweep();
+                    std::process::exit(125);
+                }
+            }
+        }
+    }
+}
+
+/// Kill every descendant and reap it, until none is left: each killed
+/// process's children come to this subreaper, to be killed next round.
+fn sweep() {
+    let me = std::process::id().to_string();
+    for _ in 0..SWEEP_ROUNDS {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => return,
+            }
+        }
+        for child in children_of(&me) {
+            let _ = kill(child, Signal::SIGKILL);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// The processes whose parent is `parent`, from `/proc`.
+fn children_of(parent: &str) -> Vec<Pid> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `PID (COMM) STATE PPID …`: the name may hold anything.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            (ppid == parent).then(|| Pid::from_raw(pid))
+        })
+        .collect()
+}
+
+/// Exit as the program did: its code, or its signal raised again here.
+fn end_as(status: WaitStatus) -> ! {
+    match status {
+        WaitStatus::Exited(_, code) => std::process::exit(code),
+        WaitStatus::Signaled(_, signal, _) => {
+            let mut only = SigSet::empty();
+            only.add(signal);
+            let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+            let _ = nix::sys::signal::raise(signal);
+            std::process::exit(128 + signal as i32);
+        }
+        _ => std::process::exit(1),
+    }
+}
