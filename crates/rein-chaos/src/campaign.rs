@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 
 use crate::check::{self, Story};
-use crate::child::root_path;
+use crate::child::{Surface, root_path};
 
 /// A run that has not finished in this long is hung: a failure.
 const HUNG: Duration = Duration::from_secs(120);
@@ -44,8 +44,10 @@ pub struct Figures {
     pub commands_interrupted: usize,
     /// Of those, tasks handed to a sub-agent cut short.
     pub delegations_interrupted: usize,
-    /// The uninterrupted run's wall time.
-    pub reference: Duration,
+    /// Of the trials, those driven through `rein serve`'s API.
+    pub served: u32,
+    /// Each surface's uninterrupted run's wall time.
+    pub references: Vec<(Surface, Duration)>,
     /// The whole campaign's wall time.
     pub wall: Duration,
     /// Each failed trial: its number and what broke.
@@ -76,31 +78,49 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
     std::fs::create_dir_all(&options.out)?;
     let work = tempfile::tempdir()?;
     let mut figures = Figures::default();
-    let reference_dir = work.path().join("reference");
-    prepare(&reference_dir)?;
-    let t0 = Instant::now();
-    let status = spawn(&reference_dir)?.wait()?;
-    figures.reference = t0.elapsed();
-    if !status.success() {
-        bail!("the uninterrupted run failed: {}", tail(&reference_dir));
+    // One uninterrupted run per surface: each trial is held to its own.
+    let mut references = Vec::new();
+    for surface in Surface::ALL {
+        let dir = work.path().join(format!("reference-{}", surface.name()));
+        prepare(&dir)?;
+        surface.write(&dir)?;
+        let t0 = Instant::now();
+        let status = spawn(&dir)?.wait()?;
+        let took = t0.elapsed();
+        if !status.success() {
+            bail!(
+                "the uninterrupted {} run failed: {}",
+                surface.name(),
+                tail(&dir)
+            );
+        }
+        let story = rt.block_on(check::trial(&dir)).map_err(|broken| {
+            anyhow::anyhow!("the uninterrupted {} run broke: {broken:?}", surface.name())
+        })?;
+        rt.block_on(check::scenario_ran(&dir))
+            .map_err(anyhow::Error::msg)?;
+        figures.references.push((surface, took));
+        references.push((story, took.as_micros().max(1) as u64));
     }
-    let reference = rt
-        .block_on(check::trial(&reference_dir))
-        .map_err(|broken| anyhow::anyhow!("the uninterrupted run broke: {broken:?}"))?;
-    rt.block_on(check::scenario_ran(&reference_dir))
-        .map_err(anyhow::Error::msg)?;
     let mut rng = Rng(options.seed);
-    let span = figures.reference.as_micros().max(1) as u64;
     for n in 1..=options.trials {
+        // The surfaces take turns.
+        let which = (n as usize - 1) % Surface::ALL.len();
+        let surface = Surface::ALL[which];
+        let (reference, span) = (&references[which].0, references[which].1);
         let dir = work.path().join(format!("trial-{n}"));
         prepare(&dir)?;
+        surface.write(&dir)?;
+        if surface == Surface::Served {
+            figures.served += 1;
+        }
         let outcome = trial(&dir, &mut rng, span, options.kills, &mut figures)
             .and_then(|()| {
                 rt.block_on(check::trial(&dir))
                     .map_err(|broken| anyhow::anyhow!(broken.join("\n")))
             })
             .and_then(|story: Story| {
-                story.matches(&reference).map_err(anyhow::Error::msg)?;
+                story.matches(reference).map_err(anyhow::Error::msg)?;
                 Ok(story)
             });
         figures.trials += 1;
@@ -264,21 +284,31 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
     let mut out = format!(
         "# rein-chaos\n\n`cargo xtask chaos --trials {} --seed {} --kills {}`\n\n\
          | figure | value |\n|---|---:|\n\
-         | trials | {} |\n| SIGKILLs landed | {} |\n| runs finished before their kill | {} |\n\
+         | trials | {} |\n| of which through `rein serve`'s API | {} |\n\
+         | SIGKILLs landed | {} |\n| runs finished before their kill | {} |\n\
          | results recorded as interrupted | {} |\n| of which sandboxed commands | {} |\n\
          | of which tasks handed to a sub-agent | {} |\n\
-         | uninterrupted run | {} ms |\n\
+         {}\
          | campaign wall time | {} s |\n| failed trials | {} |\n",
         options.trials,
         options.seed,
         options.kills,
         figures.trials,
+        figures.served,
         figures.kills,
         figures.outran,
         figures.interrupted,
         figures.commands_interrupted,
         figures.delegations_interrupted,
-        figures.reference.as_millis(),
+        figures
+            .references
+            .iter()
+            .map(|(surface, took)| format!(
+                "| uninterrupted run, {} | {} ms |\n",
+                surface.name(),
+                took.as_millis()
+            ))
+            .collect::<String>(),
         figures.wall.as_secs(),
         figures.failures.len(),
     );

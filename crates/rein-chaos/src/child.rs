@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use rein_approvals::{Answer, Surface};
+use rein_approvals::Answer;
 use rein_runner::{Conversation, Delegation, Profile, ToolLoading, TurnOutcome};
 use rein_sandbox::policy::CommandPolicy;
 use rein_sandbox::{LinuxSandbox, RunCommand};
@@ -24,7 +24,7 @@ use crate::counted::Counted;
 use crate::model::{Script, TURNS};
 
 /// The turn after which the conversation is compacted (once).
-const COMPACT_AFTER: usize = 2;
+pub(crate) const COMPACT_AFTER: usize = 2;
 
 /// The trial's folder: the store, the project root, the executions file.
 pub fn store_path(dir: &Path) -> std::path::PathBuf {
@@ -36,26 +36,81 @@ pub fn root_path(dir: &Path) -> std::path::PathBuf {
     dir.join("root")
 }
 
-/// Drive the trial in `dir` to its end; `helper` is the rein-chaos binary,
-/// the sandbox's helper for the scripted command.
+/// The surface a trial's conversation is driven through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// The library's `Conversation`, in the trial's own process.
+    Library,
+    /// `rein serve`'s HTTP API (`served`), served by the trial's process.
+    Served,
+}
+
+impl Surface {
+    /// Every surface, in the order trials take them.
+    pub const ALL: [Surface; 2] = [Surface::Library, Surface::Served];
+
+    /// Its name, as the trial's folder records it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Surface::Library => "library",
+            Surface::Served => "served",
+        }
+    }
+
+    /// Record it in the trial's folder.
+    pub fn write(self, dir: &Path) -> std::io::Result<()> {
+        std::fs::write(dir.join("surface"), self.name())
+    }
+
+    /// The surface the trial's folder records (the library when none).
+    pub fn of(dir: &Path) -> Surface {
+        match std::fs::read_to_string(dir.join("surface")).as_deref() {
+            Ok("served") => Surface::Served,
+            _ => Surface::Library,
+        }
+    }
+}
+
+/// Drive the trial in `dir` to its end through its surface; `helper` is
+/// the rein-chaos binary, the sandbox's helper for the scripted command.
 pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
+    match Surface::of(dir) {
+        Surface::Library => run_library(dir, helper).await,
+        Surface::Served => crate::served::run(dir, helper).await,
+    }
+}
+
+/// The trial's store and its counted tools: rein's file tools over the
+/// trial's root and `run_command` in the sandbox.
+pub(crate) async fn parts(
+    dir: &Path,
+    helper: &Path,
+) -> anyhow::Result<(Arc<dyn Store>, Arc<Counted>)> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(store_path(dir)).await?);
     let root = rein_files::Root::new(&root_path(dir))?;
     let tools = rein_files::file_tools(Arc::new(root), Some(rein_files::Stash(store.clone())))?
         .with(command_tool(&root_path(dir), helper).await?)?;
-    let backend = Arc::new(Counted::new(Arc::new(tools), dir));
+    Ok((store, Arc::new(Counted::new(Arc::new(tools), dir))))
+}
+
+/// The scripted assistant's profile.
+pub(crate) fn profile() -> Profile {
+    Profile {
+        tools: ToolLoading::Native,
+        ..Profile::new("Chaos", "chaos-script").with_system("Follow the script.")
+    }
+}
+
+async fn run_library(dir: &Path, helper: &Path) -> anyhow::Result<()> {
+    let (store, backend) = parts(dir, helper).await?;
     // A process killed while creating the session may have left it with
     // no events: it is carried on all the same.
     let existing = main_session(store.as_ref()).await?;
-    let profile = Profile {
-        tools: ToolLoading::Native,
-        ..Profile::new("Chaos", "chaos-script").with_system("Follow the script.")
-    };
     let mut conv = Conversation::open(
         store.clone(),
         Arc::new(Script),
         backend,
-        profile,
+        profile(),
         existing.as_deref(),
     )
     .await
@@ -122,8 +177,12 @@ async fn command_tool(root: &Path, helper: &Path) -> anyhow::Result<RunCommand> 
 async fn decide_pending(conv: &mut Conversation) -> anyhow::Result<()> {
     for pending in conv.pending_approvals().await? {
         let answer = person(&pending.tool);
-        conv.decide(&pending.approval_id, answer, &Surface::terminal())
-            .await?;
+        conv.decide(
+            &pending.approval_id,
+            answer,
+            &rein_approvals::Surface::terminal(),
+        )
+        .await?;
     }
     Ok(())
 }
@@ -145,7 +204,7 @@ pub fn finished_turns(log: &[StoredEvent]) -> usize {
 }
 
 /// Whether the log holds a compaction.
-fn compacted(log: &[StoredEvent]) -> bool {
+pub(crate) fn compacted(log: &[StoredEvent]) -> bool {
     log.iter()
         .any(|e| matches!(e.event, Event::CompactionCreated { .. }))
 }

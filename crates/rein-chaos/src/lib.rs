@@ -6,14 +6,16 @@
 //! killed with SIGKILL at random instants, reopened and resumed until it
 //! finishes, and checked against an uninterrupted run: no lost or partial
 //! event in any session, every call answered once, no change or command
-//! run twice, nothing left running, every decision the person's.
+//! run twice, nothing left running, every decision the person's. Every
+//! other trial drives the conversation through `rein serve`'s HTTP API
+//! instead of the library (`served`).
 //!
-//! Not here: the scripted parts are one conversation over the library; the
-//! surfaces (`rein serve`, `rein mcp serve`), graphs and hosted agents are
-//! not yet in the campaign (`docs/RELIABILITY.md` says which are).
+//! Not here: `rein mcp serve`, graphs and hosted agents are not yet in the
+//! campaign (`docs/RELIABILITY.md` says which are).
 
 pub mod campaign;
 pub mod check;
 pub mod child;
 pub mod counted;
 pub mod model;
+pub mod served;
