@@ -173,6 +173,52 @@ fn what_a_hosted_agent_started_dies_with_a_rein_killed_outright() {
     );
 }
 
+/// The same for a program hosted in a terminal (`rein agents run tui`)
+/// that ignores the terminal's hang-up, as its children then do: rein
+/// killed outright takes them along all the same.
+#[test]
+fn what_a_hosted_tui_started_dies_with_a_rein_killed_outright() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (grouped, escaped) = (
+        work.path().join("grouped.pid"),
+        work.path().join("escaped.pid"),
+    );
+    let sh = work.path().join("tui.sh");
+    std::fs::write(
+        &sh,
+        format!(
+            "trap '' HUP\nsleep 600 &\necho $! > '{}'\nsetsid sleep 600 &\necho $! > '{}'\nwait\n",
+            grouped.display(),
+            escaped.display()
+        ),
+    )
+    .unwrap();
+    let mut rein = common::rein_at(home.path())
+        .current_dir(work.path())
+        .args(["agents", "run", "tui", "--", "/bin/sh"])
+        .arg(&sh)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (grouped, escaped) = (pid_in(&grouped), pid_in(&escaped));
+    rein.kill().unwrap();
+    rein.wait().unwrap();
+    let left: Vec<i32> = [grouped, escaped]
+        .into_iter()
+        .filter(|pid| !wait_gone(*pid))
+        .collect();
+    for pid in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(
+        left.is_empty(),
+        "outlived a rein killed outright: {left:?} of grouped {grouped}, escaped {escaped}"
+    );
+}
+
 /// A chat whose model runs `sh -c` with a child in the background, in the
 /// sandbox without bubblewrap (which would take everything along by
 /// itself); the pids of the shell and its child, and the chat.

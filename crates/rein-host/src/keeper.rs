@@ -15,6 +15,7 @@
 //! run's pipes while rein lives (`lifetime`, `driver`).
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -46,7 +47,7 @@ pub fn keep_with(binary: PathBuf) {
 
 /// The keeper's command line for `argv`, when a keeper is named.
 pub(crate) fn kept(argv: &[String]) -> Option<Vec<String>> {
-    let binary = KEEPER.get()?;
+    let binary = KEEPER.get().filter(|_| !argv.is_empty())?;
     let mut kept = vec![
         binary.display().to_string(),
         KEEPER_ARG.to_owned(),
@@ -87,36 +88,68 @@ pub fn main() -> ! {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
         fail(125, &format!("keeping what the program leaves: {e}"));
     }
-    let child = match std::process::Command::new(program).args(&args[3..]).spawn() {
+    // In a terminal (`rein agents` hosts a TUI so) the program gets a
+    // group of its own and the terminal's foreground, as a shell's job
+    // does: the terminal's signals (Ctrl-C…) are the program's alone.
+    let terminal = nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
+    let mut command = std::process::Command::new(program);
+    command.args(&args[3..]);
+    if terminal {
+        command.process_group(0);
+    }
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => fail(
             127,
             &format!("{} could not be run: {e}", program.to_string_lossy()),
         ),
     };
+    let program = Pid::from_raw(child.id().cast_signed());
+    if terminal {
+        hand_the_terminal(program);
+    }
     let keeper = Keeper {
-        program: Pid::from_raw(child.id().cast_signed()),
+        program,
+        told: if terminal {
+            Pid::from_raw(-program.as_raw())
+        } else {
+            program
+        },
         parent,
     };
     keeper.let_go_of_the_pipes();
     let mut held = SigSet::empty();
-    held.add(Signal::SIGCHLD);
-    held.add(REIN_GONE);
+    for signal in [Signal::SIGCHLD, REIN_GONE, Signal::SIGHUP, Signal::SIGTERM] {
+        held.add(signal);
+    }
     let held = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&held), None)
         .is_ok()
         .then_some(held);
     keeper.keep(held.as_ref())
 }
 
+/// Make the program's group the terminal's foreground, and let it go on
+/// should it have stopped reading the terminal before (SIGTTIN).
+fn hand_the_terminal(program: Pid) {
+    let mut quiet = SigSet::empty();
+    quiet.add(Signal::SIGTTOU);
+    let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&quiet), None);
+    let _ = nix::unistd::tcsetpgrp(std::io::stdin(), program);
+    let _ = nix::sys::signal::killpg(program, Signal::SIGCONT);
+}
+
 struct Keeper {
     program: Pid,
+    /// Where a hang-up or a request to end, sent to the keeper, is passed
+    /// on: the program's group in a terminal, else the program.
+    told: Pid,
     /// rein.
     parent: i32,
 }
 
 impl Keeper {
-    /// The run's pipes are the program's: the keeper's own copies go, so
-    /// the run ends when the program's side does.
+    /// The run's pipes (or its terminal) are the program's: the keeper's
+    /// own copies go, so the run ends when the program's side does.
     fn let_go_of_the_pipes(&self) {
         if let Ok(null) = std::fs::OpenOptions::new()
             .read(true)
@@ -142,8 +175,13 @@ impl Keeper {
                 std::process::exit(125);
             }
             match held {
+                // SIGCHLD or the parent-death signal: look again. A
+                // hang-up (rein's end of the terminal closed) or a request
+                // to end goes on to the program.
                 Some(held) => {
-                    let _ = held.wait();
+                    if let Ok(signal @ (Signal::SIGHUP | Signal::SIGTERM)) = held.wait() {
+                        let _ = kill(self.told, signal);
+                    }
                 }
                 None => std::thread::sleep(std::time::Duration::from_millis(50)),
             }

@@ -57,7 +57,10 @@ pub fn spawn(
     session: &str,
 ) -> Result<(PtyTerminal, PtyProcess), AgentError> {
     let unavailable = |what: String| AgentError::new(codes::HOSTED_AGENT_UNAVAILABLE, what);
-    let (program, args) = argv
+    // Under its keeper, where one is named (`keeper`): nothing the program
+    // starts outlives rein killed outright.
+    let kept = crate::keeper::kept(argv).unwrap_or_else(|| argv.to_vec());
+    let (program, args) = kept
         .split_first()
         .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;
     let pair = native_pty_system()
@@ -78,7 +81,7 @@ pub fn spawn(
     let child = pair.slave.spawn_command(cmd).map_err(|e| {
         unavailable(format!(
             "cannot start `{}`: {e}",
-            crate::progress::clean(program, 120)
+            crate::progress::clean(argv.first().map_or("", String::as_str), 120)
         ))
     })?;
     // The slave end belongs to the child now; holding it would keep the
