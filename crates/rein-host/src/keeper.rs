@@ -19,10 +19,10 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
+use rein_sandbox::keeping;
 
 /// The hidden argument that makes a binary the keeper:
 /// `BINARY __host-keep PARENT -- PROGRAM ARGS…`.
@@ -32,9 +32,6 @@ pub const KEEPER_ARG: &str = "__host-keep";
 /// before the keeper holds it is lost rather than fatal (the keeper then
 /// sees rein gone by its parent).
 const REIN_GONE: Signal = Signal::SIGURG;
-
-/// How many rounds a sweep kills and reaps before it gives up.
-const SWEEP_ROUNDS: u32 = 2_000;
 
 static KEEPER: OnceLock<PathBuf> = OnceLock::new();
 
@@ -166,7 +163,7 @@ impl Keeper {
         loop {
             if let Some(ended) = self.reap() {
                 sweep();
-                end_as(ended);
+                keeping::end_as(ended);
             }
             // The parent-death signal also comes when the rein thread that
             // started the keeper ends while rein lives on: the parent says.
@@ -188,19 +185,13 @@ impl Keeper {
         }
     }
 
-    /// Reap every child that has ended; how the program ended, if it did.
+    /// How the program ended, if it did (what it left that ended is
+    /// reaped too).
     fn reap(&self) -> Option<WaitStatus> {
-        loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => return None,
-                Ok(status) if status.pid() == Some(self.program) => return Some(status),
-                Ok(_) | Err(Errno::EINTR) => {}
-                Err(_) => {
-                    sweep();
-                    std::process::exit(125);
-                }
-            }
-        }
+        keeping::reap(self.program).unwrap_or_else(|_| {
+            sweep();
+            std::process::exit(125);
+        })
     }
 }
 
@@ -208,19 +199,11 @@ impl Keeper {
 /// process's children come to this subreaper, to be killed next round.
 fn sweep() {
     let me = std::process::id().to_string();
-    for _ in 0..SWEEP_ROUNDS {
-        loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => break,
-                Ok(_) | Err(Errno::EINTR) => {}
-                Err(_) => return,
-            }
-        }
+    keeping::sweep(|| {
         for child in children_of(&me) {
             let _ = kill(child, Signal::SIGKILL);
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    });
 }
 
 /// The processes whose parent is `parent`, from `/proc`.
@@ -238,19 +221,4 @@ fn children_of(parent: &str) -> Vec<Pid> {
             (ppid == parent).then(|| Pid::from_raw(pid))
         })
         .collect()
-}
-
-/// Exit as the program did: its code, or its signal raised again here.
-fn end_as(status: WaitStatus) -> ! {
-    match status {
-        WaitStatus::Exited(_, code) => std::process::exit(code),
-        WaitStatus::Signaled(_, signal, _) => {
-            let mut only = SigSet::empty();
-            only.add(signal);
-            let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
-            let _ = nix::sys::signal::raise(signal);
-            std::process::exit(128 + signal as i32);
-        }
-        _ => std::process::exit(1),
-    }
 }

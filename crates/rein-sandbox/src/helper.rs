@@ -19,7 +19,7 @@ use std::os::unix::process::CommandExt;
 
 use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
 use crate::spec::{REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
@@ -169,7 +169,7 @@ impl Keeper {
                 if self.sweeps {
                     self.sweep();
                 }
-                end_as(ended);
+                crate::keeping::end_as(ended);
             }
             // The parent-death signal comes each time this helper is handed
             // to another parent: to another thread of rein when the one that
@@ -191,21 +191,14 @@ impl Keeper {
         nix::unistd::getppid().as_raw().cast_unsigned() == self.parent
     }
 
-    /// Reap every child that has ended — the command, or what it left
-    /// that came to this keeper — and say how the command ended, if it did.
+    /// How the command ended, if it did (what it left that ended is
+    /// reaped too).
     fn reap(&self) -> Option<WaitStatus> {
-        loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => return None,
-                Ok(status) if status.pid() == Some(self.command) => return Some(status),
-                Ok(_) | Err(Errno::EINTR) => {}
-                // Nothing left to wait for, the command unseen: cannot be.
-                Err(e) => {
-                    eprintln!("rein-sandbox: the command could not be waited for: {e}");
-                    kill_group();
-                }
-            }
-        }
+        crate::keeping::reap(self.command).unwrap_or_else(|e| {
+            // Nothing left to wait for, the command unseen: cannot be.
+            eprintln!("rein-sandbox: the command could not be waited for: {e}");
+            kill_group();
+        })
     }
 
     /// Kill whatever the command left running, and wait until it is gone:
@@ -227,43 +220,14 @@ impl Keeper {
             // Not scoped after all: a kill of all would reach the host.
             _ => return,
         }
-        for _ in 0..SWEEP_ROUNDS {
+        crate::keeping::sweep(|| {
             let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
-            loop {
-                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::StillAlive) => break,
-                    Ok(_) | Err(Errno::EINTR) => {}
-                    Err(_) => return,
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        });
     }
 }
-
-/// How many times the sweep kills and reaps before it gives up (rein's own
-/// kill of the group follows anyway).
-const SWEEP_ROUNDS: u32 = 2_000;
 
 /// SIGKILL to this process's own group (itself included).
 fn kill_group() -> ! {
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(0), Signal::SIGKILL);
     std::process::exit(REFUSED_EXIT);
-}
-
-/// Exit as the command did: its code, or its signal raised again here.
-fn end_as(status: WaitStatus) -> ! {
-    match status {
-        WaitStatus::Exited(_, code) => std::process::exit(code),
-        WaitStatus::Signaled(_, signal, _) => {
-            let mut only = SigSet::empty();
-            only.add(signal);
-            let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
-            let _ = nix::sys::signal::raise(signal);
-            // A signal ignored here (SIGPIPE is, in a Rust program): the
-            // shell's convention.
-            std::process::exit(128 + signal as i32);
-        }
-        _ => std::process::exit(1),
-    }
 }

@@ -17,6 +17,7 @@ pub mod config;
 pub mod confine;
 mod executed;
 pub mod helper;
+pub mod keeping;
 mod live;
 pub mod policy;
 mod run;
