@@ -3,7 +3,8 @@
 //! generated from the server's own OpenAPI document, every response
 //! checked — no server error, each status and content type documented,
 //! each body as its schema says (every error problem+json), bad input
-//! refused, and no route answering without the token.
+//! refused, and no route answering without the token — first operation by
+//! operation, then in sequences that follow the document's links.
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -57,15 +58,31 @@ fn the_api_holds_to_its_own_openapi_document_under_schemathesis() {
         .args(["--hypothesis-max-examples", "25", "--hypothesis-seed", "1"])
         .output()
         .unwrap();
+    // Then stateful: sequences that follow the document's links — a new
+    // conversation's id into every route under it (a turn posted, steered,
+    // stopped, compacted, branched…), listed approvals into a decision.
+    let stateful = Command::new(&tool)
+        .args(["run", &format!("{base}/api/openapi.json")])
+        .args(["--base-url", &base])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["--checks", "all", "--experimental=openapi-3.1"])
+        .args(["--hypothesis-max-examples", "15", "--hypothesis-seed", "1"])
+        .args(["--stateful=links", "--experimental=stateful-only"])
+        .arg("--experimental=stateful-test-runner")
+        .env("PYTHONWARNINGS", "ignore")
+        .output()
+        .unwrap();
     let _ = server.kill();
     let _ = server.wait();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(said.contains("not_a_server_error"), "{said}");
-    assert!(!said.contains("FAILED"), "{said}");
-    assert!(!said.contains("errored"), "{said}");
+    for out in [out, stateful] {
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains("not_a_server_error"), "{said}");
+        assert!(!said.contains("FAILED"), "{said}");
+        assert!(!said.contains("errored"), "{said}");
+    }
 }

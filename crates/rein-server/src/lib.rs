@@ -25,6 +25,7 @@
 mod auth;
 mod connections;
 mod events;
+mod links;
 mod live;
 mod memory;
 mod page;

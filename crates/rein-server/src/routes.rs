@@ -37,7 +37,7 @@ struct Doc;
 /// The API's routes, guarded, with the body bound and a problem+json 404.
 pub(crate) fn router(server: Server) -> axum::Router {
     let (api, doc) = api_router().split_for_parts();
-    let doc = crate::problem::documented(serde_json::to_value(&doc).unwrap_or(Value::Null));
+    let doc = completed(&doc);
     let limit = server.limits.body_bytes;
     api.route(
         "/api/openapi.json",
@@ -92,7 +92,15 @@ fn api_router() -> OpenApiRouter<Server> {
 /// The OpenAPI document of every route (what `/api/openapi.json` serves).
 pub fn api_doc() -> Value {
     let (_, doc) = api_router().split_for_parts();
-    crate::problem::documented(serde_json::to_value(&doc).unwrap_or(Value::Null))
+    completed(&doc)
+}
+
+/// The generated document with what the declarations cannot say: every
+/// error response (`problem`) and the links between operations (`links`).
+fn completed(doc: &utoipa::openapi::OpenApi) -> Value {
+    crate::links::linked(crate::problem::documented(
+        serde_json::to_value(doc).unwrap_or(Value::Null),
+    ))
 }
 
 /// Who decided, for the log: the page's person or a script's token.
