@@ -137,6 +137,25 @@ fn a_child_that_left_the_group_neither_hangs_the_run_nor_outlives_it() {
     assert!(wait_gone(survivor), "a setsid child outlived the run");
 }
 
+/// Kill `rein` outright once the two children have written their pids
+/// (one in the program's group, one that left it); both must die with it.
+fn killed_outright_takes_along(rein: &mut Child, grouped: &Path, escaped: &Path) {
+    let (grouped, escaped) = (pid_in(grouped), pid_in(escaped));
+    rein.kill().unwrap();
+    rein.wait().unwrap();
+    let left: Vec<i32> = [grouped, escaped]
+        .into_iter()
+        .filter(|pid| !wait_gone(*pid))
+        .collect();
+    for pid in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(
+        left.is_empty(),
+        "outlived a rein killed outright: {left:?} of grouped {grouped}, escaped {escaped}"
+    );
+}
+
 /// rein killed outright (it cleans up nothing) takes along what its hosted
 /// agent started too: a child in the agent's group and one that left it.
 #[test]
@@ -157,20 +176,7 @@ fn what_a_hosted_agent_started_dies_with_a_rein_killed_outright() {
             escaped.display()
         ),
     );
-    let (grouped, escaped) = (pid_in(&grouped), pid_in(&escaped));
-    rein.kill().unwrap();
-    rein.wait().unwrap();
-    let left: Vec<i32> = [grouped, escaped]
-        .into_iter()
-        .filter(|pid| !wait_gone(*pid))
-        .collect();
-    for pid in &left {
-        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-    }
-    assert!(
-        left.is_empty(),
-        "outlived a rein killed outright: {left:?} of grouped {grouped}, escaped {escaped}"
-    );
+    killed_outright_takes_along(&mut rein, &grouped, &escaped);
 }
 
 /// The same for a program hosted in a terminal (`rein agents run tui`)
@@ -203,20 +209,7 @@ fn what_a_hosted_tui_started_dies_with_a_rein_killed_outright() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let (grouped, escaped) = (pid_in(&grouped), pid_in(&escaped));
-    rein.kill().unwrap();
-    rein.wait().unwrap();
-    let left: Vec<i32> = [grouped, escaped]
-        .into_iter()
-        .filter(|pid| !wait_gone(*pid))
-        .collect();
-    for pid in &left {
-        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-    }
-    assert!(
-        left.is_empty(),
-        "outlived a rein killed outright: {left:?} of grouped {grouped}, escaped {escaped}"
-    );
+    killed_outright_takes_along(&mut rein, &grouped, &escaped);
 }
 
 /// A chat whose model runs `sh -c` with a child in the background, in the

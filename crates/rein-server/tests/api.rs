@@ -132,17 +132,7 @@ async fn a_write_waits_for_a_decision_through_the_api_and_the_report_counts_it()
     let waiting = server.until_state(&id, "running").await;
     assert_eq!(waiting["state"], "running");
     // The approval is listed with what it changes.
-    let mut approvals = Value::Null;
-    for _ in 0..500 {
-        let (_, body) = server
-            .json(server.get(&format!("/api/conversations/{id}/approvals")))
-            .await;
-        if body["approvals"].as_array().is_some_and(|a| !a.is_empty()) {
-            approvals = body["approvals"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let approvals = server.approvals(&id).await;
     let asked = &approvals[0];
     assert_eq!(asked["tool"], "write_file");
     assert_eq!(asked["agent_path"], "main");

@@ -56,18 +56,8 @@ async fn one_approval_raced_by_yes_and_no_is_decided_once() {
         ))
         .await;
     assert_eq!(status, 202, "{body}");
-    let mut approval = String::new();
-    for _ in 0..500 {
-        let (_, body) = server
-            .json(server.get(&format!("/api/conversations/{id}/approvals")))
-            .await;
-        if let Some(id) = body["approvals"][0]["approval_id"].as_str() {
-            approval = id.to_owned();
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(!approval.is_empty(), "the write never asked");
+    let approvals = server.approvals(&id).await;
+    let approval = approvals[0]["approval_id"].as_str().expect("its id");
     let path = format!("/api/conversations/{id}/approvals/{approval}");
     // Alternate yes and no, each several times, all at once.
     let answers = raced(24, |i| {
@@ -127,15 +117,7 @@ async fn a_turn_posted_many_times_at_once_runs_once() {
         .filter(|(status, body)| *status == 409 && code(body) == "turn_running")
         .count();
     assert_eq!((accepted, refused), (1, 15), "{answers:?}");
-    for _ in 0..500 {
-        let (_, body) = server
-            .json(server.get(&format!("/api/conversations/{id}/approvals")))
-            .await;
-        if body["approvals"].as_array().is_some_and(|a| !a.is_empty()) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    server.approvals(&id).await;
     let log = server.store.read(&id, 1, 1000).await.expect("the log");
     let count = |kind: &str| log.iter().filter(|e| e.event.kind() == kind).count();
     assert_eq!((count("turn.started"), count("approval.requested")), (1, 1));

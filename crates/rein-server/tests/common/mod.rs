@@ -111,6 +111,20 @@ impl Running {
         body["id"].as_str().unwrap().to_owned()
     }
 
+    /// The conversation's pending approvals, once there is one.
+    pub async fn approvals(&self, id: &str) -> Value {
+        for _ in 0..500 {
+            let (_, body) = self
+                .json(self.get(&format!("/api/conversations/{id}/approvals")))
+                .await;
+            if body["approvals"].as_array().is_some_and(|a| !a.is_empty()) {
+                return body["approvals"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no approval was ever asked");
+    }
+
     /// Wait until the conversation is in `state`.
     pub async fn until_state(&self, id: &str, state: &str) -> Value {
         for _ in 0..500 {
