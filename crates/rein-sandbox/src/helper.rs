@@ -22,7 +22,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
-use crate::spec::{REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
+use crate::spec::{APART_VAR, REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
 
 /// The hidden argument that makes a binary act as the helper.
 pub const HELPER_ARG: &str = "__sandbox-exec";
@@ -118,14 +118,16 @@ pub fn main() -> ! {
 /// (`confine`): the keeper starts the command through it.
 pub(crate) const SELF: &str = "/proc/self/exe";
 
-/// Set (to `1`) when this helper is started by a keeper to become its
-/// command: it enters a landlock domain of its own, then runs the command.
-const APART_VAR: &str = "REIN_SANDBOX_APART";
-
 /// The command's start, one process below its keeper: enter a domain of
 /// its own — from which no signal reaches the keeper (a SIGSTOP would leave
 /// the keeper unable to act on rein's death) — then become the command.
 fn apart(mut command: std::process::Command, program: &str) -> ! {
+    // Only ever below a keeper, already confined (landlock sets
+    // `no_new_privs`): rein never passes the variable on (`run`), and a
+    // helper that finds it otherwise refuses rather than run unconfined.
+    if !nix::sys::prctl::get_no_new_privs().unwrap_or(false) {
+        refuse("started to be set apart, but not confined: refused");
+    }
     let entered = crate::confine::set_apart()
         .and_then(|ruleset| ruleset.restrict_self().map_err(|e| e.to_string()))
         .is_ok_and(|status| status.ruleset != landlock::RulesetStatus::NotEnforced);

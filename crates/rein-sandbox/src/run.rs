@@ -18,7 +18,7 @@ use rein_wire::{AgentError, error::codes};
 use serde::Serialize;
 use tokio::io::AsyncReadExt;
 
-use crate::spec::{Limits, REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
+use crate::spec::{APART_VAR, Limits, REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
 
 mod async_trait_free {
     /// A boxed, sendable future (the trait stays object-safe without a macro).
@@ -244,6 +244,8 @@ impl Sandbox for LinuxSandbox {
                 .args(&self.helper_args)
                 .env_clear()
                 .envs(&request.env)
+                // The helper's own: a request never names it.
+                .env_remove(APART_VAR)
                 .env(SPEC_VAR, json);
             let mut ran = spawn(command, request, self.isolation()).await?;
             if ran.code == Some(REFUSED_EXIT) && ran.stderr.text.contains(REFUSED_MARK) {

@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 /// The variable the spec travels in.
 pub const SPEC_VAR: &str = "REIN_SANDBOX_SPEC";
 
+/// Set (to `1`) when the helper is started by a keeper to become its
+/// command: it enters a landlock domain of its own, then runs the command.
+/// Never passed on from a request's environment.
+pub const APART_VAR: &str = "REIN_SANDBOX_APART";
+
 /// The helper's exit code when it refuses to run the command (the
 /// kernel cannot confine it, or the spec is bad): distinct from any the
 /// command gives, and paired with a `rein-sandbox: refused:` line.

@@ -169,3 +169,37 @@ async fn a_command_cannot_stop_its_keeper() {
     assert_eq!(reached, "", "the command signalled its keeper");
     assert!(ended, "the command's child outlived a rein killed outright");
 }
+
+/// The keeper starts a command through the helper again with a variable
+/// that says "set apart, then run"; an environment that names it (a
+/// careless config, a product's own request) must not make the helper
+/// skip its confinement.
+#[tokio::test]
+async fn an_environment_naming_the_helpers_own_variable_confines_all_the_same() {
+    use rein_sandbox::{Request, Sandbox};
+    let root = tempfile::tempdir().expect("root");
+    let outside = tempfile::tempdir().expect("outside");
+    let Some(sandbox) = common::usable(common::sandbox(root.path())).await else {
+        return;
+    };
+    let target = outside.path().join("escaped.txt");
+    let request = Request {
+        argv: vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo no > {}", target.display()),
+        ],
+        cwd: root.path().to_path_buf(),
+        env: [
+            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+            ("REIN_SANDBOX_APART".to_owned(), "1".to_owned()),
+        ]
+        .into(),
+        timeout: Duration::from_secs(20),
+    };
+    let ran = sandbox.run(&request).await;
+    assert!(
+        !target.exists(),
+        "a write outside the root happened: {ran:?}"
+    );
+}
