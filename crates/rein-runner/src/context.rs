@@ -252,8 +252,9 @@ pub(crate) fn prunable(
 
 /// The structured state of the covered events, derived from the log alone:
 /// the prompts, files touched (in the order first touched, so a model
-/// working through a list sees where it stopped) and changed (at the
-/// revisions left), the
+/// working through a list sees where it stopped), what each read showed
+/// that no other did (`read_notes`), files changed (at the revisions
+/// left), the
 /// checks' receipts, failures, decisions, pending approvals, sub-agents and
 /// artifacts.
 pub(crate) fn state(
@@ -269,6 +270,8 @@ pub(crate) fn state(
     let mut artifacts = BTreeSet::new();
     let mut agents = BTreeSet::new();
     let mut tools_by_call = std::collections::HashMap::new();
+    let mut paths_by_call = std::collections::HashMap::new();
+    let mut reads = crate::read_notes::Reads::default();
     for e in covered {
         match &e.event {
             Event::TurnStarted { prompt, .. } => prompts.push(prompt.clone()),
@@ -280,10 +283,11 @@ pub(crate) fn state(
             } => {
                 tools_by_call.insert(call_id.clone(), tool.clone());
                 for key in ["path", "file", "table", "object"] {
-                    if let Some(v) = arguments.get(key).and_then(Value::as_str)
-                        && seen_files.insert(v)
-                    {
-                        files.push(v);
+                    if let Some(v) = arguments.get(key).and_then(Value::as_str) {
+                        paths_by_call.entry(call_id.as_str()).or_insert(v);
+                        if seen_files.insert(v) {
+                            files.push(v);
+                        }
                     }
                 }
             }
@@ -304,9 +308,17 @@ pub(crate) fn state(
                 }
             }
             Event::ToolResult {
-                artifact: Some(a), ..
+                call_id,
+                content,
+                artifact,
+                ..
             } => {
-                artifacts.insert(a.clone());
+                if let Some(path) = paths_by_call.get(call_id.as_str()) {
+                    reads.saw(path, content);
+                }
+                if let Some(a) = artifact {
+                    artifacts.insert(a.clone());
+                }
             }
             Event::ApprovalDecided { decision, by, .. } => {
                 decisions.push(json!({"decision": decision, "by": by}))
@@ -318,7 +330,7 @@ pub(crate) fn state(
         }
     }
     let (changed, checks) = record.state();
-    json!({
+    let mut state = json!({
         "prompts": prompts,
         "touched": files,
         "changed": changed,
@@ -328,7 +340,16 @@ pub(crate) fn state(
         "pending_approvals": pending,
         "agents": agents,
         "artifacts": artifacts,
-    })
+    });
+    // Left out when empty: a state with no read to note stays as it was.
+    let (read_notes, left_out) = reads.notes();
+    if !read_notes.is_empty() {
+        state["read_notes"] = json!(read_notes);
+    }
+    if left_out > 0 {
+        state["read_notes_left_out"] = json!(left_out);
+    }
+    state
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod hooks;
 mod narrowed;
 mod outcome;
 mod project;
+mod read_notes;
 mod settings;
 mod standing;
 mod steering;

@@ -491,3 +491,53 @@ fn the_tail_rule() {
     assert_eq!(tail_groups(&[50_000], 0, 0, 4), 1);
     assert_eq!(tail_groups(&[], 1_000, 5_000, 4), 0);
 }
+
+/// What one file alone said is quoted in every compaction's state, so the
+/// model still sees it after the read itself was compacted away; the
+/// filler every file shares (digits apart) is not.
+#[tokio::test]
+async fn what_one_file_alone_said_outlives_every_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let mut owned = files(40);
+    owned[3].1 = format!("file 3: the colour of the sea here is BLUE. {}", owned[3].1);
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let worker = Worker::new(6_000, 40);
+    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
+        .await
+        .unwrap();
+    let outcome = conv.turn("read all forty").await.unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Finished { .. }),
+        "{outcome:?}"
+    );
+    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let states: Vec<&serde_json::Value> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
+                Some(summary)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(states.len() >= 2, "{}", states.len());
+    for summary in states {
+        assert_eq!(
+            summary["state"]["read_notes"],
+            json!([{"path": "f3.txt", "saw": ["file 3: the colour of the sea here is BLUE."]}]),
+            "{summary}"
+        );
+        assert!(
+            summary["text"]
+                .as_str()
+                .unwrap()
+                .contains("the colour of the sea here is BLUE")
+        );
+    }
+}
