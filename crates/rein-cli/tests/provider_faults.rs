@@ -5,7 +5,9 @@
 //! one finished turn in its exported log. A refused connection too. The
 //! stalls are left to the library's matrix
 //! (`rein-runner/tests/provider_faults.rs`): their bound is the idle
-//! timeout, 90 s in the binary, which a person does not set.
+//! timeout, 90 s in the binary, which a person does not set. HTTP/2
+//! resets against the TLS stand-in, its authority trusted through
+//! `SSL_CERT_FILE`.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -13,8 +15,10 @@ mod common;
 
 use common::{rein_at, session_of, stderr, stdout};
 use rein::gateway::WireApi;
-use rein_testing::FakeServer;
-use rein_testing::faults::{ANSWER, APIS, Ends, FAULTS, STALLS, base_for, fault};
+use rein_testing::faults::{
+    ANSWER, APIS, Ends, FAULTS, H2_FAULTS, STALLS, base_at, base_for, fault, h2_fault,
+};
+use rein_testing::{FakeH2Server, FakeServer};
 
 fn provider(api: WireApi) -> &'static str {
     match api {
@@ -35,11 +39,29 @@ fn code_in(said: &str) -> String {
 /// `rein chat -p hello` against `base` for `api`, in a fresh home: the
 /// output and the home.
 async fn chat(api: WireApi, base: String) -> (std::process::Output, tempfile::TempDir) {
+    chat_trusting(api, base, None).await
+}
+
+/// The same, trusting the authority `ca` (PEM) as the machine's own
+/// (`SSL_CERT_FILE`, as a person behind a company's authority would).
+async fn chat_trusting(
+    api: WireApi,
+    base: String,
+    ca: Option<&str>,
+) -> (std::process::Output, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
     let path = home.path().to_owned();
+    let ca_file = ca.map(|pem| {
+        let file = path.join("ca.pem");
+        std::fs::write(&file, pem).unwrap();
+        file
+    });
     let out = tokio::task::spawn_blocking(move || {
-        rein_at(&path)
-            .current_dir(&path)
+        let mut rein = rein_at(&path);
+        if let Some(file) = ca_file {
+            rein.env("SSL_CERT_FILE", file);
+        }
+        rein.current_dir(&path)
             .args(["chat", "--provider", provider(api), "--base-url", &base])
             .args(["--model", "m", "-p", "hello"])
             .env("ANTHROPIC_API_KEY", "sk-ant-test-fault-1234")
@@ -121,4 +143,36 @@ async fn a_refused_connection_ends_typed_through_rein_chat() {
         assert!(!out.status.success(), "{api}");
         assert_eq!(code_in(&stderr(&out)), "connect_failed", "{api}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_http2_reset_of_every_api_through_rein_chat() {
+    let mut broken = Vec::new();
+    for api in APIS {
+        for name in H2_FAULTS {
+            let (replies, ends) = h2_fault(name, api).unwrap();
+            let server = FakeH2Server::start(replies).await.unwrap();
+            let base = base_at(api, &server.base_url());
+            let (out, home) = chat_trusting(api, base, Some(server.ca_pem())).await;
+            // Only requests that came over HTTP/2 are counted.
+            let requests = server.requests();
+            let got = if out.status.success() && stdout(&out).contains(ANSWER) {
+                Ends::Answered(requests)
+            } else {
+                Ends::Fails(code_in(&stderr(&out)), requests)
+            };
+            if got != ends {
+                broken.push(format!("{api} {name}: ended {got:?}, not {ends:?}"));
+                continue;
+            }
+            let wanted = usize::from(matches!(ends, Ends::Answered(_)));
+            let (answers, finished) = recorded(&out, home.path());
+            if (answers, finished) != (wanted, 1) {
+                broken.push(format!(
+                    "{api} {name}: {answers} answers recorded, {finished} turns finished"
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
 }

@@ -212,6 +212,11 @@ pub struct ProviderConfig {
     /// not refused the whole call (a local server answers such a request
     /// with an error).
     pub images: bool,
+    /// Certificates (PEM) trusted besides the system's: a company's own
+    /// authority, or the certificate of a server on the person's network.
+    /// The system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` where set)
+    /// stay trusted.
+    pub extra_roots: Vec<String>,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -228,6 +233,7 @@ impl fmt::Debug for ProviderConfig {
             .field("offline", &self.offline)
             .field("context_window", &self.context_window)
             .field("images", &self.images)
+            .field("extra_roots", &self.extra_roots.len())
             .finish_non_exhaustive()
     }
 }
@@ -252,6 +258,7 @@ impl ProviderConfig {
             legacy_max_tokens: false,
             reasoning_effort: true,
             images: true,
+            extra_roots: Vec::new(),
         }
     }
 

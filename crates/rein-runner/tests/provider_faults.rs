@@ -6,7 +6,10 @@
 //! and after output, garbage, a 10 MB line, a success that is not an event
 //! stream. Each turn must end typed — answered after a retry, or with the
 //! fault's own code — within its bounds, with nothing recorded twice and
-//! no tool run for a message that never arrived whole.
+//! no tool run for a message that never arrived whole. HTTP/2 streams
+//! reset before the headers, mid-text, mid-tool-arguments and before the
+//! final usage, against a TLS stand-in (`FakeH2Server`) the provider trusts
+//! through its config's `extra_roots`.
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -16,17 +19,13 @@ use std::time::Duration;
 use rein_gateway::{ApiKey, HttpProvider, ProviderConfig, RetryPolicy, Timeouts, WireApi};
 use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store};
-use rein_testing::faults::{ANSWER, APIS, Ends, FAULTS, fault};
-use rein_testing::{FakeServer, FakeToolBackend};
+use rein_testing::faults::{ANSWER, APIS, Ends, FAULTS, H2_FAULTS, base_at, fault, h2_fault};
+use rein_testing::{FakeH2Server, FakeServer, FakeToolBackend};
 use rein_wire::error::codes;
 
 fn config(api: WireApi, base: &str) -> ProviderConfig {
-    let base = match api {
-        WireApi::AnthropicMessages => base.to_owned(),
-        _ => format!("{base}/v1"),
-    };
     let mut config = ProviderConfig::new(api)
-        .with_base_url(base)
+        .with_base_url(base_at(api, base))
         .with_api_key(ApiKey::new("sk-test-fault-1234"));
     config.offline = Some(false);
     config.retry = RetryPolicy {
@@ -44,10 +43,10 @@ fn config(api: WireApi, base: &str) -> ProviderConfig {
     config
 }
 
-/// One turn against `base` for `api`; its outcome and the log's counts
-/// (model answers recorded, turns finished, tools run).
-async fn turn(api: WireApi, base: &str) -> (TurnOutcome, usize, usize, u64) {
-    let provider = Arc::new(HttpProvider::new(config(api, base)).unwrap());
+/// One turn through a provider of `config`; its outcome and the log's
+/// counts (model answers recorded, turns finished, tools run).
+async fn turn(config: ProviderConfig) -> (TurnOutcome, usize, usize, u64) {
+    let provider = Arc::new(HttpProvider::new(config).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
@@ -82,7 +81,7 @@ async fn every_fault_of_every_api_ends_typed_with_nothing_recorded_twice() {
         for name in FAULTS {
             let (replies, ends) = fault(name, api).unwrap();
             let server = FakeServer::start(replies).await.unwrap();
-            let (outcome, answers, finished, ran) = turn(api, &server.base_url()).await;
+            let (outcome, answers, finished, ran) = turn(config(api, &server.base_url())).await;
             let requests = server.requests().len();
             let got = match &outcome {
                 TurnOutcome::Finished { reply } if reply == ANSWER => Ends::Answered(requests),
@@ -111,6 +110,47 @@ async fn every_fault_of_every_api_ends_typed_with_nothing_recorded_twice() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_http2_reset_of_every_api_ends_typed_with_nothing_recorded_twice() {
+    let mut broken = Vec::new();
+    for api in APIS {
+        for name in H2_FAULTS {
+            let (replies, ends) = h2_fault(name, api).unwrap();
+            let server = FakeH2Server::start(replies).await.unwrap();
+            let mut config = config(api, &server.base_url());
+            config.extra_roots = vec![server.ca_pem().to_owned()];
+            let (outcome, answers, finished, ran) = turn(config).await;
+            // Only requests that came over HTTP/2 are counted.
+            let requests = server.requests();
+            let got = match &outcome {
+                TurnOutcome::Finished { reply } if reply == ANSWER => Ends::Answered(requests),
+                TurnOutcome::Error { error } => Ends::Fails(error.code.as_str().into(), requests),
+                other => panic!("{api} {name}: {other:?}"),
+            };
+            if got != ends {
+                broken.push(format!(
+                    "{api} {name}: ended {got:?}, not {ends:?} ({outcome:?})"
+                ));
+            }
+            let wanted_answers = usize::from(matches!(ends, Ends::Answered(_)));
+            if answers != wanted_answers || finished != 1 || ran != 0 {
+                broken.push(format!(
+                    "{api} {name}: {answers} answers recorded, {finished} turns finished, {ran} tools run"
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[tokio::test]
+async fn a_trusted_certificate_that_is_not_pem_is_refused_with_its_code() {
+    let mut config = config(WireApi::OpenAiChat, "https://127.0.0.1:1");
+    config.extra_roots = vec!["-----BEGIN CERTIFICATE-----\nnot base64 at all\n".into()];
+    let err = HttpProvider::new(config).unwrap_err();
+    assert_eq!(err.code, codes::CONFIG_INVALID, "{err:?}");
+}
+
 #[tokio::test]
 async fn a_refused_connection_ends_typed_for_every_api() {
     for api in APIS {
@@ -120,7 +160,8 @@ async fn a_refused_connection_ends_typed_for_every_api() {
             .local_addr()
             .unwrap()
             .port();
-        let (outcome, answers, finished, _) = turn(api, &format!("http://127.0.0.1:{port}")).await;
+        let (outcome, answers, finished, _) =
+            turn(config(api, &format!("http://127.0.0.1:{port}"))).await;
         match outcome {
             TurnOutcome::Error { error } => {
                 assert_eq!(error.code, codes::CONNECT_FAILED, "{api}: {error:?}");

@@ -3,8 +3,11 @@
 //! — shared by the library's matrix (`rein-runner/tests/provider_faults.rs`)
 //! and the same through the `rein` binary (`rein-cli`).
 //!
-//! Not here: a refused connection (no server at all), the server itself
-//! (`fake_server`).
+//! HTTP/2 resets are their own list (`H2_FAULTS`, `h2_fault`): they need
+//! the TLS stand-in, `FakeH2Server`.
+//!
+//! Not here: a refused connection (no server at all), the servers
+//! themselves (`fake_server`, `fake_h2`).
 
 use std::time::Duration;
 
@@ -12,7 +15,7 @@ use rein_gateway::WireApi;
 use rein_wire::error::codes;
 use serde_json::json;
 
-use crate::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use crate::{FakeServer, H2Reply, Reason, Reply, ScriptedCall, ScriptedMessage};
 
 /// The wire APIs the matrix covers.
 pub const APIS: [WireApi; 3] = [
@@ -192,8 +195,78 @@ pub const STALLS: &[&str] = &["stall before output", "stall after output"];
 
 /// The server's base URL for `api` as a provider config names it.
 pub fn base_for(api: WireApi, server: &FakeServer) -> String {
+    base_at(api, &server.base_url())
+}
+
+/// The base URL for `api` of a server at `url`.
+pub fn base_at(api: WireApi, url: &str) -> String {
     match api {
-        WireApi::AnthropicMessages => server.base_url(),
-        _ => format!("{}/v1", server.base_url()),
+        WireApi::AnthropicMessages => url.to_owned(),
+        _ => format!("{url}/v1"),
     }
+}
+
+/// Every HTTP/2 reset the matrix makes, by name (`h2_fault` gives each).
+pub const H2_FAULTS: &[&str] = &[
+    "reset before headers (refused stream)",
+    "reset before headers (internal error)",
+    "reset mid-text",
+    "reset mid-tool-arguments",
+    "reset before the final usage",
+];
+
+/// The HTTP/2 server's replies for the reset named `name` in `api`, and
+/// how the turn must end (`None`: no such fault). A stream refused or
+/// reset before any output is tried again; one reset after output reached
+/// the caller ends `stream_truncated`, and a half-made call never runs.
+pub fn h2_fault(name: &str, api: WireApi) -> Option<(Vec<H2Reply>, Ends)> {
+    let good = body(api, &answer());
+    let reset_at = |text: &str, at: usize, reason: Reason| H2Reply::Reset {
+        sent: Some(text[..at].to_owned()),
+        reason,
+    };
+    let truncated = || Ends::Fails(codes::STREAM_TRUNCATED.as_str().into(), 1);
+    Some(match name {
+        "reset before headers (refused stream)" => (
+            vec![
+                H2Reply::Reset {
+                    sent: None,
+                    reason: Reason::REFUSED_STREAM,
+                },
+                H2Reply::Sse(good),
+            ],
+            Ends::Answered(2),
+        ),
+        "reset before headers (internal error)" => (
+            vec![
+                H2Reply::Reset {
+                    sent: None,
+                    reason: Reason::INTERNAL_ERROR,
+                },
+                H2Reply::Sse(good),
+            ],
+            Ends::Answered(2),
+        ),
+        "reset mid-text" => {
+            let at = find(&good, "second part").saturating_sub(5);
+            (
+                vec![reset_at(&good, at, Reason::INTERNAL_ERROR)],
+                truncated(),
+            )
+        }
+        "reset mid-tool-arguments" => {
+            let called = body(api, &with_call());
+            let at = find(&called, "the middle");
+            (vec![reset_at(&called, at, Reason::CANCEL)], truncated())
+        }
+        "reset before the final usage" => {
+            let trimmed = good.trim_end_matches('\n');
+            let at = trimmed.rfind("\n\n").map_or(good.len(), |at| at + 2);
+            (
+                vec![reset_at(&good, at, Reason::INTERNAL_ERROR)],
+                truncated(),
+            )
+        }
+        _ => return None,
+    })
 }

@@ -5,6 +5,8 @@
 //!   three wire APIs, chunked and paced as the script says, or faults (a
 //!   status with `Retry-After`, a connection cut mid-chunk, a stall longer
 //!   than the idle timeout). It records every request it got.
+//! - [`FakeH2Server`]: the same over HTTP/2 and TLS with a certificate made
+//!   per run, for the faults only HTTP/2 has (a stream reset).
 //! - [`wire`]: write a [`ScriptedMessage`] as the SSE body each wire API
 //!   would send, so one script drives all three decoders.
 //! - [`FakeProvider`]: an in-process [`Provider`](rein_gateway::Provider)
@@ -23,6 +25,7 @@
 pub mod clis;
 mod collector;
 pub mod contract;
+mod fake_h2;
 mod fake_provider;
 mod fake_server;
 mod fake_tools;
@@ -33,6 +36,7 @@ pub mod postgres;
 pub mod wire;
 
 pub use collector::{Bodies, otlp_collector};
+pub use fake_h2::{FakeH2Server, H2Reply, Reason};
 pub use fake_provider::FakeProvider;
 pub use fake_server::{Chunk, FakeServer, RecordedRequest, Reply, Responder};
 pub use fake_tools::{FakeToolBackend, Project};
