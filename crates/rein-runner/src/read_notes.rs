@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 const PIECES_PER_FILE: usize = 2;
 /// A quoted piece is cut to this many characters.
 const PIECE_CHARS: usize = 160;
-/// The notes together stay within this many characters of quotes; files
-/// past it are counted in `read_notes_left_out`, not quoted.
+/// The notes together stay within this many characters of paths and
+/// quotes; files past it are counted in `read_notes_left_out`, not quoted.
 const NOTES_CHARS: usize = 3_000;
 /// A piece with fewer letters than this (a brace, a number) says nothing.
 const MIN_LETTERS: usize = 3;
@@ -81,7 +81,8 @@ impl Reads {
             if own.is_empty() {
                 continue;
             }
-            let size: usize = own.iter().map(|q| q.chars().count()).sum();
+            let size: usize =
+                path.chars().count() + own.iter().map(|q| q.chars().count()).sum::<usize>();
             if used + size > NOTES_CHARS {
                 left_out += 1;
                 continue;
@@ -228,6 +229,7 @@ mod tests {
         let quoted: usize = notes
             .iter()
             .flat_map(|n| n["saw"].as_array().cloned().unwrap_or_default())
+            .chain(notes.iter().map(|n| n["path"].clone()))
             .map(|q| q.as_str().map_or(0, |s| s.chars().count()))
             .sum();
         assert!(quoted <= NOTES_CHARS, "{quoted}");
