@@ -31,52 +31,6 @@ fn call(tool: &str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(map)
 }
 
-/// Wait for the server's line naming the approval; answer it with `rein approve`.
-async fn decide(
-    lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
-    home: &std::path::Path,
-    answer: &str,
-    shown: &str,
-) -> String {
-    let line = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = lines.recv().await.expect("the server's stderr ended");
-            if line.contains("rein approve ") {
-                return line;
-            }
-        }
-    })
-    .await
-    .expect("the server said where the call waits");
-    let words: Vec<&str> = line
-        .split("rein approve ")
-        .nth(1)
-        .expect("words")
-        .split_whitespace()
-        .collect();
-    let (session, approval) = (words[0].to_owned(), words[1].to_owned());
-    // Whoever decides sees what the call would do, never only its name.
-    let listed = common::rein_at(home)
-        .args(["approve", &session])
-        .output()
-        .expect("rein approve lists");
-    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
-    assert!(
-        listed.contains(&approval) && listed.contains(shown),
-        "the waiting call was listed blind:\n{listed}"
-    );
-    let out = common::rein_at(home)
-        .args(["approve", &session, &approval, answer])
-        .output()
-        .expect("rein approve runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    session
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_lists_calls_and_waits_for_a_person() {
     let home = tempfile::tempdir().expect("home");
@@ -129,7 +83,7 @@ async fn a_client_lists_calls_and_waits_for_a_person() {
         ))
         .await
     });
-    let session = decide(&mut lines, home.path(), "yes", "approved").await;
+    let session = common::mcp::decide(&mut lines, home.path(), "yes", "approved").await;
     let written = write.await.expect("joined").expect("write");
     assert_ne!(written.is_error, Some(true), "{written:?}");
     assert_eq!(
@@ -146,7 +100,7 @@ async fn a_client_lists_calls_and_waits_for_a_person() {
         ))
         .await
     });
-    decide(&mut lines, home.path(), "no", "denied.txt").await;
+    common::mcp::decide(&mut lines, home.path(), "no", "denied.txt").await;
     let refused = write.await.expect("joined").expect("write answered");
     assert_eq!(refused.is_error, Some(true), "{refused:?}");
     assert!(
@@ -213,32 +167,7 @@ async fn the_same_over_streamable_http_on_loopback() {
         common::stderr(&refused)
     );
     let token = "a-test-token-of-forty-characters-0123456";
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rein"))
-        .env("REIN_HOME", home.path())
-        .env("REIN_MCP_TOKEN", token)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .args(["mcp", "serve", "--http", "0", "--root"])
-        .arg(root.path())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("rein mcp serve --http starts");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(at) = line.find("http://") {
-                return line[at..]
-                    .split_whitespace()
-                    .next()
-                    .expect("url")
-                    .to_owned();
-            }
-        }
-        panic!("no address printed");
-    })
-    .await
-    .expect("the address is printed");
+    let (mut child, url, _lines) = common::mcp::serve_http(home.path(), root.path(), token).await;
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"

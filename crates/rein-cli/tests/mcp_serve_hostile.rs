@@ -51,33 +51,10 @@ async fn serve(
     root: &std::path::Path,
     token: &str,
 ) -> (tokio::process::Child, u16) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rein"))
-        .env("REIN_HOME", home)
-        .env("REIN_MCP_TOKEN", token)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .args(["mcp", "serve", "--http", "0", "--root"])
-        .arg(root)
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("rein mcp serve --http starts");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let port = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(at) = line.find("http://127.0.0.1:") {
-                let rest = &line[at + "http://127.0.0.1:".len()..];
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                return digits.parse::<u16>().expect("a port");
-            }
-        }
-        panic!("no address printed");
-    })
-    .await
-    .expect("the address is printed");
-    // Drain the rest, so the server never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, port)
+    let (child, url, _) = common::mcp::serve_http(home, root, token).await;
+    let rest = url.trim_start_matches("http://127.0.0.1:");
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (child, digits.parse::<u16>().expect("a port"))
 }
 
 /// Sockets process `pid` has open.

@@ -6,8 +6,6 @@
 //! refused, and no route answering without the token — first operation by
 //! operation, then in sequences that follow the document's links.
 
-#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
-
 mod common;
 
 use std::path::PathBuf;
@@ -20,27 +18,7 @@ const PINNED: &[&str] = &["schemathesis==3.39.16", "hypothesis==6.115.0"];
 
 /// The virtualenv's `schemathesis`, installed when missing.
 fn schemathesis() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("schemathesis-3.39.16");
-    let bin = venv.join("bin/schemathesis");
-    if bin.exists() {
-        return bin;
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .unwrap();
-    assert!(
-        made.success(),
-        "python3 -m venv failed (apt-get install python3-venv)"
-    );
-    let installed = Command::new(venv.join("bin/pip"))
-        .args(["install", "-q"])
-        .args(PINNED)
-        .status()
-        .unwrap();
-    assert!(installed.success(), "pip could not install {PINNED:?}");
-    bin
+    common::python::venv("schemathesis-3.39.16", PINNED, "schemathesis")
 }
 
 #[test]

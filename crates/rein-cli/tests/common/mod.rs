@@ -6,6 +6,8 @@
 
 pub mod definition;
 pub mod hosted;
+pub mod mcp;
+pub mod python;
 pub mod serve;
 
 use std::io::{BufRead, BufReader, Read as _, Write};

@@ -1,0 +1,33 @@
+//! Python programs from PyPI for the tests, pinned, each in a virtualenv of
+//! its own under the target folder, installed on first use.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The virtualenv `name` with `pinned` installed (made when missing, or
+/// made again when an install was cut short): the path of its program
+/// `bin` (`python`, `schemathesis`, …).
+pub fn venv(name: &str, pinned: &[&str], bin: &str) -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let installed = venv.join(".installed");
+    if !installed.exists() {
+        let _ = std::fs::remove_dir_all(&venv);
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap();
+        assert!(
+            made.success(),
+            "python3 -m venv failed (apt-get install python3-venv)"
+        );
+        let pip = Command::new(venv.join("bin/pip"))
+            .args(["install", "-q"])
+            .args(pinned)
+            .status()
+            .unwrap();
+        assert!(pip.success(), "pip could not install {pinned:?}");
+        std::fs::write(&installed, pinned.join("\n")).unwrap();
+    }
+    venv.join("bin").join(bin)
+}
