@@ -38,22 +38,19 @@ async fn client_run(
         .expect("the SDK's client starts");
     let mut out = tokio::io::BufReader::new(client.stdout.take().expect("stdout")).lines();
     let mut said = Vec::new();
-    // Its tools and its read come at once; its write waits for the person.
-    for _ in 0..2 {
+    // Its tools and its read come at once; its write once the person
+    // answered.
+    for step in 0..3 {
+        if step == 2 {
+            common::mcp::decide(lines, home, answer, "notes.txt").await;
+        }
         let line = tokio::time::timeout(Duration::from_secs(120), out.next_line())
             .await
-            .expect("the client answered in time")
+            .unwrap_or_else(|_| panic!("the client said nothing in time after {said:?}"))
             .expect("read")
             .expect("a line");
         said.push(serde_json::from_str(&line).expect("JSON"));
     }
-    common::mcp::decide(lines, home, answer, "notes.txt").await;
-    let line = tokio::time::timeout(Duration::from_secs(120), out.next_line())
-        .await
-        .expect("the write was answered once decided")
-        .expect("read")
-        .expect("a line");
-    said.push(serde_json::from_str(&line).expect("JSON"));
     let status = client.wait().await.expect("the client ends");
     assert!(status.success(), "the SDK's client failed: {said:?}");
     said

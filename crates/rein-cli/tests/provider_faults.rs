@@ -88,6 +88,36 @@ fn recorded(out: &std::process::Output, home: &std::path::Path) -> (usize, usize
     (count("model.completed"), count("turn.finished"))
 }
 
+/// How the chat of `cell` (its output `out`, its home) ended after
+/// `requests`, held to how it must (`ends`): each broken promise goes
+/// into `broken`.
+fn judge(
+    cell: &str,
+    ends: &Ends,
+    out: &std::process::Output,
+    home: &std::path::Path,
+    requests: usize,
+    broken: &mut Vec<String>,
+) -> Ends {
+    let got = if out.status.success() && stdout(out).contains(ANSWER) {
+        Ends::Answered(requests)
+    } else {
+        Ends::Fails(code_in(&stderr(out)), requests)
+    };
+    if &got != ends {
+        broken.push(format!("{cell}: ended {got:?}, not {ends:?}"));
+        return got;
+    }
+    let wanted = usize::from(matches!(ends, Ends::Answered(_)));
+    let (answers, finished) = recorded(out, home);
+    if (answers, finished) != (wanted, 1) {
+        broken.push(format!(
+            "{cell}: {answers} answers recorded, {finished} turns finished"
+        ));
+    }
+    got
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_of_every_api_through_rein_chat() {
     let mut broken = Vec::new();
@@ -98,24 +128,9 @@ async fn every_fault_of_every_api_through_rein_chat() {
             let server = FakeServer::start(replies).await.unwrap();
             let (out, home) = chat(api, base_for(api, &server)).await;
             let requests = server.requests().len();
-            let said = stderr(&out);
-            let got = if out.status.success() && stdout(&out).contains(ANSWER) {
-                Ends::Answered(requests)
-            } else {
-                Ends::Fails(code_in(&said), requests)
-            };
+            let cell = format!("{api} {name}");
+            let got = judge(&cell, &ends, &out, home.path(), requests, &mut broken);
             table.push(format!("{api} | {name} | {got:?}"));
-            if got != ends {
-                broken.push(format!("{api} {name}: ended {got:?}, not {ends:?}"));
-                continue;
-            }
-            let wanted = usize::from(matches!(ends, Ends::Answered(_)));
-            let (answers, finished) = recorded(&out, home.path());
-            if (answers, finished) != (wanted, 1) {
-                broken.push(format!(
-                    "{api} {name}: {answers} answers recorded, {finished} turns finished"
-                ));
-            }
         }
     }
     assert!(
@@ -155,23 +170,15 @@ async fn every_http2_reset_of_every_api_through_rein_chat() {
             let base = base_at(api, &server.base_url());
             let (out, home) = chat_trusting(api, base, Some(server.ca_pem())).await;
             // Only requests that came over HTTP/2 are counted.
-            let requests = server.requests();
-            let got = if out.status.success() && stdout(&out).contains(ANSWER) {
-                Ends::Answered(requests)
-            } else {
-                Ends::Fails(code_in(&stderr(&out)), requests)
-            };
-            if got != ends {
-                broken.push(format!("{api} {name}: ended {got:?}, not {ends:?}"));
-                continue;
-            }
-            let wanted = usize::from(matches!(ends, Ends::Answered(_)));
-            let (answers, finished) = recorded(&out, home.path());
-            if (answers, finished) != (wanted, 1) {
-                broken.push(format!(
-                    "{api} {name}: {answers} answers recorded, {finished} turns finished"
-                ));
-            }
+            let cell = format!("{api} {name}");
+            judge(
+                &cell,
+                &ends,
+                &out,
+                home.path(),
+                server.requests(),
+                &mut broken,
+            );
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));

@@ -193,6 +193,18 @@ fn files(n: usize) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The summaries of the log's compactions (prunes left out).
+fn compacted(log: &[rein_sessions::StoredEvent]) -> Vec<&serde_json::Value> {
+    log.iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
+                Some(summary)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn profile() -> Profile {
     Profile {
         max_output_tokens: 1000,
@@ -405,15 +417,7 @@ async fn a_tail_of_huge_groups_is_bounded_in_tokens_and_reaches_the_target() {
         }
     );
     let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
-    let compactions: Vec<&serde_json::Value> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
-                Some(summary)
-            }
-            _ => None,
-        })
-        .collect();
+    let compactions = compacted(&log);
     assert!(!compactions.is_empty());
     for summary in &compactions {
         // Why, on the record: the trigger, the pressure, the policy, the tail.
@@ -517,15 +521,7 @@ async fn what_one_file_alone_said_outlives_every_compaction() {
         "{outcome:?}"
     );
     let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
-    let states: Vec<&serde_json::Value> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
-                Some(summary)
-            }
-            _ => None,
-        })
-        .collect();
+    let states = compacted(&log);
     assert!(states.len() >= 2, "{}", states.len());
     for summary in states {
         assert_eq!(

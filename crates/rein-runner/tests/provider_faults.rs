@@ -73,6 +73,33 @@ async fn turn(config: ProviderConfig) -> (TurnOutcome, usize, usize, u64) {
     )
 }
 
+/// How the turn of `cell` ended after `requests`, held to how it must
+/// (`ends`): each broken promise goes into `broken`.
+fn judge(
+    cell: &str,
+    ends: &Ends,
+    turned: &(TurnOutcome, usize, usize, u64),
+    requests: usize,
+    broken: &mut Vec<String>,
+) -> Ends {
+    let (outcome, answers, finished, ran) = turned;
+    let got = match outcome {
+        TurnOutcome::Finished { reply } if reply == ANSWER => Ends::Answered(requests),
+        TurnOutcome::Error { error } => Ends::Fails(error.code.as_str().into(), requests),
+        other => panic!("{cell}: {other:?}"),
+    };
+    if &got != ends {
+        broken.push(format!("{cell}: ended {got:?}, not {ends:?} ({outcome:?})"));
+    }
+    let wanted_answers = usize::from(matches!(ends, Ends::Answered(_)));
+    if *answers != wanted_answers || *finished != 1 || *ran != 0 {
+        broken.push(format!(
+            "{cell}: {answers} answers recorded, {finished} turns finished, {ran} tools run"
+        ));
+    }
+    got
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_of_every_api_ends_typed_with_nothing_recorded_twice() {
     let mut broken = Vec::new();
@@ -81,25 +108,16 @@ async fn every_fault_of_every_api_ends_typed_with_nothing_recorded_twice() {
         for name in FAULTS {
             let (replies, ends) = fault(name, api).unwrap();
             let server = FakeServer::start(replies).await.unwrap();
-            let (outcome, answers, finished, ran) = turn(config(api, &server.base_url())).await;
+            let turned = turn(config(api, &server.base_url())).await;
             let requests = server.requests().len();
-            let got = match &outcome {
-                TurnOutcome::Finished { reply } if reply == ANSWER => Ends::Answered(requests),
-                TurnOutcome::Error { error } => Ends::Fails(error.code.as_str().into(), requests),
-                other => panic!("{api} {name}: {other:?}"),
-            };
+            let got = judge(
+                &format!("{api} {name}"),
+                &ends,
+                &turned,
+                requests,
+                &mut broken,
+            );
             table.push(format!("{api} | {name} | {got:?}"));
-            if got != ends {
-                broken.push(format!(
-                    "{api} {name}: ended {got:?}, not {ends:?} ({outcome:?})"
-                ));
-            }
-            let wanted_answers = usize::from(matches!(ends, Ends::Answered(_)));
-            if answers != wanted_answers || finished != 1 || ran != 0 {
-                broken.push(format!(
-                    "{api} {name}: {answers} answers recorded, {finished} turns finished, {ran} tools run"
-                ));
-            }
         }
     }
     assert!(
@@ -119,25 +137,15 @@ async fn every_http2_reset_of_every_api_ends_typed_with_nothing_recorded_twice()
             let server = FakeH2Server::start(replies).await.unwrap();
             let mut config = config(api, &server.base_url());
             config.extra_roots = vec![server.ca_pem().to_owned()];
-            let (outcome, answers, finished, ran) = turn(config).await;
+            let turned = turn(config).await;
             // Only requests that came over HTTP/2 are counted.
-            let requests = server.requests();
-            let got = match &outcome {
-                TurnOutcome::Finished { reply } if reply == ANSWER => Ends::Answered(requests),
-                TurnOutcome::Error { error } => Ends::Fails(error.code.as_str().into(), requests),
-                other => panic!("{api} {name}: {other:?}"),
-            };
-            if got != ends {
-                broken.push(format!(
-                    "{api} {name}: ended {got:?}, not {ends:?} ({outcome:?})"
-                ));
-            }
-            let wanted_answers = usize::from(matches!(ends, Ends::Answered(_)));
-            if answers != wanted_answers || finished != 1 || ran != 0 {
-                broken.push(format!(
-                    "{api} {name}: {answers} answers recorded, {finished} turns finished, {ran} tools run"
-                ));
-            }
+            judge(
+                &format!("{api} {name}"),
+                &ends,
+                &turned,
+                server.requests(),
+                &mut broken,
+            );
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
