@@ -58,6 +58,34 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
         .collect()
 }
 
+/// The projection of `events` for `path` with the set-aside results of the
+/// calls in `restored` shown whole again: what the model summarising a
+/// stretch must read, since the summary is all that stands for those
+/// results afterwards.
+pub(crate) fn project_restoring(
+    events: &[StoredEvent],
+    path: &[String],
+    restored: &HashSet<&str>,
+) -> Vec<Message> {
+    let mut projector = Projector::new(events, path);
+    projector
+        .edits
+        .pruned
+        .retain(|call, _| !restored.contains(call.as_str()));
+    projector
+        .edits
+        .at_once
+        .retain(|call| !restored.contains(call.as_str()));
+    for stored in events {
+        projector.feed(stored);
+    }
+    projector
+        .messages
+        .into_iter()
+        .map(std::sync::Arc::unwrap_or_clone)
+        .collect()
+}
+
 /// The projection as a fold: fed the log in order, it keeps the messages so
 /// far, so the next step only feeds what is new. It stays valid while the
 /// path only grows and no compaction is recorded ([`Projector::covers`]).

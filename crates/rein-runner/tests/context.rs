@@ -31,6 +31,8 @@ struct Worker {
     /// that followed one (what a compaction left).
     summarised: std::sync::atomic::AtomicBool,
     after_summary: Mutex<Vec<u64>>,
+    /// What each summary request showed the model, as text.
+    summary_requests: Mutex<Vec<String>>,
 }
 
 impl Worker {
@@ -50,6 +52,7 @@ impl Worker {
             misplaced: Mutex::new(Vec::new()),
             summarised: std::sync::atomic::AtomicBool::new(false),
             after_summary: Mutex::new(Vec::new()),
+            summary_requests: Mutex::new(Vec::new()),
         })
     }
 
@@ -124,6 +127,10 @@ impl Provider for Worker {
             .is_some_and(|b| b.text.starts_with("Summarise"))
         {
             self.summarised.store(true, Ordering::SeqCst);
+            self.summary_requests
+                .lock()
+                .unwrap()
+                .push(serde_json::to_string(&request.messages).unwrap());
             let n = self.summaries.fetch_add(1, Ordering::SeqCst) + 1;
             events.push(StreamEvent::TextDelta {
                 text: format!("Summary {n}: read files one by one."),
@@ -536,4 +543,44 @@ async fn what_one_file_alone_said_outlives_every_compaction() {
                 .contains("the colour of the sea here is BLUE")
         );
     }
+}
+
+/// The model summarising a stretch reads the results soft pruning set
+/// aside in it, whole: the summary is all that stands for them afterwards,
+/// and shown only the stubs it could keep nothing they said.
+#[tokio::test]
+async fn the_summariser_reads_what_pruning_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
+    let mut owned = files(120);
+    owned[5].1 = format!("file 5: the key is under the mat. {}", owned[5].1);
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let worker = Worker::new(16_000, 120);
+    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
+        .await
+        .unwrap();
+    conv.agent.budgets.max_steps = 200;
+    let outcome = conv.turn("read them all").await.unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Finished { .. }),
+        "{outcome:?}"
+    );
+    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let kinds: Vec<&str> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
+            _ => None,
+        })
+        .collect();
+    // Pruning came first, so f5's result was a stub in the model's window.
+    assert_eq!(kinds.first(), Some(&"prune"), "{kinds:?}");
+    assert!(kinds.contains(&"compact"), "{kinds:?}");
+    let first = worker.summary_requests.lock().unwrap()[0].clone();
+    assert!(first.contains("the key is under the mat"), "{first}");
 }

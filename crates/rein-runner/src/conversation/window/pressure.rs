@@ -192,7 +192,7 @@ impl Window {
         let record = crate::claims::Record::of(&covered);
         let state = state(&covered, &pending, &record);
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
-        let transcript = serde_json::to_string(&project(&before, &path)).unwrap_or_default();
+        let transcript = summarised_transcript(&before, &path, window);
         let (written, checked) = Self::checked_summary(agent, &transcript, &record).await;
         let text = format!(
             "[Earlier conversation, summarised to save room]\nState: {state}\nSummary: {written}"
@@ -275,7 +275,7 @@ impl Window {
     /// structured state still stands); `correction` says what a first one
     /// claimed wrongly.
     async fn summarise(agent: &Agent, transcript: &str, correction: Option<&str>) -> String {
-        let shown: String = transcript.chars().take(60_000).collect();
+        let shown: String = transcript.chars().take(TRANSCRIPT_CHARS).collect();
         let mut request = Request::new(
             agent.profile.model.clone(),
             vec![rein_wire::Message::user(shown)],
@@ -286,7 +286,7 @@ impl Window {
         if let Some(text) = correction {
             request.system.push(SystemBlock { text: text.into() });
         }
-        request.max_output_tokens = 1024;
+        request.max_output_tokens = SUMMARY_OUTPUT_TOKENS;
         let mut stream = agent.provider.stream(request);
         let mut assembler = Assembler::new();
         while let Some(item) = stream.next().await {
@@ -300,6 +300,44 @@ impl Window {
         }
         assembler.finish().text()
     }
+}
+
+/// The most the summary request shows of the transcript, in characters.
+const TRANSCRIPT_CHARS: usize = 60_000;
+
+/// What the model summarising `before` reads: the transcript with the
+/// results soft pruning set aside shown whole again, oldest first, as many
+/// as fit the window beside the summary's own output (at 3.5 characters a
+/// token, with a tenth to spare) — the summary is all that stands for them
+/// afterwards, and a summariser shown only the stubs writes what it
+/// guesses. The rest stay stubs.
+fn summarised_transcript(before: &[StoredEvent], path: &[String], window: u64) -> String {
+    let room = window.saturating_sub(u64::from(SUMMARY_OUTPUT_TOKENS)) as f64 * 3.5 * 0.9;
+    let room = (room as usize).min(TRANSCRIPT_CHARS);
+    let stubbed = serde_json::to_string(&project(before, path)).unwrap_or_default();
+    let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
+    let edits = crate::project::Edits::collect(before, &path_set);
+    let mut used = stubbed.len() + SUMMARY_INSTRUCTIONS.len();
+    let mut restored = std::collections::HashSet::new();
+    for e in before {
+        if let Event::ToolResult {
+            call_id, content, ..
+        } = &e.event
+            && edits.pruned.contains_key(call_id.as_str())
+        {
+            let size = serde_json::to_string(content).map_or(usize::MAX, |t| t.len());
+            if used + size > room {
+                break;
+            }
+            used += size;
+            restored.insert(call_id.as_str());
+        }
+    }
+    if restored.is_empty() {
+        return stubbed;
+    }
+    serde_json::to_string(&crate::project::project_restoring(before, path, &restored))
+        .unwrap_or_default()
 }
 
 /// The events on the current path that no compaction covers, and the
@@ -373,6 +411,9 @@ pub(crate) fn reserve_of(request: &Request) -> u64 {
 /// Said to the summariser when its first summary claimed what the log
 /// does not show; the claims follow.
 pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only changes and check results the conversation shows. It claimed";
+
+/// The summary's output limit, in tokens.
+const SUMMARY_OUTPUT_TOKENS: u32 = 1024;
 
 /// What the model is asked when it summarises older history.
 pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Keep word for word every fact found that the request may still need (which file or result said what), since the results themselves will be gone. Be brief and concrete.";
