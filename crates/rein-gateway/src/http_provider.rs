@@ -44,28 +44,7 @@ impl HttpProvider {
     /// over TLS). A certificate of `extra_roots` that is not PEM is refused
     /// with `config_invalid`.
     pub fn new(config: ProviderConfig) -> Result<Self, AgentError> {
-        // Installing twice is harmless: the first install wins.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_rustls()
-            .connect_timeout(config.timeouts.connect);
-        for (i, pem) in config.extra_roots.iter().enumerate() {
-            for cert in pem_certificates(pem).ok_or_else(|| {
-                AgentError::new(
-                    codes::CONFIG_INVALID,
-                    "a trusted certificate of the provider's config is not a PEM certificate",
-                )
-                .with_field("extra_root", i)
-            })? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        let client = builder.build().map_err(|err| {
-            AgentError::new(
-                codes::INTERNAL,
-                format!("could not build the HTTP client: {}", err.without_url()),
-            )
-        })?;
+        let client = crate::client::build(&config)?;
         Ok(HttpProvider {
             config: Arc::new(config),
             client,
@@ -77,22 +56,6 @@ impl HttpProvider {
     pub fn config(&self) -> &ProviderConfig {
         &self.config
     }
-}
-
-/// The certificates of a PEM text, parsed now (the client would only find
-/// a bad one when built, without saying which); `None` when any block is
-/// not a certificate's or there is none.
-fn pem_certificates(pem: &str) -> Option<Vec<reqwest::Certificate>> {
-    use rustls::pki_types::{CertificateDer, pem::PemObject};
-    let ders: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .ok()?;
-    if ders.is_empty() {
-        return None;
-    }
-    ders.iter()
-        .map(|der| reqwest::Certificate::from_der(der).ok())
-        .collect()
 }
 
 impl Provider for HttpProvider {

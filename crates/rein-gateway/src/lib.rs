@@ -18,6 +18,7 @@
 //! - [`HttpProvider`]: the HTTP call with retries and timeouts, as a
 //!   [`Provider`].
 
+mod client;
 pub mod config;
 pub mod decode;
 pub mod encode;

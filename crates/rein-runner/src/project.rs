@@ -47,15 +47,7 @@ fn result_blocks(content: &Value) -> Vec<ContentBlock> {
 
 /// The messages for the turns in `path` (turn ids), from `events`.
 pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
-    let mut projector = Projector::new(events, path);
-    for stored in events {
-        projector.feed(stored);
-    }
-    projector
-        .messages
-        .into_iter()
-        .map(std::sync::Arc::unwrap_or_clone)
-        .collect()
+    project_restoring(events, path, &HashSet::new())
 }
 
 /// The projection of `events` for `path` with the set-aside results of the

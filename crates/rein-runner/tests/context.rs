@@ -503,45 +503,55 @@ fn the_tail_rule() {
     assert_eq!(tail_groups(&[], 1_000, 5_000, 4), 0);
 }
 
-/// What one file alone said is quoted in every compaction's state, so the
-/// model still sees it after the read itself was compacted away; the
-/// filler every file shares (digits apart) is not.
-#[tokio::test]
-async fn what_one_file_alone_said_outlives_every_compaction() {
+/// A turn of `steps` reads over as many files in a window of `window`
+/// tokens, file `marked` beginning with `sentence`: the worker and the
+/// session's log.
+async fn read_with_one_marked(
+    window: u32,
+    steps: usize,
+    marked: usize,
+    sentence: &str,
+) -> (Arc<Worker>, Vec<rein_sessions::StoredEvent>) {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-    let mut owned = files(40);
-    owned[3].1 = format!("file 3: the colour of the sea here is BLUE. {}", owned[3].1);
+    let mut owned = files(steps);
+    owned[marked].1 = format!("{sentence} {}", owned[marked].1);
     let refs: Vec<(&str, &str)> = owned
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
-    let worker = Worker::new(6_000, 40);
+    let worker = Worker::new(window, steps);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await
         .unwrap();
-    let outcome = conv.turn("read all forty").await.unwrap();
+    conv.agent.budgets.max_steps = steps as u32 + 80;
+    let outcome = conv.turn("read them all").await.unwrap();
     assert!(
         matches!(outcome, TurnOutcome::Finished { .. }),
         "{outcome:?}"
     );
     let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    (worker, log)
+}
+
+/// What one file alone said is quoted in every compaction's state, so the
+/// model still sees it after the read itself was compacted away; the
+/// filler every file shares (digits apart) is not.
+#[tokio::test]
+async fn what_one_file_alone_said_outlives_every_compaction() {
+    let sentence = "file 3: the colour of the sea here is BLUE.";
+    let (_, log) = read_with_one_marked(6_000, 40, 3, sentence).await;
     let states = compacted(&log);
     assert!(states.len() >= 2, "{}", states.len());
     for summary in states {
         assert_eq!(
             summary["state"]["read_notes"],
-            json!([{"path": "f3.txt", "saw": ["file 3: the colour of the sea here is BLUE."]}]),
+            json!([{"path": "f3.txt", "saw": [sentence]}]),
             "{summary}"
         );
-        assert!(
-            summary["text"]
-                .as_str()
-                .unwrap()
-                .contains("the colour of the sea here is BLUE")
-        );
+        assert!(summary["text"].as_str().unwrap().contains(sentence));
     }
 }
 
@@ -550,27 +560,8 @@ async fn what_one_file_alone_said_outlives_every_compaction() {
 /// and shown only the stubs it could keep nothing they said.
 #[tokio::test]
 async fn the_summariser_reads_what_pruning_set_aside() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-    let mut owned = files(120);
-    owned[5].1 = format!("file 5: the key is under the mat. {}", owned[5].1);
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
-    let worker = Worker::new(16_000, 120);
-    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
-        .await
-        .unwrap();
-    conv.agent.budgets.max_steps = 200;
-    let outcome = conv.turn("read them all").await.unwrap();
-    assert!(
-        matches!(outcome, TurnOutcome::Finished { .. }),
-        "{outcome:?}"
-    );
-    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
+    let (worker, log) =
+        read_with_one_marked(16_000, 120, 5, "file 5: the key is under the mat.").await;
     let kinds: Vec<&str> = log
         .iter()
         .filter_map(|e| match &e.event {
