@@ -220,7 +220,7 @@ fn ensure_tools() -> Result<()> {
 /// `cargo +nightly fuzz ARGS` in the repository.
 fn fuzz(root: &Path, args: &[&str]) -> Result<()> {
     eprintln!("xtask: cargo +nightly fuzz {}", args.join(" "));
-    let status = Command::new("cargo")
+    let status = crate::cargo_command()
         .arg("+nightly")
         .arg("fuzz")
         .args(args)
@@ -290,7 +290,7 @@ fn run_one(
     secs: u64,
 ) -> Result<Ran> {
     eprintln!("xtask: fuzzing {target} for {secs} s");
-    let output = Command::new("cargo")
+    let output = crate::cargo_command()
         .args(["+nightly", "fuzz", "run", "-s", "none", "-a"])
         .args(profile)
         .arg(target)

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -119,6 +120,7 @@ fn main() -> Result<()> {
         Task::Map => map::write(),
         Task::Test => test(),
         Task::Ci => {
+            ONE_PASS.store(true, Ordering::Relaxed);
             check_fixtures(&root)?;
             ensure_postgres()?;
             lint()?;
@@ -337,7 +339,7 @@ fn examples() -> Result<()> {
         .collect();
     names.sort();
     for name in &names {
-        let status = Command::new("cargo")
+        let status = cargo_command()
             .args([
                 "run",
                 "--locked",
@@ -436,15 +438,30 @@ fn ensure_postgres() -> Result<()> {
 }
 
 fn has_cargo_subcommand(name: &str) -> bool {
-    Command::new("cargo")
+    cargo_command()
         .args([name, "--version"])
         .output()
         .is_ok_and(|o| o.status.success())
 }
 
+/// Set by `ci`: the build is made once from scratch, so cargo keeps no
+/// incremental caches. They were the difference between a clean clone's
+/// run fitting CI's disk and not (the fuzz build, last, found it full).
+static ONE_PASS: AtomicBool = AtomicBool::new(false);
+
+/// `cargo`, as every task runs it: in `ci`, without incremental caches
+/// unless the caller chose otherwise.
+pub(crate) fn cargo_command() -> Command {
+    let mut command = Command::new("cargo");
+    if ONE_PASS.load(Ordering::Relaxed) && std::env::var_os("CARGO_INCREMENTAL").is_none() {
+        command.env("CARGO_INCREMENTAL", "0");
+    }
+    command
+}
+
 pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("xtask: cargo {}", args.join(" "));
-    let status = Command::new("cargo")
+    let status = cargo_command()
         .args(args)
         .envs(env.iter().copied())
         .status()

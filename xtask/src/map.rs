@@ -33,7 +33,7 @@ pub struct Crate {
 
 /// The workspace's crates, from `cargo metadata`.
 pub fn crates() -> Result<Vec<Crate>> {
-    let out = std::process::Command::new("cargo")
+    let out = crate::cargo_command()
         .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
         .output()
         .context("cannot run cargo metadata")?;

@@ -114,7 +114,7 @@ fn build_before(root: &Path, rev: &str) -> Result<PathBuf> {
             .arg(&src)
             .arg(rev))?;
     }
-    run(Command::new("cargo")
+    run(crate::cargo_command()
         .current_dir(&src)
         .env("CARGO_TARGET_DIR", dir.join("target"))
         .args(["build", "--release", "--locked", "-p", "rein-bench"])

@@ -105,7 +105,7 @@ pub fn run(root: &Path) -> Result<()> {
 
 /// Build the escape suites' test binaries; (suite, executable) each.
 fn build() -> Result<Vec<(String, PathBuf)>> {
-    let out = Command::new("cargo")
+    let out = crate::cargo_command()
         .args([
             "test",
             "--locked",
