@@ -142,7 +142,7 @@ fn a_graph_killed_mid_run_resumes_keeping_what_finished() {
     .unwrap();
     let (mut child, lines) = spawn_run(home.path(), root.path(), &[file.to_str().unwrap()]);
     let mut seen = Vec::new();
-    until_asked(&lines, &mut seen, "again: ✓ done");
+    let asked = until_asked(&lines, &mut seen, "again: ✓ done");
     let graph = seen[0].split_whitespace().nth(1).unwrap().to_owned();
     assert!(
         seen[0].contains(&format!("rein run --resume {graph}")),
@@ -159,27 +159,55 @@ fn a_graph_killed_mid_run_resumes_keeping_what_finished() {
     );
     assert!(!root.path().join("notes.txt").exists());
 
-    // Resumed: look and again are kept (not run again), scribe runs anew
-    // and asks again; a yes on the terminal lets it write.
+    // Resumed: look and again are kept (not run again); scribe carries on
+    // in its own session and the same question is asked again.
     let (mut child, lines) = spawn_run(home.path(), root.path(), &["--resume", &graph]);
     let mut seen = Vec::new();
-    until_asked(&lines, &mut seen, "▶ scribe");
-    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
-    let out = finish(child);
-    seen.extend(lines.try_iter());
+    let asked_again = until_asked(&lines, &mut seen, "▶ scribe");
+    assert_eq!(asked_again, asked, "the same approval, in the same session");
     let said = seen.join("\n");
-    assert!(out.status.success(), "{said}");
     assert!(said.contains("2 kept from before"), "{said}");
     assert!(
         !said.contains("▶ look") && !said.contains("▶ again"),
         "{said}"
     );
-    assert!(
-        said.contains("▶ scribe") && said.contains("approved for scribe"),
-        "{said}"
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(sessions(home.path()), 4, "no session beside scribe's");
+
+    // The person answers the question rein died asking, from another
+    // process; the resumed graph takes that answer: the write runs once,
+    // nobody is asked twice.
+    let words: Vec<&str> = asked.split_whitespace().collect();
+    let approved = rein_at(home.path())
+        .args(["approve", words[2], words[3], "yes"])
+        .output()
+        .unwrap();
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let (child, lines) = spawn_run(home.path(), root.path(), &["--resume", &graph]);
+    let out = finish(child);
+    let said: Vec<String> = lines.try_iter().collect();
+    let said = said.join("\n");
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("scribe: ✓ done"), "{said}");
+    assert!(!said.contains("rein approve"), "asked again: {said}");
+    assert_eq!(
+        sessions(home.path()),
+        4,
+        "only scribe ran on, in its session"
     );
-    assert_eq!(sessions(home.path()), 5, "only scribe ran again");
-    assert!(root.path().join("notes.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+        "written by rein's scripted model\n"
+    );
+    // One write in scribe's log: the approved call has one result.
+    let shown = rein_at(home.path())
+        .args(["sessions", "show", words[2]])
+        .output()
+        .unwrap();
+    let log = stdout(&shown);
+    assert_eq!(log.matches("call write_file").count(), 1, "{log}");
+    assert_eq!(log.matches("approval asked").count(), 1, "{log}");
 }
 
 fn writing_graph(home: &std::path::Path) -> std::path::PathBuf {

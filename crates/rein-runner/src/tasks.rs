@@ -17,6 +17,14 @@
 //! stopped, or out of time) is interrupted at its next step boundary, and
 //! a paused one stops waiting.
 //!
+//! An attempt carries on where an earlier try of its task left its turn
+//! open — rein killed mid-turn, a graph cancelled while the task waited
+//! for a person, a worker lost — in that same session, found by its
+//! metadata: a decision made meanwhile is taken, a question still open is
+//! asked again, a step a crash cut short is recovered. Never a fresh
+//! session beside a stale one, whose approval, answered later, would run
+//! the write a second time.
+//!
 //! Not here: the schedule (`rein-orchestrator`), the terminal that asks.
 
 use std::collections::HashMap;
@@ -34,6 +42,17 @@ use tokio::sync::mpsc;
 
 use crate::conversation::parse_answer;
 use crate::{Agent, ApprovalRequest, Conversation, Profile, TurnOutcome};
+
+/// How many of a graph's task sessions are looked through for the one to
+/// carry on (every try of every task is one).
+const MAX_TRIES_LOOKED_AT: usize = 10_000;
+
+/// How long an attempt waits for the session it carries on to be let go:
+/// longer than a conversation's lease lasts unrenewed.
+const HELD_WAIT: std::time::Duration = std::time::Duration::from_secs(150);
+
+/// How often it looks.
+const HELD_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A task paused at an approval: where a surface finds it.
 #[derive(Debug, Clone)]
@@ -240,8 +259,9 @@ impl ConversationTasks {
                 task: attempt.task.id.clone(),
             });
         }
-        let mut conversation = agent
-            .open_session(self.store.clone(), None, metadata)
+        let earlier = self.unfinished_session(&attempt.task.id).await?;
+        let mut conversation = self
+            .open(&agent, earlier.as_deref(), metadata, &attempt)
             .await?;
         // A cancel interrupts the turn at its next step boundary.
         let steering = conversation.steering();
@@ -272,7 +292,9 @@ impl ConversationTasks {
                 }
             })
         });
-        let result = self.drive(&mut conversation, &attempt).await;
+        let result = self
+            .drive(&mut conversation, &attempt, earlier.is_some())
+            .await;
         watcher.abort();
         if let Some(counter) = counter {
             counter.abort();
@@ -283,12 +305,65 @@ impl ConversationTasks {
         Ok(outputs)
     }
 
+    /// The session of this task's latest try when its turn is still open.
+    async fn unfinished_session(&self, task: &str) -> Result<Option<String>, AgentError> {
+        let Some(graph) = &self.graph else {
+            return Ok(None);
+        };
+        let tried = self
+            .store
+            .sessions_where("graph", graph, MAX_TRIES_LOOKED_AT)
+            .await?;
+        let Some(latest) = tried
+            .iter()
+            .find(|s| s.metadata.get("graph_task").and_then(Value::as_str) == Some(task))
+        else {
+            return Ok(None);
+        };
+        let open = rein_sessions::open_turn_started(self.store.as_ref(), &latest.id).await?;
+        Ok(open.map(|_| latest.id.clone()))
+    }
+
+    /// Open the task's session: `earlier` once whoever held it has let
+    /// go (a worker on another machine that died holds it until its lease
+    /// lapses), or a new one.
+    async fn open(
+        &self,
+        agent: &Agent,
+        earlier: Option<&str>,
+        metadata: Value,
+        attempt: &Attempt,
+    ) -> Result<Conversation, AgentError> {
+        let until = tokio::time::Instant::now() + HELD_WAIT;
+        loop {
+            match agent
+                .open_session(self.store.clone(), earlier, metadata.clone())
+                .await
+            {
+                Err(err)
+                    if err.code == codes::SESSION_LOCKED && tokio::time::Instant::now() < until =>
+                {
+                    tokio::select! {
+                        () = tokio::time::sleep(HELD_POLL) => {}
+                        () = attempt.cancel.cancelled() => return Err(err),
+                    }
+                }
+                opened => return opened,
+            }
+        }
+    }
+
     async fn drive(
         &self,
         conversation: &mut Conversation,
         attempt: &Attempt,
+        carry_on: bool,
     ) -> Result<Outputs, AgentError> {
-        let mut outcome = conversation.turn(&prompt(attempt)).await?;
+        let mut outcome = if carry_on {
+            conversation.resume().await?
+        } else {
+            conversation.turn(&prompt(attempt)).await?
+        };
         loop {
             match outcome {
                 TurnOutcome::Finished { reply } => {

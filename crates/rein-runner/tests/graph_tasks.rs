@@ -204,6 +204,86 @@ async fn a_cancelled_graph_stops_a_task_waiting_for_approval_without_running_it(
 }
 
 #[tokio::test]
+async fn a_task_left_waiting_is_carried_on_in_its_session_with_the_answer_given_meanwhile() {
+    let (_dir, store) = sqlite_store().await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tasks = |runs: &Arc<AtomicUsize>| {
+        ConversationTasks::new(
+            store.clone(),
+            ordering_brain(),
+            Arc::new(order_registry(runs.clone())),
+            worker(),
+        )
+        .in_graph("graph-1")
+    };
+    let mut first = tasks(&runs);
+    let mut asked = first.approvals();
+    let scheduler = Scheduler::new(ordering_graph(), Arc::new(first));
+    let cancel = scheduler.cancel_token();
+    let run = tokio::spawn(scheduler.run());
+    let paused = tokio::time::timeout(Duration::from_secs(30), asked.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    cancel.cancel();
+    run.await.unwrap();
+    // Answered while nothing runs the graph; and someone else holds the
+    // session for a moment (a worker that died, its lease not yet lapsed).
+    rein_approvals::decide(
+        store.as_ref(),
+        &paused.session,
+        &paused.request.approval_id,
+        Answer::Approve(LeaseScope::Once),
+        &Surface::command("approve"),
+    )
+    .await
+    .unwrap();
+    let held = store
+        .acquire(&paused.session, "a dead worker", Duration::from_secs(2))
+        .await
+        .unwrap();
+
+    let mut second = tasks(&runs);
+    let mut asked = second.approvals();
+    let report = tokio::time::timeout(
+        Duration::from_secs(30),
+        Scheduler::new(ordering_graph(), Arc::new(second)).run(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        report.tasks
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the approved write ran once"
+    );
+    assert!(asked.try_recv().is_err(), "nobody was asked again");
+    let buys: Vec<_> = store
+        .sessions_where("graph", "graph-1", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.metadata["graph_task"] == "buy")
+        .collect();
+    assert_eq!(buys.len(), 1, "carried on in its own session");
+    assert_eq!(buys[0].id, paused.session);
+    let err = store
+        .renew(&held, Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.code,
+        rein_wire::error::codes::LEASE_LOST,
+        "taken once it lapsed"
+    );
+}
+
+#[tokio::test]
 async fn a_graphs_record_keeps_what_succeeded_and_the_blackboard_and_holds_the_graph() {
     use rein_orchestrator::{Blackboard, Progress};
     use rein_runner::GraphRecord;

@@ -211,6 +211,24 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    async fn sessions_where(
+        &self,
+        key: &str,
+        value: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, AgentError> {
+        let key = crate::store::metadata_key(key)?;
+        let inner = self.lock();
+        Ok(inner
+            .order
+            .iter()
+            .rev()
+            .filter_map(|id| inner.sessions.get(id).and_then(|s| s.info.clone()))
+            .filter(|info| info.metadata.get(key).and_then(Value::as_str) == Some(value))
+            .take(limit)
+            .collect())
+    }
+
     async fn append(
         &self,
         lease: &Lease,

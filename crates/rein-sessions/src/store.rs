@@ -149,6 +149,18 @@ pub trait Store: Send + Sync {
     /// Sessions, newest first.
     async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, AgentError>;
 
+    /// Sessions whose metadata holds the string `value` under its
+    /// top-level `key`, newest first, at most `limit`. A scan of every
+    /// session: for finding a graph's task sessions when it resumes, not
+    /// for a hot path. A `key` that is not a plain name (letters, digits,
+    /// `_`, `-`; at most 64) is `invalid_input`.
+    async fn sessions_where(
+        &self,
+        key: &str,
+        value: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, AgentError>;
+
     /// Append events in one transaction. Only the holder of `lease` may
     /// append (`lease_lost` otherwise). Returns them with their numbers.
     async fn append(
@@ -258,6 +270,26 @@ pub async fn read_all(store: &dyn Store, session: &str) -> Result<Vec<StoredEven
         store.session(session).await?;
     }
     Ok(events)
+}
+
+/// `key` checked as [`Store::sessions_where`] takes it.
+pub(crate) fn metadata_key(key: &str) -> Result<&str, AgentError> {
+    let plain = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if plain {
+        Ok(key)
+    } else {
+        Err(AgentError::new(
+            rein_wire::error::codes::INVALID_INPUT,
+            format!(
+                "`{}` is not a metadata key rein looks sessions up by",
+                key.escape_debug()
+            ),
+        ))
+    }
 }
 
 /// [`crate::recovery::open_turn_started`] read from the store's turn tree

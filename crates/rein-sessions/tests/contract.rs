@@ -106,6 +106,50 @@ async fn sessions_open_reopen_and_list() {
 }
 
 #[tokio::test]
+async fn sessions_are_found_by_a_metadata_string_and_nothing_else() {
+    for (name, store, _dir) in stores().await {
+        let ids = |found: Vec<rein_sessions::SessionInfo>| -> Vec<String> {
+            found.into_iter().map(|s| s.id).collect()
+        };
+        let old = store
+            .create_session(json!({"graph": "g1", "graph_task": "a"}))
+            .await
+            .unwrap();
+        let new = store
+            .create_session(json!({"graph": "g1", "graph_task": "b"}))
+            .await
+            .unwrap();
+        // Near misses: another graph, the value as a number or nested, a
+        // key that only a JSON path would read into.
+        for metadata in [
+            json!({"graph": "g2"}),
+            json!({"graph": 1}),
+            json!({"graph": ["g1"]}),
+            json!({"nested": {"graph": "g1"}}),
+            json!({"graph.x": "g1"}),
+            json!(null),
+        ] {
+            store.create_session(metadata).await.unwrap();
+        }
+        let found = store.sessions_where("graph", "g1", 10).await.unwrap();
+        assert_eq!(ids(found), vec![new.id.clone(), old.id.clone()], "{name}");
+        let found = store.sessions_where("graph", "g1", 1).await.unwrap();
+        assert_eq!(ids(found), vec![new.id.clone()], "{name}: the limit holds");
+        let found = store.sessions_where("graph", "1", 10).await.unwrap();
+        assert!(found.is_empty(), "{name}: a number is not its text");
+        let found = store
+            .sessions_where("graph", "' OR 1=1 --", 10)
+            .await
+            .unwrap();
+        assert!(found.is_empty(), "{name}");
+        for key in ["", "graph.x", "nested.graph", "a\"b", "$", "graph'--"] {
+            let err = store.sessions_where(key, "g1", 10).await.unwrap_err();
+            assert_eq!(err.code, codes::INVALID_INPUT, "{name}: {key}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn appends_are_gapless_ordered_and_readable_from_any_point() {
     for (name, store, _dir) in stores().await {
         let (id, lease) = open(store.as_ref()).await;

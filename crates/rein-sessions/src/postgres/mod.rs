@@ -223,6 +223,27 @@ impl Store for PgStore {
         rows.iter().map(crate::rows::session).collect()
     }
 
+    async fn sessions_where(
+        &self,
+        key: &str,
+        value: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, AgentError> {
+        let key = crate::store::metadata_key(key)?;
+        let rows = sqlx::query(
+            "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions \
+             WHERE jsonb_typeof(metadata::jsonb -> $1) = 'string' AND metadata::jsonb ->> $1 = $2 \
+             ORDER BY id DESC LIMIT $3",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(to_i64(limit as u64))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(crate::rows::session).collect()
+    }
+
     async fn append(
         &self,
         lease: &Lease,

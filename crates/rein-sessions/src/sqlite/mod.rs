@@ -327,6 +327,28 @@ impl Store for SqliteStore {
         rows.iter().map(crate::rows::session).collect()
     }
 
+    async fn sessions_where(
+        &self,
+        key: &str,
+        value: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionInfo>, AgentError> {
+        let path = format!("$.\"{}\"", crate::store::metadata_key(key)?);
+        let rows = sqlx::query(
+            "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions \
+             WHERE json_extract(metadata, ?) = ? AND json_type(metadata, ?) = 'text' \
+             ORDER BY id DESC LIMIT ?",
+        )
+        .bind(&path)
+        .bind(value)
+        .bind(&path)
+        .bind(to_i64(limit as u64))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(crate::rows::session).collect()
+    }
+
     async fn append(
         &self,
         lease: &Lease,
