@@ -16,17 +16,7 @@ fn bwrap() -> Option<std::path::PathBuf> {
     if let Some(found) = rein_sandbox::bwrap::find() {
         return Some(found);
     }
-    let install = |args: &[&str]| {
-        std::process::Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !install(&["install", "-y", "-q", "bubblewrap"]) {
-        let _ = install(&["update", "-q"]);
-        let _ = install(&["install", "-y", "-q", "bubblewrap"]);
-    }
+    rein_testing::debian::ensure(&["bubblewrap"], &[Path::new("/usr/bin/bwrap")]);
     rein_sandbox::bwrap::find()
 }
 

@@ -28,23 +28,14 @@ use serde_json::{Value, json};
 
 /// Debian's Chromium and its driver, installed when missing.
 fn ensure_chromium() {
-    if Path::new("/usr/bin/chromedriver").exists() && Path::new("/usr/bin/chromium").exists() {
-        return;
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "chromium", "chromium-driver"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .expect("apt-get installs Chromium for the browser test")
-            .success()
-    };
-    // A fresh machine may have no package lists yet.
-    let installed = install() || {
-        let _ = Command::new("apt-get").args(["update", "-q"]).status();
-        install()
-    };
-    assert!(installed, "apt-get install chromium chromium-driver failed");
+    let present = [
+        Path::new("/usr/bin/chromedriver"),
+        Path::new("/usr/bin/chromium"),
+    ];
+    assert!(
+        rein_testing::debian::ensure(&["chromium", "chromium-driver"], &present),
+        "apt-get install chromium chromium-driver failed"
+    );
 }
 
 fn free_port() -> u16 {

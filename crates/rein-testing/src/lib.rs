@@ -19,12 +19,14 @@
 //!
 //! - [`clis`]: real agent CLIs (Claude Code) installed from npm, pinned.
 //! - [`postgres`]: a throwaway PostgreSQL server from the machine's binaries.
+//! - [`debian`]: Debian packages a test needs, installed once at a time.
 //!
 //! These are test tools: they favour clear failures over robustness.
 
 pub mod clis;
 mod collector;
 pub mod contract;
+pub mod debian;
 mod fake_h2;
 mod fake_provider;
 mod fake_server;

@@ -56,17 +56,8 @@ pub fn installed(program: &str, package: &str) -> bool {
     if runs() {
         return true;
     }
-    let apt = |args: &[&str]| {
-        std::process::Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !apt(&["install", "-y", "-q", package]) {
-        let _ = apt(&["update", "-q"]);
-        let _ = apt(&["install", "-y", "-q", package]);
-    }
+    let path = Path::new("/usr/bin").join(program);
+    rein_testing::debian::ensure(&[package], &[path.as_path()]);
     runs()
 }
 
