@@ -46,6 +46,8 @@ pub struct Figures {
     pub delegations_interrupted: usize,
     /// Of the trials, those driven through `rein serve`'s API.
     pub served: u32,
+    /// Of the trials, those run as a task graph.
+    pub graphs: u32,
     /// Each surface's uninterrupted run's wall time.
     pub references: Vec<(Surface, Duration)>,
     /// The whole campaign's wall time.
@@ -111,8 +113,10 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
         let dir = work.path().join(format!("trial-{n}"));
         prepare(&dir)?;
         surface.write(&dir)?;
-        if surface == Surface::Served {
-            figures.served += 1;
+        match surface {
+            Surface::Served => figures.served += 1,
+            Surface::Graph => figures.graphs += 1,
+            Surface::Library => {}
         }
         let outcome = trial(&dir, &mut rng, span, options.kills, &mut figures)
             .and_then(|()| {
@@ -285,6 +289,7 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
         "# rein-chaos\n\n`cargo xtask chaos --trials {} --seed {} --kills {}`\n\n\
          | figure | value |\n|---|---:|\n\
          | trials | {} |\n| of which through `rein serve`'s API | {} |\n\
+         | of which as a task graph | {} |\n\
          | SIGKILLs landed | {} |\n| runs finished before their kill | {} |\n\
          | results recorded as interrupted | {} |\n| of which sandboxed commands | {} |\n\
          | of which tasks handed to a sub-agent | {} |\n\
@@ -295,6 +300,7 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
         options.kills,
         figures.trials,
         figures.served,
+        figures.graphs,
         figures.kills,
         figures.outran,
         figures.interrupted,

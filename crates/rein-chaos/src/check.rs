@@ -17,7 +17,7 @@ use rein_sessions::{Event, ResultSource, SqliteStore, Store, StoredEvent, ToolSt
 use rein_wire::ContentBlock;
 use rein_wire::permission::Decision;
 
-use crate::child::{finished_turns, main_session, person, root_path, store_path};
+use crate::child::{Surface, finished_turns, main_session, person, root_path, store_path};
 use crate::counted::executions;
 use crate::model::{STAMPED, TURNS};
 
@@ -90,24 +90,48 @@ impl Story {
     }
 }
 
+/// A finished trial's sessions, each read whole.
+pub(crate) struct Logs {
+    /// The conversation's own sessions, in order: the main session, or a
+    /// graph's task sessions in the graph's order.
+    pub(crate) own: Vec<Vec<StoredEvent>>,
+    /// The sub-agents' sessions.
+    pub(crate) helpers: Vec<Vec<StoredEvent>>,
+    /// A graph's record.
+    pub(crate) record: Option<Vec<StoredEvent>>,
+}
+
 /// Check the finished trial in `dir`: its story, or every broken promise.
 pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
-    let (log, helpers) = match read_logs(dir).await {
+    let logs = match read_logs(dir).await {
         Ok(logs) => logs,
         Err(err) => return Err(vec![err]),
     };
+    let log = logs.own.concat();
     let mut broken = Vec::new();
-    whole(&log, &mut broken);
+    for session in &logs.own {
+        closed(session, "", &mut broken);
+    }
+    if finished_turns(&log) != TURNS.len() {
+        broken.push(format!(
+            "{} turns finished, not {}",
+            finished_turns(&log),
+            TURNS.len()
+        ));
+    }
+    if let Some(record) = &logs.record {
+        crate::graph::record_whole(record, &mut broken);
+    }
     let (story, _) = story(&log);
     answered_once(&log, &story, &mut broken);
-    for helper in &helpers {
+    for helper in &logs.helpers {
         helper_whole(helper, &mut broken);
     }
     // Every session's calls, results and decisions: the sub-agent's go
     // through the same tools and the same person.
     let all: Vec<StoredEvent> = log
         .iter()
-        .chain(helpers.iter().flatten())
+        .chain(logs.helpers.iter().flatten())
         .cloned()
         .collect();
     let (_, ends) = self::story(&all);
@@ -129,8 +153,9 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 /// sandboxed command run and a sub-agent's task finished — else the
 /// campaign would test less than it says.
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
-    let (log, helpers) = read_logs(dir).await?;
-    if !helpers.iter().any(|h| finished_turns(h) == 1) {
+    let logs = read_logs(dir).await?;
+    let log = logs.own.concat();
+    if !logs.helpers.iter().any(|h| finished_turns(h) == 1) {
         return Err("the scenario did not run whole: no sub-agent finished its task".into());
     }
     let decided = |wanted: Decision| {
@@ -138,9 +163,11 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
             |e| matches!(&e.event, Event::ApprovalDecided { decision, .. } if *decision == wanted),
         )
     };
-    let compacted = log.iter().any(|e| {
-        matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact")
-    });
+    // A graph's tasks are separate conversations: none is compacted.
+    let compacted = logs.record.is_some()
+        || log.iter().any(|e| {
+            matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact")
+        });
     let (_, ends) = story(&log);
     let commanded = ends
         .values()
@@ -158,21 +185,16 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// The trial's main session and its sub-agents' sessions, each read whole.
-async fn read_logs(dir: &Path) -> Result<(Vec<StoredEvent>, Vec<Vec<StoredEvent>>), String> {
+/// The trial's sessions, each read whole.
+async fn read_logs(dir: &Path) -> Result<Logs, String> {
     let store: Arc<dyn Store> = Arc::new(
         SqliteStore::open(store_path(dir))
             .await
             .map_err(|e| format!("the store does not open: {e}"))?,
     );
-    let read = |id: String| {
-        let store = store.clone();
-        async move {
-            rein_sessions::read_all(store.as_ref(), &id)
-                .await
-                .map_err(|e| format!("the log of {id} does not read: {e}"))
-        }
-    };
+    if Surface::of(dir) == Surface::Graph {
+        return crate::graph::read_logs(store.as_ref()).await;
+    }
     let main = main_session(store.as_ref())
         .await
         .map_err(|e| e.to_string())?
@@ -184,12 +206,23 @@ async fn read_logs(dir: &Path) -> Result<(Vec<StoredEvent>, Vec<Vec<StoredEvent>
     let mut helpers = Vec::new();
     for session in sessions {
         if session.metadata["parent_session"].as_str() == Some(main.as_str()) {
-            helpers.push(read(session.id).await?);
+            helpers.push(read_whole(store.as_ref(), &session.id).await?);
         } else if session.id != main {
             return Err(format!("a session of no known parent: {}", session.id));
         }
     }
-    Ok((read(main).await?, helpers))
+    Ok(Logs {
+        own: vec![read_whole(store.as_ref(), &main).await?],
+        helpers,
+        record: None,
+    })
+}
+
+/// Session `id`'s log, whole.
+pub(crate) async fn read_whole(store: &dyn Store, id: &str) -> Result<Vec<StoredEvent>, String> {
+    rein_sessions::read_all(store, id)
+        .await
+        .map_err(|e| format!("the log of {id} does not read: {e}"))
 }
 
 /// A sub-agent's session: gapless, nothing left unfinished, every call
@@ -202,7 +235,7 @@ fn helper_whole(log: &[StoredEvent], broken: &mut Vec<String>) {
 
 /// A session's log gapless and with nothing left unfinished; `whose`
 /// begins each break's words ("" for the main session's).
-fn closed(log: &[StoredEvent], whose: &str, broken: &mut Vec<String>) {
+pub(crate) fn closed(log: &[StoredEvent], whose: &str, broken: &mut Vec<String>) {
     for (i, e) in log.iter().enumerate() {
         if e.seq != i as u64 + 1 {
             broken.push(format!(
@@ -216,18 +249,6 @@ fn closed(log: &[StoredEvent], whose: &str, broken: &mut Vec<String>) {
     let open = dangling(log);
     if !open.is_clean() {
         broken.push(format!("{whose}work left unfinished: {open:?}"));
-    }
-}
-
-/// Gapless, and nothing left unfinished: every turn ended, as scripted.
-fn whole(log: &[StoredEvent], broken: &mut Vec<String>) {
-    closed(log, "", broken);
-    if finished_turns(log) != TURNS.len() {
-        broken.push(format!(
-            "{} turns finished, not {}",
-            finished_turns(log),
-            TURNS.len()
-        ));
     }
 }
 

@@ -43,17 +43,21 @@ pub enum Surface {
     Library,
     /// `rein serve`'s HTTP API (`served`), served by the trial's process.
     Served,
+    /// A task graph whose tasks are the turns (`graph`), as `rein run`
+    /// runs one.
+    Graph,
 }
 
 impl Surface {
     /// Every surface, in the order trials take them.
-    pub const ALL: [Surface; 2] = [Surface::Library, Surface::Served];
+    pub const ALL: [Surface; 3] = [Surface::Library, Surface::Served, Surface::Graph];
 
     /// Its name, as the trial's folder records it.
     pub fn name(self) -> &'static str {
         match self {
             Surface::Library => "library",
             Surface::Served => "served",
+            Surface::Graph => "graph",
         }
     }
 
@@ -66,6 +70,7 @@ impl Surface {
     pub fn of(dir: &Path) -> Surface {
         match std::fs::read_to_string(dir.join("surface")).as_deref() {
             Ok("served") => Surface::Served,
+            Ok("graph") => Surface::Graph,
             _ => Surface::Library,
         }
     }
@@ -77,6 +82,7 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
     match Surface::of(dir) {
         Surface::Library => run_library(dir, helper).await,
         Surface::Served => crate::served::run(dir, helper).await,
+        Surface::Graph => crate::graph::run(dir, helper).await,
     }
 }
 

@@ -7,15 +7,17 @@
 //! finishes, and checked against an uninterrupted run: no lost or partial
 //! event in any session, every call answered once, no change or command
 //! run twice, nothing left running, every decision the person's. Every
-//! other trial drives the conversation through `rein serve`'s HTTP API
-//! instead of the library (`served`).
+//! The trials take turns among three surfaces: the library, `rein serve`'s
+//! HTTP API (`served`), and a task graph whose tasks are the turns
+//! (`graph`).
 //!
-//! Not here: `rein mcp serve`, graphs and hosted agents are not yet in the
+//! Not here: `rein mcp serve` and hosted agents are not yet in the
 //! campaign (`docs/RELIABILITY.md` says which are).
 
 pub mod campaign;
 pub mod check;
 pub mod child;
 pub mod counted;
+pub mod graph;
 pub mod model;
 pub mod served;

@@ -155,3 +155,35 @@ fn a_story_matches_its_reference_up_to_the_first_interruption() {
     };
     assert!(called.matches(&reference).is_err());
 }
+
+#[tokio::test]
+async fn a_graph_task_run_beside_its_own_stale_session_is_caught() {
+    use rein_sessions::Store as _;
+    let dir = tempfile::tempdir().unwrap();
+    prepare(dir.path()).unwrap();
+    rein_chaos::child::Surface::Graph.write(dir.path()).unwrap();
+    let helper = Path::new(env!("CARGO_BIN_EXE_rein-chaos"));
+    rein_chaos::child::run(dir.path(), helper).await.unwrap();
+    trial(dir.path()).await.unwrap();
+    scenario_ran(dir.path()).await.unwrap();
+    // A second session for the first task: what a resumed graph made
+    // before tasks carried on in their own.
+    let store = rein_sessions::SqliteStore::open(rein_chaos::child::store_path(dir.path()))
+        .await
+        .unwrap();
+    let record = rein_chaos::graph::record_session(&store)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .create_session(serde_json::json!({"graph": record, "graph_task": "turn1"}))
+        .await
+        .unwrap();
+    let broken = trial(dir.path()).await.unwrap_err();
+    assert!(
+        broken
+            .iter()
+            .any(|b| b.contains("task turn1 ran in two sessions")),
+        "{broken:?}"
+    );
+}

@@ -17,13 +17,18 @@
 //! stopped, or out of time) is interrupted at its next step boundary, and
 //! a paused one stops waiting.
 //!
-//! An attempt carries on where an earlier try of its task left its turn
-//! open — rein killed mid-turn, a graph cancelled while the task waited
-//! for a person, a worker lost — in that same session, found by its
-//! metadata: a decision made meanwhile is taken, a question still open is
-//! asked again, a step a crash cut short is recovered. Never a fresh
-//! session beside a stale one, whose approval, answered later, would run
-//! the write a second time.
+//! An attempt first looks at its task's latest earlier try in this graph
+//! (found by the metadata its session was made with, so durable before its
+//! first step). A try whose turn is open — rein killed mid-turn, a graph
+//! cancelled while the task waited for a person, a worker lost — or not yet
+//! begun is carried on in that same session: a decision made meanwhile is
+//! taken, a question still open is asked again, a step a crash cut short is
+//! recovered. Never a fresh session beside a stale one, whose approval,
+//! answered later, would run the write a second time. A try that answered
+//! with every output the task names, its end lost before the graph's
+//! record held it, is that answer: nothing runs again — unless it wrote the
+//! blackboard (on a worker those writes lived only in the lost process),
+//! when the task runs again as any failed try does.
 //!
 //! Not here: the schedule (`rein-orchestrator`), the terminal that asks.
 
@@ -34,9 +39,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_gateway::Provider;
 use rein_orchestrator::{Attempt, Blackboard, Outputs, TaskRunner};
-use rein_sessions::Store;
+use rein_sessions::{Event, Store};
 use rein_tools::ToolBackend;
-use rein_wire::{AgentError, error::codes};
+use rein_wire::{AgentError, Ending, error::codes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -53,6 +58,16 @@ const HELD_WAIT: std::time::Duration = std::time::Duration::from_secs(150);
 
 /// How often it looks.
 const HELD_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a task's latest earlier try in the graph left.
+enum Earlier {
+    /// No try, or one that ended without the task's answer: a new session.
+    Nothing,
+    /// A session whose turn is open or not begun: carried on.
+    CarryOn(String),
+    /// The task's answer, its end lost before the record held it.
+    Answered(Outputs),
+}
 
 /// A task paused at an approval: where a surface finds it.
 #[derive(Debug, Clone)]
@@ -259,7 +274,11 @@ impl ConversationTasks {
                 task: attempt.task.id.clone(),
             });
         }
-        let earlier = self.unfinished_session(&attempt.task.id).await?;
+        let earlier = match self.earlier(&attempt.task).await? {
+            Earlier::Answered(outputs) => return Ok(outputs),
+            Earlier::CarryOn(session) => Some(session),
+            Earlier::Nothing => None,
+        };
         let mut conversation = self
             .open(&agent, earlier.as_deref(), metadata, &attempt)
             .await?;
@@ -305,10 +324,10 @@ impl ConversationTasks {
         Ok(outputs)
     }
 
-    /// The session of this task's latest try when its turn is still open.
-    async fn unfinished_session(&self, task: &str) -> Result<Option<String>, AgentError> {
+    /// What this task's latest earlier try in the graph left.
+    async fn earlier(&self, task: &rein_orchestrator::TaskSpec) -> Result<Earlier, AgentError> {
         let Some(graph) = &self.graph else {
-            return Ok(None);
+            return Ok(Earlier::Nothing);
         };
         let tried = self
             .store
@@ -316,12 +335,42 @@ impl ConversationTasks {
             .await?;
         let Some(latest) = tried
             .iter()
-            .find(|s| s.metadata.get("graph_task").and_then(Value::as_str) == Some(task))
+            .find(|s| s.metadata.get("graph_task").and_then(Value::as_str) == Some(&task.id))
         else {
-            return Ok(None);
+            return Ok(Earlier::Nothing);
         };
-        let open = rein_sessions::open_turn_started(self.store.as_ref(), &latest.id).await?;
-        Ok(open.map(|_| latest.id.clone()))
+        let turns = self.store.turns(&latest.id).await?;
+        let Some(finished) = turns
+            .iter()
+            .max_by_key(|t| t.started_seq)
+            .map(|t| t.finished_seq)
+        else {
+            return Ok(Earlier::CarryOn(latest.id.clone()));
+        };
+        let Some(finished) = finished else {
+            return Ok(Earlier::CarryOn(latest.id.clone()));
+        };
+        let log = rein_sessions::read_all(self.store.as_ref(), &latest.id).await?;
+        let wrote_board = log.iter().any(|e| {
+            matches!(&e.event, Event::ToolCalled { tool, .. } if tool == crate::board_tools::BLACKBOARD_WRITE)
+        });
+        let answer = log.iter().find_map(|e| match &e.event {
+            Event::TurnFinished {
+                outcome: Ending::Finished,
+                reply: Some(reply),
+                ..
+            } if e.seq == finished => Some(reply),
+            _ => None,
+        });
+        if let Some(reply) = answer
+            && !wrote_board
+        {
+            let outputs = outputs_of(reply, &task.outputs);
+            if task.outputs.iter().all(|name| outputs.contains_key(name)) {
+                return Ok(Earlier::Answered(outputs));
+            }
+        }
+        Ok(Earlier::Nothing)
     }
 
     /// Open the task's session: `earlier` once whoever held it has let
@@ -359,7 +408,7 @@ impl ConversationTasks {
         attempt: &Attempt,
         carry_on: bool,
     ) -> Result<Outputs, AgentError> {
-        let mut outcome = if carry_on {
+        let mut outcome = if carry_on && conversation.has_open_turn().await? {
             conversation.resume().await?
         } else {
             conversation.turn(&prompt(attempt)).await?

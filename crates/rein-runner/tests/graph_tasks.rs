@@ -284,6 +284,67 @@ async fn a_task_left_waiting_is_carried_on_in_its_session_with_the_answer_given_
 }
 
 #[tokio::test]
+async fn a_task_whose_end_was_lost_is_its_answer_and_its_write_never_runs_twice() {
+    let (_dir, store) = sqlite_store().await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    // Both runs are the same graph; the second knows nothing the first
+    // finished (as when rein died before the record held the tasks' ends).
+    let run = || {
+        let mut tasks = ConversationTasks::new(
+            store.clone(),
+            ordering_brain(),
+            Arc::new(order_registry(runs.clone())),
+            worker(),
+        )
+        .in_graph("graph-2");
+        let mut asked = tasks.approvals();
+        let store = store.clone();
+        tokio::spawn(async move {
+            while let Some(paused) = asked.recv().await {
+                rein_approvals::decide(
+                    store.as_ref(),
+                    &paused.session,
+                    &paused.request.approval_id,
+                    Answer::Approve(LeaseScope::Once),
+                    &Surface::command("approve"),
+                )
+                .await
+                .unwrap();
+            }
+        });
+        Scheduler::new(ordering_graph(), Arc::new(tasks)).run()
+    };
+    let first = tokio::time::timeout(Duration::from_secs(30), run())
+        .await
+        .unwrap();
+    assert_eq!(first.outcome, GraphOutcome::Succeeded, "{:?}", first.tasks);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let sessions = store.list_sessions(10).await.unwrap().len();
+
+    let second = tokio::time::timeout(Duration::from_secs(30), run())
+        .await
+        .unwrap();
+    assert_eq!(
+        second.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        second.tasks
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the write never ran twice");
+    assert_eq!(
+        store.list_sessions(10).await.unwrap().len(),
+        sessions,
+        "nothing ran again"
+    );
+    match second.state("note").unwrap() {
+        TaskState::Succeeded { outputs, .. } => {
+            assert_eq!(outputs["answer"], "Paper is made of wood.");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn a_graphs_record_keeps_what_succeeded_and_the_blackboard_and_holds_the_graph() {
     use rein_orchestrator::{Blackboard, Progress};
     use rein_runner::GraphRecord;
