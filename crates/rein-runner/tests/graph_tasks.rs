@@ -486,3 +486,50 @@ async fn tasks_share_the_blackboard_and_a_stale_write_gets_the_current_value() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_task_whose_lost_end_wrote_the_blackboard_runs_again() {
+    use rein_orchestrator::Blackboard;
+
+    let (_dir, store) = sqlite_store().await;
+    let run = |board: Blackboard| {
+        let brain = Arc::new(ScriptedBrain::new(vec![Rule::call(
+            "claim first",
+            "Claiming.",
+            "blackboard_write",
+            json!({"key": "owner", "value": "first", "revision": 0}),
+            None,
+        )]));
+        let tasks = ConversationTasks::new(
+            store.clone(),
+            brain,
+            Arc::new(order_registry(Arc::default())),
+            worker(),
+        )
+        .in_graph("graph-3")
+        .with_blackboard(board);
+        let graph = GraphSpec {
+            tasks: vec![TaskSpec::new("one", "Claim first.")],
+            ..GraphSpec::default()
+        }
+        .check()
+        .unwrap();
+        Scheduler::new(graph, Arc::new(tasks)).run()
+    };
+    let first = run(Blackboard::new()).await;
+    assert_eq!(first.outcome, GraphOutcome::Succeeded, "{:?}", first.tasks);
+    // The second run's board never heard the first's write (a worker's
+    // writes go back with its result, which was lost): the task runs
+    // again, so the write is made again, in a session of its own.
+    let board = Blackboard::new();
+    let second = run(board.clone()).await;
+    assert_eq!(
+        second.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        second.tasks
+    );
+    assert_eq!(board.get("owner").unwrap().value, json!("first"));
+    let sessions = store.sessions_where("graph", "graph-3", 10).await.unwrap();
+    assert_eq!(sessions.len(), 2);
+}
