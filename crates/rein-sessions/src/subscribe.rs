@@ -83,6 +83,16 @@ impl Channels {
         }
     }
 
+    /// Tell every holder of a [`Posted`]: for a post nobody could have
+    /// heard (a store's listener only now listening), a wake too many
+    /// rather than one lost — a waiter looks at the inbox and waits again.
+    pub(crate) fn notify_all_posted(&self) {
+        let posted = self.posted.lock().unwrap_or_else(|p| p.into_inner());
+        for sender in posted.values() {
+            sender.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
     pub(crate) fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {
         let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
         senders

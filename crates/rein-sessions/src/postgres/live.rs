@@ -12,7 +12,9 @@
 //! every session's events in order and never twice.
 //!
 //! Inbox posts are announced on `rein_inbox`, so a waiter in any process
-//! wakes at once.
+//! wakes at once; once the listener listens (at first, and after a lost
+//! connection) every waiter here is woken, for a post made while nobody
+//! listened.
 //!
 //! Not here: the writes that notify (`write`), the channels themselves
 //! (`crate::subscribe`).
@@ -194,8 +196,9 @@ async fn listen(pool: PgPool, own: PgPool, feed: Arc<Feed>) {
             tokio::time::sleep(RETRY).await;
             continue;
         }
-        // Whatever was committed while no one listened.
+        // Whatever was committed or posted while no one listened.
         feed.catch_up_all(&pool).await;
+        feed.channels.notify_all_posted();
         loop {
             match listener.try_recv().await {
                 Ok(Some(note)) if note.channel() == INBOX_CHANNEL => {
@@ -208,7 +211,10 @@ async fn listen(pool: PgPool, own: PgPool, feed: Arc<Feed>) {
                 }
                 // The connection was lost and made again (listening anew);
                 // what was committed meanwhile is read back.
-                Ok(None) => feed.catch_up_all(&pool).await,
+                Ok(None) => {
+                    feed.catch_up_all(&pool).await;
+                    feed.channels.notify_all_posted();
+                }
                 Err(err) => {
                     if pool.is_closed() {
                         return;
