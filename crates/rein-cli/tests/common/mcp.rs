@@ -15,12 +15,24 @@ pub async fn serve_http(
     root: &std::path::Path,
     token: &str,
 ) -> (tokio::process::Child, String, UnboundedReceiver<String>) {
+    serve_http_with(home, root, token, &[]).await
+}
+
+/// [`serve_http`] with `extra` arguments (`--session ID`, say).
+pub async fn serve_http_with(
+    home: &std::path::Path,
+    root: &std::path::Path,
+    token: &str,
+    extra: &[&str],
+) -> (tokio::process::Child, String, UnboundedReceiver<String>) {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rein"))
         .env("REIN_HOME", home)
         .env("REIN_MCP_TOKEN", token)
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
-        .args(["mcp", "serve", "--http", "0", "--root"])
+        .args(["mcp", "serve", "--http", "0"])
+        .args(extra)
+        .arg("--root")
         .arg(root)
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)

@@ -9,6 +9,10 @@
 //! time, in the order they came (the conversation holds the session's
 //! lease); a call waiting for a person holds the ones behind it.
 //!
+//! A served session opened again after its server was killed stops the
+//! call that server left open: its client is gone with the connection,
+//! and a question it asked cannot be answered into a write later.
+//!
 //! With [`ServeSettings::elicitation`] (off by default) a client that
 //! declares form elicitation is also asked to put the question to its
 //! person; the answer is recorded as `mcp-elicitation:CLIENT`. That trusts
@@ -71,6 +75,9 @@ impl Default for ServeSettings {
 /// store keeps it and the client gets its start).
 const SERVED_RESULT_CHARS: usize = 16 * 1024 * 1024;
 
+/// Who stops a call whose server was killed while it ran or waited.
+const SERVER_GONE: &str = "mcp serve (the server that took the call stopped)";
+
 /// How the server says where a call waits: the line, and the request.
 type Tell = dyn Fn(&str, &rein_runner::ApprovalRequest) + Send + Sync;
 
@@ -128,6 +135,14 @@ impl McpServe {
             max_wall: settings.approval_wait + Duration::from_secs(60 * 60),
             ..Budgets::default()
         };
+        // A turn a killed server left open was a client's call, and that
+        // client heard its connection die: nobody waits for its result.
+        // Its question dies with it — a "yes" given later runs nothing —
+        // and a call cut short was recorded as interrupted when the
+        // session opened.
+        if existing.is_some() && conversation.has_open_turn().await? {
+            conversation.stop_by(SERVER_GONE).await?;
+        }
         let session = conversation.session_id().to_owned();
         Ok(McpServe {
             inner: Arc::new(Inner {
