@@ -108,11 +108,13 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
         Err(err) => return Err(vec![err]),
     };
     let log = logs.own.concat();
+    let mcp = Surface::of(dir) == Surface::Mcp;
     let mut broken = Vec::new();
     for session in &logs.own {
         closed(session, "", &mut broken);
     }
-    if finished_turns(&log) != TURNS.len() {
+    // An MCP client's calls are a turn each, as many as reached the server.
+    if !mcp && finished_turns(&log) != TURNS.len() {
         broken.push(format!(
             "{} turns finished, not {}",
             finished_turns(&log),
@@ -135,12 +137,12 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
         .cloned()
         .collect();
     let (_, ends) = self::story(&all);
-    decided_by_the_person(&all, &mut broken);
+    decided_by_the_person(&all, mcp, &mut broken);
     match executions(dir) {
         Ok(ran) => ran_at_most_once(&ran, &ends, &all, &mut broken),
         Err(err) => broken.push(format!("the executions file is unreadable: {err}")),
     }
-    files_as_results_say(dir, &ends, &mut broken);
+    files_as_results_say(dir, &ends, &all, &mut broken);
     if broken.is_empty() {
         Ok(story)
     } else {
@@ -155,7 +157,9 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     let logs = read_logs(dir).await?;
     let log = logs.own.concat();
-    if !logs.helpers.iter().any(|h| finished_turns(h) == 1) {
+    // An MCP client hands no task to a sub-agent, and asks no compaction.
+    let mcp = Surface::of(dir) == Surface::Mcp;
+    if !mcp && !logs.helpers.iter().any(|h| finished_turns(h) == 1) {
         return Err("the scenario did not run whole: no sub-agent finished its task".into());
     }
     let decided = |wanted: Decision| {
@@ -165,6 +169,7 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     };
     // A graph's tasks are separate conversations: none is compacted.
     let compacted = logs.record.is_some()
+        || mcp
         || log.iter().any(|e| {
             matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact")
         });
@@ -329,8 +334,10 @@ fn answered_once(log: &[StoredEvent], story: &Story, broken: &mut Vec<String>) {
     }
 }
 
-/// Every decision recorded is the person's own answer, made once.
-fn decided_by_the_person(log: &[StoredEvent], broken: &mut Vec<String>) {
+/// Every decision recorded is the person's own answer, made once — or,
+/// when `server_stops` (`rein mcp serve`), a stop of a call whose server
+/// was killed while it waited.
+fn decided_by_the_person(log: &[StoredEvent], server_stops: bool, broken: &mut Vec<String>) {
     let mut asked = HashMap::new();
     let mut decided = HashMap::new();
     for e in log {
@@ -343,6 +350,7 @@ fn decided_by_the_person(log: &[StoredEvent], broken: &mut Vec<String>) {
             Event::ApprovalDecided {
                 approval_id,
                 decision,
+                by,
                 ..
             } => {
                 let tool = asked.get(approval_id).cloned().unwrap_or_default();
@@ -350,7 +358,10 @@ fn decided_by_the_person(log: &[StoredEvent], broken: &mut Vec<String>) {
                     rein_approvals::Answer::Deny => Decision::Denied,
                     rein_approvals::Answer::Approve(_) => Decision::Approved,
                 };
-                if *decision != wanted {
+                let stopped = server_stops
+                    && *decision == Decision::Stopped
+                    && crate::mcp::is_server_gone(by);
+                if *decision != wanted && !stopped {
                     broken.push(format!(
                         "{approval_id} ({tool}) {decision:?}, the person said {wanted:?}"
                     ));
@@ -413,27 +424,38 @@ fn ran_at_most_once(
 fn files_as_results_say(
     dir: &Path,
     ends: &HashMap<String, (String, String)>,
+    log: &[StoredEvent],
     broken: &mut Vec<String>,
 ) {
     let root = root_path(dir);
     if !root.join("old.txt").exists() {
         broken.push("old.txt is gone, though its delete was refused".into());
     }
-    let written_ok = |content: &str| {
-        ends.iter().any(|(call, (tool, how))| {
-            tool == "write_file" && how == "ok" && call.starts_with(content)
+    // Whether a write of `path` is reported done.
+    let written_ok = |path: &str| {
+        log.iter().any(|e| match &e.event {
+            Event::ToolCalled {
+                call_id,
+                tool,
+                arguments,
+                ..
+            } => {
+                tool == "write_file"
+                    && arguments["path"] == path
+                    && ends.get(call_id).is_some_and(|(_, how)| how == "ok")
+            }
+            _ => false,
         })
     };
     let read = |name: &str| std::fs::read_to_string(root.join(name)).ok();
-    // The script's first turn changes notes.txt (`t0…`), its second
-    // creates log.txt (`t1…`).
-    if written_ok("t0") && read("notes.txt").as_deref() != Some("tidied\n") {
+    // The script changes notes.txt, then creates log.txt.
+    if written_ok("notes.txt") && read("notes.txt").as_deref() != Some("tidied\n") {
         broken.push(format!(
             "notes.txt holds {:?} after its change was done",
             read("notes.txt")
         ));
     }
-    if written_ok("t1") && read("log.txt").as_deref() != Some("one\n") {
+    if written_ok("log.txt") && read("log.txt").as_deref() != Some("one\n") {
         broken.push(format!(
             "log.txt holds {:?} after it was written",
             read("log.txt")

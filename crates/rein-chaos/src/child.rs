@@ -46,11 +46,18 @@ pub enum Surface {
     /// A task graph whose tasks are the turns (`graph`), as `rein run`
     /// runs one.
     Graph,
+    /// The turns' calls made by an MCP client of `rein mcp serve` (`mcp`).
+    Mcp,
 }
 
 impl Surface {
     /// Every surface, in the order trials take them.
-    pub const ALL: [Surface; 3] = [Surface::Library, Surface::Served, Surface::Graph];
+    pub const ALL: [Surface; 4] = [
+        Surface::Library,
+        Surface::Served,
+        Surface::Graph,
+        Surface::Mcp,
+    ];
 
     /// Its name, as the trial's folder records it.
     pub fn name(self) -> &'static str {
@@ -58,6 +65,7 @@ impl Surface {
             Surface::Library => "library",
             Surface::Served => "served",
             Surface::Graph => "graph",
+            Surface::Mcp => "mcp",
         }
     }
 
@@ -71,6 +79,7 @@ impl Surface {
         match std::fs::read_to_string(dir.join("surface")).as_deref() {
             Ok("served") => Surface::Served,
             Ok("graph") => Surface::Graph,
+            Ok("mcp") => Surface::Mcp,
             _ => Surface::Library,
         }
     }
@@ -83,6 +92,7 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
         Surface::Library => run_library(dir, helper).await,
         Surface::Served => crate::served::run(dir, helper).await,
         Surface::Graph => crate::graph::run(dir, helper).await,
+        Surface::Mcp => crate::mcp::run(dir, helper).await,
     }
 }
 

@@ -7,17 +7,18 @@
 //! finishes, and checked against an uninterrupted run: no lost or partial
 //! event in any session, every call answered once, no change or command
 //! run twice, nothing left running, every decision the person's. Every
-//! The trials take turns among three surfaces: the library, `rein serve`'s
-//! HTTP API (`served`), and a task graph whose tasks are the turns
-//! (`graph`).
+//! The trials take turns among four surfaces: the library, `rein serve`'s
+//! HTTP API (`served`), a task graph whose tasks are the turns (`graph`),
+//! and the turns' calls made by an MCP client of `rein mcp serve` (`mcp`).
 //!
-//! Not here: `rein mcp serve` and hosted agents are not yet in the
-//! campaign (`docs/RELIABILITY.md` says which are).
+//! Not here: hosted agents are not yet in the campaign
+//! (`docs/RELIABILITY.md` says so).
 
 pub mod campaign;
 pub mod check;
 pub mod child;
 pub mod counted;
 pub mod graph;
+pub mod mcp;
 pub mod model;
 pub mod served;

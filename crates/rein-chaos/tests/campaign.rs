@@ -20,11 +20,14 @@ fn a_short_campaign_kills_resumes_and_passes() {
     let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
     assert!(summary.contains("| trials | 8 |"), "{summary}");
     assert!(summary.contains("| failed trials | 0 |"), "{summary}");
-    // The surfaces take turns: trials 3 and 6 ran as graphs.
-    assert!(
-        summary.contains("| of which as a task graph | 2 |"),
-        "{summary}"
-    );
+    // The four surfaces take turns: trials 3 and 7 ran as graphs, 4 and
+    // 8 as an MCP client's calls.
+    for row in [
+        "| of which as a task graph | 2 |",
+        "| of which as calls to `rein mcp serve` | 2 |",
+    ] {
+        assert!(summary.contains(row), "{summary}");
+    }
     let kills: u32 = summary
         .lines()
         .find_map(|l| l.strip_prefix("| SIGKILLs landed | "))

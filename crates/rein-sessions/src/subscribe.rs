@@ -86,6 +86,7 @@ impl Channels {
     /// Tell every holder of a [`Posted`]: for a post nobody could have
     /// heard (a store's listener only now listening), a wake too many
     /// rather than one lost — a waiter looks at the inbox and waits again.
+    #[cfg(feature = "postgres")]
     pub(crate) fn notify_all_posted(&self) {
         let posted = self.posted.lock().unwrap_or_else(|p| p.into_inner());
         for sender in posted.values() {
