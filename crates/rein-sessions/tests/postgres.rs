@@ -159,14 +159,20 @@ async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_co
         .await
         .unwrap();
     let mut seqs = Vec::new();
-    while seqs.len() < 5 {
+    while seqs.last() != Some(&6) {
         let event = tokio::time::timeout(Duration::from_secs(20), heard.recv())
             .await
             .expect("the watcher hears every event")
             .unwrap();
         seqs.push(event.seq);
     }
-    assert_eq!(seqs, vec![2, 3, 4, 5, 6], "in order, none twice");
+    // The session's creation may be heard too: its notification can reach
+    // the watcher after it subscribed (seen once in CI).
+    assert!(seqs[0] <= 2, "{seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order, none twice, none missing: {seqs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

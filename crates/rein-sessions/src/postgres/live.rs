@@ -9,7 +9,9 @@
 //! and at once after a reconnect. Events this process committed are
 //! delivered straight away when they follow what was delivered; anything
 //! out of order waits for the read. One lock over "delivered up to" keeps
-//! every session's events in order and never twice.
+//! every session's events in order and never twice. A subscriber may
+//! also hear events committed just before it subscribed, whose
+//! notification arrived after.
 //!
 //! Inbox posts are announced on `rein_inbox`, so a waiter in any process
 //! wakes at once; once the listener listens (at first, and after a lost
