@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -30,28 +28,6 @@ async fn client(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()
     ().serve(transport).await.expect("initialize over HTTP")
 }
 
-/// The server's line naming where a call waits: (session, approval).
-async fn asked(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> (String, String) {
-    let line = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = lines.recv().await.expect("the server's stderr ended");
-            if line.contains("rein approve ") {
-                return line;
-            }
-        }
-    })
-    .await
-    .expect("the server said where the call waits");
-    let words: Vec<String> = line
-        .split("rein approve ")
-        .nth(1)
-        .expect("words")
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
-    (words[0].clone(), words[1].clone())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_asked_by_a_killed_server_runs_nothing_when_answered_later() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -69,7 +45,7 @@ async fn a_question_asked_by_a_killed_server_runs_nothing_when_answered_later() 
             ))
             .await
     });
-    let (session, approval) = asked(&mut lines).await;
+    let (session, approval) = common::mcp::asked(&mut lines).await;
     // Killed outright while the write waits: no goodbye.
     server.start_kill().expect("killed");
     server.wait().await.expect("reaped");

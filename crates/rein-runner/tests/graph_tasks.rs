@@ -117,6 +117,36 @@ fn ordering_brain() -> Arc<ScriptedBrain> {
     ]))
 }
 
+/// The person says yes to `paused`, from another surface (as `rein
+/// approve` does).
+async fn approve(
+    store: &Arc<dyn rein_sessions::Store>,
+    paused: &rein_runner::TaskApproval,
+) -> Result<rein_approvals::Delivery, rein_wire::AgentError> {
+    rein_approvals::decide(
+        store.as_ref(),
+        &paused.session,
+        &paused.request.approval_id,
+        Answer::Approve(LeaseScope::Once),
+        &Surface::command("approve"),
+    )
+    .await
+}
+
+fn succeeded_with_one_write(report: &rein_orchestrator::Report, runs: &AtomicUsize) {
+    assert_eq!(
+        report.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        report.tasks
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the approved write ran once"
+    );
+}
+
 #[tokio::test]
 async fn a_tasks_write_waits_for_a_person_deciding_from_another_surface() {
     let (_dir, store) = sqlite_store().await;
@@ -140,31 +170,13 @@ async fn a_tasks_write_waits_for_a_person_deciding_from_another_surface() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert!(!run.is_finished());
     // The person decides from another surface (as `rein approve` does).
-    let delivery = rein_approvals::decide(
-        store.as_ref(),
-        &paused.session,
-        &paused.request.approval_id,
-        Answer::Approve(LeaseScope::Once),
-        &Surface::command("approve"),
-    )
-    .await
-    .unwrap();
+    let delivery = approve(&store, &paused).await.unwrap();
     assert_eq!(delivery, rein_approvals::Delivery::Queued);
     let report = tokio::time::timeout(Duration::from_secs(30), run)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(
-        report.outcome,
-        GraphOutcome::Succeeded,
-        "{:?}",
-        report.tasks
-    );
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        1,
-        "the approved write ran once"
-    );
+    succeeded_with_one_write(&report, &runs);
 }
 
 #[tokio::test]
@@ -229,15 +241,7 @@ async fn a_task_left_waiting_is_carried_on_in_its_session_with_the_answer_given_
     run.await.unwrap();
     // Answered while nothing runs the graph; and someone else holds the
     // session for a moment (a worker that died, its lease not yet lapsed).
-    rein_approvals::decide(
-        store.as_ref(),
-        &paused.session,
-        &paused.request.approval_id,
-        Answer::Approve(LeaseScope::Once),
-        &Surface::command("approve"),
-    )
-    .await
-    .unwrap();
+    approve(&store, &paused).await.unwrap();
     let held = store
         .acquire(&paused.session, "a dead worker", Duration::from_secs(2))
         .await
@@ -251,17 +255,7 @@ async fn a_task_left_waiting_is_carried_on_in_its_session_with_the_answer_given_
     )
     .await
     .unwrap();
-    assert_eq!(
-        report.outcome,
-        GraphOutcome::Succeeded,
-        "{:?}",
-        report.tasks
-    );
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        1,
-        "the approved write ran once"
-    );
+    succeeded_with_one_write(&report, &runs);
     assert!(asked.try_recv().is_err(), "nobody was asked again");
     let buys: Vec<_> = store
         .sessions_where("graph", "graph-1", 10)
@@ -301,15 +295,7 @@ async fn a_task_whose_end_was_lost_is_its_answer_and_its_write_never_runs_twice(
         let store = store.clone();
         tokio::spawn(async move {
             while let Some(paused) = asked.recv().await {
-                rein_approvals::decide(
-                    store.as_ref(),
-                    &paused.session,
-                    &paused.request.approval_id,
-                    Answer::Approve(LeaseScope::Once),
-                    &Surface::command("approve"),
-                )
-                .await
-                .unwrap();
+                approve(&store, &paused).await.unwrap();
             }
         });
         Scheduler::new(ordering_graph(), Arc::new(tasks)).run()

@@ -62,13 +62,9 @@ pub async fn serve_http_with(
     (child, url, lines)
 }
 
-/// Wait for the server's line naming the approval; answer it with `rein approve`.
-pub async fn decide(
-    lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
-    home: &std::path::Path,
-    answer: &str,
-    shown: &str,
-) -> String {
+/// Wait for the server's line naming where a call waits: (session,
+/// approval).
+pub async fn asked(lines: &mut UnboundedReceiver<String>) -> (String, String) {
     let line = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             let line = lines.recv().await.expect("the server's stderr ended");
@@ -85,7 +81,17 @@ pub async fn decide(
         .expect("words")
         .split_whitespace()
         .collect();
-    let (session, approval) = (words[0].to_owned(), words[1].to_owned());
+    (words[0].to_owned(), words[1].to_owned())
+}
+
+/// Wait for the server's line naming the approval; answer it with `rein approve`.
+pub async fn decide(
+    lines: &mut UnboundedReceiver<String>,
+    home: &std::path::Path,
+    answer: &str,
+    shown: &str,
+) -> String {
+    let (session, approval) = asked(lines).await;
     // Whoever decides sees what the call would do, never only its name.
     let listed = super::rein_at(home)
         .args(["approve", &session])
