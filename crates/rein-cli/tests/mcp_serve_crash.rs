@@ -91,7 +91,10 @@ async fn a_question_asked_by_a_killed_server_runs_nothing_when_answered_later() 
     let log = common::stdout(&shown);
     // The stale call has its one result, and its turn ended.
     assert!(log.contains("approval stopped by mcp serve"), "{log}");
-    assert!(log.contains("result error (live): not_approved"), "{log}");
+    assert!(
+        log.contains("result error (live): not_approved: The call to `write_file` was not run: it was stopped."),
+        "{log}"
+    );
     assert!(log.contains("[turn ended: interrupted]"), "{log}");
     assert!(!log.contains("approved by rein approve"), "{log}");
 }

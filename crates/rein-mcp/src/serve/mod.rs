@@ -110,6 +110,10 @@ impl McpServe {
         let relay = Arc::new(Relay::default());
         let mut profile = Profile::new("mcp-serve", RELAY_MODEL);
         profile.tools = ToolLoading::Native;
+        // The client is told what happened, not what a model may not do
+        // next; and a call is also stopped when its server was killed.
+        profile.wording.not_approved =
+            "The call to `{tool}` was not run: it was {decision}.".into();
         let metadata =
             serde_json::json!({"assistant": "mcp-serve", "model": RELAY_MODEL, "surface": "mcp"});
         let mut conversation = Conversation::open_with(
