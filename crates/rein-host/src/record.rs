@@ -14,7 +14,9 @@
 //!
 //! The metadata also carries the driver's process mark: a run whose driver
 //! was killed outright (and so could not close it) is closed `failed` by
-//! the next rein that looks ([`close_dead`]), never left "running".
+//! the next rein that looks ([`close_dead`]), never left "running": a
+//! question it left waiting is decided `stopped` (nobody is left to act on
+//! a yes) and a call it left open is recorded as interrupted.
 //!
 //! Not here: what a record means (the reducers) or the process (`driver.rs`).
 
@@ -35,6 +37,9 @@ pub const LEASE_TTL: Duration = Duration::from_secs(60);
 
 /// Who holds the session while the run is recorded.
 const HOLDER: &str = "rein-host";
+
+/// Who stops a question whose run's driver died.
+const DEAD_DRIVER: &str = "rein (the hosted run's driver died)";
 
 /// Open tool calls tracked at most (past it a call's result is recorded as
 /// interrupted at the end rather than matched).
@@ -391,17 +396,33 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
             "its driver (pid {}) ended without closing the run",
             driver.pid
         );
+        // Its questions die with it: a "yes" given later would be recorded
+        // for a call nobody can run. Every call it began gets its one
+        // result.
         let mut closing: Vec<NewEvent> = open
-            .turns
+            .approvals
             .into_iter()
-            .map(|turn_id| {
-                NewEvent::main(Event::TurnFinished {
-                    turn_id,
-                    outcome,
-                    reply: None,
+            .map(|approval_id| {
+                NewEvent::main(Event::ApprovalDecided {
+                    approval_id,
+                    decision: rein_wire::permission::Decision::Stopped,
+                    by: DEAD_DRIVER.to_owned(),
+                    lease: None,
                 })
             })
             .collect();
+        closing.extend(
+            open.tool_calls.iter().map(|call| {
+                NewEvent::main(result(&call.call_id, false, ResultSource::Interrupted))
+            }),
+        );
+        closing.extend(open.turns.into_iter().map(|turn_id| {
+            NewEvent::main(Event::TurnFinished {
+                turn_id,
+                outcome,
+                reply: None,
+            })
+        }));
         closing.extend(open.runs.into_iter().map(|run_id| {
             NewEvent::main(Event::RunFinished {
                 run_id,
