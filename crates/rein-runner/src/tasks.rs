@@ -49,7 +49,10 @@ use crate::conversation::parse_answer;
 use crate::{Agent, ApprovalRequest, Conversation, Profile, TurnOutcome};
 
 /// How many of a graph's task sessions are looked through for the one to
-/// carry on (every try of every task is one).
+/// carry on (every try of every task is one). Finding them scans the
+/// store's sessions once per attempt: about 80 ms at 100,000 sessions in
+/// SQLite (the same query in Python's sqlite3, 2026-12-04), beside an
+/// attempt's model calls.
 const MAX_TRIES_LOOKED_AT: usize = 10_000;
 
 /// How long an attempt waits for the session it carries on to be let go:
