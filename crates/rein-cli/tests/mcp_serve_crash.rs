@@ -2,7 +2,8 @@
 //! person, and started again on the same session: the question died with
 //! the call that asked it. A "yes" given afterwards to the stale question
 //! runs nothing — not then, not at the next client's call — and the next
-//! client is served as usual.
+//! client is served as usual. A "yes" given while no server runs is
+//! recorded, and the call is stopped all the same: its client is gone.
 
 mod common;
 
@@ -30,6 +31,17 @@ async fn client(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_asked_by_a_killed_server_runs_nothing_when_answered_later() {
+    killed_at_the_question(false).await;
+}
+
+/// The person answers while no server runs: the yes is recorded, and the
+/// server started again stops the call all the same — its client is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yes_given_while_no_server_runs_is_recorded_and_still_runs_nothing() {
+    killed_at_the_question(true).await;
+}
+
+async fn killed_at_the_question(answered_while_down: bool) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let home = tempfile::tempdir().expect("home");
     let root = tempfile::tempdir().expect("root");
@@ -51,6 +63,13 @@ async fn a_question_asked_by_a_killed_server_runs_nothing_when_answered_later() 
     server.wait().await.expect("reaped");
     // The client is gone too (rmcp's keeps trying to reconnect).
     waiting.abort();
+    if answered_while_down {
+        let early = common::rein_at(home.path())
+            .args(["approve", &session, &approval, "yes"])
+            .output()
+            .expect("rein approve runs");
+        assert!(early.status.success(), "{}", common::stderr(&early));
+    }
 
     let (mut server, url, _lines) =
         common::mcp::serve_http_with(home.path(), root.path(), TOKEN, &["--session", &session])
@@ -90,11 +109,23 @@ async fn a_question_asked_by_a_killed_server_runs_nothing_when_answered_later() 
         .expect("shown");
     let log = common::stdout(&shown);
     // The stale call has its one result, and its turn ended.
-    assert!(log.contains("approval stopped by mcp serve"), "{log}");
-    assert!(
-        log.contains("result error (live): not_approved: The call to `write_file` was not run: it was stopped."),
-        "{log}"
-    );
+    assert!(log.contains("stopped by mcp serve"), "{log}");
     assert!(log.contains("[turn ended: interrupted]"), "{log}");
-    assert!(!log.contains("approved by rein approve"), "{log}");
+    assert_eq!(log.matches("\n  result ").count(), 2, "one each: {log}");
+    if answered_while_down {
+        assert!(log.contains("approval approved by rein approve"), "{log}");
+        assert!(
+            log.contains(
+                "result error (live): stopped: The turn was stopped before this call ran."
+            ),
+            "{log}"
+        );
+    } else {
+        assert!(log.contains("approval stopped by mcp serve"), "{log}");
+        assert!(
+            log.contains("result error (live): not_approved: The call to `write_file` was not run: it was stopped."),
+            "{log}"
+        );
+        assert!(!log.contains("approved by rein approve"), "{log}");
+    }
 }
