@@ -252,20 +252,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// What the person is told after `rein approve`, `say` or `stop`.
-fn delivered(delivery: rein::approvals::Delivery, session: &str, what: &str) -> String {
-    match delivery {
-        rein::approvals::Delivery::Recorded => {
-            format!("{what}; continue with: rein chat --resume {session}")
-        }
-        rein::approvals::Delivery::Queued => format!(
-            "{what}; a chat driving session {session} takes it at its next step (or when it resumes: rein chat --resume {session})"
-        ),
-    }
-}
-
 /// Print one line on stdout.
-fn say_out(line: &str) -> Result<(), AgentError> {
+pub(crate) fn say_out(line: &str) -> Result<(), AgentError> {
     writeln!(std::io::stdout(), "{line}").map_err(cli::output::output_error)
 }
 
@@ -381,18 +369,22 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             approval,
             decision,
             always,
-        } => approve(cli.home, &session, approval, decision, always).await,
+        } => cli::approve_cmd::approve(cli.home, &session, approval, decision, always).await,
         Command::Say { session, text } => {
             let store = cli::stores::open(cli.home).await?;
             let surface = rein::approvals::Surface::command("say");
             let delivery = rein::approvals::say(store.as_ref(), &session, &text, &surface).await?;
-            say_out(&delivered(delivery, &session, "said"))
+            say_out(&cli::approve_cmd::delivered(delivery, &session, "said"))
         }
         Command::Stop { session } => {
             let store = cli::stores::open(cli.home).await?;
             let surface = rein::approvals::Surface::command("stop");
             let delivery = rein::approvals::stop(store.as_ref(), &session, &surface).await?;
-            say_out(&delivered(delivery, &session, "stop asked"))
+            say_out(&cli::approve_cmd::delivered(
+                delivery,
+                &session,
+                "stop asked",
+            ))
         }
         Command::Sessions { command } => sessions(cli.home, command, stdout).await,
         Command::Store { command } => cli::store_cmd::run(command, stdout).await,
@@ -414,70 +406,6 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             decode_to(api, body, &mut stdout.lock()).await
         }
     }
-}
-
-/// `rein approve SESSION [APPROVAL yes|no [--always]]`: decide one, or
-/// list what waits (each with what it does, never blind).
-async fn approve(
-    home: Option<PathBuf>,
-    session: &str,
-    approval: Option<String>,
-    decision: Option<String>,
-    always: bool,
-) -> Result<(), AgentError> {
-    let (approval, decision) = match (approval, decision) {
-        (Some(approval), Some(decision)) => (approval, decision),
-        (None, None) => {
-            let store = cli::stores::open(home).await?;
-            let waiting = rein::approvals::waiting(store.as_ref(), session).await?;
-            if waiting.is_empty() {
-                return say_out(&format!("nothing waits for a decision in {session}"));
-            }
-            let mut lines = Vec::with_capacity(waiting.len());
-            for w in waiting {
-                lines.push(format!(
-                    "{:<16} {:<16} {} ({})",
-                    w.agent_path, w.tool, w.approval_id, w.permission
-                ));
-                // Never asked blind: what the call does, or its
-                // arguments.
-                lines.push(
-                    cli::preview::asked_lines(&w.tool, &w.arguments, w.preview.as_ref())
-                        .trim_end()
-                        .to_owned(),
-                );
-            }
-            lines.push(format!(
-                "decide one with: rein approve {session} APPROVAL yes|no"
-            ));
-            return say_out(&lines.join("\n"));
-        }
-        _ => {
-            return Err(AgentError::new(
-                codes::INVALID_INPUT,
-                "say yes or no after the approval",
-            ));
-        }
-    };
-    let answer = rein::approvals::Answer::decided(&decision, always)?;
-    let store = cli::stores::open(home).await?;
-    let delivery = rein::approvals::decide(
-        store.as_ref(),
-        session,
-        &approval,
-        answer,
-        &rein::approvals::Surface::command("approve"),
-    )
-    .await?;
-    // A hosted run waits on its question and takes the answer at once.
-    let hosted = store
-        .session(session)
-        .await
-        .is_ok_and(|info| info.metadata.get("hosted").is_some());
-    if hosted && delivery == rein::approvals::Delivery::Queued {
-        return say_out("decided; the hosted run it asks for takes it now");
-    }
-    say_out(&delivered(delivery, session, "decided"))
 }
 
 /// `rein sessions list | show | tree | export | import`.

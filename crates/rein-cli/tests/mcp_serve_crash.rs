@@ -69,6 +69,12 @@ async fn killed_at_the_question(answered_while_down: bool) {
             .output()
             .expect("rein approve runs");
         assert!(early.status.success(), "{}", common::stderr(&early));
+        // Not told to resume it: its client is gone.
+        let told = common::stdout(&early);
+        assert!(
+            told.contains("never run") && !told.contains("rein chat"),
+            "{told}"
+        );
     }
 
     let (mut server, url, _lines) =

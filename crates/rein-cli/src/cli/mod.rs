@@ -6,6 +6,7 @@
 pub mod acp;
 pub mod agents;
 pub mod agents_tui;
+pub mod approve_cmd;
 pub mod branch;
 pub mod chat;
 mod chat_options;
