@@ -11,9 +11,8 @@
 
 mod common;
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use rein_testing::FakeServer;
 use serde_json::{Value, json};
@@ -26,27 +25,9 @@ async fn stand_in(target: &Path) -> FakeServer {
     common::hosted::messages_stand_in("Write", input, None).await
 }
 
-/// `rein agents run claude` on the real CLI in `work`, its key and the
-/// stand-in's address handed over by name.
+/// `rein agents run claude` on the real CLI in `work`.
 fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
-    let claude = rein_testing::clis::claude_code();
-    let mut cmd = common::rein_at(home);
-    cmd.current_dir(work)
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args([
-            "agents",
-            "run",
-            "claude",
-            "--prompt",
-            "write hello to out.txt",
-        ])
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(claude)
-        .args(["-p", "--output-format", "stream-json", "--verbose"]);
-    cmd
+    common::hosted::claude(home, work, server, "write hello to out.txt")
 }
 
 /// The approvals a session recorded: (requested tool and detail, decision, by).
@@ -126,22 +107,13 @@ async fn decided_elsewhere(
     let work = tempfile::tempdir().unwrap();
     let target = work.path().join("out.txt");
     let server = stand_in(&target).await;
-    let mut cmd = hosted(home.path(), work.path(), &server);
     // Nobody answers at the terminal: its stdin stays open and silent.
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let session = loop {
-        let line = lines.next().unwrap().unwrap();
-        if line.contains("rein agents attach ") {
-            break common::hosted::attach_id(&line);
-        }
-    };
+    let common::hosted::Silent {
+        mut child,
+        stdin,
+        lines,
+        session,
+    } = common::hosted::silent(hosted(home.path(), work.path(), &server));
     let approval = common::hosted::pending_approval(home.path(), &session);
     let said = decide(home.path(), &session, &approval);
     let status = child.wait().unwrap();

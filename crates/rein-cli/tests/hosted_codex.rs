@@ -139,21 +139,13 @@ async fn codexs_question_is_decided_with_rein_approve_from_another_process() {
     let work = tempfile::tempdir().unwrap();
     let server = stand_in().await;
     // Nobody answers at the terminal: its stdin stays open and silent.
-    let (mut cmd, _codex) = hosted(home.path(), work.path(), &server);
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let session = loop {
-        let line = lines.next().unwrap().unwrap();
-        if line.contains("rein agents attach ") {
-            break common::hosted::attach_id(&line);
-        }
-    };
+    let (cmd, _codex) = hosted(home.path(), work.path(), &server);
+    let common::hosted::Silent {
+        mut child,
+        stdin,
+        lines,
+        session,
+    } = common::hosted::silent(cmd);
     let approval = common::hosted::pending_approval(home.path(), &session);
     let said = common::rein_at(home.path())
         .args(["approve", &session, &approval, "yes"])

@@ -8,35 +8,7 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::path::Path;
-use std::process::{Command, Stdio};
-
-use rein_testing::FakeServer;
 use serde_json::json;
-
-/// `rein agents run claude` on the real CLI in `work`, the model asking to
-/// write `out.txt`.
-fn hosted(home: &Path, work: &Path, server: &FakeServer) -> Command {
-    let claude = rein_testing::clis::claude_code();
-    let mut cmd = common::rein_at(home);
-    cmd.current_dir(work)
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args([
-            "agents",
-            "run",
-            "claude",
-            "--prompt",
-            "write hello to out.txt",
-        ])
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(claude)
-        .args(["-p", "--output-format", "stream-json", "--verbose"]);
-    cmd
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_of_a_hosted_run_whose_rein_was_killed_runs_nothing_when_answered_later() {
@@ -45,20 +17,14 @@ async fn a_question_of_a_hosted_run_whose_rein_was_killed_runs_nothing_when_answ
     let target = work.path().join("out.txt");
     let input = json!({"file_path": target.display().to_string(), "content": "hello\n"});
     let server = common::hosted::messages_stand_in("Write", input, None).await;
-    let mut child = hosted(home.path(), work.path(), &server)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let session = loop {
-        let line = lines.next().unwrap().unwrap();
-        if line.contains("rein agents attach ") {
-            break common::hosted::attach_id(&line);
-        }
-    };
+    let cmd = common::hosted::claude(home.path(), work.path(), &server, "write hello to out.txt");
+    // Its stderr is kept open: a closed pipe would end it early.
+    let common::hosted::Silent {
+        mut child,
+        stdin,
+        lines: _lines,
+        session,
+    } = common::hosted::silent(cmd);
     let approval = common::hosted::pending_approval(home.path(), &session);
     // Killed outright while the question waits: no goodbye.
     child.kill().unwrap();

@@ -2,8 +2,9 @@
 //! whose model asks for one tool call, the session a hosted run names, the
 //! approvals it recorded, a child's output captured as it comes.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
@@ -150,4 +151,59 @@ pub fn capture(mut stream: impl Read + Send + 'static) -> Buf {
 /// What was gathered, as text.
 pub fn text(buf: &Buf) -> String {
     String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+}
+
+/// `rein agents run claude` on the real CLI in `work` with `prompt`, its
+/// key and the stand-in's address handed over by name.
+#[allow(dead_code, reason = "not every test file hosts Claude Code")]
+pub fn claude(home: &Path, work: &Path, server: &FakeServer, prompt: &str) -> Command {
+    let claude = rein_testing::clis::claude_code();
+    let mut cmd = super::rein_at(home);
+    cmd.current_dir(work)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args(["agents", "run", "claude", "--prompt", prompt])
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(claude)
+        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    cmd
+}
+
+/// A hosted run nobody answers at its terminal: its stdin is kept open and
+/// silent.
+pub struct Silent {
+    /// The `rein agents run` process.
+    pub child: Child,
+    /// Its stdin, open until dropped.
+    pub stdin: Option<ChildStdin>,
+    /// Its stderr's lines after the one naming the session.
+    pub lines: std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+    /// The session the run is recorded in.
+    pub session: String,
+}
+
+/// Start `cmd` with nobody answering, until it names its session.
+pub fn silent(mut cmd: Command) -> Silent {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let session = loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.contains("rein agents attach ") {
+            break attach_id(&line);
+        }
+    };
+    Silent {
+        child,
+        stdin,
+        lines,
+        session,
+    }
 }
