@@ -5,6 +5,8 @@
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 #![allow(dead_code, reason = "each test binary uses a part")]
 
+pub mod stores;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
