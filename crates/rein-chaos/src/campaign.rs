@@ -51,6 +51,13 @@ pub struct Figures {
     /// Of the trials, those whose calls an MCP client made of `rein mcp
     /// serve`.
     pub mcp: u32,
+    /// Of the trials, those hosting Claude Code.
+    pub hosted: u32,
+    /// Hosted runs closed by the next process after their driver was
+    /// killed.
+    pub closed_dead: usize,
+    /// Questions of those runs stopped with them.
+    pub stopped_questions: usize,
     /// Each surface's uninterrupted run's wall time.
     pub references: Vec<(Surface, Duration)>,
     /// The whole campaign's wall time.
@@ -83,6 +90,9 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
     std::fs::create_dir_all(&options.out)?;
     let work = tempfile::tempdir()?;
     let mut figures = Figures::default();
+    // The hosted trials' Claude Code, installed once (pinned) before any
+    // trial's process looks for it.
+    rein_testing::clis::claude_code();
     // One uninterrupted run per surface: each trial is held to its own.
     let mut references = Vec::new();
     for surface in Surface::ALL {
@@ -104,6 +114,7 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
         })?;
         rt.block_on(check::scenario_ran(&dir))
             .map_err(anyhow::Error::msg)?;
+        outlived_by_nothing(&root_path(&dir))?;
         figures.references.push((surface, took));
         references.push((story, took.as_micros().max(1) as u64));
     }
@@ -120,6 +131,7 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
             Surface::Served => figures.served += 1,
             Surface::Graph => figures.graphs += 1,
             Surface::Mcp => figures.mcp += 1,
+            Surface::Hosted => figures.hosted += 1,
             Surface::Library => {}
         }
         let outcome = trial(&dir, &mut rng, span, options.kills, &mut figures)
@@ -128,9 +140,10 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
                     .map_err(|broken| anyhow::anyhow!(broken.join("\n")))
             })
             .and_then(|story: Story| {
-                // An MCP client's step cut short is never sent again: no
-                // story to hold to the reference's (see `mcp`).
-                if surface != Surface::Mcp {
+                // An MCP client's step cut short is never sent again, and
+                // a hosted run is started again from its start: no story
+                // to hold to the reference's (see `mcp`, `hosted`).
+                if !matches!(surface, Surface::Mcp | Surface::Hosted) {
                     story.matches(reference).map_err(anyhow::Error::msg)?;
                 }
                 Ok(story)
@@ -138,6 +151,11 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
         figures.trials += 1;
         match outcome {
             Ok(story) => {
+                if surface == Surface::Hosted {
+                    let (closed, stopped) = rt.block_on(crate::hosted::closed_dead(&dir));
+                    figures.closed_dead += closed;
+                    figures.stopped_questions += stopped;
+                }
                 figures.interrupted += story.interrupted();
                 figures.commands_interrupted += story.interrupted_calls_of("run_command");
                 figures.delegations_interrupted += story.interrupted_calls_of("delegate");
@@ -191,7 +209,8 @@ fn trial(
     loop {
         if let Some(status) = child.try_wait()? {
             if status.success() {
-                return Ok(());
+                // A finished run, too, leaves nothing running.
+                return outlived_by_nothing(&root_path(dir));
             }
             bail!("the last run failed ({status}): {}", tail(dir));
         }
@@ -299,9 +318,12 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
          | trials | {} |\n| of which through `rein serve`'s API | {} |\n\
          | of which as a task graph | {} |\n\
          | of which as calls to `rein mcp serve` | {} |\n\
+         | of which hosting Claude Code | {} |\n\
          | SIGKILLs landed | {} |\n| runs finished before their kill | {} |\n\
          | results recorded as interrupted | {} |\n| of which sandboxed commands | {} |\n\
          | of which tasks handed to a sub-agent | {} |\n\
+         | hosted runs closed after their driver was killed | {} |\n\
+         | their waiting questions stopped | {} |\n\
          {}\
          | campaign wall time | {} s |\n| failed trials | {} |\n",
         options.trials,
@@ -311,11 +333,14 @@ pub fn summary(options: &Options, figures: &Figures) -> String {
         figures.served,
         figures.graphs,
         figures.mcp,
+        figures.hosted,
         figures.kills,
         figures.outran,
         figures.interrupted,
         figures.commands_interrupted,
         figures.delegations_interrupted,
+        figures.closed_dead,
+        figures.stopped_questions,
         figures
             .references
             .iter()

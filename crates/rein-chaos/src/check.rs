@@ -103,6 +103,9 @@ pub(crate) struct Logs {
 
 /// Check the finished trial in `dir`: its story, or every broken promise.
 pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
+    if Surface::of(dir) == Surface::Hosted {
+        return crate::hosted::check(dir).await;
+    }
     let logs = match read_logs(dir).await {
         Ok(logs) => logs,
         Err(err) => return Err(vec![err]),
@@ -155,6 +158,9 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 /// sandboxed command run and a sub-agent's task finished — else the
 /// campaign would test less than it says.
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
+    if Surface::of(dir) == Surface::Hosted {
+        return crate::hosted::scenario_ran(dir).await;
+    }
     let logs = read_logs(dir).await?;
     let log = logs.own.concat();
     // An MCP client hands no task to a sub-agent, and asks no compaction.
@@ -306,7 +312,7 @@ fn story(log: &[StoredEvent]) -> (Story, HashMap<String, (String, String)>) {
 
 /// Every call the model made has exactly one result, and every result
 /// answers a call the model made.
-fn answered_once(log: &[StoredEvent], story: &Story, broken: &mut Vec<String>) {
+pub(crate) fn answered_once(log: &[StoredEvent], story: &Story, broken: &mut Vec<String>) {
     let mut results: BTreeMap<&str, usize> = BTreeMap::new();
     for (call, _) in &story.results {
         *results.entry(call.as_str()).or_default() += 1;

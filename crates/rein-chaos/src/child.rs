@@ -48,15 +48,19 @@ pub enum Surface {
     Graph,
     /// The turns' calls made by an MCP client of `rein mcp serve` (`mcp`).
     Mcp,
+    /// The real Claude Code CLI hosted by rein (`hosted`): a scenario of
+    /// its own, run again from its start after each kill.
+    Hosted,
 }
 
 impl Surface {
     /// Every surface, in the order trials take them.
-    pub const ALL: [Surface; 4] = [
+    pub const ALL: [Surface; 5] = [
         Surface::Library,
         Surface::Served,
         Surface::Graph,
         Surface::Mcp,
+        Surface::Hosted,
     ];
 
     /// Its name, as the trial's folder records it.
@@ -66,6 +70,7 @@ impl Surface {
             Surface::Served => "served",
             Surface::Graph => "graph",
             Surface::Mcp => "mcp",
+            Surface::Hosted => "hosted",
         }
     }
 
@@ -80,6 +85,7 @@ impl Surface {
             Ok("served") => Surface::Served,
             Ok("graph") => Surface::Graph,
             Ok("mcp") => Surface::Mcp,
+            Ok("hosted") => Surface::Hosted,
             _ => Surface::Library,
         }
     }
@@ -93,6 +99,7 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
         Surface::Served => crate::served::run(dir, helper).await,
         Surface::Graph => crate::graph::run(dir, helper).await,
         Surface::Mcp => crate::mcp::run(dir, helper).await,
+        Surface::Hosted => crate::hosted::run(dir).await,
     }
 }
 

@@ -7,18 +7,21 @@
 //! finishes, and checked against an uninterrupted run: no lost or partial
 //! event in any session, every call answered once, no change or command
 //! run twice, nothing left running, every decision the person's. Every
-//! The trials take turns among four surfaces: the library, `rein serve`'s
+//! The trials take turns among five surfaces: the library, `rein serve`'s
 //! HTTP API (`served`), a task graph whose tasks are the turns (`graph`),
-//! and the turns' calls made by an MCP client of `rein mcp serve` (`mcp`).
+//! the turns' calls made by an MCP client of `rein mcp serve` (`mcp`), and
+//! the real Claude Code CLI hosted by rein, with a scenario of its own
+//! (`hosted`).
 //!
-//! Not here: hosted agents are not yet in the campaign
-//! (`docs/RELIABILITY.md` says so).
+//! Not here: the fault matrix, fuzzing and the hostile-input tests (each
+//! crate's own tests, `fuzz/`).
 
 pub mod campaign;
 pub mod check;
 pub mod child;
 pub mod counted;
 pub mod graph;
+pub mod hosted;
 pub mod mcp;
 pub mod model;
 pub mod served;

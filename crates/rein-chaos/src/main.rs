@@ -57,6 +57,13 @@ fn main() -> ExitCode {
     {
         rein_sandbox::helper::main();
     }
+    // A hosted trial's keeper of Claude Code: this binary too.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == rein_host::keeper::KEEPER_ARG)
+    {
+        rein_host::keeper::main();
+    }
     let args = Args::parse();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -39,7 +39,7 @@ pub const LEASE_TTL: Duration = Duration::from_secs(60);
 const HOLDER: &str = "rein-host";
 
 /// Who stops a question whose run's driver died.
-const DEAD_DRIVER: &str = "rein (the hosted run's driver died)";
+pub const DEAD_DRIVER: &str = "rein (the hosted run's driver died)";
 
 /// Open tool calls tracked at most (past it a call's result is recorded as
 /// interrupted at the end rather than matched).
