@@ -1,9 +1,10 @@
-//! Hostile HTTP clients against the real `rein mcp serve --http`: many
-//! local processes open sockets and leave them idle or half-sent
-//! (slowloris). The server holds a bounded number open at once, closes
-//! each that sends no request head in time, and serves a caller with the
-//! token once they are gone; a body over the bound is refused. (The guards on who may call — token, `Host`,
-//! `Origin` — are in `mcp_serve.rs`.)
+//! Hostile HTTP clients against the real `rein mcp serve --http` and the
+//! real `rein serve`: many local processes open sockets and leave them
+//! idle or half-sent (slowloris). Each server holds a bounded number open
+//! at once, closes each that sends no request head in time, and serves a
+//! caller with the token once they are gone; a body over the bound is
+//! refused. (The guards on who may call — token, `Host`, `Origin` — are in
+//! `mcp_serve.rs` and rein-server's `api.rs`.)
 
 mod common;
 
@@ -69,14 +70,10 @@ fn sockets_of(pid: u32) -> usize {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let home = tempfile::tempdir().expect("home");
-    let root = tempfile::tempdir().expect("root");
-    let token = "a-test-token-of-forty-characters-0123456";
-    let (child, port) = serve(home.path(), root.path(), token).await;
-    let pid = child.id().expect("running");
+/// Loose a crowd of [`PROCESSES`] hostile processes on `port`, served by
+/// process `pid`: it holds no more than its bound while they wait, and
+/// closes every socket of theirs in time.
+async fn crowd_is_bounded_and_closed(port: u16, pid: u32, server: &str) {
     let mut crowd = Vec::new();
     for _ in 0..PROCESSES {
         let mut process = tokio::process::Command::new("python3")
@@ -103,7 +100,7 @@ async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed()
     }
     assert!(
         most <= HELD + 8,
-        "rein mcp serve held {most} sockets open at once"
+        "{server} held {most} sockets open at once"
     );
     // Each socket is closed by the server in time: none holds a place for
     // nothing (the kernel's backlog is served as places free up).
@@ -112,6 +109,17 @@ async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed()
         assert_eq!(said, format!("closed {SOCKETS_EACH} of {SOCKETS_EACH}"));
         process.wait().await.expect("the process ends");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    let token = "a-test-token-of-forty-characters-0123456";
+    let (child, port) = serve(home.path(), root.path(), token).await;
+    let pid = child.id().expect("running");
+    crowd_is_bounded_and_closed(port, pid, "rein mcp serve").await;
     // Then a caller with the token is served.
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
     let answer = reqwest::Client::new()
@@ -142,4 +150,44 @@ async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed()
         .expect("answered");
     assert_eq!(answer.status().as_u16(), 413);
     drop(child);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rein_serve_bounds_and_closes_idle_and_half_sent_sockets_from_many_processes() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    let token = "a-test-token-of-forty-characters-0123456";
+    let (mut child, base) = common::serve::served(home.path(), root.path(), token, &[]);
+    let port: u16 = base
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches('/')
+        .parse()
+        .expect("a port");
+    crowd_is_bounded_and_closed(port, child.id(), "rein serve").await;
+    // Then a caller with the token is served.
+    let http = reqwest::Client::new();
+    let answer = http
+        .get(format!("{base}/api/conversations"))
+        .bearer_auth(token)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(answer.status().as_u16(), 200);
+    // A body over the API's bound (64 KiB), even with the token, is
+    // refused whole.
+    let huge = format!(r#"{{"pad":"{}"}}"#, "x".repeat(1024 * 1024));
+    let answer = http
+        .post(format!("{base}/api/conversations"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(huge)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(answer.status().as_u16(), 413);
+    child.kill().expect("killed");
+    child.wait().expect("reaped");
 }
