@@ -281,15 +281,20 @@ pub async fn check(dir: &Path) -> Result<Story, Vec<String>> {
         let story = story_of(log);
         answered_once(log, &story, &mut broken);
         decided_by_the_person(log, &whose, &mut broken);
+        // A process killed between making the session and beginning the
+        // run leaves a session with nothing in it: nothing to close.
+        let begun = log
+            .iter()
+            .any(|e| matches!(e.event, Event::TurnStarted { .. }));
         match ending(log) {
-            None if log.is_empty() => {}
+            None if !begun => {}
             Some(rein_wire::Ending::Finished) => finished += 1,
             Some(rein_wire::Ending::Failed) if closed_as_dead(log) => {}
             other => broken.push(format!(
                 "{whose}run ended {other:?}: neither finished nor closed after its driver died"
             )),
         }
-        if finished > 0 && ending(log) != Some(rein_wire::Ending::Finished) && !log.is_empty() {
+        if finished > 0 && ending(log) != Some(rein_wire::Ending::Finished) && begun {
             broken.push(format!("{whose}run began after one had finished"));
         }
         whole.calls.extend(story.calls);

@@ -3,7 +3,8 @@
 //! compaction's derived state keeps the receipts and the files changed,
 //! and the model's summary is checked against them — one claiming a change
 //! or a passing check the log does not show is asked for again once, then
-//! dropped, and the record says which.
+//! dropped, and the record says which. A summary that gives one file a fact
+//! another file read holds is such a claim too.
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
@@ -206,4 +207,55 @@ async fn a_passing_check_the_log_does_not_show_is_a_lie() {
     );
     let rejected = summary["summary_check"]["rejected"][0].as_str().unwrap();
     assert!(rejected.starts_with("that a check passed"), "{rejected}");
+}
+
+#[tokio::test]
+async fn a_summary_that_moves_a_fact_to_another_file_is_asked_again() {
+    let mut s = setup().await;
+    let files = [
+        ("sea.txt", "The colour of the sea here is BLUE."),
+        ("sky.txt", "The sky today is grey and low."),
+        ("f0.txt", "filler"),
+        ("f1.txt", "filler"),
+        ("f2.txt", "filler"),
+        ("f3.txt", "filler"),
+    ];
+    s.backend = Arc::new(rein_testing::FakeToolBackend::new(&files).unwrap());
+    let mut script: Vec<ScriptedMessage> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (path, _))| {
+            calls(vec![call(
+                &format!("r{i}"),
+                "read_file",
+                json!({"path": path}),
+            )])
+        })
+        .collect();
+    script.push(says("read"));
+    // The first summary gives the sea's colour to the sky.
+    script.push(says("sky.txt: the sky is BLUE."));
+    script.push(says("sea.txt mentions BLUE; sky.txt says the sky is grey."));
+    let provider = Arc::new(FakeProvider::from_messages(&script));
+    let mut conv = open(&s, provider, None).await;
+    assert!(matches!(
+        conv.turn("read the six files").await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    assert_eq!(
+        summary["summary_check"]["outcome"], "rewritten",
+        "{summary}"
+    );
+    assert_eq!(
+        summary["summary_check"]["rejected"],
+        json!(["that sky.txt says \"blue\" (it does not: another file read does)"])
+    );
+    assert!(
+        summary["text"]
+            .as_str()
+            .unwrap()
+            .contains("sea.txt mentions BLUE")
+    );
 }

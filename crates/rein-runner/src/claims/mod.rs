@@ -2,9 +2,12 @@
 //! back. The log shows which files the conversation changed (a writing
 //! call that succeeded, at the revision it left), which commands ran and
 //! how they exited, and which checks ran (`check.ran`, the receipts). A
-//! summary the model writes is read sentence by sentence for two kinds of
-//! claim — a file named as changed, a check or test said to pass — and a
-//! claim with nothing in the log behind it is named.
+//! summary the model writes is read sentence by sentence for three kinds
+//! of claim — a file named as changed, a check or test said to pass, and a
+//! word said of a file that was read — and a claim with nothing in the log
+//! behind it is named. The third catches a fact moved from the file that
+//! holds it to another: a sentence that names one file read and uses a
+//! word its reads never showed, though another file's did.
 //!
 //! The reading is deliberately narrow: a sentence that denies or hedges
 //! ("did not", "failed", "never") claims nothing, and a file a command
@@ -14,7 +17,7 @@
 //! Not here: asking for the summary again or dropping it
 //! (`conversation/window/pressure.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rein_sessions::{Event, StoredEvent, ToolStatus};
 use rein_wire::Revision;
@@ -31,6 +34,8 @@ pub(crate) struct Record {
     commands: Vec<(String, Option<i64>)>,
     /// The checks that ran (`check.ran`), as the state shows them.
     receipts: Vec<Value>,
+    /// Each file read, with the words its reads showed (lower case).
+    reads: BTreeMap<String, HashSet<String>>,
 }
 
 impl Record {
@@ -97,10 +102,51 @@ impl Record {
         let path = seen
             .map(|r| r.resource.clone())
             .or_else(|| path_of(arguments));
-        if let (true, Some(path)) = (writes, path) {
-            self.changed
-                .insert(path, seen.and_then(|r| r.token.clone()));
+        match (writes, path) {
+            (true, Some(path)) => {
+                self.changed
+                    .insert(path, seen.and_then(|r| r.token.clone()));
+            }
+            (false, Some(path)) if class == Some(PermissionClass::Read) => {
+                let text = content
+                    .as_str()
+                    .or_else(|| content.get("content").and_then(Value::as_str))
+                    .or_else(|| content.get("text").and_then(Value::as_str));
+                if let Some(text) = text {
+                    let words = self.reads.entry(path).or_default();
+                    words.extend(words_of(&text.to_lowercase()).map(str::to_owned));
+                }
+            }
+            _ => {}
         }
+    }
+
+    /// The file read that `claimed` names, if one was.
+    fn read_as(&self, claimed: &str) -> Option<&str> {
+        let claimed = claimed.trim_start_matches("./");
+        self.reads
+            .keys()
+            .find(|path| {
+                let path = path.trim_start_matches("./");
+                path == claimed || path.ends_with(&format!("/{claimed}"))
+            })
+            .map(String::as_str)
+    }
+
+    /// A word `sentence`, which names only the file read `path`, says the
+    /// file holds — after `path:`, after "mentions", "says", "contains"…, or
+    /// quoted — that its reads never showed though another file's did.
+    fn misread(&self, path: &str, sentence: &str) -> Option<String> {
+        let own = &self.reads[path];
+        let said = attributed(sentence);
+        words_of(&said)
+            .filter(|w| w.chars().count() >= MIN_WORD && !own.contains(*w))
+            .find(|w| {
+                self.reads
+                    .iter()
+                    .any(|(other, words)| other != path && words.contains(*w))
+            })
+            .map(str::to_owned)
     }
 
     /// The changed files at the revisions they were left at.
@@ -139,6 +185,9 @@ pub(crate) enum Claim {
     Changed(String),
     /// A check or test said to pass where none passed.
     Passed(String),
+    /// A word said of a file read (its path, the word) that its reads never
+    /// showed, though another file's did.
+    Misread(String, String),
 }
 
 impl Claim {
@@ -147,6 +196,9 @@ impl Claim {
         match self {
             Claim::Changed(path) => format!("that {path} was changed"),
             Claim::Passed(sentence) => format!("that a check passed (\"{sentence}\")"),
+            Claim::Misread(path, word) => {
+                format!("that {path} says \"{word}\" (it does not: another file read does)")
+            }
         }
     }
 }
@@ -178,8 +230,72 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
             let shown: String = sentence.trim().chars().take(120).collect();
             claims.push(Claim::Passed(shown));
         }
+        // A sentence about one file read: what it says of it, held to its
+        // reads. One naming several files says nothing of any one.
+        let named: HashSet<&str> = sentence
+            .split_whitespace()
+            .filter_map(path_like)
+            .filter_map(|p| record.read_as(p))
+            .collect();
+        if let [path] = named.into_iter().collect::<Vec<_>>()[..]
+            && let Some(word) = record.misread(path, sentence)
+        {
+            claims.push(Claim::Misread(path.to_owned(), word));
+        }
     }
     claims
+}
+
+/// A word shorter than this says too little to hold to a file.
+const MIN_WORD: usize = 4;
+
+/// Words after which a sentence says what a file holds.
+const SAYS: &[&str] = &[
+    "mention", "mentions", "say", "says", "contain", "contains", "state", "states", "reads",
+    "shows", "show", "holds",
+];
+
+/// What `sentence` says a file holds, in lower case, file names left out:
+/// what follows a file named with a colon (`f3.txt: …`), what follows a
+/// word of [`SAYS`], and what is quoted. Other words (what the model did
+/// with a file, how it described it) are not held to its text.
+fn attributed(sentence: &str) -> String {
+    let lower = sentence.to_lowercase();
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let mut said: Vec<&str> = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        let named = token.ends_with(':') && path_like(token).is_some();
+        let verb = SAYS.contains(&token.trim_matches(|c: char| !c.is_alphabetic()));
+        if named || verb {
+            said.extend(&tokens[i + 1..]);
+            break;
+        }
+    }
+    for quote in ['"', '`', '\u{201c}'] {
+        let close = if quote == '\u{201c}' {
+            '\u{201d}'
+        } else {
+            quote
+        };
+        let mut rest = lower.as_str();
+        while let Some((_, after)) = rest.split_once(quote)
+            && let Some((inside, more)) = after.split_once(close)
+        {
+            said.extend(inside.split_whitespace());
+            rest = more;
+        }
+    }
+    said.into_iter()
+        .filter(|w| path_like(w).is_none())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The words of `text`: runs of letters (a file's name and extension are
+/// words too, as any file's other words).
+fn words_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
 }
 
 /// Stems of words that say a file was changed.
@@ -302,145 +418,4 @@ fn path_of(arguments: &Value) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{Claim, Record, unbacked};
-    use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
-    use rein_wire::Revision;
-    use rein_wire::permission::PermissionClass;
-    use serde_json::json;
-
-    fn stored(seq: u64, event: Event) -> StoredEvent {
-        StoredEvent {
-            session_id: "s".into(),
-            seq,
-            at_ms: 0,
-            agent_path: "main".into(),
-            event,
-        }
-    }
-
-    fn wrote(path: &str) -> Vec<StoredEvent> {
-        vec![
-            stored(
-                1,
-                Event::ToolCalled {
-                    call_id: "c1".into(),
-                    tool: "write_file".into(),
-                    arguments: json!({"path": path, "content": "x"}),
-                    permission: Some(PermissionClass::SourceFileWrite),
-                },
-            ),
-            stored(
-                2,
-                Event::ToolResult {
-                    call_id: "c1".into(),
-                    status: ToolStatus::Ok,
-                    source: ResultSource::Live,
-                    content: json!({"ok": true}),
-                    artifact: None,
-                    operation_id: None,
-                    undo: true,
-                    duration_ms: 1,
-                    seen: Some(Revision::new(path, Some("r2".into()))),
-                },
-            ),
-        ]
-    }
-
-    fn record(events: &[StoredEvent]) -> Record {
-        Record::of(&events.iter().collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn invented_changes_and_passes_are_named() {
-        let empty = record(&[]);
-        let claims = unbacked(
-            "I changed `src/main.rs` and updated config.toml. All tests pass now.",
-            &empty,
-        );
-        assert_eq!(
-            claims,
-            vec![
-                Claim::Changed("src/main.rs".into()),
-                Claim::Changed("config.toml".into()),
-                Claim::Passed("All tests pass now".into()),
-            ]
-        );
-    }
-
-    #[test]
-    fn what_the_log_shows_is_backed() {
-        let mut events = wrote("src/main.rs");
-        events.push(stored(
-            3,
-            Event::CheckRan {
-                command: vec!["cargo".into(), "test".into()],
-                expected: 0,
-                exit: Some(0),
-                passed: true,
-                revisions: vec![],
-                duration_ms: 5,
-            },
-        ));
-        let log = record(&events);
-        assert!(unbacked("Edited main.rs; cargo test passed.", &log).is_empty());
-        let (changed, checks) = log.state();
-        assert_eq!(changed[0]["resource"], "src/main.rs");
-        assert_eq!(changed[0]["token"], "r2");
-        assert_eq!(checks[0]["passed"], true);
-        assert_eq!(checks[0]["command"], "cargo test");
-        // Another file is still an invention.
-        assert_eq!(
-            unbacked("Also fixed src/lib.rs.", &log),
-            vec![Claim::Changed("src/lib.rs".into())]
-        );
-    }
-
-    #[test]
-    fn denials_reads_numbers_and_versions_claim_nothing() {
-        let empty = record(&[]);
-        for text in [
-            "The tests did not pass.",
-            "Writing src/lib.rs failed with a conflict.",
-            "I read README.md and notes/plan.txt.",
-            "Pressure was 0.6 of the window, version 1.2.3 updated nothing",
-            "The build is still failing.",
-            "See https://example.com/a.html for the change.",
-        ] {
-            assert_eq!(unbacked(text, &empty), vec![], "{text}");
-        }
-    }
-
-    #[test]
-    fn a_file_a_command_named_is_backed() {
-        let events = vec![
-            stored(
-                1,
-                Event::ToolCalled {
-                    call_id: "c1".into(),
-                    tool: "run_command".into(),
-                    arguments: json!({"command": ["sed", "-i", "s/a/b/", "notes.md"]}),
-                    permission: Some(PermissionClass::Destructive),
-                },
-            ),
-            stored(
-                2,
-                Event::ToolResult {
-                    call_id: "c1".into(),
-                    status: ToolStatus::Ok,
-                    source: ResultSource::Live,
-                    content: json!({"exit_code": 1}),
-                    artifact: None,
-                    operation_id: None,
-                    undo: false,
-                    duration_ms: 1,
-                    seen: None,
-                },
-            ),
-        ];
-        let log = record(&events);
-        assert!(unbacked("Updated notes.md with sed.", &log).is_empty());
-        // It exited 1: no pass is backed.
-        assert_eq!(unbacked("The check passed.", &log).len(), 1);
-    }
-}
+mod tests;

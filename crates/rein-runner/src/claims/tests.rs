@@ -1,0 +1,220 @@
+//! The claims a summary makes, held to logs made by hand.
+
+use super::{Claim, Record, unbacked};
+use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
+use rein_wire::Revision;
+use rein_wire::permission::PermissionClass;
+use serde_json::json;
+
+fn stored(seq: u64, event: Event) -> StoredEvent {
+    StoredEvent {
+        session_id: "s".into(),
+        seq,
+        at_ms: 0,
+        agent_path: "main".into(),
+        event,
+    }
+}
+
+fn wrote(path: &str) -> Vec<StoredEvent> {
+    vec![
+        stored(
+            1,
+            Event::ToolCalled {
+                call_id: "c1".into(),
+                tool: "write_file".into(),
+                arguments: json!({"path": path, "content": "x"}),
+                permission: Some(PermissionClass::SourceFileWrite),
+            },
+        ),
+        stored(
+            2,
+            Event::ToolResult {
+                call_id: "c1".into(),
+                status: ToolStatus::Ok,
+                source: ResultSource::Live,
+                content: json!({"ok": true}),
+                artifact: None,
+                operation_id: None,
+                undo: true,
+                duration_ms: 1,
+                seen: Some(Revision::new(path, Some("r2".into()))),
+            },
+        ),
+    ]
+}
+
+fn record(events: &[StoredEvent]) -> Record {
+    Record::of(&events.iter().collect::<Vec<_>>())
+}
+
+#[test]
+fn invented_changes_and_passes_are_named() {
+    let empty = record(&[]);
+    let claims = unbacked(
+        "I changed `src/main.rs` and updated config.toml. All tests pass now.",
+        &empty,
+    );
+    assert_eq!(
+        claims,
+        vec![
+            Claim::Changed("src/main.rs".into()),
+            Claim::Changed("config.toml".into()),
+            Claim::Passed("All tests pass now".into()),
+        ]
+    );
+}
+
+#[test]
+fn what_the_log_shows_is_backed() {
+    let mut events = wrote("src/main.rs");
+    events.push(stored(
+        3,
+        Event::CheckRan {
+            command: vec!["cargo".into(), "test".into()],
+            expected: 0,
+            exit: Some(0),
+            passed: true,
+            revisions: vec![],
+            duration_ms: 5,
+        },
+    ));
+    let log = record(&events);
+    assert!(unbacked("Edited main.rs; cargo test passed.", &log).is_empty());
+    let (changed, checks) = log.state();
+    assert_eq!(changed[0]["resource"], "src/main.rs");
+    assert_eq!(changed[0]["token"], "r2");
+    assert_eq!(checks[0]["passed"], true);
+    assert_eq!(checks[0]["command"], "cargo test");
+    // Another file is still an invention.
+    assert_eq!(
+        unbacked("Also fixed src/lib.rs.", &log),
+        vec![Claim::Changed("src/lib.rs".into())]
+    );
+}
+
+#[test]
+fn denials_reads_numbers_and_versions_claim_nothing() {
+    let empty = record(&[]);
+    for text in [
+        "The tests did not pass.",
+        "Writing src/lib.rs failed with a conflict.",
+        "I read README.md and notes/plan.txt.",
+        "Pressure was 0.6 of the window, version 1.2.3 updated nothing",
+        "The build is still failing.",
+        "See https://example.com/a.html for the change.",
+    ] {
+        assert_eq!(unbacked(text, &empty), vec![], "{text}");
+    }
+}
+
+#[test]
+fn a_file_a_command_named_is_backed() {
+    let events = vec![
+        stored(
+            1,
+            Event::ToolCalled {
+                call_id: "c1".into(),
+                tool: "run_command".into(),
+                arguments: json!({"command": ["sed", "-i", "s/a/b/", "notes.md"]}),
+                permission: Some(PermissionClass::Destructive),
+            },
+        ),
+        stored(
+            2,
+            Event::ToolResult {
+                call_id: "c1".into(),
+                status: ToolStatus::Ok,
+                source: ResultSource::Live,
+                content: json!({"exit_code": 1}),
+                artifact: None,
+                operation_id: None,
+                undo: false,
+                duration_ms: 1,
+                seen: None,
+            },
+        ),
+    ];
+    let log = record(&events);
+    assert!(unbacked("Updated notes.md with sed.", &log).is_empty());
+    // It exited 1: no pass is backed.
+    assert_eq!(unbacked("The check passed.", &log).len(), 1);
+}
+
+/// A read of `path` showing `text`, as calls `n`.
+fn read(n: u64, path: &str, text: &str) -> Vec<StoredEvent> {
+    let call = format!("r{n}");
+    vec![
+        stored(
+            2 * n,
+            Event::ToolCalled {
+                call_id: call.clone(),
+                tool: "read_file".into(),
+                arguments: json!({"path": path}),
+                permission: Some(PermissionClass::Read),
+            },
+        ),
+        stored(
+            2 * n + 1,
+            Event::ToolResult {
+                call_id: call,
+                status: ToolStatus::Ok,
+                source: ResultSource::Live,
+                content: json!({"content": text}),
+                artifact: None,
+                operation_id: None,
+                undo: false,
+                duration_ms: 1,
+                seen: None,
+            },
+        ),
+    ]
+}
+
+fn three_reads() -> Record {
+    let events: Vec<StoredEvent> = [
+        read(1, "f0.txt", "file 0: lorem ipsum dolor. Next: read f1.txt."),
+        read(2, "f3.txt", "file 3: the colour of the sea here is BLUE."),
+        read(
+            3,
+            "f39.txt",
+            "file 39: lorem ipsum dolor. This is the last file.",
+        ),
+    ]
+    .concat();
+    record(&events)
+}
+
+#[test]
+fn a_fact_moved_to_another_file_is_named() {
+    let log = three_reads();
+    // Try 17's summary: f3.txt's sentence given to f0.txt.
+    assert_eq!(
+        unbacked("f0.txt: file 0: the colour of the sea…", &log),
+        vec![Claim::Misread("f0.txt".into(), "colour".into())]
+    );
+    assert_eq!(
+        unbacked("The file \"f39.txt\" mentions \"BLUE\".", &log),
+        vec![Claim::Misread("f39.txt".into(), "blue".into())]
+    );
+}
+
+#[test]
+fn what_a_file_read_says_of_itself_is_backed() {
+    let log = three_reads();
+    for text in [
+        "f3.txt: file 3: the colour of the sea here is BLUE.",
+        "f3.txt mentions BLUE",
+        "f39.txt says \"this is the last file\"",
+        // Not said to be in the file: what the model did with it.
+        "Read f39.txt after the colour file",
+        // Two files named: said of neither alone.
+        "f3.txt mentions blue, unlike f0.txt",
+        // Denied: claims nothing.
+        "f39.txt does not mention BLUE",
+        // A word no file read shows is not a moved fact.
+        "f0.txt: placeholder text",
+    ] {
+        assert_eq!(unbacked(text, &log), vec![], "{text}");
+    }
+}
