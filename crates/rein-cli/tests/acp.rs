@@ -247,42 +247,16 @@ mod watched {
 /// id never announced — for a call allowed and for one rejected.
 #[test]
 fn each_tool_call_is_announced_before_its_permission_and_its_updates() {
-    use std::io::{BufRead, BufReader, Write};
     for (choice, lands) in [("allow-once", true), ("reject", false)] {
         let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
-        let mut child = common::rein_at(home.path())
-            .args(["acp", "--scripted"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut to = child.stdin.take().unwrap();
-        let mut from = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut send = |message: serde_json::Value| {
-            writeln!(to, "{message}").unwrap();
-            to.flush().unwrap();
-        };
-        send(
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
-        );
-        send(
-            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-            "params": {"cwd": work.path(), "mcpServers": []}}),
-        );
+        let mut editor = common::acp::Editor::start(home.path(), work.path());
         let mut announced = std::collections::HashSet::new();
         let mut asked = 0;
         loop {
-            let line = from.next().unwrap().unwrap();
-            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let message = editor.next();
             if message["id"] == 2 {
-                let session = message["result"]["sessionId"].clone();
-                send(
-                    serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": "write notes.txt"}]}}),
-                );
+                editor.prompt(&message["result"]["sessionId"], "write notes.txt");
             }
             if message["id"] == 3 {
                 assert!(message.get("result").is_some(), "{message}");
@@ -310,14 +284,13 @@ fn each_tool_call_is_announced_before_its_permission_and_its_updates() {
                         "asked before it was announced: {message}"
                     );
                     asked += 1;
-                    send(serde_json::json!({"jsonrpc": "2.0", "id": message["id"],
+                    editor.send(&serde_json::json!({"jsonrpc": "2.0", "id": message["id"],
                         "result": {"outcome": {"outcome": "selected", "optionId": choice}}}));
                 }
                 _ => {}
             }
         }
-        drop(to);
-        let _ = child.wait();
+        editor.close();
         assert_eq!(asked, 1);
         assert_eq!(work.path().join("notes.txt").exists(), lands, "{choice}");
     }

@@ -11,50 +11,24 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-
 /// `rein acp --scripted` asked to write notes.txt in `work`, killed once it
 /// asks the editor; the session's id.
 fn killed_while_asking(home: &std::path::Path, work: &std::path::Path) -> String {
-    let mut child = common::rein_at(home)
-        .args(["acp", "--scripted"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut to = child.stdin.take().unwrap();
-    let mut from = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |message: serde_json::Value| {
-        writeln!(to, "{message}").unwrap();
-        to.flush().unwrap();
-    };
-    send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
-    );
-    send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-        "params": {"cwd": work, "mcpServers": []}}),
-    );
+    let mut editor = common::acp::Editor::start(home, work);
     let mut session = String::new();
     loop {
-        let line = from.next().unwrap().unwrap();
-        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let message = editor.next();
         if message["id"] == 2 {
             session = message["result"]["sessionId"].as_str().unwrap().to_owned();
-            send(
-                serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "write notes.txt"}]}}),
-            );
+            editor.prompt(&message["result"]["sessionId"], "write notes.txt");
         }
         if message["method"] == "session/request_permission" {
             break;
         }
     }
     // Killed outright while the editor is asked: no goodbye.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    editor.child.kill().unwrap();
+    editor.child.wait().unwrap();
     session
 }
 

@@ -111,6 +111,22 @@ async fn crowd_is_bounded_and_closed(port: u16, pid: u32, server: &str) {
     }
 }
 
+/// POST `body` to the MCP endpoint `url` with the token; the status.
+async fn post_mcp(url: &str, token: &str, body: String) -> u16 {
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .expect("answered")
+        .status()
+        .as_u16()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -122,33 +138,14 @@ async fn idle_and_half_sent_sockets_from_many_processes_are_bounded_and_closed()
     crowd_is_bounded_and_closed(port, pid, "rein mcp serve").await;
     // Then a caller with the token is served.
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
-    let answer = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(initialize)
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .expect("answered");
-    assert_eq!(answer.status().as_u16(), 200);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    assert_eq!(post_mcp(&url, token, initialize.to_owned()).await, 200);
     // A body over the bound (4 MiB), even with the token, is refused whole.
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":2,"method":"ping","params":{{"pad":"{}"}}}}"#,
         "x".repeat(5 * 1024 * 1024)
     );
-    let answer = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(huge)
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .expect("answered");
-    assert_eq!(answer.status().as_u16(), 413);
+    assert_eq!(post_mcp(&url, token, huge).await, 413);
     drop(child);
 }
 

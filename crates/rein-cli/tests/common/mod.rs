@@ -4,6 +4,7 @@
 #![allow(dead_code, reason = "each test file uses a part of it")]
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
+pub mod acp;
 pub mod definition;
 pub mod hosted;
 pub mod mcp;
