@@ -152,7 +152,7 @@ pub fn run(options: &Options, rt: &tokio::runtime::Runtime) -> anyhow::Result<Fi
         match outcome {
             Ok(story) => {
                 if surface == Surface::Hosted {
-                    let (closed, stopped) = rt.block_on(crate::hosted::closed_dead(&dir));
+                    let (closed, stopped) = rt.block_on(crate::hosted_check::closed_dead(&dir));
                     figures.closed_dead += closed;
                     figures.stopped_questions += stopped;
                 }

@@ -104,7 +104,7 @@ pub(crate) struct Logs {
 /// Check the finished trial in `dir`: its story, or every broken promise.
 pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
     if Surface::of(dir) == Surface::Hosted {
-        return crate::hosted::check(dir).await;
+        return crate::hosted_check::check(dir).await;
     }
     let logs = match read_logs(dir).await {
         Ok(logs) => logs,
@@ -159,7 +159,7 @@ pub async fn trial(dir: &Path) -> Result<Story, Vec<String>> {
 /// campaign would test less than it says.
 pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     if Surface::of(dir) == Surface::Hosted {
-        return crate::hosted::scenario_ran(dir).await;
+        return crate::hosted_check::scenario_ran(dir).await;
     }
     let logs = read_logs(dir).await?;
     let log = logs.own.concat();

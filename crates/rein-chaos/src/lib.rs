@@ -22,6 +22,7 @@ pub mod child;
 pub mod counted;
 pub mod graph;
 pub mod hosted;
+pub mod hosted_check;
 pub mod mcp;
 pub mod model;
 pub mod served;

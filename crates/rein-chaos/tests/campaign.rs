@@ -7,7 +7,7 @@
 fn a_short_campaign_kills_resumes_and_passes() {
     let out = tempfile::tempdir().unwrap();
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_rein-chaos"))
-        .args(["--trials", "8", "--seed", "11", "--out"])
+        .args(["--trials", "10", "--seed", "11", "--out"])
         .arg(out.path())
         .output()
         .unwrap();
@@ -18,13 +18,14 @@ fn a_short_campaign_kills_resumes_and_passes() {
         String::from_utf8_lossy(&run.stderr)
     );
     let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
-    assert!(summary.contains("| trials | 8 |"), "{summary}");
+    assert!(summary.contains("| trials | 10 |"), "{summary}");
     assert!(summary.contains("| failed trials | 0 |"), "{summary}");
-    // The four surfaces take turns: trials 3 and 7 ran as graphs, 4 and
-    // 8 as an MCP client's calls.
+    // The five surfaces take turns: two trials each.
     for row in [
+        "| of which through `rein serve`'s API | 2 |",
         "| of which as a task graph | 2 |",
         "| of which as calls to `rein mcp serve` | 2 |",
+        "| of which hosting Claude Code | 2 |",
     ] {
         assert!(summary.contains(row), "{summary}");
     }
