@@ -4,7 +4,9 @@
 //! (`two_subagents.jsonl`, `two_subagents.agent-1.jsonl`, `….agent-2.jsonl`)
 //! and a replay — each conversation given its own recorded model outputs,
 //! the person's recorded answer given from the parent's surface — must
-//! write exactly those bytes.
+//! write exactly those bytes. What each conversation sends its model is
+//! pinned as the other scenarios' is (`requests`), a file per conversation
+//! and wire API, each session's id written by its name.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +19,7 @@ use rein_trace::golden;
 use rein_wire::{Request, Role};
 use serde_json::json;
 
-use super::{calls, golden_dir, recorded_calls, recorded_decisions, says};
+use super::{calls, golden_dir, recorded_calls, recorded_decisions, requests, says};
 
 const NAME: &str = "two_subagents";
 const PROMPT: &str = "ask two helpers: one reads a.rs, one writes notes.md";
@@ -94,8 +96,16 @@ fn scripted() -> HashMap<String, FakeProvider> {
     ])
 }
 
-/// Run the turn; the traces of the parent and each sub-agent, parents first.
-async fn run(routes: HashMap<String, FakeProvider>, mut decisions: Vec<bool>) -> Vec<String> {
+/// What a run left: each conversation's trace, parents first, with its
+/// session and the requests it sent its model.
+struct Ran {
+    traces: Vec<String>,
+    sessions: Vec<String>,
+    sent: Vec<Vec<Request>>,
+}
+
+/// Run the turn.
+async fn run(routes: HashMap<String, FakeProvider>, mut decisions: Vec<bool>) -> Ran {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let backend =
         Arc::new(FakeToolBackend::new(&[("a.rs", "fn a() {}"), ("b.rs", "fn b() {}")]).unwrap());
@@ -103,15 +113,10 @@ async fn run(routes: HashMap<String, FakeProvider>, mut decisions: Vec<bool>) ->
         max_output_tokens: 1024,
         ..Profile::new("Golden", "fake-model").with_system("You help with a small project.")
     };
-    let mut conv = Conversation::open(
-        store.clone(),
-        Arc::new(ByTask { routes }),
-        backend,
-        profile,
-        None,
-    )
-    .await
-    .unwrap();
+    let models = Arc::new(ByTask { routes });
+    let mut conv = Conversation::open(store.clone(), models.clone(), backend, profile, None)
+        .await
+        .unwrap();
     conv.agent.delegation = Some(Delegation::default());
     // The person at the parent's surface answers each sub-agent's question.
     let mut ui = conv.subscribe();
@@ -149,15 +154,52 @@ async fn run(routes: HashMap<String, FakeProvider>, mut decisions: Vec<bool>) ->
     person.abort();
     let parent = conv.session_id().to_owned();
     conv.close().await.unwrap();
-    let mut traces = Vec::new();
+    let mut ran = Ran {
+        traces: Vec::new(),
+        sessions: Vec::new(),
+        sent: Vec::new(),
+    };
     for (session, _) in rein_approvals::family(store.as_ref(), &parent)
         .await
         .unwrap()
     {
         let events = store.read(&session, 1, 100_000).await.unwrap();
-        traces.push(golden::export(&events).unwrap());
+        let trace = golden::export(&events).unwrap();
+        ran.sent
+            .push(models.routes[&first_prompt(&trace)].requests());
+        ran.traces.push(trace);
+        ran.sessions.push(session);
     }
-    traces
+    ran
+}
+
+/// What a conversation's trace says it was first asked.
+fn first_prompt(trace: &str) -> String {
+    golden::parse(trace)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "turn.started")
+        .and_then(|e| e.data["prompt"].as_str().map(str::to_owned))
+        .unwrap()
+}
+
+/// Write (`bless`) or check what each conversation sent; what differs.
+fn pinned(ran: &Ran, bless: bool) -> Vec<String> {
+    let names = ["<session>", "<agent-1 session>", "<agent-2 session>"];
+    let sessions: Vec<(&str, &str)> = ran.sessions.iter().map(String::as_str).zip(names).collect();
+    ["", ".agent-1", ".agent-2"]
+        .iter()
+        .zip(&ran.sent)
+        .flat_map(|(part, sent)| {
+            requests::pinned_named(
+                &golden_dir().join("requests"),
+                &format!("{NAME}{part}"),
+                sent,
+                &sessions,
+                bless,
+            )
+        })
+        .collect()
 }
 
 fn paths() -> [std::path::PathBuf; 3] {
@@ -169,13 +211,10 @@ fn recorded(traces: &[String]) -> HashMap<String, FakeProvider> {
     traces
         .iter()
         .map(|trace| {
-            let asked = golden::parse(trace)
-                .unwrap()
-                .into_iter()
-                .find(|e| e.kind == "turn.started")
-                .and_then(|e| e.data["prompt"].as_str().map(str::to_owned))
-                .unwrap();
-            (asked, FakeProvider::new(recorded_calls(trace)))
+            (
+                first_prompt(trace),
+                FakeProvider::new(recorded_calls(trace)),
+            )
         })
         .collect()
 }
@@ -184,13 +223,14 @@ fn recorded(traces: &[String]) -> HashMap<String, FakeProvider> {
 async fn two_sub_agents_one_asking_replay_byte_for_byte() {
     let bless = std::env::var("REIN_GOLDEN_BLESS").is_ok_and(|v| v == "1");
     if bless {
-        let first = run(scripted(), vec![true]).await;
+        let first = run(scripted(), vec![true]).await.traces;
         let decisions = first.iter().flat_map(|t| recorded_decisions(t)).collect();
         let fixed = run(recorded(&first), decisions).await;
-        for (path, trace) in paths().iter().zip(&fixed) {
+        for (path, trace) in paths().iter().zip(&fixed.traces) {
             std::fs::write(path, trace).unwrap();
             eprintln!("blessed {}", path.display());
         }
+        pinned(&fixed, true);
         return;
     }
     let expected: Vec<String> = paths()
@@ -209,7 +249,13 @@ async fn two_sub_agents_one_asking_replay_byte_for_byte() {
         .flat_map(|t| recorded_decisions(t))
         .collect();
     let replayed = run(recorded(&expected), decisions).await;
-    for ((path, want), got) in paths().iter().zip(&expected).zip(&replayed) {
+    let differs = pinned(&replayed, false);
+    assert!(
+        differs.is_empty(),
+        "what the model is sent differs (review, then `cargo xtask golden --bless`):\n{}",
+        differs.join("\n")
+    );
+    for ((path, want), got) in paths().iter().zip(&expected).zip(&replayed.traces) {
         assert_eq!(
             got,
             want,

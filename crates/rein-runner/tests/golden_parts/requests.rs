@@ -50,10 +50,27 @@ pub fn pinned(
     (requests, session): (&[Request], &str),
     bless: bool,
 ) -> Vec<String> {
+    pinned_named(dir, name, requests, &[(session, "<session>")], bless)
+}
+
+/// The same, each session id in `sessions` written as its name (a
+/// sub-agent's request may name its parent's session, and the parent's its
+/// sub-agents').
+pub fn pinned_named(
+    dir: &Path,
+    name: &str,
+    requests: &[Request],
+    sessions: &[(&str, &str)],
+    bless: bool,
+) -> Vec<String> {
     let mut failures = Vec::new();
     for (api, encode) in apis() {
         let path = dir.join(format!("{name}.{api}.txt"));
-        let now = lines(requests, encode).replace(session, "<session>");
+        let now = sessions
+            .iter()
+            .fold(lines(requests, encode), |text, (id, named)| {
+                text.replace(id, named)
+            });
         if bless {
             std::fs::write(&path, &now).unwrap();
             continue;
