@@ -12,7 +12,10 @@
 //! The reading is deliberately narrow: a sentence that denies or hedges
 //! ("did not", "failed", "never") claims nothing, and a file a command
 //! could have changed (named in a command that ran) is backed. It catches
-//! a summary inventing work, not every way of being wrong.
+//! a summary inventing work, not every way of being wrong. The third kind
+//! holds only what a sentence says a file holds (after `path:`, "says",
+//! "mentions"…, or quoted); a paraphrase there that happens to use another
+//! file's word is named too, at the cost of one more summary request.
 //!
 //! Not here: asking for the summary again or dropping it
 //! (`conversation/window/pressure.rs`).
