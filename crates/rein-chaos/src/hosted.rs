@@ -191,9 +191,10 @@ async fn stand_in(root: &Path, mark: &str) -> anyhow::Result<FakeServer> {
         if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
             return Reply::status(200, json!({"input_tokens": 10}).to_string());
         }
-        let message = match steps.get(results_in(&body)).filter(|_| main) {
+        let step = results_in(&body);
+        let message = match steps.get(step).filter(|_| main) {
             Some((tool, input)) => ScriptedMessage::text(&["On it."]).with_call(ScriptedCall::new(
-                &format!("toolu_{mark}_{}", results_in(&body)),
+                &format!("toolu_{mark}_{step}"),
                 tool,
                 input.clone(),
                 2,

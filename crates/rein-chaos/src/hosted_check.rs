@@ -81,8 +81,9 @@ pub async fn check(dir: &Path) -> Result<Story, Vec<String>> {
         broken.push(format!("{finished} runs finished, not 1"));
     }
     let all: Vec<StoredEvent> = runs.concat();
-    ran_once(dir, &all, &mut broken);
-    files_as_results_say(dir, &all, &mut broken);
+    let called = calls(&all);
+    ran_once(dir, &all, &called, &mut broken);
+    files_as_results_say(dir, &called, &mut broken);
     if broken.is_empty() {
         Ok(whole)
     } else {
@@ -99,11 +100,11 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
             |e| matches!(&e.event, Event::ApprovalDecided { decision, .. } if *decision == wanted),
         )
     };
+    let called = calls(&all);
     let done = |tool: &str, detail: &str| {
-        let ends = ends(&all);
-        calls(&all)
+        called
             .iter()
-            .any(|(call, t, d)| t == tool && d.starts_with(detail) && ends.get(call) == Some(&true))
+            .any(|(t, d, ran)| t == tool && d.starts_with(detail) && *ran)
     };
     match (
         decided(Decision::Approved),
@@ -178,8 +179,24 @@ fn story_of(log: &[StoredEvent]) -> Story {
     story
 }
 
-/// Every call recorded: (call id, tool, its detail).
-fn calls(log: &[StoredEvent]) -> Vec<(String, String, String)> {
+/// Every call recorded, with its one detail and whether its result says
+/// it ran (not interrupted, not an error): (tool, detail, ran).
+fn calls(log: &[StoredEvent]) -> Vec<(String, String, bool)> {
+    let ran: HashMap<&str, bool> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolResult {
+                call_id,
+                status,
+                source,
+                ..
+            } => Some((
+                call_id.as_str(),
+                *status == ToolStatus::Ok && *source != ResultSource::Interrupted,
+            )),
+            _ => None,
+        })
+        .collect();
     log.iter()
         .filter_map(|e| match &e.event {
             Event::ToolCalled {
@@ -188,27 +205,9 @@ fn calls(log: &[StoredEvent]) -> Vec<(String, String, String)> {
                 arguments,
                 ..
             } => Some((
-                call_id.clone(),
                 tool.clone(),
                 arguments["detail"].as_str().unwrap_or_default().to_owned(),
-            )),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Each call's result: whether it says the call ran (not interrupted).
-fn ends(log: &[StoredEvent]) -> HashMap<String, bool> {
-    log.iter()
-        .filter_map(|e| match &e.event {
-            Event::ToolResult {
-                call_id,
-                status,
-                source,
-                ..
-            } => Some((
-                call_id.clone(),
-                *status == ToolStatus::Ok && *source != ResultSource::Interrupted,
+                ran.get(call_id.as_str()) == Some(&true),
             )),
             _ => None,
         })
@@ -260,7 +259,12 @@ fn decided_by_the_person(log: &[StoredEvent], whose: &str, broken: &mut Vec<Stri
 
 /// Each run's command ran at most once, never without a recorded yes, and
 /// once when its result says it ran.
-fn ran_once(dir: &Path, log: &[StoredEvent], broken: &mut Vec<String>) {
+fn ran_once(
+    dir: &Path,
+    log: &[StoredEvent],
+    called: &[(String, String, bool)],
+    broken: &mut Vec<String>,
+) {
     let text = std::fs::read_to_string(root_path(dir).join(RAN)).unwrap_or_default();
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for mark in text.lines() {
@@ -298,12 +302,11 @@ fn ran_once(dir: &Path, log: &[StoredEvent], broken: &mut Vec<String>) {
             ));
         }
     }
-    let ends = ends(log);
-    for (call, _, detail) in calls(log).iter().filter(|(_, tool, _)| tool == "Bash") {
+    for (_, detail, ran) in called.iter().filter(|(tool, _, _)| tool == "Bash") {
         let Some(mark) = detail.strip_prefix("count ") else {
             continue;
         };
-        if ends.get(call) == Some(&true) && counts.get(mark) != Some(&1) {
+        if *ran && counts.get(mark) != Some(&1) {
             broken.push(format!(
                 "the command of run {mark} is recorded as run but ran {} times",
                 counts.get(mark).copied().unwrap_or(0)
@@ -314,15 +317,12 @@ fn ran_once(dir: &Path, log: &[StoredEvent], broken: &mut Vec<String>) {
 
 /// A refused removal left its file; a file reported written holds what
 /// was written.
-fn files_as_results_say(dir: &Path, log: &[StoredEvent], broken: &mut Vec<String>) {
+fn files_as_results_say(dir: &Path, called: &[(String, String, bool)], broken: &mut Vec<String>) {
     let root = root_path(dir);
     if !root.join("old.txt").exists() {
         broken.push("old.txt is gone, though its removal was refused".into());
     }
-    let ends = ends(log);
-    let written = calls(log)
-        .iter()
-        .any(|(call, tool, _)| tool == "Write" && ends.get(call) == Some(&true));
+    let written = called.iter().any(|(tool, _, ran)| tool == "Write" && *ran);
     let out = std::fs::read_to_string(root.join("out.txt")).ok();
     if written && out.as_deref() != Some("hello\n") {
         broken.push(format!("out.txt holds {out:?} after it was written"));
