@@ -11,7 +11,7 @@ use rein_wire::PressureAction;
 use serde::{Deserialize, Serialize};
 
 /// Calls after a compaction whose cache reads are counted.
-const AFTER: usize = 5;
+pub const AFTER: usize = 5;
 
 /// A case's requests under pressure.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -36,6 +36,11 @@ pub struct AfterCompaction {
     pub sent: f64,
     /// Cache reads over prompt tokens, its call and the next four.
     pub cache_read_share: f64,
+    /// How many calls that share is over: fewer than [`AFTER`] when the
+    /// session ended sooner (a compaction in its last request shows only
+    /// the call that rebuilt the prefix).
+    #[serde(default)]
+    pub calls: usize,
 }
 
 impl Pressures {
@@ -63,6 +68,7 @@ impl Pressures {
                             before: p.before,
                             sent: p.sent,
                             cache_read_share: 0.0,
+                            calls: 0,
                         };
                         marks.push((usage.len(), at));
                     }
@@ -77,8 +83,9 @@ impl Pressures {
             return None;
         }
         for (from, mut at) in marks {
-            let window = usage.iter().skip(from).take(AFTER);
-            let (read, prompt) = window.fold((0, 0), |(r, p), (a, b)| (r + a, p + b));
+            let window: Vec<&(u64, u64)> = usage.iter().skip(from).take(AFTER).collect();
+            at.calls = window.len();
+            let (read, prompt) = window.iter().fold((0, 0), |(r, p), (a, b)| (r + a, p + b));
             at.cache_read_share = read as f64 / prompt.max(1) as f64;
             out.compactions.push(at);
         }

@@ -27,6 +27,7 @@ mod project;
 mod read_notes;
 mod settings;
 mod standing;
+mod state_text;
 mod steering;
 mod subagent;
 mod tasks;

@@ -194,9 +194,7 @@ impl Window {
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
         let transcript = summarised_transcript(&before, &path, window);
         let (written, checked) = Self::checked_summary(agent, &transcript, &record).await;
-        let text = format!(
-            "[Earlier conversation, summarised to save room]\nState: {state}\nSummary: {written}"
-        );
+        let text = crate::state_text::compaction_text(&state, &written);
         tracing::info!(
             from_seq,
             to_seq,

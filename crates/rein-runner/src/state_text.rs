@@ -1,0 +1,214 @@
+//! The derived state as the model reads it: plain lines, the person's own
+//! words first, then what the log holds — files read and what they alone
+//! said, changes, checks, failures, decisions, questions waiting, sub-agents
+//! and artifacts — each section only when it has something.
+//!
+//! The state itself is recorded as JSON in `compaction.created` (for
+//! reports, replays and checks); this is only its rendering into the
+//! request. A small model skims a JSON object and answers from the last
+//! tool result instead; the same facts as short labelled lines, the task
+//! quoted at the top, are read.
+//!
+//! Not here: building the state (`crate::context::state`) or the model's
+//! summary beside it (`conversation::window::pressure`).
+
+use serde_json::Value;
+
+/// How the compaction's text opens; the model's summary follows the state
+/// after `\nSummary: `.
+pub(crate) const HEADING: &str = "[Earlier conversation, summarised to save room]";
+
+/// The request text of a compaction: the heading, the state as lines, and
+/// the model's checked summary (empty when it was dropped).
+pub(crate) fn compaction_text(state: &Value, summary: &str) -> String {
+    let mut out = format!("{HEADING}\n");
+    for section in sections(state) {
+        out.push_str(&section);
+        out.push('\n');
+    }
+    let summary = if summary.trim().is_empty() {
+        "(none kept: the state above stands alone)"
+    } else {
+        summary
+    };
+    out.push_str("Summary: ");
+    out.push_str(summary);
+    out
+}
+
+fn sections(state: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let prompts = strings(&state["prompts"]);
+    if !prompts.is_empty() {
+        let quoted: Vec<String> = prompts.iter().map(|p| quote_lines(p)).collect();
+        out.push(format!(
+            "What the person asked, word for word:\n{}",
+            quoted.join("\n")
+        ));
+    }
+    let touched = strings(&state["touched"]);
+    if !touched.is_empty() {
+        out.push(format!("Files read or touched: {}.", touched.join(", ")));
+    }
+    if let Some(notes) = state["read_notes"].as_array().filter(|n| !n.is_empty()) {
+        let mut lines = vec![
+            "What a file's read showed that no other read did (quoted from the log):".to_owned(),
+        ];
+        for note in notes {
+            let path = note["path"].as_str().unwrap_or("?");
+            for saw in strings(&note["saw"]) {
+                lines.push(format!("- {path}: \"{saw}\""));
+            }
+        }
+        if let Some(n) = state["read_notes_left_out"].as_u64() {
+            lines.push(format!("- ({n} more files not quoted, for room)"));
+        }
+        out.push(lines.join("\n"));
+    }
+    // A change's revision is known only when its tool reports one.
+    list(&mut out, "Files changed", &state["changed"], |c| {
+        let path = c["resource"].as_str().unwrap_or("?");
+        match c["token"].as_str() {
+            Some(token) => format!("{path} (left at revision {token})"),
+            None => path.to_owned(),
+        }
+    });
+    list(&mut out, "Checks run", &state["checks"], |c| {
+        let verdict = if c["passed"] == true {
+            "passed"
+        } else {
+            "failed"
+        };
+        format!(
+            "`{}`: exit {}, {verdict}",
+            c["command"].as_str().unwrap_or("?"),
+            c["exit"]
+        )
+    });
+    list(&mut out, "Calls that failed", &state["failures"], |f| {
+        format!(
+            "{}: {}",
+            f["tool"].as_str().unwrap_or("?"),
+            f["code"].as_str().unwrap_or("error")
+        )
+    });
+    list(
+        &mut out,
+        "The person's decisions",
+        &state["decisions"],
+        |d| {
+            format!(
+                "{} (by {})",
+                plain(&d["decision"]),
+                d["by"].as_str().unwrap_or("?")
+            )
+        },
+    );
+    list(
+        &mut out,
+        "Questions still waiting for the person",
+        &state["pending_approvals"],
+        plain,
+    );
+    list(&mut out, "Sub-agents started", &state["agents"], plain);
+    list(
+        &mut out,
+        "Results set aside (read with read_result)",
+        &state["artifacts"],
+        plain,
+    );
+    out
+}
+
+/// A labelled list, one item a line; nothing when the list is empty.
+fn list(out: &mut Vec<String>, label: &str, items: &Value, item: impl Fn(&Value) -> String) {
+    let Some(items) = items.as_array().filter(|i| !i.is_empty()) else {
+        return;
+    };
+    let lines: Vec<String> = items.iter().map(|i| format!("- {}", item(i))).collect();
+    out.push(format!("{label}:\n{}", lines.join("\n")));
+}
+
+fn plain(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| a.iter().map(plain).collect())
+        .unwrap_or_default()
+}
+
+/// Each line of the person's words behind `> `, so a line of theirs cannot
+/// pass for one of the state's headings.
+fn quote_lines(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("> {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::compaction_text;
+
+    #[test]
+    fn the_task_and_what_each_file_alone_said_are_lines_not_json() {
+        let state = json!({
+            "prompts": ["Read f0.txt to f39.txt.\nThen tell me which file mentions BLUE."],
+            "touched": ["f0.txt", "f3.txt"],
+            "changed": [],
+            "checks": [],
+            "failures": [{"tool": "read_file", "code": "not_found"}],
+            "decisions": [],
+            "pending_approvals": [],
+            "agents": [],
+            "artifacts": [],
+            "read_notes": [{"path": "f3.txt", "saw": ["file 3: the sea is BLUE."]}],
+            "read_notes_left_out": 2,
+        });
+        let text = compaction_text(&state, "Read f0-f3.");
+        assert_eq!(
+            text,
+            "[Earlier conversation, summarised to save room]\n\
+             What the person asked, word for word:\n\
+             > Read f0.txt to f39.txt.\n\
+             > Then tell me which file mentions BLUE.\n\
+             Files read or touched: f0.txt, f3.txt.\n\
+             What a file's read showed that no other read did (quoted from the log):\n\
+             - f3.txt: \"file 3: the sea is BLUE.\"\n\
+             - (2 more files not quoted, for room)\n\
+             Calls that failed:\n\
+             - read_file: not_found\n\
+             Summary: Read f0-f3."
+        );
+    }
+
+    #[test]
+    fn changes_checks_and_waiting_questions_are_named_and_a_dropped_summary_said() {
+        let state = json!({
+            "prompts": [],
+            "changed": [{"resource": "a.rs", "token": "abc"}, {"resource": "old.rs"}],
+            "checks": [{"command": "cargo test", "exit": 101, "passed": false}],
+            "decisions": [{"decision": "deny", "by": "person"}],
+            "pending_approvals": ["ap-1"],
+            "agents": ["main/agent-1"],
+            "artifacts": ["f00d"],
+        });
+        let text = compaction_text(&state, " ");
+        for line in [
+            "Files changed:\n- a.rs (left at revision abc)\n- old.rs\n",
+            "- `cargo test`: exit 101, failed",
+            "- deny (by person)",
+            "Questions still waiting for the person:\n- ap-1",
+            "Sub-agents started:\n- main/agent-1",
+            "Results set aside (read with read_result):\n- f00d",
+            "\nSummary: (none kept: the state above stands alone)",
+        ] {
+            assert!(text.contains(line), "{line:?} in {text}");
+        }
+        assert!(!text.contains("What the person asked"), "{text}");
+    }
+}
