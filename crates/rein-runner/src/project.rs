@@ -3,8 +3,10 @@
 //! For the turns on the path from the root to the current turn: each
 //! prompt, each completed assistant message, each tool result (threaded as
 //! a user message of `tool_result` blocks right after the assistant message
-//! that called them), and what a person said mid-turn. The log is read, not
-//! changed.
+//! that called them), and what a person said mid-turn. Pruned results show
+//! as stubs; calls set aside as too many at once leave the view with their
+//! results, named in a note on their step's first shown result. The log is
+//! read, not changed.
 
 use std::collections::HashSet;
 
@@ -89,6 +91,11 @@ pub(crate) struct Projector {
     compactions: usize,
     current: bool,
     summarised: HashSet<u64>,
+    /// Calls set aside as too many at once that are out of view, and the
+    /// call whose result carries the note naming them (its step's first
+    /// call still shown), with that note.
+    hidden: HashSet<String>,
+    notes: std::collections::HashMap<String, String>,
     /// The last sequence number fed.
     pub(crate) seen: u64,
     /// The messages so far, each shared with the requests made from them
@@ -116,6 +123,8 @@ impl Projector {
             on_path,
             current: false,
             summarised: HashSet::new(),
+            hidden: HashSet::new(),
+            notes: std::collections::HashMap::new(),
             seen: 0,
             messages: Vec::new(),
         }
@@ -165,7 +174,8 @@ impl Projector {
         match &stored.event {
             Event::TurnStarted { prompt, .. } => self.user(ContentBlock::text(prompt.clone())),
             Event::ModelCompleted { message, .. } if !message.content.is_empty() => {
-                self.messages.push(std::sync::Arc::new(message.clone()));
+                let message = self.without_set_aside(message);
+                self.messages.push(std::sync::Arc::new(message));
             }
             Event::ToolResult {
                 call_id,
@@ -173,13 +183,19 @@ impl Projector {
                 content,
                 ..
             } => {
-                let content = match self.edits.pruned.get(call_id.as_str()) {
-                    Some(artifact) if self.edits.at_once.contains(call_id.as_str()) => {
-                        vec![ContentBlock::text(set_aside_stub(artifact))]
+                if self.hidden.contains(call_id.as_str()) {
+                    return;
+                }
+                let mut content = match self.edits.pruned.get(call_id.as_str()) {
+                    Some(_) if self.edits.at_once.contains(call_id.as_str()) => {
+                        vec![ContentBlock::text(SET_ASIDE_STUB)]
                     }
                     Some(artifact) => vec![ContentBlock::text(pruned_stub(artifact))],
                     None => result_blocks(content),
                 };
+                if let Some(note) = self.notes.remove(call_id.as_str()) {
+                    content.push(ContentBlock::text(note));
+                }
                 self.user(ContentBlock::ToolResult {
                     tool_use_id: call_id.clone(),
                     content,
@@ -192,6 +208,79 @@ impl Projector {
     }
 }
 
+impl Projector {
+    /// `message` as the model is shown it: the calls set aside as too many
+    /// at once are taken out with their results (a provider needs each
+    /// shown call answered, and twenty stubs cost more room than the
+    /// setting aside won), and the step's first call still shown carries a
+    /// note naming them, so the model can make them again. When every call
+    /// of the step was set aside, the first stays, with a stub.
+    fn without_set_aside(&mut self, message: &Message) -> Message {
+        let set_aside = |b: &ContentBlock| matches!(b, ContentBlock::ToolUse { id, .. } if self.edits.at_once.contains(id.as_str()));
+        if !message.content.iter().any(set_aside) {
+            return message.clone();
+        }
+        let keeper = message
+            .content
+            .iter()
+            .find_map(|b| match b {
+                ContentBlock::ToolUse { id, .. } if !set_aside(b) => Some(id.clone()),
+                _ => None,
+            })
+            .or_else(|| {
+                message.content.iter().find_map(|b| match b {
+                    ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+                    _ => None,
+                })
+            })
+            .unwrap_or_default();
+        let mut named = Vec::new();
+        let mut content = Vec::new();
+        for block in &message.content {
+            match block {
+                ContentBlock::ToolUse { id, name, input } if set_aside(block) && *id != keeper => {
+                    self.hidden.insert(id.clone());
+                    named.push(format!("{name} {input}"));
+                }
+                other => content.push(other.clone()),
+            }
+        }
+        if !named.is_empty() {
+            self.notes.insert(keeper, set_aside_note(&named));
+        }
+        Message {
+            role: message.role,
+            content,
+        }
+    }
+}
+
+/// At most this many set-aside calls are named in a note; the rest counted.
+const NOTE_CALLS: usize = 64;
+/// Each named call's arguments are cut to this many characters.
+const NOTE_CALL_CHARS: usize = 120;
+
+/// The note on a step's first shown result naming the calls of the step
+/// set aside for room (`named`: each call's tool and arguments).
+fn set_aside_note(named: &[String]) -> String {
+    let shown: Vec<String> = named
+        .iter()
+        .take(NOTE_CALLS)
+        .map(|c| c.chars().take(NOTE_CALL_CHARS).collect())
+        .collect();
+    let more = named.len().saturating_sub(NOTE_CALLS);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "[rein: the results of {} other calls of this step did not fit the context window and were set aside, unseen: {}{more}. Make those calls again when you need them, fewer at a time.]",
+        named.len(),
+        shown.join("; ")
+    )
+}
+
 /// What a pruned result shows the model.
 pub(crate) fn pruned_stub(artifact: &str) -> String {
     format!(
@@ -200,12 +289,10 @@ pub(crate) fn pruned_stub(artifact: &str) -> String {
 }
 
 /// What a result set aside as one of too many read at once shows the
-/// model (`conversation::window::overflow`).
-pub(crate) fn set_aside_stub(artifact: &str) -> String {
-    format!(
-        "{{\"pruned\":true,\"artifact\":\"{artifact}\",\"note\":\"This result did not fit the context window beside the others asked for in the same step, so it was set aside. Make the call again when you need it, fewer at a time (or page it with read_result).\"}}"
-    )
-}
+/// model (`conversation::window::overflow`). Short, and with no artifact:
+/// a step that asked for twenty reads gets twenty of these, and the call is
+/// made again rather than paged (the artifact stays in the log's record).
+pub(crate) const SET_ASIDE_STUB: &str = "{\"set_aside\":\"no room beside the rest of this step: make this call again, fewer at a time\"}";
 
 /// The compactions that apply to a path: pruned results and summarised ranges.
 #[derive(Debug, Default, Clone)]

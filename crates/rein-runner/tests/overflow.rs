@@ -133,16 +133,26 @@ async fn reads_asked_at_once_beyond_the_window_are_set_aside_newest_first() {
         "the request reached the 60% target: {} tokens",
         estimate(second)
     );
-    // The oldest results are shown whole, the newest set aside with a note.
+    // The oldest results are shown whole; the newest leave the view with
+    // their calls (each shown call must be answered), named in a note on
+    // the step's first result so the model can make them again.
+    let first = shown(second, "c0");
+    assert!(first.contains("file 0: lorem"), "{first}");
+    let last = format!("c{}", FILES - 1);
+    assert_eq!(shown(second, &last), "", "the last result is out of view");
+    let called: Vec<&str> = second
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!called.contains(&last.as_str()), "{called:?}");
     assert!(
-        shown(second, "c0").contains("file 0: lorem"),
-        "{}",
-        shown(second, "c0")
-    );
-    let last = shown(second, &format!("c{}", FILES - 1));
-    assert!(
-        last.contains("did not fit the context window") && last.contains("read_result"),
-        "{last}"
+        first.contains("set aside") && first.contains(&format!("f{}.txt", FILES - 1)),
+        "the note names the call: {first}"
     );
     let log = store.read(conv.session_id(), 1, 10_000).await.unwrap();
     let set_aside = log

@@ -445,14 +445,19 @@ impl Provider for ScriptedBrain {
     }
 }
 
-/// Every message's text in `request`, lowercased (for `Rule::when_seen`).
+/// Every message's text in `request`, tool results' text included,
+/// lowercased (for `Rule::when_seen`).
 fn seen(request: &Request) -> String {
-    request
-        .messages
-        .iter()
-        .map(|m| m.text().to_lowercase())
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut out = Vec::new();
+    for message in &request.messages {
+        out.push(message.text());
+        for block in &message.content {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                out.push(rein_wire::text_of(content));
+            }
+        }
+    }
+    out.join("\n").to_lowercase()
 }
 
 #[cfg(test)]

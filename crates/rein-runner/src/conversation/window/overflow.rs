@@ -15,8 +15,11 @@ use super::Window;
 use super::pressure::{Prune, uncovered};
 use crate::conversation::journal::Journal;
 
-/// About what a set-aside result still costs: its note, in tokens.
-const NOTE_TOKENS: u64 = 60;
+/// About what a set-aside call still costs, in tokens: its tool and
+/// arguments named in its step's note (`project::set_aside_note`); the call
+/// and its result leave the model's view. An estimate short of the truth
+/// only means another round.
+const NOTE_TOKENS: u64 = 20;
 
 impl Window {
     /// Set aside read results on the path, newest first, until about `over`
