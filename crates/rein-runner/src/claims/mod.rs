@@ -138,17 +138,21 @@ impl Record {
 
     /// A word `sentence`, which names only the file read `path`, says the
     /// file holds — after `path:`, after "mentions", "says", "contains"…, or
-    /// quoted — that its reads never showed though another file's did.
+    /// quoted — that its reads never showed though another file's did; or
+    /// a word it quotes as the file's own (`contains "BLUE"`) that its reads
+    /// never showed at all.
     fn misread(&self, path: &str, sentence: &str) -> Option<String> {
         let own = &self.reads[path];
+        let unseen = |w: &&str| w.chars().count() >= MIN_WORD && !own.contains(*w);
         let said = attributed(sentence);
-        words_of(&said)
-            .filter(|w| w.chars().count() >= MIN_WORD && !own.contains(*w))
-            .find(|w| {
-                self.reads
-                    .iter()
-                    .any(|(other, words)| other != path && words.contains(*w))
-            })
+        let moved = words_of(&said).filter(unseen).find(|w| {
+            self.reads
+                .iter()
+                .any(|(other, words)| other != path && words.contains(*w))
+        });
+        let quoted = quoted_as_said(sentence);
+        moved
+            .or_else(|| words_of(&quoted).find(unseen))
             .map(str::to_owned)
     }
 
@@ -216,6 +220,15 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
             .filter(|w| !w.is_empty())
             .collect();
         if words.iter().any(|w| denies(w)) {
+            // A denied sentence claims nothing, but a clause of it with no
+            // denial may still misquote a file ("f0.txt contained the text
+            // "BLUE", which was not mentioned …").
+            for clause in clauses(sentence) {
+                let lower = clause.to_lowercase();
+                if !words_of(&lower).any(denies) {
+                    misread(clause, record, &mut claims);
+                }
+            }
             continue;
         }
         if words.iter().any(|w| changes(w)) {
@@ -233,20 +246,32 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
             let shown: String = sentence.trim().chars().take(120).collect();
             claims.push(Claim::Passed(shown));
         }
-        // A sentence about one file read: what it says of it, held to its
-        // reads. One naming several files says nothing of any one.
-        let named: HashSet<&str> = sentence
-            .split_whitespace()
-            .filter_map(path_like)
-            .filter_map(|p| record.read_as(p))
-            .collect();
-        if let [path] = named.into_iter().collect::<Vec<_>>()[..]
-            && let Some(word) = record.misread(path, sentence)
-        {
-            claims.push(Claim::Misread(path.to_owned(), word));
-        }
+        misread(sentence, record, &mut claims);
     }
     claims
+}
+
+/// A sentence (or clause) about one file read: what it says of it, held to
+/// its reads. One naming several files says nothing of any one.
+fn misread(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
+    let named: HashSet<&str> = sentence
+        .split_whitespace()
+        .filter_map(path_like)
+        .filter_map(|p| record.read_as(p))
+        .collect();
+    if let [path] = named.into_iter().collect::<Vec<_>>()[..]
+        && let Some(word) = record.misread(path, sentence)
+    {
+        let claim = Claim::Misread(path.to_owned(), word);
+        if !claims.contains(&claim) {
+            claims.push(claim);
+        }
+    }
+}
+
+/// The clauses of a sentence: split at commas and semicolons.
+fn clauses(sentence: &str) -> impl Iterator<Item = &str> {
+    sentence.split([',', ';']).filter(|c| !c.trim().is_empty())
 }
 
 /// A word shorter than this says too little to hold to a file.
@@ -254,8 +279,27 @@ const MIN_WORD: usize = 4;
 
 /// Words after which a sentence says what a file holds.
 const SAYS: &[&str] = &[
-    "mention", "mentions", "say", "says", "contain", "contains", "state", "states", "reads",
-    "shows", "show", "holds",
+    "mention",
+    "mentions",
+    "mentioned",
+    "say",
+    "says",
+    "said",
+    "contain",
+    "contains",
+    "contained",
+    "state",
+    "states",
+    "stated",
+    "reads",
+    "shows",
+    "show",
+    "showed",
+    "holds",
+    "held",
+    "include",
+    "includes",
+    "included",
 ];
 
 /// What `sentence` says a file holds, in lower case, file names left out:
@@ -274,24 +318,45 @@ fn attributed(sentence: &str) -> String {
             break;
         }
     }
-    for quote in ['"', '`', '\u{201c}'] {
-        let close = if quote == '\u{201c}' {
-            '\u{201d}'
-        } else {
-            quote
-        };
-        let mut rest = lower.as_str();
-        while let Some((_, after)) = rest.split_once(quote)
-            && let Some((inside, more)) = after.split_once(close)
-        {
-            said.extend(inside.split_whitespace());
-            rest = more;
-        }
-    }
+    said.extend(quoted(&lower));
     said.into_iter()
         .filter(|w| path_like(w).is_none())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// What `sentence` quotes after a word of [`SAYS`] or a file named with a
+/// colon, in lower case: the text it gives as the file's own words.
+fn quoted_as_said(sentence: &str) -> String {
+    let lower = sentence.to_lowercase();
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let Some(at) = tokens.iter().position(|t| {
+        (t.ends_with(':') && path_like(t).is_some())
+            || SAYS.contains(&t.trim_matches(|c: char| !c.is_alphabetic()))
+    }) else {
+        return String::new();
+    };
+    let tail = tokens[at + 1..].join(" ");
+    quoted(&tail)
+        .into_iter()
+        .filter(|w| path_like(w).is_none())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The words inside quotes (`"…"`, `` `…` ``, `“…”`) in `text`.
+fn quoted(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for (open, close) in [('"', '"'), ('`', '`'), ('\u{201c}', '\u{201d}')] {
+        let mut rest = text;
+        while let Some((_, after)) = rest.split_once(open)
+            && let Some((inside, more)) = after.split_once(close)
+        {
+            out.extend(inside.split_whitespace());
+            rest = more;
+        }
+    }
+    out
 }
 
 /// The words of `text`: runs of letters (a file's name and extension are

@@ -218,3 +218,34 @@ fn what_a_file_read_says_of_itself_is_backed() {
         assert_eq!(unbacked(text, &log), vec![], "{text}");
     }
 }
+
+#[test]
+fn a_word_quoted_as_a_files_own_that_it_never_showed_is_named() {
+    // Try 22's first summary, with only f0.txt read before it.
+    let only_f0 = record(&read(
+        1,
+        "f0.txt",
+        "file 0: lorem ipsum dolor. Next: read f1.txt.",
+    ));
+    let said = "The results indicated that file `f0.txt` contained the text \"BLUE\", \
+                which was not mentioned in any of the files read.";
+    assert_eq!(
+        unbacked(said, &only_f0),
+        vec![Claim::Misread("f0.txt".into(), "blue".into())]
+    );
+    assert_eq!(
+        unbacked("f0.txt: \"the sea is green\"", &only_f0),
+        vec![Claim::Misread("f0.txt".into(), "green".into())]
+    );
+    for honest in [
+        "f0.txt says \"lorem ipsum\"",
+        "f0.txt does not contain \"BLUE\"",
+        "f0.txt was read, but it does not mention \"BLUE\"",
+        // Quoted, but not as the file's words.
+        "As asked (\"find BLUE\"), I read f0.txt",
+        // Unquoted and shown by no other file: a description, not a quote.
+        "f0.txt contains placeholder text",
+    ] {
+        assert_eq!(unbacked(honest, &only_f0), vec![], "{honest}");
+    }
+}
