@@ -99,7 +99,8 @@ fn check_counts(
     totals: &rein_trace::Totals,
     fail: &mut Vec<String>,
 ) {
-    check_pressures(expect, &result.pressures.clone().unwrap_or_default(), fail);
+    let none = Pressures::default();
+    check_pressures(expect, result.pressures.as_ref().unwrap_or(&none), fail);
     for wanted in &expect.summary_checks_include {
         if !result.summary_checks.contains(wanted) {
             fail.push(format!(
