@@ -250,7 +250,7 @@ async fn a_summary_that_moves_a_fact_to_another_file_is_asked_again() {
     );
     assert_eq!(
         summary["summary_check"]["rejected"],
-        json!(["that sky.txt says \"blue\" (it does not: another file read does)"])
+        json!(["that sky.txt says \"blue\" (its reads do not show it)"])
     );
     assert!(
         summary["text"]

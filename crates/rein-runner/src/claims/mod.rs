@@ -169,6 +169,23 @@ impl Record {
         (json!(self.revisions()), json!(self.receipts))
     }
 
+    /// Whether `name` (no extension) is shaped like the name of a file
+    /// read, digits apart — `f39` beside a read `f3.txt` — and is not one.
+    fn like_a_read_file(&self, name: &str) -> bool {
+        let has_digit = name.chars().any(|c| c.is_ascii_digit());
+        let has_letter = name.chars().any(char::is_alphabetic);
+        if !has_digit || !has_letter || name.len() < 2 {
+            return false;
+        }
+        let stem = |path: &str| -> String {
+            let file = path.rsplit('/').next().unwrap_or(path);
+            file.split_once('.').map_or(file, |(s, _)| s).to_owned()
+        };
+        let folded = fold_digits(name);
+        let stems: Vec<String> = self.reads.keys().map(|p| stem(p)).collect();
+        !stems.iter().any(|s| s == name) && stems.iter().any(|s| fold_digits(s) == folded)
+    }
+
     fn backs_file(&self, claimed: &str) -> bool {
         let claimed = claimed.trim_start_matches("./");
         let same = |path: &str| {
@@ -195,6 +212,10 @@ pub(crate) enum Claim {
     /// A word said of a file read (its path, the word) that its reads never
     /// showed, though another file's did.
     Misread(String, String),
+    /// A file said to hold something that was never read: by its name
+    /// (`f39.txt`), or by a name shaped like the names of files read,
+    /// digits apart (`f39` beside a read `f3.txt`).
+    Unread(String),
 }
 
 impl Claim {
@@ -204,8 +225,9 @@ impl Claim {
             Claim::Changed(path) => format!("that {path} was changed"),
             Claim::Passed(sentence) => format!("that a check passed (\"{sentence}\")"),
             Claim::Misread(path, word) => {
-                format!("that {path} says \"{word}\" (it does not: another file read does)")
+                format!("that {path} says \"{word}\" (its reads do not show it)")
             }
+            Claim::Unread(name) => format!("that {name} says something (it was never read)"),
         }
     }
 }
@@ -247,8 +269,37 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
             claims.push(Claim::Passed(shown));
         }
         misread(sentence, record, &mut claims);
+        unread(sentence, record, &mut claims);
     }
     claims
+}
+
+/// A sentence (or clause) saying what a file holds — a word of [`SAYS`]
+/// after the file's name — of a file the stretch never read.
+fn unread(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
+    if record.reads.is_empty() {
+        return;
+    }
+    let lower = sentence.to_lowercase();
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let Some(verb) = tokens
+        .iter()
+        .position(|t| SAYS.contains(&t.trim_matches(|c: char| !c.is_alphabetic())))
+    else {
+        return;
+    };
+    for token in &tokens[..verb] {
+        let name = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '/');
+        let name = name.trim_end_matches('.');
+        let unread = match path_like(name) {
+            Some(path) => record.read_as(path).is_none(),
+            None => record.like_a_read_file(name),
+        };
+        let claim = Claim::Unread(name.to_owned());
+        if unread && !claims.contains(&claim) {
+            claims.push(claim);
+        }
+    }
 }
 
 /// A sentence (or clause) about one file read: what it says of it, held to
@@ -354,6 +405,21 @@ fn quoted(text: &str) -> Vec<&str> {
         {
             out.extend(inside.split_whitespace());
             rest = more;
+        }
+    }
+    out
+}
+
+/// `text` with each run of digits as one `#`.
+fn fold_digits(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !out.ends_with('#') {
+                out.push('#');
+            }
+        } else {
+            out.push(c);
         }
     }
     out

@@ -249,3 +249,41 @@ fn a_word_quoted_as_a_files_own_that_it_never_showed_is_named() {
         assert_eq!(unbacked(honest, &only_f0), vec![], "{honest}");
     }
 }
+
+#[test]
+fn a_file_said_to_hold_something_it_was_never_read_is_named() {
+    let log = three_reads();
+    // Try 24's summaries, written when f0-f34 had been read, f39 not.
+    let early = record(&read(
+        1,
+        "f3.txt",
+        "file 3: the colour of the sea here is BLUE.",
+    ));
+    for said in [
+        "They then found that file f39 mentions \"BLUE\" in its content.",
+        "The conversation concluded that file f39 contains \"BLUE\".",
+    ] {
+        assert_eq!(
+            unbacked(said, &early),
+            vec![Claim::Unread("f39".into())],
+            "{said}"
+        );
+    }
+    assert_eq!(
+        unbacked("f40.txt says the sea is blue", &log),
+        vec![Claim::Unread("f40.txt".into())]
+    );
+    for honest in [
+        // Read: held to its reads, not called unread.
+        "f3.txt mentions BLUE",
+        "file f3 mentions BLUE",
+        // No saying verb: a plan, not a claim about a file's words.
+        "Next I will read f39.txt",
+        // Denied.
+        "f40.txt does not mention BLUE",
+        // Not shaped like the files read.
+        "Version 2 says nothing new",
+    ] {
+        assert_eq!(unbacked(honest, &log), vec![], "{honest}");
+    }
+}
