@@ -128,7 +128,7 @@ fn sentence_end(s: &str) -> Option<usize> {
 
 /// A piece as compared: lower case, every run of digits one `#`, every run
 /// of white space one space.
-fn fold(piece: &str) -> String {
+pub(crate) fn fold(piece: &str) -> String {
     let mut out = String::with_capacity(piece.len());
     let mut last = ' ';
     for c in piece.chars() {

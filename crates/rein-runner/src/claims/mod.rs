@@ -181,9 +181,10 @@ impl Record {
             let file = path.rsplit('/').next().unwrap_or(path);
             file.split_once('.').map_or(file, |(s, _)| s).to_owned()
         };
-        let folded = fold_digits(name);
+        let fold = crate::read_notes::fold;
+        let folded = fold(name);
         let stems: Vec<String> = self.reads.keys().map(|p| stem(p)).collect();
-        !stems.iter().any(|s| s == name) && stems.iter().any(|s| fold_digits(s) == folded)
+        !stems.iter().any(|s| s == name) && stems.iter().any(|s| fold(s) == folded)
     }
 
     fn backs_file(&self, claimed: &str) -> bool {
@@ -282,10 +283,7 @@ fn unread(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
     }
     let lower = sentence.to_lowercase();
     let tokens: Vec<&str> = lower.split_whitespace().collect();
-    let Some(verb) = tokens
-        .iter()
-        .position(|t| SAYS.contains(&t.trim_matches(|c: char| !c.is_alphabetic())))
-    else {
+    let Some(verb) = tokens.iter().position(|t| says(t)) else {
         return;
     };
     for token in &tokens[..verb] {
@@ -360,15 +358,7 @@ const SAYS: &[&str] = &[
 fn attributed(sentence: &str) -> String {
     let lower = sentence.to_lowercase();
     let tokens: Vec<&str> = lower.split_whitespace().collect();
-    let mut said: Vec<&str> = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        let named = token.ends_with(':') && path_like(token).is_some();
-        let verb = SAYS.contains(&token.trim_matches(|c: char| !c.is_alphabetic()));
-        if named || verb {
-            said.extend(&tokens[i + 1..]);
-            break;
-        }
-    }
+    let mut said: Vec<&str> = said_from(&tokens).map_or(Vec::new(), |at| tokens[at..].to_vec());
     said.extend(quoted(&lower));
     said.into_iter()
         .filter(|w| path_like(w).is_none())
@@ -381,13 +371,10 @@ fn attributed(sentence: &str) -> String {
 fn quoted_as_said(sentence: &str) -> String {
     let lower = sentence.to_lowercase();
     let tokens: Vec<&str> = lower.split_whitespace().collect();
-    let Some(at) = tokens.iter().position(|t| {
-        (t.ends_with(':') && path_like(t).is_some())
-            || SAYS.contains(&t.trim_matches(|c: char| !c.is_alphabetic()))
-    }) else {
+    let Some(at) = said_from(&tokens) else {
         return String::new();
     };
-    let tail = tokens[at + 1..].join(" ");
+    let tail = tokens[at..].join(" ");
     quoted(&tail)
         .into_iter()
         .filter(|w| path_like(w).is_none())
@@ -410,19 +397,18 @@ fn quoted(text: &str) -> Vec<&str> {
     out
 }
 
-/// `text` with each run of digits as one `#`.
-fn fold_digits(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            if !out.ends_with('#') {
-                out.push('#');
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// Whether `token` is a word of [`SAYS`] (punctuation around it aside).
+fn says(token: &str) -> bool {
+    SAYS.contains(&token.trim_matches(|c: char| !c.is_alphabetic()))
+}
+
+/// Where what a sentence (`tokens`, lower case) says a file holds begins:
+/// after a file named with a colon or after a word of [`SAYS`].
+fn said_from(tokens: &[&str]) -> Option<usize> {
+    tokens
+        .iter()
+        .position(|t| says(t) || (t.ends_with(':') && path_like(t).is_some()))
+        .map(|at| at + 1)
 }
 
 /// The words of `text`: runs of letters (a file's name and extension are
