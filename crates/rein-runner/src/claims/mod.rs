@@ -177,14 +177,19 @@ impl Record {
         if !has_digit || !has_letter || name.len() < 2 {
             return false;
         }
-        let stem = |path: &str| -> String {
-            let file = path.rsplit('/').next().unwrap_or(path);
-            file.split_once('.').map_or(file, |(s, _)| s).to_owned()
-        };
         let fold = crate::read_notes::fold;
         let folded = fold(name);
-        let stems: Vec<String> = self.reads.keys().map(|p| stem(p)).collect();
-        !stems.iter().any(|s| s == name) && stems.iter().any(|s| fold(s) == folded)
+        let stems: Vec<&str> = self.reads.keys().map(|p| stem(p)).collect();
+        !stems.contains(&name) && stems.iter().any(|s| fold(s) == folded)
+    }
+
+    /// The file read whose name without its extension is `name` (`f3` for
+    /// a read `f3.txt`).
+    fn read_by_stem(&self, name: &str) -> Option<&str> {
+        self.reads
+            .keys()
+            .find(|p| stem(p).eq_ignore_ascii_case(name))
+            .map(String::as_str)
     }
 
     fn backs_file(&self, claimed: &str) -> bool {
@@ -203,6 +208,12 @@ impl Record {
     }
 }
 
+/// A file's name without its folder and extension.
+fn stem(path: &str) -> &str {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.split_once('.').map_or(file, |(s, _)| s)
+}
+
 /// A summary's claim the log does not back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Claim {
@@ -217,6 +228,13 @@ pub(crate) enum Claim {
     /// (`f39.txt`), or by a name shaped like the names of files read,
     /// digits apart (`f39` beside a read `f3.txt`).
     Unread(String),
+    /// A word said to be in no file read, or not in `file`, that a read
+    /// (`shown_by`) showed.
+    Denied {
+        file: Option<String>,
+        word: String,
+        shown_by: String,
+    },
 }
 
 impl Claim {
@@ -229,6 +247,16 @@ impl Claim {
                 format!("that {path} says \"{word}\" (its reads do not show it)")
             }
             Claim::Unread(name) => format!("that {name} says something (it was never read)"),
+            Claim::Denied {
+                file: Some(path),
+                word,
+                ..
+            } => format!("that {path} does not say \"{word}\" (its read shows it)"),
+            Claim::Denied {
+                file: None,
+                word,
+                shown_by,
+            } => format!("that no file read says \"{word}\" ({shown_by}'s read shows it)"),
         }
     }
 }
@@ -252,6 +280,7 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
                     misread(clause, record, &mut claims);
                 }
             }
+            denied::denied(sentence, record, &mut claims);
             continue;
         }
         if words.iter().any(|w| changes(w)) {
@@ -384,13 +413,21 @@ fn quoted_as_said(sentence: &str) -> String {
 
 /// The words inside quotes (`"…"`, `` `…` ``, `“…”`) in `text`.
 fn quoted(text: &str) -> Vec<&str> {
+    quotes(text)
+        .into_iter()
+        .flat_map(str::split_whitespace)
+        .collect()
+}
+
+/// What is inside each pair of quotes (`"…"`, `` `…` ``, `“…”`) in `text`.
+fn quotes(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for (open, close) in [('"', '"'), ('`', '`'), ('\u{201c}', '\u{201d}')] {
         let mut rest = text;
         while let Some((_, after)) = rest.split_once(open)
             && let Some((inside, more)) = after.split_once(close)
         {
-            out.extend(inside.split_whitespace());
+            out.push(inside);
             rest = more;
         }
     }
@@ -459,10 +496,8 @@ const CHECK: &[&str] = &[
 
 /// A word that denies or hedges the sentence it is in.
 fn denies(word: &str) -> bool {
-    matches!(
-        word,
-        "not" | "never" | "no" | "none" | "nothing" | "unable" | "cannot" | "without" | "yet"
-    ) || word.ends_with("n't")
+    denied::negates(word)
+        || matches!(word, "unable" | "cannot" | "yet")
         || word.starts_with("fail")
         || word.starts_with("attempt")
         || word.starts_with("tried")
@@ -536,6 +571,8 @@ fn path_of(arguments: &Value) -> Option<String> {
         .find_map(|k| arguments.get(*k).and_then(Value::as_str))
         .map(str::to_owned)
 }
+
+mod denied;
 
 #[cfg(test)]
 mod tests;

@@ -287,3 +287,59 @@ fn a_file_said_to_hold_something_it_was_never_read_is_named() {
         assert_eq!(unbacked(honest, &log), vec![], "{honest}");
     }
 }
+
+#[test]
+fn a_word_denied_that_a_read_showed_is_named() {
+    let log = three_reads();
+    let nowhere = |word: &str| Claim::Denied {
+        file: None,
+        word: word.into(),
+        shown_by: "f3.txt".into(),
+    };
+    // Try 25's kept summary, with f3.txt's read showing BLUE.
+    for said in [
+        "Upon reviewing, there were no files that contained the word \"BLUE\".",
+        "None of the files mention BLUE.",
+        "The word blue was not found in any file",
+        "No file other than f0.txt mentions \"BLUE\"",
+        "I have not found which file contains \"blue\" yet",
+    ] {
+        assert_eq!(unbacked(said, &log), vec![nowhere("blue")], "{said}");
+    }
+    assert_eq!(
+        unbacked("f3.txt does not mention \"BLUE\".", &log),
+        vec![Claim::Denied {
+            file: Some("f3.txt".into()),
+            word: "blue".into(),
+            shown_by: "f3.txt".into(),
+        }]
+    );
+    assert_eq!(
+        unbacked("File f3 doesn't contain the word BLUE", &log),
+        vec![Claim::Denied {
+            file: Some("f3.txt".into()),
+            word: "blue".into(),
+            shown_by: "f3.txt".into(),
+        }]
+    );
+    for honest in [
+        "f0.txt does not mention \"BLUE\"",
+        "file f0 doesn't contain the word BLUE",
+        "Neither f0.txt nor f39.txt mentions BLUE",
+        "No file except f3.txt mentions \"BLUE\"",
+        "No file mentions \"BLUE\", except f3.txt",
+        "f0.txt does not mention BLUE, but f3.txt does",
+        "No file mentions \"GREEN\"",
+        // A file never read: what it lacks is not known either way.
+        "f40.txt does not mention BLUE",
+        "f7 does not contain BLUE",
+        // A hedge or plan, not a denial.
+        "I should check which files mention BLUE",
+        // A quoted sentence, not a word meant.
+        "No file read answers \"which file mentions BLUE in the set\"",
+        // Capitals that are not a word meant, and the denial is the capitals.
+        "NONE of the files say GREEN",
+    ] {
+        assert_eq!(unbacked(honest, &log), vec![], "{honest}");
+    }
+}

@@ -1,0 +1,159 @@
+//! A summary's denials held to the reads: a sentence saying that no file,
+//! or a named file, holds a word ("there were no files that contained the
+//! word "BLUE"") is false when a read the stretch made showed that word.
+//! After a compaction such a sentence stands beside the state that quotes
+//! the file, and a small model believes the sentence.
+//!
+//! What counts as the word: the words of a quote of at most three words,
+//! the word after "word", "text", "string", "term" or "phrase", and a word
+//! written in capitals as a task names its keyword (`BLUE`). A sentence that names files and carves out
+//! exceptions ("except", "other than", "but", "only") is read whole: it is
+//! false only when a file it does not name showed the word. Otherwise each
+//! clause is read alone. A file named that was never read is not held
+//! here (`Claim::Unread` is about what a file says, not what it lacks).
+//!
+//! Not here: claims a sentence makes (`super::unbacked`), hedges such as
+//! "should" or "plan" (no denial: a plan claims nothing).
+
+use super::{Claim, MIN_WORD, Record, clauses, path_like, quotes, says, words_of};
+
+/// Words that deny; a sentence with one and a word of [`super::SAYS`] says
+/// what a file lacks.
+pub(super) fn negates(word: &str) -> bool {
+    matches!(
+        word,
+        "not" | "never" | "no" | "none" | "nothing" | "neither" | "nor" | "without"
+    ) || word.ends_with("n't")
+}
+
+/// Words that carve exceptions out of a denial.
+const EXCEPT: &[&str] = &[
+    "except", "other", "besides", "apart", "aside", "only", "but",
+];
+
+/// Words after which the next word is the one meant.
+const NAMING: &[&str] = &["word", "text", "string", "term", "phrase", "keyword"];
+
+/// A quote of more words than this is a sentence, not a word meant.
+const MAX_QUOTED: usize = 3;
+
+/// Extra verbs that, denied, say a word is in no file.
+const FOUND: &[&str] = &["found", "appear", "appears", "appeared", "present"];
+
+/// The denials in `sentence` that `record`'s reads contradict.
+pub(super) fn denied(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
+    if record.reads.is_empty() {
+        return;
+    }
+    let lower = sentence.to_lowercase();
+    if words_of(&lower).any(|w| EXCEPT.contains(&w)) {
+        clause(sentence, true, record, claims);
+    } else {
+        for part in clauses(sentence) {
+            clause(part, false, record, claims);
+        }
+    }
+}
+
+/// One clause (or a whole sentence with exceptions, `except`).
+fn clause(text: &str, except: bool, record: &Record, claims: &mut Vec<Claim>) {
+    let lower = text.to_lowercase();
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let denies = words_of(&lower).any(negates) || tokens.iter().any(|t| negates(bare(t)));
+    let verb = tokens.iter().any(|t| says(t) || FOUND.contains(&bare(t)));
+    if !denies || !verb {
+        return;
+    }
+    let named = named(text, record);
+    for word in keywords(text) {
+        let shown: Vec<&str> = record
+            .reads
+            .iter()
+            .filter(|(_, words)| words.contains(&word))
+            .map(|(path, _)| path.as_str())
+            .collect();
+        let is_named = |path: &str| named.contains(&Some(path));
+        let claim = if named.is_empty() || except {
+            shown.iter().find(|p| !is_named(p)).map(|p| Claim::Denied {
+                file: None,
+                word: word.clone(),
+                shown_by: (*p).to_owned(),
+            })
+        } else {
+            shown.iter().find(|p| is_named(p)).map(|p| Claim::Denied {
+                file: Some((*p).to_owned()),
+                word: word.clone(),
+                shown_by: (*p).to_owned(),
+            })
+        };
+        if let Some(claim) = claim
+            && !claims.contains(&claim)
+        {
+            claims.push(claim);
+        }
+    }
+}
+
+/// The files `text` names: each read one, and `None` for one named that
+/// was never read (by path, or by a name shaped like the files read).
+fn named<'r>(text: &str, record: &'r Record) -> Vec<Option<&'r str>> {
+    let mut out = Vec::new();
+    for token in text.split_whitespace() {
+        if let Some(path) = path_like(token) {
+            out.push(record.read_as(path));
+            continue;
+        }
+        let name = bare(token).to_lowercase();
+        if let Some(path) = record.read_by_stem(&name) {
+            out.push(Some(path));
+        } else if record.like_a_read_file(&name) {
+            out.push(None);
+        }
+    }
+    out
+}
+
+/// The words `text` means as a file's words, in lower case: quoted, named
+/// ("the word BLUE"), or in capitals outside a quote.
+fn keywords(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out: Vec<String> = quotes(&lower)
+        .into_iter()
+        .filter(|q| q.split_whitespace().count() <= MAX_QUOTED)
+        .flat_map(words_of)
+        .map(str::to_owned)
+        .collect();
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    for pair in tokens.windows(2) {
+        if NAMING.contains(&bare(&pair[0].to_lowercase())) {
+            out.extend(words_of(&pair[1].to_lowercase()).map(str::to_owned));
+        }
+    }
+    let mut unquoted = text.to_owned();
+    for quote in quotes(text) {
+        unquoted = unquoted.replacen(quote, " ", 1);
+    }
+    for token in unquoted.split_whitespace() {
+        let word = bare(token);
+        let capitals = word.chars().all(|c| c.is_ascii_uppercase());
+        if capitals && word.len() >= MIN_WORD && !negates(&word.to_lowercase()) {
+            out.push(word.to_lowercase());
+        }
+    }
+    out.retain(|w| {
+        w.chars().count() >= MIN_WORD
+            && path_like(w).is_none()
+            && !says(w)
+            && !matches!(w.as_str(), "file" | "files")
+            && !FOUND.contains(&w.as_str())
+            && !NAMING.contains(&w.as_str())
+    });
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `token` without the punctuation around it.
+fn bare(token: &str) -> &str {
+    token.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+}
