@@ -8,7 +8,9 @@
 //! the word after "word", "text", "string", "term" or "phrase", and a word
 //! written in capitals as a task names its keyword (`BLUE`). A sentence that names files and carves out
 //! exceptions ("except", "other than", "but", "only") is read whole: it is
-//! false only when a file it does not name showed the word. Otherwise each
+//! false only when a file it does not name showed the word; one that names
+//! no file ("no other file mentions BLUE") excepts a file named elsewhere
+//! and is not held. Otherwise each
 //! clause is read alone. A file named that was never read is not held
 //! here (`Claim::Unread` is about what a file says, not what it lacks).
 //!
@@ -65,6 +67,11 @@ fn clause(text: &str, except: bool, record: &Record, claims: &mut Vec<Claim>) {
         return;
     }
     let named = named(text, record);
+    if except && named.is_empty() {
+        // "No other file mentions BLUE": the file excepted was named in
+        // another sentence, so this one cannot be read alone.
+        return;
+    }
     for word in keywords(text) {
         let shown: Vec<&str> = record
             .reads

@@ -302,6 +302,7 @@ fn a_word_denied_that_a_read_showed_is_named() {
         "None of the files mention BLUE.",
         "The word blue was not found in any file",
         "No file other than f0.txt mentions \"BLUE\"",
+        "Which file mentions BLUE has not been determined",
         "I have not found which file contains \"blue\" yet",
     ] {
         assert_eq!(unbacked(said, &log), vec![nowhere("blue")], "{said}");
@@ -330,6 +331,9 @@ fn a_word_denied_that_a_read_showed_is_named() {
         "No file mentions \"BLUE\", except f3.txt",
         "f0.txt does not mention BLUE, but f3.txt does",
         "No file mentions \"GREEN\"",
+        // The file excepted is named in the sentence before.
+        "f3.txt mentions BLUE. No other file mentions \"BLUE\".",
+        "The person asked which file mentions BLUE, but it has not been said",
         // A file never read: what it lacks is not known either way.
         "f40.txt does not mention BLUE",
         "f7 does not contain BLUE",
