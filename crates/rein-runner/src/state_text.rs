@@ -55,9 +55,10 @@ fn sections(state: &Value) -> Vec<String> {
         out.push(format!("Files read or touched: {}.", touched.join(", ")));
     }
     if let Some(notes) = state["read_notes"].as_array().filter(|n| !n.is_empty()) {
-        let mut lines = vec![
-            "What a file's read showed that no other read did (quoted from the log):".to_owned(),
-        ];
+        // Each line is one only its file showed, but the heading says so
+        // without a negation: try 25's summary turned "that no other read
+        // did" into "no other read showed any content mentioning BLUE".
+        let mut lines = vec!["Lines found in the files read (quoted from the log):".to_owned()];
         for note in notes {
             let path = plain(&note["path"]);
             for saw in strings(&note["saw"]) {
@@ -188,7 +189,7 @@ mod tests {
              > Read f0.txt to f39.txt.\n\
              > Then tell me which file mentions BLUE.\n\
              Files read or touched: f0.txt, f3.txt.\n\
-             What a file's read showed that no other read did (quoted from the log):\n\
+             Lines found in the files read (quoted from the log):\n\
              - f3.txt: \"file 3: the sea is BLUE.\"\n\
              - (2 more files not quoted, for room)\n\
              Calls that failed:\n\
