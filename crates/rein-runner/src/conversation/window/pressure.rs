@@ -408,7 +408,7 @@ pub(crate) fn reserve_of(request: &Request) -> u64 {
 
 /// Said to the summariser when its first summary claimed what the log
 /// does not show; the claims follow.
-pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only changes and check results the conversation shows. It claimed";
+pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only what the conversation shows: the changes made, the checks' results, and what each file read said or did not say. It claimed";
 
 /// The summary's output limit, in tokens.
 const SUMMARY_OUTPUT_TOKENS: u32 = 1024;
