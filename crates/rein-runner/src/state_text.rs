@@ -153,9 +153,11 @@ fn strings(v: &Value) -> Vec<String> {
 
 /// Each line of the person's words behind `> `, so a line of theirs cannot
 /// pass for one of the state's headings.
-fn quote_lines(text: &str) -> String {
+/// `text` quoted line by line (`> `), other control characters escaped: a
+/// person's words as the model is shown them, each line marked as theirs.
+pub(crate) fn quote_lines(text: &str) -> String {
     text.lines()
-        .map(|l| format!("> {l}"))
+        .map(|l| format!("> {}", plain(&Value::String(l.to_owned()))))
         .collect::<Vec<_>>()
         .join("\n")
 }

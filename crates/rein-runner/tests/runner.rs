@@ -147,6 +147,10 @@ async fn budgets_and_loop_detection_end_the_turn_with_their_own_outcome() {
         text.contains("same call with the same arguments"),
         "the nudge came first"
     );
+    assert!(
+        text.contains("The person asked:\\n> loop"),
+        "the nudge repeats the task: {text}"
+    );
     // Repeated reads of an unchanged project came from the cache.
     assert_eq!(
         s.backend.invocations("read_file"),

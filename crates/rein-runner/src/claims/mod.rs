@@ -261,6 +261,27 @@ impl Claim {
     }
 }
 
+/// What the summariser is told its summary claimed wrongly: each claim as
+/// [`Claim::describe`] says it, except that files never read are not named
+/// (try 26: told "f40.txt says something", the summary written again sent
+/// the model to read f40.txt, which does not exist).
+pub(crate) fn correction(claims: &[Claim]) -> String {
+    let mut told: Vec<String> = Vec::new();
+    for claim in claims {
+        let said = match claim {
+            Claim::Unread(_) => {
+                "that files it was never shown say something (only the files read were read)"
+                    .to_owned()
+            }
+            other => other.describe(),
+        };
+        if !told.contains(&said) {
+            told.push(said);
+        }
+    }
+    told.join("; ")
+}
+
 /// The claims in `summary` that `record` does not back, in order.
 pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
     let mut claims = Vec::new();

@@ -347,3 +347,16 @@ fn a_word_denied_that_a_read_showed_is_named() {
         assert_eq!(unbacked(honest, &log), vec![], "{honest}");
     }
 }
+
+#[test]
+fn the_correction_names_no_file_that_was_never_read() {
+    let claims = [
+        Claim::Unread("f40.txt".into()),
+        Claim::Unread("f49.txt".into()),
+        Claim::Misread("f0.txt".into(), "blue".into()),
+    ];
+    let told = super::correction(&claims);
+    assert!(!told.contains("f40") && !told.contains("f49"), "{told}");
+    assert_eq!(told.matches("never shown").count(), 1, "{told}");
+    assert!(told.contains("f0.txt says \"blue\""), "{told}");
+}

@@ -530,12 +530,39 @@ impl Gate {
         match repeats.observe(fp) {
             rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
             rein_wire::loops::Repeat::Nudge => {
-                cx.inbox
-                    .steering
-                    .say(cx.agent.profile.wording.loop_nudge.clone());
+                let nudge = &cx.agent.profile.wording.loop_nudge;
+                let said = if nudge.contains("{asked}") {
+                    nudge.replace("{asked}", &asked(cx.journal).await?)
+                } else {
+                    nudge.clone()
+                };
+                cx.inbox.steering.say(said);
                 Ok(None)
             }
             rein_wire::loops::Repeat::Fine => Ok(None),
         }
     }
 }
+
+/// What the person asked in the turn under way, quoted line by line and
+/// cut to [`ASKED_CHARS`]: a model going round in circles is shown the task
+/// again (a small one loses it after a compaction).
+async fn asked(journal: &mut crate::conversation::journal::Journal) -> Result<String, AgentError> {
+    let log = journal.log().await?;
+    let prompt = log
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            rein_sessions::Event::TurnStarted { prompt, .. } => Some(prompt.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut cut: String = prompt.chars().take(ASKED_CHARS).collect();
+    if cut.len() < prompt.len() {
+        cut.push('…');
+    }
+    Ok(crate::state_text::quote_lines(&cut))
+}
+
+/// The most of the person's words a loop nudge repeats, in characters.
+const ASKED_CHARS: usize = 600;

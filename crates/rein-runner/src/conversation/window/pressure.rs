@@ -250,7 +250,10 @@ impl Window {
         if rejected.is_empty() {
             return (first, json!({"outcome": "kept"}));
         }
-        let note = format!("{SUMMARY_CORRECTION} {}.", described(&rejected).join("; "));
+        let note = format!(
+            "{SUMMARY_CORRECTION} {}.",
+            crate::claims::correction(&rejected)
+        );
         let second = Self::summarise(agent, transcript, Some(&note)).await;
         let again = crate::claims::unbacked(&second, record);
         if again.is_empty() {
