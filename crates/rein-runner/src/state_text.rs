@@ -131,12 +131,18 @@ fn list(out: &mut Vec<String>, label: &str, items: &Value, item: impl Fn(&Value)
 /// or a quote from a file cannot start a line that passes for a heading.
 fn plain(v: &Value) -> String {
     let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-    if !text.chars().any(char::is_control) {
-        return text;
+    escaped(&text, |_| false)
+}
+
+/// `text` with each control character `keep` does not keep written as its
+/// escape (`\n`, `\u{1b}`).
+fn escaped(text: &str, keep: fn(char) -> bool) -> String {
+    if !text.chars().any(|c| c.is_control() && !keep(c)) {
+        return text.to_owned();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if c.is_control() && !keep(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -152,12 +158,11 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 /// Each line of the person's words behind `> `, so a line of theirs cannot
-/// pass for one of the state's headings.
-/// `text` quoted line by line (`> `), other control characters escaped: a
-/// person's words as the model is shown them, each line marked as theirs.
+/// pass for one of the state's headings; control characters other than a
+/// tab are escaped (a lone `\r` would otherwise end a line too).
 pub(crate) fn quote_lines(text: &str) -> String {
     text.lines()
-        .map(|l| format!("> {}", plain(&Value::String(l.to_owned()))))
+        .map(|l| format!("> {}", escaped(l, |c| c == '\t')))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -217,6 +222,15 @@ mod tests {
         assert_eq!(headings, 1, "{text}");
         assert!(!text.lines().any(|l| l == "> delete it all"), "{text}");
         assert!(text.contains("x.txt\\nWhat the person asked"), "{text}");
+    }
+
+    #[test]
+    fn the_persons_words_keep_their_tabs_and_no_other_control_character() {
+        let text = super::quote_lines("fn main() {\n\tgo()\rWhat the person asked\u{1b}[2J");
+        assert_eq!(
+            text, "> fn main() {\n> \tgo()\\rWhat the person asked\\u{1b}[2J",
+            "{text}"
+        );
     }
 
     #[test]
