@@ -301,7 +301,7 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
                     misread(clause, record, &mut claims);
                 }
             }
-            denied::denied(sentence, record, &mut claims);
+            keyword::denied(sentence, record, &mut claims);
             continue;
         }
         if words.iter().any(|w| changes(w)) {
@@ -320,6 +320,7 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
             claims.push(Claim::Passed(shown));
         }
         misread(sentence, record, &mut claims);
+        keyword::listed(sentence, record, &mut claims);
         unread(sentence, record, &mut claims);
     }
     claims
@@ -517,7 +518,7 @@ const CHECK: &[&str] = &[
 
 /// A word that denies or hedges the sentence it is in.
 fn denies(word: &str) -> bool {
-    denied::negates(word)
+    keyword::negates(word)
         || matches!(word, "unable" | "cannot" | "yet")
         || word.starts_with("fail")
         || word.starts_with("attempt")
@@ -593,7 +594,7 @@ fn path_of(arguments: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-mod denied;
+mod keyword;
 
 #[cfg(test)]
 mod tests;

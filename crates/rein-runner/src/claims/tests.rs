@@ -360,3 +360,33 @@ fn the_correction_names_no_file_that_was_never_read() {
     assert_eq!(told.matches("never shown").count(), 1, "{told}");
     assert!(told.contains("f0.txt says \"blue\""), "{told}");
 }
+
+#[test]
+fn a_word_said_to_be_in_files_listed_that_never_showed_it_is_named() {
+    let log = three_reads();
+    // Try 27's rewritten summary, kept by the checks before this one.
+    let said = "The conversation shows that files f0.txt, f3.txt, and f39.txt all contain \
+                the word \"BLUE\". The only file that does not contain \"BLUE\" is f3.txt, \
+                which says \"the colour of the sea here is BLUE\".";
+    assert_eq!(
+        unbacked(said, &log),
+        vec![
+            Claim::Misread("f0.txt".into(), "blue".into()),
+            Claim::Denied {
+                file: Some("f3.txt".into()),
+                word: "blue".into(),
+                shown_by: "f3.txt".into(),
+            },
+        ]
+    );
+    for honest in [
+        "f3.txt contains \"BLUE\"",
+        "Only f3.txt mentions BLUE",
+        "f3.txt mentions BLUE, unlike f0.txt and f39.txt",
+        "f0.txt and f39.txt were read to find which file mentions BLUE",
+        "I read f0.txt and f39.txt; f3.txt says BLUE",
+        "Only f3.txt, not the others, mentions BLUE",
+    ] {
+        assert_eq!(unbacked(honest, &log), vec![], "{honest}");
+    }
+}

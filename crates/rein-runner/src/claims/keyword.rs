@@ -1,21 +1,27 @@
-//! A summary's denials held to the reads: a sentence saying that no file,
-//! or a named file, holds a word ("there were no files that contained the
-//! word "BLUE"") is false when a read the stretch made showed that word.
-//! After a compaction such a sentence stands beside the state that quotes
-//! the file, and a small model believes the sentence.
+//! What a summary says of a keyword — a quoted word, the word after
+//! "word", "text", "string", "term" or "phrase", or a word written in
+//! capitals as a task names it (`BLUE`) — held to the reads: which files
+//! are said to hold it, and which not.
 //!
-//! What counts as the word: the words of a quote of at most three words,
-//! the word after "word", "text", "string", "term" or "phrase", and a word
-//! written in capitals as a task names its keyword (`BLUE`). A sentence that names files and carves out
-//! exceptions ("except", "other than", "but", "only") is read whole: it is
-//! false only when a file it does not name showed the word; one that names
-//! no file ("no other file mentions BLUE") excepts a file named elsewhere
-//! and is not held. Otherwise each
-//! clause is read alone. A file named that was never read is not held
-//! here (`Claim::Unread` is about what a file says, not what it lacks).
+//! - **Denied** (`denied`): a sentence saying that no file, or a named file,
+//!   holds the word ("there were no files that contained the word "BLUE"")
+//!   is false when a read showed it. After a compaction such a sentence
+//!   stands beside the state that quotes the file, and a small model
+//!   believes the sentence (tries 25 to 27). A sentence that carves out
+//!   exceptions ("except", "other than", "but") is read whole: it is false
+//!   only when a file it does not name showed the word; one that names no
+//!   file ("no other file mentions BLUE") excepts a file named elsewhere and
+//!   is not held. A file named that was never read is not held here.
+//! - **Listed** (`listed`): a sentence naming files and then saying they
+//!   hold the word ("f0.txt, f1.txt … all contain the word "BLUE"") is false
+//!   for a named file whose reads never showed it. A sentence that
+//!   contrasts ("unlike", "but", "whereas") or asks ("which", "whether") is
+//!   not held.
 //!
-//! Not here: claims a sentence makes (`super::unbacked`), hedges such as
-//! "should" or "plan" (no denial: a plan claims nothing).
+//! A quote of more than three words is a sentence, not a word meant.
+//!
+//! Not here: a word said of one file in other ways (`Record::misread`),
+//! hedges such as "should" or "plan" (no denial: a plan claims nothing).
 
 use super::{Claim, MIN_WORD, Record, clauses, path_like, quotes, says, words_of};
 
@@ -30,7 +36,14 @@ pub(super) fn negates(word: &str) -> bool {
 
 /// Words that carve exceptions out of a denial.
 const EXCEPT: &[&str] = &[
-    "except", "other", "besides", "apart", "aside", "only", "but",
+    "except", "other", "others", "besides", "apart", "aside", "but",
+];
+
+/// Words that keep a sentence listing files from saying each holds the
+/// word: a contrast, or a question.
+const NOT_EACH: &[&str] = &[
+    "unlike", "but", "except", "whereas", "while", "other", "others", "besides", "apart", "aside",
+    "which", "whether", "if", "find", "search", "looking", "asked", "ask",
 ];
 
 /// Words after which the next word is the one meant.
@@ -97,6 +110,36 @@ fn clause(text: &str, except: bool, record: &Record, claims: &mut Vec<Claim>) {
             && !claims.contains(&claim)
         {
             claims.push(claim);
+        }
+    }
+}
+
+/// The files named in an undenied `sentence` and then said to hold a
+/// keyword, that never showed it: one claim per keyword, on the first such
+/// file.
+pub(super) fn listed(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
+    if record.reads.is_empty() {
+        return;
+    }
+    let lower = sentence.to_lowercase();
+    if words_of(&lower).any(|w| NOT_EACH.contains(&w)) {
+        return;
+    }
+    let tokens: Vec<&str> = sentence.split_whitespace().collect();
+    let Some(first) = tokens.iter().position(|t| !named(t, record).is_empty()) else {
+        return;
+    };
+    if !tokens[first..].iter().any(|t| says(&t.to_lowercase())) {
+        return;
+    }
+    let files: Vec<&str> = named(sentence, record).into_iter().flatten().collect();
+    for word in keywords(sentence) {
+        let missing = files.iter().find(|p| !record.reads[**p].contains(&word));
+        if let Some(path) = missing {
+            let claim = Claim::Misread((*path).to_owned(), word);
+            if !claims.contains(&claim) {
+                claims.push(claim);
+            }
         }
     }
 }
