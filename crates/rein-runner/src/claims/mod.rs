@@ -27,6 +27,8 @@ use rein_wire::Revision;
 use rein_wire::permission::PermissionClass;
 use serde_json::{Value, json};
 
+mod keyword;
+
 /// What the log shows of a stretch of conversation: files changed, commands
 /// run, checks with their receipts.
 #[derive(Debug, Default)]
@@ -593,8 +595,6 @@ fn path_of(arguments: &Value) -> Option<String> {
         .find_map(|k| arguments.get(*k).and_then(Value::as_str))
         .map(str::to_owned)
 }
-
-mod keyword;
 
 #[cfg(test)]
 mod tests;
