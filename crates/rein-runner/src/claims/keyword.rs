@@ -12,8 +12,8 @@
 //!   only when a file it does not name showed the word; one that names no
 //!   file ("no other file mentions BLUE") excepts a file named elsewhere and
 //!   is not held. A file named that was never read is not held here.
-//! - **Listed** (`listed`): a sentence naming files and then saying they
-//!   hold the word ("f0.txt, f1.txt … all contain the word "BLUE"") is false
+//! - **Listed** (`listed`): a sentence naming files and saying they hold
+//!   the word ("f0.txt, f1.txt … all contain the word "BLUE"") is false
 //!   for a named file whose reads never showed it. A sentence that
 //!   contrasts ("unlike", "but", "whereas") or asks ("which", "whether") is
 //!   not held.
@@ -114,8 +114,9 @@ fn clause(text: &str, except: bool, record: &Record, claims: &mut Vec<Claim>) {
     }
 }
 
-/// The files named in an undenied `sentence` and then said to hold a
-/// keyword, that never showed it: one claim per keyword, on the first such
+/// The files named in an undenied `sentence` that says a file holds a
+/// keyword ("f0.txt and f1.txt contain BLUE", "the file that mentions BLUE
+/// is f12.txt"), that never showed it: one claim per keyword, on the first such
 /// file.
 pub(super) fn listed(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
     if record.reads.is_empty() {
@@ -125,11 +126,7 @@ pub(super) fn listed(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
     if words_of(&lower).any(|w| NOT_EACH.contains(&w)) {
         return;
     }
-    let tokens: Vec<&str> = sentence.split_whitespace().collect();
-    let Some(first) = tokens.iter().position(|t| !named(t, record).is_empty()) else {
-        return;
-    };
-    if !tokens[first..].iter().any(|t| says(&t.to_lowercase())) {
+    if !lower.split_whitespace().any(says) {
         return;
     }
     let files: Vec<&str> = named(sentence, record).into_iter().flatten().collect();

@@ -328,30 +328,46 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
     claims
 }
 
-/// A sentence (or clause) saying what a file holds — a word of [`SAYS`]
-/// after the file's name — of a file the stretch never read.
+/// A sentence (or clause) saying what a file holds, of a file the stretch
+/// never read, changed or named in a command: the file named before a word
+/// of [`SAYS`] ("f39 mentions BLUE"), or after it as the answer ("the file
+/// that mentions BLUE is f12.txt", "… mentioned in f12.txt"). Before the
+/// verb, a name shaped like the files read counts too (`f39` beside a read
+/// `f3.txt`); after it, only a path after [`ANSWER`] does.
 fn unread(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
-    if record.reads.is_empty() {
-        return;
-    }
     let lower = sentence.to_lowercase();
     let tokens: Vec<&str> = lower.split_whitespace().collect();
     let Some(verb) = tokens.iter().position(|t| says(t)) else {
         return;
     };
-    for token in &tokens[..verb] {
+    let name_of = |token: &str| -> String {
         let name = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '/');
-        let name = name.trim_end_matches('.');
-        let unread = match path_like(name) {
-            Some(path) => record.read_as(path).is_none(),
+        name.trim_end_matches('.').to_owned()
+    };
+    let unknown = |path: &str| record.read_as(path).is_none() && !record.backs_file(path);
+    let before = tokens[..verb]
+        .iter()
+        .map(|t| name_of(t))
+        .filter(|name| match path_like(name) {
+            Some(path) => unknown(path),
             None => record.like_a_read_file(name),
-        };
-        let claim = Claim::Unread(name.to_owned());
-        if unread && !claims.contains(&claim) {
+        });
+    let after = tokens[verb..].windows(2).filter_map(|pair| {
+        let name = name_of(pair[1]);
+        let answer = ANSWER.contains(&pair[0].trim_matches(|c: char| !c.is_alphabetic()));
+        (answer && path_like(&name).is_some_and(unknown)).then_some(name)
+    });
+    for name in before.chain(after).collect::<Vec<_>>() {
+        let claim = Claim::Unread(name);
+        if !claims.contains(&claim) {
             claims.push(claim);
         }
     }
 }
+
+/// Words after which a file named after a word of [`SAYS`] is the one said
+/// to hold it.
+const ANSWER: &[&str] = &["is", "was", "in", "file", "be"];
 
 /// A sentence (or clause) about one file read: what it says of it, held to
 /// its reads. One naming several files says nothing of any one.

@@ -390,3 +390,34 @@ fn a_word_said_to_be_in_files_listed_that_never_showed_it_is_named() {
         assert_eq!(unbacked(honest, &log), vec![], "{honest}");
     }
 }
+
+#[test]
+fn the_file_given_as_the_answer_is_held_too() {
+    // Try 28's kept summary: nothing read in the stretch it covered.
+    let said = "The files f0.txt to f39.txt were read with read_file, one call per file, \
+                in order. The file that mentions BLUE is f12.txt.";
+    let nothing_read = record(&[]);
+    assert_eq!(
+        unbacked(said, &nothing_read),
+        vec![Claim::Unread("f12.txt".into())]
+    );
+    assert_eq!(
+        unbacked("BLUE is mentioned in f12.txt", &nothing_read),
+        vec![Claim::Unread("f12.txt".into())]
+    );
+    // Read, and its reads never showed the word.
+    let log = three_reads();
+    assert_eq!(
+        unbacked("The file that mentions BLUE is f0.txt.", &log),
+        vec![Claim::Misread("f0.txt".into(), "blue".into())]
+    );
+    // A file the stretch wrote is known: what it holds is not unbacked.
+    let wrote = record(&wrote("notes.md"));
+    for honest in [
+        "The file that mentions BLUE is f3.txt.",
+        "f3.txt mentions BLUE and I will go on with f4.txt",
+    ] {
+        assert_eq!(unbacked(honest, &log), vec![], "{honest}");
+    }
+    assert_eq!(unbacked("notes.md says hello", &wrote), vec![]);
+}
