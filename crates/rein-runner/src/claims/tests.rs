@@ -288,6 +288,15 @@ fn a_file_said_to_hold_something_it_was_never_read_is_named() {
     }
 }
 
+/// That f3.txt, whose read showed BLUE, does not say it.
+fn f3_denied() -> Claim {
+    Claim::Denied {
+        file: Some("f3.txt".into()),
+        word: "blue".into(),
+        shown_by: "f3.txt".into(),
+    }
+}
+
 #[test]
 fn a_word_denied_that_a_read_showed_is_named() {
     let log = three_reads();
@@ -309,19 +318,11 @@ fn a_word_denied_that_a_read_showed_is_named() {
     }
     assert_eq!(
         unbacked("f3.txt does not mention \"BLUE\".", &log),
-        vec![Claim::Denied {
-            file: Some("f3.txt".into()),
-            word: "blue".into(),
-            shown_by: "f3.txt".into(),
-        }]
+        vec![f3_denied()]
     );
     assert_eq!(
         unbacked("File f3 doesn't contain the word BLUE", &log),
-        vec![Claim::Denied {
-            file: Some("f3.txt".into()),
-            word: "blue".into(),
-            shown_by: "f3.txt".into(),
-        }]
+        vec![f3_denied()]
     );
     for honest in [
         "f0.txt does not mention \"BLUE\"",
@@ -370,14 +371,7 @@ fn a_word_said_to_be_in_files_listed_that_never_showed_it_is_named() {
                 which says \"the colour of the sea here is BLUE\".";
     assert_eq!(
         unbacked(said, &log),
-        vec![
-            Claim::Misread("f0.txt".into(), "blue".into()),
-            Claim::Denied {
-                file: Some("f3.txt".into()),
-                word: "blue".into(),
-                shown_by: "f3.txt".into(),
-            },
-        ]
+        vec![Claim::Misread("f0.txt".into(), "blue".into()), f3_denied(),]
     );
     for honest in [
         "f3.txt contains \"BLUE\"",
