@@ -116,8 +116,8 @@ fn clause(text: &str, except: bool, record: &Record, claims: &mut Vec<Claim>) {
 
 /// The files named in an undenied `sentence` that says a file holds a
 /// keyword ("f0.txt and f1.txt contain BLUE", "the file that mentions BLUE
-/// is f12.txt"), that never showed it: one claim per keyword, on the first such
-/// file.
+/// is f12.txt"), that never showed it: one claim per keyword, on the first
+/// such file.
 pub(super) fn listed(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
     if record.reads.is_empty() {
         return;
@@ -126,7 +126,20 @@ pub(super) fn listed(sentence: &str, record: &Record, claims: &mut Vec<Claim>) {
     if words_of(&lower).any(|w| NOT_EACH.contains(&w)) {
         return;
     }
-    if !lower.split_whitespace().any(says) {
+    // The saying verbs after the first file named ("… shows that f0.txt
+    // and f1.txt contain BLUE"), or in the whole sentence when the file
+    // comes last ("the file that mentions BLUE is f12.txt"): one verb, one
+    // claim; two ("f3.txt says BLUE and f0.txt says lorem") pair each file
+    // with its own words.
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let first = tokens.iter().position(|t| !named(t, record).is_empty());
+    let after = first.map_or(0, |at| tokens[at..].iter().filter(|t| says(t)).count());
+    let verbs = if after == 0 {
+        tokens.iter().filter(|t| says(t)).count()
+    } else {
+        after
+    };
+    if verbs != 1 {
         return;
     }
     let files: Vec<&str> = named(sentence, record).into_iter().flatten().collect();

@@ -380,6 +380,7 @@ fn a_word_said_to_be_in_files_listed_that_never_showed_it_is_named() {
         "f0.txt and f39.txt were read to find which file mentions BLUE",
         "I read f0.txt and f39.txt; f3.txt says BLUE",
         "Only f3.txt, not the others, mentions BLUE",
+        "f3.txt says BLUE and f0.txt says lorem ipsum",
     ] {
         assert_eq!(unbacked(honest, &log), vec![], "{honest}");
     }
