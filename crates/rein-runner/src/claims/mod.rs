@@ -483,22 +483,33 @@ fn denies(word: &str) -> bool {
 /// The sentences of `text`: split at line ends and at `.`, `!`, `?` or `;`
 /// followed by a space or the end (a file's dot is kept).
 fn sentences(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
+    sentence_ends(text)
+        .into_iter()
+        .scan(0, |start, end| {
+            let sentence = &text[*start..end];
+            *start = end + 1;
+            Some(sentence)
+        })
+        .filter(|s| !s.trim().is_empty())
+        .collect()
+}
+
+/// Where each sentence of `text` ends (`sentences`): the byte offset of
+/// its closing mark, or the text's length for the last.
+pub(crate) fn sentence_ends(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
-    for (i, b) in bytes.iter().enumerate() {
-        let ends = match b {
+    let mut ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(i, b)| match b {
             b'\n' => true,
             b'.' | b'!' | b'?' | b';' => bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace),
             _ => false,
-        };
-        if ends {
-            out.push(&text[start..i]);
-            start = i + 1;
-        }
-    }
-    out.push(&text[start..]);
-    out.into_iter().filter(|s| !s.trim().is_empty()).collect()
+        })
+        .map(|(i, _)| i)
+        .collect();
+    ends.push(text.len());
+    ends
 }
 
 /// A word that looks like a file: has a `/`, or a name and an extension of

@@ -1,7 +1,8 @@
 //! The window: what the model sees at each step and keeping it inside the
 //! context window — the request built from the log (`request`: the frozen
 //! prefix, the projected transcript), the model call (`call`), context
-//! pressure (`pressure`: measure, prune, compact, summarise; `overflow`:
+//! pressure (`pressure`: measure, prune, compact; `summary`: the model's
+//! summary, checked and tidied; `overflow`:
 //! the last resort, setting aside what one step asked for at once) and the
 //! schema a structured answer is asked in. [`Window`] owns their state.
 //!
@@ -11,6 +12,7 @@ mod call;
 mod overflow;
 mod pressure;
 mod request;
+mod summary;
 
 pub(crate) use pressure::{Pressed, Trigger, reserve_of};
 pub(crate) use request::Transcript;

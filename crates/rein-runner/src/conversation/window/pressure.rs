@@ -2,18 +2,17 @@
 //! read results (soft), compacting older history into a derived state and
 //! a summary (hard). Both are records in the log; nothing is rewritten.
 //!
-//! Not here: the thresholds and pure helpers (`crate::context`).
+//! Not here: the thresholds and pure helpers (`crate::context`), the
+//! summary itself (`summary`).
 
-use futures::StreamExt;
 use rein_sessions::{Event, StoredEvent};
-use rein_wire::{AgentError, Assembler, CountMethod, Request, SystemBlock, error::codes};
+use rein_wire::{AgentError, CountMethod, Request, error::codes};
 use serde_json::json;
 
 use super::Window;
 use crate::agent::Agent;
 use crate::conversation::folds::current_path;
 use crate::conversation::journal::Journal;
-use crate::project::project;
 
 impl Window {
     /// The request's share of the window and how it was counted: the
@@ -192,8 +191,8 @@ impl Window {
         let record = crate::claims::Record::of(&covered);
         let state = state(&covered, &pending, &record);
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
-        let transcript = summarised_transcript(&before, &path, window);
-        let (written, checked) = Self::checked_summary(agent, &transcript, &record).await;
+        let transcript = super::summary::transcript(&before, &path, window);
+        let (written, checked) = super::summary::checked(agent, &transcript, &record, window).await;
         let text = crate::state_text::compaction_text(&state, &written);
         tracing::info!(
             from_seq,
@@ -230,115 +229,6 @@ impl Window {
             .await?;
         Ok(())
     }
-
-    /// The model's summary, checked against the log: one that claims a
-    /// changed file or a passing check the log does not show
-    /// (`claims::unbacked`) is asked for again once, naming the claims,
-    /// then dropped — the derived state stands alone. The second value is
-    /// the record of that (`kept`, `rewritten` or `dropped`, and what was
-    /// rejected).
-    async fn checked_summary(
-        agent: &Agent,
-        transcript: &str,
-        record: &crate::claims::Record,
-    ) -> (String, serde_json::Value) {
-        let described = |claims: &[crate::claims::Claim]| -> Vec<String> {
-            claims.iter().map(crate::claims::Claim::describe).collect()
-        };
-        let first = Self::summarise(agent, transcript, None).await;
-        let rejected = crate::claims::unbacked(&first, record);
-        if rejected.is_empty() {
-            return (first, json!({"outcome": "kept"}));
-        }
-        let note = format!(
-            "{SUMMARY_CORRECTION} {}.",
-            crate::claims::correction(&rejected)
-        );
-        let second = Self::summarise(agent, transcript, Some(&note)).await;
-        let again = crate::claims::unbacked(&second, record);
-        if again.is_empty() {
-            let record = json!({"outcome": "rewritten", "rejected": described(&rejected)});
-            return (second, record);
-        }
-        tracing::warn!(
-            claims = again.len(),
-            "the summary still claims what the log does not show; compacting with the state alone"
-        );
-        let record = json!({
-            "outcome": "dropped",
-            "rejected": described(&rejected),
-            "again": described(&again),
-        });
-        (String::new(), record)
-    }
-
-    /// The model's summary of a transcript ("" when the call fails: the
-    /// structured state still stands); `correction` says what a first one
-    /// claimed wrongly.
-    async fn summarise(agent: &Agent, transcript: &str, correction: Option<&str>) -> String {
-        let shown: String = transcript.chars().take(TRANSCRIPT_CHARS).collect();
-        let mut request = Request::new(
-            agent.profile.model.clone(),
-            vec![rein_wire::Message::user(shown)],
-        );
-        request.system = vec![SystemBlock {
-            text: SUMMARY_INSTRUCTIONS.into(),
-        }];
-        if let Some(text) = correction {
-            request.system.push(SystemBlock { text: text.into() });
-        }
-        request.max_output_tokens = SUMMARY_OUTPUT_TOKENS;
-        let mut stream = agent.provider.stream(request);
-        let mut assembler = Assembler::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => assembler.push(&event),
-                Err(err) => {
-                    tracing::warn!(code = %err.code, "the summary call failed; compacting with the state alone");
-                    return String::new();
-                }
-            }
-        }
-        assembler.finish().text()
-    }
-}
-
-/// The most the summary request shows of the transcript, in characters.
-const TRANSCRIPT_CHARS: usize = 60_000;
-
-/// What the model summarising `before` reads: the transcript with the
-/// results soft pruning set aside shown whole again, oldest first, as many
-/// as fit the window beside the summary's own output (at 3.5 characters a
-/// token, with a tenth to spare) — the summary is all that stands for them
-/// afterwards, and a summariser shown only the stubs writes what it
-/// guesses. The rest stay stubs.
-fn summarised_transcript(before: &[StoredEvent], path: &[String], window: u64) -> String {
-    let room = window.saturating_sub(u64::from(SUMMARY_OUTPUT_TOKENS)) as f64 * 3.5 * 0.9;
-    let room = (room as usize).min(TRANSCRIPT_CHARS);
-    let stubbed = serde_json::to_string(&project(before, path)).unwrap_or_default();
-    let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
-    let edits = crate::project::Edits::collect(before, &path_set);
-    let mut used = stubbed.len() + SUMMARY_INSTRUCTIONS.len();
-    let mut restored = std::collections::HashSet::new();
-    for e in before {
-        if let Event::ToolResult {
-            call_id, content, ..
-        } = &e.event
-            && edits.pruned.contains_key(call_id.as_str())
-        {
-            let size = serde_json::to_string(content).map_or(usize::MAX, |t| t.len());
-            if used + size > room {
-                break;
-            }
-            used += size;
-            restored.insert(call_id.as_str());
-        }
-    }
-    if restored.is_empty() {
-        return stubbed;
-    }
-    serde_json::to_string(&crate::project::project_restoring(before, path, &restored))
-        .unwrap_or_default()
 }
 
 /// The events on the current path that no compaction covers, and the
@@ -408,13 +298,3 @@ pub(crate) fn reserve_of(request: &Request) -> u64 {
     rein_cache::estimate_tokens(&request.system, &request.tools)
         + u64::from(request.max_output_tokens)
 }
-
-/// Said to the summariser when its first summary claimed what the log
-/// does not show; the claims follow.
-pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only what the conversation shows: the changes made, the checks' results, and what each file read said or did not say. It claimed";
-
-/// The summary's output limit, in tokens.
-const SUMMARY_OUTPUT_TOKENS: u32 = 1024;
-
-/// What the model is asked when it summarises older history.
-pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Keep word for word every fact found that the request may still need (which file or result said what), since the results themselves will be gone. Be brief and concrete.";
