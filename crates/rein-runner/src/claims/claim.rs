@@ -18,6 +18,8 @@ pub(crate) enum Claim {
     /// (`f39.txt`), or by a name shaped like the names of files read,
     /// digits apart (`f39` beside a read `f3.txt`).
     Unread(String),
+    /// A file said to have been read that the stretch never read.
+    NotRead(String),
     /// A word said to be in no file read, or not in `file`, that a read
     /// (`shown_by`) showed.
     Denied {
@@ -37,6 +39,7 @@ impl Claim {
                 format!("that {path} says \"{word}\" (its reads do not show it)")
             }
             Claim::Unread(name) => format!("that {name} says something (it was never read)"),
+            Claim::NotRead(name) => format!("that {name} was read (no read of it is recorded)"),
             Claim::Denied {
                 file: Some(path),
                 word,
@@ -61,6 +64,10 @@ pub(crate) fn correction(claims: &[Claim]) -> String {
         let said = match claim {
             Claim::Unread(_) => {
                 "that files it was never shown say something (only the files read were read)"
+                    .to_owned()
+            }
+            Claim::NotRead(_) => {
+                "that files were read that were not (only the reads the conversation shows were made)"
                     .to_owned()
             }
             other => other.describe(),

@@ -7,7 +7,10 @@
 //! word said of a file that was read — and a claim with nothing in the log
 //! behind it is named. The third catches a fact moved from the file that
 //! holds it to another: a sentence that names one file read and uses a
-//! word its reads never showed, though another file's did.
+//! word its reads never showed, though another file's did. Beside them,
+//! `keyword` holds what is said of a keyword (denied of a file that showed
+//! it, listed for files that never did) and `read` which files are said
+//! to have been read.
 //!
 //! The reading is deliberately narrow: a sentence that denies or hedges
 //! ("did not", "failed", "never") claims nothing, and a file a command
@@ -18,7 +21,7 @@
 //! file's word is named too, at the cost of one more summary request.
 //!
 //! Not here: asking for the summary again or dropping it
-//! (`conversation/window/pressure.rs`).
+//! (`conversation/window/summary.rs`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -29,6 +32,7 @@ use serde_json::{Value, json};
 
 mod claim;
 mod keyword;
+mod read;
 
 pub(crate) use claim::{Claim, correction};
 
@@ -44,6 +48,8 @@ pub(crate) struct Record {
     receipts: Vec<Value>,
     /// Each file read, with the words its reads showed (lower case).
     reads: BTreeMap<String, HashSet<String>>,
+    /// Each path a call named, whatever the call did or how it ended.
+    called: HashSet<String>,
 }
 
 impl Record {
@@ -60,6 +66,7 @@ impl Record {
                     ..
                 } => {
                     calls.insert(call_id, (*permission, arguments));
+                    record.called.extend(path_of(arguments));
                 }
                 Event::ToolResult {
                     call_id,
@@ -131,14 +138,15 @@ impl Record {
 
     /// The file read that `claimed` names, if one was.
     fn read_as(&self, claimed: &str) -> Option<&str> {
-        let claimed = claimed.trim_start_matches("./");
         self.reads
             .keys()
-            .find(|path| {
-                let path = path.trim_start_matches("./");
-                path == claimed || path.ends_with(&format!("/{claimed}"))
-            })
+            .find(|path| names(claimed, path))
             .map(String::as_str)
+    }
+
+    /// Whether a call of the stretch named the file `claimed` names.
+    fn called(&self, claimed: &str) -> bool {
+        self.called.iter().any(|path| names(claimed, path))
     }
 
     /// A word `sentence`, which names only the file read `path`, says the
@@ -198,19 +206,27 @@ impl Record {
     }
 
     fn backs_file(&self, claimed: &str) -> bool {
-        let claimed = claimed.trim_start_matches("./");
-        let same = |path: &str| {
-            let path = path.trim_start_matches("./");
-            path == claimed || path.ends_with(&format!("/{claimed}"))
-        };
-        self.changed.keys().any(|p| same(p))
-            || self.commands.iter().any(|(c, _)| c.contains(claimed))
+        self.changed.keys().any(|p| names(claimed, p))
+            || self
+                .commands
+                .iter()
+                .any(|(c, _)| c.contains(claimed.trim_start_matches("./")))
     }
 
     fn backs_a_pass(&self) -> bool {
         self.receipts.iter().any(|r| r["passed"] == true)
             || self.commands.iter().any(|(_, exit)| *exit == Some(0))
     }
+}
+
+/// Whether a file `claimed` in a summary is `path` (the whole path, or its
+/// end after a folder).
+fn names(claimed: &str, path: &str) -> bool {
+    let (claimed, path) = (
+        claimed.trim_start_matches("./"),
+        path.trim_start_matches("./"),
+    );
+    path == claimed || path.ends_with(&format!("/{claimed}"))
 }
 
 /// A file's name without its folder and extension.
@@ -259,6 +275,7 @@ pub(crate) fn unbacked(summary: &str, record: &Record) -> Vec<Claim> {
         misread(sentence, record, &mut claims);
         keyword::listed(sentence, record, &mut claims);
         unread(sentence, record, &mut claims);
+        read::said_read(sentence, record, &mut claims);
     }
     claims
 }

@@ -392,9 +392,12 @@ fn the_file_given_as_the_answer_is_held_too() {
     let said = "The files f0.txt to f39.txt were read with read_file, one call per file, \
                 in order. The file that mentions BLUE is f12.txt.";
     let nothing_read = record(&[]);
+    let not_read = (0..40).map(|n| Claim::NotRead(format!("f{n}.txt")));
     assert_eq!(
         unbacked(said, &nothing_read),
-        vec![Claim::Unread("f12.txt".into())]
+        not_read
+            .chain([Claim::Unread("f12.txt".into())])
+            .collect::<Vec<_>>()
     );
     assert_eq!(
         unbacked("BLUE is mentioned in f12.txt", &nothing_read),
@@ -415,4 +418,57 @@ fn the_file_given_as_the_answer_is_held_too() {
         assert_eq!(unbacked(honest, &log), vec![], "{honest}");
     }
     assert_eq!(unbacked("notes.md says hello", &wrote), vec![]);
+}
+
+#[test]
+fn files_said_read_that_were_not_are_named() {
+    // f0.txt to f2.txt were read; f3.txt to f5.txt were not.
+    let events: Vec<StoredEvent> = (0..3)
+        .flat_map(|n| read(n + 1, &format!("f{n}.txt"), &format!("file {n}: lorem")))
+        .collect();
+    let record = record(&events);
+    let not_read = |names: &[&str]| -> Vec<Claim> {
+        names
+            .iter()
+            .map(|n| Claim::NotRead((*n).to_owned()))
+            .collect()
+    };
+    // Try 32's third summary, and its kin.
+    assert_eq!(
+        unbacked(
+            "The conversation shows that the files f0.txt to f5.txt were read in order.",
+            &record
+        ),
+        not_read(&["f3.txt", "f4.txt", "f5.txt"])
+    );
+    assert_eq!(
+        unbacked("I have read f1.txt, f2.txt and f4.txt.", &record),
+        not_read(&["f4.txt"])
+    );
+    assert_eq!(
+        unbacked("Files f0.txt-f3.txt have been read.", &record),
+        not_read(&["f3.txt"])
+    );
+    // Names that differ in more than a number are no range: each end alone.
+    assert_eq!(
+        unbacked("f2.txt to g9.txt were read.", &record),
+        not_read(&["g9.txt"])
+    );
+    // What was read, what is left, what was asked, and what is denied.
+    for honest in [
+        "The files f0.txt to f2.txt were read in order.",
+        "f0.txt, f1.txt and f2.txt were read; f3.txt to f5.txt remain to be read.",
+        "The person asked to read f0.txt to f5.txt, one call per file.",
+        "f3.txt to f5.txt are still to be read.",
+        "I have read f0.txt to f2.txt but f3.txt is next.",
+        "f3.txt was not read yet.",
+        "Next, f3.txt will be read.",
+        // Backwards is not a range: its two ends were read.
+        "f2.txt to f0.txt were read backwards.",
+    ] {
+        assert_eq!(unbacked(honest, &record), vec![], "{honest}");
+    }
+    // The summariser is not told the names (try 26).
+    let told = super::correction(&not_read(&["f40.txt"]));
+    assert!(!told.contains("f40"), "{told}");
 }
