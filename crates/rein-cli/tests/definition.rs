@@ -516,3 +516,52 @@ async fn verify_runs_in_the_sandbox_and_reaches_nothing_outside_the_root() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(inside.exists(), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_definitions_temperature_reaches_every_request_and_a_wrong_one_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write(
+        &home.path().join("config.toml"),
+        "[agent]\ntemperature = 0.2\n",
+    );
+    let server = FakeServer::start(vec![
+        call("c1", "read_file", json!({"path": "a.txt"})),
+        say("Done."),
+    ])
+    .await
+    .unwrap();
+    write(&root.path().join("a.txt"), "hello\n");
+    let out = chat(home.path(), &server, root.path(), &[], "read a.txt").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.json()["temperature"], 0.2, "{}", request.json());
+    }
+    // The flag wins over the file, and the file's value is checked.
+    let server = FakeServer::start(vec![say("Done.")]).await.unwrap();
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &["--temperature", "0"],
+        "hi",
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(server.requests()[0].json()["temperature"], 0.0);
+    write(
+        &home.path().join("config.toml"),
+        "[agent]\ntemperature = 3.5\n",
+    );
+    let mut check = rein_at(home.path());
+    check.args(["config", "check"]);
+    let out = check.output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("config_invalid") && err.contains("temperature"),
+        "{err}"
+    );
+}

@@ -43,6 +43,10 @@ struct Cli {
     /// The output limit per call against a real model.
     #[arg(long, default_value_t = 512)]
     max_output_tokens: u32,
+    /// The sampling temperature against a real model (default: the
+    /// server's own; 0 makes a local model's runs repeat).
+    #[arg(long, value_name = "T")]
+    temperature: Option<f64>,
     /// The real model takes no images: send a text note in their place.
     #[arg(long)]
     text_only: bool,
@@ -81,6 +85,11 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
         .model
         .clone()
         .context("--model is needed with a real provider")?;
+    if let Some(t) = cli.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        anyhow::bail!("--temperature {t} is not between 0 and 2");
+    }
     let provider = HttpProvider::new(config)?;
     Ok(ModelChoice::Real {
         provider: Arc::new(provider),
@@ -94,6 +103,7 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
         model,
         max_steps: cli.max_steps,
         max_output_tokens: cli.max_output_tokens,
+        temperature: cli.temperature,
     })
 }
 

@@ -36,6 +36,8 @@ pub enum ModelChoice {
         max_steps: u32,
         /// The output limit per call.
         max_output_tokens: u32,
+        /// The sampling temperature (`None`: the server's).
+        temperature: Option<f64>,
     },
 }
 
@@ -227,6 +229,7 @@ async fn execute(
     let backend = project.backend();
     let mut default_steps = None;
     let mut max_output_tokens = 1024;
+    let mut temperature = None;
     let (provider, model_name): (Arc<dyn Provider>, String) = match model {
         ModelChoice::Scripted => {
             let mut brain =
@@ -244,16 +247,19 @@ async fn execute(
             model,
             max_steps,
             max_output_tokens: output,
+            temperature: t,
             ..
         } => {
             default_steps = Some(*max_steps);
             max_output_tokens = *output;
+            temperature = *t;
             (provider.clone(), model.clone())
         }
     };
     let mut profile = Profile::new("Eval", model_name).with_system(case.system.clone());
     profile.max_output_tokens = max_output_tokens;
     profile.reasoning = case.reasoning.as_deref().and_then(|l| l.parse().ok());
+    profile.sampling.temperature = temperature;
     profile.tools = if case.tools == "deferred" {
         ToolLoading::Deferred
     } else {

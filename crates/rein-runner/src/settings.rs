@@ -23,6 +23,9 @@ pub struct Profile {
     pub wording: Wording,
     /// How much the model reasons before it answers (`None`: its default).
     pub reasoning: Option<rein_wire::Reasoning>,
+    /// Temperature and nucleus sampling for every call, the summary's too
+    /// (each `None`: the provider's default).
+    pub sampling: rein_wire::Sampling,
 }
 
 impl Profile {
@@ -38,12 +41,19 @@ impl Profile {
             tools: ToolLoading::default(),
             wording: Wording::default(),
             reasoning: None,
+            sampling: rein_wire::Sampling::default(),
         }
     }
 
     /// Ask the model to reason this much before it answers.
     pub fn with_reasoning(mut self, reasoning: rein_wire::Reasoning) -> Self {
         self.reasoning = Some(reasoning);
+        self
+    }
+
+    /// Sample at this temperature (0 picks the likeliest token each time).
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.sampling.temperature = Some(temperature);
         self
     }
 

@@ -259,3 +259,38 @@ async fn a_summary_that_moves_a_fact_to_another_file_is_asked_again() {
             .contains("sea.txt mentions BLUE")
     );
 }
+
+#[tokio::test]
+async fn a_summary_that_loops_on_one_sentence_says_it_once() {
+    let s = setup().await;
+    // What a small model wrote in try 32, in kind: one sentence until its
+    // output limit, the last one cut off.
+    let sentence = "The result for file 0 was lorem ipsum dolor sit amet.";
+    let looped = format!(
+        "Rewrote a.rs; the check passed. {}",
+        format!("{sentence} ").repeat(40)
+    );
+    let (mut conv, _) = worked(&s, &[&looped]).await;
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    let check = &summary["summary_check"];
+    assert_eq!(check["outcome"], "kept", "{check}");
+    assert_eq!(check["repeated_sentences"], 39, "{check}");
+    let text = summary["text"].as_str().unwrap();
+    assert_eq!(text.matches(sentence).count(), 1, "{text}");
+}
+
+#[tokio::test]
+async fn the_summary_is_asked_at_the_agents_temperature_within_an_eighth_of_the_window() {
+    let s = setup().await;
+    let (mut conv, provider) = worked(&s, &["Rewrote a.rs; the check passed."]).await;
+    conv.agent.profile.sampling.temperature = Some(0.0);
+    conv.agent.context.window = Some(6_000);
+    conv.compact_now().await.unwrap();
+    let requests = provider.requests();
+    let summary = requests.last().unwrap();
+    assert_eq!(summary.sampling.temperature, Some(0.0));
+    assert_eq!(summary.max_output_tokens, 750);
+    // The turns before were asked at the temperature they had then: none.
+    assert_eq!(requests[0].sampling.temperature, None);
+}

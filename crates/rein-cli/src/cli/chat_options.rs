@@ -29,6 +29,9 @@ pub struct ChatOptions {
     /// of tokens (default: the model's own).
     #[arg(long, value_name = "LEVEL")]
     pub reasoning: Option<rein::wire::Reasoning>,
+    /// The sampling temperature, 0 to 2 (default: the provider's).
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
     /// Show the model's reasoning as it comes (dimmed, on the status
     /// stream; never part of the answer).
     #[arg(long)]
@@ -89,6 +92,7 @@ impl ChatOptions {
         tools.skills = self.skills.as_ref().map(|d| d.display().to_string());
         rein::config::AgentSpec {
             reasoning: self.reasoning.map(|r| r.to_string()),
+            temperature: self.temperature,
             instructions: self.system.clone(),
             tools: (tools != rein::config::ToolsSpec::default()).then_some(tools),
             subagents: self.subagents.then(|| rein::config::SubagentsSpec {

@@ -44,6 +44,9 @@ pub(crate) fn profile(wanted: &Wanted<'_>, resolved: &Resolved) -> Result<Profil
     if let Some(level) = &spec.reasoning {
         profile.reasoning = Some(level.parse()?);
     }
+    if let Some(t) = spec.temperature {
+        profile = profile.with_temperature(temperature(t)?);
+    }
     Ok(profile)
 }
 
@@ -166,8 +169,18 @@ pub(crate) fn prices(spec: &AgentSpec) -> PriceTable {
     table
 }
 
+/// A temperature the APIs take: 0 to 2.
+fn temperature(t: f64) -> Result<f64, AgentError> {
+    if (0.0..=2.0).contains(&t) {
+        Ok(t)
+    } else {
+        Err(invalid(format!("temperature: {t} is not between 0 and 2")))
+    }
+}
+
 /// Refuse a definition that could not be built: a hook's point, the
-/// compaction shares, the reasoning word (`rein config check`).
+/// compaction shares, the reasoning word, the temperature (`rein config
+/// check`).
 pub fn check_spec(spec: &AgentSpec) -> Result<(), AgentError> {
     hooks(spec, Path::new("."))?;
     context(spec)?;
@@ -175,6 +188,9 @@ pub fn check_spec(spec: &AgentSpec) -> Result<(), AgentError> {
         level
             .parse::<crate::wire::Reasoning>()
             .map_err(|e| invalid(format!("reasoning: {}", e.message)))?;
+    }
+    if let Some(t) = spec.temperature {
+        temperature(t)?;
     }
     if spec.verify.as_ref().is_some_and(|v| v.command.is_empty()) {
         return Err(invalid("verify: `command` is empty".into()));

@@ -177,6 +177,7 @@ impl Window {
         request.system = system;
         request.tools = tools;
         request.max_output_tokens = sees.agent.profile.max_output_tokens;
+        request.sampling = sees.agent.profile.sampling.clone();
         // A model known not to reason refuses the setting (a 400 from its
         // API), so it is not sent; an unknown model gets it as asked.
         request.reasoning = sees.agent.profile.reasoning.filter(|_| {

@@ -106,6 +106,7 @@ async fn summarise(
         request.system.push(SystemBlock { text: text.into() });
     }
     request.max_output_tokens = output_tokens(window);
+    request.sampling = agent.profile.sampling.clone();
     let mut stream = agent.provider.stream(request);
     let mut assembler = Assembler::new();
     while let Some(item) = stream.next().await {
