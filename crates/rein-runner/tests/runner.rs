@@ -151,6 +151,14 @@ async fn budgets_and_loop_detection_end_the_turn_with_their_own_outcome() {
         text.contains("The person asked:\\n> loop"),
         "the nudge repeats the task: {text}"
     );
+    // The call after the nudge asked for words; a model that calls anyway
+    // is stopped at the fifth repeat, and the calls before and after were
+    // free.
+    let choices: Vec<_> = provider.requests().iter().map(|r| r.tool_choice).collect();
+    assert_eq!(
+        choices,
+        [None, None, None, Some(rein_wire::ToolChoice::None), None]
+    );
     // Repeated reads of an unchanged project came from the cache.
     assert_eq!(
         s.backend.invocations("read_file"),

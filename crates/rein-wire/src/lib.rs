@@ -41,7 +41,7 @@ pub use preview::{
 };
 pub use request::{
     CacheBreakpoint, CacheTarget, MIN_THINKING_BUDGET, Metadata, OutputSchema, Reasoning, Request,
-    Sampling, SystemBlock, ToolSpec,
+    Sampling, SystemBlock, ToolChoice, ToolSpec,
 };
 pub use revision::Revision;
 pub use usage::{CHARS_PER_TOKEN, ModelPrice, PriceTable, Usage, estimate_tokens_of};

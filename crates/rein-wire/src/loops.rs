@@ -36,6 +36,8 @@ pub enum Repeat {
 #[derive(Debug, Default, Clone)]
 pub struct Repeats {
     seen: HashMap<String, u32>,
+    /// A nudge was earned and not yet taken (`take_nudged`).
+    nudged: bool,
 }
 
 impl Repeats {
@@ -54,10 +56,17 @@ impl Repeats {
         if *n >= LOOP_STOP {
             Repeat::Stop
         } else if *n == LOOP_NUDGE {
+            self.nudged = true;
             Repeat::Nudge
         } else {
             Repeat::Fine
         }
+    }
+
+    /// Whether a nudge was earned since this was last asked: the runner
+    /// asks for its next answer in words then.
+    pub fn take_nudged(&mut self) -> bool {
+        std::mem::take(&mut self.nudged)
     }
 }
 
@@ -90,6 +99,9 @@ mod tests {
             ]
         );
         assert_eq!(r.observe(fingerprint("read", "a", "c")), Repeat::Fine);
+        // The nudge is taken once.
+        assert!(r.take_nudged());
+        assert!(!r.take_nudged());
     }
 
     #[test]

@@ -176,6 +176,20 @@ pub struct Metadata {
     pub extra: BTreeMap<String, String>,
 }
 
+/// Whether the model may call the tools a request offers. The tools stay
+/// in the request either way: they are part of the cached prefix, and
+/// Anthropic takes no history with tool calls in it without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// It decides.
+    Auto,
+    /// It answers in words; no call.
+    None,
+    /// It calls at least one tool.
+    Required,
+}
+
 /// One model call, provider-neutral.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
@@ -202,6 +216,10 @@ pub struct Request {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop_sequences: Vec<String>,
+    /// Whether the model may call the tools offered (`None`: the API's
+    /// default, which is that it may). Sent only with tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
     /// A schema the answer must follow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<OutputSchema>,
@@ -227,6 +245,7 @@ impl Request {
             max_output_tokens: 4096,
             sampling: Sampling::default(),
             stop_sequences: Vec::new(),
+            tool_choice: None,
             output_schema: None,
             reasoning: None,
             cache_breakpoints: Vec::new(),

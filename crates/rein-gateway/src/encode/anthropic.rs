@@ -1,6 +1,6 @@
 //! The Anthropic Messages request body.
 
-use rein_wire::{CacheTarget, ContentBlock, ImageSource, Message, Request, Role};
+use rein_wire::{CacheTarget, ContentBlock, ImageSource, Message, Request, Role, ToolChoice};
 use serde_json::{Map, Value, json};
 
 /// Anthropic honours at most this many `cache_control` markers.
@@ -177,6 +177,16 @@ pub(super) fn frame(request: &Request) -> Value {
             mark(last);
         }
         body.insert("tools".into(), Value::Array(tools));
+        // With thinking on, Anthropic takes `auto` and `none` only.
+        let choice = match request.tool_choice {
+            Some(ToolChoice::Auto) => Some("auto"),
+            Some(ToolChoice::None) => Some("none"),
+            Some(ToolChoice::Required) if thinking.is_none() => Some("any"),
+            Some(ToolChoice::Required) | None => None,
+        };
+        if let Some(kind) = choice {
+            body.insert("tool_choice".into(), json!({"type": kind}));
+        }
     }
     body.insert("messages".into(), Value::Array(Vec::new()));
     // With thinking on, Anthropic takes no temperature and a top_p of

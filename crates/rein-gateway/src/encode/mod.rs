@@ -197,6 +197,15 @@ pub(crate) fn image_url(source: &ImageSource) -> String {
     }
 }
 
+/// A tool choice as both OpenAI APIs take it.
+pub(crate) fn openai_tool_choice(choice: rein_wire::ToolChoice) -> &'static str {
+    match choice {
+        rein_wire::ToolChoice::Auto => "auto",
+        rein_wire::ToolChoice::None => "none",
+        rein_wire::ToolChoice::Required => "required",
+    }
+}
+
 /// The system blocks joined with blank lines.
 pub(crate) fn joined_system(request: &Request) -> String {
     request
@@ -239,6 +248,46 @@ mod tests {
             }],
         }));
         request
+    }
+
+    #[test]
+    fn a_tool_choice_is_sent_as_each_api_takes_it_and_only_with_tools() {
+        let mut request = with_image();
+        request.tool_choice = Some(rein_wire::ToolChoice::None);
+        let apis = [
+            (
+                WireApi::AnthropicMessages,
+                serde_json::json!({"type": "none"}),
+            ),
+            (WireApi::OpenAiChat, serde_json::json!("none")),
+            (WireApi::OpenAiResponses, serde_json::json!("none")),
+        ];
+        // No tools offered: nothing to choose among, nothing sent.
+        for (api, _) in &apis {
+            let body = body_for(&ProviderConfig::new(*api), &request);
+            assert!(body.get("tool_choice").is_none(), "{api}: {body}");
+        }
+        request.tools = vec![rein_wire::ToolSpec {
+            name: "snapshot".into(),
+            description: "Look.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            strict: false,
+        }];
+        for (api, want) in &apis {
+            let body = body_for(&ProviderConfig::new(*api), &request);
+            assert_eq!(body["tool_choice"], *want, "{api}");
+            assert_eq!(body["tools"].as_array().map(Vec::len), Some(1), "{api}");
+        }
+        // Anthropic thinking takes `auto` and `none` only: `required` is
+        // left to the model there.
+        request.tool_choice = Some(rein_wire::ToolChoice::Required);
+        let anthropic = ProviderConfig::new(WireApi::AnthropicMessages);
+        assert_eq!(body_for(&anthropic, &request)["tool_choice"]["type"], "any");
+        request.reasoning = Some(rein_wire::Reasoning::High);
+        let body = body_for(&anthropic, &request);
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        let chat = body_for(&ProviderConfig::new(WireApi::OpenAiChat), &request);
+        assert_eq!(chat["tool_choice"], "required");
     }
 
     #[test]

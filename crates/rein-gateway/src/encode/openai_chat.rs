@@ -24,6 +24,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
@@ -290,6 +292,10 @@ fn frame(request: &Request, dialect: ChatDialect) -> Body<'_> {
         max_tokens: limit.filter(|_| legacy_max_tokens),
         max_completion_tokens: limit.filter(|_| !legacy_max_tokens),
         tools: request.tools.iter().map(tool).collect(),
+        tool_choice: request
+            .tool_choice
+            .filter(|_| !request.tools.is_empty())
+            .map(super::openai_tool_choice),
         reasoning_effort: request
             .reasoning
             .and_then(|r| r.effort())

@@ -120,6 +120,12 @@ pub(super) fn frame(request: &Request) -> Value {
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = request.tool_choice {
+            body.insert(
+                "tool_choice".into(),
+                json!(super::openai_tool_choice(choice)),
+            );
+        }
     }
     if let Some(effort) = request.reasoning.and_then(|r| r.effort()) {
         body.insert(

@@ -227,6 +227,7 @@ impl Conversation {
                 .gate
                 .run_calls(&mut around, &events, calls, &mut run.repeats)
                 .await?;
+            run.words_next |= run.repeats.take_nudged();
             return Ok(ran.map_or(Step::Next, Step::Ends));
         }
         if let Some(step) = self.boundary().await? {
@@ -249,10 +250,15 @@ impl Conversation {
             agent: &self.agent,
             tools: &self.gate.tools,
         };
+        // After a loop nudge the model answers in words: the tools stay
+        // offered, calling them is off for this one call.
+        self.window.words_only = std::mem::take(&mut run.words_next);
         let called = self
             .window
             .call(sees, &mut self.journal, &mut self.inbox, &events);
-        let message = match crate::telemetry::traced_model_call(&self.agent, called).await {
+        let called = crate::telemetry::traced_model_call(&self.agent, called).await;
+        self.window.words_only = false;
+        let message = match called {
             // Cut short by a stop or an interrupt: the step boundary ends
             // the turn (the inbox is looked at again at once).
             Ok(None) => {
@@ -346,6 +352,8 @@ impl Conversation {
 #[derive(Default)]
 struct Run {
     repeats: rein_wire::loops::Repeats,
+    /// A loop nudge was said: the next model call is asked for words.
+    words_next: bool,
     failed_checks: u32,
     /// The last sequence number looked at for compactions.
     looked: u64,

@@ -36,6 +36,9 @@ pub(crate) struct Window {
     pub(crate) monitor: rein_cache::CacheMonitor,
     /// The schema of a structured answer being asked for.
     pub(crate) answer_schema: Option<rein_wire::OutputSchema>,
+    /// The next call is asked for an answer in words (`tool_choice:
+    /// none`), after a loop nudge.
+    pub(crate) words_only: bool,
 }
 
 /// What the window reads and never changes: the definition, and the tools
