@@ -48,8 +48,9 @@ pub(crate) struct Record {
     receipts: Vec<Value>,
     /// Each file read, with the words its reads showed (lower case).
     reads: BTreeMap<String, HashSet<String>>,
-    /// Each path a call named, whatever the call did or how it ended.
-    called: HashSet<String>,
+    /// Each call's arguments as text (the first [`CALLED_CHARS`]), whatever
+    /// the call did or how it ended: a file one names was asked for.
+    called: Vec<String>,
 }
 
 impl Record {
@@ -66,7 +67,10 @@ impl Record {
                     ..
                 } => {
                     calls.insert(call_id, (*permission, arguments));
-                    record.called.extend(path_of(arguments));
+                    let text = arguments.to_string();
+                    record
+                        .called
+                        .push(text.chars().take(CALLED_CHARS).collect());
                 }
                 Event::ToolResult {
                     call_id,
@@ -144,9 +148,13 @@ impl Record {
             .map(String::as_str)
     }
 
-    /// Whether a call of the stretch named the file `claimed` names.
+    /// Whether a call of the stretch named the file `claimed` names: as
+    /// its path, or anywhere in its arguments (a sub-agent's task).
     fn called(&self, claimed: &str) -> bool {
-        self.called.iter().any(|path| names(claimed, path))
+        let claimed = claimed.trim_start_matches("./");
+        self.called
+            .iter()
+            .any(|arguments| arguments.contains(claimed))
     }
 
     /// A word `sentence`, which names only the file read `path`, says the
@@ -218,6 +226,9 @@ impl Record {
             || self.commands.iter().any(|(_, exit)| *exit == Some(0))
     }
 }
+
+/// The most of a call's arguments [`Record`] keeps, in characters.
+const CALLED_CHARS: usize = 4096;
 
 /// Whether a file `claimed` in a summary is `path` (the whole path, or its
 /// end after a folder).

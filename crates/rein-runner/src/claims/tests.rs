@@ -472,3 +472,27 @@ fn files_said_read_that_were_not_are_named() {
     let told = super::correction(&not_read(&["f40.txt"]));
     assert!(!told.contains("f40"), "{told}");
 }
+
+#[test]
+fn a_file_a_call_asked_for_is_not_said_read_wrongly() {
+    // A sub-agent was handed the file: its reads are in its own session.
+    let delegated = vec![stored(
+        1,
+        Event::ToolCalled {
+            call_id: "d1".into(),
+            tool: "delegate".into(),
+            arguments: json!({"task": "Read notes/plan.md and list its steps."}),
+            permission: None,
+        },
+    )];
+    let log = record(&delegated);
+    assert_eq!(
+        unbacked("notes/plan.md was read by the helper.", &log),
+        vec![]
+    );
+    assert_eq!(unbacked("plan.md was read by the helper.", &log), vec![]);
+    assert_eq!(
+        unbacked("notes/other.md was read by the helper.", &log),
+        vec![Claim::NotRead("notes/other.md".into())]
+    );
+}
