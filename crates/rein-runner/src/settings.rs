@@ -71,7 +71,9 @@ pub struct Wording {
     /// A call a person did not approve (denied, let expire, stopped).
     pub not_approved: String,
     /// The nudge when the model repeats a call without progress; `{asked}`
-    /// becomes the person's words for the turn, quoted. The call after it
+    /// becomes the person's words for the turn, quoted, and `{found}` the
+    /// lines found in the files read as the turn's latest compaction keeps
+    /// them (nothing without one). The call after it
     /// is asked for words (tool calls off for that call), so it should ask
     /// for an answer, not another approach.
     pub loop_nudge: String,
@@ -87,7 +89,7 @@ impl Default for Wording {
     fn default() -> Self {
         Wording {
             not_approved: "The person {decision} the call to `{tool}`. It was not run. Do not try to reach the same result another way; ask the person what they want instead.".into(),
-            loop_nudge: "(rein) You have made the same call with the same arguments and got the same result three times. Do not make it again. The person asked:\n{asked}\nAnswer them now, in words, with what you have found, or say what stops you.".into(),
+            loop_nudge: "(rein) You have made the same call with the same arguments and got the same result three times. Do not make it again. The person asked:\n{asked}\n{found}Answer them now, in words, with what you have found, or say what stops you.".into(),
             check_failed: "(rein) The check `{command}` failed, so the task is not done yet:\n{report}\nFix the cause, then answer again.".into(),
             tool_catalog: "Tools: call load_tool with a name to get its arguments, then call_tool with the name and arguments.".into(),
             skills: "Skills: read one with read_skill when it applies to the task.".into(),

@@ -36,6 +36,28 @@ pub(crate) fn compaction_text(state: &Value, summary: &str) -> String {
     out
 }
 
+/// The state's lines found in the files read, as the compaction shows them
+/// and a loop nudge recites them (`{found}`): after a compaction they sit
+/// at the top of the view, and a small model asked to answer at the end
+/// of it answered with a file from the raw tail instead (try 35).
+pub(crate) fn lines_found(state: &Value) -> Option<String> {
+    let notes = state["read_notes"].as_array().filter(|n| !n.is_empty())?;
+    // Each line is one only its file showed, but the heading says so
+    // without a negation: try 25's summary turned "that no other read
+    // did" into "no other read showed any content mentioning BLUE".
+    let mut lines = vec!["Lines found in the files read (quoted from the log):".to_owned()];
+    for note in notes {
+        let path = plain(&note["path"]);
+        for saw in strings(&note["saw"]) {
+            lines.push(format!("- {path}: \"{saw}\""));
+        }
+    }
+    if let Some(n) = state["read_notes_left_out"].as_u64() {
+        lines.push(format!("- ({n} more files not quoted, for room)"));
+    }
+    Some(lines.join("\n"))
+}
+
 fn sections(state: &Value) -> Vec<String> {
     let mut out = Vec::new();
     // The person's words keep their lines, each quoted.
@@ -54,22 +76,7 @@ fn sections(state: &Value) -> Vec<String> {
     if !touched.is_empty() {
         out.push(format!("Files read or touched: {}.", touched.join(", ")));
     }
-    if let Some(notes) = state["read_notes"].as_array().filter(|n| !n.is_empty()) {
-        // Each line is one only its file showed, but the heading says so
-        // without a negation: try 25's summary turned "that no other read
-        // did" into "no other read showed any content mentioning BLUE".
-        let mut lines = vec!["Lines found in the files read (quoted from the log):".to_owned()];
-        for note in notes {
-            let path = plain(&note["path"]);
-            for saw in strings(&note["saw"]) {
-                lines.push(format!("- {path}: \"{saw}\""));
-            }
-        }
-        if let Some(n) = state["read_notes_left_out"].as_u64() {
-            lines.push(format!("- ({n} more files not quoted, for room)"));
-        }
-        out.push(lines.join("\n"));
-    }
+    out.extend(lines_found(state));
     // A change's revision is known only when its tool reports one.
     list(&mut out, "Files changed", &state["changed"], |c| {
         let path = plain(&c["resource"]);

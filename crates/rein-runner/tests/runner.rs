@@ -151,6 +151,11 @@ async fn budgets_and_loop_detection_end_the_turn_with_their_own_outcome() {
         text.contains("The person asked:\\n> loop"),
         "the nudge repeats the task: {text}"
     );
+    // Nothing was compacted: there are no lines found to recite.
+    assert!(
+        !text.contains("{found}") && !text.contains("Lines found"),
+        "{text}"
+    );
     // The call after the nudge asked for words; a model that calls anyway
     // is stopped at the fifth repeat, and the calls before and after were
     // free.

@@ -531,11 +531,11 @@ impl Gate {
             rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
             rein_wire::loops::Repeat::Nudge => {
                 let nudge = &cx.agent.profile.wording.loop_nudge;
-                let said = if nudge.contains("{asked}") {
-                    nudge.replace("{asked}", &asked(cx.journal).await?)
-                } else {
-                    nudge.clone()
-                };
+                let mut said = nudge.clone();
+                if nudge.contains("{asked}") || nudge.contains("{found}") {
+                    let (asked, found) = asked_and_found(cx.journal).await?;
+                    said = said.replace("{asked}", &asked).replace("{found}", &found);
+                }
                 cx.inbox.steering.say(said);
                 Ok(None)
             }
@@ -546,22 +546,38 @@ impl Gate {
 
 /// What the person asked in the turn under way, quoted line by line and
 /// cut to [`ASKED_CHARS`]: a model going round in circles is shown the task
-/// again (a small one loses it after a compaction).
-async fn asked(journal: &mut crate::conversation::journal::Journal) -> Result<String, AgentError> {
+/// again (a small one loses it after a compaction). With it, the lines
+/// found in the files read as the turn's latest compaction keeps them
+/// (`state_text::lines_found`, ending in a line break; "" without one).
+async fn asked_and_found(
+    journal: &mut crate::conversation::journal::Journal,
+) -> Result<(String, String), AgentError> {
+    use rein_sessions::Event;
     let log = journal.log().await?;
-    let prompt = log
+    let turn = log
         .iter()
-        .rev()
-        .find_map(|e| match &e.event {
-            rein_sessions::Event::TurnStarted { prompt, .. } => Some(prompt.as_str()),
-            _ => None,
-        })
-        .unwrap_or_default();
+        .rposition(|e| matches!(e.event, Event::TurnStarted { .. }))
+        .unwrap_or(0);
+    let prompt = match log.get(turn).map(|e| &e.event) {
+        Some(Event::TurnStarted { prompt, .. }) => prompt.as_str(),
+        _ => "",
+    };
     let mut cut: String = prompt.chars().take(ASKED_CHARS).collect();
     if cut.len() < prompt.len() {
         cut.push('…');
     }
-    Ok(crate::state_text::quote_lines(&cut))
+    let found = log[turn..]
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
+                crate::state_text::lines_found(&summary["state"])
+            }
+            _ => None,
+        })
+        .map(|lines| format!("{lines}\n"))
+        .unwrap_or_default();
+    Ok((crate::state_text::quote_lines(&cut), found))
 }
 
 /// The most of the person's words a loop nudge repeats, in characters.
