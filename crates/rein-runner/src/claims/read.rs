@@ -2,10 +2,10 @@
 //! files were read ("f0.txt to f39.txt were read", "I have read f1.txt and
 //! f2.txt") is false for each named file — a range counted file by file —
 //! that no call of the stretch named in its arguments (whatever it did:
-//! a sub-agent's task counts) and no command named. After try
-//! 32's third compaction the summary said all forty files were read when
-//! thirty-four had been; the model answered at once, with the last file
-//! it had read, and never read the rest.
+//! a sub-agent's task counts) and no command named. After try 32's third
+//! compaction the summary said all forty files were read when thirty-four
+//! had been; the model answered at once, with the last file it had read,
+//! and never read the rest.
 //!
 //! Only what is said done is held: "asked to read", "to be read", "will
 //! read" and "remain to be read" say nothing of what was read. A sentence
