@@ -36,6 +36,10 @@ pub enum Repeat {
 #[derive(Debug, Default, Clone)]
 pub struct Repeats {
     seen: HashMap<String, u32>,
+    /// The fingerprint of each call counted by [`Repeats::observe_call`],
+    /// so a call taken out of the model's view stops counting
+    /// ([`Repeats::forget_calls`]); at most [`MAX_FINGERPRINTS`] calls.
+    calls: HashMap<String, String>,
     /// A nudge was earned and not yet taken (`take_nudged`).
     nudged: bool,
 }
@@ -60,6 +64,36 @@ impl Repeats {
             Repeat::Nudge
         } else {
             Repeat::Fine
+        }
+    }
+
+    /// One more action with fingerprint `fp`, made by call `call_id`: as
+    /// [`Repeats::observe`], and forgotten again when that call's result
+    /// leaves the model's view. Past [`MAX_FINGERPRINTS`] calls a call is
+    /// counted but never forgotten — a bound that errs toward stopping.
+    pub fn observe_call(&mut self, fp: String, call_id: &str) -> Repeat {
+        let counted = self.seen.contains_key(&fp) || self.seen.len() < MAX_FINGERPRINTS;
+        if counted && self.calls.len() < MAX_FINGERPRINTS {
+            self.calls.insert(call_id.to_owned(), fp.clone());
+        }
+        self.observe(fp)
+    }
+
+    /// The model can no longer see these calls' results (pruning or a
+    /// compaction took them out of its view): each stops counting, so
+    /// reading a file again is recalling it, not looping — while a call
+    /// whose earlier results are still in view keeps its count.
+    pub fn forget_calls<'a>(&mut self, hidden: impl IntoIterator<Item = &'a str>) {
+        for call_id in hidden {
+            let Some(fp) = self.calls.remove(call_id) else {
+                continue;
+            };
+            if let Some(n) = self.seen.get_mut(&fp) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.seen.remove(&fp);
+                }
+            }
         }
     }
 
@@ -105,11 +139,45 @@ mod tests {
     }
 
     #[test]
+    fn a_call_taken_out_of_view_stops_counting_and_one_in_view_keeps_its_count() {
+        let mut r = Repeats::new();
+        let fp = fingerprint("read", "f39", "same");
+        assert_eq!(r.observe_call(fp.clone(), "c1"), Repeat::Fine);
+        assert_eq!(r.observe_call(fp.clone(), "c2"), Repeat::Fine);
+        // Pruning took c1's result away, and a call nobody counted.
+        r.forget_calls(["c1", "c0"]);
+        // c2 is still in view: this is its second visible repeat.
+        assert_eq!(r.observe_call(fp.clone(), "c3"), Repeat::Fine);
+        assert_eq!(r.observe_call(fp.clone(), "c4"), Repeat::Nudge);
+        // Everything hidden: reading again is recalling, from the start.
+        r.forget_calls(["c2", "c3", "c4", "c4"]);
+        assert_eq!(r.seen.get(&fp), None);
+        let again: Vec<Repeat> = (5..10)
+            .map(|i| r.observe_call(fp.clone(), &format!("c{i}")))
+            .collect();
+        assert_eq!(
+            again,
+            [
+                Repeat::Fine,
+                Repeat::Fine,
+                Repeat::Nudge,
+                Repeat::Fine,
+                Repeat::Stop
+            ]
+        );
+    }
+
+    #[test]
     fn distinct_fingerprints_are_bounded() {
         let mut r = Repeats::new();
         for i in 0..MAX_FINGERPRINTS + 10 {
             r.observe(i.to_string());
         }
         assert_eq!(r.seen.len(), MAX_FINGERPRINTS);
+        // The calls remembered for forgetting are bounded too.
+        for i in 0..MAX_FINGERPRINTS + 10 {
+            r.observe_call("0".into(), &i.to_string());
+        }
+        assert_eq!(r.calls.len(), MAX_FINGERPRINTS);
     }
 }

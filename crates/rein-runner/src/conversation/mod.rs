@@ -361,18 +361,40 @@ struct Run {
 
 impl Run {
     /// A repeat counts only while the model can still see the result it
-    /// repeats: once pruning or compaction (both `compaction.created`) took
-    /// earlier results out of its view, reading a file again is recalling
-    /// it, not looping, so the counts start again. Budgets still bound the
-    /// turn. Only the events since the last look are read.
+    /// repeats: the calls whose results pruning or a compaction (both
+    /// `compaction.created`) took out of its view stop counting — reading
+    /// a file again is recalling it, not looping — while a call repeated
+    /// beside its own earlier results in view still counts (a model going
+    /// round in circles while pruning sets aside other reads, as a small
+    /// one did after compacting). Budgets still bound the turn. Only the
+    /// events since the last look are read for compactions.
     fn forget_hidden_repeats(&mut self, events: &[rein_sessions::StoredEvent]) {
-        let compacted = events
-            .iter()
-            .rev()
-            .take_while(|e| e.seq > self.looked)
-            .any(|e| matches!(e.event, Event::CompactionCreated { .. }));
-        if compacted {
-            self.repeats = rein_wire::loops::Repeats::new();
+        let since = events.partition_point(|e| e.seq <= self.looked);
+        for stored in &events[since..] {
+            let Event::CompactionCreated {
+                from_seq,
+                to_seq,
+                summary,
+                ..
+            } = &stored.event
+            else {
+                continue;
+            };
+            if summary["kind"] == "prune" {
+                let calls = summary["calls"].as_array().into_iter().flatten();
+                self.repeats
+                    .forget_calls(calls.filter_map(|c| c["call_id"].as_str()));
+            } else {
+                let start = events.partition_point(|e| e.seq < *from_seq);
+                let covered = events[start..]
+                    .iter()
+                    .take_while(|e| e.seq <= *to_seq)
+                    .filter_map(|e| match &e.event {
+                        Event::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                        _ => None,
+                    });
+                self.repeats.forget_calls(covered);
+            }
         }
         self.looked = events.last().map_or(self.looked, |e| e.seq);
     }

@@ -2,8 +2,13 @@
 //! hard compaction reaching the 60% target with a tail bounded in tokens
 //! (huge groups too), the reasons on the record, and a session that
 //! cannot fit.
+//!
+//! Not here: what one file alone said, carried through compaction
+//! (`reads`).
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod reads;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +28,8 @@ struct Worker {
     steps: usize,
     /// The files read go round this many (`f{step % cycle}.txt`).
     cycle: usize,
+    /// From this file on, the same file is read again and again.
+    stuck_at: usize,
     next: Mutex<usize>,
     summaries: AtomicUsize,
     largest: AtomicU64,
@@ -40,12 +47,21 @@ impl Worker {
         Self::cycling(window, steps, usize::MAX)
     }
 
+    /// A worker that reads file after file up to `f{at}.txt`, then that
+    /// one over and over, as a small model going round in circles did.
+    fn stuck(window: u32, steps: usize, at: usize) -> Arc<Worker> {
+        let mut worker = Self::cycling(window, steps, usize::MAX);
+        Arc::get_mut(&mut worker).unwrap().stuck_at = at;
+        worker
+    }
+
     /// A worker that reads the same `cycle` files over and over.
     fn cycling(window: u32, steps: usize, cycle: usize) -> Arc<Worker> {
         Arc::new(Worker {
             window,
             steps,
             cycle,
+            stuck_at: usize::MAX,
             next: Mutex::new(0),
             summaries: AtomicUsize::new(0),
             largest: AtomicU64::new(0),
@@ -148,7 +164,7 @@ impl Provider for Worker {
             let step = *next;
             *next += 1;
             if step < self.steps {
-                let file = step % self.cycle;
+                let file = (step % self.cycle).min(self.stuck_at);
                 events.push(StreamEvent::ThinkingDelta {
                     text: format!("f{file}.txt is next."),
                 });
@@ -501,77 +517,4 @@ fn the_tail_rule() {
     // Never nothing.
     assert_eq!(tail_groups(&[50_000], 0, 0, 4), 1);
     assert_eq!(tail_groups(&[], 1_000, 5_000, 4), 0);
-}
-
-/// A turn of `steps` reads over as many files in a window of `window`
-/// tokens, file `marked` beginning with `sentence`: the worker and the
-/// session's log.
-async fn read_with_one_marked(
-    window: u32,
-    steps: usize,
-    marked: usize,
-    sentence: &str,
-) -> (Arc<Worker>, Vec<rein_sessions::StoredEvent>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
-    let mut owned = files(steps);
-    owned[marked].1 = format!("{sentence} {}", owned[marked].1);
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
-    let worker = Worker::new(window, steps);
-    let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
-        .await
-        .unwrap();
-    conv.agent.budgets.max_steps = steps as u32 + 80;
-    let outcome = conv.turn("read them all").await.unwrap();
-    assert!(
-        matches!(outcome, TurnOutcome::Finished { .. }),
-        "{outcome:?}"
-    );
-    let log = store.read(conv.session_id(), 1, 100_000).await.unwrap();
-    (worker, log)
-}
-
-/// What one file alone said is quoted in every compaction's state, so the
-/// model still sees it after the read itself was compacted away; the
-/// filler every file shares (digits apart) is not.
-#[tokio::test]
-async fn what_one_file_alone_said_outlives_every_compaction() {
-    let sentence = "file 3: the colour of the sea here is BLUE.";
-    let (_, log) = read_with_one_marked(6_000, 40, 3, sentence).await;
-    let states = compacted(&log);
-    assert!(states.len() >= 2, "{}", states.len());
-    for summary in states {
-        assert_eq!(
-            summary["state"]["read_notes"],
-            json!([{"path": "f3.txt", "saw": [sentence]}]),
-            "{summary}"
-        );
-        assert!(summary["text"].as_str().unwrap().contains(sentence));
-    }
-}
-
-/// The model summarising a stretch reads the results soft pruning set
-/// aside in it, whole: the summary is all that stands for them afterwards,
-/// and shown only the stubs it could keep nothing they said.
-#[tokio::test]
-async fn the_summariser_reads_what_pruning_set_aside() {
-    let (worker, log) =
-        read_with_one_marked(16_000, 120, 5, "file 5: the key is under the mat.").await;
-    let kinds: Vec<&str> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
-            _ => None,
-        })
-        .collect();
-    // Pruning came first, so f5's result was a stub in the model's window.
-    assert_eq!(kinds.first(), Some(&"prune"), "{kinds:?}");
-    assert!(kinds.contains(&"compact"), "{kinds:?}");
-    let first = worker.summary_requests.lock().unwrap()[0].clone();
-    assert!(first.contains("the key is under the mat"), "{first}");
 }

@@ -141,7 +141,7 @@ impl Gate {
                     if counts {
                         let refused = error_result(&call_id, &code, &message);
                         let fp = fingerprint(&tool, &args, &refused);
-                        if let Some(outcome) = self.count_repeat(cx, repeats, fp).await? {
+                        if let Some(outcome) = self.count_repeat(cx, repeats, fp, &call_id).await? {
                             return Ok(Some(outcome));
                         }
                     }
@@ -212,7 +212,7 @@ impl Gate {
             .await?;
             let refused = error_result(&call_id, err.code.as_str(), &err.message);
             if let Some(outcome) = self
-                .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused))
+                .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused), &call_id)
                 .await?
             {
                 return Ok(Some(outcome));
@@ -273,10 +273,10 @@ impl Gate {
                 return self.ask(cx, events, state, call).await;
             }
         };
-        let result = self
-            .run_one(cx, call_id, tool, args, class, elevated)
+        let fp = self
+            .run_one(cx, call_id.clone(), tool, args, class, elevated)
             .await?;
-        self.note_repeat(cx, repeats, &result).await
+        self.count_repeat(cx, repeats, fp, &call_id).await
     }
 
     /// A write the gate asks a person about: waiting on the question asked
@@ -512,22 +512,14 @@ impl Gate {
         args
     }
 
-    pub(super) async fn note_repeat(
-        &mut self,
-        cx: &mut Around<'_>,
-        repeats: &mut rein_wire::loops::Repeats,
-        fp: &str,
-    ) -> Result<Option<TurnOutcome>, AgentError> {
-        self.count_repeat(cx, repeats, fp.to_owned()).await
-    }
-
     pub(super) async fn count_repeat(
         &mut self,
         cx: &mut Around<'_>,
         repeats: &mut rein_wire::loops::Repeats,
         fp: String,
+        call_id: &str,
     ) -> Result<Option<TurnOutcome>, AgentError> {
-        match repeats.observe(fp) {
+        match repeats.observe_call(fp, call_id) {
             rein_wire::loops::Repeat::Stop => Ok(Some(TurnOutcome::LoopDetected)),
             rein_wire::loops::Repeat::Nudge => {
                 let nudge = &cx.agent.profile.wording.loop_nudge;

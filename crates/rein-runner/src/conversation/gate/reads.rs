@@ -61,8 +61,8 @@ impl Gate {
         } else {
             cx.journal.stage(results).await?;
         }
-        for fp in fingerprints {
-            if let Some(outcome) = self.count_repeat(cx, repeats, fp).await? {
+        for (fp, call_id) in fingerprints {
+            if let Some(outcome) = self.count_repeat(cx, repeats, fp, &call_id).await? {
                 return Ok(Some(outcome));
             }
         }
@@ -158,14 +158,14 @@ impl Gate {
     /// The batch's results in call order: a sub-agent's spending drawn
     /// from the turn's budget and its `agent.finished`, a live result
     /// cached, each outcome through the after-call hooks; with each
-    /// result's fingerprint for the loop detector.
+    /// result's fingerprint and call id for the loop detector.
     async fn settle(
         &mut self,
         cx: &mut Around<'_>,
         batch: Batch<'_>,
         cached: Vec<Option<Value>>,
         outcomes: Vec<Ran>,
-    ) -> Result<(Vec<Event>, Vec<String>), AgentError> {
+    ) -> Result<(Vec<Event>, Vec<(String, String)>), AgentError> {
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
         for ((((call_id, tool, args), hit), (outcome, spent, took)), plan) in batch
@@ -205,7 +205,7 @@ impl Gate {
             let event = self
                 .result_event(cx, call_id, outcome, source, took)
                 .await?;
-            fingerprints.push(fingerprint(tool, args, &event));
+            fingerprints.push((fingerprint(tool, args, &event), call_id.clone()));
             results.push(event);
         }
         Ok((results, fingerprints))
