@@ -216,6 +216,25 @@ fn files(n: usize) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A tool backend holding `owned` (path, content) files.
+fn backend_of(owned: &[(String, String)]) -> Arc<FakeToolBackend> {
+    let refs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    Arc::new(FakeToolBackend::new(&refs).unwrap())
+}
+
+/// The kind of each of the log's compactions ("prune", "compact"), in order.
+fn kinds(log: &[rein_sessions::StoredEvent]) -> Vec<&str> {
+    log.iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The summaries of the log's compactions (prunes left out).
 fn compacted(log: &[rein_sessions::StoredEvent]) -> Vec<&serde_json::Value> {
     log.iter()
@@ -242,11 +261,7 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let owned = files(310);
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let backend = backend_of(&owned);
     let worker = Worker::new(16_000, 3);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await
@@ -265,11 +280,7 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
     let id = conv.session_id().to_owned();
     conv.close().await.unwrap();
     let owned = files(310);
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let backend = backend_of(&owned);
     let mut conv = Conversation::open(store.clone(), long.clone(), backend, profile(), Some(&id))
         .await
         .unwrap();
@@ -283,13 +294,7 @@ async fn a_long_session_prunes_compacts_more_than_once_and_finishes() {
     );
 
     let log = store.read(&id, 1, 100_000).await.unwrap();
-    let kinds: Vec<&str> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
-            _ => None,
-        })
-        .collect();
+    let kinds = kinds(&log);
     let prunes = kinds.iter().filter(|k| **k == "prune").count();
     let compactions = kinds.iter().filter(|k| **k == "compact").count();
     assert!(prunes >= 1, "{kinds:?}");
@@ -355,11 +360,7 @@ async fn a_read_repeated_after_compaction_hid_its_result_is_not_a_loop() {
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let owned = files(30);
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let backend = backend_of(&owned);
     let worker = Worker::cycling(16_000, 300, 30);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await
@@ -420,11 +421,7 @@ async fn a_tail_of_huge_groups_is_bounded_in_tokens_and_reaches_the_target() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let backend = backend_of(&owned);
     let worker = Worker::new(16_000, 8);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await

@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use rein_runner::{Conversation, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store};
-use rein_testing::FakeToolBackend;
 use serde_json::json;
 
-use super::{Worker, compacted, files, profile};
+use super::{Worker, backend_of, compacted, files, kinds, profile};
 
 /// A turn of `steps` reads over as many files in a window of `window`
 /// tokens, file `marked` beginning with `sentence`, that finishes: the
@@ -44,11 +43,7 @@ async fn run_with_one_marked(
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let mut owned = files(files_n);
     owned[marked].1 = format!("{sentence} {}", owned[marked].1);
-    let refs: Vec<(&str, &str)> = owned
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let backend = Arc::new(FakeToolBackend::new(&refs).unwrap());
+    let backend = backend_of(&owned);
     let mut conv = Conversation::open(store.clone(), worker.clone(), backend, profile(), None)
         .await
         .unwrap();
@@ -84,13 +79,7 @@ async fn what_one_file_alone_said_outlives_every_compaction() {
 async fn the_summariser_reads_what_pruning_set_aside() {
     let (worker, log) =
         read_with_one_marked(16_000, 120, 5, "file 5: the key is under the mat.").await;
-    let kinds: Vec<&str> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
-            _ => None,
-        })
-        .collect();
+    let kinds = kinds(&log);
     // Pruning came first, so f5's result was a stub in the model's window.
     assert_eq!(kinds.first(), Some(&"prune"), "{kinds:?}");
     assert!(kinds.contains(&"compact"), "{kinds:?}");
