@@ -85,10 +85,9 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
         .model
         .clone()
         .context("--model is needed with a real provider")?;
-    if let Some(t) = cli.temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        anyhow::bail!("--temperature {t} is not between 0 and 2");
+    if let Some(t) = cli.temperature {
+        rein_wire::Sampling::checked_temperature(t)
+            .map_err(|e| anyhow::anyhow!("--temperature {}", e.message))?;
     }
     let provider = HttpProvider::new(config)?;
     Ok(ModelChoice::Real {

@@ -73,9 +73,9 @@ pub struct Wording {
     /// The nudge when the model repeats a call without progress; `{asked}`
     /// becomes the person's words for the turn, quoted, and `{found}` the
     /// lines found in the files read as the turn's latest compaction keeps
-    /// them (nothing without one). The call after it
-    /// is asked for words (tool calls off for that call), so it should ask
-    /// for an answer, not another approach.
+    /// them (nothing without one). The call after it is asked for words
+    /// (tool calls off for that call), so it should ask for an answer, not
+    /// another approach.
     pub loop_nudge: String,
     /// A verification check that failed.
     pub check_failed: String,

@@ -40,6 +40,21 @@ pub struct Sampling {
     pub top_p: Option<f64>,
 }
 
+impl Sampling {
+    /// `t` when every API takes it as a temperature (0 to 2), else
+    /// `invalid_input` saying why: one rule for a definition and a flag.
+    pub fn checked_temperature(t: f64) -> Result<f64, crate::AgentError> {
+        if (0.0..=2.0).contains(&t) {
+            Ok(t)
+        } else {
+            Err(crate::AgentError::new(
+                crate::error::codes::INVALID_INPUT,
+                format!("{t} is not between 0 and 2"),
+            ))
+        }
+    }
+}
+
 /// How much a model reasons before it answers — one provider-neutral
 /// setting, mapped per API by the gateway (Anthropic `thinking` with a
 /// token budget, OpenAI `reasoning_effort` / `reasoning.effort`).

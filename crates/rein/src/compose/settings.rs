@@ -169,13 +169,10 @@ pub(crate) fn prices(spec: &AgentSpec) -> PriceTable {
     table
 }
 
-/// A temperature the APIs take: 0 to 2.
+/// A temperature the APIs take (`Sampling::checked_temperature`).
 fn temperature(t: f64) -> Result<f64, AgentError> {
-    if (0.0..=2.0).contains(&t) {
-        Ok(t)
-    } else {
-        Err(invalid(format!("temperature: {t} is not between 0 and 2")))
-    }
+    crate::wire::Sampling::checked_temperature(t)
+        .map_err(|e| invalid(format!("temperature: {}", e.message)))
 }
 
 /// Refuse a definition that could not be built: a hook's point, the
