@@ -13,7 +13,8 @@
 //!   result each; reads batched; sub-agents; leases and carried revisions;
 //! - `inbox::Inbox`, what reaches the loop; `gate::Spend`, what the turn used.
 //!
-//! Beside them: `surface` (the API besides the turn), `open`, `asked`,
+//! Beside them: `run` (what one run of the loop keeps between steps),
+//! `surface` (the API besides the turn), `open`, `asked`,
 //! `hooked`, `authority`, `folds`, `builtins`, `revisions`, `verify`, `answers`.
 
 mod answers;
@@ -28,6 +29,7 @@ mod inbox;
 mod journal;
 mod open;
 mod revisions;
+mod run;
 mod surface;
 mod verify;
 mod window;
@@ -50,6 +52,7 @@ use crate::outcome::{TurnOutcome, UiKind};
 use crate::settings::Spent;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use folds::last_calls;
+use run::Run;
 
 /// The most bytes a person's message starts a turn with: far past any
 /// model's window, and a bound on what one event holds.
@@ -144,13 +147,7 @@ impl Conversation {
             },
         ])
         .await?;
-        let span = crate::telemetry::agent_span(
-            &self.agent.profile.name,
-            self.journal.session_id(),
-            self.journal.agent(),
-            self.agent.guards.telemetry_content.then_some(text),
-        );
-        tracing::Instrument::instrument(self.run(), span).await
+        self.run(Some(text)).await
     }
 
     /// Continue the open turn: after an approval was decided, or after a
@@ -185,17 +182,23 @@ impl Conversation {
         };
         self.gate
             .resume_turn(&events, self.journal.evidence_through());
+        self.run(None).await
+    }
+
+    /// The step loop of the open turn, in the agent's telemetry span (with
+    /// the person's `prompt` where the definition lets content be traced).
+    async fn run(&mut self, prompt: Option<&str>) -> Result<TurnOutcome, AgentError> {
         let span = crate::telemetry::agent_span(
             &self.agent.profile.name,
             self.journal.session_id(),
             self.journal.agent(),
-            None,
+            prompt.filter(|_| self.agent.guards.telemetry_content),
         );
-        tracing::Instrument::instrument(self.run(), span).await
+        tracing::Instrument::instrument(self.steps(), span).await
     }
 
-    /// The step loop of the open turn.
-    async fn run(&mut self) -> Result<TurnOutcome, AgentError> {
+    /// Step after step until one ends the turn.
+    async fn steps(&mut self) -> Result<TurnOutcome, AgentError> {
         self.spend = gate::Spend {
             spent: Spent::default(),
             started: Some(Instant::now()),
@@ -227,7 +230,6 @@ impl Conversation {
                 .gate
                 .run_calls(&mut around, &events, calls, &mut run.repeats)
                 .await?;
-            run.words_next |= run.repeats.take_nudged();
             return Ok(ran.map_or(Step::Next, Step::Ends));
         }
         if let Some(step) = self.boundary().await? {
@@ -246,18 +248,17 @@ impl Conversation {
             let error = AgentError::new(codes::HOOK_DENIED, why);
             return Ok(Step::Ends(TurnOutcome::Error { error }));
         }
+        // After a loop nudge the model answers in words: the tools stay
+        // offered, calling them is off for this one call.
         let sees = window::Sees {
             agent: &self.agent,
             tools: &self.gate.tools,
+            words_only: run.words_next(),
         };
-        // After a loop nudge the model answers in words: the tools stay
-        // offered, calling them is off for this one call.
-        self.window.words_only = std::mem::take(&mut run.words_next);
         let called = self
             .window
             .call(sees, &mut self.journal, &mut self.inbox, &events);
         let called = crate::telemetry::traced_model_call(&self.agent, called).await;
-        self.window.words_only = false;
         let message = match called {
             // Cut short by a stop or an interrupt: the step boundary ends
             // the turn (the inbox is looked at again at once).
@@ -344,59 +345,6 @@ impl Conversation {
         self.journal.emit(ended);
         hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)
-    }
-}
-
-/// What one run of the step loop keeps between steps: calls repeated
-/// without progress, verification checks failed in a row.
-#[derive(Default)]
-struct Run {
-    repeats: rein_wire::loops::Repeats,
-    /// A loop nudge was said: the next model call is asked for words.
-    words_next: bool,
-    failed_checks: u32,
-    /// The last sequence number looked at for compactions.
-    looked: u64,
-}
-
-impl Run {
-    /// A repeat counts only while the model can still see the result it
-    /// repeats: the calls whose results pruning or a compaction (both
-    /// `compaction.created`) took out of its view stop counting — reading
-    /// a file again is recalling it, not looping — while a call repeated
-    /// beside its own earlier results in view still counts (a model going
-    /// round in circles while pruning sets aside other reads, as a small
-    /// one did after compacting). Budgets still bound the turn. Only the
-    /// events since the last look are read for compactions.
-    fn forget_hidden_repeats(&mut self, events: &[rein_sessions::StoredEvent]) {
-        let since = events.partition_point(|e| e.seq <= self.looked);
-        for stored in &events[since..] {
-            let Event::CompactionCreated {
-                from_seq,
-                to_seq,
-                summary,
-                ..
-            } = &stored.event
-            else {
-                continue;
-            };
-            if summary["kind"] == "prune" {
-                let calls = summary["calls"].as_array().into_iter().flatten();
-                self.repeats
-                    .forget_calls(calls.filter_map(|c| c["call_id"].as_str()));
-            } else {
-                let start = events.partition_point(|e| e.seq < *from_seq);
-                let covered = events[start..]
-                    .iter()
-                    .take_while(|e| e.seq <= *to_seq)
-                    .filter_map(|e| match &e.event {
-                        Event::ToolResult { call_id, .. } => Some(call_id.as_str()),
-                        _ => None,
-                    });
-                self.repeats.forget_calls(covered);
-            }
-        }
-        self.looked = events.last().map_or(self.looked, |e| e.seq);
     }
 }
 

@@ -118,6 +118,7 @@ impl Conversation {
         let sees = window::Sees {
             agent: &self.agent,
             tools: &self.gate.tools,
+            words_only: false,
         };
         let mut request = self.window.request(sees, &events)?;
         rein_cache::plan(&mut request, &self.agent.provider.capabilities());

@@ -36,19 +36,20 @@ pub(crate) struct Window {
     pub(crate) monitor: rein_cache::CacheMonitor,
     /// The schema of a structured answer being asked for.
     pub(crate) answer_schema: Option<rein_wire::OutputSchema>,
-    /// The next call is asked for an answer in words (`tool_choice:
-    /// none`), after a loop nudge.
-    pub(crate) words_only: bool,
 }
 
-/// What the window reads and never changes: the definition, and the tools
-/// on offer (the product's with rein's own).
+/// What the window reads and never changes: the definition, the tools on
+/// offer (the product's with rein's own), and whether this call is asked
+/// for words.
 #[derive(Clone, Copy)]
 pub(crate) struct Sees<'a> {
     /// The definition the conversation runs.
     pub(crate) agent: &'a Agent,
     /// The tools on offer.
     pub(crate) tools: &'a WithBuiltins,
+    /// The call is asked for an answer in words (`tool_choice: none`),
+    /// after a loop nudge; the tools stay offered, as part of the prefix.
+    pub(crate) words_only: bool,
 }
 
 impl Window {

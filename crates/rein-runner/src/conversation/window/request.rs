@@ -183,7 +183,7 @@ impl Window {
         request.reasoning = sees.agent.profile.reasoning.filter(|_| {
             rein_wire::model_reasoning(&request.model) != rein_wire::ModelReasoning::DoesNot
         });
-        if self.words_only && !request.tools.is_empty() {
+        if sees.words_only && !request.tools.is_empty() {
             request.tool_choice = Some(rein_wire::ToolChoice::None);
         }
         if let Some(schema) = &self.answer_schema {

@@ -228,7 +228,7 @@ pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Tidied, output_tokens, tidy};
 
     #[test]
     fn a_sentence_said_again_is_said_once() {

@@ -1,0 +1,68 @@
+//! [`Run`]: what one run of the step loop keeps between steps — the calls
+//! repeated while their results are in the model's view (the loop rule),
+//! whether a loop nudge asks the next call for words, the verification
+//! checks failed in a row. A run starts afresh with each `turn` or
+//! `resume`.
+//!
+//! Not here: the step loop (`mod.rs`), the loop rule's counting
+//! (`rein_wire::loops`), what a nudge says (`gate`).
+
+use rein_sessions::{Event, StoredEvent};
+use rein_wire::loops::Repeats;
+
+#[derive(Default)]
+pub(super) struct Run {
+    /// Calls repeated, counted while their results are in view.
+    pub(super) repeats: Repeats,
+    /// Verification checks failed in a row.
+    pub(super) failed_checks: u32,
+    /// The last sequence number looked at for compactions.
+    looked: u64,
+}
+
+impl Run {
+    /// Whether the next model call is asked for words: a loop nudge was
+    /// earned since the last call (taken once).
+    pub(super) fn words_next(&mut self) -> bool {
+        self.repeats.take_nudged()
+    }
+
+    /// A repeat counts only while the model can still see the result it
+    /// repeats: the calls whose results pruning or a compaction (both
+    /// `compaction.created`) took out of its view stop counting — reading
+    /// a file again is recalling it, not looping — while a call repeated
+    /// beside its own earlier results in view still counts (a model going
+    /// round in circles while pruning sets aside other reads, as a small
+    /// one did after compacting). Budgets still bound the turn. Only the
+    /// events since the last look are read for compactions.
+    pub(super) fn forget_hidden_repeats(&mut self, events: &[StoredEvent]) {
+        let since = events.partition_point(|e| e.seq <= self.looked);
+        for stored in &events[since..] {
+            let Event::CompactionCreated {
+                from_seq,
+                to_seq,
+                summary,
+                ..
+            } = &stored.event
+            else {
+                continue;
+            };
+            if summary["kind"] == "prune" {
+                let calls = summary["calls"].as_array().into_iter().flatten();
+                self.repeats
+                    .forget_calls(calls.filter_map(|c| c["call_id"].as_str()));
+            } else {
+                let start = events.partition_point(|e| e.seq < *from_seq);
+                let covered = events[start..]
+                    .iter()
+                    .take_while(|e| e.seq <= *to_seq)
+                    .filter_map(|e| match &e.event {
+                        Event::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                        _ => None,
+                    });
+                self.repeats.forget_calls(covered);
+            }
+        }
+        self.looked = events.last().map_or(self.looked, |e| e.seq);
+    }
+}
