@@ -13,7 +13,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// The test files that try to escape.
-const SUITES: &[&str] = &["escape", "keeper", "host_reach", "bubblewrap"];
+const SUITES: &[&str] = &["escape", "keeper", "host_reach", "bubblewrap", "protected"];
 
 /// One way of running the suite.
 struct Way {

@@ -125,7 +125,8 @@ pub enum Said {
 
 /// Decide what happens to a call of `tool` with `class`, given what a
 /// person `said` about this very call. A person's "no" wins over every
-/// lease and every policy; a "yes" or a lease lets a gated call run.
+/// lease and every policy; a "yes" or a lease lets a gated call run — a
+/// lease never one of the protected class, which only this call's "yes" runs.
 pub fn gate(
     class: PermissionClass,
     tool: &str,
@@ -144,7 +145,7 @@ pub fn gate(
     if !class.needs_approval() {
         return Verdict::Run { elevated: false };
     }
-    if said == Said::Yes || leases.covers(tool) {
+    if said == Said::Yes || (class.leasable() && leases.covers(tool)) {
         return Verdict::Run {
             elevated: policy.elevate_approved,
         };
@@ -411,6 +412,38 @@ mod tests {
                 Said::Nothing
             ),
             Verdict::Run { elevated: false }
+        );
+    }
+
+    #[test]
+    fn no_lease_covers_a_protected_call() {
+        let mut leases = Leases::default();
+        leases.grant("write_file", LeaseScope::Tool);
+        leases.grant("write_file", LeaseScope::Run);
+        let policy = Policy::default();
+        let class = PermissionClass::Protected;
+        assert_eq!(
+            gate(class, "write_file", &policy, &leases, Said::Nothing),
+            Verdict::Ask
+        );
+        assert_eq!(
+            gate(class, "write_file", &policy, &leases, Said::Yes),
+            Verdict::Run { elevated: true }
+        );
+        assert_eq!(
+            gate(class, "write_file", &policy, &leases, Said::No),
+            Verdict::Denied
+        );
+        // The same lease still covers the tool's ordinary writes.
+        assert_eq!(
+            gate(
+                PermissionClass::SourceFileWrite,
+                "write_file",
+                &policy,
+                &leases,
+                Said::Nothing
+            ),
+            Verdict::Run { elevated: true }
         );
     }
 

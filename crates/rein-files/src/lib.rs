@@ -397,6 +397,7 @@ mod tests {
             call_id: "c".into(),
             session: String::new(),
             elevated: true,
+            asked: true,
             policy: rein_tools::Policy::default(),
             progress: rein_tools::Progress::none(),
             app: rein_tools::AppContext::default(),

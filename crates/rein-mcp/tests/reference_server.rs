@@ -16,6 +16,7 @@ fn ctx() -> ToolContext {
         call_id: "c1".into(),
         session: String::new(),
         elevated: false,
+        asked: false,
         policy: Policy::default(),
         progress: Progress::none(),
         app: rein_tools::AppContext::default(),

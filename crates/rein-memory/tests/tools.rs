@@ -19,6 +19,7 @@ fn ctx(call: &str) -> ToolContext {
         call_id: call.into(),
         session: "s1".into(),
         elevated: false,
+        asked: false,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),
         app: rein_tools::AppContext::default(),

@@ -23,13 +23,14 @@ pub fn find() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The arguments before `--`: namespaces, the trees bound in, the working
-/// directory.
+/// The arguments before `--`: namespaces, the trees bound in (`protect`
+/// read-only inside the writable ones), the working directory.
 pub(crate) fn args(
     read: &[PathBuf],
     write: &[PathBuf],
     extra_read: &[&Path],
     extra_write: &[&Path],
+    protect: &[PathBuf],
     network: bool,
     cwd: &Path,
 ) -> Vec<String> {
@@ -80,6 +81,10 @@ pub(crate) fn args(
         .chain(extra_write.iter().copied())
     {
         args.extend(["--bind".into(), text(path), text(path)]);
+    }
+    // Bound after the writable trees, over them: read-only inside them.
+    for path in protect {
+        args.extend(["--ro-bind".into(), text(path), text(path)]);
     }
     args.extend(["--chdir".into(), text(cwd)]);
     args

@@ -3,7 +3,8 @@
 //!
 //! In order: the run's pids cgroup joined, a new session (so the whole
 //! group can be killed; a Ctrl-C sent to rein's group while the helper
-//! was made is dropped, it was rein's), the resource limits, every capability dropped
+//! was made is dropped, it was rein's), the protected paths bound
+//! read-only in a mount namespace of its own (`protect`), the resource limits, every capability dropped
 //! (root included: the bounding set emptied, so the command gains none at
 //! `exec`), the filesystem rules (landlock: only the spec's trees, read or
 //! write, no device nodes made anywhere; `no_new_privs` set; where the
@@ -34,7 +35,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::spec::{Limits, Spec};
+use crate::spec::{Limits, ProtectBy, Spec};
 
 /// Ctrl-C, Ctrl-\ and Ctrl-Z: what a terminal sends its foreground group.
 fn terminal_signals() -> nix::sys::signal::SigSet {
@@ -177,11 +178,14 @@ pub fn confine(spec: &Spec) -> Result<Confined, String> {
         new_session()?;
     }
     release_terminal_signals()?;
+    // Before the capabilities go: binding read-only needs them.
+    let mounted = spec.protect.is_empty()
+        || (spec.protect_by == ProtectBy::Mounts && crate::protect::by_mounts(&spec.protect).is_ok());
     limit(&spec.limits)?;
     // Inside bubblewrap (no parent named), `--cap-drop ALL` has set
     // SECBIT_NOROOT: root regains nothing at exec whatever the bounding set.
     drop_capabilities(spec.parent.is_some())?;
-    let scoped = files(spec)?;
+    let scoped = files(spec, !mounted)?;
     let group = nix::unistd::getpgrp().as_raw();
     syscalls(spec.network, (!scoped).then_some(group))?;
     Ok(Confined {
@@ -268,8 +272,10 @@ fn own_binary(spec: &Spec) -> &'static [&'static str] {
 }
 
 /// The filesystem rules and the scopes; `Ok(true)` when this kernel scoped
-/// signals to the sandbox (landlock ABI 6 and later).
-fn files(spec: &Spec) -> Result<bool, String> {
+/// signals to the sandbox (landlock ABI 6 and later). `around`: the
+/// protected paths were not bound read-only, so the writable trees are
+/// granted around them (`protect::around`).
+fn files(spec: &Spec, around: bool) -> Result<bool, String> {
     let abi = ABI::V9;
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
@@ -278,12 +284,18 @@ fn files(spec: &Spec) -> Result<bool, String> {
     let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::ResolveUnix);
     let discard = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
     let run = AccessFs::ReadFile | AccessFs::Execute;
+    let (mut readable, writable) = if around {
+        crate::protect::around(&spec.write, &spec.protect)
+    } else {
+        (Vec::new(), spec.write.clone())
+    };
+    readable.extend(spec.read.iter().cloned());
     let status = Ruleset::default()
         .handle_access(all)
         .and_then(|r| r.scope(Scope::from_all(ABI::V6)))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rules(path_beneath_rules(&spec.read, read)))
-        .and_then(|r| r.add_rules(path_beneath_rules(&spec.write, write)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&readable, read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&writable, write)))
         // `cmd > /dev/null` is in every other script: what is written there
         // goes nowhere.
         .and_then(|r| r.add_rules(path_beneath_rules(DISCARD, discard)))

@@ -20,6 +20,7 @@ pub mod helper;
 pub mod keeping;
 mod live;
 pub mod policy;
+pub mod protect;
 mod run;
 pub mod spec;
 mod tool;

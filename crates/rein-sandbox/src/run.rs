@@ -18,7 +18,7 @@ use rein_wire::{AgentError, error::codes};
 use serde::Serialize;
 use tokio::io::AsyncReadExt;
 
-use crate::spec::{APART_VAR, Limits, REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
+use crate::spec::{APART_VAR, Limits, ProtectBy, REFUSED_EXIT, REFUSED_MARK, SPEC_VAR, Spec};
 
 mod async_trait_free {
     /// A boxed, sendable future (the trait stays object-safe without a macro).
@@ -66,6 +66,10 @@ pub struct Ran {
     /// Which backend ran it, and how isolated (`linux: landlock+seccomp`,
     /// `host: NOT ISOLATED`).
     pub isolation: String,
+    /// Protected paths (`.git`, `.rein`…) that did not exist when it
+    /// started and do now: it made them, and nothing kept them read-only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub made_protected: Vec<PathBuf>,
 }
 
 /// Something that runs commands confined.
@@ -89,6 +93,8 @@ pub struct LinuxSandbox {
     network: bool,
     limits: Limits,
     bwrap: Option<PathBuf>,
+    protect: Vec<PathBuf>,
+    protect_by: ProtectBy,
 }
 
 /// The system trees a command reads by default (programs, libraries,
@@ -124,7 +130,24 @@ impl LinuxSandbox {
             network: false,
             limits: Limits::default(),
             bwrap: None,
+            protect: Vec::new(),
+            protect_by: ProtectBy::Mounts,
         }
+    }
+
+    /// Also keep `paths` read-only (beside every writable root's `.git`
+    /// and `.rein`, always kept): rein's home under the root, a
+    /// definition's own (see [`crate::protect`]).
+    pub fn protecting(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.protect.extend(paths);
+        self
+    }
+
+    /// How the protected paths are kept read-only (default: mounts, with
+    /// landlock where none can be made).
+    pub fn protect_by(mut self, by: ProtectBy) -> Self {
+        self.protect_by = by;
+        self
     }
 
     /// Also run inside bubblewrap (`bwrap` at `path`; see
@@ -199,9 +222,22 @@ impl Sandbox for LinuxSandbox {
     fn run<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Ran, AgentError>> {
         Box::pin(async move {
             let cgroup = crate::cgroup::PidsCgroup::create(self.limits.processes);
+            let candidates = crate::protect::candidates(&self.write, &self.protect);
+            let existed: Vec<bool> = candidates
+                .iter()
+                .map(|p| std::fs::symlink_metadata(p).is_ok())
+                .collect();
+            let protect = crate::protect::existing(&candidates, &self.write);
             let spec = Spec {
                 read: self.read.clone(),
                 write: self.write.clone(),
+                // Bubblewrap binds them itself.
+                protect: if self.bwrap.is_none() {
+                    protect.clone()
+                } else {
+                    Vec::new()
+                },
+                protect_by: self.protect_by,
                 network: self.network,
                 limits: self.limits,
                 pids_cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
@@ -230,6 +266,7 @@ impl Sandbox for LinuxSandbox {
                             &self.write,
                             &[self.helper.as_path()],
                             &cgroup_dir.as_deref().into_iter().collect::<Vec<_>>(),
+                            &protect,
                             self.network,
                             &request.cwd,
                         ))
@@ -264,6 +301,7 @@ impl Sandbox for LinuxSandbox {
                 ran.isolation.push_str(", pids cgroup");
             }
             drop(cgroup);
+            ran.made_protected = crate::protect::made(&candidates, &existed);
             Ok(ran)
         })
     }
@@ -382,6 +420,7 @@ async fn spawn(
         stderr,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         isolation,
+        made_protected: Vec::new(),
     })
 }
 

@@ -50,6 +50,21 @@ impl Default for Limits {
     }
 }
 
+/// How the protected paths are kept read-only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtectBy {
+    /// A mount namespace of the command's own with each protected path
+    /// bound read-only over itself (a user namespace too where the helper
+    /// is not root); where none can be made, landlock as below.
+    #[default]
+    Mounts,
+    /// Landlock alone: the writable trees are granted entry by entry,
+    /// around the protected paths, so nothing new can be made beside one
+    /// (in the folder that holds `.git`, no new file or folder).
+    Landlock,
+}
+
 /// The confinement of one command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spec {
@@ -57,6 +72,14 @@ pub struct Spec {
     pub read: Vec<PathBuf>,
     /// Writable trees (readable too).
     pub write: Vec<PathBuf>,
+    /// Paths inside the writable trees that stay read-only (`.git`,
+    /// `.rein`: what runs later on the host), each existing and resolved.
+    /// Empty under bubblewrap, which binds them read-only itself.
+    #[serde(default)]
+    pub protect: Vec<PathBuf>,
+    /// How they are kept read-only.
+    #[serde(default)]
+    pub protect_by: ProtectBy,
     /// Whether network sockets (IPv4, IPv6, raw packets) may be opened.
     pub network: bool,
     /// The bounds.

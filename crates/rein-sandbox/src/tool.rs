@@ -155,7 +155,16 @@ impl Tool for RunCommand {
             ),
         };
         match self.sandbox.run(&request).await {
-            Ok(ran) => Outcome::ok(json!({
+            Ok(ran) => Outcome::ok(result(&ran, &self.root)),
+            Err(err) => Outcome::from_error(&err),
+        }
+    }
+}
+
+/// What the model reads of a run: its outputs, how it ended, how isolated,
+/// and any protected path it made (said, so the person sees it too).
+fn result(ran: &crate::Ran, root: &std::path::Path) -> serde_json::Value {
+    let mut result = json!({
                 "exit_code": ran.code,
                 "timed_out": ran.timed_out,
                 "stdout": ran.stdout.text,
@@ -164,8 +173,17 @@ impl Tool for RunCommand {
                 "stderr_bytes_dropped": ran.stderr.dropped,
                 "duration_ms": ran.duration_ms,
                 "isolation": ran.isolation,
-            })),
-            Err(err) => Outcome::from_error(&err),
-        }
+            });
+    if !ran.made_protected.is_empty() {
+        let named: Vec<String> = ran
+            .made_protected
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string())
+            .collect();
+        result["made_protected"] = json!(format!(
+            "this command made {}: what runs later on the host (git's hooks and config, rein's project config); it is read-only to commands from now on, and rein's project config is not applied until the person trusts it",
+            named.join(", ")
+        ));
     }
+    result
 }

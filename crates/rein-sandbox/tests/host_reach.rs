@@ -280,6 +280,8 @@ fn root_that_cannot_drop_its_bounding_set_is_refused() {
             .map(std::path::PathBuf::from)
             .to_vec(),
         write: vec![root.path().to_path_buf()],
+        protect: Vec::new(),
+        protect_by: rein_sandbox::spec::ProtectBy::Mounts,
         network: false,
         limits: rein_sandbox::Limits::default(),
         pids_cgroup: None,

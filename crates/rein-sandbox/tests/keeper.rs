@@ -22,6 +22,8 @@ fn spec(root: &Path, script: &str) -> String {
     let spec = rein_sandbox::spec::Spec {
         read,
         write: vec![root.to_path_buf()],
+        protect: Vec::new(),
+        protect_by: rein_sandbox::spec::ProtectBy::Mounts,
         network: false,
         limits: rein_sandbox::Limits::default(),
         pids_cgroup: None,

@@ -38,6 +38,7 @@ fn ctx() -> ToolContext {
         call_id: "contract".into(),
         session: String::new(),
         elevated: true,
+        asked: true,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),
         app: rein_tools::AppContext::default(),

@@ -57,6 +57,10 @@ pub struct ToolContext {
     /// Whether a person approved this call (the tool may skip its own
     /// confirmation).
     pub elevated: bool,
+    /// Whether a person said yes to this very call (a lease does not
+    /// count): what a protected write needs, checked again by the tool on
+    /// the path it actually opens.
+    pub asked: bool,
     /// The conversation's policy (egress allow-list, writes allowed).
     pub policy: Policy,
     /// Where the call reports how far it got (for the person watching).

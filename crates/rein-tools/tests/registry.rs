@@ -48,6 +48,7 @@ fn ctx() -> ToolContext {
         call_id: "c".into(),
         session: String::new(),
         elevated: false,
+        asked: false,
         policy: Policy::default(),
         progress: rein_tools::Progress::none(),
         app: rein_tools::AppContext::default(),

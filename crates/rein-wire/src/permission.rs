@@ -23,6 +23,11 @@ pub enum PermissionClass {
     /// a message sent): waits for a person. The class for a product's own
     /// writes; the file classes above are for file tools.
     Write,
+    /// Writes what runs later on the person's machine or decides what
+    /// does (`.git/` — its hooks and config —, `.rein/`, rein's home, a
+    /// definition's protected paths): waits for a person every time; no
+    /// lease, no "always" covers it.
+    Protected,
 }
 
 impl PermissionClass {
@@ -34,6 +39,7 @@ impl PermissionClass {
             PermissionClass::SourceFileWrite => "source_file_write",
             PermissionClass::Destructive => "destructive",
             PermissionClass::Write => "write",
+            PermissionClass::Protected => "protected",
         }
     }
 
@@ -44,7 +50,14 @@ impl PermissionClass {
             PermissionClass::SourceFileWrite
                 | PermissionClass::Destructive
                 | PermissionClass::Write
+                | PermissionClass::Protected
         )
+    }
+
+    /// Whether a lease (an "always") may cover it: every class a person
+    /// approves but [`PermissionClass::Protected`], asked each time.
+    pub fn leasable(self) -> bool {
+        self != PermissionClass::Protected
     }
 
     /// Whether it only reads.

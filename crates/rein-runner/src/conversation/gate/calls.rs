@@ -274,7 +274,7 @@ impl Gate {
             }
         };
         let fp = self
-            .run_one(cx, call_id.clone(), tool, args, class, elevated)
+            .run_one(cx, call_id.clone(), tool, args, class, (elevated, said == Said::Yes))
             .await?;
         self.count_repeat(cx, repeats, fp, &call_id).await
     }
@@ -381,7 +381,7 @@ impl Gate {
         tool: String,
         args: Value,
         class: PermissionClass,
-        elevated: bool,
+        (elevated, asked): (bool, bool),
     ) -> Result<String, AgentError> {
         let args = self.carry_revision(args);
         cx.journal
@@ -401,6 +401,7 @@ impl Gate {
             call_id: call_id.clone(),
             session: cx.journal.session_id().to_owned(),
             elevated,
+            asked,
             policy: cx.agent.guards.policy.clone(),
             progress: cx.journal.progress(&call_id),
             app: cx.agent.guards.app_context.clone(),

@@ -119,6 +119,7 @@ impl Gate {
                         call_id: call_id.clone(),
                         session: cx.journal.session_id().to_owned(),
                         elevated: false,
+                        asked: false,
                         policy: policy.clone(),
                         progress: cx.journal.progress(call_id),
                         app: cx.agent.guards.app_context.clone(),
