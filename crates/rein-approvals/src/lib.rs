@@ -77,12 +77,14 @@ impl Leases {
             if *decision != Decision::Approved {
                 continue;
             }
+            // A protected call's yes leases nothing (see `gate`).
             let tool = run.iter().find_map(|e| match e {
                 Event::ApprovalRequested {
                     approval_id: a,
                     tool,
+                    permission,
                     ..
-                } if a == approval_id => Some(tool),
+                } if a == approval_id && permission.leasable() => Some(tool),
                 _ => None,
             });
             if let Some(tool) = tool {

@@ -220,6 +220,11 @@ pub struct PolicySpec {
     /// Hosts tools may reach (default: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress_allow: Option<Vec<String>>,
+    /// Paths inside the root (relative to it) kept like `.git` and
+    /// `.rein`: read-only to commands, and a file tool's change asked
+    /// each time, never under an "always" (those two are always kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protect: Option<Vec<String>>,
 }
 
 /// An external command asked at a turn's fixed points: JSON on stdin,

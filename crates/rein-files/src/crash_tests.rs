@@ -27,7 +27,7 @@ fn helper_write_loop() {
     println!("writing");
     for n in 0u64.. {
         let bytes = if n % 2 == 0 { &b } else { &a };
-        root.write("big.txt", bytes, None).unwrap();
+        root.write("big.txt", bytes, None, false).unwrap();
     }
 }
 

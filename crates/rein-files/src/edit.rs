@@ -187,7 +187,7 @@ pub fn write_preview(root: &Root, path: &str, content: &str) -> Preview {
     match root.read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(before) => {
-                let mut preview = diff(path, &before, content);
+                let mut preview = diff(&root.shown(path), &before, content);
                 if let Some(warning) = rewrite_warning(&before, content) {
                     preview = Preview::new(
                         PreviewKind::Diff,
@@ -291,8 +291,8 @@ impl Tool for EditFile {
          use a line already in the file as `old_text` and that line plus the new text as \
          `new_text`. The person approves the diff first."
     }
-    fn permission(&self, _: &EditArgs) -> PermissionClass {
-        PermissionClass::SourceFileWrite
+    fn permission(&self, input: &EditArgs) -> PermissionClass {
+        super::class_of(&self.0, &input.path, PermissionClass::SourceFileWrite)
     }
     fn precheck(&self, input: &EditArgs) -> Result<(), AgentError> {
         // An edit that could not apply is refused before anyone is asked.
@@ -304,12 +304,13 @@ impl Tool for EditFile {
     fn preview(&self, input: &EditArgs) -> Option<Preview> {
         let before = read_text(&self.0, &input.path).ok()?;
         let after = apply(&input.path, &before, &input.edits).ok()?;
-        Some(diff(&input.path, &before, &after.text))
+        let preview = diff(&self.0.shown(&input.path), &before, &after.text);
+        Some(super::guarded_preview(&self.0, &input.path, preview))
     }
     fn changes(&self, input: &EditArgs) -> Option<rein_wire::Revision> {
         Some(self.0.revision(&input.path))
     }
-    async fn invoke(&self, input: EditArgs, _: &ToolContext) -> Outcome {
+    async fn invoke(&self, input: EditArgs, ctx: &ToolContext) -> Outcome {
         // The file is read again: what is edited is what is there now.
         let before = match super::undoable_now(self.1.as_ref(), &self.0, &input.path) {
             Ok(before) => before,
@@ -339,15 +340,9 @@ impl Tool for EditFile {
             done["repaired"] = json!(applied.repaired);
         }
         let after = applied.text;
-        super::change(
-            &self.0,
-            self.1.as_ref(),
-            &input.path,
-            before,
-            Some(after.as_bytes()),
-            done,
-        )
-        .await
+        let (root, stash) = (&self.0, self.1.as_ref());
+        let change = (before, Some(after.as_bytes()));
+        super::change(root, stash, &input.path, change, done, ctx.asked).await
     }
 }
 

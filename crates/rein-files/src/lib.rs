@@ -17,6 +17,7 @@
 mod crash_tests;
 mod edit;
 mod loose;
+mod protected;
 mod root;
 mod undo;
 
@@ -30,6 +31,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 pub use edit::{Applied, Edit, EditArgs, EditFile, apply};
+pub use protected::{Guarded, PROTECTED_NAMES, Protected};
 pub use root::{MAX_FILE_BYTES, MAX_LIST, Refused, Root};
 pub use undo::{Before, Stash, undo};
 
@@ -81,14 +83,16 @@ pub fn tools_in(
 /// Change `path` the one way every file tool does: what it holds is kept
 /// for undo first (when there is a stash), then the file is written with
 /// `after` (atomically) or removed (`None`), and the outcome `done` says
-/// what the change left, which this conversation has now seen.
+/// what the change left, which this conversation has now seen. A
+/// protected path is changed only when the person was `asked` about this
+/// very call (`ToolContext::asked`), decided on the folder opened.
 async fn change(
     root: &Root,
     stash: Option<&Stash>,
     path: &str,
-    before: undo::Before,
-    after: Option<&[u8]>,
+    (before, after): (undo::Before, Option<&[u8]>),
     done: serde_json::Value,
+    asked: bool,
 ) -> Outcome {
     // Over the bound, refused before anything is kept for undo.
     if let Some(bytes) = after
@@ -101,8 +105,8 @@ async fn change(
         None => None,
     };
     let changed = match after {
-        Some(bytes) => root.write(path, bytes, None),
-        None => root.remove(path),
+        Some(bytes) => root.write(path, bytes, None, asked),
+        None => root.remove(path, asked),
     };
     match changed {
         Ok(()) => {
@@ -124,6 +128,43 @@ fn undoable_now(
         Some(_) => undo::Before::keepable(root, path),
         None => Ok(undo::Before::of(root, path)),
     }
+}
+
+/// A change's class: `ordinary`, or `protected` when the path — by its
+/// name or where it leads — is one that runs later on the person's machine.
+fn class_of(root: &Root, path: &str, ordinary: PermissionClass) -> PermissionClass {
+    if root.guarded(path).is_some() {
+        PermissionClass::Protected
+    } else {
+        ordinary
+    }
+}
+
+/// A preview as the person must see it: the path with where it leads
+/// (`notes.md → .git/config`), and for a protected path first of all what
+/// the file does.
+fn guarded_preview(root: &Root, path: &str, preview: rein_wire::Preview) -> rein_wire::Preview {
+    let shown = root.shown(path);
+    let guarded = root.guarded(path);
+    if shown == path && guarded.is_none() {
+        return preview;
+    }
+    let mut text = String::new();
+    if let Some(guarded) = guarded {
+        text.push_str(&format!(
+            "PROTECTED {}: {}. Asked each time; \"always\" does not cover it.\n",
+            guarded.target, guarded.what
+        ));
+    }
+    if shown != path {
+        text.push_str(&format!(
+            "{shown}: a link; the change lands in what it leads to\n"
+        ));
+    }
+    text.push_str(&preview.text);
+    let mut shown_preview = rein_wire::Preview::new(preview.kind, shown, text);
+    shown_preview.truncated |= preview.truncated;
+    shown_preview
 }
 
 /// A file path, relative to the project root.
@@ -280,8 +321,8 @@ impl Tool for WriteFile {
          write_file replaces the whole file, so everything not in `content` is lost, and it is \
          refused unless this conversation has read the file as it is now. The person approves it first."
     }
-    fn permission(&self, _: &WriteArgs) -> PermissionClass {
-        PermissionClass::SourceFileWrite
+    fn permission(&self, input: &WriteArgs) -> PermissionClass {
+        class_of(&self.0, &input.path, PermissionClass::SourceFileWrite)
     }
     fn precheck(&self, input: &WriteArgs) -> Result<(), AgentError> {
         Root::writable_size(&input.path, input.content.len()).map_err(Refused::error)?;
@@ -289,19 +330,24 @@ impl Tool for WriteFile {
         undoable_now(self.1.as_ref(), &self.0, &input.path).map(drop)
     }
     fn preview(&self, input: &WriteArgs) -> Option<rein_wire::Preview> {
-        Some(edit::write_preview(&self.0, &input.path, &input.content))
+        Some(guarded_preview(
+            &self.0,
+            &input.path,
+            edit::write_preview(&self.0, &input.path, &input.content),
+        ))
     }
     fn changes(&self, input: &WriteArgs) -> Option<Revision> {
         Some(self.0.revision(&input.path))
     }
-    async fn invoke(&self, input: WriteArgs, _: &ToolContext) -> Outcome {
+    async fn invoke(&self, input: WriteArgs, ctx: &ToolContext) -> Outcome {
         let before = match undoable_now(self.1.as_ref(), &self.0, &input.path) {
             Ok(before) => before,
             Err(refused) => return Outcome::from_error(&refused),
         };
         let done = json!({"written": input.path, "bytes": input.content.len()});
         let after = Some(input.content.as_bytes());
-        change(&self.0, self.1.as_ref(), &input.path, before, after, done).await
+        let (root, stash) = (&self.0, self.1.as_ref());
+        change(root, stash, &input.path, (before, after), done, ctx.asked).await
     }
 }
 
@@ -315,8 +361,8 @@ impl Tool for DeleteFile {
     fn description(&self) -> &str {
         "Delete a file of the project (a symbolic link is removed itself); read it first. The person approves it first, and can undo it."
     }
-    fn permission(&self, _: &PathArg) -> PermissionClass {
-        PermissionClass::Destructive
+    fn permission(&self, input: &PathArg) -> PermissionClass {
+        class_of(&self.0, &input.path, PermissionClass::Destructive)
     }
     fn precheck(&self, input: &PathArg) -> Result<(), AgentError> {
         self.0
@@ -328,7 +374,11 @@ impl Tool for DeleteFile {
         undoable_now(self.1.as_ref(), &self.0, &input.path).map(drop)
     }
     fn preview(&self, input: &PathArg) -> Option<rein_wire::Preview> {
-        Some(edit::delete_preview(&self.0, &input.path))
+        Some(guarded_preview(
+            &self.0,
+            &input.path,
+            edit::delete_preview(&self.0, &input.path),
+        ))
     }
     fn changes(&self, input: &PathArg) -> Option<Revision> {
         // Removing a link loses no content (undo makes it again).
@@ -337,7 +387,7 @@ impl Tool for DeleteFile {
             .is_none()
             .then(|| self.0.revision(&input.path))
     }
-    async fn invoke(&self, input: PathArg, _: &ToolContext) -> Outcome {
+    async fn invoke(&self, input: PathArg, ctx: &ToolContext) -> Outcome {
         // A link is deleted as a link: undo makes the link again.
         let before = match self.0.link_target(&input.path) {
             Some(target) => undo::Before::Link(target),
@@ -347,7 +397,8 @@ impl Tool for DeleteFile {
             },
         };
         let done = json!({"deleted": input.path});
-        change(&self.0, self.1.as_ref(), &input.path, before, None, done).await
+        let (root, stash) = (&self.0, self.1.as_ref());
+        change(root, stash, &input.path, (before, None), done, ctx.asked).await
     }
 }
 

@@ -31,6 +31,8 @@ use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
 use rein_wire::AgentError;
 use rein_wire::error::{ErrorCode, codes};
 
+use crate::protected::{Guarded, Protected};
+
 /// The largest file the tools read or search.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// The most files a listing or a search visits.
@@ -95,6 +97,9 @@ impl Refused {
 #[derive(Debug)]
 pub struct Root {
     dir: Dir,
+    /// Where it is, resolved: what an opened folder is compared with.
+    real: PathBuf,
+    protected: Protected,
 }
 
 impl Root {
@@ -112,7 +117,106 @@ impl Root {
         }
         let handle =
             Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| bad(e.to_string()))?;
-        Ok(Root { dir: handle })
+        Ok(Root {
+            dir: handle,
+            real: path,
+            protected: Protected::default(),
+        })
+    }
+
+    /// The root with `protected` as its protected paths (`.git` and
+    /// `.rein` are in every set).
+    pub fn protecting(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// Where the root is, resolved.
+    pub fn path(&self) -> &Path {
+        &self.real
+    }
+
+    /// Where `path` leads inside the root, links resolved — for a path
+    /// that does not exist yet, its nearest existing folder resolved and
+    /// the rest joined. `None` when it leads nowhere inside the root.
+    fn resolved(&self, rel: &Path) -> Option<PathBuf> {
+        let mut head = rel.to_path_buf();
+        let mut tail = Vec::new();
+        loop {
+            if head.as_os_str().is_empty() {
+                return Some(tail.iter().rev().collect());
+            }
+            if let Ok(real) = self.dir.canonicalize(&head) {
+                return Some(tail.iter().rev().fold(real, |p, part| p.join(part)));
+            }
+            tail.push(head.file_name()?.to_owned());
+            head.pop();
+        }
+    }
+
+    /// Whether a write or delete of `path` touches a protected path — by
+    /// its own name or by where it leads — and what that path does.
+    pub fn guarded(&self, path: &str) -> Option<Guarded> {
+        let rel = self.relative(path).ok()?;
+        let resolved = self.resolved(rel);
+        resolved
+            .as_deref()
+            .and_then(|r| self.protected.guarded(r))
+            .or_else(|| self.protected.guarded(rel))
+    }
+
+    /// Whether `path` by its own name (links not followed) is protected.
+    pub fn names_protected(&self, path: &str) -> bool {
+        self.protected
+            .guarded(Path::new(&Root::resource(path)))
+            .is_some()
+    }
+
+    /// `path` as a person is shown it: with where it leads when that is
+    /// elsewhere (`notes.md → .git/config`).
+    pub fn shown(&self, path: &str) -> String {
+        let Ok(rel) = self.relative(path) else {
+            return path.to_owned();
+        };
+        match self.resolved(rel) {
+            Some(target) if Path::new(&Root::resource(path)) != target => {
+                format!("{path} → {}", target.display())
+            }
+            _ => path.to_owned(),
+        }
+    }
+
+    /// Refuse a change of `name` in the opened `folder` when that is a
+    /// protected path and the person was not asked about this very call:
+    /// decided on the folder actually opened, so a link swapped since the
+    /// question changes nothing.
+    fn unprotected(
+        &self,
+        folder: &Dir,
+        name: &std::ffi::OsStr,
+        path: &str,
+        asked: bool,
+    ) -> Result<(), Refused> {
+        use std::os::fd::AsRawFd as _;
+        if asked {
+            return Ok(());
+        }
+        let opened = std::fs::read_link(format!("/proc/self/fd/{}", folder.as_raw_fd()))
+            .map_err(|e| Refused::io(path, "write", codes::WRITE_FAILED, &e))?;
+        let inside = opened
+            .strip_prefix(&self.real)
+            .unwrap_or(&opened)
+            .join(name);
+        match self.protected.guarded(&inside) {
+            Some(guarded) => Err(Refused::new(
+                codes::PROTECTED_PATH,
+                format!(
+                    "`{path}` leads to {} ({}); it is changed only with the person's yes to that very call",
+                    guarded.target, guarded.what
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `path` as a relative path inside the root, or why not. Decides on
@@ -228,7 +332,15 @@ impl Root {
     /// its permission bits and (where rein may) its owner; `mode` sets the
     /// bits instead (an undo gives back what a change took). A symbolic
     /// link inside the root stays a link: its target is replaced.
-    pub fn write(&self, path: &str, bytes: &[u8], mode: Option<u32>) -> Result<(), Refused> {
+    /// A protected path is written only when `asked` (the person said yes
+    /// to this very call, or it is the person's own undo).
+    pub fn write(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        mode: Option<u32>,
+        asked: bool,
+    ) -> Result<(), Refused> {
         use cap_std::fs::{MetadataExt as _, PermissionsExt as _};
         let rel = self.relative(path)?;
         let failed = |e: io::Error| Refused::io(path, "write", codes::WRITE_FAILED, &e);
@@ -241,6 +353,7 @@ impl Root {
             (_, Some(name)) => (self.dir.try_clone().map_err(failed)?, name.to_owned()),
             _ => return Err(Refused::outside(path)),
         };
+        self.unprotected(&folder, &name, path, asked)?;
         let existing = match folder.symlink_metadata(&name) {
             Ok(meta) => {
                 one_regular_file(path, &meta)?;
@@ -366,13 +479,20 @@ impl Root {
             .map_err(|e| Refused::io(path, "write", codes::WRITE_FAILED, &e))
     }
 
-    /// Remove a file (a symbolic link is removed itself, never its target).
-    pub fn remove(&self, path: &str) -> Result<(), Refused> {
+    /// Remove a file (a symbolic link is removed itself, never its
+    /// target); a protected one only when `asked`, as [`Root::write`].
+    pub fn remove(&self, path: &str, asked: bool) -> Result<(), Refused> {
         let rel = self.relative(path)?;
-        self.dir
-            .remove_file(rel)
-            .map_err(|e| Refused::io(path, "delete", codes::DELETE_FAILED, &e))?;
-        Ok(())
+        let failed = |e: io::Error| Refused::io(path, "delete", codes::DELETE_FAILED, &e);
+        let (folder, name) = match (rel.parent(), rel.file_name()) {
+            (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+                (self.dir.open_dir(parent).map_err(failed)?, name)
+            }
+            (_, Some(name)) => (self.dir.try_clone().map_err(failed)?, name),
+            _ => return Err(Refused::outside(path)),
+        };
+        self.unprotected(&folder, name, path, asked)?;
+        folder.remove_file(name).map_err(failed)
     }
 
     /// The regular files under `folder` (`None`: the whole root), hidden

@@ -162,7 +162,9 @@ pub async fn undo(root: &Root, store: &dyn Store, op: &str) -> Result<String, Ag
 }
 
 /// Put back what an undo record says `path` held: its bytes and mode, or
-/// nothing (the change created it).
+/// nothing (the change created it). A person's undo of a change to a
+/// protected path they approved restores it; one through a link that now
+/// leads to a protected path is refused.
 async fn restore(
     root: &Root,
     path: &str,
@@ -173,10 +175,12 @@ async fn restore(
         Some(hash) => {
             let bytes = store.read_artifact(hash, Slice::Whole).await?;
             let mode = record["mode"].as_u64().and_then(|m| u32::try_from(m).ok());
-            root.write(path, &bytes, mode)
+            root.write(path, &bytes, mode, root.names_protected(path))
                 .map_err(super::Refused::error)?;
         }
-        None => root.remove(path).map_err(super::Refused::error)?,
+        None => root
+            .remove(path, root.names_protected(path))
+            .map_err(super::Refused::error)?,
     }
     Ok(())
 }

@@ -85,6 +85,10 @@ pub struct CommandsConfig {
     pub sandbox: SandboxConfig,
     /// The command policy.
     pub policy: CommandPolicy,
+    /// Paths kept read-only beside every root's `.git` and `.rein`
+    /// (rein's home under the root, the definition's `policy.protect`):
+    /// set by the caller, not read from the file.
+    pub protect: Vec<PathBuf>,
 }
 
 fn invalid(path: &Path, why: impl std::fmt::Display) -> AgentError {
@@ -124,7 +128,11 @@ impl CommandsConfig {
                 ));
             }
         }
-        Ok(CommandsConfig { sandbox, policy })
+        Ok(CommandsConfig {
+            sandbox,
+            policy,
+            protect: Vec::new(),
+        })
     }
 
     /// Replace the policy with the one in `path` (a file of its own).
@@ -172,6 +180,7 @@ impl CommandsConfig {
                 };
                 let mut linux = linux
                     .reading([root.to_path_buf()])
+                    .protecting(self.protect.iter().cloned())
                     .with_network(self.sandbox.network);
                 match (self.sandbox.bubblewrap, crate::bwrap::find()) {
                     (Some(false), _) | (None, None) => {}

@@ -180,7 +180,8 @@ pub fn confine(spec: &Spec) -> Result<Confined, String> {
     release_terminal_signals()?;
     // Before the capabilities go: binding read-only needs them.
     let mounted = spec.protect.is_empty()
-        || (spec.protect_by == ProtectBy::Mounts && crate::protect::by_mounts(&spec.protect).is_ok());
+        || (spec.protect_by == ProtectBy::Mounts
+            && crate::protect::by_mounts(&spec.protect).is_ok());
     limit(&spec.limits)?;
     // Inside bubblewrap (no parent named), `--cap-drop ALL` has set
     // SECBIT_NOROOT: root regains nothing at exec whatever the bounding set.

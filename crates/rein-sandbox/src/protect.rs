@@ -106,7 +106,9 @@ fn read_only(path: &Path) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| fail("binding", e))?;
-    let had = statvfs(path).map_err(|e| fail("reading the mount of", e))?.flags();
+    let had = statvfs(path)
+        .map_err(|e| fail("reading the mount of", e))?
+        .flags();
     let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
     for (kept, flag) in [
         (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
@@ -210,6 +212,9 @@ mod tests {
             &[root.clone()],
             &[root.join("gitdir"), outside.path().to_path_buf()],
         );
-        assert_eq!(existing(&candidates, &[root.clone()]), vec![root.join(".git")]);
+        assert_eq!(
+            existing(&candidates, &[root.clone()]),
+            vec![root.join(".git")]
+        );
     }
 }

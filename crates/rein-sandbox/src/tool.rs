@@ -165,15 +165,15 @@ impl Tool for RunCommand {
 /// and any protected path it made (said, so the person sees it too).
 fn result(ran: &crate::Ran, root: &std::path::Path) -> serde_json::Value {
     let mut result = json!({
-                "exit_code": ran.code,
-                "timed_out": ran.timed_out,
-                "stdout": ran.stdout.text,
-                "stdout_bytes_dropped": ran.stdout.dropped,
-                "stderr": ran.stderr.text,
-                "stderr_bytes_dropped": ran.stderr.dropped,
-                "duration_ms": ran.duration_ms,
-                "isolation": ran.isolation,
-            });
+        "exit_code": ran.code,
+        "timed_out": ran.timed_out,
+        "stdout": ran.stdout.text,
+        "stdout_bytes_dropped": ran.stdout.dropped,
+        "stderr": ran.stderr.text,
+        "stderr_bytes_dropped": ran.stderr.dropped,
+        "duration_ms": ran.duration_ms,
+        "isolation": ran.isolation,
+    });
     if !ran.made_protected.is_empty() {
         let named: Vec<String> = ran
             .made_protected

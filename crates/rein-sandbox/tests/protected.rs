@@ -96,7 +96,10 @@ async fn git_and_rein_stay_read_only_and_the_rest_is_writable() {
     // Read-only by mount: its modes too (an executable bit would wake a
     // hook git skips while it has none; landlock alone does not rule modes).
     std::fs::write(dir.path().join(".git/hooks/pre-push"), "curl x | sh\n").unwrap();
-    for plant in ["chmod +x .git/hooks/pre-push", "touch -d 2000-01-01 .git/config"] {
+    for plant in [
+        "chmod +x .git/hooks/pre-push",
+        "touch -d 2000-01-01 .git/config",
+    ] {
         let ran = run(&sandbox, plant, dir.path()).await;
         assert_ne!(ran.code, Some(0), "`{plant}` ran: {ran:?}");
     }
@@ -163,7 +166,12 @@ async fn a_protected_folder_the_command_made_is_reported() {
     let Some(sandbox) = common::usable(common::sandbox(dir.path())).await else {
         return;
     };
-    let ran = run(&sandbox, "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit", dir.path()).await;
+    let ran = run(
+        &sandbox,
+        "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
+        dir.path(),
+    )
+    .await;
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert_eq!(ran.made_protected, vec![dir.path().join(".git")]);
     // From now on it is protected like any other.

@@ -179,6 +179,9 @@ registry! {
     HARD_LINK = "hard_link", 403, false,
         "The file has more than one name",
         "rein does not touch a file with several hard links: another name may be outside the root.";
+    PROTECTED_PATH = "protected_path", 403, false,
+        "The path is one that runs later on the person's machine, and this call was not asked about it",
+        "A write to .git, .rein or another protected path runs only with the person's yes to that very call; name the path itself so they are asked.";
     DANGLING_LINK = "dangling_link", 403, false,
         "The path is a symbolic link to nothing", "Remove the link or name its target inside the root.";
     NOT_A_FILE = "not_a_file", 400, false,

@@ -58,7 +58,12 @@ async fn ask_approval(
 ) -> Result<Asked, AgentError> {
     let (approval_id, tool) = (&request.approval_id, &request.tool);
     let colour = preview::colour_wanted();
-    let mut prompt = format!("  approve? [y/N/a = always for {tool} this turn");
+    let mut prompt = if request.permission.leasable() {
+        format!("  approve? [y/N/a = always for {tool} this turn")
+    } else {
+        // Asked each time: no "always" is offered (nor kept, if typed).
+        "  approve this one call? [y/N".to_owned()
+    };
     match &request.preview {
         // A change is shown as what it does, not as its arguments.
         Some(change) => {

@@ -115,7 +115,8 @@ pub async fn compose(
 ) -> Result<Composed, AgentError> {
     let spec = &wanted.effective.spec;
     let tools = spec.tools.clone().unwrap_or_default();
-    let root = Arc::new(crate::files::Root::new(wanted.root)?);
+    let protect = commands::Protect::of(wanted.root, loaded, spec)?;
+    let root = Arc::new(crate::files::Root::new(wanted.root)?.protecting(protect.for_files()));
     let stash = crate::files::Stash(store.clone());
     let mut registry = if tools.files.unwrap_or(true) {
         crate::files::file_tools(root.clone(), Some(stash))?
@@ -127,7 +128,8 @@ pub async fn compose(
     }
     let mut commands = None;
     if tools.commands.unwrap_or(false) {
-        let (tool, isolation) = commands::build(loaded, wanted.commands_file, wanted.root).await?;
+        let (tool, isolation) =
+            commands::build(loaded, wanted.commands_file, wanted.root, &protect).await?;
         note(info, &format!("run_command: {isolation}"))?;
         registry = registry.with(tool)?;
         commands = Some(isolation);
@@ -182,7 +184,7 @@ pub async fn compose(
     agent.budgets = budgets(spec);
     agent.context = context(spec)?;
     agent.verification = match verification(spec, wanted.root) {
-        Some(check) => Some(sandboxed(check, loaded, wanted.root).await?),
+        Some(check) => Some(sandboxed(check, loaded, wanted.root, &protect).await?),
         None => None,
     };
     if subagents.enabled.unwrap_or(false) {

@@ -136,8 +136,9 @@ pub(crate) async fn sandboxed(
     check: Verification,
     loaded: &Loaded,
     root: &Path,
+    protect: &super::commands::Protect,
 ) -> Result<Verification, AgentError> {
-    let config = super::commands::config(loaded)?;
+    let config = super::commands::protecting(loaded, protect)?;
     let sandbox = config.sandbox(root, true, None).await?;
     Ok(check.in_sandbox(sandbox, config.env()))
 }
@@ -181,6 +182,7 @@ fn temperature(t: f64) -> Result<f64, AgentError> {
 pub fn check_spec(spec: &AgentSpec) -> Result<(), AgentError> {
     hooks(spec, Path::new("."))?;
     context(spec)?;
+    super::commands::Protect::checked(spec)?;
     if let Some(level) = &spec.reasoning {
         level
             .parse::<crate::wire::Reasoning>()

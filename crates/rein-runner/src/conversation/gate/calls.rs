@@ -228,7 +228,11 @@ impl Gate {
         };
         let elevated = match gate(class, &tool, &cx.agent.guards.policy, leases, said) {
             Verdict::Run { elevated } => {
-                if let ApprovalState::Approved { scope, .. } = state {
+                // A yes to a protected call is for that call alone: its
+                // "always" leases nothing, not even the tool's ordinary calls.
+                if let ApprovalState::Approved { scope, .. } = state
+                    && class.leasable()
+                {
                     self.leases.grant(&tool, scope);
                 }
                 elevated
@@ -274,7 +278,14 @@ impl Gate {
             }
         };
         let fp = self
-            .run_one(cx, call_id.clone(), tool, args, class, (elevated, said == Said::Yes))
+            .run_one(
+                cx,
+                call_id.clone(),
+                tool,
+                args,
+                class,
+                (elevated, said == Said::Yes),
+            )
             .await?;
         self.count_repeat(cx, repeats, fp, &call_id).await
     }
