@@ -18,15 +18,13 @@ use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 
 use crate::spec::{AgentSpec, ConfigFile, NamedAgent};
+use crate::trust::Standing;
 
 /// The config file's name in rein's home.
 pub const CONFIG_FILE: &str = "config.toml";
 
 /// The project's config, relative to its root.
 pub const PROJECT_FILE: &str = ".rein/config.toml";
-
-/// The list of folders a person trusted, in rein's home.
-pub const TRUSTED_FILE: &str = "trusted-projects";
 
 /// The one list that adds up across layers instead of being replaced.
 const HOOKS: &str = "hooks";
@@ -96,24 +94,16 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Read and check one file; `None` when it does not exist.
 fn read(path: &Path) -> Result<Option<toml::Table>, AgentError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(invalid(format!("{}: {e}", path.display()))),
-    };
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(invalid(format!(
-            "{}: {} bytes; a config file is at most {MAX_FILE_BYTES}",
-            path.display(),
-            meta.len()
-        )));
+    match crate::trust::read_text(path)? {
+        Some(text) => parse(path, &text).map(Some),
+        None => Ok(None),
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
-    check(&text).map_err(|(line, why)| invalid(format!("{}:{line}: {why}", path.display())))?;
-    let table: toml::Table =
-        toml::from_str(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
-    Ok(Some(table))
+}
+
+/// A file's `text`, checked whole, errors naming `path`.
+fn parse(path: &Path, text: &str) -> Result<toml::Table, AgentError> {
+    check(text).map_err(|(line, why)| invalid(format!("{}:{line}: {why}", path.display())))?;
+    toml::from_str(text).map_err(|e| invalid(format!("{}: {e}", path.display())))
 }
 
 /// Check a file's text against the schema: `(line, what is wrong)`.
@@ -225,44 +215,6 @@ fn mark(value: &toml::Value, path: &str, source: &Source, sources: &mut BTreeMap
     }
 }
 
-/// Whether a person trusted `root` (`rein config trust`).
-pub fn trusted(home: &Path, root: &Path) -> bool {
-    let Ok(root) = root.canonicalize() else {
-        return false;
-    };
-    std::fs::read_to_string(home.join(TRUSTED_FILE))
-        .map(|text| text.lines().any(|line| Path::new(line.trim()) == root))
-        .unwrap_or(false)
-}
-
-/// Trust `root`: its `.rein/config.toml` applies from now on.
-pub fn trust(home: &Path, root: &Path) -> Result<PathBuf, AgentError> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| invalid(format!("{}: {e}", root.display())))?;
-    if trusted(home, &root) {
-        return Ok(root);
-    }
-    let text = root.to_str().ok_or_else(|| {
-        invalid(format!(
-            "{} is not UTF-8; it cannot be trusted",
-            root.display()
-        ))
-    })?;
-    if text.contains('\n') {
-        return Err(invalid(
-            "a folder with a line break in its name cannot be trusted".into(),
-        ));
-    }
-    std::fs::create_dir_all(home).map_err(|e| invalid(format!("{}: {e}", home.display())))?;
-    let path = home.join(TRUSTED_FILE);
-    let mut list = std::fs::read_to_string(&path).unwrap_or_default();
-    list.push_str(text);
-    list.push('\n');
-    std::fs::write(&path, list).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
-    Ok(root)
-}
-
 impl Loaded {
     /// Read rein's home config and, when `project` is given and trusted,
     /// the project's; each checked whole.
@@ -277,23 +229,40 @@ impl Loaded {
             loaded.files.push(user);
         }
         if let Some(root) = project {
-            let path = root.join(PROJECT_FILE);
-            if path.exists() {
-                if trusted(home, root) {
-                    if let Some(table) = read(&path)? {
-                        loaded.apply(table, &Source::Project(path.clone()));
-                        loaded.files.push(path);
-                    }
-                } else {
-                    loaded.notes.push(format!(
-                        "{} is not applied: this folder is not trusted (trust it with: rein config trust {})",
-                        path.display(),
-                        root.display()
-                    ));
-                }
-            }
+            loaded.project(home, root)?;
         }
         Ok(loaded)
+    }
+
+    /// The project's config over the home's — read once, and applied
+    /// only when it says what the person trusted (`trust`); what it sets
+    /// that reaches past the conversation is said.
+    fn project(&mut self, home: &Path, root: &Path) -> Result<(), AgentError> {
+        let path = root.join(PROJECT_FILE);
+        let Some(text) = crate::trust::read_text(&path)? else {
+            return Ok(());
+        };
+        let why = match crate::trust::standing(home, root, Some(&text)) {
+            Standing::Trusted => {
+                let table = parse(&path, &text)?;
+                let reaching = crate::trust::reaching(&table);
+                if !reaching.is_empty() {
+                    self.notes
+                        .push(format!("{} sets {}", path.display(), reaching.join(", ")));
+                }
+                self.apply(table, &Source::Project(path.clone()));
+                self.files.push(path);
+                return Ok(());
+            }
+            Standing::Untrusted => "this folder is not trusted",
+            Standing::Changed => "it changed since this folder was trusted",
+        };
+        self.notes.push(format!(
+            "{} is not applied: {why} (see what it says and trust it with: rein config trust {})",
+            path.display(),
+            root.display()
+        ));
+        Ok(())
     }
 
     /// Put `table` over what is loaded.
@@ -412,6 +381,7 @@ impl Loaded {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
+    use crate::trust::trust;
 
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -9,6 +9,8 @@
 //! - `layers`: the files in their order (defaults < `REIN_HOME/config.toml`
 //!   < a trusted project's `.rein/config.toml` < a named agent < flags),
 //!   each checked whole, every value with its [`Source`];
+//! - `trust`: a person's trust in a project folder, bound to what its
+//!   config says ([`trust`], [`standing`]);
 //! - `instructions`: the project's `AGENTS.md` files, bounded.
 //!
 //! Config is read here once; the parts that own a section (`rein-sandbox`,
@@ -21,20 +23,19 @@
 mod instructions;
 mod layers;
 mod spec;
+mod trust;
 
 pub use instructions::{
     FILE_NAME as INSTRUCTIONS_FILE, Instructions, MAX_TOTAL_BYTES, as_system_block,
     project_instructions,
 };
-pub use layers::{
-    CONFIG_FILE, Effective, Loaded, MAX_FILE_BYTES, PROJECT_FILE, Source, TRUSTED_FILE, check,
-    trust, trusted,
-};
+pub use layers::{CONFIG_FILE, Effective, Loaded, MAX_FILE_BYTES, PROJECT_FILE, Source, check};
 pub use spec::{
     AgentSpec, BudgetsSpec, CompactionSpec, ConfigFile, EmbeddingsSpec, HookSpec, MemorySpec,
     MemoryWrites, NamedAgent, PolicySpec, PriceSpec, StoreSpec, SubagentsSpec, TelemetrySpec,
     ToolsSpec, VerifySpec, schema,
 };
+pub use trust::{Standing, TRUSTED_DIR, TRUSTED_FILE, Trusted, reaching, standing, trust, trusted};
 
 /// The README's snippet, compiled and run as a doc test.
 #[cfg(doctest)]

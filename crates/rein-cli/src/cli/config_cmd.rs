@@ -77,10 +77,19 @@ pub fn run(
         ConfigCommand::Trust { dir } => {
             let dir = root_or_cwd(dir)?;
             let trusted = rein::config::trust(&home, &dir)?;
+            // What is trusted is shown: the whole file the first time,
+            // what changed since after that; made visible (a config is
+            // text anyone may have written).
+            match &trusted.changes {
+                Some(diff) => {
+                    writeln!(out, "{}", rein::wire::visible::visible(diff)).map_err(io)?;
+                }
+                None => writeln!(out, "(unchanged since it was last trusted)").map_err(io)?,
+            }
             writeln!(
                 out,
-                "trusted {}: its {PROJECT_FILE} applies from now on",
-                trusted.display()
+                "trusted {}: its {PROJECT_FILE} applies from now on, while it says this",
+                trusted.root.display()
             )
             .map_err(io)
         }
