@@ -13,7 +13,14 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// The test files that try to escape.
-const SUITES: &[&str] = &["escape", "keeper", "host_reach", "bubblewrap", "protected"];
+const SUITES: &[&str] = &[
+    "escape",
+    "keeper",
+    "host_reach",
+    "host_calls",
+    "bubblewrap",
+    "protected",
+];
 
 /// One way of running the suite.
 struct Way {

@@ -15,7 +15,9 @@
 //! mount, kexec, module loading, bpf, namespaces, keyrings, reboot, host
 //! names, device nodes…, no leaving the process group, which is killed
 //! whole; and where landlock could not scope signals, no signal beyond
-//! the group). Each step that cannot be applied refuses the run: the
+//! the group; no call on another process's limits, priority or memory;
+//! no namespace by `clone`; the host's SysV IPC where no IPC namespace
+//! could be made). Each step that cannot be applied refuses the run: the
 //! command never runs less confined than asked. Landlock must be enforced
 //! at least in part (an older kernel lacks the newest rights); not
 //! enforced at all is a refusal.
@@ -178,17 +180,24 @@ pub fn confine(spec: &Spec) -> Result<Confined, String> {
         new_session()?;
     }
     release_terminal_signals()?;
-    // Before the capabilities go: binding read-only needs them.
-    let mounted = spec.protect.is_empty()
-        || (spec.protect_by == ProtectBy::Mounts
-            && crate::protect::by_mounts(&spec.protect).is_ok());
+    // Before the capabilities go: namespaces need them. Inside
+    // bubblewrap (no parent named) it made them, and bound the paths.
+    let apart = if spec.parent.is_some() {
+        let mounts = spec.protect_by == ProtectBy::Mounts;
+        crate::protect::enter(&spec.protect, mounts)
+    } else {
+        crate::protect::Apart {
+            mounts: true,
+            ipc: true,
+        }
+    };
     limit(&spec.limits)?;
     // Inside bubblewrap (no parent named), `--cap-drop ALL` has set
     // SECBIT_NOROOT: root regains nothing at exec whatever the bounding set.
     drop_capabilities(spec.parent.is_some())?;
-    let scoped = files(spec, !mounted)?;
+    let scoped = files(spec, !apart.mounts)?;
     let group = nix::unistd::getpgrp().as_raw();
-    syscalls(spec.network, (!scoped).then_some(group))?;
+    syscalls(spec.network, (!scoped).then_some(group), apart.ipc)?;
     Ok(Confined {
         signals_scoped: scoped,
     })
@@ -321,7 +330,7 @@ fn files(spec: &Spec, around: bool) -> Result<bool, String> {
 /// The syscall filter. `own_group` is set where landlock could not scope
 /// signals: then a signal goes only to the command's own group (`kill(0)`
 /// or `kill(-group)`), never to a process or thread named by id.
-fn syscalls(network: bool, own_group: Option<i32>) -> Result<(), String> {
+fn syscalls(network: bool, own_group: Option<i32>, ipc_apart: bool) -> Result<(), String> {
     let arg = |index: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(seccomp)
     };
@@ -355,6 +364,12 @@ fn syscalls(network: bool, own_group: Option<i32>) -> Result<(), String> {
             .collect::<Result<Vec<_>, _>>()?;
         rules.insert(syscall, device);
     }
+    other_processes(&mut rules)?;
+    if !ipc_apart {
+        for syscall in SYSV_IPC {
+            rules.insert(*syscall, Vec::new());
+        }
+    }
     if let Some(group) = own_group {
         for syscall in SIGNALLING {
             rules.insert(*syscall, Vec::new());
@@ -378,6 +393,114 @@ fn syscalls(network: bool, own_group: Option<i32>) -> Result<(), String> {
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(seccomp)?;
+    let program: BpfProgram = filter.try_into().map_err(seccomp)?;
+    seccompiler::apply_filter(&program).map_err(seccomp)?;
+    no_clone3()
+}
+
+/// The host's SysV shared memory, queues and semaphores: refused where the
+/// command has no IPC namespace of its own.
+const SYSV_IPC: &[i64] = &[
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semctl,
+    libc::SYS_semtimedop,
+];
+
+/// Calls that act on another process by its id where 0 means the caller:
+/// `(syscall, the id's argument)`. Allowed on the caller only — a command
+/// (root's, or the person's own uid) would otherwise set rein's open-file
+/// limit, another process's CPU limit or priority.
+const ON_A_PROCESS: &[(i64, u8)] = &[
+    (libc::SYS_prlimit64, 0),
+    (libc::SYS_sched_setaffinity, 0),
+    (libc::SYS_sched_setscheduler, 0),
+    (libc::SYS_sched_setparam, 0),
+    (libc::SYS_sched_setattr, 0),
+];
+
+/// Calls that reach into another process outright, refused.
+const INTO_A_PROCESS: &[i64] = &[
+    libc::SYS_process_madvise,
+    libc::SYS_pidfd_getfd,
+    libc::SYS_kcmp,
+    libc::SYS_migrate_pages,
+    libc::SYS_move_pages,
+];
+
+/// `clone`'s namespace flags: a new namespace is a way around the filter's
+/// refusal of `unshare`.
+const NAMESPACE_FLAGS: &[i32] = &[
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWCGROUP,
+    // CLONE_NEWTIME
+    0x80,
+];
+
+/// The rules for calls on other processes and for namespaces by `clone`.
+fn other_processes(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), String> {
+    let arg = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(seccomp)
+    };
+    for (syscall, index) in ON_A_PROCESS {
+        let elsewhere =
+            SeccompRule::new(vec![arg(*index, SeccompCmpOp::Ne, 0)?]).map_err(seccomp)?;
+        rules.insert(*syscall, vec![elsewhere]);
+    }
+    // setpriority(which, who) and ioprio_set(which, who): `who` 0 is the
+    // caller (or its group) — but with `which` a user, every process of
+    // that user, rein included.
+    for (syscall, user) in [
+        (libc::SYS_setpriority, libc::PRIO_USER as u64),
+        (libc::SYS_ioprio_set, 3),
+    ] {
+        rules.insert(
+            syscall,
+            vec![
+                SeccompRule::new(vec![arg(1, SeccompCmpOp::Ne, 0)?]).map_err(seccomp)?,
+                SeccompRule::new(vec![arg(0, SeccompCmpOp::Eq, user)?]).map_err(seccomp)?,
+            ],
+        );
+    }
+    for syscall in INTO_A_PROCESS {
+        rules.insert(*syscall, Vec::new());
+    }
+    let namespaces = NAMESPACE_FLAGS
+        .iter()
+        .map(|flag| {
+            let flag = u64::from(flag.cast_unsigned());
+            arg(0, SeccompCmpOp::MaskedEq(flag), flag)
+                .and_then(|c| SeccompRule::new(vec![c]).map_err(seccomp))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, namespaces);
+    Ok(())
+}
+
+/// `clone3` passes its flags in memory a filter cannot read: it is
+/// refused as unknown (`ENOSYS`), so the C library makes its threads and
+/// children with `clone`, whose flags the filter sees.
+fn no_clone3() -> Result<(), String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(seccomp)?;
+    let filter = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
     )
     .map_err(seccomp)?;

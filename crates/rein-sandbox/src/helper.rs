@@ -43,6 +43,9 @@ fn refuse(why: &str) -> ! {
 /// cannot confine, 127 when the command cannot be run, and otherwise as
 /// the command ended.
 pub fn main() -> ! {
+    // What rein was handed and passed on (a shell's `7</etc/shadow`, a
+    // connected socket) never reaches the command.
+    close_inherited();
     let Ok(raw) = std::env::var(SPEC_VAR) else {
         refuse("no spec: this helper is run by rein's sandbox, not by hand");
     };
@@ -136,6 +139,25 @@ fn apart(mut command: std::process::Command, program: &str) -> ! {
     }
     let err = command.exec();
     cannot_run(program, &err);
+}
+
+/// Close every descriptor above stderr: those `/proc/self/fd` lists, or
+/// one by one up to the open-file limit where it cannot be listed.
+fn close_inherited() {
+    let listed: Option<Vec<i32>> = std::fs::read_dir("/proc/self/fd").ok().map(|entries| {
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect()
+    });
+    let open = listed.unwrap_or_else(|| {
+        let most = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(1024, |(soft, _)| soft.min(1 << 20));
+        (0..i32::try_from(most).unwrap_or(i32::MAX)).collect()
+    });
+    for fd in open.into_iter().filter(|fd| *fd > 2) {
+        // The listing's own descriptor is gone already: EBADF, ignored.
+        let _ = nix::unistd::close(fd);
+    }
 }
 
 fn cannot_run(program: &str, err: &std::io::Error) -> ! {

@@ -5,7 +5,8 @@
 //! definition adds. What a command writes there would run later on the
 //! host, outside every sandbox.
 //!
-//! Two ways, in this order: a mount namespace of the command's own in
+//! Two ways, in this order: a mount namespace of the command's own (with
+//! an IPC namespace beside it, `enter`) in
 //! which each protected path is bound read-only over itself (root makes
 //! one outright, another user inside a user namespace of its own); where
 //! neither can be made, landlock alone, granting the writable root entry
@@ -51,28 +52,67 @@ pub fn existing(candidates: &[PathBuf], write: &[PathBuf]) -> Vec<PathBuf> {
     paths
 }
 
-/// Bind each of `paths` read-only over itself, in a mount namespace of
-/// this process's own (and a user namespace, for a user other than root).
-/// Nothing done here reaches the host's mounts (they are made private
-/// first). An `Err` says why not; the caller falls back to landlock.
-pub(crate) fn by_mounts(paths: &[PathBuf]) -> Result<(), String> {
-    use nix::sched::{CloneFlags, unshare};
-    let root = nix::unistd::geteuid().is_root();
-    if root {
-        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("a mount namespace: {e}"))?;
+/// What [`enter`] made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Apart {
+    /// The protected paths are bound read-only (or there are none).
+    pub mounts: bool,
+    /// The host's SysV shared memory, queues and semaphores are out of
+    /// sight (an IPC namespace of its own).
+    pub ipc: bool,
+}
+
+/// Namespaces of this process's own, made before its capabilities go: an
+/// IPC namespace, and a mount namespace in which each of `protect` is
+/// bound read-only over itself (`mounts`: whether to try). Root makes
+/// them outright; another user inside a user namespace of its own, with
+/// the same ids inside as out. What could not be made is said in the
+/// answer; the caller falls back (landlock for the paths, a syscall
+/// filter for IPC). Nothing done here reaches the host's mounts (they are
+/// made private first).
+pub(crate) fn enter(protect: &[PathBuf], mounts: bool) -> Apart {
+    use nix::sched::CloneFlags;
+    let mut made = if nix::unistd::geteuid().is_root() {
+        let mut made = CloneFlags::empty();
+        for flag in [CloneFlags::CLONE_NEWIPC, CloneFlags::CLONE_NEWNS] {
+            if nix::sched::unshare(flag).is_ok() {
+                made |= flag;
+            }
+        }
+        made
     } else {
-        let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
-            .map_err(|e| format!("a user and mount namespace: {e}"))?;
-        // The same ids inside as out: files keep their owners.
-        let write = |file: &str, text: String| {
-            std::fs::write(format!("/proc/self/{file}"), text)
-                .map_err(|e| format!("writing {file}: {e}"))
-        };
-        write("setgroups", "deny".into())?;
-        write("uid_map", format!("{uid} {uid} 1"))?;
-        write("gid_map", format!("{gid} {gid} 1"))?;
+        let all = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC;
+        // Read before: inside, until mapped, they are the overflow ids.
+        let ids = (nix::unistd::getuid(), nix::unistd::getgid());
+        if nix::sched::unshare(all).is_ok() && same_ids(ids).is_ok() {
+            all
+        } else {
+            CloneFlags::empty()
+        }
+    };
+    if !mounts {
+        made.remove(CloneFlags::CLONE_NEWNS);
     }
+    let bound = protect.is_empty()
+        || (made.contains(CloneFlags::CLONE_NEWNS) && read_only_all(protect).is_ok());
+    Apart {
+        mounts: bound,
+        ipc: made.contains(CloneFlags::CLONE_NEWIPC),
+    }
+}
+
+/// In a new user namespace: the same user and group inside as out.
+fn same_ids((uid, gid): (nix::unistd::Uid, nix::unistd::Gid)) -> Result<(), String> {
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("/proc/self/{file}"), text)
+            .map_err(|e| format!("writing {file}: {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{uid} {uid} 1"))?;
+    write("gid_map", format!("{gid} {gid} 1"))
+}
+
+fn read_only_all(paths: &[PathBuf]) -> Result<(), String> {
     private_mounts()?;
     for path in paths {
         read_only(path)?;
