@@ -41,7 +41,16 @@ pub(crate) fn read_text(path: &Path) -> Result<Option<String>, AgentError> {
         .open(path)
     {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // No file there (a root that is no folder has none either: the
+        // caller says what is wrong with the root).
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
         Err(e) => return Err(fail(e)),
     };
     let meta = file.metadata().map_err(fail)?;
