@@ -39,8 +39,9 @@ fn an_acp_agent_writes_only_after_the_person_says_yes() {
     let out = run_acp(home.path(), work.path(), "write notes.txt", b"y\n");
     let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
     assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("[rein] the agent asks to run:"), "{stderr}");
     assert!(
-        stderr.contains("[rein] the agent asks to run edit"),
+        stderr.contains("notes.txt") && stderr.contains("written by rein's scripted model"),
         "{stderr}"
     );
     assert!(stderr.contains(".. tool edit"), "{stderr}");

@@ -39,8 +39,10 @@ async fn claude_code_acp_asks_through_rein_a_yes_lands_and_a_no_does_not() {
         assert!(out.status.success(), "{stderr}");
         // A no ends the adapter's turn there; a yes runs on to its answer.
         assert_eq!(stdout.contains("All done."), lands, "{stdout}\n{stderr}");
+        // The file and what it writes, not the kind alone.
+        assert!(stderr.contains("[rein] the agent asks to run:"), "{stderr}");
         assert!(
-            stderr.contains("the agent asks to run edit: out.txt"),
+            stderr.contains("out.txt") && stderr.contains("hello"),
             "{stderr}"
         );
         assert_eq!(target.is_file(), lands, "answer {answer:?}: {stderr}");

@@ -104,7 +104,9 @@ async fn codexs_command_is_asked_of_the_person_a_yes_runs_it_and_a_no_does_not()
         let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
         assert!(out.status.success(), "{stderr}");
         assert!(stdout.contains("All done."), "{stdout}\n{stderr}");
-        assert!(stderr.contains("the agent asks to run command"), "{stderr}");
+        // The command line itself, never Codex's reason alone.
+        assert!(stderr.contains("[rein] the agent asks to run:"), "{stderr}");
+        assert!(stderr.contains("touch made.txt"), "{stderr}");
         let outputs: Vec<String> = server
             .requests()
             .iter()

@@ -45,8 +45,25 @@ pub struct Question {
     pub call_id: String,
     /// The tool's kind (`edit`, `execute`, …).
     pub tool: String,
-    /// Its one allowed detail (a path), "" for none.
+    /// Its one allowed detail (a path), "" for none: the progress line's.
     pub detail: String,
+    /// Exactly what runs on a yes: the command line, a write's content, an
+    /// edit's text, the URL, every argument (`crate::shown`); the agent's
+    /// text, made visible by the surface that shows it.
+    pub shows: String,
+}
+
+impl Question {
+    /// What it shows, as the preview every surface draws (bounded there,
+    /// the cut said).
+    pub fn preview(&self) -> rein_wire::Preview {
+        let subject = if self.detail.is_empty() {
+            self.tool.clone()
+        } else {
+            format!("{} {}", self.tool, self.detail)
+        };
+        rein_wire::Preview::new(rein_wire::PreviewKind::Text, subject, &self.shows)
+    }
 }
 
 /// A person's answer: yes or no, and who said it (their surface).
@@ -243,15 +260,20 @@ async fn permission(
     let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
     let (tool, detail) = reducer.asked_about(&call);
     let call_id = crate::progress::clean_value(call.get("toolCallId"), 120);
+    let question = Question {
+        approval_id: String::new(),
+        call_id,
+        shows: crate::shown::acp_call(&call, reducer.cwd()),
+        tool,
+        detail,
+    };
     let approval = match recorder.as_deref_mut() {
-        Some(r) => Some(r.approval_requested(&call_id, &tool, &detail).await?),
+        Some(r) => Some(r.approval_requested(&question).await?),
         None => None,
     };
     let asked = person.ask(Question {
         approval_id: approval.clone().unwrap_or_default(),
-        call_id,
-        tool,
-        detail,
+        ..question
     });
     let (said, ended) = tokio::select! {
         said = asked => (said, None),

@@ -57,6 +57,11 @@ pub struct AcpStream {
 }
 
 impl AcpStream {
+    /// The folder the prompt runs in.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
     /// A reducer for a prompt run in `cwd`.
     pub fn new(cwd: &str) -> Self {
         AcpStream {

@@ -166,9 +166,7 @@ async fn ask(
     (deadline, stop): Bounds<'_>,
     words: &mut Vec<String>,
 ) -> Result<(Decided, Option<Ended>), AgentError> {
-    let approval = recorder
-        .approval_requested(&question.call_id, &question.tool, &question.detail)
-        .await?;
+    let approval = recorder.approval_requested(&question).await?;
     let (decided, ended) = tokio::select! {
         decided = decide(recorder, person, &approval, question, words) => (Some(decided?), None),
         () = deadline => (None, Some(Ended::Timeout)),

@@ -55,6 +55,8 @@ const APPROVALS: [&str; 2] = [
 pub struct ExecRecords {
     usage: Value,
     paths: HashMap<String, String>,
+    /// Each file change's changes (`[{path, kind, diff}]`), for its question.
+    changes: HashMap<String, Value>,
 }
 
 impl ExecRecords {
@@ -75,6 +77,9 @@ impl ExecRecords {
                     )
                 {
                     self.paths.insert(id.to_owned(), path.to_owned());
+                    if let Some(changes) = params.pointer("/item/changes") {
+                        self.changes.insert(id.to_owned(), changes.clone());
+                    }
                 }
                 let kind = method.replace('/', ".");
                 Some(json!({"type": kind, "item": item}))
@@ -107,27 +112,37 @@ impl ExecRecords {
         }
     }
 
-    /// The question an approval request asks: a command shows as
-    /// `command` with Codex's reason (never the command line), a file
-    /// change as its first path, relative to `cwd`.
+    /// The question an approval request asks: its progress line names a
+    /// command by Codex's reason and a file change by its first path,
+    /// relative to `cwd`; what it shows is the command line itself (and
+    /// where it runs) or every change's diff (`crate::shown`).
     pub fn question(&self, method: &str, params: &Value, cwd: &str) -> Question {
         let call_id = clean_value(params.get("itemId"), 120);
         let reason = clean_value(params.get("reason"), 200);
-        let (tool, detail) = if method.contains("fileChange") {
+        let (tool, detail, shows) = if method.contains("fileChange") {
             let path = self
                 .paths
                 .get(&call_id)
                 .map(|p| relative_path(p, cwd))
                 .unwrap_or_default();
-            ("file_change", path)
+            let changes = self.changes.get(&call_id).cloned().unwrap_or(Value::Null);
+            ("file_change", path, crate::shown::changes(&changes, cwd))
         } else {
-            ("command", reason)
+            let mut input = serde_json::Map::new();
+            for key in ["command", "cwd", "reason"] {
+                if let Some(value) = params.get(key) {
+                    input.insert(key.to_owned(), value.clone());
+                }
+            }
+            let shows = crate::shown::call("command", &Value::Object(input), cwd);
+            ("command", reason, shows)
         };
         Question {
             approval_id: String::new(),
             call_id,
             tool: tool.to_owned(),
             detail,
+            shows,
         }
     }
 }

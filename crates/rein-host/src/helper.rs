@@ -155,6 +155,7 @@ struct ParentPerson(Arc<ExternalTask>);
 
 impl Person for ParentPerson {
     fn ask(&self, question: Question) -> BoxFuture<'static, Option<Answer>> {
+        let preview = question.preview();
         self.0.awaiting(ApprovalRequest {
             approval_id: question.approval_id,
             call_id: question.call_id,
@@ -162,7 +163,7 @@ impl Person for ParentPerson {
             tool: question.tool,
             permission: rein_wire::permission::PermissionClass::Destructive,
             purpose: Some("a hosted agent's call".into()),
-            preview: None,
+            preview: Some(preview),
             agent_path: self.0.agent_path.clone(),
         });
         Box::pin(std::future::pending())

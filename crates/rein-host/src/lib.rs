@@ -44,6 +44,7 @@ pub mod pty;
 pub mod record;
 pub mod reducer;
 pub mod session;
+pub mod shown;
 mod view;
 
 pub use claude::ClaudeStream;

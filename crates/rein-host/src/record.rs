@@ -259,18 +259,16 @@ impl Recorder {
     /// anyone is asked. Returns the approval's id.
     pub async fn approval_requested(
         &mut self,
-        call_id: &str,
-        tool: &str,
-        detail: &str,
+        question: &crate::acp::Question,
     ) -> Result<String, AgentError> {
         let approval_id = rein_wire::ids::new_prefixed("appr");
         self.append(vec![Event::ApprovalRequested {
             approval_id: approval_id.clone(),
-            call_id: call_id.to_owned(),
-            tool: tool.to_owned(),
-            arguments: json!({"detail": detail}),
+            call_id: question.call_id.clone(),
+            tool: question.tool.clone(),
+            arguments: json!({"detail": question.detail}),
             permission: rein_wire::permission::PermissionClass::Destructive,
-            preview: None,
+            preview: Some(question.preview()),
             bound_to: None,
         }])
         .await?;

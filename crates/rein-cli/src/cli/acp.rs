@@ -82,22 +82,45 @@ impl Person for TerminalPerson {
     }
 }
 
+/// The most lines of what a question shows before `d` shows the rest.
+const SHOWN_LINES: usize = 40;
+
 fn read_answer(question: &Question) -> Option<Answer> {
-    let what = if question.detail.is_empty() {
-        question.tool.clone()
-    } else {
-        format!("{}: {}", question.tool, question.detail)
-    };
     let mut err = std::io::stderr();
-    let _ = write!(
-        err,
-        "[rein] the agent asks to run {what} — allow once? [y/N] "
-    );
-    let _ = err.flush();
-    let mut line = String::new();
+    // Exactly what runs, made visible (the agent wrote it): never its own
+    // description alone.
+    let shown = question.preview();
+    let text = rein::wire::visible::visible(&shown.text).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let _ = writeln!(err, "[rein] the agent asks to run:");
+    for line in lines.iter().take(SHOWN_LINES) {
+        let _ = writeln!(err, "    {line}");
+    }
+    let hidden = lines.len().saturating_sub(SHOWN_LINES);
+    let mut prompt = String::from("[rein] allow once? [y/N");
+    if hidden > 0 || shown.truncated {
+        let _ = writeln!(err, "    … {hidden} more lines");
+        prompt.push_str("/d = show all");
+    }
+    prompt.push_str("] ");
     let stdin = std::io::stdin();
-    if stdin.lock().read_line(&mut line).ok()? == 0 {
-        return None;
+    let mut line = String::new();
+    loop {
+        let _ = write!(err, "{prompt}");
+        let _ = err.flush();
+        line.clear();
+        if stdin.lock().read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if !matches!(line.trim(), "d" | "D") {
+            break;
+        }
+        for shown_line in &lines {
+            let _ = writeln!(err, "    {shown_line}");
+        }
+        if shown.truncated {
+            let _ = writeln!(err, "    … cut at {} bytes", rein::wire::MAX_PREVIEW_BYTES);
+        }
     }
     let by = if stdin.is_terminal() {
         "terminal"

@@ -217,10 +217,12 @@ impl Approver {
     /// it. Nobody deciding (the run ended) is a no.
     async fn ask(&self, arguments: &Map<String, Value>) -> bool {
         let tool = clean_value(arguments.get("tool_name"), 120);
+        let input = arguments.get("input").cloned().unwrap_or(Value::Null);
         let question = Question {
             approval_id: String::new(),
             call_id: clean_value(arguments.get("tool_use_id"), 120),
-            detail: super::call_detail(&tool, arguments.get("input"), &self.cwd),
+            detail: super::call_detail(&tool, Some(&input), &self.cwd),
+            shows: crate::shown::call(&tool, &input, &self.cwd),
             tool,
         };
         let (reply, answer) = oneshot::channel();
