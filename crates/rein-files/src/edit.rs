@@ -17,9 +17,6 @@ use serde_json::json;
 
 use super::{Refused, Root};
 
-/// The lines of a new or deleted file a preview holds.
-const PREVIEW_LINES: usize = 40;
-
 /// One replacement.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Edit {
@@ -251,16 +248,10 @@ fn rewrite_warning(before: &str, after: &str) -> Option<String> {
 }
 
 /// `text`'s line count and first lines (`N lines\nfirst…`).
+/// A text's line count, then the whole text: a surface shows its start and
+/// the rest on asking (`d`), the preview's own bound cutting the longest.
 fn head_of(text: &str) -> String {
-    let lines = text.lines().count();
-    let head: Vec<&str> = text.lines().take(PREVIEW_LINES).collect();
-    let more = lines.saturating_sub(PREVIEW_LINES);
-    let tail = if more > 0 {
-        format!("\n… {more} more lines")
-    } else {
-        String::new()
-    };
-    format!("{lines} lines\n{}{tail}", head.join("\n"))
+    format!("{} lines\n{text}", text.lines().count())
 }
 
 /// What deleting `path` removes: its size and first lines (a binary file's
@@ -349,6 +340,21 @@ impl Tool for EditFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_files_preview_holds_all_of_it_for_d_to_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        let long: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let preview = write_preview(&root, "new.txt", &long);
+        assert_eq!(preview.kind, PreviewKind::NewFile);
+        assert!(
+            preview.text.contains("100 lines\nline 0\n"),
+            "{}",
+            preview.text
+        );
+        assert!(preview.text.contains("line 99"), "{}", preview.text);
+    }
 
     fn edit(old: &str, new: &str) -> Edit {
         Edit {

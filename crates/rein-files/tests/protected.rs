@@ -4,6 +4,8 @@
 //! what the file does, a link is named with where it leads, and the check
 //! is made again on the folder the write actually opens.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

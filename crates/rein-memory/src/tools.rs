@@ -111,8 +111,15 @@ impl Tool for Remember {
     fn description(&self) -> &str {
         "Keep a fact or preference for later conversations (the person sees it; `forget` removes it)."
     }
-    fn permission(&self, _input: &RememberInput) -> PermissionClass {
-        self.0.writes
+    fn permission(&self, input: &RememberInput) -> PermissionClass {
+        // A pinned item is in every later prompt of its scope: a model
+        // pinning "a standing instruction from the owner" would speak in
+        // each of them. A person decides each pin; no "always" covers one.
+        if input.pinned {
+            PermissionClass::Protected
+        } else {
+            self.0.writes
+        }
     }
     async fn invoke(&self, input: RememberInput, ctx: &ToolContext) -> Outcome {
         let new = NewMemory {

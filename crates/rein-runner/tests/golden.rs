@@ -108,8 +108,14 @@ fn recorded_summaries(trace: &str) -> Vec<String> {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
-            text.rsplit_once("\nSummary: ")
-                .map(|(_, s)| s.to_owned())
+            // The model's summary, each line marked under its heading.
+            text.rsplit_once("\nYour own summary (notes, not the person's words):\n")
+                .map(|(_, s)| {
+                    s.lines()
+                        .map(|l| l.strip_prefix("| ").unwrap_or(l))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
                 .unwrap_or_default()
         })
         .collect()

@@ -2,8 +2,9 @@
 //! program by its name (`/usr/bin/rm` is `rm`), seen through the wrappers
 //! that run another command (`env`, `nice`, `timeout`, `xargs`, …), and
 //! whether it is a script the policy cannot see into (a shell's `-c`, an
-//! interpreter's `-c`/`-e`, `env -S`). A path or a wrapper is then no way
-//! past a rule.
+//! interpreter's `-c`/`-e`, `env -S`, and the executing options of the
+//! programs that run others: `executors`). A path or a wrapper is then no
+//! way past a rule.
 //!
 //! Not here: what the policy decides (`policy`).
 
@@ -197,6 +198,9 @@ pub(crate) fn executed(argv: &[String]) -> Executed {
 /// Why `command` is a script the policy cannot see into, if it is one.
 fn script(command: &[String]) -> Option<String> {
     let (program, args) = command.split_first()?;
+    if let Some(why) = crate::executors::executes(program, args) {
+        return Some(why);
+    }
     let flags = args.iter().filter(|a| a.starts_with('-'));
     if SHELLS.contains(&program.as_str()) {
         let inline = flags

@@ -16,6 +16,7 @@ mod cgroup;
 pub mod config;
 pub mod confine;
 mod executed;
+mod executors;
 pub mod helper;
 pub mod keeping;
 mod live;

@@ -22,7 +22,10 @@
 //! commands through. A command is judged by what it executes (`executed`):
 //! `/usr/bin/rm` is `rm`, and `env`, `nice`, `timeout`, `xargs`… are seen
 //! through. A script is opaque — a shell's `-c`, an interpreter's inline
-//! code, `env -S` — and with `shell = true` it always asks.
+//! code, `env -S`, an executor's executing option (`find -exec`, `git -c`,
+//! inline awk, sed's `e`: `executors`) — refused, or with `shell = true`
+//! always asked. What an argv policy cannot see — a Makefile's recipes, a
+//! test suite, a script in a file — the sandbox bounds, not the policy.
 
 use rein_wire::permission::PermissionClass;
 
@@ -139,7 +142,9 @@ impl CommandPolicy {
             Executed::Script(what) => {
                 return (
                     Decision::Forbid,
-                    format!("{what} (the policy does not allow a shell)"),
+                    format!(
+                        "{what} (the policy does not allow a script or an executor it cannot see into; `shell = true` has it asked)"
+                    ),
                 );
             }
         };
@@ -244,6 +249,31 @@ mod tests {
             ..policy
         };
         assert_eq!(shell.decide(&argv("sh -c ls")).0, Decision::Ask);
+    }
+
+    #[test]
+    fn programs_that_run_programs_are_no_way_past_a_forbidden_rm() {
+        let policy = CommandPolicy::parse(
+            "default = \"allow\"\n[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbid\"\nexamples = [\"rm x\"]\n",
+        )
+        .expect("valid");
+        let words = |s: &str| -> Vec<String> { s.split(' ').map(str::to_owned).collect() };
+        for line in [
+            "find . -name x -delete",
+            "find . -exec rm x ;",
+            "find . -execdir sh -c rm ;",
+            "git -c alias.x=!rm x",
+            "awk BEGIN{system(\"rm\")}",
+            "sed 1erm",
+        ] {
+            assert_eq!(policy.decide(&words(line)).0, Decision::Forbid, "{line}");
+        }
+        assert_eq!(policy.decide(&words("find . -name x")).0, Decision::Allow);
+        let asking = CommandPolicy {
+            shell: true,
+            ..policy
+        };
+        assert_eq!(asking.decide(&words("find . -delete")).0, Decision::Ask);
     }
 
     #[test]

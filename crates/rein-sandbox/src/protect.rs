@@ -232,11 +232,11 @@ mod tests {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::write(root.join("README.md"), "x").unwrap();
         std::os::unix::fs::symlink("/etc", root.join("door")).unwrap();
-        let (read, mut writable) = around(&[root.clone()], &[root.join(".git")]);
+        let (read, mut writable) = around(std::slice::from_ref(&root), &[root.join(".git")]);
         writable.sort();
         assert_eq!(read, vec![root.clone()]);
         assert_eq!(writable, vec![root.join("README.md"), root.join("src")]);
-        let (read, writable) = around(&[root.clone()], &[]);
+        let (read, writable) = around(std::slice::from_ref(&root), &[]);
         assert!(read.is_empty());
         assert_eq!(writable, vec![root]);
     }
@@ -249,11 +249,11 @@ mod tests {
         std::os::unix::fs::symlink(".git", root.join("gitdir")).unwrap();
         let outside = tempfile::tempdir().unwrap();
         let candidates = candidates(
-            &[root.clone()],
+            std::slice::from_ref(&root),
             &[root.join("gitdir"), outside.path().to_path_buf()],
         );
         assert_eq!(
-            existing(&candidates, &[root.clone()]),
+            existing(&candidates, std::slice::from_ref(&root)),
             vec![root.join(".git")]
         );
     }

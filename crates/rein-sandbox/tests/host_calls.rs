@@ -3,6 +3,8 @@
 //! shared memory, a namespace made by `clone`. Each test has a control —
 //! the same act unconfined does reach the host — so it can fail.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,8 @@
 //! rest of the root stays writable — a new file beside `.git` included
 //! where mounts are made.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -25,8 +25,9 @@ pub enum PermissionClass {
     Write,
     /// Writes what runs later on the person's machine or decides what
     /// does (`.git/` — its hooks and config —, `.rein/`, rein's home, a
-    /// definition's protected paths): waits for a person every time; no
-    /// lease, no "always" covers it.
+    /// definition's protected paths), or what every later prompt says (a
+    /// pinned memory): waits for a person every time; no lease, no
+    /// "always" covers it.
     Protected,
 }
 

@@ -345,7 +345,16 @@ impl Gate {
                 let approval_id = rein_wire::ids::new_id();
                 // What the person sees is made now, from the world as
                 // it is when they are asked, and kept with the request.
-                let preview = self.tools.preview(&tool, &args);
+                // A tool that makes none (an MCP server's, a product's) is
+                // shown its whole arguments (bounded as every preview):
+                // the terminal shows their start, `d` the rest.
+                let preview = self.tools.preview(&tool, &args).or_else(|| {
+                    Some(rein_wire::Preview::new(
+                        rein_wire::PreviewKind::Text,
+                        &tool,
+                        rein_wire::arguments_text(&args, usize::MAX),
+                    ))
+                });
                 // One asked in imported history is left unanswered
                 // there: closed as expired, and asked anew here.
                 let stale = cx
