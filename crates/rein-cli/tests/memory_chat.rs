@@ -1,5 +1,6 @@
 //! `rein chat` with memory on (`[agent.memory] enabled = true`): a
-//! preference the model was told to remember in one session is in the
+//! preference the model was told to remember (and pin: the person is
+//! asked) in one session is in the
 //! next session's prompt (the pinned block of the project's scope); once
 //! a person forgets it with `rein memory forget`, the next prompt no
 //! longer has it — the model server sees it gone. Another project's
@@ -51,16 +52,16 @@ async fn a_remembered_preference_reaches_the_next_session_until_a_person_forgets
     ])
     .await
     .unwrap();
-    let out = chat(
-        home.path(),
-        &first,
-        root.path(),
-        &[],
-        "always answer me in French",
-    )
-    .await;
+    // A pin is in every later prompt: the person is asked, each time.
+    let url = format!("{}/v1", first.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.args(["chat", "--base-url", &url, "--model", "m"])
+        .args(["-p", "always answer me in French", "--root"])
+        .arg(root.path());
+    let out = common::definition::run(cmd, b"y\n").await;
     let err = common::stderr(&out);
     assert!(out.status.success(), "{err}");
+    assert!(err.contains("approve this one call? [y/N"), "{err}");
     // Shown as it happens, never silent.
     assert!(err.contains("remember"), "{err}");
     assert!(!system_of(&first, 0).contains(PREFERENCE));

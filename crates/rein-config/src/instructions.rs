@@ -62,7 +62,7 @@ pub fn project_instructions(root: &Path) -> Vec<Instructions> {
         if left == 0 {
             break;
         }
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Some(text) = read_bounded(&path, left) else {
             continue;
         };
         let (text, cut) = if text.len() <= left {
@@ -80,6 +80,29 @@ pub fn project_instructions(root: &Path) -> Vec<Instructions> {
     }
     read.reverse();
     read
+}
+
+/// At most `most` bytes and one more (to tell a cut) of the regular file
+/// at `path`, opened without following a link or blocking — a FIFO or a
+/// device swapped in after the check is no file, and a 3 GB file costs
+/// what is kept; `None` when it is no regular file or cannot be read.
+fn read_bounded(path: &Path, most: usize) -> Option<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(u64::try_from(most).unwrap_or(u64::MAX).saturating_add(4))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    // A cut inside a character is mended below, at a line's end.
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The files as one system block, each under a line naming it.
@@ -103,6 +126,26 @@ pub fn as_system_block(files: &[Instructions]) -> Option<String> {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
+
+    #[test]
+    fn a_huge_instructions_file_costs_what_is_kept() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".git")).unwrap();
+        let path = root.path().join(FILE_NAME);
+        std::fs::write(&path, "rule one\n".repeat(8 * 1024)).unwrap();
+        // Three GB on paper: a sparse file read whole would take them.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(3 * 1024 * 1024 * 1024)
+            .unwrap();
+        let read = project_instructions(root.path());
+        assert_eq!(read.len(), 1);
+        assert!(read[0].cut);
+        assert!(read[0].text.len() <= MAX_TOTAL_BYTES);
+        assert!(read[0].text.ends_with("rule one\n"));
+    }
 
     #[test]
     fn nearest_last_and_bounded() {

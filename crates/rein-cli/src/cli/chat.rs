@@ -67,7 +67,9 @@ async fn ask_approval(
     match &request.preview {
         // A change is shown as what it does, not as its arguments.
         Some(change) => {
-            say(info, &format!("  {tool} {}", change.subject))?;
+            // One line: a newline in a path would draw lines of its own.
+            let subject = rein::wire::visible::one_line(&change.subject, 400);
+            say(info, &format!("  {tool} {subject}"))?;
             let (lines, hidden) = preview::render(change, colour, false);
             write!(info, "{lines}").map_err(io_error)?;
             if hidden > 0 {

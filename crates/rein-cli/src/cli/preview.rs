@@ -70,7 +70,10 @@ pub fn asked_lines(tool: &str, arguments: &serde_json::Value, preview: Option<&P
         }
     };
     let (lines, hidden) = render(shown, false, false);
-    let mut lines = format!("    {}\n{lines}", visible(&shown.subject));
+    let mut lines = format!(
+        "    {}\n{lines}",
+        rein::wire::visible::one_line(&shown.subject, 400)
+    );
     if hidden > 0 {
         lines.push_str(&format!("    … {hidden} more lines\n"));
     }

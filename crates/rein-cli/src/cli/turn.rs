@@ -503,7 +503,8 @@ fn ask_for_child(
     let tool = &request.tool;
     match &request.preview {
         Some(change) => {
-            say(info, &format!("  {agent} asks: {tool} {}", change.subject))?;
+            let subject = rein::wire::visible::one_line(&change.subject, 400);
+            say(info, &format!("  {agent} asks: {tool} {subject}"))?;
             let (lines, hidden) =
                 super::preview::render(change, super::preview::colour_wanted(), false);
             write!(info, "{lines}").map_err(io_error)?;
