@@ -114,8 +114,9 @@ pub fn standing(home: &Path, root: &Path, text: Option<&str>) -> Standing {
     if !listed(home, &root) {
         return Standing::Untrusted;
     }
+    // No file and an empty one say the same: nothing.
     let kept = read_text(&copy_of(home, &root)).ok().flatten();
-    if kept.as_deref() == text {
+    if kept.as_deref().unwrap_or("") == text.unwrap_or("") {
         Standing::Trusted
     } else {
         Standing::Changed

@@ -51,7 +51,29 @@ pub struct Applied {
 /// nowhere, match exactly one run of lines with whitespace ignored (a
 /// repair, said in [`Applied::repaired`]); otherwise nothing is changed and
 /// the error says which edit and how many matches it found.
+///
+/// A file whose every line ends `\r\n` keeps them: the edits are made on
+/// its text with plain line ends (the model's `\n` then matches) and every
+/// line end written back as `\r\n` — never a mix the diff would hide.
 pub fn apply(path: &str, text: &str, edits: &[Edit]) -> Result<Applied, AgentError> {
+    let crlf = text.contains("\r\n") && text.matches('\n').count() == text.matches("\r\n").count();
+    if !crlf {
+        return apply_as_is(path, text, edits);
+    }
+    let plain = |t: &str| t.replace("\r\n", "\n");
+    let edits: Vec<Edit> = edits
+        .iter()
+        .map(|e| Edit {
+            old_text: plain(&e.old_text),
+            new_text: plain(&e.new_text),
+        })
+        .collect();
+    let mut applied = apply_as_is(path, &plain(text), &edits)?;
+    applied.text = applied.text.replace('\n', "\r\n");
+    Ok(applied)
+}
+
+fn apply_as_is(path: &str, text: &str, edits: &[Edit]) -> Result<Applied, AgentError> {
     let invalid = |why: String| AgentError::new(codes::TOOL_ARGUMENTS_INVALID, why);
     if edits.is_empty() {
         return Err(invalid("give at least one edit".into()));
@@ -340,6 +362,16 @@ impl Tool for EditFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crlf_file_keeps_its_line_ends() {
+        let before = "fn a() {\r\n    1\r\n}\r\n";
+        let applied = apply("a.rs", before, &[edit("    1\n}", "    2\n}\n\nfn b() {}")]).unwrap();
+        assert_eq!(applied.text, "fn a() {\r\n    2\r\n}\r\n\r\nfn b() {}\r\n");
+        // A file of plain line ends stays as it is.
+        let plain = apply("a.rs", "x\ny\n", &[edit("y", "z")]).unwrap();
+        assert_eq!(plain.text, "x\nz\n");
+    }
 
     #[test]
     fn a_new_files_preview_holds_all_of_it_for_d_to_show() {

@@ -94,6 +94,36 @@ pub struct Remembered {
     pub scope: crate::memory::Scope,
 }
 
+/// A folder the person has not trusted may still hold an `AGENTS.md` that
+/// joins the system prompt (as Codex and Claude Code read theirs): said in
+/// one line, never silently.
+fn announce_instructions(
+    wanted: &Wanted<'_>,
+    loaded: &Loaded,
+    info: &mut impl Write,
+) -> Result<(), AgentError> {
+    if !wanted.effective.spec.project_instructions.unwrap_or(true) {
+        return Ok(());
+    }
+    let trusted = loaded
+        .home
+        .as_deref()
+        .is_some_and(|home| crate::config::trusted(home, wanted.root));
+    if trusted {
+        return Ok(());
+    }
+    for file in crate::config::project_instructions(wanted.root) {
+        note(
+            info,
+            &format!(
+                "{} joins the instructions (this folder is not trusted; project_instructions = false leaves it out)",
+                file.path.display()
+            ),
+        )?;
+    }
+    Ok(())
+}
+
 pub(crate) fn invalid(message: String) -> AgentError {
     AgentError::new(codes::CONFIG_INVALID, message)
 }
@@ -149,6 +179,7 @@ pub async fn compose(
         _ => Arc::new(crate::tools::Joined::new(parts)),
     };
     let mut profile = profile(wanted, resolved)?;
+    announce_instructions(wanted, loaded, info)?;
     if mcp.as_ref().is_some_and(deferred) {
         profile.tools = crate::runner::ToolLoading::Deferred;
     }
