@@ -10,8 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 /// The most bytes of preview text an approval request carries; past it the
-/// text is cut at a character boundary and `truncated` is set.
-pub const MAX_PREVIEW_BYTES: usize = 64 * 1024;
+/// text is cut at a character boundary and `truncated` is set. A surface
+/// shows the start and all of it on asking (`d`): a long line or the tail
+/// of a big write is part of what the person decides on.
+pub const MAX_PREVIEW_BYTES: usize = 1024 * 1024;
 
 /// What kind of change a preview shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -48,7 +48,10 @@ pub fn render(preview: &Preview, colour: bool, all: bool) -> (String, usize) {
         }
     }
     if preview.truncated && (all || shown == lines.len()) {
-        out.push_str("    … (the preview was cut at 64 KiB)\n");
+        out.push_str(&format!(
+            "    … (the preview was cut at {} KiB)\n",
+            rein::wire::MAX_PREVIEW_BYTES / 1024
+        ));
     }
     (out, lines.len() - shown)
 }
