@@ -81,10 +81,11 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     let _ = rustls::crypto::ring::default_provider().install_default();
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    // The agent's own check: the sandbox a turn's check runs in.
+    // The agent's own check: the sandbox a turn's check runs in; the
+    // person's policy runs `sh FILE` unasked (a client's check must pass it).
     std::fs::write(
         home.path().join("config.toml"),
-        "[agent.verify]\ncommand = [\"true\"]\n",
+        "[agent.verify]\ncommand = [\"true\"]\n[commands]\ndefault = \"allow\"\n",
     )
     .unwrap();
     let token = "t".repeat(40);
@@ -108,13 +109,17 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     // is in the log (it ran in the sandbox: it writes nowhere outside).
     let outside = tempfile::tempdir().unwrap();
     let mark = outside.path().join("escaped");
-    let script = format!("touch {} 2>/dev/null; exit 3", mark.display());
+    std::fs::write(
+        root.path().join("check.sh"),
+        format!("touch {} 2>/dev/null; exit 3\n", mark.display()),
+    )
+    .unwrap();
     // Watched before the turn starts: its end is a live event.
     let events = format!("{base}/api/conversations/{id}/events");
     let watching = watch(&http, &events, &token);
     let accepted = turn(serde_json::json!({
         "text": "hello",
-        "verify": {"command": ["sh", "-c", script], "expected_exit": 3}
+        "verify": {"command": ["sh", "check.sh"], "expected_exit": 3}
     }));
     assert_eq!(accepted.status().as_u16(), 202);
     let finished = until(watching, "turn_finished");
@@ -142,6 +147,57 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
             && receipt.contains("\"passed\":true"),
         "{receipt}"
     );
+    // A check whose output holds a key: what reaches the model and the log
+    // is masked, as a tool's result is.
+    std::fs::write(
+        root.path().join(".env"),
+        "OPENAI_API_KEY=sk-live-4f1c9a2b7e3d8c6a\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("leak.sh"), "cat .env; exit 7\n").unwrap();
+    let watching = watch(&http, &events, &token);
+    let accepted =
+        turn(serde_json::json!({"text": "again", "verify": {"command": ["sh", "leak.sh"]}}));
+    assert_eq!(accepted.status().as_u16(), 202);
+    until(watching, "verification_failed");
+    let exported = rein_at(home.path())
+        .args(["sessions", "export", &id])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&exported.stdout).into_owned();
+    assert!(log.contains("[redacted]"), "{log}");
+    assert!(
+        !log.contains("sk-live-4f1c9a2b7e3d8c6a"),
+        "the key reached the log: {log}"
+    );
+    // What the policy would ask about, or a shell script, is refused.
+    let refused =
+        turn(serde_json::json!({"text": "x", "verify": {"command": ["sh", "-c", "cat .env"]}}));
+    assert_eq!(refused.status().as_u16(), 403);
+    assert!(refused.text().unwrap().contains("policy"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The host backend does not confine: a client's check is refused there
+    // (the person's own check still runs, asked of nobody: it is theirs).
+    let host_home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        host_home.path().join("config.toml"),
+        "[agent.verify]\ncommand = [\"true\"]\n[commands]\ndefault = \"allow\"\n[sandbox]\nbackend = \"host\"\nunsafe_host_not_isolated = true\n",
+    )
+    .unwrap();
+    let (mut child, base) = served(host_home.path(), root.path(), &token, &[]);
+    let id = created(&http, &base, &token);
+    let refused = http
+        .post(format!("{base}/api/conversations/{id}/turns"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"text": "hi", "verify": {"command": ["sh", "check.sh"]}}))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    assert!(refused.text().unwrap().contains("confines"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!mark.exists());
     child.kill().unwrap();
     child.wait().unwrap();
 

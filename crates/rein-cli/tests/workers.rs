@@ -194,3 +194,68 @@ async fn a_graph_finishes_on_the_workers_when_one_is_killed_mid_task() {
         "a task the killed worker held was taken over: {rows:?}"
     );
 }
+
+/// A graph whoever can write to the store hands the workers, whose task
+/// has a check: the check never runs on a worker's host on the graph's
+/// say-so — a worker whose agent has no sandboxed check of its own runs
+/// none, and one that has runs only what the person's policy allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_graphs_check_never_runs_on_a_workers_host() {
+    let Some(server) = rein_testing::postgres::server() else {
+        return;
+    };
+    let url = server.database();
+    let model = model(Duration::from_millis(10)).await;
+    let base = format!("{}/v1", model.base_url());
+    let outside = tempfile::tempdir().unwrap();
+    let mark = outside.path().join("ran-on-the-host");
+    let graph_text = format!(
+        "[[task]]\nid = \"a\"\nbrief = \"Say APPLE.\"\noutputs = [\"answer\"]\nverify = [\"sh\", \"-c\", \"touch {} ; env > {}.env\"]\n",
+        mark.display(),
+        mark.display()
+    );
+    for config in [
+        "",
+        "[agent.verify]\ncommand = [\"true\"]\n[commands]\ndefault = \"allow\"\n",
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let graph = home.path().join("graph.toml");
+        std::fs::write(&graph, &graph_text).unwrap();
+        let mut cmd = rein_at(home.path());
+        cmd.env("PGPASSWORD", "a-worker-secret")
+            .args(["--store", &url, "worker", "--base-url", &base, "--root"])
+            .arg(root.path());
+        let (mut worker, _said) = spawn_with_lines(cmd);
+        let submitted = rein_at(home.path())
+            .args(["--store", &url, "run", graph.to_str().unwrap(), "--detach"])
+            .output()
+            .unwrap();
+        assert!(submitted.status.success(), "{}", stderr(&submitted));
+        let id = stdout(&submitted).trim().to_owned();
+        let (h, u) = (home.path().to_owned(), url.clone());
+        let watched = tokio::task::spawn_blocking(move || {
+            rein_at(&h)
+                .args(["--store", &u, "run", "--watch", &id])
+                .output()
+                .unwrap()
+        });
+        let watched = tokio::time::timeout(Duration::from_secs(120), watched)
+            .await
+            .expect("the graph ended")
+            .unwrap();
+        worker.kill().unwrap();
+        worker.wait().unwrap();
+        let said = format!("{}{}", stdout(&watched), stderr(&watched));
+        assert!(
+            !mark.exists(),
+            "a stored graph's check ran on the host: {said}"
+        );
+        assert!(
+            said.contains("command_forbidden")
+                || said.contains("not a command the person's policy"),
+            "{said}"
+        );
+    }
+}

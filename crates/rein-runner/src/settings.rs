@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use rein_wire::{AgentError, error::codes};
+
 /// The product's words: its prompt, names and wording.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
@@ -216,6 +218,9 @@ pub struct Verification {
     pub sandbox: Option<std::sync::Arc<dyn rein_sandbox::Sandbox>>,
     /// Its whole environment when it runs in the sandbox.
     pub env: std::collections::BTreeMap<String, String>,
+    /// The person's command policy, which a command someone else sent
+    /// (a client's turn, a stored graph's task) must pass ([`Self::for_command`]).
+    pub policy: Option<rein_sandbox::policy::CommandPolicy>,
 }
 
 impl Verification {
@@ -229,7 +234,41 @@ impl Verification {
             timeout: Duration::from_secs(300),
             sandbox: None,
             env: std::collections::BTreeMap::new(),
+            policy: None,
         }
+    }
+
+    /// This check's place — its sandbox, folder, environment and limits —
+    /// running `command`, which someone other than the person sent (an
+    /// HTTP client's turn, a stored graph's task): only in a sandbox that
+    /// confines, and only a command the person's policy lets run unasked.
+    /// Nobody is there to be asked when a check runs, so what the policy
+    /// would ask about is refused, saying why.
+    pub fn for_command(&self, command: Vec<String>, expected: i32) -> Result<Self, AgentError> {
+        let refused = |why: String| AgentError::new(codes::COMMAND_FORBIDDEN, why);
+        if !self.sandbox.as_ref().is_some_and(|s| s.confines()) {
+            return Err(refused(
+                "a check someone else sends runs only in a sandbox that confines it; this agent's checks run unconfined (or it has none)".into(),
+            ));
+        }
+        let policy = self.policy.clone().unwrap_or_default();
+        match policy.decide(&command) {
+            (rein_sandbox::policy::Decision::Allow, _) => {}
+            (decision, why) => {
+                return Err(refused(format!(
+                    "`{}` is not a command the person's policy runs unasked ({why}: {}); a check someone else sends runs only what the policy allows",
+                    command.join(" "),
+                    match decision {
+                        rein_sandbox::policy::Decision::Forbid => "forbidden",
+                        _ => "it would ask",
+                    }
+                )));
+            }
+        }
+        let mut check = self.clone();
+        check.command = command;
+        check.expected = expected;
+        Ok(check)
     }
 
     /// Run it in `sandbox` with exactly `env` (the same sandbox the

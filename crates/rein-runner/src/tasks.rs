@@ -198,14 +198,24 @@ impl ConversationTasks {
             }
         };
         if !task.verify.is_empty() {
-            let command: Vec<&str> = task.verify.iter().map(String::as_str).collect();
-            let mut check = crate::Verification::new(&command);
-            check.expected = task.verify_exit.unwrap_or(0);
-            if let Some(base) = &agent.verification {
-                check.cwd.clone_from(&base.cwd);
-                check.sandbox.clone_from(&base.sandbox);
-                check.env.clone_from(&base.env);
-            }
+            // A graph may come from whoever can write to the store: its
+            // check runs under this agent's sandbox and the person's
+            // policy, never on the graph's say-so.
+            let base = agent.verification.as_ref().ok_or_else(|| {
+                AgentError::new(
+                    codes::COMMAND_FORBIDDEN,
+                    format!(
+                        "task `{}` has a check, and this agent runs none (`[agent.verify]` gives the sandbox a task's check runs in)",
+                        task.id
+                    ),
+                )
+            })?;
+            let expected = task.verify_exit.unwrap_or(0);
+            let check = base
+                .for_command(task.verify.clone(), expected)
+                .map_err(|e| {
+                    AgentError::new(e.code, format!("task `{}`: {}", task.id, e.message))
+                })?;
             agent.verification = Some(check);
         }
         Ok(agent)

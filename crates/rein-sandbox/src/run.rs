@@ -81,6 +81,12 @@ pub trait Sandbox: Send + Sync + std::fmt::Debug {
     /// A short description of the isolation, for results and the
     /// authority record.
     fn isolation(&self) -> String;
+
+    /// Whether it confines what it runs (the host backend does not): a
+    /// command someone other than the person sent runs only where it does.
+    fn confines(&self) -> bool {
+        true
+    }
 }
 
 /// The Linux backend: landlock, seccomp, rlimits, a session killed whole.
@@ -364,6 +370,10 @@ impl Sandbox for HostSandbox {
 
     fn isolation(&self) -> String {
         "host: NOT ISOLATED (acknowledged)".into()
+    }
+
+    fn confines(&self) -> bool {
+        false
     }
 }
 

@@ -266,9 +266,10 @@ pub(crate) struct TurnCheck {
 
 impl TurnCheck {
     /// The contract: this command in place of the agent's own check, run
-    /// where that one runs (its sandbox, folder and environment). An agent
-    /// without a sandboxed check runs none a client sends: a client's
-    /// command never runs on the host.
+    /// where that one runs (its sandbox, folder and environment) — only
+    /// where that sandbox confines and the person's command policy lets it
+    /// run unasked (`Verification::for_command`): a client's command never
+    /// runs on the host, nor past the person's policy.
     fn contract(self, conversation: &Conversation) -> Result<TurnContract, AgentError> {
         let bytes: usize = self.command.iter().map(String::len).sum();
         if self.command.is_empty() || self.command.len() > 64 || bytes > 8 * 1024 {
@@ -277,20 +278,14 @@ impl TurnCheck {
                 "verify.command: a program and its arguments (at most 64, 8 KiB in all)",
             ));
         }
-        let Some(base) = conversation
-            .agent
-            .verification
-            .as_ref()
-            .filter(|check| check.sandbox.is_some())
-        else {
+        let Some(base) = conversation.agent.verification.as_ref() else {
             return Err(AgentError::new(
                 codes::INVALID_INPUT,
                 "this agent runs no checks: a turn's check runs in the sandbox of the agent's own (`[agent.verify]`), and it has none",
             ));
         };
-        let mut check = base.clone();
-        check.command = self.command;
-        check.expected = self.expected_exit;
+        // The person's sandbox and policy decide, as for the model's commands.
+        let check = base.for_command(self.command, self.expected_exit)?;
         Ok(TurnContract::checked(check))
     }
 }

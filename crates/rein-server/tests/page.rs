@@ -403,6 +403,66 @@ async fn the_page_approves_denies_reloads_steers_and_interrupts() {
 
 /// A file name or a prompt carrying BiDi controls reads on the page as its
 /// bytes do: `run‹U+202E›txt.exe` is never shown as `runexe.txt`.
+/// A question that arrives while the person types in the steer box takes
+/// none of their keystrokes: the focus stays where they type, and a space
+/// or Enter there decides nothing (it used to land on "Approve").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_arriving_mid_typing_takes_no_keystroke() {
+    let (addr, login, backend, _dir) = serve().await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until("document.querySelector('#new')", "the page")
+        .await;
+    browser.click("#new").await;
+    browser
+        .until("location.hash.length > 1", "a conversation")
+        .await;
+    // The person is typing in the steer box when the turn asks.
+    browser
+        .script(
+            "$('say').focus(); $('say').value = 'half a thought'; \
+             api('POST', `/api/conversations/${state.id}/turns`, {text: 'write notes.md'}); return true;",
+        )
+        .await;
+    browser
+        .until(
+            "document.querySelector('.approval button.primary')",
+            "the approval panel",
+        )
+        .await;
+    let focused = browser.script("return document.activeElement.id;").await;
+    assert_eq!(focused, json!("say"), "the question took the focus");
+    // Their next keys go where they type, not to a decision.
+    browser
+        .call(
+            "POST",
+            "/actions",
+            json!({"actions": [{"type": "key", "id": "keys", "actions": [
+                {"type": "keyDown", "value": " "}, {"type": "keyUp", "value": " "},
+                {"type": "keyDown", "value": "x"}, {"type": "keyUp", "value": "x"}
+            ]}]}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        backend.invocations("write_file"),
+        0,
+        "a keystroke approved the write"
+    );
+    let typed = browser.script("return $('say').value;").await;
+    assert_eq!(typed, json!("half a thought x"));
+    assert!(
+        browser
+            .script("return !!document.querySelector('.approval button.primary:not([disabled])');")
+            .await
+            == json!(true),
+        "the question is still waiting"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
     let (addr, login, _backend, _dir) = serve().await;

@@ -18,24 +18,26 @@ pub fn mask(text: &str, secrets: &[String]) -> String {
     for secret in secrets.iter().filter(|s| s.len() >= 8) {
         out = out.replace(secret.as_str(), MASK);
     }
-    let words: Vec<String> = out
-        .split(' ')
-        .map(|word| {
-            let bare =
-                word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
-            let shaped = (bare.starts_with("sk-")
-                || bare.starts_with("sk_")
-                || bare.starts_with("ghp_")
-                || bare.starts_with("xox"))
-                && bare.len() >= 12;
-            if shaped {
-                word.replace(bare, MASK)
-            } else {
-                word.to_owned()
-            }
-        })
-        .collect();
-    let mut out = words.join(" ");
+    // Each run of key characters (letters, digits, `-`, `_`) is a word,
+    // wherever it sits: `KEY=sk-…`, `"sk-…"`, `key:sk-…`.
+    let mut masked = String::with_capacity(out.len());
+    let mut word = String::new();
+    let is_key_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    for c in out.chars().map(Some).chain([None]) {
+        if let Some(c) = c.filter(|c| is_key_char(*c)) {
+            word.push(c);
+            continue;
+        }
+        let shaped = (word.starts_with("sk-")
+            || word.starts_with("sk_")
+            || word.starts_with("ghp_")
+            || word.starts_with("xox"))
+            && word.len() >= 12;
+        masked.push_str(if shaped { MASK } else { &word });
+        word.clear();
+        masked.extend(c);
+    }
+    let mut out = masked;
     if let Some(at) = out.find("Bearer ") {
         out.replace_range(at + 7.., MASK);
     }
@@ -97,6 +99,13 @@ mod tests {
             &["hunter2hunter2".into()],
         );
         assert_eq!(s, "key=[redacted] [redacted] and Bearer [redacted]");
+        assert_eq!(
+            mask(
+                "OPENAI_API_KEY=sk-live-4f1c9a2b7e3d8c6a\n\"ghp_abcdefghijkl\"",
+                &[]
+            ),
+            "OPENAI_API_KEY=[redacted]\n\"[redacted]\""
+        );
         assert!(is_secret_name("ANTHROPIC_API_KEY") && !is_secret_name("HOME"));
     }
 }

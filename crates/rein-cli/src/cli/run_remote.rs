@@ -92,11 +92,23 @@ fn show(event: &Event, out: &mut impl Write) -> Result<Option<GraphOutcome>, Age
             task,
             state,
             outputs,
+            detail,
             ..
         } => {
             let outputs = serde_json::to_string(outputs).unwrap_or_default();
+            // Why it failed, as the problem says it: its code and words.
+            let why = detail.as_ref().map_or_else(String::new, |d| {
+                let said = [d.get("code"), d.get("detail").or_else(|| d.get("title"))]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(serde_json::Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                let said = if said.is_empty() { d.to_string() } else { said };
+                format!(" — {}", rein::wire::visible::one_line(&said, 600))
+            });
             format!(
-                "{task}: {} {}",
+                "{task}: {} {}{why}",
                 state.as_str(),
                 rein::wire::visible::visible(&outputs)
             )

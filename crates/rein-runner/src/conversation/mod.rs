@@ -282,9 +282,9 @@ impl Conversation {
             return Ok(Step::Next);
         }
         if let Some(check) = &self.agent.verification {
-            let wording = &self.agent.profile.wording;
+            let said = (&self.agent.profile.wording, &self.agent.guards.secrets[..]);
             let journal = &mut self.journal;
-            match verify::verdict(check, &mut run.failed_checks, wording, journal).await? {
+            match verify::verdict(check, &mut run.failed_checks, said, journal).await? {
                 verify::Checked::Passed => {}
                 verify::Checked::GaveUp(error) => {
                     return Ok(Step::Ends(TurnOutcome::Error { error }));

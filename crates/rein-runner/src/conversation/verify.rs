@@ -23,11 +23,12 @@ pub(super) enum Checked {
 }
 
 /// Run the check, record its receipt and judge it, counting failures in
-/// `failed`.
+/// `failed`; what it printed reaches the model and the log only with the
+/// agent's `secrets` (and secret-shaped words) masked, as a tool's result.
 pub(super) async fn verdict(
     check: &Verification,
     failed: &mut u32,
-    wording: &Wording,
+    (wording, secrets): (&Wording, &[String]),
     journal: &mut Journal,
 ) -> Result<Checked, AgentError> {
     let started = std::time::Instant::now();
@@ -54,6 +55,7 @@ pub(super) async fn verdict(
         Ok(code) => failed_report(Some(code), check.expected, "", ""),
         Err(f) => f.report,
     };
+    let report = rein_wire::secrets::mask(&report, secrets);
     *failed += 1;
     let command = check.command.join(" ");
     if *failed > check.attempts {

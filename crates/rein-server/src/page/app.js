@@ -167,7 +167,10 @@ async function refreshApprovals() {
     panel.append(buttons);
     box.append(panel);
   }
-  if (approvals.length) box.querySelector("button.primary").focus();
+  // Said, never focused: a person typing in the steer box when a question
+  // arrives must not approve it with their next space or Enter. A decision
+  // is a deliberate act on the panel.
+  if (approvals.length) status(approvals.length === 1 ? "A question waits for you." : `${approvals.length} questions wait for you.`);
 }
 
 function onLog(event) {

@@ -140,7 +140,9 @@ pub(crate) async fn sandboxed(
 ) -> Result<Verification, AgentError> {
     let config = super::commands::protecting(loaded, protect)?;
     let sandbox = config.sandbox(root, true, None).await?;
-    Ok(check.in_sandbox(sandbox, config.env()))
+    let mut check = check.in_sandbox(sandbox, config.env());
+    check.policy = Some(config.policy.clone());
+    Ok(check)
 }
 
 /// The verification gate: the person's own command (from their config or
