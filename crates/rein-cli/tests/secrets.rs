@@ -84,7 +84,8 @@ async fn the_providers_key_read_from_a_project_never_reaches_the_log() {
     ));
     let server = FakeServer::start(vec![
         Reply::sse(read.openai_chat_sse()),
-        Reply::sse(ScriptedMessage::text(&["It holds a key."]).openai_chat_sse()),
+        // The model echoes the key in its own words: kept out of the log too.
+        Reply::sse(ScriptedMessage::text(&[&format!("It holds a key: {key}.")]).openai_chat_sse()),
     ])
     .await
     .unwrap();

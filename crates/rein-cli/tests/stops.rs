@@ -156,3 +156,48 @@ async fn a_stop_cuts_an_open_model_stream() {
     .await
     .unwrap();
 }
+
+/// Ctrl-C reaches a chat whose stdin is no terminal (a pipe, a script): the
+/// chat leaves, saying how to go on, instead of ignoring it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_ends_a_chat_whose_stdin_is_a_pipe() {
+    let mut slow = Reply::sse(ScriptedMessage::text(&["Thinking."]).openai_chat_sse());
+    slow.chunks[0].delay = Duration::from_secs(60);
+    let server = FakeServer::start(vec![slow]).await.unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let home = tempfile::tempdir().unwrap();
+    let root = project();
+    let mut child = rein_at(home.path())
+        .args(["chat", "--base-url", &url, "--model", "m", "--root"])
+        .arg(root.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n").unwrap();
+    // The turn is waiting on the model's first byte.
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < until, "the turn never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let ended = tokio::task::spawn_blocking(move || child.wait_with_output());
+    let out = tokio::time::timeout(Duration::from_secs(20), ended)
+        .await
+        .expect("the chat ignored Ctrl-C")
+        .unwrap()
+        .unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rein chat --resume"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -91,3 +91,24 @@ fn a_killed_write_leaves_the_old_file_or_the_new_one() {
     let listed = Root::new(dir.path()).unwrap().walk(None).unwrap();
     assert_eq!(listed, vec!["big.txt".to_owned()]);
 }
+
+#[test]
+fn what_a_killed_writer_left_is_swept_by_the_next_write_once_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::new(dir.path()).unwrap();
+    let stale = dir.path().join(".a.txt.rein-0001.tmp");
+    let live = dir.path().join(".a.txt.rein-0002.tmp");
+    std::fs::write(&stale, "half").unwrap();
+    std::fs::write(&live, "in progress").unwrap();
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    root.write("a.txt", b"new", None, false).unwrap();
+    assert!(!stale.exists(), "a killed writer's leftover stayed");
+    assert!(live.exists(), "a live writer's file was taken");
+    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"new");
+}

@@ -391,6 +391,7 @@ impl Root {
             let _ = folder.remove_file(&temp);
             return Err(failed(e));
         }
+        sweep_stale(&folder, &name);
         // The rename is durable once the folder is.
         folder
             .open(".")
@@ -514,6 +515,34 @@ impl Root {
         let mut out = Vec::new();
         walk_into(start.as_ref().unwrap_or(&self.dir), &base, &mut out);
         Ok(out)
+    }
+}
+
+/// How old a writer's leftover temporary file must be before the next
+/// write of its file removes it: older than any write in progress.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Remove what a writer killed mid-write left beside `name` in `folder`
+/// (`.NAME.rein-ID.tmp`, never renamed over it), once it is old enough to
+/// be no live writer's.
+fn sweep_stale(folder: &Dir, name: &std::ffi::OsStr) {
+    let prefix = format!(".{}.rein-", name.to_string_lossy());
+    let Ok(entries) = folder.entries() else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        if !(file.starts_with(&prefix) && file.ends_with(".tmp")) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(|t| t.into_std().elapsed().unwrap_or_default() > STALE_TEMP);
+        if matches!(old, Ok(true)) {
+            let _ = folder.remove_file(&*file);
+        }
     }
 }
 

@@ -104,6 +104,9 @@ async fn only_the_run_with_its_token_reaches_the_question() {
     )
     .await;
     assert!(status >= 400, "a browser origin got {status}");
+    // The token came once: whoever holds it has read the file, which is
+    // gone at once (no token lies on disk for the run, or after a crash).
+    assert!(!dir.exists(), "the token's file outlived its reading");
     let (status, _) = post(
         port,
         &[
@@ -125,7 +128,6 @@ async fn only_the_run_with_its_token_reaches_the_question() {
     assert!(body.contains("\"rein\""), "{body}");
     // Nothing was asked of anyone by any of it.
     assert!(asked.try_recv().is_err());
-    // The file goes with the run.
     drop(server);
     assert!(!dir.exists());
 }

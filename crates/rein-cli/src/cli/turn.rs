@@ -291,9 +291,12 @@ pub(super) async fn drive(
                     spinner.clear(info)?;
                     typing.heard(line?, info).await?;
                 }
-                _ = tokio::signal::ctrl_c(), if interactive => {
+                _ = tokio::signal::ctrl_c() => {
                     spinner.clear(info)?;
-                    interrupts += 1;
+                    // At a terminal the first interrupts and the second
+                    // leaves; with no terminal to press it twice at, the
+                    // first leaves (it was once ignored there).
+                    interrupts += if interactive { 1 } else { 2 };
                     interrupt(interrupts, &typing, info)?;
                 }
                 result = &mut work => {

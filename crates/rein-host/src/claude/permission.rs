@@ -75,7 +75,8 @@ impl PermissionServer {
             questions,
             cwd: cwd.to_owned(),
         };
-        let router = router(approver, cancel.clone(), port, token.clone());
+        let (dir, config) = write_config(port, &token)?;
+        let router = router(approver, cancel.clone(), port, token.clone(), dir.clone());
         let stop = cancel.clone();
         tokio::spawn(async move {
             // Answers go out when written (no Nagle wait).
@@ -86,7 +87,6 @@ impl PermissionServer {
                 .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await;
         });
-        let (dir, config) = write_config(port, &token).inspect_err(|_| cancel.cancel())?;
         Ok(PermissionServer {
             dir,
             config,
@@ -169,7 +169,16 @@ fn write_config(port: u16, token: &str) -> Result<(PathBuf, PathBuf), AgentError
     Ok((dir, config))
 }
 
-fn router(approver: Approver, cancel: CancellationToken, port: u16, token: String) -> axum::Router {
+/// The server's routes; the config file's folder (`dir`) is removed at the
+/// first request that brings the token — Claude Code has read it then — so
+/// the token does not lie in a file for the run's length, nor after a crash.
+fn router(
+    approver: Approver,
+    cancel: CancellationToken,
+    port: u16,
+    token: String,
+    dir: PathBuf,
+) -> axum::Router {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -182,15 +191,17 @@ fn router(approver: Approver, cancel: CancellationToken, port: u16, token: Strin
         config,
     );
     let token: Arc<str> = token.into();
+    let read = Arc::new((std::sync::atomic::AtomicBool::new(false), dir));
     axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(move |request, next| {
-            bearer_only(token.clone(), request, next)
+            bearer_only(token.clone(), read.clone(), request, next)
         }))
 }
 
 async fn bearer_only(
     token: Arc<str>,
+    read: Arc<(std::sync::atomic::AtomicBool, PathBuf)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -200,6 +211,9 @@ async fn bearer_only(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().strip_prefix("Bearer "));
     if given.is_some_and(|g| rein_wire::secrets::same_secret(g.trim(), &token)) {
+        if !read.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let _ = std::fs::remove_dir_all(&read.1);
+        }
         return next.run(request).await;
     }
     axum::response::IntoResponse::into_response(axum::http::StatusCode::UNAUTHORIZED)

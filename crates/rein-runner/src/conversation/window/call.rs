@@ -71,6 +71,17 @@ impl Window {
             .map(|t| t.name)
             .collect();
         let repaired = rein_wire::repair::calls(&mut message, &names);
+        // The model's own words echoing a key rein holds (read from a file,
+        // say) never enter the log, its reply, nor the next request.
+        for block in &mut message.content {
+            if let rein_wire::ContentBlock::Text { text } = block {
+                for secret in sees.agent.guards.secrets.iter().filter(|s| s.len() >= 8) {
+                    if text.contains(secret.as_str()) {
+                        *text = text.replace(secret.as_str(), rein_wire::secrets::MASK);
+                    }
+                }
+            }
+        }
         for repair in &repaired {
             journal.emit(UiKind::CallRepaired {
                 call_id: repair.call_id.clone(),
