@@ -91,12 +91,15 @@ fn replacement(fields: &Map<String, Value>, text: &mut String) {
         return;
     }
     text.push_str("replaces:\n");
-    for line in old.unwrap_or("").lines() {
-        text.push_str(&format!("- {line}\n"));
-    }
+    marked(text, '-', old.unwrap_or(""));
     text.push_str("with:\n");
-    for line in new.unwrap_or("").lines() {
-        text.push_str(&format!("+ {line}\n"));
+    marked(text, '+', new.unwrap_or(""));
+}
+
+/// Each line of `lines` on a line of its own, after `mark` (`-` or `+`).
+fn marked(text: &mut String, mark: char, lines: &str) {
+    for line in lines.lines() {
+        text.push_str(&format!("{mark} {line}\n"));
     }
 }
 
@@ -172,12 +175,8 @@ pub fn acp_call(call_of: &Value, cwd: &str) -> String {
             let old = item.get("oldText").and_then(Value::as_str).unwrap_or("");
             let new = item.get("newText").and_then(Value::as_str).unwrap_or("");
             text.push_str(&format!("file: {}\n", relative_path(path, cwd)));
-            for line in old.lines() {
-                text.push_str(&format!("- {line}\n"));
-            }
-            for line in new.lines() {
-                text.push_str(&format!("+ {line}\n"));
-            }
+            marked(&mut text, '-', old);
+            marked(&mut text, '+', new);
         }
     }
     if !title.is_empty() {
