@@ -73,16 +73,28 @@ impl Protected {
     /// Whether `resolved` (relative to the root, links resolved) is
     /// protected, and what it is. Names compare without case: a
     /// case-blind file system opens `.GIT/config` as `.git/config`.
+    ///
+    /// `.git` and `.rein` are protected at any depth: a nested repository
+    /// (a submodule, a vendored checkout) runs its hooks as well.
     pub fn guarded(&self, resolved: &Path) -> Option<Guarded> {
         let parts = lowered(resolved);
-        let (prefix, why) = self
-            .paths
-            .iter()
-            .find(|(path, _)| parts.starts_with(&lowered(path)))?;
-        let rest: Vec<String> = parts[lowered(prefix).len()..].to_vec();
+        let found = self.paths.iter().find_map(|(path, why)| {
+            let prefix = lowered(path);
+            parts.starts_with(&prefix).then_some((prefix.len(), *why))
+        });
+        let (at, why) = found.or_else(|| {
+            parts
+                .iter()
+                .enumerate()
+                .find_map(|(i, part)| match part.as_str() {
+                    ".git" => Some((i + 1, Why::Git)),
+                    ".rein" => Some((i + 1, Why::ReinProject)),
+                    _ => None,
+                })
+        })?;
         Some(Guarded {
             target: resolved.display().to_string(),
-            what: what(*why, &rest),
+            what: what(why, &parts[at..]),
         })
     }
 }
@@ -139,7 +151,16 @@ mod tests {
         );
         assert!(said("deploy/run.sh").unwrap().contains("definition"));
         assert_eq!(said("src/.git.rs"), None);
-        assert_eq!(said("gitignore/.git"), None);
+        assert!(
+            said("vendor/lib/.git/hooks/post-checkout")
+                .unwrap()
+                .contains("git hook")
+        );
+        assert!(
+            said("sub/.rein/config.toml")
+                .unwrap()
+                .contains("project config")
+        );
         assert_eq!(said("deploy/other.sh"), None);
     }
 }

@@ -24,17 +24,57 @@ use std::path::{Path, PathBuf};
 /// The names protected in every writable root.
 pub const PROTECTED_NAMES: &[&str] = &[".git", ".rein"];
 
+/// How deep below a root nested `.git` and `.rein` are looked for (a
+/// submodule, a vendored checkout), and how many entries at most.
+const NESTED_DEPTH: usize = 3;
+const NESTED_ENTRIES: usize = 5_000;
+
 /// The protected paths of `write` roots: each root's [`PROTECTED_NAMES`]
-/// and `extra`, whether or not they exist.
+/// (whether or not they exist), those found nested a few folders down
+/// (bounded: three folders down, 5,000 entries), and `extra`.
 pub fn candidates(write: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = write
         .iter()
         .flat_map(|root| PROTECTED_NAMES.iter().map(move |name| root.join(name)))
         .chain(extra.iter().cloned())
         .collect();
+    for root in write {
+        nested(root, &mut paths);
+    }
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// `.git` and `.rein` below `root`'s top, breadth first, links not
+/// followed; `target` and `node_modules` are not entered.
+fn nested(root: &Path, into: &mut Vec<PathBuf>) {
+    let mut level = vec![root.to_path_buf()];
+    let mut seen = 0;
+    for _ in 0..NESTED_DEPTH {
+        let mut next = Vec::new();
+        for dir in &level {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                seen += 1;
+                if seen > NESTED_ENTRIES {
+                    return;
+                }
+                let name = entry.file_name();
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if PROTECTED_NAMES.iter().any(|p| name == *p) {
+                    into.push(entry.path());
+                } else if kind.is_dir() && name != "target" && name != "node_modules" {
+                    next.push(entry.path());
+                }
+            }
+        }
+        level = next;
+    }
 }
 
 /// Those of `candidates` that exist, resolved (a link's target is what is
@@ -239,6 +279,17 @@ mod tests {
         let (read, writable) = around(std::slice::from_ref(&root), &[]);
         assert!(read.is_empty());
         assert_eq!(writable, vec![root]);
+    }
+
+    #[test]
+    fn a_nested_repository_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("vendor/lib/.git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("target/x/.git")).unwrap();
+        let found = candidates(std::slice::from_ref(&root), &[]);
+        assert!(found.contains(&root.join("vendor/lib/.git")), "{found:?}");
+        assert!(!found.contains(&root.join("target/x/.git")), "{found:?}");
     }
 
     #[test]

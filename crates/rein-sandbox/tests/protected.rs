@@ -180,3 +180,23 @@ async fn a_protected_folder_the_command_made_is_reported() {
     let again = run(&sandbox, "echo y >> .git/hooks/pre-commit", dir.path()).await;
     assert_ne!(again.code, Some(0), "{again:?}");
 }
+
+#[tokio::test]
+async fn a_nested_repositorys_hooks_are_protected_too() {
+    let dir = project();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("vendor/lib/.git/hooks")).unwrap();
+    let Some(sandbox) = common::usable(common::sandbox(root)).await else {
+        return;
+    };
+    let ran = run(
+        &sandbox,
+        "echo hook > vendor/lib/.git/hooks/pre-commit",
+        root,
+    )
+    .await;
+    assert_ne!(ran.code, Some(0), "{ran:?}");
+    assert!(!root.join("vendor/lib/.git/hooks/pre-commit").exists());
+    let beside = run(&sandbox, "echo ok > vendor/lib/code.rs", root).await;
+    assert_eq!(beside.code, Some(0), "{beside:?}");
+}
