@@ -4,28 +4,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use rein_sandbox::{LinuxSandbox, Ran, Request, Sandbox};
+use rein_sandbox::{LinuxSandbox, Request, Sandbox};
 
 async fn usable(write: &Path) -> Option<LinuxSandbox> {
     common::usable(common::sandbox(write)).await
 }
 
-fn sh(script: &str, cwd: &Path) -> Request {
-    Request {
-        argv: vec!["sh".into(), "-c".into(), script.into()],
-        cwd: cwd.to_path_buf(),
-        env: BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
-        timeout: Duration::from_secs(20),
-    }
-}
-
-async fn run(sandbox: &LinuxSandbox, script: &str, cwd: &Path) -> Ran {
-    sandbox.run(&sh(script, cwd)).await.expect("it ran")
-}
+use common::{run_sh as run, sh};
 
 #[tokio::test]
 async fn writes_stay_inside_the_writable_root() {

@@ -7,22 +7,9 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
-use rein_sandbox::{LinuxSandbox, Ran, Request, Sandbox};
-
-async fn run(sandbox: &LinuxSandbox, argv: &[&str], cwd: &Path) -> Ran {
-    let request = Request {
-        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
-        cwd: cwd.to_path_buf(),
-        env: BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
-        timeout: Duration::from_secs(20),
-    };
-    sandbox.run(&request).await.expect("it ran")
-}
+use common::run_argv as run;
 
 /// A process outside the sandbox, of this user, killed when dropped.
 struct Outside(std::process::Child);

@@ -6,28 +6,19 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use rein_sandbox::{LinuxSandbox, Ran, Request, Sandbox};
+use rein_sandbox::LinuxSandbox;
 
 async fn usable(write: &Path) -> Option<LinuxSandbox> {
     common::usable(common::sandbox(write)).await
 }
 
-async fn run(sandbox: &LinuxSandbox, argv: &[&str], cwd: &Path) -> Ran {
-    let request = Request {
-        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
-        cwd: cwd.to_path_buf(),
-        env: BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
-        timeout: Duration::from_secs(20),
-    };
-    sandbox.run(&request).await.expect("it ran")
-}
+use common::run_argv as run;
 
 /// Perl (always in Debian's base) connecting to a Unix socket: `$ARGV[0]`
 /// a path, or `@name` for an abstract one.

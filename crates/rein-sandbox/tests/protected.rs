@@ -8,25 +8,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
+use rein_sandbox::LinuxSandbox;
 use rein_sandbox::spec::ProtectBy;
-use rein_sandbox::{LinuxSandbox, Ran, Request, Sandbox};
 
-fn sh(script: &str, cwd: &Path) -> Request {
-    Request {
-        argv: vec!["sh".into(), "-c".into(), script.into()],
-        cwd: cwd.to_path_buf(),
-        env: BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
-        timeout: Duration::from_secs(20),
-    }
-}
-
-async fn run(sandbox: &LinuxSandbox, script: &str, cwd: &Path) -> Ran {
-    sandbox.run(&sh(script, cwd)).await.expect("it ran")
-}
+use common::run_sh as run;
 
 /// A project with a git folder, rein's project config and a source file.
 fn project() -> tempfile::TempDir {

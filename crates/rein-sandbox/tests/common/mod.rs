@@ -105,3 +105,30 @@ pub async fn reins_ctrl_c_spares(sandbox: &LinuxSandbox, root: &Path) {
     // The control: the signals were sent and heard.
     assert!(heard.recv().await.is_some());
 }
+
+/// `argv` as a request in `cwd`: `PATH` alone, 20 seconds.
+pub fn request(argv: &[&str], cwd: &Path) -> rein_sandbox::Request {
+    rein_sandbox::Request {
+        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+        cwd: cwd.to_path_buf(),
+        env: std::collections::BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
+        timeout: std::time::Duration::from_secs(20),
+    }
+}
+
+/// A `sh -c` script as a [`request`].
+pub fn sh(script: &str, cwd: &Path) -> rein_sandbox::Request {
+    request(&["sh", "-c", script], cwd)
+}
+
+/// Run `argv` in `cwd` (the sandbox must run it).
+pub async fn run_argv(sandbox: &LinuxSandbox, argv: &[&str], cwd: &Path) -> rein_sandbox::Ran {
+    use rein_sandbox::Sandbox as _;
+    sandbox.run(&request(argv, cwd)).await.expect("it ran")
+}
+
+/// Run a `sh -c` script in `cwd`.
+pub async fn run_sh(sandbox: &LinuxSandbox, script: &str, cwd: &Path) -> rein_sandbox::Ran {
+    use rein_sandbox::Sandbox as _;
+    sandbox.run(&sh(script, cwd)).await.expect("it ran")
+}

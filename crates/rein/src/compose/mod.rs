@@ -98,11 +98,12 @@ pub struct Remembered {
 /// joins the system prompt (as Codex and Claude Code read theirs): said in
 /// one line, never silently.
 fn announce_instructions(
+    instructions: &[crate::config::Instructions],
     wanted: &Wanted<'_>,
     loaded: &Loaded,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
-    if !wanted.effective.spec.project_instructions.unwrap_or(true) {
+    if instructions.is_empty() {
         return Ok(());
     }
     let trusted = loaded
@@ -112,7 +113,7 @@ fn announce_instructions(
     if trusted {
         return Ok(());
     }
-    for file in crate::config::project_instructions(wanted.root) {
+    for file in instructions {
         note(
             info,
             &format!(
@@ -178,8 +179,14 @@ pub async fn compose(
         1 => parts.remove(0),
         _ => Arc::new(crate::tools::Joined::new(parts)),
     };
-    let mut profile = profile(wanted, resolved)?;
-    announce_instructions(wanted, loaded, info)?;
+    // The project's AGENTS.md files, read once: for the prompt and to say.
+    let instructions = if spec.project_instructions.unwrap_or(true) {
+        crate::config::project_instructions(wanted.root)
+    } else {
+        Vec::new()
+    };
+    let mut profile = profile(wanted, resolved, &instructions)?;
+    announce_instructions(&instructions, wanted, loaded, info)?;
     if mcp.as_ref().is_some_and(deferred) {
         profile.tools = crate::runner::ToolLoading::Deferred;
     }

@@ -22,8 +22,13 @@ use super::{Wanted, invalid};
 const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The words: the definition's instructions (or the surface's), the
-/// project's `AGENTS.md`, the model, reasoning.
-pub(crate) fn profile(wanted: &Wanted<'_>, resolved: &Resolved) -> Result<Profile, AgentError> {
+/// project's `AGENTS.md` files as read (`project_files`), the model,
+/// reasoning.
+pub(crate) fn profile(
+    wanted: &Wanted<'_>,
+    resolved: &Resolved,
+    project_files: &[crate::config::Instructions],
+) -> Result<Profile, AgentError> {
     let spec = &wanted.effective.spec;
     let name = wanted
         .effective
@@ -35,11 +40,8 @@ pub(crate) fn profile(wanted: &Wanted<'_>, resolved: &Resolved) -> Result<Profil
         .clone()
         .unwrap_or_else(|| wanted.default_instructions.to_owned());
     let mut profile = Profile::new(name, resolved.model.clone()).with_system(instructions);
-    if spec.project_instructions.unwrap_or(true) {
-        let files = crate::config::project_instructions(wanted.root);
-        if let Some(block) = crate::config::as_system_block(&files) {
-            profile = profile.with_system(block);
-        }
+    if let Some(block) = crate::config::as_system_block(project_files) {
+        profile = profile.with_system(block);
     }
     if let Some(level) = &spec.reasoning {
         profile.reasoning = Some(level.parse()?);
