@@ -161,7 +161,7 @@ pub fn trust(home: &Path, root: &Path) -> Result<Trusted, AgentError> {
     let copy = copy_of(home, &root);
     let before = read_text(&copy).ok().flatten();
     let changes = match &before {
-        Some(before) if *before == now => None,
+        _ if before.as_deref().unwrap_or("") == now => None,
         _ => Some(
             similar::TextDiff::from_lines(before.as_deref().unwrap_or(""), &now)
                 .unified_diff()

@@ -84,6 +84,11 @@ pub fn run(
                 Some(diff) => {
                     writeln!(out, "{}", rein::wire::visible::visible(diff)).map_err(io)?;
                 }
+                None if !trusted.root.join(PROJECT_FILE).exists() => writeln!(
+                    out,
+                    "(no {PROJECT_FILE} here yet: one made later applies only once you trust it again)"
+                )
+                .map_err(io)?,
                 None => writeln!(out, "(unchanged since it was last trusted)").map_err(io)?,
             }
             writeln!(
