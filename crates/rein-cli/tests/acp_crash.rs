@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 /// `rein acp --scripted` asked to write notes.txt in `work`, killed once it
 /// asks the editor; the session's id.

@@ -6,13 +6,13 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::hosted::{Buf, capture, text};
+use crate::common::hosted::{Buf, capture, text};
 
 struct Proc {
     child: Child,

@@ -5,11 +5,9 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::{rein, rein_at, run_with_stdin, stderr, stdout};
+use crate::common::{rein, rein_at, run_with_stdin, stderr, stdout};
 
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 use serde_json::Value;

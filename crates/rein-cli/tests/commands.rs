@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
@@ -106,7 +106,7 @@ fn the_host_backend_is_refused_without_its_acknowledgement() {
 
 #[test]
 fn a_paused_turn_resumed_with_commands_allowed_asks_the_person_first() {
-    use common::{run_with_stdin, stderr};
+    use crate::common::{run_with_stdin, stderr};
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     // Process 1: a write waits for a person; stdin ends.

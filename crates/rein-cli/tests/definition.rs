@@ -9,12 +9,12 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::definition::{call, chat, denied, home_with_hook, run, say, write};
-use common::{rein_at, run_with_stdin, stderr, stdout};
+use crate::common::definition::{call, chat, denied, home_with_hook, run, say, write};
+use crate::common::{rein_at, run_with_stdin, stderr, stdout};
 use rein::sessions::{Event, SqliteStore, Store};
 use rein_testing::FakeServer;
 use serde_json::{Value, json};

@@ -8,10 +8,10 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
-use common::definition::{call, chat, home_with_hook, run, say, write};
-use common::{rein_at, stderr, stdout};
+use crate::common::definition::{call, chat, home_with_hook, run, say, write};
+use crate::common::{rein_at, stderr, stdout};
 use rein_testing::FakeServer;
 use serde_json::{Value, json};
 

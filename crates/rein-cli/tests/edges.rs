@@ -5,13 +5,13 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{rein_at, stderr};
+use crate::common::{rein_at, stderr};
 use rein_testing::{FakeServer, Reply};
 
 fn mode(path: &std::path::Path) -> u32 {

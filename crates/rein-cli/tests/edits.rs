@@ -5,11 +5,11 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{rein_at, run_with_stdin, stderr};
+use crate::common::{rein_at, run_with_stdin, stderr};
 
 fn chat(home: &Path, root: &Path, stdin: &[u8]) -> std::process::Output {
     let mut cmd = rein_at(home);

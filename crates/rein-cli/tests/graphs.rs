@@ -6,14 +6,12 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::io::Write;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{rein_at, run_with_stdin, spawn_with_lines, stderr, stdout};
+use crate::common::{rein_at, run_with_stdin, spawn_with_lines, stderr, stdout};
 
 fn example() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/graph.toml")

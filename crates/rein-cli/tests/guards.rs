@@ -9,11 +9,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::path::Path;
 
-use common::{pending_of, rein_at, run_with_stdin, session_of, stderr, stdout};
+use crate::common::{pending_of, rein_at, run_with_stdin, session_of, stderr, stdout};
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 
 /// A project folder `root` beside an `outside` folder, in one temporary

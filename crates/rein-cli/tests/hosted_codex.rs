@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::io::BufRead;
 use std::path::Path;

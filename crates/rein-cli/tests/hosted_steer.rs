@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, Write};
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! refused. (The guards on who may call — token, `Host`, `Origin` — are in
 //! `mcp_serve.rs` and rein-server's `api.rs`.)
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -10,12 +10,10 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{rein_at, stderr, stdout};
+use crate::common::{rein_at, stderr, stdout};
 
 /// The `rein` binary's path, for scripts run in a namespace.
 const REIN: &str = env!("CARGO_BIN_EXE_rein");

@@ -6,11 +6,11 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{rein_at, run_with_stdin, stderr, stdout};
+use crate::common::{rein_at, run_with_stdin, stderr, stdout};
 
 fn rein(home: &Path, args: &[&str]) -> std::process::Output {
     rein_at(home).args(args).output().unwrap()

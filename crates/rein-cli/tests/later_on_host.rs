@@ -7,11 +7,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::path::Path;
 
-use common::{rein_at, run_with_stdin, stderr};
+use crate::common::{rein_at, run_with_stdin, stderr};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 
 fn call(id: &str, tool: &str, args: serde_json::Value) -> Reply {

@@ -8,11 +8,11 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::Chat;
+use crate::common::Chat;
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
 

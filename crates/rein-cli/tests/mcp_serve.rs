@@ -3,7 +3,7 @@
 //! `rein approve` from another process — approved, it runs once; denied,
 //! it never runs — and every call is in the session's log.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! client is served as usual. A "yes" given while no server runs is
 //! recorded, and the call is stopped all the same: its client is gone.
 
-mod common;
+use crate::common;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;

@@ -4,7 +4,7 @@
 //! waits for a person — refused, the file is as it was and the SDK hears
 //! an error; approved from another process, it is written once.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

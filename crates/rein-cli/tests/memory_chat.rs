@@ -8,9 +8,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
-use common::definition::{call, chat, say, write};
+use crate::common::definition::{call, chat, say, write};
 use rein_testing::FakeServer;
 use serde_json::{Value, json};
 

@@ -7,11 +7,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{rein_at, stderr, stdout};
+use crate::common::{rein_at, stderr, stdout};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema3")

@@ -11,9 +11,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
-use common::{rein_at, session_of, stderr, stdout};
+use crate::common::{rein_at, session_of, stderr, stdout};
 use rein::gateway::WireApi;
 use rein_testing::faults::{
     ANSWER, APIS, Ends, FAULTS, H2_FAULTS, STALLS, base_at, base_for, fault, h2_fault,

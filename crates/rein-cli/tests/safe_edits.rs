@@ -7,13 +7,11 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{rein_at, run_with_stdin, session_in, spawn_with_lines, stderr};
+use crate::common::{rein_at, run_with_stdin, session_in, spawn_with_lines, stderr};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::{Value, json};
 

@@ -6,12 +6,12 @@
 //! refused, and no route answering without the token — first operation by
 //! operation, then in sequences that follow the document's links.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::serve::served;
+use crate::common::serve::served;
 
 /// The pinned tools: schemathesis, and the hypothesis it works with.
 const PINNED: &[&str] = &["schemathesis==3.39.16", "hypothesis==6.115.0"];

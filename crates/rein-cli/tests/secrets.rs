@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
-use common::{rein_at, stderr, stdout};
+use crate::common::{rein_at, stderr, stdout};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
 

@@ -6,12 +6,10 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::serve::{created, served, until, watch};
-use common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
+use crate::common::serve::{created, served, until, watch};
+use crate::common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
 
 #[test]
 fn the_login_link_opens_the_api_once_and_the_token_comes_from_the_environment() {

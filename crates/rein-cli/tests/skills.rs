@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 

@@ -7,12 +7,10 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::time::Duration;
 
-use common::serve::{created, served, until, watch};
-use common::{rein_at, session_of, stderr, stdout};
+use crate::common::serve::{created, served, until, watch};
+use crate::common::{rein_at, session_of, stderr, stdout};
 use serde_json::Value;
 
 fn listed(out: &std::process::Output) -> Vec<String> {

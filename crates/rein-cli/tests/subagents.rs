@@ -6,13 +6,11 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
+use crate::common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
 
 const ASK: &[u8] = b"ask a helper to write notes.md\n";
 const WRITTEN: &str = "written by rein's scripted model\n";

@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Chat, rein_at, stderr, stdout};
+use crate::common::{Chat, rein_at, stderr, stdout};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 
 /// The approval a waiting chat names for other terminals.

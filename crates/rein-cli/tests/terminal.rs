@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::Path;

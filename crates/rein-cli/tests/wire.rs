@@ -1,11 +1,9 @@
 //! `rein wire decode` from outside: the captures of each wire API, stdin,
 //! and garbage answered with a coded error.
 
-mod common;
-
 use std::process::Output;
 
-use common::{rein, run_with_stdin};
+use crate::common::{rein, run_with_stdin};
 use rein_testing::ScriptedMessage;
 use serde_json::{Value, json};
 

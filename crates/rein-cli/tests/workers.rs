@@ -7,12 +7,10 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{rein_at, spawn_with_lines, stderr, stdout};
+use crate::common::{rein_at, spawn_with_lines, stderr, stdout};
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 
 /// The words the tasks ask for; the stand-in answers each with its own.

@@ -4,11 +4,9 @@
 //! and never run again. A real SQLite file, scripted models, the reference
 //! tool backend.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{Setup, call, calls, open, says, setup};
+use crate::common::{Setup, call, calls, open, says, setup};
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_runner::TurnOutcome;
 use rein_sessions::{Event, ResultSource, SqliteStore, Store, ToolStatus};

@@ -3,11 +3,9 @@
 //! store, and a step of reads costs one commit — the answer with its calls
 //! (and the previous step's read results) — not one per event.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::kinds;
+use crate::common::kinds;
 use rein_runner::{Conversation, Profile, TurnOutcome};
 use rein_sessions::{Event, MemoryStore, Store};
 use rein_testing::{Rule, ScriptedBrain};

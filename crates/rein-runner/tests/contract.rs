@@ -5,11 +5,9 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{call, calls, open, says, setup};
+use crate::common::{call, calls, open, says, setup};
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_runner::{Budgets, TurnContract, TurnOutcome, Verification};
 use rein_sessions::Event;

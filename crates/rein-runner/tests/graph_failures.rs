@@ -9,13 +9,11 @@
     reason = "test helpers: a failure is the test's answer"
 )]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::orders::{order_registry, sqlite_store, worker};
+use crate::common::orders::{order_registry, sqlite_store, worker};
 use rein_orchestrator::{FailurePolicy, GraphOutcome, GraphSpec, Scheduler, TaskSpec, TaskState};
 use rein_runner::ConversationTasks;
 use rein_sessions::Store;

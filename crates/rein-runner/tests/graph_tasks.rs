@@ -9,13 +9,11 @@
     reason = "test helpers: a failure is the test's answer"
 )]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::orders::{order_registry, sqlite_store, worker};
+use crate::common::orders::{order_registry, sqlite_store, worker};
 use rein_approvals::LeaseScope;
 use rein_approvals::{Answer, Surface};
 use rein_orchestrator::{GraphOutcome, GraphSpec, Scheduler, TaskSpec, TaskState};

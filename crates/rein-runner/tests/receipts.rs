@@ -8,11 +8,11 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
-use common::{call, calls, open, says, setup};
+use crate::common::{call, calls, open, says, setup};
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_runner::{Conversation, TurnOutcome};
 use rein_sessions::{Event, StoredEvent};

@@ -4,11 +4,9 @@
 //! against a real SQLite file, scripted models, and the reference tool
 //! backend. Approvals and crash recovery are in `approvals.rs`.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{call, calls, kinds, open, profile, says, setup};
+use crate::common::{call, calls, kinds, open, profile, says, setup};
 use rein_approvals::{Answer, LeaseScope, Surface};
 use rein_runner::{Conversation, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, ResultSource};

@@ -6,12 +6,10 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use common::{call, calls, profile, says};
+use crate::common::{call, calls, profile, says};
 use futures::StreamExt;
 use rein_gateway::{Capabilities, EventStream, Provider};
 use rein_runner::{Conversation, INBOX_POLL, TurnOutcome};
