@@ -14,13 +14,14 @@
 use std::net::SocketAddr;
 use std::sync::Mutex;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use rein_wire::{AgentError, error::codes};
 
 use crate::Server;
+use crate::connections::Peer;
 use crate::problem::Problem;
 
 /// The session cookie's name for a server bound to `addr` (one per port:
@@ -194,17 +195,17 @@ pub(crate) async fn guard(
                 server.limits.requests
             ),
         ));
-        let mut refused = axum::response::IntoResponse::into_response(problem);
         // The connection goes too: kept alive, a refused client would hold
         // a connection place until its idle bound, and a crowd of them
         // would keep clients that could be served waiting in the backlog.
-        refused.headers_mut().insert(
-            header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-        return Ok(refused);
+        return Ok(closing(problem));
     };
-    let response = checked(server, request, next).await?;
+    // A caller refused (no credentials, another host, a foreign page)
+    // keeps no connection open either.
+    let response = match checked(server, request, next).await {
+        Ok(response) => response,
+        Err(problem) => return Ok(closing(problem)),
+    };
     let (parts, body) = response.into_parts();
     let mut chunks = body.into_data_stream();
     let held = async_stream::stream! {
@@ -217,6 +218,16 @@ pub(crate) async fn guard(
         parts,
         axum::body::Body::from_stream(held),
     ))
+}
+
+/// `problem` as the answer, closing its connection.
+fn closing(problem: Problem) -> Response {
+    let mut refused = axum::response::IntoResponse::into_response(problem);
+    refused.headers_mut().insert(
+        header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    refused
 }
 
 async fn checked(server: Server, mut request: Request, next: Next) -> Result<Response, Problem> {
@@ -250,7 +261,15 @@ async fn checked(server: Server, mut request: Request, next: Next) -> Result<Res
         )));
     }
     if request.uri().path() == "/api/login" {
-        return Ok(next.run(request).await);
+        // A person who logs in is a caller from now on.
+        let peer = request.extensions().get::<ConnectInfo<Peer>>().cloned();
+        let response = next.run(request).await;
+        if response.status().is_redirection()
+            && let Some(ConnectInfo(peer)) = peer
+        {
+            peer.trusted();
+        }
+        return Ok(response);
     }
     match caller(&server, headers) {
         // A browser's state-changing request must say where it comes from.
@@ -259,6 +278,7 @@ async fn checked(server: Server, mut request: Request, next: Next) -> Result<Res
             "a change from the page must carry this server's Origin",
         ))),
         Some(who) => {
+            Peer::trust(&request);
             request.extensions_mut().insert(who);
             Ok(next.run(request).await)
         }

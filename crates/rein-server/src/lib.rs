@@ -41,7 +41,9 @@ use rein_sessions::Store;
 use rein_tools::ToolBackend;
 
 pub use auth::Secrets;
-pub use connections::{Bounded as BoundedListener, Held as HeldConnection};
+pub use connections::{
+    Bounded as BoundedListener, Held as HeldConnection, Peer, trust_unless_unauthorized,
+};
 pub use routes::api_doc;
 
 /// What the server accepts, each bound finite.
@@ -59,6 +61,9 @@ pub struct Limits {
     /// Connections held open at once by [`Server::serve`] (one more waits
     /// in the kernel's backlog until one closes).
     pub connections: usize,
+    /// Of those, connections held open at once that have not yet shown
+    /// credentials; past it the oldest of them is closed to make room.
+    pub strangers: usize,
 }
 
 impl Default for Limits {
@@ -69,6 +74,7 @@ impl Default for Limits {
             listed: 200,
             requests: 512,
             connections: 1024,
+            strangers: 64,
         }
     }
 }
@@ -241,10 +247,15 @@ impl Server {
     }
 
     /// Serve on `listener` until the task is dropped, holding at most
-    /// `Limits::connections` connections open.
+    /// `Limits::connections` connections open, `Limits::strangers` of them
+    /// without credentials.
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let bounded = connections::Bounded::new(listener, self.limits.connections);
-        axum::serve(bounded, self.router()).await
+        let bounded =
+            connections::Bounded::new(listener, self.limits.connections, self.limits.strangers);
+        let app = self
+            .router()
+            .into_make_service_with_connect_info::<connections::Peer>();
+        axum::serve(bounded, app).await
     }
 }
 

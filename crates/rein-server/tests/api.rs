@@ -6,12 +6,10 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{code, start};
+use crate::common::{code, start};
 use futures::StreamExt;
 use rein_runner::Profile;
 use rein_server::Server;

@@ -4,11 +4,9 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Running, code, start_with};
+use crate::common::{Running, code, start_with};
 use serde_json::json;
 
 #[tokio::test]
@@ -96,10 +94,22 @@ async fn connections_at_once_are_bounded_and_the_next_waits_its_turn() {
 async fn idle_and_half_sent_connections_give_their_places_back() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let server = start_with(rein_server::Limits {
-        connections: 3,
+        connections: 4,
         ..rein_server::Limits::default()
     })
     .await;
+    // Bare line ends are no request head: sent every second, they keep
+    // the socket no longer than a socket left idle.
+    let mut blank = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let blanks = tokio::spawn(async move {
+        for _ in 0..40 {
+            if blank.write_all(b"\r\n").await.is_err() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        false
+    });
     let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let mut half = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     half.write_all(b"GET /api/conversations HTTP/1.1\r\nHost: ")
@@ -135,6 +145,87 @@ async fn idle_and_half_sent_connections_give_their_places_back() {
         trickling.await.unwrap(),
         "the trickling socket was never closed"
     );
+    assert!(
+        blanks.await.unwrap(),
+        "the socket of bare line ends was never closed"
+    );
+}
+
+/// A request on `stream` (kept alive), and its answer's status once the
+/// whole answer is read.
+async fn kept_alive(server: &Running, stream: &mut tokio::net::TcpStream, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        server.addr, server.bearer
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed mid-answer");
+        answer.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            // A whole body: its length, or the last chunk (the guard
+            // streams each answer).
+            let length: Option<usize> = text[..end].lines().find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            });
+            let whole = match length {
+                Some(length) => answer.len() >= end + 4 + length,
+                None => text.ends_with("\r\n0\r\n\r\n"),
+            };
+            if whole {
+                return text.split_whitespace().nth(1).unwrap().parse().unwrap();
+            }
+        }
+    }
+}
+
+/// Sockets opened without credentials, however many, never keep a caller
+/// from a place: past the strangers' bound the oldest is closed (after a
+/// second's grace), so a request with the token is served within seconds
+/// (not after the strangers' head deadline), and a caller's kept-alive
+/// connection is never the one closed.
+#[tokio::test]
+async fn strangers_never_keep_a_caller_from_a_place() {
+    use tokio::io::AsyncReadExt;
+    let server = start_with(rein_server::Limits {
+        connections: 8,
+        strangers: 4,
+        ..rein_server::Limits::default()
+    })
+    .await;
+    let id = server.store.create_session(json!({})).await.unwrap().id;
+    let path = format!("/api/conversations/{id}");
+    let mut caller = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(kept_alive(&server, &mut caller, &path).await, 200);
+    let mut strangers = Vec::new();
+    for _ in 0..8 {
+        strangers.push(tokio::net::TcpStream::connect(server.addr).await.unwrap());
+    }
+    let mut real = raw_request(&server, &path).await;
+    // Each stranger keeps its place a second at least: the last four
+    // wait that out once, the caller once more — never the ten seconds a
+    // stranger may take to send its head.
+    let status = tokio::time::timeout(Duration::from_secs(6), status_of(&mut real))
+        .await
+        .expect("a caller was served while strangers held every place");
+    assert_eq!(status, 200);
+    // The oldest strangers were closed to make room...
+    let mut buf = [0u8; 16];
+    for stream in &mut strangers[..4] {
+        let closed = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("closed by the server");
+        assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    }
+    // ...and the caller's own connection goes on.
+    assert_eq!(kept_alive(&server, &mut caller, &path).await, 200);
 }
 
 /// A client refused for too many requests at once is told so and its

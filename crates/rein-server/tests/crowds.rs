@@ -8,11 +8,9 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Running, start};
+use crate::common::{Running, start};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -5,11 +5,9 @@
 
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{code, start};
+use crate::common::{code, start};
 use serde_json::json;
 
 async fn problem(response: reqwest::Response) -> (u16, String) {

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,9 +5,7 @@
 //! another (a server started again makes new ones). Each must take effect
 //! once or not at all.
 
-mod common;
-
-use common::{code, start};
+use crate::common::{code, start};
 use serde_json::json;
 
 /// Send `count` copies of a request at once; each one's status and body.

@@ -1,0 +1,13 @@
+//! The server's tests over real HTTP, one test binary: each file below was its own binary once, and
+//! each linked the whole stack. One binary builds and links once.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+mod api;
+mod bounds;
+mod common;
+mod crowds;
+mod edges;
+mod memory;
+mod page;
+mod replays;
