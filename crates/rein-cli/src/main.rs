@@ -211,7 +211,13 @@ fn main() -> ExitCode {
         rein::host::keeper::keep_with(me);
     }
     let cli = Cli::parse();
-    cli::stores::name(cli.store.clone());
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Err(err) = cli::stores::name(cli.store.clone(), &argv) {
+        eprintln!("error[{}]: {}", err.code, err.message);
+        return ExitCode::FAILURE;
+    }
     let _telemetry = match cli::telemetry::install(cli.home.clone(), cli.otel.clone()) {
         Ok(installed) => installed,
         Err(err) => {

@@ -346,3 +346,75 @@ fn a_malformed_or_overlong_line_gets_a_parse_error() {
     assert_eq!(value["id"], 1, "{}", answers[2]);
     assert!(value["result"]["serverInfo"].is_object(), "{}", answers[2]);
 }
+
+/// A token holder opening session after session finds a bound: the
+/// sixty-fifth `initialize` is answered 503 saying why, and a session ended
+/// with DELETE makes a place for the next. Without the token, a refusal
+/// closes the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_over_http_are_bounded_and_a_refusal_closes_the_connection() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    let token = "a-test-token-of-forty-characters-0123456";
+    let (mut child, url, _lines) = common::mcp::serve_http(home.path(), root.path(), token).await;
+    let http = reqwest::Client::new();
+    let bearer = format!("Bearer {token}");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+    let open = || {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", &bearer)
+            .body(initialize)
+            .send()
+    };
+    let mut ids = Vec::new();
+    for n in 0..rein::mcp::serve::MAX_SESSIONS {
+        let answer = open().await.expect("answered");
+        assert!(
+            answer.status().is_success(),
+            "session {n}: {}",
+            answer.status()
+        );
+        let id = answer.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        ids.push(id);
+    }
+    let refused = open().await.expect("answered");
+    assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let why = refused.text().await.unwrap();
+    assert!(
+        why.contains("64 sessions") && why.contains("DELETE"),
+        "{why}"
+    );
+    let ended = http
+        .delete(&url)
+        .header("authorization", &bearer)
+        .header("mcp-session-id", &ids[0])
+        .send()
+        .await
+        .expect("answered");
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let again = open().await.expect("answered");
+    assert!(again.status().is_success(), "{}", again.status());
+
+    // Without the token: 401, and the connection is not kept.
+    let stranger = http
+        .post(&url)
+        .body(initialize)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(stranger.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        stranger
+            .headers()
+            .get("connection")
+            .map(|v| v.to_str().unwrap()),
+        Some("close")
+    );
+    child.kill().await.expect("stopped");
+}

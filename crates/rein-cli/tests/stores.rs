@@ -77,12 +77,15 @@ fn a_chat_on_postgres_is_seen_from_every_home_that_names_the_store() {
 #[test]
 fn a_store_that_cannot_be_opened_is_a_coded_error_without_its_password() {
     let home = tempfile::tempdir().unwrap();
+    // (A password on the command line is refused before; from the
+    // environment it is the person's own.)
     for (store, code) in [
         ("mysql://me@127.0.0.1/db", "invalid_input"),
         ("postgres://me:hunter2@127.0.0.1:1/db", "store_unavailable"),
     ] {
         let out = rein_at(home.path())
-            .args(["--store", store, "sessions", "list"])
+            .env("REIN_STORE", store)
+            .args(["sessions", "list"])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{store}");
@@ -259,4 +262,46 @@ fn a_trusted_projects_config_cannot_move_the_store() {
         .output()
         .unwrap();
     assert_eq!(listed(&out), vec![session]);
+}
+
+#[test]
+fn a_password_on_the_command_line_is_refused_and_never_echoed() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        vec![
+            "--store",
+            "postgres://rein:hunter2-secret@127.0.0.1:1/rein",
+            "sessions",
+            "list",
+        ],
+        vec![
+            "--store=postgresql://rein:hunter2-secret@127.0.0.1:1/rein",
+            "sessions",
+            "list",
+        ],
+    ] {
+        let out = rein_at(home.path()).args(&args).output().unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            err.contains("error[invalid_input]") && err.contains("PGPASSWORD"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+    // The same URL from REIN_STORE is the person's own environment: not
+    // refused for the password (the server at port 1 is not there).
+    let out = rein_at(home.path())
+        .env(
+            "REIN_STORE",
+            "postgres://rein:hunter2-secret@127.0.0.1:1/rein",
+        )
+        .arg("sessions")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        !err.contains("PGPASSWORD") && !err.contains("hunter2"),
+        "{err}"
+    );
 }

@@ -35,7 +35,7 @@ use serde::Deserialize;
 pub const CONFIG_FILE: &str = "config.toml";
 
 /// Variables a server is never given, whatever its entry says.
-pub use rein_wire::env::PROVIDER_KEYS as PROTECTED_VARS;
+pub use rein_wire::env::SECRET_VARS as PROTECTED_VARS;
 
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -366,6 +366,15 @@ mod tests {
             ),
             (
                 "[mcp.servers.a]\nurl='http://h/mcp'\nbearer_env='OPENAI_API_KEY'\n",
+                "never given",
+            ),
+            // The surfaces' tokens and the store's password are rein's too.
+            (
+                "[mcp.servers.a]\nurl='http://h/mcp'\nbearer_env='REIN_MCP_TOKEN'\n",
+                "never given",
+            ),
+            (
+                "[mcp.servers.a]\ncommand='x'\nenv_from=['PGPASSWORD']\n",
                 "never given",
             ),
             ("[mcp.servers.A]\ncommand='x'\n", "a server's name"),

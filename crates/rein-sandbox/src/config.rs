@@ -121,7 +121,7 @@ impl CommandsConfig {
             ..SandboxConfig::default()
         });
         for name in sandbox.env_from.iter().chain(sandbox.env.keys()) {
-            if rein_wire::env::PROVIDER_KEYS.contains(&name.as_str()) {
+            if rein_wire::env::SECRET_VARS.contains(&name.as_str()) {
                 return Err(invalid(
                     origin,
                     format!("`{name}` is a key of rein's own; a command never gets it"),

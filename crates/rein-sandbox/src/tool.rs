@@ -58,7 +58,7 @@ impl RunCommand {
     ) -> Result<RunCommand, AgentError> {
         if let Some(key) = env
             .keys()
-            .find(|k| rein_wire::env::PROVIDER_KEYS.contains(&k.as_str()))
+            .find(|k| rein_wire::env::SECRET_VARS.contains(&k.as_str()))
         {
             return Err(AgentError::new(
                 codes::COMMAND_POLICY_INVALID,

@@ -205,11 +205,20 @@ pub async fn serve(
                 ],
                 token,
             };
-            let app = served.router(cancel.clone(), guard);
-            // At most so many connections open, each closed when it sends
+            // A connection whose request passed the token leaves the
+            // strangers (the router refuses a stranger with a 401).
+            let app = served
+                .router(cancel.clone(), guard)
+                .layer(axum::middleware::from_fn(
+                    rein::server::trust_unless_unauthorized,
+                ))
+                .into_make_service_with_connect_info::<rein::server::Peer>();
+            // At most so many connections open, so many of them strangers
+            // (the oldest closed to make room), each closed when it sends
             // no request head in time or goes idle (slowloris), each
             // streamed message sent when written (no Nagle wait).
-            let bounded = rein::server::BoundedListener::new(listener, HTTP_CONNECTIONS);
+            let bounded =
+                rein::server::BoundedListener::new(listener, HTTP_CONNECTIONS, HTTP_STRANGERS);
             tokio::select! {
                 served = axum::serve(bounded, app) => served.map_err(|e| AgentError::new(codes::INTERNAL, format!("the server stopped: {e}"))),
                 _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) }
@@ -223,6 +232,9 @@ pub async fn serve(
 /// Connections `rein mcp serve --http` holds open at once (one more waits
 /// in the kernel's backlog until one closes).
 const HTTP_CONNECTIONS: usize = 1024;
+
+/// Of those, connections without the token yet.
+const HTTP_STRANGERS: usize = 64;
 
 /// The variable `rein mcp serve --http` reads its bearer token from.
 pub const TOKEN_VAR: &str = "REIN_MCP_TOKEN";

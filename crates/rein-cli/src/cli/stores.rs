@@ -12,9 +12,41 @@ use std::sync::Arc;
 use rein::sessions::{SqliteStore, Store};
 use rein::wire::{AgentError, error::codes};
 
-/// Set the store `--store`/`REIN_STORE` named, once, before any command.
-pub fn name(url: Option<String>) {
+/// Set the store `--store`/`REIN_STORE` named, once, before any command;
+/// `invalid_input` when the command line itself holds a password (every
+/// user of the machine reads a command line: `ps`).
+pub fn name(url: Option<String>, argv: &[String]) -> Result<(), AgentError> {
     let _ = STORE_URL.set(url);
+    let given = argv.iter().enumerate().filter_map(|(i, arg)| {
+        arg.strip_prefix("--store=").or_else(|| {
+            (arg == "--store")
+                .then(|| argv.get(i + 1).map(String::as_str))
+                .flatten()
+        })
+    });
+    for url in given {
+        if has_password(url) {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "--store holds a password, which every user of this machine can read (`ps`): put it in PGPASSWORD or ~/.pgpass and name the store postgres://USER@HOST/DATABASE",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a `postgres://USER:PASSWORD@…` URL carries a password.
+fn has_password(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("postgres://")
+        .or_else(|| url.strip_prefix("postgresql://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(user, _)| user.contains(':'))
 }
 
 /// The store `--store` (or `REIN_STORE`) names, set once before any

@@ -25,6 +25,7 @@
 
 mod elicit;
 mod framing;
+mod http;
 mod relay;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+pub use http::{HttpGuard, MAX_SESSIONS, SESSION_IDLE};
 pub use relay::RELAY_MODEL;
 use relay::{Pending, Relay};
 
@@ -298,65 +300,6 @@ impl McpServe {
         let _ = running.waiting().await;
         Ok(())
     }
-
-    /// An axum router serving streamable HTTP at `/mcp` (bind it to
-    /// loopback) to the callers `guard` lets through.
-    pub fn router(&self, cancel: CancellationToken, guard: HttpGuard) -> axum::Router {
-        use rmcp::transport::streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        };
-        let me = self.clone();
-        let mut config = StreamableHttpServerConfig::default().enforce_origin_validation();
-        config.cancellation_token = cancel;
-        config.allowed_hosts = guard.hosts;
-        let service = StreamableHttpService::new(
-            move || Ok(me.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        let token: Arc<str> = guard.token.into();
-        axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(move |request, next| {
-                bearer_only(token.clone(), request, next)
-            }))
-    }
-}
-
-/// Who may call the MCP endpoint over HTTP: the `Host` names it answers to
-/// (DNS rebinding refused), and the bearer token every request carries. A
-/// request with a browser `Origin` is refused whatever it names: a page on
-/// another site can reach loopback.
-#[derive(Debug, Clone)]
-pub struct HttpGuard {
-    /// `host:port` authorities (`127.0.0.1:PORT`, `localhost:PORT`).
-    pub hosts: Vec<String>,
-    /// The token (`Authorization: Bearer TOKEN`).
-    pub token: String,
-}
-
-/// Let through only a request that carries the bearer token.
-async fn bearer_only(
-    token: Arc<str>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let given = request
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        });
-    if given.is_some_and(|g| rein_wire::secrets::same_secret(g, &token)) {
-        return next.run(request).await;
-    }
-    axum::response::IntoResponse::into_response((
-        axum::http::StatusCode::UNAUTHORIZED,
-        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-        "this MCP endpoint needs `Authorization: Bearer TOKEN` (the REIN_MCP_TOKEN it was started with)\n",
-    ))
 }
 
 /// A recorded result as MCP content.

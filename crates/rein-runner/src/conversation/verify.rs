@@ -99,7 +99,7 @@ pub(super) async fn run_check(check: &Verification) -> Result<i32, Failed> {
     }
     let mut command = tokio::process::Command::new(program);
     // rein's own keys never reach a check (its output reaches the log).
-    for key in rein_wire::env::PROVIDER_KEYS {
+    for key in rein_wire::env::SECRET_VARS {
         command.env_remove(key);
     }
     // A group of its own: a Ctrl-C at rein's terminal is rein's.

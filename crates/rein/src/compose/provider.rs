@@ -94,10 +94,11 @@ pub fn resolve_or_explain(spec: &AgentSpec, verb: &str) -> Result<Resolved, Agen
     })
 }
 
-/// The values of the provider keys set in this environment: masked in
-/// every tool result a conversation records.
+/// The values of rein's own secrets set in this environment (the provider
+/// keys, the surfaces' tokens, the store's password): masked in every tool
+/// result a conversation records.
 pub fn provider_secrets() -> Vec<String> {
-    crate::wire::env::PROVIDER_KEYS
+    crate::wire::env::SECRET_VARS
         .iter()
         .filter_map(|name| std::env::var(name).ok())
         .filter(|value| !value.trim().is_empty())
