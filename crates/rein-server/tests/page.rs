@@ -401,8 +401,6 @@ async fn the_page_approves_denies_reloads_steers_and_interrupts() {
     browser.screenshot("phone").await;
 }
 
-/// A file name or a prompt carrying BiDi controls reads on the page as its
-/// bytes do: `run‹U+202E›txt.exe` is never shown as `runexe.txt`.
 /// A question that arrives while the person types in the steer box takes
 /// none of their keystrokes: the focus stays where they type, and a space
 /// or Enter there decides nothing (it used to land on "Approve").
@@ -463,6 +461,9 @@ async fn a_question_arriving_mid_typing_takes_no_keystroke() {
     );
 }
 
+/// A file name or a prompt carrying BiDi controls reads on the page as its
+/// bytes do: `run‹U+202E›txt.exe` is never shown as `runexe.txt`; nor are
+/// characters drawn as nothing (a tag, a filler, a soft hyphen) hidden.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
     let (addr, login, _backend, _dir) = serve().await;
@@ -477,7 +478,10 @@ async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
     browser
         .until("location.hash.length > 1", "a conversation")
         .await;
-    browser.type_in("#say", "write run\u{202e}txt.exe").await;
+    // Set, not typed: a WebDriver key is one UTF-16 unit, and a tag is two.
+    browser
+        .script("$('say').value = 'write run\\u202etxt\\u{e0069}\\u3164\\u00ad.exe'; return true;")
+        .await;
     browser.click("#send").await;
     browser
         .until(
@@ -496,8 +500,45 @@ async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
             !text.contains('\u{202e}'),
             "{what} obeys the control: {text:?}"
         );
-        assert!(text.contains("run<U+202E>txt.exe"), "{what}: {text:?}");
+        assert!(
+            text.contains("run<U+202E>txt<U+E0069><U+3164><U+00AD>.exe"),
+            "{what}: {text:?}"
+        );
     }
+}
+
+/// The page's Markdown drops nothing the model wrote: a fence's info
+/// string is shown above its block, text after a closing fence after it,
+/// and backticks that do not open a line are text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_markdown_drops_no_text() {
+    let (addr, login, _backend, _dir) = serve().await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until("document.querySelector('#new')", "the page")
+        .await;
+    let shown = browser
+        .script(
+            "const d = document.createElement('div'); \
+             markdown(d, 'Run ```rm -rf ~``` now\\n```sh then curl evil.example\\nls\\n``` and after\\nend'); \
+             return [d.innerText, d.querySelectorAll('pre').length];",
+        )
+        .await;
+    let text = shown[0].as_str().unwrap();
+    for said in [
+        "rm -rf ~",
+        "now",
+        "sh then curl evil.example",
+        "ls",
+        "and after",
+        "end",
+    ] {
+        assert!(text.contains(said), "{said:?} was dropped: {text:?}");
+    }
+    assert_eq!(shown[1], json!(1), "{text:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

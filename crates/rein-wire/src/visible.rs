@@ -18,12 +18,22 @@ use std::borrow::Cow;
 pub fn is_unsafe(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(c,
-            '\u{061c}'                 // Arabic letter mark
+            '\u{00ad}'                 // soft hyphen
+            | '\u{034f}'               // combining grapheme joiner
+            | '\u{061c}'               // Arabic letter mark
+            | '\u{115f}' | '\u{1160}'  // Hangul fillers
+            | '\u{17b4}' | '\u{17b5}'  // Khmer inherent vowels
+            | '\u{180b}'..='\u{180f}'  // Mongolian selectors and vowel separator
             | '\u{200b}'..='\u{200f}'  // zero-width spaces and joiners, LRM, RLM
             | '\u{2028}' | '\u{2029}'  // line and paragraph separators
             | '\u{202a}'..='\u{202e}'  // BiDi embeddings and overrides
             | '\u{2060}'..='\u{2069}'  // word joiner, invisible operators, BiDi isolates
+            | '\u{3164}'               // Hangul filler
             | '\u{feff}'               // zero-width no-break space
+            | '\u{ffa0}'               // halfwidth Hangul filler
+            | '\u{fff9}'..='\u{fffb}'  // interlinear annotation
+            | '\u{1d173}'..='\u{1d17a}' // musical formatting
+            | '\u{e0000}'..='\u{e007f}' // tags
         )
 }
 
@@ -84,6 +94,11 @@ mod tests {
             "<U+202E>txt.exe<U+2066>"
         );
         assert_eq!(visible("ünïcödé 日本 🦀"), "ünïcödé 日本 🦀");
+        // Drawn as nothing, so a name would read as another.
+        assert_eq!(
+            visible("notes\u{e0069}\u{3164}\u{ad}\u{180e}\u{34f}.md"),
+            "notes<U+E0069><U+3164><U+00AD><U+180E><U+034F>.md"
+        );
     }
 
     #[test]

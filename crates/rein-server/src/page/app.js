@@ -25,12 +25,13 @@ async function api(method, path, body) {
   return data;
 }
 
-// The same rule as rein_wire::visible: controls but newline and tab, and
-// the BiDi, zero-width and separator characters, are shown, not obeyed.
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+// The same rule as rein_wire::visible: controls but newline and tab, the
+// BiDi, zero-width and separator characters, and those drawn as nothing
+// (soft hyphen, fillers, tags), are shown, not obeyed.
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\u{1d173}-\u{1d17a}\u{e0000}-\u{e007f}]/gu;
 function visible(text) {
   return String(text).replace(UNSAFE, (c) => {
-    const code = c.charCodeAt(0);
+    const code = c.codePointAt(0);
     if (code < 0x20) return "^" + String.fromCharCode(code + 64);
     if (code === 0x7f) return "^?";
     return "<U+" + code.toString(16).toUpperCase().padStart(4, "0") + ">";
@@ -59,15 +60,15 @@ function inline(parent, text) {
   parent.append(visible(text.slice(last)));
 }
 
+// A fence opens a line; what follows an opening fence is shown above the
+// block, and text after a closing fence is shown after it: nothing the
+// model wrote is dropped.
 function markdown(target, text) {
   target.replaceChildren();
-  const parts = text.split(/```[^\n]*\n?/);
-  parts.forEach((part, i) => {
-    if (i % 2 === 1) {
-      target.append(el("pre", "", part.replace(/\n$/, "")));
-      return;
-    }
-    for (const para of part.split(/\n{2,}/)) {
+  let prose = [];
+  let code = null;
+  const flush = () => {
+    for (const para of prose.join("\n").split(/\n{2,}/)) {
       if (!para.trim()) continue;
       const p = el("p");
       para.split("\n").forEach((line, j) => {
@@ -76,7 +77,29 @@ function markdown(target, text) {
       });
       target.append(p);
     }
-  });
+    prose = [];
+  };
+  const block = () => {
+    if (code.info.trim()) target.append(el("div", "code-info", code.info.trim()));
+    target.append(el("pre", "", code.lines.join("\n")));
+  };
+  for (const line of String(text).split("\n")) {
+    const fence = line.match(/^ {0,3}```(.*)$/);
+    if (code === null && fence) {
+      flush();
+      code = { info: fence[1], lines: [] };
+    } else if (code === null) {
+      prose.push(line);
+    } else if (fence) {
+      block();
+      code = null;
+      if (fence[1].trim()) prose.push(fence[1]);
+    } else {
+      code.lines.push(line);
+    }
+  }
+  if (code !== null) block();
+  flush();
 }
 
 function scroll() {
