@@ -1,8 +1,10 @@
 //! Subscribers of a [`super::PgStore`] hear every committed event, in
 //! order, whichever process committed it.
 //!
-//! Every append's transaction sends `NOTIFY rein_events 'SESSION FIRST
-//! LAST'`; one listening connection per store hears them all. For a
+//! Every append's transaction sends `NOTIFY rein_events_KEY 'SESSION FIRST
+//! LAST'` (the key is the database's `channel_key`, which a role without
+//! a grant on rein's tables cannot read, so it cannot listen); one
+//! listening connection per store hears them all. For a
 //! session someone here watches, the feed reads the log from the last
 //! event it delivered, so a notification that never arrived (the listener
 //! reconnecting, say) is caught up by sequence number at the next one,
@@ -13,7 +15,7 @@
 //! also hear events committed just before it subscribed, whose
 //! notification arrived after.
 //!
-//! Inbox posts are announced on `rein_inbox`, so a waiter in any process
+//! Inbox posts are announced on `rein_inbox_KEY`, so a waiter in any process
 //! wakes at once; once the listener listens (at first, and after a lost
 //! connection) every waiter here is woken, for a post made while nobody
 //! listened.
@@ -193,7 +195,24 @@ async fn listen(pool: PgPool, own: PgPool, feed: Arc<Feed>) {
                 continue;
             }
         };
-        if let Err(err) = listener.listen_all([EVENTS_CHANNEL, INBOX_CHANNEL]).await {
+        let key: Result<String, _> = sqlx::query_scalar("SELECT key FROM channel_key")
+            .fetch_one(&pool)
+            .await;
+        let (events, inbox) = match key {
+            Ok(key) => (
+                format!("{EVENTS_CHANNEL}{key}"),
+                format!("{INBOX_CHANNEL}{key}"),
+            ),
+            Err(err) => {
+                if pool.is_closed() {
+                    return;
+                }
+                tracing::warn!(%err, "cannot read the store's channel key; trying again");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        if let Err(err) = listener.listen_all([events.as_str(), inbox.as_str()]).await {
             tracing::warn!(%err, "cannot listen for the store's notifications; trying again");
             tokio::time::sleep(RETRY).await;
             continue;
@@ -203,7 +222,7 @@ async fn listen(pool: PgPool, own: PgPool, feed: Arc<Feed>) {
         feed.channels.notify_all_posted();
         loop {
             match listener.try_recv().await {
-                Ok(Some(note)) if note.channel() == INBOX_CHANNEL => {
+                Ok(Some(note)) if note.channel() == inbox => {
                     feed.channels.notify_posted(note.payload());
                 }
                 Ok(Some(note)) => {

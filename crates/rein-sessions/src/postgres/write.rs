@@ -26,10 +26,16 @@ use crate::validate::{
 };
 use crate::{InboxItem, ProcessMark};
 
-/// The channel each commit's events are announced on: `SESSION FIRST LAST`.
-pub(super) const EVENTS_CHANNEL: &str = "rein_events";
-/// The channel each inbox post is announced on: the session's id.
-pub(super) const INBOX_CHANNEL: &str = "rein_inbox";
+/// The channel each commit's events are announced on (`SESSION FIRST
+/// LAST`): this, then the database's `channel_key`, which only a role that
+/// may read rein's tables knows.
+pub(super) const EVENTS_CHANNEL: &str = "rein_events_";
+/// The channel each inbox post is announced on (the session's id): this,
+/// then the `channel_key`.
+pub(super) const INBOX_CHANNEL: &str = "rein_inbox_";
+
+/// Announce `$2` on the channel `$1` names with the database's key.
+const NOTIFY: &str = "SELECT pg_notify($1 || (SELECT key FROM channel_key), $2)";
 
 async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, AgentError> {
     pool.begin().await.map_err(db_error)
@@ -215,7 +221,7 @@ async fn append_after(
     if !stored.is_empty() {
         // Delivered to every listening process when (and only if) the
         // transaction commits.
-        sqlx::query("SELECT pg_notify($1, $2)")
+        sqlx::query(NOTIFY)
             .bind(EVENTS_CHANNEL)
             .bind(format!("{session_id} {} {last}", head.seq + 1))
             .execute(&mut **tx)
@@ -377,7 +383,7 @@ pub(super) async fn post(pool: &PgPool, session: &str, item: InboxItem) -> Resul
         }
         Err(err) => return Err(db_error(err)),
     };
-    sqlx::query("SELECT pg_notify($1, $2)")
+    sqlx::query(NOTIFY)
         .bind(INBOX_CHANNEL)
         .bind(session)
         .execute(&mut *tx)
