@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::serve::{created, served, until, watch};
+use crate::common::serve::{created, served, until, until_all, watch};
 use crate::common::{rein_at, run_with_stdin, spawn_with_lines, stderr};
 
 #[test]
@@ -214,6 +214,97 @@ fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_ca
     assert!(refused.text().unwrap().contains("runs no checks"));
     std::thread::sleep(Duration::from_millis(300));
     assert!(!mark.exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// A turn posted with its own check that waits at a question goes on after
+/// `rein serve` restarts: `POST /resume` keeps the turn's check (it runs
+/// when the turn ends), and a stop ends such a turn at once though nobody
+/// drives it.
+#[test]
+fn a_checked_turn_goes_on_after_a_restart_and_a_stop_ends_one_nobody_drives() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[agent.verify]\ncommand = [\"true\"]\n[commands]\ndefault = \"allow\"\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("check.sh"), "exit 3\n").unwrap();
+    let token = "t".repeat(40);
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let (mut child, base) = served(home.path(), root.path(), &token, &[]);
+    let id = created(&http, &base, &token);
+    let post = |base: &str, path: &str, body: serde_json::Value| {
+        http.post(format!("{base}/api/conversations/{id}{path}"))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .unwrap()
+    };
+    // A checked turn asks, and the server is killed while it waits.
+    let asking = |base: &str, file: &str| {
+        let watching = watch(
+            &http,
+            &format!("{base}/api/conversations/{id}/events"),
+            &token,
+        );
+        let posted = post(
+            base,
+            "/turns",
+            serde_json::json!({
+                "text": format!("write {file}"),
+                "verify": {"command": ["sh", "check.sh"], "expected_exit": 3}
+            }),
+        );
+        assert_eq!(posted.status().as_u16(), 202, "{:?}", posted.text());
+        let asked = until_all(watching, &["approval.requested", file]);
+        asked["data"]["approval_id"].as_str().unwrap().to_owned()
+    };
+    let approval = asking(&base, "first.txt");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Restarted, the turn goes on under its own check.
+    let (mut child, base) = served(home.path(), root.path(), &token, &[]);
+    let resumed = post(&base, "/resume", serde_json::json!({}));
+    assert_eq!(resumed.status().as_u16(), 202, "{:?}", resumed.text());
+    let events = format!("{base}/api/conversations/{id}/events");
+    let watching = watch(&http, &events, &token);
+    let decided = post(
+        &base,
+        &format!("/approvals/{approval}"),
+        serde_json::json!({"decision": "yes"}),
+    );
+    assert_eq!(decided.status().as_u16(), 200, "{:?}", decided.text());
+    let finished = until(watching, "turn.finished");
+    assert_eq!(finished["data"]["outcome"], "finished", "{finished}");
+    let receipt = until(watch(&http, &events, &token), "check.ran").to_string();
+    assert!(
+        receipt.contains("\"expected\":3") && receipt.contains("\"passed\":true"),
+        "the turn's own check did not run: {receipt}"
+    );
+
+    // Another asks; killed again; restarted, a stop ends it at once.
+    asking(&base, "second.txt");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, base) = served(home.path(), root.path(), &token, &[]);
+    let stopped = post(&base, "/stop", serde_json::json!({}));
+    assert_eq!(stopped.status().as_u16(), 202, "{:?}", stopped.text());
+    let next = post(&base, "/turns", serde_json::json!({"text": "hello"}));
+    assert_eq!(
+        next.status().as_u16(),
+        202,
+        "the stopped turn is still open: {:?}",
+        next.text()
+    );
+    assert!(!root.path().join("second.txt").exists());
     child.kill().unwrap();
     child.wait().unwrap();
 }

@@ -148,7 +148,9 @@ impl Live {
 /// turn — after a restart, or a decision made while nobody drove it.
 /// Refused while a turn runs here (`turn_running`) or in another process
 /// (`session_locked`, from the lease); a new turn is refused while one is
-/// open, and going on without one is `invalid_input`.
+/// open, and going on without one is `invalid_input`. Going on keeps the
+/// check the turn was started with; what the run's authority refuses is
+/// answered now, not found in the background.
 pub(crate) async fn start_turn(
     inner: &Arc<Inner>,
     budgets: Option<rein_runner::Budgets>,
@@ -162,35 +164,13 @@ pub(crate) async fn start_turn(
     if let Some(budgets) = budgets {
         conversation.agent.budgets = budgets;
     }
-    let open = match conversation.has_open_turn().await {
-        Ok(open) => open,
+    let contract = match prepared(&mut conversation, text.is_some(), check).await {
+        Ok(contract) => contract,
         Err(err) => {
             conversation.close().await?;
             return Err(err);
         }
     };
-    let refused = match (&text, open) {
-        (Some(_), true) => Some(AgentError::new(
-            codes::TURN_RUNNING,
-            "a turn of this conversation is open (it may wait for a person): decide it, stop it, or resume it",
-        )),
-        (None, false) => Some(AgentError::new(
-            codes::INVALID_INPUT,
-            "there is no unfinished turn to resume",
-        )),
-        _ => None,
-    };
-    let contract = match check.map(|c| c.contract(&conversation)).transpose() {
-        Ok(contract) => contract.unwrap_or_default(),
-        Err(err) => {
-            conversation.close().await?;
-            return Err(err);
-        }
-    };
-    if let Some(err) = refused {
-        conversation.close().await?;
-        return Err(err);
-    }
     let cancel = claim.started(conversation.steering());
     let ui = inner.live.ui(session);
     let mut events = conversation.subscribe();
@@ -222,6 +202,88 @@ pub(crate) async fn start_turn(
     Ok(())
 }
 
+/// The contract a new turn (`says`) or the open one runs under, or why it
+/// may not start: a new turn while one is open, going on with none, a
+/// check the person's policy refuses, a run whose authority changed.
+async fn prepared(
+    conversation: &mut Conversation,
+    says: bool,
+    check: Option<TurnCheck>,
+) -> Result<TurnContract, AgentError> {
+    let open = conversation.has_open_turn().await?;
+    if says && open {
+        return Err(AgentError::new(
+            codes::TURN_RUNNING,
+            "a turn of this conversation is open (it may wait for a person): decide it, stop it, or resume it",
+        ));
+    }
+    if !says && !open {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "there is no unfinished turn to resume",
+        ));
+    }
+    let check = match check {
+        None if !says => kept_check(conversation).await?,
+        check => check,
+    };
+    let contract = check
+        .map(|c| c.contract(conversation))
+        .transpose()?
+        .unwrap_or_default();
+    if !says
+        && let Some(refused) = conversation
+            .authority_change(contract.check.as_ref())
+            .await?
+    {
+        return Err(refused);
+    }
+    Ok(contract)
+}
+
+/// The check the open turn was started with when it is not the agent's
+/// own (a client's, posted with the turn): going on keeps it — checked
+/// again against the person's policy and sandbox as they are now.
+async fn kept_check(conversation: &mut Conversation) -> Result<Option<TurnCheck>, AgentError> {
+    let Some((command, expected)) = conversation.open_run_check().await? else {
+        return Ok(None);
+    };
+    let own = conversation.agent.verification.as_ref();
+    if own.is_some_and(|v| v.command == command && v.expected == expected) {
+        return Ok(None);
+    }
+    Ok(Some(TurnCheck {
+        command,
+        expected_exit: expected,
+    }))
+}
+
+/// Stop the open turn of `session` that no one here drives (after a
+/// restart, say): it ends at once, its pending approvals `stopped`. `false`
+/// when a turn runs here (the stop posted reaches it) or none is open.
+pub(crate) async fn stop_undriven(
+    inner: &Arc<Inner>,
+    session: &str,
+    by: &str,
+) -> Result<bool, AgentError> {
+    let Ok(_claim) = inner.live.claim(session) else {
+        return Ok(false);
+    };
+    // Driven in another process: the stop posted reaches it there.
+    let mut conversation = match inner.open(session).await {
+        Ok(conversation) => conversation,
+        Err(err) if err.code == codes::SESSION_LOCKED => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    let stopped = match conversation.has_open_turn().await {
+        Ok(true) => conversation.stop_by(by).await.map(|_| true),
+        Ok(false) => Ok(false),
+        Err(err) => Err(err),
+    };
+    conversation.close().await?;
+    stopped
+}
+
 async fn drive(
     conversation: &mut Conversation,
     text: Option<&str>,
@@ -231,7 +293,7 @@ async fn drive(
 ) -> Result<TurnOutcome, AgentError> {
     let mut outcome = match text {
         Some(text) => conversation.turn_with(text, contract).await?.outcome,
-        None => conversation.resume().await?,
+        None => conversation.resume_with(contract).await?.outcome,
     };
     while let TurnOutcome::AwaitingApproval(request) = outcome {
         outcome = match conversation

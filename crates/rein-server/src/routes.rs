@@ -479,7 +479,13 @@ async fn stop(
     Extension(caller): Extension<Caller>,
 ) -> Answered {
     server.inner.store.session(&id).await?;
-    rein_approvals::stop(server.inner.store.as_ref(), &id, &surface(caller)).await?;
+    let by = surface(caller);
+    rein_approvals::stop(server.inner.store.as_ref(), &id, &by).await?;
+    // A turn no one drives (the server restarted while it waited) ends
+    // now; one running here or elsewhere hears the stop posted.
+    if !server.inner.live.is_running(&id) {
+        crate::live::stop_undriven(&server.inner, &id, by.name()).await?;
+    }
     Ok((StatusCode::ACCEPTED, Json(json!({"stopping": true}))).into_response())
 }
 

@@ -441,7 +441,7 @@ async fn go_on(
     if dangling(&events).turns.is_empty() {
         return Ok(true);
     }
-    if let Some(change) = conversation.authority_change().await? {
+    if let Some(change) = conversation.authority_change(None).await? {
         say(info, &format!("  {}", change.message))?;
         let answer = input
             .line("  go on with the open turn under what this chat allows now? [y/N] ")

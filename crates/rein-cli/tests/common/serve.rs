@@ -53,18 +53,23 @@ pub fn watch(
 /// The stream's data lines up to the first holding `needle` (that one's
 /// data, parsed).
 pub fn until(stream: reqwest::blocking::Response, needle: &str) -> serde_json::Value {
+    until_all(stream, &[needle])
+}
+
+/// The first event whose data holds every one of `needles`.
+pub fn until_all(stream: reqwest::blocking::Response, needles: &[&str]) -> serde_json::Value {
     use std::io::BufRead;
     let mut seen = Vec::new();
     for line in std::io::BufReader::new(stream).lines() {
         let line = line.unwrap();
         if let Some(data) = line.strip_prefix("data:") {
-            if data.contains(needle) {
+            if needles.iter().all(|n| data.contains(n)) {
                 return serde_json::from_str(data.trim()).unwrap();
             }
             seen.push(line);
         }
     }
-    panic!("the stream ended without {needle}:\n{}", seen.join("\n"))
+    panic!("the stream ended without {needles:?}:\n{}", seen.join("\n"))
 }
 
 /// A new conversation on the server at `base`: its id.

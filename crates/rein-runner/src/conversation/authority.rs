@@ -101,6 +101,20 @@ pub(super) fn check(
     .with_field("now", now))
 }
 
+/// The check the open run's `run.started` records (command, expected exit).
+pub(super) fn recorded_check(events: &[StoredEvent]) -> Option<(Vec<String>, i32)> {
+    let run = dangling(events).runs.last()?.clone();
+    let check = events.iter().rev().find_map(|e| match &e.event {
+        Event::RunStarted {
+            run_id, profile, ..
+        } if *run_id == run => profile.pointer("/authority/check").cloned(),
+        _ => None,
+    })?;
+    let command = serde_json::from_value(check.get("command")?.clone()).ok()?;
+    let expected = i32::try_from(check.get("expected")?.as_i64()?).ok()?;
+    Some((command, expected))
+}
+
 /// The top-level parts (and tools) that differ.
 fn changed(recorded: &Value, now: &Value) -> Vec<String> {
     let mut changed = Vec::new();

@@ -25,7 +25,7 @@ use super::inbox::Heard;
 use super::{Conversation, asked, authority, window};
 use crate::agent::Agent;
 use crate::outcome::{ApprovalRequest, TurnOutcome, UiEvent, UiKind};
-use crate::settings::Profile;
+use crate::settings::{Profile, Verification};
 
 impl Conversation {
     /// Open a new session (or continue `existing`), take its lock, and
@@ -475,10 +475,25 @@ impl Conversation {
 
     /// What a resume would be refused for now (`authority_changed`, with
     /// what changed), so a surface can ask the person first; `None` when
-    /// the open run (if any) may go on.
-    pub async fn authority_change(&mut self) -> Result<Option<AgentError>, AgentError> {
+    /// the open run (if any) may go on. With `check`: a resume under that
+    /// check in place of the definition's ([`Self::resume_with`]).
+    pub async fn authority_change(
+        &mut self,
+        check: Option<&Verification>,
+    ) -> Result<Option<AgentError>, AgentError> {
         let events = self.journal.log().await?;
-        Ok(self.check_authority(&events).err())
+        let own = check.map(|c| self.agent.verification.replace(c.clone()));
+        let refused = self.check_authority(&events).err();
+        if let Some(own) = own {
+            self.agent.verification = own;
+        }
+        Ok(refused)
+    }
+
+    /// The check the open run started under (its program and arguments,
+    /// and the exit that passes), as recorded; `None` without one.
+    pub async fn open_run_check(&mut self) -> Result<Option<(Vec<String>, i32)>, AgentError> {
+        Ok(authority::recorded_check(&self.journal.log().await?))
     }
 
     /// A person accepts that the open run goes on under the authority it
