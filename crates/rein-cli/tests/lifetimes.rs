@@ -137,6 +137,46 @@ fn a_child_that_left_the_group_neither_hangs_the_run_nor_outlives_it() {
     assert!(wait_gone(survivor), "a setsid child outlived the run");
 }
 
+/// A program that kills its keeper (its parent, the same user's) leaves
+/// nothing running: a child it started that left its group and its pipes
+/// dies with the run all the same — where the machine offers a pids cgroup
+/// (here, as root: `.ci/run`'s machine).
+#[test]
+fn a_program_that_kills_its_keeper_leaves_nothing_running() {
+    if !Path::new("/sys/fs/cgroup/pids/cgroup.procs").is_file() {
+        assert!(
+            std::env::var_os("REIN_REQUIRE_SANDBOX").is_none(),
+            "this machine offers no pids cgroup"
+        );
+        eprintln!("skipped: no pids cgroup here");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let init = json!({"type": "system", "subtype": "init", "model": "m"});
+    let result =
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Done."});
+    let escaped = work.path().join("escaped.pid");
+    let mut rein = hosted(
+        home.path(),
+        work.path(),
+        &format!(
+            "printf '%s\\n' '{init}'\nsetsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > '{}'\nkill -9 $PPID\nsleep 0.2\nprintf '%s\\n' '{result}'\nexit 0\n",
+            escaped.display()
+        ),
+    );
+    let survivor = pid_in(&escaped);
+    wait_exit(&mut rein);
+    let left = !wait_gone(survivor);
+    if left {
+        let _ = kill(Pid::from_raw(survivor), Signal::SIGKILL);
+    }
+    assert!(
+        !left,
+        "a child of a program that killed its keeper outlived the run"
+    );
+}
+
 /// Kill `rein` outright once the two children have written their pids
 /// (one in the program's group, one that left it); both must die with it.
 fn killed_outright_takes_along(rein: &mut Child, grouped: &Path, escaped: &Path) {

@@ -134,19 +134,29 @@ pub struct Driven {
     pub duration_ms: u64,
 }
 
-/// Kills the child's whole process group when dropped, and whatever else
-/// still holds the run's output pipes (`lifetime`).
+/// Kills the child's whole process group when dropped, whatever else
+/// still holds the run's output pipes, and all in the run's cgroup
+/// (`lifetime`).
 pub(crate) struct GroupGuard {
     group: Option<Pid>,
     pipes: Vec<String>,
+    cgroup: Option<rein_sandbox::PidsCgroup>,
 }
 
 impl GroupGuard {
-    pub(crate) fn new(group: Option<Pid>, pipes: Vec<String>) -> GroupGuard {
+    pub(crate) fn new(
+        group: Option<Pid>,
+        pipes: Vec<String>,
+        cgroup: Option<rein_sandbox::PidsCgroup>,
+    ) -> GroupGuard {
         if let Some(group) = group {
             crate::lifetime::started(group);
         }
-        GroupGuard { group, pipes }
+        GroupGuard {
+            group,
+            pipes,
+            cgroup,
+        }
     }
 
     pub(crate) fn kill(&mut self) {
@@ -160,6 +170,9 @@ impl GroupGuard {
             crate::lifetime::ended(group);
         }
         crate::lifetime::kill_pipe_holders(&std::mem::take(&mut self.pipes));
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.kill_all();
+        }
     }
 }
 
@@ -369,7 +382,7 @@ pub(crate) fn spawn(spec: &HostSpec, with_stdin: bool) -> Result<Spawned, AgentE
         .argv
         .split_first()
         .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;
-    let argv =
+    let (argv, cgroup) =
         crate::lifetime::with_parent_death(program, args, spec.env.get("PATH").map(String::as_str))
             .map_err(|e| {
                 AgentError::new(
@@ -413,6 +426,7 @@ pub(crate) fn spawn(spec: &HostSpec, with_stdin: bool) -> Result<Spawned, AgentE
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw),
         pipes,
+        cgroup,
     );
     let stderr = tokio::spawn(stderr_tail(child.stderr.take(), secrets_of(spec)));
     Ok(Spawned {

@@ -25,7 +25,9 @@ use nix::unistd::Pid;
 use rein_sandbox::keeping;
 
 /// The hidden argument that makes a binary the keeper:
-/// `BINARY __host-keep PARENT -- PROGRAM ARGS…`.
+/// `BINARY __host-keep PARENT [--cgroup PATH] -- PROGRAM ARGS…` (with a
+/// cgroup, the keeper joins it first, so the program and all it starts are
+/// in it whatever they do to the keeper).
 pub const KEEPER_ARG: &str = "__host-keep";
 
 /// The keeper's parent-death signal: ignored by default, so one sent
@@ -42,15 +44,24 @@ pub fn keep_with(binary: PathBuf) {
     let _ = KEEPER.set(binary);
 }
 
-/// The keeper's command line for `argv`, when a keeper is named.
-pub(crate) fn kept(argv: &[String]) -> Option<Vec<String>> {
+/// Whether hosted programs start under a keeper.
+pub(crate) fn named() -> bool {
+    KEEPER.get().is_some()
+}
+
+/// The keeper's command line for `argv` (in `cgroup`, when given), when a
+/// keeper is named.
+pub(crate) fn kept(argv: &[String], cgroup: Option<&std::path::Path>) -> Option<Vec<String>> {
     let binary = KEEPER.get().filter(|_| !argv.is_empty())?;
     let mut kept = vec![
         binary.display().to_string(),
         KEEPER_ARG.to_owned(),
         std::process::id().to_string(),
-        "--".to_owned(),
     ];
+    if let Some(cgroup) = cgroup {
+        kept.extend(["--cgroup".to_owned(), cgroup.display().to_string()]);
+    }
+    kept.push("--".to_owned());
     kept.extend(argv.iter().cloned());
     Some(kept)
 }
@@ -64,12 +75,30 @@ fn fail(code: i32, why: &str) -> ! {
 /// Exits 125 when it cannot keep (rein already gone, bad arguments), 127
 /// when the program cannot be run, and otherwise as the program ended.
 pub fn main() -> ! {
-    let args: Vec<OsString> = std::env::args_os().skip(2).collect();
+    let mut args: Vec<OsString> = std::env::args_os().skip(2).collect();
     let parent = args
         .first()
         .and_then(|a| a.to_str())
         .and_then(|a| a.parse::<i32>().ok())
         .unwrap_or_else(|| fail(125, "no parent named"));
+    if args.get(1).is_some_and(|a| a == "--cgroup") {
+        let Some(cgroup) = args.get(2) else {
+            fail(125, "--cgroup names no cgroup");
+        };
+        // Joined before the program starts: all it starts is in it. A
+        // cgroup that cannot be joined leaves the keeper's own guard.
+        let joined = std::fs::write(
+            std::path::Path::new(cgroup).join("cgroup.procs"),
+            std::process::id().to_string(),
+        );
+        if let Err(e) = joined {
+            eprintln!(
+                "rein-host keeper: cannot join {}: {e}",
+                cgroup.to_string_lossy()
+            );
+        }
+        args.drain(1..3);
+    }
     let (Some(dashes), Some(program)) = (args.get(1), args.get(2)) else {
         fail(125, "no program named");
     };

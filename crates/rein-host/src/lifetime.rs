@@ -5,6 +5,9 @@
 //! parent-death signal where `setpriv` can give one (the program alone),
 //! and when the run is over whatever still holds the run's output pipes — a child that left the group with `setsid`,
 //! say — is killed too, so it can neither hang the run nor outlive it.
+//! Where the machine offers a pids cgroup, the keeper and all the program
+//! starts are in one of the run's, killed whole when the run is over: a
+//! program that kills its keeper leaves nothing running.
 //!
 //! Not here: when a run is over (`driver`), closing the record of a run
 //! whose driver died (`record::close_dead`).
@@ -15,6 +18,7 @@ use std::sync::Mutex;
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
+use rein_sandbox::PidsCgroup;
 
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
@@ -56,12 +60,17 @@ pub(crate) fn with_parent_death(
     program: &str,
     args: &[String],
     path: Option<&str>,
-) -> Result<Vec<String>, String> {
+) -> Result<(Vec<String>, Option<PidsCgroup>), String> {
     let resolved = resolve(program, path).ok_or_else(|| "No such file or directory".to_owned())?;
     let mut whole = vec![resolved.display().to_string()];
     whole.extend(args.iter().cloned());
-    if let Some(kept) = crate::keeper::kept(&whole) {
-        return Ok(kept);
+    // A cgroup for the run where the machine offers one: what the program
+    // starts stays in it even if the program kills its keeper.
+    let cgroup = crate::keeper::named()
+        .then(|| PidsCgroup::create(HOSTED_TASKS))
+        .flatten();
+    if let Some(kept) = crate::keeper::kept(&whole, cgroup.as_ref().map(PidsCgroup::path)) {
+        return Ok((kept, cgroup));
     }
     let mut argv = Vec::with_capacity(args.len() + 5);
     if Path::new(SETPRIV).is_file() {
@@ -69,8 +78,12 @@ pub(crate) fn with_parent_death(
     }
     argv.push(resolved.display().to_string());
     argv.extend(args.iter().cloned());
-    Ok(argv)
+    Ok((argv, None))
 }
+
+/// A hosted run's cgroup counts, not bounds: a program's threads are tasks
+/// too, and a hosted agent is the person's own program.
+const HOSTED_TASKS: u64 = 1 << 22;
 
 fn resolve(program: &str, path: Option<&str>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;

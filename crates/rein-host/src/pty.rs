@@ -59,7 +59,7 @@ pub fn spawn(
     let unavailable = |what: String| AgentError::new(codes::HOSTED_AGENT_UNAVAILABLE, what);
     // Under its keeper, where one is named (`keeper`): nothing the program
     // starts outlives rein killed outright.
-    let kept = crate::keeper::kept(argv).unwrap_or_else(|| argv.to_vec());
+    let kept = crate::keeper::kept(argv, None).unwrap_or_else(|| argv.to_vec());
     let (program, args) = kept
         .split_first()
         .ok_or_else(|| AgentError::new(codes::INVALID_INPUT, "the hosted command is empty"))?;

@@ -5,6 +5,10 @@
 //! A cgroup is named after the rein process that made it: the first run of
 //! a later rein kills what is left in the cgroups of one that died (killed
 //! outright, it could not clean up) and removes them.
+//!
+//! A hosted program's keeper joins one too (`rein_host`): what the program
+//! starts stays in it whatever it does to its keeper, and is killed with
+//! the run ([`PidsCgroup::kill_all`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,14 +19,14 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// A cgroup made for one run; removed when dropped (once empty).
 #[derive(Debug)]
-pub(crate) struct PidsCgroup {
+pub struct PidsCgroup {
     path: PathBuf,
 }
 
 impl PidsCgroup {
     /// A new cgroup allowing `max` processes, or `None` where none can be
-    /// made.
-    pub(crate) fn create(max: u64) -> Option<PidsCgroup> {
+    /// made (no writable `pids` hierarchy: not root, or cgroup v2 alone).
+    pub fn create(max: u64) -> Option<PidsCgroup> {
         let base = Path::new(V1_PIDS);
         if !base.join("cgroup.procs").is_file() {
             return None;
@@ -41,8 +45,36 @@ impl PidsCgroup {
         Some(cgroup)
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    /// Where it is (a process joins by writing its pid to `cgroup.procs`).
+    pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Kill every process in it, until none is left.
+    pub fn kill_all(&self) {
+        kill_procs(&self.path);
+    }
+}
+
+/// Kill the processes in the cgroup at `dir` until it is empty (a fork
+/// racing the kill is caught next round; bounded tries).
+fn kill_procs(dir: &Path) {
+    for _ in 0..50 {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        let pids: Vec<i32> = procs
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
@@ -80,23 +112,7 @@ fn sweep(base: &Path) {
             continue;
         }
         let dir = entry.path();
-        for _ in 0..50 {
-            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            let pids: Vec<i32> = procs
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect();
-            if pids.is_empty() {
-                break;
-            }
-            for pid in pids {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        kill_procs(&dir);
         if std::fs::remove_dir(&dir).is_ok() {
             tracing::info!(path = %dir.display(), "removed a dead rein's sandbox cgroup");
         }

@@ -26,6 +26,7 @@ mod run;
 pub mod spec;
 mod tool;
 
+pub use cgroup::PidsCgroup;
 pub use live::kill_running;
 pub use run::{HostSandbox, LinuxSandbox, Output, Ran, Request, Sandbox};
 pub use spec::Limits;
