@@ -351,3 +351,68 @@ async fn a_command_reaches_no_unix_socket_outside_the_root() {
         );
     }
 }
+
+/// The same failing command over and over is a loop though each run takes
+/// its own time (`duration_ms`): nudged at the third, stopped at the fifth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_command_repeated_is_nudged_then_stopped() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let policy = outside.path().join("policy.toml");
+    std::fs::write(&policy, "default = \"allow\"\n").unwrap();
+    let server = FakeServer::start(vec![]).await.unwrap();
+    server.respond_with(std::sync::Arc::new(|_, n| {
+        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+            &format!("c{n}"),
+            "run_command",
+            json!({"command": ["ls", "no-such-file"]}),
+            1,
+        ));
+        Reply::sse(call.openai_chat_sse())
+    }));
+    let url = format!("{}/v1", server.base_url());
+    let (dir, policy_path) = (root.path().to_owned(), policy.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        common::rein()
+            .args([
+                "chat",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--allow-commands",
+                "--commands",
+            ])
+            .arg(&policy_path)
+            .arg("--root")
+            .arg(&dir)
+            .args(["-p", "make it pass"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    if said.contains("sandbox_unavailable") && std::env::var_os("REIN_REQUIRE_SANDBOX").is_none() {
+        eprintln!("SKIPPED: the Linux sandbox cannot confine on this kernel: {said}");
+        return;
+    }
+    let requests = server.requests();
+    assert!(
+        requests.len() <= 6,
+        "the loop was not stopped: {} requests\n{said}",
+        requests.len()
+    );
+    assert!(said.contains("loop"), "{said}");
+    // The fourth request carries the nudge, after three runs.
+    let fourth = requests[3].json().to_string();
+    assert!(fourth.contains("no-such-file"), "{fourth}");
+    let nudge = rein::runner::Wording::default().loop_nudge;
+    let nudge_start: String = nudge.chars().take(24).collect();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.json().to_string().contains(&nudge_start)),
+        "no request carried the nudge {nudge_start:?}"
+    );
+}

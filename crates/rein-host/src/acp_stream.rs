@@ -225,8 +225,11 @@ impl AcpStream {
         if let Some((name, input)) = call {
             let mut result = update.as_object().cloned().unwrap_or_default();
             result.remove("toolCallId");
-            self.core
-                .repeated(fingerprint(&name, &input, &digest(&Value::Object(result))));
+            self.core.repeated(fingerprint(
+                &name,
+                &input,
+                &rein_wire::loops::result_digest(&Value::Object(result)),
+            ));
         }
     }
 

@@ -222,7 +222,7 @@ impl CodexStream {
             let fp = fingerprint(
                 &call.name,
                 &call.input_digest,
-                &digest(&Value::Object(result)),
+                &rein_wire::loops::result_digest(&Value::Object(result)),
             );
             self.core.repeated(fp);
         }

@@ -2,14 +2,19 @@
 //!
 //! One rule for every agent rein watches — its own conversations and the
 //! agents it hosts (`rein-host`): an action is fingerprinted from the tool's
-//! name, a digest of its whole input and a digest of its whole result (never
-//! the call's id, which differs every time); the [`LOOP_NUDGE`]th repeat of
-//! one fingerprint earns a nudge, the [`LOOP_STOP`]th ends the turn.
+//! name, a digest of its whole input and a digest of what its result says
+//! ([`result_digest`]: never the call's id, nor when it ran or how long it
+//! took, which differ every time); the [`LOOP_NUDGE`]th repeat of one
+//! fingerprint earns a nudge, the [`LOOP_STOP`]th ends the turn.
 //!
 //! Not here: what a nudge says or how a turn is ended (the runner's and the
 //! host's), or digesting a provider's record (the reducers do that).
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
 
 /// The same action repeated this many times with the same result earns a nudge…
 pub const LOOP_NUDGE: u32 = 3;
@@ -112,9 +117,121 @@ pub fn fingerprint(tool: &str, input_digest: &str, result_digest: &str) -> Strin
         .to_string()
 }
 
+/// The digest of what a result says, for [`fingerprint`]: the same for two
+/// results that differ only in when or how long. By rule, for every tool:
+/// a field named for a time or a duration (`duration_ms`, `elapsed`,
+/// `*_ms`, `*_at`, `timestamp`…) is left out, and in text a date-time, a
+/// clock time, a duration (`in 0.05s`, `12 ms`) and a UUID count as the
+/// same whatever their value. A text that is JSON is read as JSON.
+pub fn result_digest(result: &Value) -> String {
+    let steady = steady(result, 0);
+    let text = crate::canonical::to_string(&steady).unwrap_or_default();
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// How deep JSON inside JSON text is read.
+const MAX_NESTING: u8 = 4;
+
+fn steady(value: &Value, depth: u8) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| !volatile(key))
+                .map(|(key, value)| (key.clone(), steady(value, depth)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| steady(v, depth)).collect()),
+        Value::String(text) => {
+            let trimmed = text.trim_start();
+            if depth < MAX_NESTING
+                && (trimmed.starts_with('{') || trimmed.starts_with('['))
+                && let Ok(inner) = serde_json::from_str::<Value>(text)
+            {
+                return steady(&inner, depth + 1);
+            }
+            Value::String(steady_text(text))
+        }
+        other => other.clone(),
+    }
+}
+
+/// Whether a field's name says it holds a time or a duration.
+fn volatile(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    matches!(
+        key.as_str(),
+        "duration" | "elapsed" | "timestamp" | "time" | "date" | "now" | "took" | "uptime"
+    ) || [
+        "_ms",
+        "_us",
+        "_ns",
+        "_secs",
+        "_seconds",
+        "_at",
+        "_time",
+        "_timestamp",
+        "_date",
+    ]
+    .iter()
+    .any(|suffix| key.ends_with(suffix))
+}
+
+/// `text` with its date-times, clock times, durations and UUIDs made one.
+fn steady_text(text: &str) -> String {
+    static VOLATILE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?",
+            r"|\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b",
+            r"|\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds?|m|min|minutes?)\b",
+            r"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+        ))
+        .ok()
+    });
+    match VOLATILE.as_ref() {
+        Some(volatile) => volatile.replace_all(text, "~").into_owned(),
+        None => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_differing_only_in_when_or_how_long_says_the_same() {
+        let run = |ms: u64, took: &str, at: &str| {
+            serde_json::json!([{"type": "text", "text": serde_json::json!({
+                "exit_code": 1,
+                "stdout": format!("E\nRan 1 test in {took}\n\nFAILED (errors=1)"),
+                "stderr": format!("{at} ImportError: cannot import name 'slug'"),
+                "duration_ms": ms,
+            }).to_string()}])
+        };
+        assert_eq!(
+            result_digest(&run(12, "0.001s", "2026-12-05T17:53:37Z")),
+            result_digest(&run(31, "0.004s", "2026-12-05T17:54:02.118+00:00")),
+        );
+        // What it says still counts: another exit, another error.
+        let other = serde_json::json!([{"type": "text", "text": serde_json::json!({
+            "exit_code": 1,
+            "stdout": "E\nRan 1 test in 0.001s\n\nFAILED (errors=1)",
+            "stderr": "2026-12-05T17:53:37Z ImportError: cannot import name 'slugify'",
+            "duration_ms": 12,
+        }).to_string()}]);
+        assert_ne!(
+            result_digest(&run(12, "0.001s", "2026-12-05T17:53:37Z")),
+            result_digest(&other)
+        );
+        // A plain text's clock time and a UUID too.
+        assert_eq!(
+            result_digest(&serde_json::json!(
+                "at 17:53:37 job 123e4567-e89b-12d3-a456-426614174000 failed"
+            )),
+            result_digest(&serde_json::json!(
+                "at 09:01:02 job 00000000-0000-4000-8000-000000000000 failed"
+            )),
+        );
+    }
 
     #[test]
     fn the_third_repeat_nudges_and_the_fifth_stops() {

@@ -319,7 +319,7 @@ impl ClaudeStream {
                 let fp = fingerprint(
                     &call.name,
                     &call.input_digest,
-                    &digest(&Value::Object(result)),
+                    &rein_wire::loops::result_digest(&Value::Object(result)),
                 );
                 self.core.repeated(fp);
             }

@@ -47,10 +47,12 @@ pub(super) fn error_result(call_id: &str, code: &str, message: &str) -> Event {
     }
 }
 
+/// A call's loop fingerprint: its tool, its input, and what its result
+/// says (not when or how long: `rein_wire::loops::result_digest`).
 pub(super) fn fingerprint(tool: &str, args: &Value, result: &Event) -> String {
     let args = rein_wire::canonical::to_string(args).unwrap_or_default();
     let content = match result {
-        Event::ToolResult { content, .. } => content.to_string(),
+        Event::ToolResult { content, .. } => rein_wire::loops::result_digest(content),
         _ => String::new(),
     };
     rein_wire::loops::fingerprint(tool, &args, &content)
