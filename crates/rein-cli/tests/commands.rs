@@ -416,3 +416,58 @@ async fn a_failing_command_repeated_is_nudged_then_stopped() {
         "no request carried the nudge {nudge_start:?}"
     );
 }
+
+/// An OpenAI-compatible server is asked its window, and the chat says what
+/// it works in: what llama.cpp's `/props` states, else a conservative
+/// default (never a hosted API's 128,000), which `--window` overrides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compatible_servers_window_is_asked_and_said() {
+    for (props, flags, expected) in [
+        (
+            None,
+            vec![],
+            "did not say its window: working in 8192 tokens",
+        ),
+        (
+            Some(r#"{"default_generation_settings":{"n_ctx":12288}}"#),
+            vec![],
+            "the server's window: 12288 tokens (llama.cpp GET /props)",
+        ),
+        (
+            Some(r#"{"default_generation_settings":{"n_ctx":12288}}"#),
+            vec!["--window", "16384"],
+            "",
+        ),
+    ] {
+        let server = FakeServer::start(vec![Reply::sse(
+            ScriptedMessage::text(&["Hello."]).openai_chat_sse(),
+        )])
+        .await
+        .unwrap();
+        if let Some(props) = props {
+            server.answer_get("/props", 200, props);
+        }
+        let url = format!("{}/v1", server.base_url());
+        let out = tokio::task::spawn_blocking(move || {
+            common::rein()
+                .args(["chat", "--base-url", &url, "--model", "m"])
+                .args(&flags)
+                .args(["-p", "hello"])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        if expected.is_empty() {
+            assert!(
+                !said.contains("window"),
+                "the definition's window was not taken: {said}"
+            );
+        } else {
+            assert!(said.contains(expected), "{said}");
+        }
+        assert_eq!(server.requests().len(), 1, "a GET took a scripted reply");
+    }
+}

@@ -200,6 +200,10 @@ pub struct ProviderConfig {
     pub offline: Option<bool>,
     /// The model's context window in tokens.
     pub context_window: u32,
+    /// Ask the server its window before the first turn (`window`): an
+    /// OpenAI-compatible server's is its own; `context_window` is then the
+    /// conservative default it works in when the server does not say.
+    pub ask_window: bool,
     /// Send `max_tokens` instead of `max_completion_tokens` (OpenAI Chat):
     /// most compatible servers only know the older name.
     pub legacy_max_tokens: bool,
@@ -238,6 +242,10 @@ impl fmt::Debug for ProviderConfig {
     }
 }
 
+/// The window an OpenAI-compatible server that does not say its own is
+/// taken to have: llama.cpp's and LM Studio's usual, not a hosted API's.
+pub const COMPATIBLE_WINDOW: u32 = 8_192;
+
 impl ProviderConfig {
     /// A config for `api` at its default base URL, without a key.
     pub fn new(api: WireApi) -> Self {
@@ -255,6 +263,7 @@ impl ProviderConfig {
                 WireApi::AnthropicMessages => 200_000,
                 WireApi::OpenAiChat | WireApi::OpenAiResponses => 128_000,
             },
+            ask_window: false,
             legacy_max_tokens: false,
             reasoning_effort: true,
             images: true,
@@ -280,6 +289,8 @@ impl ProviderConfig {
     /// compatible servers do not know the newer name).
     pub fn openai_compatible(base_url: impl Into<String>) -> Self {
         let mut config = ProviderConfig::from_env(WireApi::OpenAiChat).with_base_url(base_url);
+        config.context_window = COMPATIBLE_WINDOW;
+        config.ask_window = true;
         config.legacy_max_tokens = true;
         config.reasoning_effort = false;
         config

@@ -36,6 +36,8 @@ pub struct HttpProvider {
     /// The encoded messages of recent sessions' last requests, so a step
     /// encodes only what is new (shared by clones of this provider).
     kept: Arc<EncodedCache>,
+    /// The window the server stated (`learn_window`), shared by clones.
+    learned: crate::window::Shared,
 }
 
 impl HttpProvider {
@@ -49,6 +51,7 @@ impl HttpProvider {
             config: Arc::new(config),
             client,
             kept: Arc::default(),
+            learned: Arc::default(),
         })
     }
 
@@ -72,10 +75,35 @@ impl Provider for HttpProvider {
                 CachingStyle::Automatic
             },
             max_cache_breakpoints: if explicit { 4 } else { 0 },
-            context_window: self.config.context_window,
+            context_window: self
+                .learned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map_or(self.config.context_window, |l| l.tokens),
             structured_output: !explicit,
             token_counting: explicit,
         }
+    }
+
+    fn learn_window(&self, model: &str) -> crate::provider::WindowFuture {
+        if !self.config.ask_window {
+            return Box::pin(async { None });
+        }
+        let (client, learned) = (self.client.clone(), self.learned.clone());
+        let (base, model, assumed) = (
+            self.config.base_url.clone(),
+            model.to_owned(),
+            self.config.context_window,
+        );
+        Box::pin(async move {
+            let stated = crate::window::ask(&client, &base, &model).await;
+            *learned.lock().unwrap_or_else(|p| p.into_inner()) = stated.clone();
+            Some(match stated {
+                Some(stated) => crate::window::Asked::Stated(stated),
+                None => crate::window::Asked::Unanswered { assumed },
+            })
+        })
     }
 
     fn count_tokens(&self, request: Request) -> crate::provider::CountFuture {

@@ -26,11 +26,12 @@ mod http_provider;
 mod provider;
 pub mod scripted;
 pub mod sse;
+pub mod window;
 
 pub use config::{ApiKey, ProviderConfig, RetryPolicy, Timeouts, WireApi, offline_switch_on};
 pub use decode::decode_stream;
 pub use http_provider::HttpProvider;
-pub use provider::{CountFuture, EventStream, Provider};
+pub use provider::{CountFuture, EventStream, Provider, WindowFuture};
 pub use rein_wire::{CachingStyle, Capabilities};
 
 /// The README's snippet, compiled and run as a doc test.

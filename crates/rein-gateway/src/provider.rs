@@ -29,7 +29,18 @@ pub trait Provider: Send + Sync {
     fn count_tokens(&self, _request: Request) -> CountFuture {
         Box::pin(async { Ok(None) })
     }
+
+    /// Ask the server the window `model` really has, where this provider
+    /// does not know it (an OpenAI-compatible server); `None` when it was
+    /// not asked. Once stated, [`Provider::capabilities`] carries it.
+    fn learn_window(&self, _model: &str) -> WindowFuture {
+        Box::pin(async { None })
+    }
 }
+
+/// The answer of [`Provider::learn_window`].
+pub type WindowFuture =
+    Pin<Box<dyn std::future::Future<Output = Option<crate::window::Asked>> + Send>>;
 
 /// The answer of [`Provider::count_tokens`].
 pub type CountFuture =

@@ -76,7 +76,15 @@ impl FakeH2Server {
                     let Ok(mut conn) = h2::server::handshake(tls).await else {
                         return;
                     };
-                    while let Some(Ok((request, respond))) = conn.accept().await {
+                    while let Some(Ok((request, mut respond))) = conn.accept().await {
+                        // A `GET` (a client asking the server's window) is
+                        // no model call: 404, neither counted nor scripted.
+                        if request.method() == http::Method::GET {
+                            if let Ok(res) = http::Response::builder().status(404).body(()) {
+                                let _ = respond.send_response(res, true);
+                            }
+                            continue;
+                        }
                         if let Ok(mut n) = counted.lock() {
                             *n += 1;
                         }

@@ -165,6 +165,9 @@ pub type Responder = Arc<dyn Fn(&RecordedRequest, usize) -> Reply + Send + Sync>
 
 struct State {
     script: Mutex<VecDeque<Reply>>,
+    /// What a `GET` of a path answers (a server's `/props`, say); any other
+    /// `GET` is a 404. Neither takes a scripted reply nor is recorded.
+    gets: Mutex<std::collections::HashMap<String, (u16, String)>>,
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<RecordedRequest>>,
     connections: AtomicUsize,
@@ -177,6 +180,7 @@ impl Default for State {
     fn default() -> Self {
         State {
             script: Mutex::default(),
+            gets: Mutex::default(),
             responder: Mutex::default(),
             requests: Mutex::default(),
             connections: AtomicUsize::new(0),
@@ -278,6 +282,16 @@ impl FakeServer {
             .push_back(reply);
     }
 
+    /// Answer every `GET path` with `status` and the JSON `body` (a model
+    /// server's `/props`, say), apart from the script.
+    pub fn answer_get(&self, path: &str, status: u16, body: impl Into<String>) {
+        self.state
+            .gets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path.to_owned(), (status, body.into()));
+    }
+
     /// Answer requests beyond the script with `responder`.
     pub fn respond_with(&self, responder: Responder) {
         *self
@@ -326,6 +340,29 @@ async fn handle(
         .uri()
         .path_and_query()
         .map_or_else(|| "/".to_owned(), |p| p.to_string());
+    // A `GET` is a question beside the model calls (a server's window):
+    // answered as set, else 404, never from the script.
+    if method == "GET" {
+        let (status, body) = state
+            .gets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&path)
+            .cloned()
+            .unwrap_or((404, r#"{"error":"not found"}"#.to_owned()));
+        let body = http_body_util::Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed();
+        return Ok(Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap_or_else(|_| {
+                Response::new(BodyExt::boxed(
+                    http_body_util::Empty::new().map_err(|never| match never {}),
+                ))
+            }));
+    }
     let headers = req
         .headers()
         .iter()

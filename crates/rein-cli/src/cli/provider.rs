@@ -24,6 +24,11 @@ pub struct ProviderArgs {
     /// Use the offline scripted model (no key, no network).
     #[arg(long)]
     pub scripted: bool,
+    /// The model's context window in tokens (`[agent.compaction] window`;
+    /// by default a hosted API's known window, or what an OpenAI-compatible
+    /// server states).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1024..=100_000_000))]
+    pub window: Option<u64>,
 }
 
 impl ProviderArgs {
@@ -37,6 +42,10 @@ impl ProviderArgs {
             },
             model: self.model.clone(),
             base_url: self.base_url.clone(),
+            compaction: self.window.map(|window| rein::config::CompactionSpec {
+                window: Some(window),
+                ..rein::config::CompactionSpec::default()
+            }),
             ..AgentSpec::default()
         }
     }

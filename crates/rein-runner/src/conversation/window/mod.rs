@@ -36,6 +36,8 @@ pub(crate) struct Window {
     pub(crate) monitor: rein_cache::CacheMonitor,
     /// The schema of a structured answer being asked for.
     pub(crate) answer_schema: Option<rein_wire::OutputSchema>,
+    /// The provider was asked the window it works in (once a conversation).
+    window_asked: bool,
 }
 
 /// What the window reads and never changes: the definition, the tools on
@@ -61,6 +63,26 @@ impl Window {
             .unwrap_or_else(|| u64::from(agent.provider.capabilities().context_window))
     }
 
+    /// The first turn asks the provider the window it works in, where the
+    /// definition does not say (an OpenAI-compatible server states its own);
+    /// what it came to is one line for the person.
+    async fn ask_window(&mut self, agent: &Agent) -> Option<String> {
+        if std::mem::replace(&mut self.window_asked, true) || agent.context.window.is_some() {
+            return None;
+        }
+        Some(
+            match agent.provider.learn_window(&agent.profile.model).await? {
+                rein_gateway::window::Asked::Stated(learned) => format!(
+                    "the server's window: {} tokens ({})",
+                    learned.tokens, learned.from
+                ),
+                rein_gateway::window::Asked::Unanswered { assumed } => format!(
+                    "the server did not say its window: working in {assumed} tokens (set [agent.compaction] window, or --window)"
+                ),
+            },
+        )
+    }
+
     /// A turn is starting (or a fresh process resumes one): take in the
     /// tools' changes and the definition's standing text, the only two
     /// things that change the stable prefix, so it holds for the whole
@@ -74,6 +96,9 @@ impl Window {
         let mut changes = tools.turn_boundary();
         if !changes.is_empty() {
             self.transcript.refreeze();
+        }
+        if let Some(window) = self.ask_window(agent).await {
+            changes.push(window);
         }
         if let Some(standing) = &agent.standing {
             let text = standing.read().await?;
