@@ -436,6 +436,14 @@ async fn a_verification_gate_must_pass_for_the_turn_to_finish() {
         panic!()
     };
     assert_eq!(error.code, rein_wire::error::codes::VERIFICATION_FAILED);
+    // Said as it happened: two runs failed, and the model changed nothing
+    // between them — no "fixes" that were none.
+    assert!(
+        error.message.contains("failed all 2 of its runs")
+            && error.message.contains("no file changed between its runs"),
+        "{}",
+        error.message
+    );
 }
 
 #[tokio::test]

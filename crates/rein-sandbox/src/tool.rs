@@ -8,7 +8,7 @@
 //! provider key). Every result says how isolated the run was.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +86,10 @@ impl RunCommand {
         let resolved = self.root.join(cwd).canonicalize().map_err(|e| {
             AgentError::new(
                 codes::INVALID_INPUT,
-                format!("the working directory `{cwd}`: {e}"),
+                format!(
+                    "the working directory `{cwd}`: {e}; {}",
+                    folders_near(&self.root, cwd)
+                ),
             )
         })?;
         if resolved.starts_with(&self.root) && resolved.is_dir() {
@@ -99,6 +102,57 @@ impl RunCommand {
         }
     }
 }
+
+/// The folders in the deepest folder of `cwd` that exists under `root`
+/// (at most [`MAX_NAMED`], a dead end that points somewhere), or that
+/// the command runs at the root when `cwd` is left out.
+fn folders_near(root: &Path, cwd: &str) -> String {
+    let mut at = root.to_path_buf();
+    // Only names, each checked where it really leads: never a folder
+    // outside the root by `..` or a link.
+    for part in Path::new(cwd).components() {
+        let std::path::Component::Normal(part) = part else {
+            break;
+        };
+        let Ok(next) = at.join(part).canonicalize() else {
+            break;
+        };
+        if !next.starts_with(root) || !next.is_dir() {
+            break;
+        }
+        at = next;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&at)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .take(MAX_LISTED)
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let more = names.len() > MAX_NAMED;
+    names.truncate(MAX_NAMED);
+    let shown = at.strip_prefix(root).map_or(".".into(), |p| {
+        if p.as_os_str().is_empty() {
+            ".".into()
+        } else {
+            p.display().to_string()
+        }
+    });
+    match (names.is_empty(), more) {
+        (true, _) => format!("`{shown}` has no folders (leave `cwd` out to run at the root)"),
+        (false, false) => format!("the folders in `{shown}`: {}", names.join(", ")),
+        (false, true) => format!("the folders in `{shown}` include: {}", names.join(", ")),
+    }
+}
+
+/// Folders named in a dead end's answer, at most.
+const MAX_NAMED: usize = 20;
+/// Entries read to find them, at most.
+const MAX_LISTED: usize = 1_000;
 
 impl Tool for RunCommand {
     type Input = RunInput;
@@ -186,4 +240,35 @@ fn result(ran: &crate::Ran, root: &std::path::Path) -> serde_json::Value {
         ));
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+    use super::folders_near;
+
+    #[test]
+    fn a_missing_working_directory_names_the_folders_there_are() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir(outside.path().join("secret-outside")).unwrap();
+        let root = outside.path().join("root");
+        for folder in ["src", "test", "docs/api"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        std::os::unix::fs::symlink(outside.path(), root.join("up")).unwrap();
+        let root = root.canonicalize().unwrap();
+        assert_eq!(
+            folders_near(&root, "tests"),
+            "the folders in `.`: docs, src, test"
+        );
+        assert_eq!(
+            folders_near(&root, "docs/apis"),
+            "the folders in `docs`: api"
+        );
+        // Never a folder outside the root, by `..` or by a link.
+        for cwd in ["../x", "up/x", "docs/../../x"] {
+            assert!(!folders_near(&root, cwd).contains("secret"), "{cwd}");
+        }
+    }
 }

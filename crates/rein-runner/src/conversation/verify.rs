@@ -18,7 +18,7 @@ pub(super) enum Checked {
     Passed,
     /// It failed: the model is told this and goes on.
     Retry(String),
-    /// It still fails after every fix allowed.
+    /// It failed every run the turn allows.
     GaveUp(AgentError),
 }
 
@@ -38,13 +38,26 @@ pub(super) async fn verdict(
     let record = crate::claims::Record::of(&crate::context::on_path(&events, &path));
     let exit = ran.as_ref().map_or_else(|f| f.exit, |code| Some(*code));
     let passed = exit == Some(check.expected);
+    let revisions = record.revisions();
+    // The checks that failed before this one in the turn, and whether any
+    // file changed between them and now.
+    let before: Vec<&Vec<rein_wire::Revision>> = events
+        .iter()
+        .rev()
+        .filter_map(|e| match &e.event {
+            Event::CheckRan { revisions, .. } => Some(revisions),
+            _ => None,
+        })
+        .take(*failed as usize)
+        .collect();
+    let unchanged = !before.is_empty() && before.iter().all(|r| **r == revisions);
     journal
         .append(vec![Event::CheckRan {
             command: check.command.clone(),
             expected: check.expected,
             exit,
             passed,
-            revisions: record.revisions(),
+            revisions,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }])
         .await?;
@@ -59,12 +72,24 @@ pub(super) async fn verdict(
     *failed += 1;
     let command = check.command.join(" ");
     if *failed > check.attempts {
+        // Counted as it happened: how many runs failed, and whether the
+        // model changed anything between them (no "fixes" that were none).
+        let between = match (*failed, unchanged) {
+            (1, _) => "",
+            (_, true) => "; no file changed between its runs",
+            (_, false) => ", with files changed between its runs",
+        };
         return Ok(Checked::GaveUp(
             AgentError::new(
                 codes::VERIFICATION_FAILED,
-                format!("`{command}` still fails after {} fixes", check.attempts),
+                format!(
+                    "`{command}` failed all {} of its runs in this turn{between}",
+                    *failed
+                ),
             )
-            .with_field("output", report),
+            .with_field("output", report)
+            .with_field("runs", *failed)
+            .with_field("files_changed_between", !unchanged),
         ));
     }
     Ok(Checked::Retry(
