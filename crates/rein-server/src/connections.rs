@@ -21,16 +21,14 @@
 //!
 //! Not only `rein serve`'s: `rein mcp serve --http` listens through it too.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
-
-use std::collections::VecDeque;
-use std::sync::{Mutex, Weak};
 
 use axum::extract::ConnectInfo;
 use axum::serve::IncomingStream;
