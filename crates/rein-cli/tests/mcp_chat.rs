@@ -200,3 +200,85 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
         assert!(!said.contains(secret), "{secret} was printed");
     }
 }
+
+/// An MCP tool whose every answer is stamped with the time it ran (a
+/// server written with the Python SDK, from PyPI, pinned) and says the same
+/// failure each time: the model calling it over and over is nudged at the
+/// third and stopped at the fifth — the stamp makes no two answers differ.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stamped_mcp_answer_repeated_is_a_loop() {
+    let python = common::python::venv("mcp-2.3.0", &["mcp==2.3.0"], "python");
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("clock.py");
+    std::fs::write(
+        &script,
+        "import datetime\nfrom mcp.server.mcpserver import MCPServer\n\nserver = MCPServer(\"clock\")\n\n@server.tool()\ndef status() -> str:\n    \"\"\"The build's status, stamped.\"\"\"\n    return f\"{datetime.datetime.now(datetime.timezone.utc).isoformat()} build failed: no module named slug\"\n\nserver.run()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[mcp.servers.clock]\ncommand = {:?}\nargs = [{:?}]\n[mcp.servers.clock.tools]\nstatus = \"read\"\n",
+            python.display().to_string(),
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let server = std::sync::Arc::new(FakeServer::start(vec![pong()]).await.unwrap());
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path, fake) = (
+        home.path().to_owned(),
+        root.path().to_owned(),
+        server.clone(),
+    );
+    let said = tokio::task::spawn_blocking(move || {
+        let mut chat = Chat::start(
+            &home_path,
+            &[
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--root",
+                root_path.to_str().unwrap(),
+                "--mcp",
+                "clock",
+            ],
+        );
+        let mut turns = 0;
+        loop {
+            turns += 1;
+            chat.send("ping");
+            let now = chat.wait_for("pong", turns);
+            if now.contains("MCP server `clock` is ready") {
+                break;
+            }
+            assert!(turns < 200, "the server never joined:\n{now}");
+            fake.push(pong());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let before = fake.requests().len();
+        fake.respond_with(std::sync::Arc::new(|_, n| {
+            let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+                &format!("s{n}"),
+                "call_tool",
+                json!({"name": "clock__status", "arguments": {}}),
+                1,
+            ));
+            Reply::sse(call.openai_chat_sse())
+        }));
+        chat.send("is the build green?");
+        let said = chat.wait_for("loop", 1);
+        (said, fake.requests().len() - before)
+    })
+    .await
+    .unwrap();
+    let (said, requests) = said;
+    assert!(
+        requests <= 6,
+        "the loop was not stopped: {requests} requests\n{said}"
+    );
+    let sent = server.requests().last().unwrap().json().to_string();
+    assert!(sent.contains("build failed"), "{sent}");
+}
