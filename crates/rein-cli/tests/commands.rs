@@ -429,12 +429,12 @@ async fn a_compatible_servers_window_is_asked_and_said() {
             "did not say its window: working in 8192 tokens",
         ),
         (
-            Some(r#"{"default_generation_settings":{"n_ctx":12288}}"#),
+            Some(r#"{"default_generation_settings":{"n_ctx":6144}}"#),
             vec![],
-            "the server's window: 12288 tokens (llama.cpp GET /props)",
+            "the server's window: 6144 tokens (llama.cpp GET /props)",
         ),
         (
-            Some(r#"{"default_generation_settings":{"n_ctx":12288}}"#),
+            Some(r#"{"default_generation_settings":{"n_ctx":6144}}"#),
             vec!["--window", "16384"],
             "",
         ),
@@ -469,5 +469,11 @@ async fn a_compatible_servers_window_is_asked_and_said() {
             assert!(said.contains(expected), "{said}");
         }
         assert_eq!(server.requests().len(), 1, "a GET took a scripted reply");
+        // The answer is given at most a quarter of a small window, so what
+        // is sent keeps its room (the whole reservation counts).
+        if expected.contains("6144") {
+            let sent = server.requests()[0].json();
+            assert_eq!(sent["max_tokens"], 1536, "{sent}");
+        }
     }
 }

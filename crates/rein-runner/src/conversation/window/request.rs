@@ -176,7 +176,13 @@ impl Window {
         };
         request.system = system;
         request.tools = tools;
-        request.max_output_tokens = sees.agent.profile.max_output_tokens;
+        // The answer is given at most a quarter of the window, so a small
+        // window (a local server's 8,192) keeps room for what is sent:
+        // the whole reservation counts against the window.
+        let quarter = u32::try_from(Window::tokens(sees.agent) / 4)
+            .unwrap_or(u32::MAX)
+            .max(256);
+        request.max_output_tokens = sees.agent.profile.max_output_tokens.min(quarter);
         request.sampling = sees.agent.profile.sampling.clone();
         // A model known not to reason refuses the setting (a 400 from its
         // API), so it is not sent; an unknown model gets it as asked.
