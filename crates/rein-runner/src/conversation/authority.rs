@@ -15,9 +15,11 @@ use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
 
 use crate::agent::Agent;
+use crate::settings::Verification;
 
-/// The authority `agent` would run with now, offering `tools`.
-pub(super) fn of(agent: &Agent, tools: &dyn ToolBackend) -> Value {
+/// The authority `agent` would run with now, offering `tools`, under
+/// `check` in place of the definition's own when given.
+pub(super) fn of(agent: &Agent, tools: &dyn ToolBackend, check: Option<&Verification>) -> Value {
     let tools: serde_json::Map<String, Value> = tools
         .catalog(&agent.guards.policy)
         .into_iter()
@@ -37,7 +39,7 @@ pub(super) fn of(agent: &Agent, tools: &dyn ToolBackend) -> Value {
     });
     // The check a final answer must pass, when there is one (a run
     // without one records none, as before checks were authority).
-    if let Some(check) = &agent.verification {
+    if let Some(check) = check.or(agent.verification.as_ref()) {
         authority["check"] = json!({"command": check.command, "expected": check.expected});
     }
     authority
@@ -51,6 +53,7 @@ pub(super) fn of(agent: &Agent, tools: &dyn ToolBackend) -> Value {
 /// once a person accepted it after the import, whatever it records.
 pub(super) fn check(
     agent: &Agent,
+    check: Option<&Verification>,
     tools: &dyn ToolBackend,
     evidence: u64,
     events: &[StoredEvent],
@@ -66,7 +69,7 @@ pub(super) fn check(
         _ => None,
     });
     let imported = started.as_ref().is_some_and(|(seq, _)| *seq <= evidence);
-    let now = of(agent, tools);
+    let now = of(agent, tools, check);
     // Only a person's acceptance made after the import counts.
     let accepted = events.iter().rev().any(|e| {
         e.seq > evidence && matches!(&e.event, Event::AuthorityAccepted { to, .. } if *to == now)

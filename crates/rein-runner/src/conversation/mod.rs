@@ -143,7 +143,7 @@ impl Conversation {
                 run_id,
                 turn_id,
                 budgets: self.agent.budgets.recorded(),
-                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.gate.tools.as_ref())}),
+                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.gate.tools.as_ref(), None)}),
             },
         ])
         .await?;
@@ -169,7 +169,7 @@ impl Conversation {
                 .turn_boundary(agent, tools, &self.journal)
                 .await?;
         }
-        self.check_authority(&events)?;
+        self.check_authority(&events, None)?;
         // What other surfaces decided or said meanwhile goes in first.
         let heard = self.take_inbox().await?;
         if heard.stop.is_some() {
@@ -345,6 +345,24 @@ impl Conversation {
         self.journal.emit(ended);
         hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
         Ok(outcome)
+    }
+
+    /// Refuse to go on with the open run when its authority changed and
+    /// no person accepted the change (see `authority`); under `check` in
+    /// place of the definition's own when given.
+    pub(super) fn check_authority(
+        &self,
+        events: &[rein_sessions::StoredEvent],
+        check: Option<&crate::settings::Verification>,
+    ) -> Result<(), AgentError> {
+        let evidence = self.journal.evidence_through();
+        authority::check(
+            &self.agent,
+            check,
+            self.gate.tools.as_ref(),
+            evidence,
+            events,
+        )
     }
 }
 

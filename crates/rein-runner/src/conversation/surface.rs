@@ -309,7 +309,7 @@ impl Conversation {
         };
         if yes {
             let events = self.journal.log().await?;
-            self.check_authority(&events)?;
+            self.check_authority(&events, None)?;
         }
         self.journal.append(vec![event]).await?;
         self.journal.emit(UiKind::ApprovalDecided {
@@ -482,12 +482,7 @@ impl Conversation {
         check: Option<&Verification>,
     ) -> Result<Option<AgentError>, AgentError> {
         let events = self.journal.log().await?;
-        let own = check.map(|c| self.agent.verification.replace(c.clone()));
-        let refused = self.check_authority(&events).err();
-        if let Some(own) = own {
-            self.agent.verification = own;
-        }
-        Ok(refused)
+        Ok(self.check_authority(&events, check).err())
     }
 
     /// The check the open run started under (its program and arguments,
@@ -524,17 +519,10 @@ impl Conversation {
             .append(vec![Event::AuthorityAccepted {
                 by: surface.name().to_owned(),
                 from,
-                to: authority::of(&self.agent, self.gate.tools.as_ref()),
+                to: authority::of(&self.agent, self.gate.tools.as_ref(), None),
             }])
             .await?;
         Ok(())
-    }
-
-    /// Refuse to go on with the open run when its authority changed and
-    /// no person accepted the change (see `authority`).
-    pub(super) fn check_authority(&self, events: &[StoredEvent]) -> Result<(), AgentError> {
-        let evidence = self.journal.evidence_through();
-        authority::check(&self.agent, self.gate.tools.as_ref(), evidence, events)
     }
 
     /// [`Conversation::turn`] under `contract` (`contract.rs`), with the
