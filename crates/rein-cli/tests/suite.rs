@@ -46,5 +46,6 @@ mod stores;
 mod subagents;
 mod surfaces;
 mod terminal;
+mod too_long;
 mod wire;
 mod workers;

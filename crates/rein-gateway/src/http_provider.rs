@@ -530,8 +530,10 @@ async fn status_error(
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
+    let too_long = crate::too_long::recognise(kind.as_deref(), &provider_message);
     let by_kind = kind.as_deref().map(crate::decode::classify_provider_error);
     let code = match (status, by_kind) {
+        _ if too_long.is_some() => codes::CONTEXT_WINDOW_EXCEEDED,
         (_, Some(code))
             if code == codes::INSUFFICIENT_QUOTA || code == codes::CONTEXT_WINDOW_EXCEEDED =>
         {
@@ -554,6 +556,12 @@ async fn status_error(
     .with_field("status", status);
     if let Some(kind) = kind {
         err = err.with_field("provider_code", kind);
+    }
+    if let Some(limit) = too_long.and_then(|t| t.limit) {
+        err = err.with_field("limit", limit);
+    }
+    if let Some(requested) = too_long.and_then(|t| t.requested) {
+        err = err.with_field("requested", requested);
     }
     err
 }

@@ -26,6 +26,7 @@ mod http_provider;
 mod provider;
 pub mod scripted;
 pub mod sse;
+pub mod too_long;
 pub mod window;
 
 pub use config::{ApiKey, ProviderConfig, RetryPolicy, Timeouts, WireApi, offline_switch_on};

@@ -414,23 +414,30 @@ async fn near_the_window_the_providers_count_is_used_and_a_failing_count_falls_b
             .unwrap()
             .json();
         assert!(count_body.get("stream").is_none() && count_body["messages"].is_array());
-        if count_works {
-            assert_eq!(
-                outcome,
-                TurnOutcome::Finished {
-                    reply: "fits".into()
-                }
-            );
+        // Either way the request is inside the window by the count used,
+        // and is sent; the record says which count that was.
+        assert_eq!(
+            outcome,
+            TurnOutcome::Finished {
+                reply: "fits".into()
+            }
+        );
+        let log = store.read(conv.session_id(), 1, 1000).await.unwrap();
+        let method = log
+            .iter()
+            .find_map(|e| match &e.event {
+                rein_sessions::Event::ModelRequested {
+                    pressure: Some(p), ..
+                } => Some(p.method),
+                _ => None,
+            })
+            .unwrap();
+        let expected = if count_works {
+            rein_wire::CountMethod::Provider
         } else {
-            let TurnOutcome::Error { error } = outcome else {
-                panic!("{outcome:?}")
-            };
-            assert_eq!(
-                error.code,
-                rein_wire::error::codes::CONTEXT_WINDOW_EXCEEDED,
-                "fell back to the estimate"
-            );
-        }
+            rein_wire::CountMethod::Estimate
+        };
+        assert_eq!(method, expected, "fell back to the estimate");
     }
 }
 

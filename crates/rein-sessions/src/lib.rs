@@ -43,7 +43,7 @@ pub use open::open_url;
 #[cfg(feature = "postgres")]
 pub use postgres::{Claim, ClaimedTask, PgStore, TaskResult, WorkQueue, redact};
 pub use projection::{history, started_turn};
-pub use record::{Acted, Pressure};
+pub use record::{Acted, Pressure, Refused};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{

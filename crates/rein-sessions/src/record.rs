@@ -20,6 +20,31 @@ pub struct Pressure {
     /// What was done, when the request was over a line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acted: Vec<Acted>,
+    /// The request before this one was refused as longer than the window:
+    /// this one is the single retry, made after compacting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refused>,
+}
+
+/// A request the provider refused as longer than its window, and what it
+/// stated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refused {
+    /// The provider's words.
+    pub message: String,
+    /// The window it stated, in its tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// What it counted the request at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<u64>,
+    /// The window rein works in from now on: the stated one, or nine
+    /// tenths of the refused prompt where none was stated.
+    pub window: u64,
+    /// How many of the provider's tokens rein takes one of its estimated
+    /// tokens to be from now on (above 1 where the provider counted the
+    /// prompt higher than rein's estimate).
+    pub estimate_scale: f64,
 }
 
 /// One thing a request's pressure set off.

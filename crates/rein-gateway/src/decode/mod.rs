@@ -146,7 +146,11 @@ pub(crate) fn classify_provider_error(kind: &str) -> ErrorCode {
 
 /// A [`StreamEvent::Error`] from a provider's error type and message.
 pub(crate) fn provider_error_event(kind: &str, message: &str) -> StreamEvent {
-    let code = classify_provider_error(kind);
+    let code = if crate::too_long::recognise(Some(kind), message).is_some() {
+        codes::CONTEXT_WINDOW_EXCEEDED
+    } else {
+        classify_provider_error(kind)
+    };
     let retryable = AgentError::new(code.clone(), "").retryable;
     StreamEvent::Error {
         code: code.as_str().to_owned(),

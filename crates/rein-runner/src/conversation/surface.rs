@@ -130,7 +130,7 @@ impl Conversation {
     /// and a model-written summary; the recent tail stays raw.
     pub async fn compact_now(&mut self) -> Result<(), AgentError> {
         let request = self.next_request().await?;
-        let tokens = window::Window::tokens(&self.agent);
+        let tokens = self.window.tokens(&self.agent);
         let bytes = rein_wire::canonical::to_string(&request).map_or(0, |s| s.len() as u64);
         let estimate = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
         let pressed = window::Pressed {

@@ -35,32 +35,14 @@ impl Window {
         inbox: &mut Inbox,
         events: &[StoredEvent],
     ) -> Result<Option<AssembledMessage>, AgentError> {
-        let Fitted {
-            mut request,
-            bytes,
-            digest,
-            pressure,
-        } = self.fitted(sees, journal, events).await?;
-        let call_id = rein_wire::ids::new_id();
-        let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
-        let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
-        // The digest covers what the model sees before breakpoints are
-        // planned (they follow from it) and without the routing metadata.
-        rein_cache::plan(&mut request, &sees.agent.provider.capabilities());
-        request.metadata.session_id = Some(journal.session_id().to_owned());
-        // Staged, not committed: nothing depends on it being durable before
-        // the answer (a crash now means the call is made again).
-        journal
-            .stage(vec![Event::ModelRequested {
-                call_id: call_id.clone(),
-                prefix_fingerprint: fingerprint.clone(),
-                request_digest: digest,
-                estimated_tokens: (bytes * 2).div_ceil(7),
-                pressure: Some(pressure),
-            }])
-            .await?;
-        let started = Instant::now();
-        let Some(mut message) = streamed(sees, journal, inbox, events, request).await? else {
+        let Some(Sent {
+            mut message,
+            call_id,
+            fingerprint,
+            prefix_tokens,
+            started,
+        }) = self.send(sees, journal, inbox, events).await?
+        else {
             return Ok(None);
         };
         // A small model's near misses, repaired when unambiguous and said.
@@ -155,6 +137,89 @@ impl Window {
         Ok(Some(message))
     }
 
+    /// The request fitted, `model.requested` staged, the answer streamed.
+    /// A refusal as too long (`refused`) lowers the window to what it
+    /// states and the request is fitted again — compacted whatever its
+    /// share — and sent once more; a second refusal ends the turn.
+    async fn send(
+        &mut self,
+        sees: Sees<'_>,
+        journal: &mut Journal,
+        inbox: &mut Inbox,
+        events: &[StoredEvent],
+    ) -> Result<Option<Sent>, AgentError> {
+        let mut refused: Option<rein_sessions::Refused> = None;
+        let mut reread: Option<std::sync::Arc<Vec<StoredEvent>>> = None;
+        loop {
+            let events = reread.as_deref().map_or(events, Vec::as_slice);
+            let Fitted {
+                mut request,
+                bytes,
+                digest,
+                pressure,
+            } = match self.fitted(sees, journal, events, refused.as_ref()).await {
+                Err(err) if err.code == codes::CONTEXT_WINDOW_EXCEEDED => {
+                    return Err(match &refused {
+                        Some(refused) => super::refused::refused_again(err, refused),
+                        None => err,
+                    });
+                }
+                fitted => fitted?,
+            };
+            // What rein counted the prompt at (the answer's room left out),
+            // and whether by its own estimate.
+            let counted = ((pressure.sent * pressure.window as f64) as u64)
+                .saturating_sub(u64::from(request.max_output_tokens));
+            let estimated = pressure.method == rein_wire::CountMethod::Estimate;
+            let call_id = rein_wire::ids::new_id();
+            let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
+            let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
+            // The digest covers what the model sees before breakpoints are
+            // planned (they follow from it) and without the routing metadata.
+            rein_cache::plan(&mut request, &sees.agent.provider.capabilities());
+            request.metadata.session_id = Some(journal.session_id().to_owned());
+            // Staged, not committed: nothing depends on it being durable before
+            // the answer (a crash now means the call is made again).
+            journal
+                .stage(vec![Event::ModelRequested {
+                    call_id: call_id.clone(),
+                    prefix_fingerprint: fingerprint.clone(),
+                    request_digest: digest,
+                    estimated_tokens: (bytes * 2).div_ceil(7),
+                    pressure: Some(pressure),
+                }])
+                .await?;
+            let started = Instant::now();
+            match streamed(sees, journal, inbox, events, request).await {
+                Ok(answer) => {
+                    return Ok(answer.map(|message| Sent {
+                        message,
+                        call_id,
+                        fingerprint,
+                        prefix_tokens,
+                        started,
+                    }));
+                }
+                Err(err) if err.code != codes::CONTEXT_WINDOW_EXCEEDED => return Err(err),
+                Err(err) => {
+                    if let Some(refused) = &refused {
+                        return Err(super::refused::refused_again(err, refused));
+                    }
+                    let before = self.tokens(sees.agent);
+                    let took = self.take_refusal(&err, counted, estimated, before);
+                    journal.emit(UiKind::CatalogChanged {
+                        changes: vec![format!(
+                            "the provider refused the request as too long; working in {} tokens, compacting and asking once more",
+                            took.window
+                        )],
+                    });
+                    refused = Some(took);
+                    reread = Some(journal.log().await?);
+                }
+            }
+        }
+    }
+
     /// The request for `events`, made to fit the window — older read
     /// results pruned past the soft line, older history compacted past the
     /// hard one, which must reach the target (one step's reads set aside
@@ -166,14 +231,16 @@ impl Window {
         sees: Sees<'_>,
         journal: &mut Journal,
         events: &[StoredEvent],
+        refused: Option<&rein_sessions::Refused>,
     ) -> Result<Fitted, AgentError> {
         let policy = &sees.agent.context;
         let mut request = self.request(sees, events)?;
-        let window = Self::tokens(sees.agent);
+        let window = self.tokens(sees.agent);
         // One pass over the request gives its size (for the estimate) and its
         // digest (for the record); it is redone only when the request changes.
         let (bytes, digest) = self.transcript.size_and_digest(&mut request);
-        let (before, method) = Self::measure(sees.agent, &request, bytes, window).await;
+        let (before, method) =
+            Self::measure(sees.agent, &request, bytes, window, self.estimate_scale).await;
         let mut fitted = Fitted {
             request,
             bytes,
@@ -184,6 +251,7 @@ impl Window {
                 before,
                 sent: before,
                 acted: Vec::new(),
+                refused: refused.cloned(),
             },
         };
         if before > policy.soft && Self::soft_prune(sees.agent, journal, window, before).await? {
@@ -191,20 +259,29 @@ impl Window {
             self.refit(sees, journal, &mut fitted, acts).await?;
         }
         let share = fitted.pressure.sent;
-        if share <= policy.hard {
+        // After a refusal the provider's word stands over rein's count.
+        if share <= policy.hard && refused.is_none() {
             return Ok(fitted);
         }
+        let (trigger, line) = match refused {
+            Some(_) => (super::pressure::Trigger::Refused, share.min(policy.hard)),
+            None => (super::pressure::Trigger::HardLine, policy.hard),
+        };
         let pressed = super::pressure::Pressed {
             window,
             share,
             reserve: super::pressure::reserve_of(&fitted.request),
-            trigger: super::pressure::Trigger::HardLine,
+            trigger,
         };
         // One attempt: it reaches the target, or — one step's reads too
         // many for the window — those are set aside, or the turn ends.
         match Self::compact(sees.agent, journal, pressed).await {
             Ok(()) => {
-                let acts = acted(PressureAction::Compacted, share, policy.hard, policy.target);
+                let mut acts = acted(PressureAction::Compacted, share, line, policy.target);
+                if refused.is_some() {
+                    acts.reason =
+                        "the provider refused the request as longer than its window".into();
+                }
                 self.refit(sees, journal, &mut fitted, acts).await?;
             }
             Err(err) if err.code == codes::CONTEXT_WINDOW_EXCEEDED => {}
@@ -221,10 +298,14 @@ impl Window {
             let acts = acted(PressureAction::Pruned, share, policy.target, policy.target);
             self.refit(sees, journal, &mut fitted, acts).await?;
         }
-        if fitted.pressure.sent > policy.target {
+        // Short of the target but inside the window, the request is sent:
+        // a small window (a prefix, the answer's room and one file read may
+        // be most of 4,096 tokens) compacts more often, and works; were
+        // rein's count short, the provider's refusal says so (`send`).
+        if fitted.pressure.sent > 1.0 {
             return Err(AgentError::new(
                 codes::CONTEXT_WINDOW_EXCEEDED,
-                "the conversation does not reach the compaction target even after compaction",
+                "the conversation does not fit the context window even after compaction",
             )
             .with_field(
                 "estimated_tokens",
@@ -255,10 +336,20 @@ impl Window {
             &fitted.request,
             fitted.bytes,
             fitted.pressure.window,
+            self.estimate_scale,
         )
         .await;
         Ok(())
     }
+}
+
+/// A sent request's answer and what the call's records need of it.
+struct Sent {
+    message: AssembledMessage,
+    call_id: String,
+    fingerprint: String,
+    prefix_tokens: u64,
+    started: Instant,
 }
 
 /// A request fitted to the window, its JSON size and digest, and the

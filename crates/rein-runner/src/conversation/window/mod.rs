@@ -3,7 +3,8 @@
 //! prefix, the projected transcript), the model call (`call`), context
 //! pressure (`pressure`: measure, prune, compact; `summary`: the model's
 //! summary, checked and tidied; `overflow`:
-//! the last resort, setting aside what one step asked for at once) and the
+//! the last resort, setting aside what one step asked for at once;
+//! `refused`: a request the provider refused as too long) and the
 //! schema a structured answer is asked in. [`Window`] owns their state.
 //!
 //! Not here: what the answer's calls do (`calls`), the log (`journal`).
@@ -11,6 +12,7 @@
 mod call;
 mod overflow;
 mod pressure;
+mod refused;
 mod request;
 mod summary;
 
@@ -28,7 +30,6 @@ use crate::outcome::UiKind;
 /// What the model sees, step by step: the transcript the next request is
 /// built from, the prompt cache's verdicts, and the schema of a
 /// structured answer being asked for.
-#[derive(Default)]
 pub(crate) struct Window {
     /// What the next request is built from.
     pub(crate) transcript: Transcript,
@@ -38,6 +39,24 @@ pub(crate) struct Window {
     pub(crate) answer_schema: Option<rein_wire::OutputSchema>,
     /// The provider was asked the window it works in (once a conversation).
     window_asked: bool,
+    /// The window a too-long refusal left the conversation in (`refused`).
+    refused_window: Option<u64>,
+    /// How many of the provider's tokens one of rein's estimated tokens
+    /// is, where a refusal showed it counts more (1 until then).
+    estimate_scale: f64,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window {
+            transcript: Transcript::default(),
+            monitor: rein_cache::CacheMonitor::default(),
+            answer_schema: None,
+            window_asked: false,
+            refused_window: None,
+            estimate_scale: 1.0,
+        }
+    }
 }
 
 /// What the window reads and never changes: the definition, the tools on
@@ -55,12 +74,14 @@ pub(crate) struct Sees<'a> {
 }
 
 impl Window {
-    /// The context window in tokens: the definition's, else the provider's.
-    pub(crate) fn tokens(agent: &Agent) -> u64 {
-        agent
+    /// The context window in tokens: the definition's, else the provider's,
+    /// lowered by a too-long refusal when one came.
+    pub(crate) fn tokens(&self, agent: &Agent) -> u64 {
+        let said = agent
             .context
             .window
-            .unwrap_or_else(|| u64::from(agent.provider.capabilities().context_window))
+            .unwrap_or_else(|| u64::from(agent.provider.capabilities().context_window));
+        self.refused_window.map_or(said, |w| w.min(said))
     }
 
     /// The first turn asks the provider the window it works in, where the

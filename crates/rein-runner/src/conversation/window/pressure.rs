@@ -19,16 +19,20 @@ impl Window {
     /// local estimate, or — near a threshold, where precision matters —
     /// the provider's own count when it has one (falling back to the
     /// estimate if counting fails), else the model's tokenizer where one is
-    /// known locally.
+    /// known locally. `scale` corrects the local estimate of the prompt
+    /// where the provider was seen to count more (a too-long refusal that
+    /// stated its count).
     pub(crate) async fn measure(
         agent: &Agent,
         request: &Request,
         bytes: u64,
         window: u64,
+        scale: f64,
     ) -> (f64, CountMethod) {
-        let local = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
-        let near = (local as f64) >= 0.9 * agent.context.soft * window as f64;
         let reserved = u64::from(request.max_output_tokens);
+        let prompt = rein_wire::estimate_tokens_of(bytes);
+        let local = (prompt as f64 * scale.max(1.0)).ceil() as u64 + reserved;
+        let near = (local as f64) >= 0.9 * agent.context.soft * window as f64;
         let (tokens, method) = if !near {
             (local, CountMethod::Estimate)
         } else if agent.provider.capabilities().token_counting {
@@ -281,6 +285,8 @@ pub(crate) enum Trigger {
     HardLine,
     /// A person or a product asked (`compact_now`).
     Asked,
+    /// The provider refused the request as longer than its window.
+    Refused,
 }
 
 impl Trigger {
@@ -288,6 +294,7 @@ impl Trigger {
         match self {
             Trigger::HardLine => "hard_line",
             Trigger::Asked => "asked",
+            Trigger::Refused => "refused",
         }
     }
 }

@@ -179,7 +179,7 @@ impl Window {
         // The answer is given at most a quarter of the window, so a small
         // window (a local server's 8,192) keeps room for what is sent:
         // the whole reservation counts against the window.
-        let quarter = u32::try_from(Window::tokens(sees.agent) / 4)
+        let quarter = u32::try_from(self.tokens(sees.agent) / 4)
             .unwrap_or(u32::MAX)
             .max(256);
         request.max_output_tokens = sees.agent.profile.max_output_tokens.min(quarter);
