@@ -97,6 +97,10 @@ impl ToolBackend for Counted {
     fn changes(&self, name: &str, args: &Value) -> Option<Revision> {
         self.inner.changes(name, args)
     }
+
+    fn read_first(&self, name: &str, args: &Value) -> Option<(String, Value)> {
+        self.inner.read_first(name, args)
+    }
     fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
         self.inner.revision_guard()
     }

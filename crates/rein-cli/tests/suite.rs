@@ -12,6 +12,7 @@ mod agents_resize;
 mod cli;
 mod commands;
 mod common;
+mod dead_ends;
 mod definition;
 mod delegating;
 mod edges;

@@ -116,7 +116,8 @@ fn apply_as_is(path: &str, text: &str, edits: &[Edit]) -> Result<Applied, AgentE
                     return Err(AgentError::new(
                         codes::EDIT_ALREADY_MADE,
                         format!(
-                            "edit {n} of {total} is already made: `new_text` is in `{path}` and `old_text` is not (nothing was changed; the file already holds this change, so do not make it again)"
+                            "edit {n} of {total} is already made: `new_text` is in `{path}` and `old_text` is not (nothing was changed; the file already holds this change, so do not make it again). {}",
+                            around(&text, &edit.new_text)
                         ),
                     ));
                 }
@@ -162,6 +163,30 @@ fn no_match(path: &str, n: usize, total: usize) -> AgentError {
 
 /// Where `needle` starts in `text`, overlapping matches included (so
 /// `aa` in `aaa` is two matches, not one).
+/// The lines of `text` around the one place `done` occurs, numbered — the
+/// file's state where a change already made sits, at most 12 lines and
+/// 1,500 characters, so the model sees it is there without reading again.
+fn around(text: &str, done: &str) -> String {
+    let Some(at) = text.find(done) else {
+        return String::new();
+    };
+    let first = text[..at].matches('\n').count();
+    let last = first + done.trim_end_matches('\n').matches('\n').count();
+    let from = first.saturating_sub(2);
+    let to = (last + 2).min(from + 11);
+    let mut shown = String::new();
+    let mut through = from;
+    for (n, line) in text.lines().enumerate().skip(from).take(to + 1 - from) {
+        if shown.len() + line.len() > 1_500 {
+            shown.push_str("      …\n");
+            break;
+        }
+        shown.push_str(&format!("{:>4}  {line}\n", n + 1));
+        through = n + 1;
+    }
+    format!("It holds now, lines {}-{through}:\n{shown}", from + 1)
+}
+
 fn occurrences(text: &str, needle: &str) -> Vec<usize> {
     let mut found = Vec::new();
     let mut from = 0;
@@ -323,6 +348,9 @@ impl Tool for EditFile {
     fn changes(&self, input: &EditArgs) -> Option<rein_wire::Revision> {
         Some(self.0.revision(&input.path))
     }
+    fn read_first(&self, input: &EditArgs) -> Option<(String, serde_json::Value)> {
+        Some(super::read_of(&input.path))
+    }
     async fn invoke(&self, input: EditArgs, ctx: &ToolContext) -> Outcome {
         // The file is read again: what is edited is what is there now.
         let before = match super::undoable_now(self.1.as_ref(), &self.0, &input.path) {
@@ -451,6 +479,15 @@ mod tests {
         // Exact text is never loosened: nothing said.
         let applied = apply("m.py", text, &[edit("a - b", "b - a")]).unwrap();
         assert!(applied.repaired.is_empty());
+        // A change already made says so, and shows the lines it sits in.
+        let made = text.replace("a - b", "b - a");
+        let err = apply("m.py", &made, &[edit("return a - b", "return b - a")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_ALREADY_MADE);
+        assert!(
+            err.message.contains("    return b - a\n") && err.message.contains("lines "),
+            "{}",
+            err.message
+        );
         // Loosely in two places: refused, nothing changed.
         let err = apply("m.py", "x = 1\ny\nx  = 1\n", &[edit("x = 1 ", "x = 2")]).unwrap_err();
         assert_eq!(err.code, codes::EDIT_AMBIGUOUS);

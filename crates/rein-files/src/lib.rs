@@ -28,7 +28,7 @@ use rein_tools::{Outcome, Registry, Tool, ToolContext};
 use rein_wire::{AgentError, Revision, error::codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 pub use edit::{Applied, Edit, EditArgs, EditFile, apply};
 pub use protected::{Guarded, PROTECTED_NAMES, Protected};
@@ -339,6 +339,9 @@ impl Tool for WriteFile {
     fn changes(&self, input: &WriteArgs) -> Option<Revision> {
         Some(self.0.revision(&input.path))
     }
+    fn read_first(&self, input: &WriteArgs) -> Option<(String, Value)> {
+        Some(read_of(&input.path))
+    }
     async fn invoke(&self, input: WriteArgs, ctx: &ToolContext) -> Outcome {
         let before = match undoable_now(self.1.as_ref(), &self.0, &input.path) {
             Ok(before) => before,
@@ -349,6 +352,12 @@ impl Tool for WriteFile {
         let (root, stash) = (&self.0, self.1.as_ref());
         change(root, stash, &input.path, (before, after), done, ctx.asked).await
     }
+}
+
+/// The `read_file` call that shows `path` as it is now: what a change of
+/// it refused as not read is answered with (`Tool::read_first`).
+fn read_of(path: &str) -> (String, Value) {
+    ("read_file".to_owned(), json!({ "path": path }))
 }
 
 struct DeleteFile(Arc<Root>, Option<Stash>);
@@ -379,6 +388,9 @@ impl Tool for DeleteFile {
             &input.path,
             edit::delete_preview(&self.0, &input.path),
         ))
+    }
+    fn read_first(&self, input: &PathArg) -> Option<(String, Value)> {
+        Some(read_of(&input.path))
     }
     fn changes(&self, input: &PathArg) -> Option<Revision> {
         // Removing a link loses no content (undo makes it again).

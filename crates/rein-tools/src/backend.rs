@@ -234,6 +234,17 @@ pub trait ToolBackend: Send + Sync {
         None
     }
 
+    /// The read call (a tool and its arguments) that shows what this call
+    /// would change as it is now — `edit_file`'s is `read_file` of its
+    /// path. When a change is refused as not read (`not_read`,
+    /// `changed_since_read`), the runner makes that read, where the
+    /// person's guards would run it unasked, and answers with what it
+    /// found, counted as read: the model's next call can be the change.
+    /// Default: none.
+    fn read_first(&self, _name: &str, _args: &Value) -> Option<(String, Value)> {
+        None
+    }
+
     /// The write guard, if the backend's writes carry one.
     fn revision_guard(&self) -> Option<RevisionGuard> {
         None

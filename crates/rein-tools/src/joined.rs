@@ -108,6 +108,10 @@ impl ToolBackend for Joined {
         self.owner(name)?.changes(name, args)
     }
 
+    fn read_first(&self, name: &str, args: &Value) -> Option<(String, Value)> {
+        self.owner(name)?.read_first(name, args)
+    }
+
     fn skills(&self) -> Vec<ToolSummary> {
         let mut all = BTreeMap::new();
         for part in &self.parts {

@@ -57,6 +57,12 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// The read that shows what a call with `input` would change as it is
+    /// now (see [`ToolBackend::read_first`]). Default: none.
+    fn read_first(&self, _input: &Self::Input) -> Option<(String, Value)> {
+        None
+    }
+
     /// What a call with `input` would change, at the revision it has now
     /// (see [`ToolBackend::changes`]). Default: nothing.
     fn changes(&self, _input: &Self::Input) -> Option<Revision> {
@@ -170,6 +176,7 @@ trait ErasedTool: Send + Sync {
     fn prepare(&self, args: Value) -> Result<Value, AgentError>;
     fn preview(&self, args: &Value) -> Option<Preview>;
     fn changes(&self, args: &Value) -> Option<Revision>;
+    fn read_first(&self, args: &Value) -> Option<(String, Value)>;
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome;
 }
 
@@ -231,6 +238,11 @@ impl<T: Tool> ErasedTool for Typed<T> {
     fn changes(&self, args: &Value) -> Option<Revision> {
         let input: T::Input = serde_json::from_value(args.clone()).ok()?;
         self.tool.changes(&input)
+    }
+
+    fn read_first(&self, args: &Value) -> Option<(String, Value)> {
+        let input: T::Input = serde_json::from_value(args.clone()).ok()?;
+        self.tool.read_first(&input)
     }
 
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome {
@@ -368,6 +380,10 @@ impl ToolBackend for Registry {
 
     fn changes(&self, name: &str, args: &Value) -> Option<Revision> {
         self.tools.get(name)?.changes(args)
+    }
+
+    fn read_first(&self, name: &str, args: &Value) -> Option<(String, Value)> {
+        self.tools.get(name)?.read_first(args)
     }
 
     fn revision(&self) -> String {

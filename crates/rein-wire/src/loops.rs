@@ -102,6 +102,13 @@ impl Repeats {
         }
     }
 
+    /// Ask for the next answer in words, as a nudge does: the model just
+    /// made again a change the file already holds, so the work it set out
+    /// to do is done and the edit loop ends here.
+    pub fn ask_for_words(&mut self) {
+        self.nudged = true;
+    }
+
     /// Whether a nudge was earned since this was last asked: the runner
     /// asks for its next answer in words then.
     pub fn take_nudged(&mut self) -> bool {

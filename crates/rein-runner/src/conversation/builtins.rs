@@ -84,6 +84,10 @@ impl ToolBackend for WithBuiltins {
         self.product.changes(name, args)
     }
 
+    fn read_first(&self, name: &str, args: &Value) -> Option<(String, Value)> {
+        self.product.read_first(name, args)
+    }
+
     fn revision_guard(&self) -> Option<rein_tools::RevisionGuard> {
         self.product.revision_guard()
     }

@@ -11,6 +11,7 @@
 
 mod calls;
 mod delegate;
+mod read_first;
 mod reads;
 mod results;
 

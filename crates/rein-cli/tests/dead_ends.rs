@@ -1,0 +1,135 @@
+//! Dead ends a small model walks into, through `rein chat` against a
+//! loopback model: a change it already made, made again, ends the edit loop
+//! with the file's state and a request for its answer in words — not the
+//! five repeats loop detection needs.
+
+use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use serde_json::json;
+
+use crate::common::{self, rein_at, run_with_stdin, stderr};
+
+const CALC: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+
+fn call(id: &str, tool: &str, args: serde_json::Value) -> Reply {
+    Reply::sse(
+        ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::new(id, tool, args, 1))
+            .openai_chat_sse(),
+    )
+}
+
+/// The edit is made once (asked, approved); made again it is refused
+/// before anyone is asked, shows the lines that hold it, and the next
+/// request asks for words (`tool_choice: none`): the turn ends with the
+/// model's answer, the file changed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_made_again_ends_the_edit_loop() {
+    let edit = json!({"path": "calc.py", "edits": [{"old_text": "return a - b", "new_text": "return b - a"}]});
+    let server = FakeServer::start(vec![
+        call("c1", "read_file", json!({"path": "calc.py"})),
+        call("c2", "edit_file", edit.clone()),
+        call("c3", "edit_file", edit.clone()),
+        Reply::sse(ScriptedMessage::text(&["sub now returns b - a."]).openai_chat_sse()),
+        // Were the loop not ended, the model would go on editing.
+        call("c4", "edit_file", edit.clone()),
+        call("c5", "edit_file", edit),
+    ])
+    .await
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("calc.py"), CALC).unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = rein_at(&home_path);
+        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+            .arg(&root_path);
+        run_with_stdin(cmd, b"make sub return b - a\ny\n/exit\n")
+    })
+    .await
+    .unwrap();
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("calc.py")).unwrap(),
+        CALC.replace("a - b", "b - a")
+    );
+    // One question: the repeat is refused before anyone is asked.
+    assert_eq!(said.matches("approve?").count(), 1, "{said}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "the loop went on: {said}");
+    let fourth = requests[3].json();
+    assert_eq!(fourth["tool_choice"], "none", "{fourth}");
+    let shown = fourth.to_string();
+    assert!(shown.contains("edit_already_made"), "{shown}");
+    assert!(shown.contains("It holds now, lines"), "{shown}");
+    assert!(
+        common::stdout(&out).contains("sub now returns b - a."),
+        "{said}"
+    );
+}
+
+/// An edit of a file never read is refused before anyone is asked — and
+/// answered with the file as it is now, counted as the read: the model's
+/// next call, the same edit, is asked and runs. Where the person's hook
+/// denies reads, no read is made for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_refused_as_not_read_carries_the_file() {
+    for reads_asked in [false, true] {
+        let edit = json!({"path": "calc.py", "edits": [{"old_text": "return a - b", "new_text": "return b - a"}]});
+        let server = FakeServer::start(vec![
+            call("c1", "edit_file", edit.clone()),
+            call("c2", "edit_file", edit),
+            Reply::sse(ScriptedMessage::text(&["Done."]).openai_chat_sse()),
+        ])
+        .await
+        .unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("calc.py"), CALC).unwrap();
+        if reads_asked {
+            // A hook the person set denies every read.
+            let hook = home.path().join("no-reads.sh");
+            std::fs::write(
+                &hook,
+                "#!/bin/sh\nif grep -q '\"read_file\"'; then echo '{\"effect\":\"deny\",\"reason\":\"no reads\"}'; else echo '{\"effect\":\"continue\"}'; fi\n",
+            )
+            .unwrap();
+            std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            std::fs::write(
+                home.path().join("config.toml"),
+                format!(
+                    "[[agent.hooks]]\nname = \"no-reads\"\ncommand = [\"{}\"]\npoints = [\"before_call\"]\n",
+                    hook.display()
+                ),
+            )
+            .unwrap();
+        }
+        let url = format!("{}/v1", server.base_url());
+        let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+        let out = tokio::task::spawn_blocking(move || {
+            let mut cmd = rein_at(&home_path);
+            cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+                .arg(&root_path);
+            run_with_stdin(cmd, b"make sub return b - a\ny\n/exit\n")
+        })
+        .await
+        .unwrap();
+        let said = stderr(&out);
+        assert!(out.status.success(), "{said}");
+        let second = server.requests()[1].json().to_string();
+        assert!(second.contains("not_read"), "{second}");
+        let now = std::fs::read_to_string(root.path().join("calc.py")).unwrap();
+        if reads_asked {
+            assert!(!second.contains("read for you"), "{second}");
+            assert_eq!(now, CALC, "{said}");
+        } else {
+            // The file's text is in the refusal the model reads.
+            assert!(second.contains("def sub(a, b):"), "{second}");
+            assert!(second.contains("read for you"), "{second}");
+            assert_eq!(now, CALC.replace("a - b", "b - a"), "{said}");
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! A change refused as not read (`not_read`, `changed_since_read`),
+//! answered with what it would change as it is now: the backend's
+//! `read_first` call (`read_file` of an edit's path), made only where the
+//! person's guards would run that read unasked — the hooks before a call,
+//! the policy and the leases, through the same backend (a narrowed child's
+//! included) — its result bounded and carried in the refusal with what it
+//! saw, so it counts as the read and the model's next call can be the
+//! change. A small model answers a bare refusal with words ("please read
+//! the file") more often than with the read.
+//!
+//! Not here: the rule itself (`revisions`), a refusal without a read
+//! (`results::refuse`).
+
+use rein_approvals::{PermissionClass, Said, Verdict, gate};
+use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
+use rein_tools::{Outcome, ToolBackend, ToolContext};
+use rein_wire::{AgentError, Revision};
+use serde_json::Value;
+
+use super::{Around, Gate};
+use crate::conversation::folds::{MAX_ERROR_DETAIL, tool_error_content};
+use crate::conversation::hooked;
+use crate::outcome::UiKind;
+
+/// A read made for a refused change: its tool, its result and what it saw.
+pub(super) struct ReadNow {
+    tool: String,
+    result: Value,
+    seen: Revision,
+}
+
+impl Gate {
+    /// The read that shows what `tool` with `args` would change, made for
+    /// the refused call `call_id` — `None` where there is none, the guards
+    /// would not run it unasked, it failed, saw nothing, or its result is
+    /// larger than a refusal carries.
+    pub(super) async fn read_first(
+        &self,
+        cx: &mut Around<'_>,
+        events: &[StoredEvent],
+        call_id: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Option<ReadNow>, AgentError> {
+        let Some((read_tool, read_args)) = self.tools.read_first(tool, args) else {
+            return Ok(None);
+        };
+        let read_id = format!("{call_id}.read");
+        let hooks = &cx.agent.guards.hooks;
+        let Ok(read_args) =
+            hooked::before_call(hooks, cx.journal, events, &read_id, &read_tool, read_args).await?
+        else {
+            return Ok(None);
+        };
+        let Ok(read_args) = self.tools.prepare(&read_tool, read_args) else {
+            return Ok(None);
+        };
+        let Ok(class) = self.tools.permission(&read_tool, &read_args) else {
+            return Ok(None);
+        };
+        let policy = &cx.agent.guards.policy;
+        if !class.is_read()
+            || !matches!(
+                gate(class, &read_tool, policy, &self.leases, Said::Nothing),
+                Verdict::Run { .. }
+            )
+        {
+            return Ok(None);
+        }
+        let ctx = ToolContext {
+            call_id: read_id.clone(),
+            session: cx.journal.session_id().to_owned(),
+            elevated: false,
+            asked: false,
+            policy: policy.clone(),
+            progress: rein_tools::Progress::none(),
+            app: cx.agent.guards.app_context.clone(),
+        };
+        let outcome = self.tools.invoke(&read_tool, read_args.clone(), &ctx).await;
+        let (outcome, records) =
+            hooked::after_call(hooks, &read_id, &read_tool, &read_args, outcome).await;
+        if !records.is_empty() {
+            cx.journal.append(records).await?;
+        }
+        let Outcome::Ok {
+            result,
+            seen: Some(seen),
+            ..
+        } = outcome
+        else {
+            return Ok(None);
+        };
+        if serde_json::to_vec(&result).map_or(usize::MAX, |r| r.len()) > MAX_ERROR_DETAIL {
+            return Ok(None);
+        }
+        Ok(Some(ReadNow {
+            tool: read_tool,
+            result,
+            seen,
+        }))
+    }
+}
+
+/// Record the refused call `call_id` (its `tool.called` and one error
+/// result) with the read made for it: the result says why and what the
+/// read found, and carries what it saw.
+pub(super) async fn refuse_with_read(
+    journal: &mut crate::conversation::journal::Journal,
+    (call_id, tool, args, permission): (&str, &str, &Value, Option<PermissionClass>),
+    err: &AgentError,
+    read: ReadNow,
+) -> Result<(), AgentError> {
+    let message = format!(
+        "{} It was read for you now (`{}`, below), so your next call can make the change from what it holds.",
+        err.message, read.tool
+    );
+    let mut content = tool_error_content(err.code.as_str(), &message);
+    content["read"] = read.result;
+    journal
+        .append(vec![
+            Event::ToolCalled {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: args.clone(),
+                permission,
+            },
+            Event::ToolResult {
+                call_id: call_id.to_owned(),
+                status: ToolStatus::Error,
+                source: ResultSource::Live,
+                content,
+                artifact: None,
+                operation_id: None,
+                undo: false,
+                duration_ms: 0,
+                seen: Some(read.seen),
+            },
+        ])
+        .await?;
+    journal.emit(UiKind::ToolResult {
+        call_id: call_id.to_owned(),
+        ok: false,
+        source: ResultSource::Live,
+        undo: None,
+        error: Some((err.code.to_string(), message)),
+        duration_ms: 0,
+    });
+    Ok(())
+}
