@@ -205,32 +205,8 @@ impl Gate {
         // saw (and an approved one on the revision the person saw);
         // refused before anyone is asked.
         if let Some(err) = self.stale_change(cx, events, &tool, &args, &state) {
-            // Not read, or read before it changed: answered with the read.
-            let unread = err.code == codes::NOT_READ || err.code == codes::CHANGED_SINCE_READ;
-            let read = if unread {
-                self.read_first(cx, events, &call_id, &tool, &args).await?
-            } else {
-                None
-            };
-            match read {
-                Some(read) => {
-                    let call = (call_id.as_str(), tool.as_str(), &args, Some(class));
-                    super::read_first::refuse_with_read(cx.journal, call, &err, read).await?;
-                }
-                None => {
-                    let (code, message) = (err.code.as_str(), &err.message);
-                    refuse(
-                        cx.journal,
-                        &call_id,
-                        &tool,
-                        &args,
-                        Some(class),
-                        code,
-                        message,
-                    )
-                    .await?;
-                }
-            }
+            let call = (call_id.as_str(), tool.as_str(), &args, class);
+            self.refuse_stale(cx, events, call, &err).await?;
             let refused = error_result(&call_id, err.code.as_str(), &err.message);
             if let Some(outcome) = self
                 .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused), &call_id)

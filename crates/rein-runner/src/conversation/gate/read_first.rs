@@ -14,27 +14,55 @@
 use rein_approvals::{PermissionClass, Said, Verdict, gate};
 use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
-use rein_wire::{AgentError, Revision};
+use rein_wire::{AgentError, Revision, error::codes};
 use serde_json::Value;
 
+use super::results::refuse;
 use super::{Around, Gate};
 use crate::conversation::folds::{MAX_ERROR_DETAIL, tool_error_content};
 use crate::conversation::hooked;
 use crate::outcome::UiKind;
 
 /// A read made for a refused change: its tool, its result and what it saw.
-pub(super) struct ReadNow {
+struct ReadNow {
     tool: String,
     result: Value,
     seen: Revision,
 }
 
 impl Gate {
+    /// Refuse the change `call` as `err` (it must not run on what is there
+    /// now); not read, or read before it changed, it is answered with the
+    /// read where one can be made.
+    pub(super) async fn refuse_stale(
+        &self,
+        cx: &mut Around<'_>,
+        events: &[StoredEvent],
+        (call_id, tool, args, class): (&str, &str, &Value, PermissionClass),
+        err: &AgentError,
+    ) -> Result<(), AgentError> {
+        let unread = err.code == codes::NOT_READ || err.code == codes::CHANGED_SINCE_READ;
+        let read = if unread {
+            self.read_first(cx, events, call_id, tool, args).await?
+        } else {
+            None
+        };
+        match read {
+            Some(read) => {
+                refuse_with_read(cx.journal, (call_id, tool, args, Some(class)), err, read).await
+            }
+            None => {
+                let (code, message) = (err.code.as_str(), &err.message);
+                refuse(cx.journal, call_id, tool, args, Some(class), code, message).await
+            }
+        }
+    }
+
     /// The read that shows what `tool` with `args` would change, made for
     /// the refused call `call_id` — `None` where there is none, the guards
     /// would not run it unasked, it failed, saw nothing, or its result is
     /// larger than a refusal carries.
-    pub(super) async fn read_first(
+    async fn read_first(
         &self,
         cx: &mut Around<'_>,
         events: &[StoredEvent],
@@ -104,7 +132,7 @@ impl Gate {
 /// Record the refused call `call_id` (its `tool.called` and one error
 /// result) with the read made for it: the result says why and what the
 /// read found, and carries what it saw.
-pub(super) async fn refuse_with_read(
+async fn refuse_with_read(
     journal: &mut crate::conversation::journal::Journal,
     (call_id, tool, args, permission): (&str, &str, &Value, Option<PermissionClass>),
     err: &AgentError,
