@@ -448,10 +448,11 @@ async fn a_compatible_servers_window_is_asked_and_said() {
             server.answer_get("/props", 200, props);
         }
         let url = format!("{}/v1", server.base_url());
+        let given = flags.clone();
         let out = tokio::task::spawn_blocking(move || {
             common::rein()
                 .args(["chat", "--base-url", &url, "--model", "m"])
-                .args(&flags)
+                .args(&given)
                 .args(["-p", "hello"])
                 .output()
                 .unwrap()
@@ -469,6 +470,31 @@ async fn a_compatible_servers_window_is_asked_and_said() {
             assert!(said.contains(expected), "{said}");
         }
         assert_eq!(server.requests().len(), 1, "a GET took a scripted reply");
+        // `rein config show` says where the window comes from when unset,
+        // and shows the set one as any value.
+        let home = tempfile::tempdir().unwrap();
+        if !flags.is_empty() {
+            std::fs::write(
+                home.path().join("config.toml"),
+                "[agent.compaction]\nwindow = 16384\n",
+            )
+            .unwrap();
+        }
+        let shown = common::rein_at(home.path())
+            .args(["config", "show"])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+        assert_eq!(
+            shown.contains("window: not set"),
+            flags.is_empty(),
+            "{shown}"
+        );
+        assert_eq!(
+            shown.contains("window = 16384"),
+            !flags.is_empty(),
+            "{shown}"
+        );
         // The answer is given at most a quarter of a small window, so what
         // is sent keeps its room (the whole reservation counts).
         if expected.contains("6144") {

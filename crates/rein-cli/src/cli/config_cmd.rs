@@ -194,6 +194,21 @@ fn show(
         let set = format!("{key} = {value}");
         line(out, &format!("{set:<width$}  # {source}"))?;
     }
+    if effective
+        .spec
+        .compaction
+        .as_ref()
+        .and_then(|c| c.window)
+        .is_none()
+    {
+        line(
+            out,
+            &format!(
+                "window: not set — an OpenAI-compatible server is asked its own at the first turn (working in {} tokens until it answers), a hosted API's model has its known window; `[agent.compaction] window` or `--window` sets it",
+                rein::gateway::config::COMPATIBLE_WINDOW
+            ),
+        )?;
+    }
     for file in &instructions {
         line(
             out,
