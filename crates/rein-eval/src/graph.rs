@@ -81,6 +81,6 @@ pub(crate) async fn execute(
         totals.merge(&rein_trace::report(&session.id, &log).totals);
         events.extend(log);
     }
-    conclude(case, result, &totals, &events, &events, project);
+    conclude(case, result, &totals, &events, &events, project).await;
     Ok(())
 }

@@ -106,8 +106,22 @@ fn model_choice(cli: &Cli) -> Result<ModelChoice> {
     })
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    // A case's sandboxed command: this binary is its own helper, before
+    // any thread starts.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == rein_sandbox::helper::HELPER_ARG)
+    {
+        rein_sandbox::helper::main();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("REIN_LOG")

@@ -2,7 +2,8 @@
 //! from `rein-testing`), or — with `backend.folder` — a real folder under
 //! rein's own file tools (`rein-files`: read before write, atomic writes,
 //! edits that must match, undo kept in the case's store), which is what a
-//! real model meets in `rein chat`.
+//! real model meets in `rein chat` — with `backend.commands`, its
+//! `run_command` too, in rein's Linux sandbox (this binary its own helper).
 //!
 //! Not here: the checks over what a project ends with (`run`).
 
@@ -28,12 +29,19 @@ pub(crate) enum Project {
 }
 
 impl Project {
-    /// The project `files` (path, content), as `folder` asks.
-    pub(crate) fn new(
+    /// The project `files` (path, content), as `folder` asks; with
+    /// `commands`, `run_command` over the folder.
+    pub(crate) async fn new(
         files: &[(String, String)],
-        folder: bool,
+        (folder, commands): (bool, bool),
         store: &Arc<dyn Store>,
     ) -> Result<Self, AgentError> {
+        if commands && !folder {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "`backend.commands` needs `backend.folder`",
+            ));
+        }
         if !folder {
             let refs: Vec<(&str, &str)> = files
                 .iter()
@@ -53,11 +61,54 @@ impl Project {
             std::fs::write(at, content).map_err(failed)?;
         }
         let root = Arc::new(rein_files::Root::new(dir.path())?);
-        let tools = rein_files::file_tools(root, Some(rein_files::Stash(store.clone())))?;
+        let mut tools = rein_files::file_tools(root, Some(rein_files::Stash(store.clone())))?;
+        if commands {
+            tools = tools.with(command_tool(dir.path()).await?)?;
+        }
         Ok(Project::Folder {
             dir,
             tools: Arc::new(tools),
         })
+    }
+
+    /// Why `command` (program and arguments) did not exit 0 in the
+    /// project's folder, or `None` when it did (or there is none to run);
+    /// it is given a minute.
+    pub(crate) async fn command_fails(&self, command: &[String]) -> Option<String> {
+        let (Project::Folder { dir, .. }, Some((program, args))) = (self, command.split_first())
+        else {
+            return None;
+        };
+        let shown = command.join(" ");
+        let run = tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        match tokio::time::timeout(std::time::Duration::from_secs(60), run).await {
+            Err(_) => Some(format!("`{shown}` did not end within a minute")),
+            Ok(Err(e)) => Some(format!("`{shown}` could not run: {e}")),
+            Ok(Ok(out)) if out.status.success() => None,
+            Ok(Ok(out)) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                let tail: String = said
+                    .chars()
+                    .rev()
+                    .take(300)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                Some(format!(
+                    "`{shown}` failed ({}): {}",
+                    out.status,
+                    tail.trim()
+                ))
+            }
+        }
     }
 
     /// The tools, as a conversation takes them.
@@ -132,4 +183,25 @@ impl Project {
         }
         ran
     }
+}
+
+/// `run_command` over `dir` in rein's Linux sandbox (landlock; this binary
+/// is the helper), writing only in `dir`, every command asked, `PATH` its
+/// whole environment; `sandbox_unavailable` where the kernel cannot confine.
+async fn command_tool(dir: &std::path::Path) -> Result<rein_sandbox::RunCommand, AgentError> {
+    let root = dir
+        .canonicalize()
+        .map_err(|e| AgentError::new(codes::INTERNAL, format!("the project folder: {e}")))?;
+    let helper = std::env::current_exe()
+        .map_err(|e| AgentError::new(codes::INTERNAL, format!("this binary: {e}")))?;
+    let sandbox = rein_sandbox::LinuxSandbox::binary_helper(helper, vec![root.clone()])
+        .reading([root.clone()]);
+    sandbox.check().await?;
+    let env = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())].into();
+    rein_sandbox::RunCommand::new(
+        Arc::new(sandbox),
+        rein_sandbox::policy::CommandPolicy::default(),
+        root,
+        env,
+    )
 }

@@ -225,7 +225,8 @@ async fn execute(
         )
     })?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("rein.db")).await?);
-    let project = Project::new(&files_of(case), case.backend.folder, &store)?;
+    let kind = (case.backend.folder, case.backend.commands);
+    let project = Project::new(&files_of(case), kind, &store).await?;
     let backend = project.backend();
     let mut default_steps = None;
     let mut max_output_tokens = 1024;
@@ -349,7 +350,7 @@ async fn execute(
     let report = rein_trace::report(&session, &events);
     result.outcome = outcome;
     result.answer = answer;
-    conclude(case, result, &report.totals, &family, &events, &project);
+    conclude(case, result, &report.totals, &family, &events, &project).await;
     if let Some(memory) = &memory {
         let mut every = Vec::new();
         for id in &sessions {
@@ -363,7 +364,7 @@ async fn execute(
 /// Fill in what the case did — `totals` of its model calls and tools, the
 /// approvals asked anywhere in `everything` (sub-agents' sessions too),
 /// the sub-agents and tool runs of `own` — then run the checks.
-pub(crate) fn conclude(
+pub(crate) async fn conclude(
     case: &Case,
     result: &mut CaseResult,
     totals: &rein_trace::Totals,
@@ -398,6 +399,11 @@ pub(crate) fn conclude(
         .count() as u64;
     let ran = project.ran(own);
     crate::check::check(case, result, totals, &ran, &project.files());
+    for command in &case.expect.commands_pass {
+        if let Some(why) = project.command_fails(command).await {
+            result.failures.push(why);
+        }
+    }
 }
 
 /// A session's events followed by its sub-agents' (theirs, recursively).

@@ -183,6 +183,12 @@ pub struct Backend {
     /// backend in memory.
     #[serde(default)]
     pub folder: bool,
+    /// `run_command` over the folder too (needs `folder`), in rein's Linux
+    /// sandbox writing only in the folder, every command asked (the
+    /// case's person answers), `PATH` its whole environment: what
+    /// `rein chat --allow-commands` gives a model.
+    #[serde(default)]
+    pub commands: bool,
 }
 
 fn generated_bytes() -> usize {
@@ -317,6 +323,11 @@ pub struct Expect {
     /// Texts a file does not hold afterwards (it must exist): path → texts.
     #[serde(default)]
     pub file_lacks: BTreeMap<String, Vec<String>>,
+    /// Commands (program and arguments) that must each exit 0 in the
+    /// project folder when the case ends — its tests pass, a hidden check
+    /// of what was asked (needs `folder`).
+    #[serde(default)]
+    pub commands_pass: Vec<Vec<String>>,
     /// Files that must exist afterwards (any content).
     #[serde(default)]
     pub present: Vec<String>,
