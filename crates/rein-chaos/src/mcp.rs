@@ -75,7 +75,7 @@ pub async fn run(dir: &Path, helper: &Path) -> anyhow::Result<()> {
     let cancel = tokio_util::sync::CancellationToken::new();
     let guard = HttpGuard {
         hosts: vec![format!("127.0.0.1:{}", addr.port())],
-        token: TOKEN.to_owned(),
+        tokens: vec![TOKEN.to_owned()],
     };
     tokio::spawn(axum::serve(listener, served.router(cancel.clone(), guard)).into_future());
     let _ = rustls::crypto::ring::default_provider().install_default();

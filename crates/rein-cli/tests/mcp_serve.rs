@@ -418,3 +418,77 @@ async fn sessions_over_http_are_bounded_and_a_refusal_closes_the_connection() {
     );
     child.kill().await.expect("stopped");
 }
+
+/// With one token per client (`REIN_MCP_TOKEN` holding two), a session is
+/// its opener's: the other client naming its id — to call, to listen or to
+/// end it — is answered as if it did not exist, and the opener goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_its_openers_alone() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    let (a, b) = (
+        "client-a-token-of-forty-characters-01234",
+        "client-b-token-of-forty-characters-56789",
+    );
+    let (mut child, url, _lines) =
+        common::mcp::serve_http(home.path(), root.path(), &format!("{a},{b}")).await;
+    let http = reqwest::Client::new();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+    let post = |token: &str, session: Option<&str>, body: &'static str| {
+        let mut request = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {token}"))
+            .body(body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request.send()
+    };
+    let opened = post(a, None, initialize).await.expect("answered");
+    assert!(opened.status().is_success(), "{}", opened.status());
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert!(
+        post(a, Some(&id), initialized)
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    // The other client: calling, listening and ending are all refused.
+    let called = post(b, Some(&id), list).await.expect("answered");
+    assert_eq!(called.status(), reqwest::StatusCode::NOT_FOUND);
+    let listened = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("authorization", format!("Bearer {b}"))
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(listened.status(), reqwest::StatusCode::NOT_FOUND);
+    let ended = http
+        .delete(&url)
+        .header("authorization", format!("Bearer {b}"))
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(ended.status(), reqwest::StatusCode::NOT_FOUND);
+    // The opener goes on; the other client opens its own.
+    let listed = post(a, Some(&id), list).await.expect("answered");
+    assert!(listed.status().is_success(), "{}", listed.status());
+    assert!(listed.text().await.unwrap().contains("read_file"));
+    let own = post(b, None, initialize).await.expect("answered");
+    assert!(own.status().is_success(), "{}", own.status());
+    child.kill().await.expect("stopped");
+}

@@ -178,7 +178,7 @@ pub async fn serve(
             served.serve_stdio().await
         }
         Some(port) => {
-            let token = http_token()?;
+            let tokens = http_tokens()?;
             let listener =
                 tokio::net::TcpListener::bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port))
                     .await
@@ -203,7 +203,7 @@ pub async fn serve(
                     format!("127.0.0.1:{}", addr.port()),
                     format!("localhost:{}", addr.port()),
                 ],
-                token,
+                tokens,
             };
             // A connection whose request passed the token leaves the
             // strangers (the router refuses a stranger with a 401).
@@ -241,15 +241,19 @@ pub const TOKEN_VAR: &str = "REIN_MCP_TOKEN";
 
 /// The token every HTTP caller must send: `REIN_MCP_TOKEN`, at least 32
 /// characters (rein never makes one up or prints one).
-fn http_token() -> Result<String, AgentError> {
-    let token = std::env::var(TOKEN_VAR).unwrap_or_default();
-    if token.trim().chars().count() < 32 {
+/// The clients' tokens: `REIN_MCP_TOKEN` holds one, or several separated
+/// by commas (one per client: a session is its opener's alone), each at
+/// least 32 characters.
+fn http_tokens() -> Result<Vec<String>, AgentError> {
+    let given = std::env::var(TOKEN_VAR).unwrap_or_default();
+    let tokens: Vec<String> = given.split(',').map(|t| t.trim().to_owned()).collect();
+    if tokens.iter().any(|t| t.chars().count() < 32) {
         return Err(AgentError::new(
             codes::INVALID_INPUT,
             format!(
-                "`rein mcp serve --http` answers only callers with a token: set {TOKEN_VAR} to a secret of at least 32 characters, and have the client send `Authorization: Bearer` with it"
+                "`rein mcp serve --http` answers only callers with a token: set {TOKEN_VAR} to a secret of at least 32 characters (or several, one per client, separated by commas), and have the client send `Authorization: Bearer` with it"
             ),
         ));
     }
-    Ok(token.trim().to_owned())
+    Ok(tokens)
 }

@@ -1,8 +1,12 @@
-//! rein as an MCP server over streamable HTTP: who may call (the bearer
-//! token, the `Host` names, no browser `Origin`) and how much a caller may
-//! hold — at most [`MAX_SESSIONS`] sessions at once, each ended after
-//! [`SESSION_IDLE`] without a request. One more `initialize` is answered
-//! 503, saying so; nothing grows without end.
+//! rein as an MCP server over streamable HTTP: who may call (a bearer
+//! token, the `Host` names, no browser `Origin`), whose a session is, and
+//! how much a caller may hold — at most [`MAX_SESSIONS`] sessions at once,
+//! each ended after [`SESSION_IDLE`] without a request. One more
+//! `initialize` is answered 503, saying so; nothing grows without end.
+//!
+//! Each token is a client: a session belongs to the token that opened it,
+//! and a request naming it with another token is answered as if it did
+//! not exist (404) — one client cannot use, watch or end another's.
 //!
 //! Not here: the listener's bound on connections (`rein_server`'s
 //! `BoundedListener`), what a call does (`super`).
@@ -33,9 +37,13 @@ pub const SESSION_IDLE: Duration = Duration::from_secs(5 * 60);
 pub struct HttpGuard {
     /// `host:port` authorities (`127.0.0.1:PORT`, `localhost:PORT`).
     pub hosts: Vec<String>,
-    /// The token (`Authorization: Bearer TOKEN`).
-    pub token: String,
+    /// The tokens (`Authorization: Bearer TOKEN`), one per client.
+    pub tokens: Vec<String>,
 }
+
+/// Which of the guard's tokens a request carried: the client it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Client(usize);
 
 impl McpServe {
     /// An axum router serving streamable HTTP at `/mcp` (bind it to
@@ -52,8 +60,9 @@ impl McpServe {
         let bound = Arc::new(SessionBound {
             sessions,
             opening: tokio::sync::Mutex::new(()),
+            owners: std::sync::Mutex::default(),
         });
-        let token: Arc<str> = guard.token.into();
+        let tokens: Arc<[String]> = guard.tokens.into();
         // The last layer runs first: the token, then the bound.
         axum::Router::new()
             .nest_service("/mcp", service)
@@ -61,16 +70,18 @@ impl McpServe {
                 bound.clone().admit(request, next)
             }))
             .layer(axum::middleware::from_fn(move |request, next| {
-                bearer_only(token.clone(), request, next)
+                bearer_only(tokens.clone(), request, next)
             }))
     }
 }
 
-/// The sessions a server holds, and the one lock every session's opening
-/// takes, so that two at once cannot both pass the bound.
+/// The sessions a server holds, the one lock every session's opening
+/// takes (so that two at once cannot both pass the bound), and the client
+/// each session was opened by.
 struct SessionBound {
     sessions: Arc<LocalSessionManager>,
     opening: tokio::sync::Mutex<()>,
+    owners: std::sync::Mutex<std::collections::HashMap<String, Client>>,
 }
 
 impl SessionBound {
@@ -81,11 +92,27 @@ impl SessionBound {
         request: axum::extract::Request,
         next: axum::middleware::Next,
     ) -> Response {
+        let client = request.extensions().get::<Client>().copied();
+        let named = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(id) = named {
+            let owner = self
+                .owners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&id)
+                .copied();
+            if owner.is_some_and(|owner| Some(owner) != client) {
+                return (StatusCode::NOT_FOUND, "no such session\n").into_response();
+            }
+            return next.run(request).await;
+        }
         // A POST without a session's id is an `initialize` (the service
         // refuses any other message without one).
-        let opens =
-            request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
-        if !opens {
+        if request.method() != Method::POST {
             return next.run(request).await;
         }
         let _opening = self.opening.lock().await;
@@ -100,14 +127,27 @@ impl SessionBound {
             )
                 .into_response();
         }
-        next.run(request).await
+        let answer = next.run(request).await;
+        let opened = answer
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok());
+        if let (Some(id), Some(client)) = (opened, client) {
+            let live = self.sessions.sessions.read().await;
+            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+            // Sessions ended or gone idle leave the map: it stays bounded.
+            owners.retain(|id, _| live.contains_key(id.as_str()));
+            owners.insert(id.to_owned(), client);
+        }
+        answer
     }
 }
 
-/// Let through only a request that carries the bearer token.
+/// Let through only a request that carries one of the bearer tokens, as
+/// the client that token is.
 async fn bearer_only(
-    token: Arc<str>,
-    request: axum::extract::Request,
+    tokens: Arc<[String]>,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let given = request
@@ -118,7 +158,17 @@ async fn bearer_only(
             let (scheme, rest) = v.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
         });
-    if given.is_some_and(|g| rein_wire::secrets::same_secret(g, &token)) {
+    // Every token is compared (in constant time each), whichever matches.
+    let client = given.and_then(|g| {
+        tokens
+            .iter()
+            .map(|t| rein_wire::secrets::same_secret(g, t))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .position(|same| same)
+    });
+    if let Some(client) = client {
+        request.extensions_mut().insert(Client(client));
         return next.run(request).await;
     }
     // A caller without the token keeps no connection open either.
