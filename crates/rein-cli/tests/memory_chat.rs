@@ -244,3 +244,79 @@ async fn recall_finds_by_meaning_with_an_embeddings_endpoint() {
     );
     assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"));
 }
+
+/// A memory forgotten by a person is not sent again by the session that
+/// remembered it: resumed, its request shows neither the `remember` call's
+/// text nor a `recall` result's — the log keeps them, the provider does not
+/// see them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_memory_is_not_sent_again_when_its_session_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    memory_on(home.path());
+    let first = FakeServer::start(vec![
+        call(
+            "c1",
+            "remember",
+            json!({"text": PREFERENCE, "tags": ["language"]}),
+        ),
+        call("c2", "recall", json!({"query": "French"})),
+        say("Noted."),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", first.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.args(["chat", "--base-url", &url, "--model", "m"])
+        .args(["-p", "always answer me in French", "--root"])
+        .arg(root.path());
+    let out = common::definition::run(cmd, b"y\ny\n").await;
+    let err = common::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let session = common::session_of(&out);
+    let recalled = first.requests()[2].json().to_string();
+    assert!(recalled.contains("every answer in French"), "{recalled}");
+
+    // The person forgets it.
+    let listed = common::rein_at(home.path())
+        .current_dir(root.path())
+        .args(["memory", "list", "--json"])
+        .output()
+        .unwrap();
+    let item: Value =
+        serde_json::from_str(common::stdout(&listed).lines().next().unwrap()).unwrap();
+    let id = item["id"].as_str().unwrap().to_owned();
+    let forgot = common::rein_at(home.path())
+        .current_dir(root.path())
+        .args(["memory", "forget", &id])
+        .output()
+        .unwrap();
+    assert!(forgot.status.success(), "{}", common::stderr(&forgot));
+
+    // The session resumed: its next request carries the history, without it.
+    let second = FakeServer::start(vec![say("Hello.")]).await.unwrap();
+    let url = format!("{}/v1", second.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.args([
+        "chat",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--resume",
+        &session,
+    ])
+    .args(["-p", "hello", "--root"])
+    .arg(root.path());
+    let out = common::definition::run(cmd, b"").await;
+    let err = common::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let body = second.requests()[0].json().to_string();
+    assert!(
+        body.contains("always answer me in French"),
+        "the history is sent: {body}"
+    );
+    assert!(!body.contains("every answer in French"), "{body}");
+    assert!(body.contains(rein::runner::RETRACTED), "{body}");
+    assert!(err.contains("forgotten since"), "{err}");
+}

@@ -66,11 +66,13 @@ fn told(server: &FakeServer) -> String {
         .join("\n")
 }
 
+/// A small model's move — the whole file replaced by a fragment, never
+/// having read it — is refused before anyone is asked, and answered with
+/// the file as it is now (counted as the read): its next call, the edit of
+/// the one function, is asked and runs; the rest of the file is intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_to_an_unread_file_is_refused_with_a_hint_and_asked_once_read() {
     let server = FakeServer::start(vec![
-        // A small model's move: the whole file replaced by a fragment,
-        // never having read it; then an edit and a delete, unread too.
         call(
             "c1",
             "write_file",
@@ -78,14 +80,6 @@ async fn a_change_to_an_unread_file_is_refused_with_a_hint_and_asked_once_read()
         ),
         call(
             "c2",
-            "edit_file",
-            json!({"path": "lib.py", "edits": [{"old_text": "a - b", "new_text": "b - a"}]}),
-        ),
-        call("c3", "delete_file", json!({"path": "lib.py"})),
-        // Told to read first, it reads, then edits: that is asked.
-        call("c4", "read_file", json!({"path": "lib.py"})),
-        call(
-            "c5",
             "edit_file",
             json!({"path": "lib.py", "edits": [{"old_text": "a - b", "new_text": "b - a"}]}),
         ),
@@ -98,15 +92,16 @@ async fn a_change_to_an_unread_file_is_refused_with_a_hint_and_asked_once_read()
     assert_eq!(
         asked(&err),
         1,
-        "only the edit after the read is asked:\n{err}"
+        "only the edit after the refusal is asked:\n{err}"
     );
-    assert_eq!(err.matches("not_read").count(), 3, "{err}");
+    assert_eq!(err.matches("not_read").count(), 1, "{err}");
     let told = told(&server);
     assert!(told.contains("not_read"), "{told}");
     assert!(
-        told.contains("read it first"),
-        "the model gets the hint: {told}"
+        told.contains("read it first") && told.contains("read for you"),
+        "the model gets the hint and the file: {told}"
     );
+    assert!(told.contains("def mul(a, b)"), "the file as it is: {told}");
     assert_eq!(
         std::fs::read_to_string(root.path().join("lib.py")).unwrap(),
         LIB.replace("a - b", "b - a"),

@@ -4,7 +4,12 @@
 //! are not instructions — so an item's own newlines or words cannot pose
 //! as the prompt's structure. With the `runner` feature it is a
 //! `rein_runner::Standing`: read at each turn's start, so the prefix holds
-//! within a turn and a remembered or forgotten item shows from the next.
+//! within a turn and a remembered or forgotten item shows from the next;
+//! and at the same moment it names the texts the conversation's log holds
+//! of items gone from the store since (`retracted`: a `remember` call's
+//! text, a `recall` result's item), which no request shows again — a
+//! resumed session's included, however the item was forgotten (the
+//! `forget` tool, `rein memory forget`).
 //!
 //! Not here: which items are pinned (the store), the prefix itself (the
 //! runner).
@@ -104,4 +109,79 @@ impl rein_runner::Standing for Pinned {
         let pinned = self.clone();
         Box::pin(async move { pinned.text().await })
     }
+
+    fn retracted(
+        &self,
+        events: Arc<Vec<rein_sessions::StoredEvent>>,
+    ) -> futures::future::BoxFuture<'static, Vec<String>> {
+        let pinned = self.clone();
+        Box::pin(async move {
+            let mut gone = Vec::new();
+            let mut asked = std::collections::HashMap::new();
+            for (id, text) in shown_in(&events) {
+                if !asked.contains_key(&id) {
+                    if asked.len() >= MAX_ASKED {
+                        break;
+                    }
+                    let kept = pinned.store.get(&pinned.scope, &id).await.is_ok();
+                    asked.insert(id.clone(), kept);
+                }
+                if asked.get(&id) == Some(&false) && !gone.contains(&text) {
+                    gone.push(text);
+                }
+            }
+            gone
+        })
+    }
+}
+
+/// The most items asked of the store at a turn's start (a log naming more
+/// is rare; past it, the newest first are not asked about).
+#[cfg(feature = "runner")]
+const MAX_ASKED: usize = 256;
+
+/// Each item's text the log shows the model, with the item's id: a
+/// successful `remember` call's `text`, each item of a `recall` result.
+#[cfg(feature = "runner")]
+fn shown_in(events: &[rein_sessions::StoredEvent]) -> Vec<(String, String)> {
+    use rein_sessions::{Event, ToolStatus};
+    let mut calls = std::collections::HashMap::new();
+    let mut shown = Vec::new();
+    for stored in events {
+        match &stored.event {
+            Event::ToolCalled {
+                call_id,
+                tool,
+                arguments,
+                ..
+            } if tool == "remember" || tool == "recall" => {
+                calls.insert(call_id.as_str(), (tool.as_str(), arguments));
+            }
+            Event::ToolResult {
+                call_id,
+                status: ToolStatus::Ok,
+                content,
+                ..
+            } => match calls.get(call_id.as_str()) {
+                Some(("remember", arguments)) => {
+                    if let (Some(id), Some(text)) =
+                        (content["remembered"].as_str(), arguments["text"].as_str())
+                    {
+                        shown.push((id.to_owned(), text.to_owned()));
+                    }
+                }
+                Some(("recall", _)) => {
+                    for item in content["items"].as_array().into_iter().flatten() {
+                        if let (Some(id), Some(text)) = (item["id"].as_str(), item["text"].as_str())
+                        {
+                            shown.push((id.to_owned(), text.to_owned()));
+                        }
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    shown
 }

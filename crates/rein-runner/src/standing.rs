@@ -6,11 +6,23 @@
 //! cache pays for a change once, at a turn boundary, and never within a
 //! turn; the cache verdicts show it as a new prefix's `cold` call.
 //!
+//! The same source says, at the same moments, which texts the log holds
+//! that must no longer reach the model ([`Standing::retracted`]: a memory
+//! forgotten since it was remembered or recalled); each is left out of
+//! every request from then on — the log keeps it, the provider never sees
+//! it again, a resumed session included.
+//!
 //! Not here: where the text comes from (`rein-memory`'s pinned block, a
 //! product's own), the prefix itself (`conversation::window`).
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
+use rein_sessions::StoredEvent;
 use rein_wire::AgentError;
+
+/// What stands where a retracted text was, in what the model is sent.
+pub const RETRACTED: &str = "[forgotten]";
 
 /// The most bytes a standing block puts in the prompt; longer text is cut
 /// there, with a note saying so.
@@ -24,6 +36,72 @@ pub trait Standing: Send + Sync {
 
     /// The text now; `None` when there is none (no block in the prompt).
     fn read(&self) -> BoxFuture<'static, Result<Option<String>, AgentError>>;
+
+    /// The texts `events` (the conversation's log) hold that must no
+    /// longer reach the model, asked at each turn's start. Default: none.
+    fn retracted(&self, _events: Arc<Vec<StoredEvent>>) -> BoxFuture<'static, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
+}
+
+/// `messages` with every retracted text (as written, and as written inside
+/// JSON text) replaced by [`RETRACTED`]; a message without one is left as
+/// it is (the same `Arc`).
+pub(crate) fn without(messages: &mut [Arc<rein_wire::Message>], texts: &[String]) {
+    let forms: Vec<String> = texts
+        .iter()
+        .filter(|t| !t.is_empty())
+        .flat_map(|t| {
+            let quoted = serde_json::to_string(t).unwrap_or_default();
+            let inner = quoted[1..quoted.len().saturating_sub(1).max(1)].to_owned();
+            [t.clone(), inner]
+        })
+        .collect();
+    if forms.is_empty() {
+        return;
+    }
+    for message in messages {
+        let Ok(mut value) = serde_json::to_value(&**message) else {
+            continue;
+        };
+        if replaced(&mut value, &forms)
+            && let Ok(masked) = serde_json::from_value(value)
+        {
+            *message = Arc::new(masked);
+        }
+    }
+}
+
+/// Replace each of `forms` in every string of `value`; `true` if any was.
+fn replaced(value: &mut serde_json::Value, forms: &[String]) -> bool {
+    match value {
+        serde_json::Value::String(s) => {
+            let mut hit = false;
+            for form in forms.iter().filter(|f| !f.is_empty()) {
+                if s.contains(form.as_str()) {
+                    *s = s.replace(form.as_str(), RETRACTED);
+                    hit = true;
+                }
+            }
+            hit
+        }
+        // Every value is visited (no stopping at the first hit).
+        serde_json::Value::Array(items) => {
+            let mut hit = false;
+            for item in items {
+                hit |= replaced(item, forms);
+            }
+            hit
+        }
+        serde_json::Value::Object(map) => {
+            let mut hit = false;
+            for item in map.values_mut() {
+                hit |= replaced(item, forms);
+            }
+            hit
+        }
+        _ => false,
+    }
 }
 
 /// `text` within [`MAX_STANDING_BYTES`]: cut at a character boundary, with
@@ -41,7 +119,31 @@ pub(crate) fn bounded(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_STANDING_BYTES, bounded};
+    use super::*;
+
+    #[test]
+    fn a_retracted_text_is_left_out_wherever_it_stands() {
+        let said = "Tea, not coffee \"always\"";
+        let mut messages = vec![
+            Arc::new(rein_wire::Message::user(format!("remember: {said}"))),
+            Arc::new(rein_wire::Message::user(
+                serde_json::json!({"items": [{"text": said}]}).to_string(),
+            )),
+            Arc::new(rein_wire::Message::user("nothing here")),
+        ];
+        let untouched = messages[2].clone();
+        without(&mut messages, &[said.to_owned()]);
+        for message in &messages {
+            let shown = serde_json::to_string(&**message).unwrap();
+            assert!(!shown.contains("not coffee"), "{shown}");
+        }
+        assert!(
+            serde_json::to_string(&*messages[0])
+                .unwrap()
+                .contains(RETRACTED)
+        );
+        assert!(Arc::ptr_eq(&messages[2], &untouched));
+    }
 
     #[test]
     fn a_long_text_is_cut_at_a_character_boundary_with_a_note() {

@@ -135,7 +135,7 @@ impl Conversation {
         // before a turn's first request, never inside a turn.
         let (agent, tools) = (&self.agent, &self.gate.tools);
         self.window
-            .turn_boundary(agent, tools, &self.journal)
+            .turn_boundary(agent, tools, &mut self.journal)
             .await?;
         self.journal.append(vec![
             Event::TurnStarted { turn_id: turn_id.clone(), parent: info.head_turn, prompt: text.to_owned() },
@@ -166,7 +166,7 @@ impl Conversation {
         if !self.window.transcript.is_frozen() {
             let (agent, tools) = (&self.agent, &self.gate.tools);
             self.window
-                .turn_boundary(agent, tools, &self.journal)
+                .turn_boundary(agent, tools, &mut self.journal)
                 .await?;
         }
         self.check_authority(&events, None)?;

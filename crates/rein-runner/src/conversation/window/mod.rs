@@ -44,6 +44,9 @@ pub(crate) struct Window {
     /// How many of the provider's tokens one of rein's estimated tokens
     /// is, where a refusal showed it counts more (1 until then).
     estimate_scale: f64,
+    /// Texts the log holds that no request shows (`Standing::retracted`,
+    /// asked at each turn's start).
+    retracted: Vec<String>,
 }
 
 impl Default for Window {
@@ -55,6 +58,7 @@ impl Default for Window {
             window_asked: false,
             refused_window: None,
             estimate_scale: 1.0,
+            retracted: Vec::new(),
         }
     }
 }
@@ -112,7 +116,7 @@ impl Window {
         &mut self,
         agent: &Agent,
         tools: &WithBuiltins,
-        journal: &Journal,
+        journal: &mut Journal,
     ) -> Result<(), AgentError> {
         let mut changes = tools.turn_boundary();
         if !changes.is_empty() {
@@ -125,6 +129,17 @@ impl Window {
             let text = standing.read().await?;
             if self.transcript.stand(text) {
                 changes.push(format!("{} changed", standing.name()));
+            }
+            let retracted = standing.retracted(journal.log().await?).await;
+            if retracted != self.retracted {
+                if retracted.len() > self.retracted.len() {
+                    changes.push(format!(
+                        "{} text(s) of {} forgotten since are left out of what the model is sent",
+                        retracted.len(),
+                        standing.name()
+                    ));
+                }
+                self.retracted = retracted;
             }
         }
         if !changes.is_empty() {

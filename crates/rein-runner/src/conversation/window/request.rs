@@ -150,6 +150,7 @@ impl Window {
         let turns_path = current_path(events);
         let mut request = Request::new(sees.agent.profile.model.clone(), Vec::new());
         request.messages = self.transcript.messages(events, &turns_path);
+        crate::standing::without(&mut request.messages, &self.retracted);
         let (system, tools) = match self.transcript.frozen.clone() {
             Some(frozen) => {
                 // The stability guard (debug builds): the prefix must not
