@@ -123,13 +123,58 @@ async fn an_edit_refused_as_not_read_carries_the_file() {
         assert!(second.contains("not_read"), "{second}");
         let now = std::fs::read_to_string(root.path().join("calc.py")).unwrap();
         if reads_asked {
-            assert!(!second.contains("read for you"), "{second}");
+            assert!(!second.contains("It is read now"), "{second}");
             assert_eq!(now, CALC, "{said}");
         } else {
             // The file's text is in the refusal the model reads.
             assert!(second.contains("def sub(a, b):"), "{second}");
-            assert!(second.contains("read for you"), "{second}");
+            assert!(second.contains("It is read now"), "{second}");
             assert_eq!(now, CALC.replace("a - b", "b - a"), "{said}");
         }
     }
+}
+
+/// A call the model printed as its whole answer (a small model's chat
+/// template sometimes does) is made, and said: the read runs, its result
+/// goes back, and the turn ends on the model's real answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_printed_as_the_answer_is_made() {
+    let printed = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}}\n```";
+    let server = FakeServer::start(vec![
+        Reply::sse(ScriptedMessage::text(&[printed]).openai_chat_sse()),
+        Reply::sse(ScriptedMessage::text(&["sub returns a - b."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("calc.py"), CALC).unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = rein_at(&home_path);
+        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+            .arg(&root_path)
+            .args(["-p", "what does sub return?"]);
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("written as text"),
+        "the repair is said: {said}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{said}");
+    let second = requests[1].json().to_string();
+    assert!(
+        second.contains("return a - b"),
+        "the read's result: {second}"
+    );
+    assert!(
+        common::stdout(&out).contains("sub returns a - b."),
+        "{said}"
+    );
 }

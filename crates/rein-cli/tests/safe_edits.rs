@@ -98,7 +98,7 @@ async fn a_change_to_an_unread_file_is_refused_with_a_hint_and_asked_once_read()
     let told = told(&server);
     assert!(told.contains("not_read"), "{told}");
     assert!(
-        told.contains("read it first") && told.contains("read for you"),
+        told.contains("had not been read") && told.contains("It is read now"),
         "the model gets the hint and the file: {told}"
     );
     assert!(told.contains("def mul(a, b)"), "the file as it is: {told}");

@@ -205,10 +205,104 @@ pub fn calls(message: &mut AssembledMessage, names: &[String]) -> Vec<Repaired> 
     repaired
 }
 
+/// A message whose whole text is one tool call written as JSON —
+/// `{"name": TOOL, "arguments": {…}}`, fenced or bare, naming a tool in
+/// `names` — and that has no call of its own, made that call (with the id
+/// `id`): a small model's chat template sometimes prints a call instead of
+/// making it, and the turn would end on it as an answer. Said like every
+/// repair; a message with any other text is left as it is.
+pub fn call_in_text(
+    message: &mut AssembledMessage,
+    names: &[String],
+    id: &str,
+) -> Option<Repaired> {
+    if !message.tool_calls.is_empty() {
+        return None;
+    }
+    let text = message.text();
+    let trimmed = text.trim();
+    let fenced = trimmed.starts_with("```") && trimmed.ends_with("```") && trimmed.len() > 6;
+    let inner = if fenced {
+        let body = &trimmed[3..trimmed.len() - 3];
+        body.strip_prefix("json").unwrap_or(body).trim()
+    } else {
+        trimmed
+    };
+    let value: Value = serde_json::from_str(inner).ok()?;
+    let object = value.as_object()?;
+    if object.len() != 2 {
+        return None;
+    }
+    let called = object.get("name")?.as_str()?;
+    let arguments = object.get("arguments")?.as_object()?.clone();
+    let name = if names.iter().any(|n| n == called) {
+        called
+    } else {
+        tool_name(called, names.iter().map(String::as_str))?
+    };
+    let input = Value::Object(arguments);
+    message
+        .content
+        .retain(|b| !matches!(b, ContentBlock::Text { .. }));
+    message.content.push(ContentBlock::ToolUse {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        input: input.clone(),
+    });
+    message.tool_calls.push(crate::AssembledToolCall {
+        index: 0,
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: Some(input),
+        error: None,
+        repaired: None,
+    });
+    message.stop_reason = Some(crate::StopReason::ToolUse);
+    let sent: String = trimmed.chars().take(SHOWN).collect();
+    Some(Repaired {
+        call_id: id.to_owned(),
+        what: format!("a call written as text was made: {sent}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn said(text: &str) -> AssembledMessage {
+        AssembledMessage {
+            content: vec![ContentBlock::Text { text: text.into() }],
+            ..AssembledMessage::default()
+        }
+    }
+
+    #[test]
+    fn a_call_written_as_the_whole_text_is_made() {
+        let names = vec!["write_file".to_owned(), "read_file".to_owned()];
+        let mut message = said(
+            "```\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.py\", \"content\": \"x\"}}\n```",
+        );
+        let repaired = call_in_text(&mut message, &names, "t1").unwrap();
+        assert!(repaired.what.contains("written as text"));
+        assert_eq!(message.tool_calls[0].name, "write_file");
+        assert_eq!(
+            message.tool_calls[0].arguments,
+            Some(json!({"path": "a.py", "content": "x"}))
+        );
+        assert!(message.text().is_empty());
+        // Prose around it, an unknown tool, or a call already made: left.
+        for text in [
+            "Call it like this: {\"name\": \"write_file\", \"arguments\": {}}",
+            "{\"name\": \"rm_rf\", \"arguments\": {}}",
+            "{\"name\": \"write_file\", \"arguments\": {}, \"why\": 1}",
+            "Done.",
+        ] {
+            let mut message = said(text);
+            assert!(call_in_text(&mut message, &names, "t2").is_none(), "{text}");
+            assert!(message.tool_calls.is_empty());
+        }
+    }
 
     #[test]
     fn almost_json_is_repaired_and_said() {

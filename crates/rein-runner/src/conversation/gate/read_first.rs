@@ -138,9 +138,17 @@ async fn refuse_with_read(
     err: &AgentError,
     read: ReadNow,
 ) -> Result<(), AgentError> {
+    // Said without "read it first": the read is made, and a small model
+    // told to read tends to tell the person to, instead of acting.
+    let resource = &read.seen.resource;
+    let why = if err.code == codes::CHANGED_SINCE_READ {
+        format!("`{resource}` changed since this conversation read it, so nothing was changed.")
+    } else {
+        format!("`{resource}` had not been read in this conversation, so nothing was changed.")
+    };
     let message = format!(
-        "{} It was read for you now (`{}`, below), so your next call can make the change from what it holds.",
-        err.message, read.tool
+        "{why} It is read now (`{}`): what it holds is under `read` below. Make the change again from that.",
+        read.tool
     );
     let mut content = tool_error_content(err.code.as_str(), &message);
     content["read"] = read.result;

@@ -52,7 +52,15 @@ impl Window {
             .into_iter()
             .map(|t| t.name)
             .collect();
-        let repaired = rein_wire::repair::calls(&mut message, &names);
+        let mut repaired = rein_wire::repair::calls(&mut message, &names);
+        // A call printed as the whole answer is made — not when words were
+        // asked for (the model is to answer, not to call).
+        if !sees.words_only
+            && let Some(made) =
+                rein_wire::repair::call_in_text(&mut message, &names, &rein_wire::ids::new_id())
+        {
+            repaired.push(made);
+        }
         // The model's own words echoing a key rein holds (read from a file,
         // say) never enter the log, its reply, nor the next request.
         for block in &mut message.content {
