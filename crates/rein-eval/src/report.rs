@@ -79,6 +79,9 @@ impl Report {
             for failure in &c.failures {
                 let _ = writeln!(out, "  - {failure}");
             }
+            if !c.trail.is_empty() {
+                let _ = writeln!(out, "  calls: {}", c.trail.join(" · "));
+            }
             if !c.answer.is_empty() {
                 let shown: String = c.answer.chars().take(300).collect();
                 let _ = writeln!(out, "  answer: {shown}");
@@ -171,6 +174,7 @@ mod tests {
             approvals: 0,
             agents: 0,
             tool_results: 0,
+            trail: Vec::new(),
             ms: 3,
             tries: 1,
             passes: u64::from(passed),

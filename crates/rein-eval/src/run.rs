@@ -94,6 +94,11 @@ pub struct CaseResult {
     pub agents: u64,
     /// Tool results.
     pub tool_results: u64,
+    /// A failed try's calls in the order they were made, each with how it
+    /// ended (`edit_file calc.py: not_read`), so it shows which of rein's
+    /// rules fired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trail: Vec<String>,
     /// Wall time of the case in milliseconds.
     pub ms: u64,
     /// How many times it ran (`--repeat`); the details above are of the
@@ -156,6 +161,7 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
         approvals: 0,
         agents: 0,
         tool_results: 0,
+        trail: Vec::new(),
         ms: 0,
         tries: 1,
         passes: 0,
@@ -397,12 +403,17 @@ pub(crate) async fn conclude(
         .iter()
         .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
         .count() as u64;
+    result.trail = trail_of(own);
     let ran = project.ran(own);
     crate::check::check(case, result, totals, &ran, &project.files());
     for command in &case.expect.commands_pass {
         if let Some(why) = project.command_fails(command).await {
             result.failures.push(why);
         }
+    }
+    // The calls are kept for a try that failed: what to look at.
+    if result.failures.is_empty() {
+        result.trail.clear();
     }
 }
 
@@ -482,6 +493,44 @@ fn case_agent(
         agent.bounds.max_string = agent.bounds.max_string.max(chars);
     }
     agent
+}
+
+/// Each call of `events` with how it ended: `tool target: ok`, or the
+/// error's code — the target being a path, a command or a query, cut short.
+fn trail_of(events: &[StoredEvent]) -> Vec<String> {
+    let mut called: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    let mut trail = Vec::new();
+    for stored in events {
+        match &stored.event {
+            Event::ToolCalled {
+                call_id,
+                tool,
+                arguments,
+                ..
+            } => {
+                let target = ["path", "command", "query", "task"]
+                    .iter()
+                    .find_map(|k| arguments.get(*k))
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .unwrap_or_default();
+                let target: String = target.chars().take(60).collect();
+                called.insert(call_id, format!("{tool} {target}").trim_end().to_owned());
+            }
+            Event::ToolResult {
+                call_id, content, ..
+            } => {
+                let how = content
+                    .pointer("/error/code")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("ok");
+                if let Some(call) = called.remove(call_id.as_str()) {
+                    trail.push(format!("{call}: {how}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    trail
 }
 
 #[cfg(test)]
