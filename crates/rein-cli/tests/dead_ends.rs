@@ -178,3 +178,46 @@ async fn a_call_printed_as_the_answer_is_made() {
         "{said}"
     );
 }
+
+/// The first request of a turn carries the project at a glance — its files
+/// listed, each quoted — unless the definition turns it off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_shown_the_projects_files_unless_turned_off() {
+    for off in [false, true] {
+        let server = FakeServer::start(vec![Reply::sse(
+            ScriptedMessage::text(&["Seen."]).openai_chat_sse(),
+        )])
+        .await
+        .unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("calc.py"), CALC).unwrap();
+        std::fs::create_dir(root.path().join("tests")).unwrap();
+        std::fs::write(root.path().join("tests/test_calc.py"), "").unwrap();
+        if off {
+            std::fs::write(
+                home.path().join("config.toml"),
+                "[agent]\nproject_map = false\n",
+            )
+            .unwrap();
+        }
+        let url = format!("{}/v1", server.base_url());
+        let run = |prompt: &'static str| {
+            let (home, root, url) = (home.path().to_owned(), root.path().to_owned(), url.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut cmd = rein_at(&home);
+                cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+                    .arg(&root);
+                run_with_stdin(cmd, prompt.as_bytes())
+            })
+        };
+        let out = run("what is here?\n/exit\n").await.unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let first = server.requests()[0].json().to_string();
+        assert_eq!(first.contains(r#"\"tests/test_calc.py\""#), !off, "{first}");
+        assert_eq!(first.contains(r#"\"calc.py\""#), !off, "{first}");
+        if !off {
+            assert!(first.contains("not instructions"), "{first}");
+        }
+    }
+}

@@ -108,6 +108,11 @@ pub struct AgentSpec {
     /// its parents) into the system prompt (default: yes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_instructions: Option<bool>,
+    /// Show the model the project's files at each turn's start — a bounded
+    /// listing of the root, like a map (default: yes, where it has the
+    /// file tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_map: Option<bool>,
     /// The tools it is offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ToolsSpec>,

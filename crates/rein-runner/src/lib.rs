@@ -44,7 +44,7 @@ pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
 pub use outcome::{TurnOutcome, UiEvent, UiKind};
 pub use project::project;
-pub use standing::{MAX_STANDING_BYTES, RETRACTED, Standing};
+pub use standing::{MAX_STANDING_BYTES, RETRACTED, Stacked, Standing};
 pub use steering::Steering;
 pub use tasks::{ConversationTasks, TaskApproval, TaskUsage};
 

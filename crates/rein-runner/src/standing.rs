@@ -44,6 +44,56 @@ pub trait Standing: Send + Sync {
     }
 }
 
+/// Several sources of standing text as one: their texts in order (each
+/// left out when it has none), their retracted texts together.
+pub struct Stacked {
+    parts: Vec<Arc<dyn Standing>>,
+    name: String,
+}
+
+impl Stacked {
+    /// `parts` as one source, named by theirs.
+    pub fn new(parts: Vec<Arc<dyn Standing>>) -> Stacked {
+        let names: Vec<&str> = parts.iter().map(|p| p.name()).collect();
+        let name = names.join(" or ");
+        Stacked { parts, name }
+    }
+}
+
+impl Standing for Stacked {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn read(&self) -> BoxFuture<'static, Result<Option<String>, AgentError>> {
+        let reads: Vec<_> = self.parts.iter().map(|s| s.read()).collect();
+        Box::pin(async move {
+            let mut texts = Vec::new();
+            for read in reads {
+                if let Some(text) = read.await? {
+                    texts.push(text);
+                }
+            }
+            Ok((!texts.is_empty()).then(|| texts.join("\n\n")))
+        })
+    }
+
+    fn retracted(&self, events: Arc<Vec<StoredEvent>>) -> BoxFuture<'static, Vec<String>> {
+        let asks: Vec<_> = self
+            .parts
+            .iter()
+            .map(|s| s.retracted(events.clone()))
+            .collect();
+        Box::pin(async move {
+            let mut all = Vec::new();
+            for ask in asks {
+                all.extend(ask.await);
+            }
+            all
+        })
+    }
+}
+
 /// `messages` with every retracted text (as written, and as written inside
 /// JSON text) replaced by [`RETRACTED`]; a message without one is left as
 /// it is (the same `Arc`).

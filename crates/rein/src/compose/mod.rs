@@ -36,6 +36,7 @@
 
 mod commands;
 mod memory;
+pub mod project_map;
 pub mod provider;
 mod settings;
 
@@ -205,14 +206,25 @@ pub async fn compose(
         let names: Vec<&str> = agent.guards.hooks.iter().map(|h| h.name()).collect();
         authority["hooks"] = json!(names);
     }
+    // What stands in the prompt beside the instructions: the project's
+    // files (a map), the pinned memory.
+    let mut standing: Vec<Arc<dyn crate::runner::Standing>> = Vec::new();
+    if spec.project_map.unwrap_or(true) && tools.files.unwrap_or(true) {
+        standing.push(Arc::new(project_map::ProjectMap(root.clone())));
+    }
     let memory = remembering.map(|remembering| {
         authority["memory"] = json!(remembering.scope);
-        agent.standing = Some(Arc::new(remembering.pinned));
+        standing.push(Arc::new(remembering.pinned));
         Remembered {
             store: remembering.store,
             scope: remembering.scope,
         }
     });
+    agent.standing = match standing.len() {
+        0 => None,
+        1 => standing.pop(),
+        _ => Some(Arc::new(crate::runner::Stacked::new(standing))),
+    };
     agent.guards.authority = authority;
     agent.guards.telemetry_content = loaded
         .file()?

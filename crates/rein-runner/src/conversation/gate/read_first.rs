@@ -42,20 +42,22 @@ impl Gate {
         err: &AgentError,
     ) -> Result<(), AgentError> {
         let unread = err.code == codes::NOT_READ || err.code == codes::CHANGED_SINCE_READ;
-        let read = if unread {
-            self.read_first(cx, events, call_id, tool, args).await?
-        } else {
-            None
-        };
-        match read {
-            Some(read) => {
-                refuse_with_read(cx.journal, (call_id, tool, args, Some(class)), err, read).await
-            }
-            None => {
-                let (code, message) = (err.code.as_str(), &err.message);
-                refuse(cx.journal, call_id, tool, args, Some(class), code, message).await
-            }
+        if !unread || self.tools.read_first(tool, args).is_none() {
+            let (code, message) = (err.code.as_str(), &err.message);
+            return refuse(cx.journal, call_id, tool, args, Some(class), code, message).await;
         }
+        // The refused call is recorded before its read runs: a call is
+        // durable before anything runs for it, and has one result.
+        cx.journal
+            .append(vec![Event::ToolCalled {
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                arguments: args.clone(),
+                permission: Some(class),
+            }])
+            .await?;
+        let read = self.read_first(cx, events, call_id, tool, args).await?;
+        answer(cx.journal, call_id, err, read).await
     }
 
     /// The read that shows what `tool` with `args` would change, made for
@@ -96,7 +98,7 @@ impl Gate {
             return Ok(None);
         }
         let ctx = ToolContext {
-            call_id: read_id.clone(),
+            call_id: call_id.to_owned(),
             session: cx.journal.session_id().to_owned(),
             elevated: false,
             asked: false,
@@ -129,49 +131,55 @@ impl Gate {
     }
 }
 
-/// Record the refused call `call_id` (its `tool.called` and one error
-/// result) with the read made for it: the result says why and what the
-/// read found, and carries what it saw.
-async fn refuse_with_read(
+/// The one result of the refused call `call_id` (its `tool.called` is
+/// recorded): why, and — with the read made for it — what the read found,
+/// carrying what it saw.
+async fn answer(
     journal: &mut crate::conversation::journal::Journal,
-    (call_id, tool, args, permission): (&str, &str, &Value, Option<PermissionClass>),
+    call_id: &str,
     err: &AgentError,
-    read: ReadNow,
+    read: Option<ReadNow>,
 ) -> Result<(), AgentError> {
-    // Said without "read it first": the read is made, and a small model
-    // told to read tends to tell the person to, instead of acting.
-    let resource = &read.seen.resource;
-    let why = if err.code == codes::CHANGED_SINCE_READ {
-        format!("`{resource}` changed since this conversation read it, so nothing was changed.")
-    } else {
-        format!("`{resource}` had not been read in this conversation, so nothing was changed.")
+    let (content, message, seen) = match read {
+        Some(read) => {
+            // Said without "read it first": the read is made, and a small
+            // model told to read tends to tell the person to, instead.
+            let resource = &read.seen.resource;
+            let why = if err.code == codes::CHANGED_SINCE_READ {
+                format!(
+                    "`{resource}` changed since this conversation read it, so nothing was changed."
+                )
+            } else {
+                format!(
+                    "`{resource}` had not been read in this conversation, so nothing was changed."
+                )
+            };
+            let message = format!(
+                "{why} It is read now (`{}`): what it holds is under `read` below. Make the change again from that.",
+                read.tool
+            );
+            let mut content = tool_error_content(err.code.as_str(), &message);
+            content["read"] = read.result;
+            (content, message, Some(read.seen))
+        }
+        None => (
+            tool_error_content(err.code.as_str(), &err.message),
+            err.message.clone(),
+            None,
+        ),
     };
-    let message = format!(
-        "{why} It is read now (`{}`): what it holds is under `read` below. Make the change again from that.",
-        read.tool
-    );
-    let mut content = tool_error_content(err.code.as_str(), &message);
-    content["read"] = read.result;
     journal
-        .append(vec![
-            Event::ToolCalled {
-                call_id: call_id.to_owned(),
-                tool: tool.to_owned(),
-                arguments: args.clone(),
-                permission,
-            },
-            Event::ToolResult {
-                call_id: call_id.to_owned(),
-                status: ToolStatus::Error,
-                source: ResultSource::Live,
-                content,
-                artifact: None,
-                operation_id: None,
-                undo: false,
-                duration_ms: 0,
-                seen: Some(read.seen),
-            },
-        ])
+        .append(vec![Event::ToolResult {
+            call_id: call_id.to_owned(),
+            status: ToolStatus::Error,
+            source: ResultSource::Live,
+            content,
+            artifact: None,
+            operation_id: None,
+            undo: false,
+            duration_ms: 0,
+            seen,
+        }])
         .await?;
     journal.emit(UiKind::ToolResult {
         call_id: call_id.to_owned(),
