@@ -335,7 +335,13 @@ impl Tool for EditFile {
     fn precheck(&self, input: &EditArgs) -> Result<(), AgentError> {
         // An edit that could not apply is refused before anyone is asked.
         self.0.precheck_write(&input.path).map_err(Refused::error)?;
-        let before = read_text(&self.0, &input.path)?;
+        let before = read_text(&self.0, &input.path).map_err(|mut err| {
+            if err.code == codes::FILE_NOT_FOUND {
+                err.message
+                    .push_str(&crate::near::near(&self.0, &input.path));
+            }
+            err
+        })?;
         let after = apply(&input.path, &before, &input.edits)?;
         Root::writable_size(&input.path, after.text.len()).map_err(Refused::error)
     }

@@ -17,6 +17,7 @@
 mod crash_tests;
 mod edit;
 mod loose;
+mod near;
 mod protected;
 mod root;
 mod undo;
@@ -197,7 +198,12 @@ impl Tool for ReadFile {
                 Outcome::ok(json!({"path": input.path, "content": String::from_utf8_lossy(&bytes)}))
                     .seen(seen)
             }
-            Err(refused) => refused.outcome(),
+            Err(mut refused) => {
+                if refused.code == codes::FILE_NOT_FOUND {
+                    refused.message.push_str(&near::near(&self.0, &input.path));
+                }
+                refused.outcome()
+            }
         }
     }
 }
