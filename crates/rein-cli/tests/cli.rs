@@ -682,3 +682,59 @@ fn a_chat_error_is_told_once() {
         stderr(&out)
     );
 }
+
+/// Every command on a home that does not exist yet, in an empty folder:
+/// each works or says what to do with a stable code — never the store's
+/// own words (`unable to open database file`).
+#[test]
+fn every_command_works_on_a_home_that_does_not_exist_yet() {
+    let commands: &[&[&str]] = &[
+        &["memory", "add", "I prefer tabs"],
+        &["memory", "list"],
+        &["memory", "search", "tabs"],
+        &["sessions", "list"],
+        &["config", "show"],
+        &["config", "check"],
+        &["mcp", "list"],
+        &["agents", "list"],
+        &["sessions", "show", "0000"],
+        &["approve", "0000"],
+        &["say", "0000", "hi"],
+        &["stop", "0000"],
+        &["chat", "--scripted", "-p", "hello"],
+    ];
+    for command in commands {
+        let folder = tempfile::tempdir().unwrap();
+        let home = folder.path().join("not").join("yet");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+            .arg("--home")
+            .arg(&home)
+            .args(*command)
+            .current_dir(folder.path())
+            .env_remove("REIN_HOME")
+            .env_remove("REIN_STORE")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for raw in ["database", "sqlite", "(code:", "os error"] {
+            assert!(
+                !said.to_lowercase().contains(raw),
+                "`rein {}` on a fresh home said the store's words: {said}",
+                command.join(" ")
+            );
+        }
+        if !out.status.success() {
+            assert!(
+                said.contains("error[session_not_found]"),
+                "`rein {}` on a fresh home failed without saying what to do: {said}",
+                command.join(" ")
+            );
+        }
+    }
+}

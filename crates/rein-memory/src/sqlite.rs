@@ -129,6 +129,23 @@ impl SqliteMemory {
     ) -> Result<SqliteMemory, AgentError> {
         let path = path.as_ref();
         let fresh = !path.exists();
+        // A home that does not exist yet is made, owner-only, as the
+        // sessions' store makes it: memory may be the first thing kept.
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.exists()
+        {
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(parent)
+            .map_err(|err| {
+                AgentError::new(
+                    codes::STORE_UNAVAILABLE,
+                    format!("cannot create {}: {err}", parent.display()),
+                )
+            })?;
+        }
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
