@@ -221,3 +221,45 @@ async fn the_model_is_shown_the_projects_files_unless_turned_off() {
         }
     }
 }
+
+/// An edit of guessed text in a file never read — its `old_text` is not
+/// there — is answered with the file as it is (counted as read), not a bare
+/// `edit_no_match`: the model edited what it never saw. Its next edit,
+/// made from the file, runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guessed_edit_of_an_unread_file_is_answered_with_the_file() {
+    let guessed =
+        json!({"path": "calc.py", "edits": [{"old_text": "return a-b", "new_text": "return b-a"}]});
+    let right = json!({"path": "calc.py", "edits": [{"old_text": "return a - b", "new_text": "return b - a"}]});
+    let server = FakeServer::start(vec![
+        call("c1", "edit_file", guessed),
+        call("c2", "edit_file", right),
+        Reply::sse(ScriptedMessage::text(&["Done."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("calc.py"), CALC).unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = rein_at(&home_path);
+        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+            .arg(&root_path);
+        run_with_stdin(cmd, b"make sub return b - a\ny\n/exit\n")
+    })
+    .await
+    .unwrap();
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    let second = server.requests()[1].json().to_string();
+    assert!(second.contains("not_read"), "{second}");
+    assert!(second.contains("It is read now"), "{second}");
+    assert!(!second.contains("edit_no_match"), "{second}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("calc.py")).unwrap(),
+        CALC.replace("a - b", "b - a"),
+        "{said}"
+    );
+}

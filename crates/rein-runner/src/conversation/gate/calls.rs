@@ -135,7 +135,12 @@ impl Gate {
                     message,
                     counts,
                 } => {
-                    refuse(cx.journal, &call_id, &tool, &args, None, &code, &message).await?;
+                    // An edit that cannot apply to a file the model never
+                    // saw is answered with the file (`read_first`).
+                    let call = (call_id.as_str(), tool.as_str(), &args, None);
+                    if !self.refuse_unseen(cx, events, call, &code).await? {
+                        refuse(cx.journal, &call_id, &tool, &args, None, &code, &message).await?;
+                    }
                     // A change the file already holds ends the edit loop:
                     // the next answer is asked in words.
                     if code == codes::EDIT_ALREADY_MADE.as_str() {
@@ -205,7 +210,7 @@ impl Gate {
         // saw (and an approved one on the revision the person saw);
         // refused before anyone is asked.
         if let Some(err) = self.stale_change(cx, events, &tool, &args, &state) {
-            let call = (call_id.as_str(), tool.as_str(), &args, class);
+            let call = (call_id.as_str(), tool.as_str(), &args, Some(class));
             self.refuse_stale(cx, events, call, &err).await?;
             let refused = error_result(&call_id, err.code.as_str(), &err.message);
             if let Some(outcome) = self
@@ -459,7 +464,7 @@ impl Gate {
 
     /// Why a change `tool` would make with `args` must not run now (see
     /// `revisions`): checked for a call not yet asked about, or approved.
-    fn stale_change(
+    pub(super) fn stale_change(
         &self,
         cx: &Around<'_>,
         events: &[StoredEvent],

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::results::refuse;
 use super::{Around, Gate};
+use crate::conversation::folds::ApprovalState;
 use crate::conversation::folds::{MAX_ERROR_DETAIL, tool_error_content};
 use crate::conversation::hooked;
 use crate::outcome::UiKind;
@@ -38,13 +39,13 @@ impl Gate {
         &self,
         cx: &mut Around<'_>,
         events: &[StoredEvent],
-        (call_id, tool, args, class): (&str, &str, &Value, PermissionClass),
+        (call_id, tool, args, class): (&str, &str, &Value, Option<PermissionClass>),
         err: &AgentError,
     ) -> Result<(), AgentError> {
         let unread = err.code == codes::NOT_READ || err.code == codes::CHANGED_SINCE_READ;
         if !unread || self.tools.read_first(tool, args).is_none() {
             let (code, message) = (err.code.as_str(), &err.message);
-            return refuse(cx.journal, call_id, tool, args, Some(class), code, message).await;
+            return refuse(cx.journal, call_id, tool, args, class, code, message).await;
         }
         // The refused call is recorded before its read runs: a call is
         // durable before anything runs for it, and has one result.
@@ -53,11 +54,39 @@ impl Gate {
                 call_id: call_id.to_owned(),
                 tool: tool.to_owned(),
                 arguments: args.clone(),
-                permission: Some(class),
+                permission: class,
             }])
             .await?;
         let read = self.read_first(cx, events, call_id, tool, args).await?;
         answer(cx.journal, call_id, err, read).await
+    }
+
+    /// A change refused as `code` before it was gated — an edit whose text
+    /// is not in the file (`edit_no_match`, `edit_ambiguous`) — of a file
+    /// the model never saw as it is: refused as that instead, with the
+    /// read (`refuse_stale`); the model edited text it guessed. `false`
+    /// when it is no such refusal (nothing recorded).
+    pub(super) async fn refuse_unseen(
+        &self,
+        cx: &mut Around<'_>,
+        events: &[StoredEvent],
+        call: (&str, &str, &Value, Option<PermissionClass>),
+        code: &str,
+    ) -> Result<bool, AgentError> {
+        let (_, tool, args, _) = call;
+        let guessed =
+            code == codes::EDIT_NO_MATCH.as_str() || code == codes::EDIT_AMBIGUOUS.as_str();
+        if !guessed || self.tools.read_first(tool, args).is_none() {
+            return Ok(false);
+        }
+        let unseen = self
+            .stale_change(cx, events, tool, args, &ApprovalState::None)
+            .filter(|e| e.code == codes::NOT_READ || e.code == codes::CHANGED_SINCE_READ);
+        let Some(err) = unseen else {
+            return Ok(false);
+        };
+        self.refuse_stale(cx, events, call, &err).await?;
+        Ok(true)
     }
 
     /// The read that shows what `tool` with `args` would change, made for
