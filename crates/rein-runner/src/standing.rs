@@ -24,6 +24,9 @@ use rein_wire::AgentError;
 /// What stands where a retracted text was, in what the model is sent.
 pub const RETRACTED: &str = "[forgotten]";
 
+/// The shortest text masked as retracted.
+pub const RETRACTED_MIN_CHARS: usize = 8;
+
 /// The most bytes a standing block puts in the prompt; longer text is cut
 /// there, with a note saying so.
 pub const MAX_STANDING_BYTES: usize = 16 * 1024;
@@ -98,9 +101,11 @@ impl Standing for Stacked {
 /// JSON text) replaced by [`RETRACTED`]; a message without one is left as
 /// it is (the same `Arc`).
 pub(crate) fn without(messages: &mut [Arc<rein_wire::Message>], texts: &[String]) {
+    // A text shorter than `RETRACTED_MIN_CHARS` is not masked: "tea" or
+    // "e" forgotten would take every such word out of the conversation.
     let forms: Vec<String> = texts
         .iter()
-        .filter(|t| !t.is_empty())
+        .filter(|t| t.chars().count() >= RETRACTED_MIN_CHARS)
         .flat_map(|t| {
             let quoted = serde_json::to_string(t).unwrap_or_default();
             let inner = quoted[1..quoted.len().saturating_sub(1).max(1)].to_owned();
@@ -193,6 +198,10 @@ mod tests {
                 .contains(RETRACTED)
         );
         assert!(Arc::ptr_eq(&messages[2], &untouched));
+        // A short forgotten text leaves the conversation's words alone.
+        let before = messages[2].clone();
+        without(&mut messages, &["here".to_owned()]);
+        assert!(Arc::ptr_eq(&messages[2], &before));
     }
 
     #[test]
