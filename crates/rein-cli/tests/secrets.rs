@@ -124,3 +124,60 @@ async fn the_providers_key_read_from_a_project_never_reaches_the_log() {
         "the key went back to the model: {next}"
     );
 }
+
+/// A change to `.env` the model never read is answered with the file as it
+/// is (`read_first`) — masked as every result is: the key rein holds is
+/// neither in the refusal the model reads nor in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_a_refused_change_carries_is_masked_too() {
+    let key = "sk-canary-provider-key-5a6b7c8d9e0f";
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join(".env"),
+        format!("OPENAI_API_KEY={key}\nDEBUG=1\n"),
+    )
+    .unwrap();
+    let edit = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+        "c1",
+        "edit_file",
+        json!({"path": ".env", "edits": [{"old_text": "DEBUG=1", "new_text": "DEBUG=0"}]}),
+        1,
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(edit.openai_chat_sse()),
+        Reply::sse(ScriptedMessage::text(&["Left it."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let home = tempfile::tempdir().unwrap();
+    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
+    let (out, export) = tokio::task::spawn_blocking(move || {
+        let out = rein_at(&home_path)
+            .env("OPENAI_API_KEY", key)
+            .args(["chat", "--base-url", &url, "--model", "m", "--root"])
+            .arg(&root_path)
+            .args(["-p", "turn debug off in .env"])
+            .output()
+            .unwrap();
+        let session = common::session_of(&out);
+        let export = stdout(
+            &rein_at(&home_path)
+                .args(["sessions", "export", &session])
+                .output()
+                .unwrap(),
+        );
+        (out, export)
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let refusal = server.requests()[1].json().to_string();
+    assert!(refusal.contains("It is read now"), "{refusal}");
+    assert!(refusal.contains("DEBUG=1"), "the file is shown: {refusal}");
+    assert!(
+        !refusal.contains(key),
+        "the key went to the model: {refusal}"
+    );
+    assert!(!export.contains(key), "the key is in the log: {export}");
+}

@@ -142,13 +142,16 @@ impl Gate {
             cx.journal.append(records).await?;
         }
         let Outcome::Ok {
-            result,
+            mut result,
             seen: Some(seen),
             ..
         } = outcome
         else {
             return Ok(None);
         };
+        // A key rein holds never enters the log nor a request, as with
+        // every result (`results`).
+        rein_wire::secrets::mask_named_json(&mut result, &cx.agent.guards.secrets);
         if serde_json::to_vec(&result).map_or(usize::MAX, |r| r.len()) > MAX_ERROR_DETAIL {
             return Ok(None);
         }
