@@ -3,20 +3,13 @@
 //! with the file's state and a request for its answer in words — not the
 //! five repeats loop detection needs.
 
-use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
+use rein_testing::{FakeServer, Reply, ScriptedMessage};
 use serde_json::json;
 
-use crate::common::{self, rein_at, run_with_stdin, stderr};
+use crate::common::definition::{call, chat, typed};
+use crate::common::{self, stderr};
 
 const CALC: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
-
-fn call(id: &str, tool: &str, args: serde_json::Value) -> Reply {
-    Reply::sse(
-        ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(id, tool, args, 1))
-            .openai_chat_sse(),
-    )
-}
 
 /// The edit is made once (asked, approved); made again it is refused
 /// before anyone is asked, shows the lines that hold it, and the next
@@ -39,16 +32,13 @@ async fn a_change_made_again_ends_the_edit_loop() {
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("calc.py"), CALC).unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        let mut cmd = rein_at(&home_path);
-        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
-            .arg(&root_path);
-        run_with_stdin(cmd, b"make sub return b - a\ny\n/exit\n")
-    })
-    .await
-    .unwrap();
+    let out = typed(
+        home.path(),
+        &server,
+        root.path(),
+        b"make sub return b - a\ny\n/exit\n",
+    )
+    .await;
     let said = stderr(&out);
     assert!(out.status.success(), "{said}");
     assert_eq!(
@@ -107,16 +97,13 @@ async fn an_edit_refused_as_not_read_carries_the_file() {
             )
             .unwrap();
         }
-        let url = format!("{}/v1", server.base_url());
-        let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
-        let out = tokio::task::spawn_blocking(move || {
-            let mut cmd = rein_at(&home_path);
-            cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
-                .arg(&root_path);
-            run_with_stdin(cmd, b"make sub return b - a\ny\n/exit\n")
-        })
-        .await
-        .unwrap();
+        let out = typed(
+            home.path(),
+            &server,
+            root.path(),
+            b"make sub return b - a\ny\n/exit\n",
+        )
+        .await;
         let said = stderr(&out);
         assert!(out.status.success(), "{said}");
         let second = server.requests()[1].json().to_string();
@@ -149,17 +136,14 @@ async fn a_call_printed_as_the_answer_is_made() {
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("calc.py"), CALC).unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        let mut cmd = rein_at(&home_path);
-        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
-            .arg(&root_path)
-            .args(["-p", "what does sub return?"]);
-        cmd.output().unwrap()
-    })
-    .await
-    .unwrap();
+    let out = chat(
+        home.path(),
+        &server,
+        root.path(),
+        &[],
+        "what does sub return?",
+    )
+    .await;
     let said = stderr(&out);
     assert!(out.status.success(), "{said}");
     assert!(
@@ -201,17 +185,7 @@ async fn the_model_is_shown_the_projects_files_unless_turned_off() {
             )
             .unwrap();
         }
-        let url = format!("{}/v1", server.base_url());
-        let run = |prompt: &'static str| {
-            let (home, root, url) = (home.path().to_owned(), root.path().to_owned(), url.clone());
-            tokio::task::spawn_blocking(move || {
-                let mut cmd = rein_at(&home);
-                cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
-                    .arg(&root);
-                run_with_stdin(cmd, prompt.as_bytes())
-            })
-        };
-        let out = run("what is here?\n/exit\n").await.unwrap();
+        let out = typed(home.path(), &server, root.path(), b"what is here?\n/exit\n").await;
         assert!(out.status.success(), "{}", stderr(&out));
         let first = server.requests()[0].json().to_string();
         assert_eq!(first.contains(r#"\"tests/test_calc.py\""#), !off, "{first}");
@@ -241,16 +215,13 @@ async fn a_guessed_edit_of_an_unread_file_is_answered_with_the_file() {
     let home = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("calc.py"), CALC).unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        let mut cmd = rein_at(&home_path);
-        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
-            .arg(&root_path);
-        run_with_stdin(cmd, b"make sub return b - a\ny\n/exit\n")
-    })
-    .await
-    .unwrap();
+    let out = typed(
+        home.path(),
+        &server,
+        root.path(),
+        b"make sub return b - a\ny\n/exit\n",
+    )
+    .await;
     let said = stderr(&out);
     assert!(out.status.success(), "{said}");
     let second = server.requests()[1].json().to_string();

@@ -11,20 +11,13 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::common::definition::{call, typed};
 use crate::common::{rein_at, run_with_stdin, session_in, spawn_with_lines, stderr};
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A source file of three functions.
 const LIB: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n";
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    Reply::sse(
-        ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(id, tool, args, 1))
-            .openai_chat_sse(),
-    )
-}
 
 fn done() -> Reply {
     Reply::sse(ScriptedMessage::text(&["Done."]).openai_chat_sse())
@@ -38,16 +31,7 @@ fn project() -> tempfile::TempDir {
 
 /// `rein chat` on `server` in `root`, the person typing `stdin`.
 async fn chat(server: &FakeServer, home: &Path, root: &Path, stdin: &'static [u8]) -> String {
-    let url = format!("{}/v1", server.base_url());
-    let (home, root) = (home.to_owned(), root.to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        let mut cmd = rein_at(&home);
-        cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
-            .arg(&root);
-        run_with_stdin(cmd, stdin)
-    })
-    .await
-    .unwrap();
+    let out = typed(home, server, root, stdin).await;
     assert!(out.status.success(), "{}", stderr(&out));
     stderr(&out)
 }

@@ -498,39 +498,23 @@ fn case_agent(
 /// Each call of `events` with how it ended: `tool target: ok`, or the
 /// error's code — the target being a path, a command or a query, cut short.
 fn trail_of(events: &[StoredEvent]) -> Vec<String> {
-    let mut called: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
-    let mut trail = Vec::new();
-    for stored in events {
-        match &stored.event {
-            Event::ToolCalled {
-                call_id,
-                tool,
-                arguments,
-                ..
-            } => {
-                let target = ["path", "command", "query", "task"]
-                    .iter()
-                    .find_map(|k| arguments.get(*k))
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                    .unwrap_or_default();
-                let target: String = target.chars().take(60).collect();
-                called.insert(call_id, format!("{tool} {target}").trim_end().to_owned());
-            }
-            Event::ToolResult {
-                call_id, content, ..
-            } => {
-                let how = content
-                    .pointer("/error/code")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("ok");
-                if let Some(call) = called.remove(call_id.as_str()) {
-                    trail.push(format!("{call}: {how}"));
-                }
-            }
-            _ => {}
-        }
-    }
-    trail
+    rein_sessions::answered(events)
+        .into_iter()
+        .map(|call| {
+            let target = ["path", "command", "query", "task"]
+                .iter()
+                .find_map(|k| call.arguments.get(*k))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .unwrap_or_default();
+            let target: String = target.chars().take(60).collect();
+            let how = call
+                .content
+                .pointer("/error/code")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("ok");
+            format!("{} {target}", call.tool).trim_end().to_owned() + ": " + how
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 //! - [`HttpProvider`]: the HTTP call with retries and timeouts, as a
 //!   [`Provider`].
 
+mod answered;
 mod client;
 pub mod config;
 pub mod decode;

@@ -29,8 +29,9 @@
 #[cfg(feature = "embeddings")]
 pub mod embed;
 mod memory;
-mod pinned;
 #[cfg(feature = "sqlite")]
+mod opening;
+mod pinned;
 mod sqlite;
 mod terms;
 #[cfg(feature = "tools")]

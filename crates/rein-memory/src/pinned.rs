@@ -144,42 +144,27 @@ const MAX_ASKED: usize = 256;
 /// successful `remember` call's `text`, each item of a `recall` result.
 #[cfg(feature = "runner")]
 fn shown_in(events: &[rein_sessions::StoredEvent]) -> Vec<(String, String)> {
-    use rein_sessions::{Event, ToolStatus};
-    let mut calls = std::collections::HashMap::new();
     let mut shown = Vec::new();
-    for stored in events {
-        match &stored.event {
-            Event::ToolCalled {
-                call_id,
-                tool,
-                arguments,
-                ..
-            } if tool == "remember" || tool == "recall" => {
-                calls.insert(call_id.as_str(), (tool.as_str(), arguments));
+    for call in rein_sessions::answered(events) {
+        if call.status != rein_sessions::ToolStatus::Ok {
+            continue;
+        }
+        match call.tool {
+            "remember" => {
+                if let (Some(id), Some(text)) = (
+                    call.content["remembered"].as_str(),
+                    call.arguments["text"].as_str(),
+                ) {
+                    shown.push((id.to_owned(), text.to_owned()));
+                }
             }
-            Event::ToolResult {
-                call_id,
-                status: ToolStatus::Ok,
-                content,
-                ..
-            } => match calls.get(call_id.as_str()) {
-                Some(("remember", arguments)) => {
-                    if let (Some(id), Some(text)) =
-                        (content["remembered"].as_str(), arguments["text"].as_str())
-                    {
+            "recall" => {
+                for item in call.content["items"].as_array().into_iter().flatten() {
+                    if let (Some(id), Some(text)) = (item["id"].as_str(), item["text"].as_str()) {
                         shown.push((id.to_owned(), text.to_owned()));
                     }
                 }
-                Some(("recall", _)) => {
-                    for item in content["items"].as_array().into_iter().flatten() {
-                        if let (Some(id), Some(text)) = (item["id"].as_str(), item["text"].as_str())
-                        {
-                            shown.push((id.to_owned(), text.to_owned()));
-                        }
-                    }
-                }
-                _ => {}
-            },
+            }
             _ => {}
         }
     }

@@ -174,7 +174,9 @@ pub(crate) fn bounded(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+
+    use super::{MAX_STANDING_BYTES, RETRACTED, bounded, without};
 
     #[test]
     fn a_retracted_text_is_left_out_wherever_it_stands() {

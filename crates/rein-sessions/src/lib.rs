@@ -12,6 +12,7 @@
 //! It is *not* the agent loop: it records what `rein-runner` does and
 //! enforces nothing about a turn's meaning beyond the turn tree's shape.
 
+mod answered;
 mod artifact;
 mod copy;
 mod event;
@@ -33,6 +34,7 @@ mod store;
 mod subscribe;
 mod validate;
 
+pub use answered::{Answered, answered};
 pub use artifact::hash_hex;
 pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};

@@ -84,3 +84,18 @@ pub async fn chat(
         .arg(root);
     run(cmd, b"").await
 }
+
+/// `rein chat` with rein's home at `home`, calling `server`, in `root`,
+/// the person typing `stdin`.
+pub async fn typed(
+    home: &Path,
+    server: &rein_testing::FakeServer,
+    root: &Path,
+    stdin: &'static [u8],
+) -> std::process::Output {
+    let url = format!("{}/v1", server.base_url());
+    let mut cmd = super::rein_at(home);
+    cmd.args(["chat", "--base-url", &url, "--model", "m", "--root"])
+        .arg(root);
+    run(cmd, stdin).await
+}

@@ -22,7 +22,6 @@ use super::{Around, Gate};
 use crate::conversation::folds::ApprovalState;
 use crate::conversation::folds::{MAX_ERROR_DETAIL, tool_error_content};
 use crate::conversation::hooked;
-use crate::outcome::UiKind;
 
 /// A read made for a refused change: its tool, its result and what it saw.
 struct ReadNow {
@@ -213,13 +212,6 @@ async fn answer(
             seen,
         }])
         .await?;
-    journal.emit(UiKind::ToolResult {
-        call_id: call_id.to_owned(),
-        ok: false,
-        source: ResultSource::Live,
-        undo: None,
-        error: Some((err.code.to_string(), message)),
-        duration_ms: 0,
-    });
+    super::results::shown_refused(journal, call_id, err.code.as_str(), &message);
     Ok(())
 }

@@ -120,6 +120,13 @@ pub(super) async fn refuse(
     journal
         .append(refused(call_id, tool, args.clone(), permission, code, message).into())
         .await?;
+    shown_refused(journal, call_id, code, message);
+    Ok(())
+}
+
+/// Shows the surfaces a call refused before it ran (the log already holds
+/// its result).
+pub(super) fn shown_refused(journal: &Journal, call_id: &str, code: &str, message: &str) {
     journal.emit(UiKind::ToolResult {
         call_id: call_id.to_owned(),
         ok: false,
@@ -128,5 +135,4 @@ pub(super) async fn refuse(
         error: Some((code.to_owned(), message.to_owned())),
         duration_ms: 0,
     });
-    Ok(())
 }
