@@ -32,6 +32,7 @@ mod memory;
 #[cfg(feature = "sqlite")]
 mod opening;
 mod pinned;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod terms;
 #[cfg(feature = "tools")]

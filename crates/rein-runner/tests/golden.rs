@@ -81,7 +81,7 @@ impl rein_gateway::Provider for WithSummaries {
                 .lock()
                 .unwrap()
                 .pop_front()
-                .unwrap_or_else(|| "Earlier work, summarised.".into());
+                .unwrap_or_default();
             let events = vec![
                 Ok(StreamEvent::MessageStart {
                     id: None,
@@ -98,25 +98,20 @@ impl rein_gateway::Provider for WithSummaries {
     }
 }
 
+/// The summary records the trace's compactions kept, as the model gave
+/// them (a compaction that kept none answers with nothing).
 fn recorded_summaries(trace: &str) -> Vec<String> {
     golden::parse(trace)
         .unwrap()
         .into_iter()
         .filter(|e| e.kind == "compaction.created" && e.data["summary"]["kind"] == "compact")
         .map(|e| {
-            let text = e.data["summary"]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            // The model's summary, each line marked under its heading.
-            text.rsplit_once("\nYour own summary (notes, not the person's words):\n")
-                .map(|(_, s)| {
-                    s.lines()
-                        .map(|l| l.strip_prefix("| ").unwrap_or(l))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-                .unwrap_or_default()
+            let record = &e.data["summary"]["summary_check"]["record"];
+            if record.is_null() {
+                String::new()
+            } else {
+                record.to_string()
+            }
         })
         .collect()
 }
@@ -403,7 +398,14 @@ async fn golden_traces_replay_byte_for_byte() {
                 .flat_map(|t| t.decisions.clone())
                 .collect();
             let fixed: Vec<String> = (1..=20)
-                .map(|n| format!("Summary {n}: the log was read in parts."))
+                .map(|n| {
+                    json!({
+                        "goal": "read the build log in parts",
+                        "done": [format!("Summary {n}: the log was read in parts.")],
+                        "files_changed": [], "checks": [], "facts": [], "next": "",
+                    })
+                    .to_string()
+                })
                 .collect();
             let (first, _, _) = run(
                 &scenario,

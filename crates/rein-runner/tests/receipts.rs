@@ -1,10 +1,11 @@
 //! Receipts, not claims: a verification check leaves a receipt in the log
 //! (`check.ran`: command, exit, the revisions of the files changed), a
 //! compaction's derived state keeps the receipts and the files changed,
-//! and the model's summary is checked against them — one claiming a change
-//! or a passing check the log does not show is asked for again once, then
-//! dropped, and the record says which. A summary that gives one file a fact
-//! another file read holds is such a claim too.
+//! and the model's summary — a typed record — is checked against them
+//! field by field: one claiming a change or a passing check the log does
+//! not show, or quoting a file for words its reads never showed, or not a
+//! record at all, is asked for again once, then dropped, and the log's
+//! record of the compaction says which.
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
@@ -22,7 +23,7 @@ use serde_json::{Value, json};
 /// Two turns: the first reads and rewrites a.rs (a person approves), the
 /// second reads five other files; a check that must exit 3 runs at each
 /// final answer. Then `summaries` answer the compaction asked for.
-async fn worked(s: &common::Setup, summaries: &[&str]) -> (Conversation, Arc<FakeProvider>) {
+async fn worked(s: &common::Setup, summaries: &[String]) -> (Conversation, Arc<FakeProvider>) {
     let mut script = vec![
         calls(vec![call("r0", "read_file", json!({"path": "a.rs"}))]),
         calls(vec![call(
@@ -82,10 +83,31 @@ fn compaction(log: &[StoredEvent]) -> Value {
         .expect("a compaction")
 }
 
+/// A summary record with `fields` over empty ones, as the model answers.
+fn record(fields: Value) -> String {
+    let mut record = json!({
+        "goal": "", "done": [], "files_changed": [], "checks": [], "facts": [], "next": ""
+    });
+    for (key, value) in fields.as_object().unwrap() {
+        record[key] = value.clone();
+    }
+    record.to_string()
+}
+
+/// What the conversation of [`worked`] did, recorded honestly.
+fn honest() -> String {
+    record(json!({
+        "goal": "rewrite a.rs, then read five files",
+        "done": ["Rewrote a.rs", "Read the files asked for"],
+        "files_changed": ["a.rs"],
+        "checks": [{"command": "sh -c exit 3", "passed": true}],
+    }))
+}
+
 #[tokio::test]
 async fn a_check_leaves_a_receipt_and_the_state_keeps_it_with_the_files_changed() {
     let s = setup().await;
-    let (mut conv, _) = worked(&s, &["Rewrote a.rs; the check passed."]).await;
+    let (mut conv, provider) = worked(&s, &[honest()]).await;
     let log1 = log(&s, &conv).await;
     let receipts: Vec<&Event> = log1
         .iter()
@@ -116,16 +138,25 @@ async fn a_check_leaves_a_receipt_and_the_state_keeps_it_with_the_files_changed(
     assert_eq!(state["checks"][0]["passed"], true, "{state}");
     assert_eq!(state["checks"][0]["exit"], 3, "{state}");
     assert_eq!(state["checks"][0]["revisions"][0]["resource"], "a.rs");
-    assert_eq!(summary["summary_check"]["outcome"], "kept");
-    assert!(summary["text"].as_str().unwrap().contains("Rewrote a.rs"));
+    let check = &summary["summary_check"];
+    assert_eq!(check["outcome"], "kept", "{check}");
+    assert_eq!(check["form"], "record");
+    assert_eq!(check["record"]["files_changed"], json!(["a.rs"]));
+    let text = summary["text"].as_str().unwrap();
+    assert!(text.contains("- Rewrote a.rs"), "{text}");
+    assert!(text.contains("Checks: `sh -c exit 3` passed"), "{text}");
+    // Asked in the schema structured output takes.
+    let asked = provider.requests();
+    let schema = asked.last().unwrap().output_schema.as_ref().unwrap();
+    assert_eq!(schema.name, "compaction_summary");
+    assert_eq!(schema.schema["required"].as_array().unwrap().len(), 6);
 }
 
 #[tokio::test]
 async fn a_lying_summary_is_asked_again_once_and_the_honest_one_kept() {
     let s = setup().await;
-    let lie = "I changed a.rs and also fixed b.rs.";
-    let honest = "Rewrote a.rs and read five files; the check passed.";
-    let (mut conv, provider) = worked(&s, &[lie, honest]).await;
+    let lie = record(json!({"done": ["fixed b.rs"], "files_changed": ["a.rs", "b.rs"]}));
+    let (mut conv, provider) = worked(&s, &[lie, honest()]).await;
     conv.compact_now().await.unwrap();
     let summary = compaction(&log(&s, &conv).await);
     assert_eq!(
@@ -134,34 +165,39 @@ async fn a_lying_summary_is_asked_again_once_and_the_honest_one_kept() {
     );
     assert_eq!(
         summary["summary_check"]["rejected"],
-        json!(["that b.rs was changed"])
+        json!([
+            "that b.rs was changed",
+            "that b.rs was worked on (no call of it is recorded)"
+        ])
     );
     let text = summary["text"].as_str().unwrap();
     assert!(
-        text.contains(honest) && !text.contains("fixed b.rs"),
+        text.contains("Rewrote a.rs") && !text.contains("b.rs"),
         "{text}"
     );
-    // The second request named what the first claimed wrongly.
+    // The second request named what the first claimed wrongly — the file
+    // changed, not the file never named (which would send the model to it).
     let requests = provider.requests();
     let again = &requests[requests.len() - 1];
     let said: String = again.system.iter().map(|b| b.text.as_str()).collect();
     assert!(said.contains("that b.rs was changed"), "{said}");
+    assert!(said.contains("work on files no call named"), "{said}");
 }
 
 #[tokio::test]
 async fn a_summary_that_lies_twice_is_dropped_for_the_state_alone() {
     let s = setup().await;
-    let lie = "Created src/new.rs and all tests pass.";
+    let passed = json!([{"command": "sh -c exit 3", "passed": true}]);
     let (mut conv, _) = worked(
         &s,
         &[
-            lie,
-            "Also updated README.md, now green across the test suite.",
+            record(json!({"files_changed": ["src/new.rs"], "checks": passed})),
+            record(json!({"files_changed": ["README.md"], "checks": passed})),
         ],
     )
     .await;
-    // The checks did pass (their receipts back "tests pass"); the files
-    // are invented, both times.
+    // The checks did pass (their receipts back them); the files are
+    // invented, both times.
     conv.compact_now().await.unwrap();
     let summary = compaction(&log(&s, &conv).await);
     let check = &summary["summary_check"];
@@ -177,36 +213,58 @@ async fn a_summary_that_lies_twice_is_dropped_for_the_state_alone() {
     );
 }
 
-#[tokio::test]
-async fn a_passing_check_the_log_does_not_show_is_a_lie() {
-    let s = setup().await;
-    // A conversation with no check at all.
-    let mut script: Vec<ScriptedMessage> = (0..6)
-        .map(|i| {
+/// A conversation of six reads, then `summaries` for its compaction.
+async fn six_reads(
+    s: &common::Setup,
+    files: &[&str],
+    summaries: &[String],
+) -> (Conversation, Arc<FakeProvider>) {
+    let mut script: Vec<ScriptedMessage> = files
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
             calls(vec![call(
                 &format!("r{i}"),
                 "read_file",
-                json!({"path": format!("f{i}.rs")}),
+                json!({"path": path}),
             )])
         })
         .collect();
     script.push(says("read"));
-    script.push(says("Read six files. All tests pass."));
-    script.push(says("Read six files."));
+    script.extend(summaries.iter().map(|text| says(text)));
     let provider = Arc::new(FakeProvider::from_messages(&script));
-    let mut conv = open(&s, provider, None).await;
+    let mut conv = open(s, provider.clone(), None).await;
     assert!(matches!(
-        conv.turn("read six files").await.unwrap(),
+        conv.turn("read the files").await.unwrap(),
         TurnOutcome::Finished { .. }
     ));
     conv.compact_now().await.unwrap();
+    (conv, provider)
+}
+
+#[tokio::test]
+async fn a_passing_check_the_log_does_not_show_is_a_lie() {
+    let s = setup().await;
+    // A conversation with no check at all.
+    let files = ["f0.rs", "f1.rs", "f2.rs", "f3.rs", "f4.rs", "f5.rs"];
+    let (conv, _) = six_reads(
+        &s,
+        &files,
+        &[
+            record(json!({"done": ["Read six files"], "checks": [{"command": "cargo test", "passed": true}]})),
+            record(json!({"done": ["Read six files"]})),
+        ],
+    )
+    .await;
     let summary = compaction(&log(&s, &conv).await);
     assert_eq!(
         summary["summary_check"]["outcome"], "rewritten",
         "{summary}"
     );
-    let rejected = summary["summary_check"]["rejected"][0].as_str().unwrap();
-    assert!(rejected.starts_with("that a check passed"), "{rejected}");
+    assert_eq!(
+        summary["summary_check"]["rejected"],
+        json!(["that `cargo test` passed (no passing run of it is recorded)"])
+    );
 }
 
 #[tokio::test]
@@ -221,28 +279,14 @@ async fn a_summary_that_moves_a_fact_to_another_file_is_asked_again() {
         ("f3.txt", "filler"),
     ];
     s.backend = Arc::new(rein_testing::FakeToolBackend::new(&files).unwrap());
-    let mut script: Vec<ScriptedMessage> = files
-        .iter()
-        .enumerate()
-        .map(|(i, (path, _))| {
-            calls(vec![call(
-                &format!("r{i}"),
-                "read_file",
-                json!({"path": path}),
-            )])
-        })
-        .collect();
-    script.push(says("read"));
+    let paths: Vec<&str> = files.iter().map(|(p, _)| *p).collect();
     // The first summary gives the sea's colour to the sky.
-    script.push(says("sky.txt: the sky is BLUE."));
-    script.push(says("sea.txt mentions BLUE; sky.txt says the sky is grey."));
-    let provider = Arc::new(FakeProvider::from_messages(&script));
-    let mut conv = open(&s, provider, None).await;
-    assert!(matches!(
-        conv.turn("read the six files").await.unwrap(),
-        TurnOutcome::Finished { .. }
-    ));
-    conv.compact_now().await.unwrap();
+    let moved = record(json!({"facts": [{"file": "sky.txt", "quote": "the sky is BLUE"}]}));
+    let quoted = record(json!({"facts": [
+        {"file": "sea.txt", "quote": "the colour of the sea here is BLUE"},
+        {"file": "sky.txt", "quote": "grey and low"},
+    ]}));
+    let (conv, _) = six_reads(&s, &paths, &[moved, quoted]).await;
     let summary = compaction(&log(&s, &conv).await);
     assert_eq!(
         summary["summary_check"]["outcome"], "rewritten",
@@ -250,40 +294,68 @@ async fn a_summary_that_moves_a_fact_to_another_file_is_asked_again() {
     );
     assert_eq!(
         summary["summary_check"]["rejected"],
-        json!(["that sky.txt says \"blue\" (its reads do not show it)"])
+        json!(["that sky.txt says \"the sky is BLUE\" (its reads do not show it)"])
     );
+    let text = summary["text"].as_str().unwrap();
     assert!(
-        summary["text"]
-            .as_str()
-            .unwrap()
-            .contains("sea.txt mentions BLUE")
+        text.contains("- sea.txt: \"the colour of the sea here is BLUE\""),
+        "{text}"
     );
 }
 
 #[tokio::test]
-async fn a_summary_that_loops_on_one_sentence_says_it_once() {
+async fn an_answer_that_is_not_a_record_is_asked_again() {
     let s = setup().await;
-    // What a small model wrote in try 32, in kind: one sentence until its
-    // output limit, the last one cut off.
-    let sentence = "The result for file 0 was lorem ipsum dolor sit amet.";
-    let looped = format!(
-        "Rewrote a.rs; the check passed. {}",
-        format!("{sentence} ").repeat(40)
+    let (conv, provider) = six_reads(
+        &s,
+        &["f0.rs", "f1.rs", "f2.rs", "f3.rs", "f4.rs", "f5.rs"],
+        &[
+            "I read six files.".to_owned(),
+            record(json!({"done": ["Read f0.rs first"]})),
+        ],
+    )
+    .await;
+    let summary = compaction(&log(&s, &conv).await);
+    let check = &summary["summary_check"];
+    assert_eq!(check["outcome"], "rewritten", "{check}");
+    assert_eq!(
+        check["rejected"],
+        json!(["an answer that was not the JSON object asked for"])
     );
-    let (mut conv, _) = worked(&s, &[&looped]).await;
+    let requests = provider.requests();
+    let said: String = requests
+        .last()
+        .unwrap()
+        .system
+        .iter()
+        .map(|b| b.text.as_str())
+        .collect();
+    assert!(said.contains("not the JSON object asked for"), "{said}");
+}
+
+#[tokio::test]
+async fn a_summary_that_loops_on_one_item_says_it_once() {
+    let s = setup().await;
+    // What a small model wrote in try 32, in kind: one line over and over
+    // until its output limit.
+    let line = "The result for file 0 was lorem ipsum dolor sit amet.";
+    let mut done = vec!["Rewrote a.rs"];
+    done.extend(std::iter::repeat_n(line, 40));
+    let looped = record(json!({"done": done, "files_changed": ["a.rs"]}));
+    let (mut conv, _) = worked(&s, &[looped]).await;
     conv.compact_now().await.unwrap();
     let summary = compaction(&log(&s, &conv).await);
     let check = &summary["summary_check"];
     assert_eq!(check["outcome"], "kept", "{check}");
-    assert_eq!(check["repeated_sentences"], 39, "{check}");
+    assert_eq!(check["repeated_items"], 39, "{check}");
     let text = summary["text"].as_str().unwrap();
-    assert_eq!(text.matches(sentence).count(), 1, "{text}");
+    assert_eq!(text.matches(line).count(), 1, "{text}");
 }
 
 #[tokio::test]
 async fn the_summary_is_asked_at_the_agents_temperature_within_an_eighth_of_the_window() {
     let s = setup().await;
-    let (mut conv, provider) = worked(&s, &["Rewrote a.rs; the check passed."]).await;
+    let (mut conv, provider) = worked(&s, &[honest()]).await;
     conv.agent.profile.sampling.temperature = Some(0.0);
     conv.agent.context.window = Some(6_000);
     conv.compact_now().await.unwrap();

@@ -550,7 +550,11 @@ async fn compacting_on_request_summarises_older_groups_and_keeps_the_tail() {
         })
         .collect();
     script.push(says("done"));
-    script.push(says("Ten reads, all of missing files."));
+    let record = json!({
+        "goal": "read ten files", "done": ["Ten reads, all of missing files."],
+        "files_changed": [], "checks": [], "facts": [], "next": "",
+    });
+    script.push(says(&record.to_string()));
     let provider = Arc::new(FakeProvider::from_messages(&script));
     let mut conv = open(&s, provider, None).await;
     assert!(matches!(

@@ -1,99 +1,136 @@
 //! The model's summary of the history a compaction covers: what the
-//! summariser is shown, the call, the check against the log (asked again
-//! once, then dropped) and the tidying of what it wrote — a sentence it
-//! repeated said once, a sentence its output limit cut off left out.
+//! summariser is shown, the call (asking for the typed record,
+//! `claims::Summary`, in the schema each API's structured output takes),
+//! the check against the log — asked again once, then dropped — and what
+//! is recorded of it.
 //!
-//! Not here: what a summary may claim (`crate::claims`), when to compact
-//! and the record of it (`pressure`), the state beside it
+//! Not here: reading and checking the record (`crate::claims`), when to
+//! compact and the record of it (`pressure`), the state beside it
 //! (`crate::state_text`).
 
 use futures::StreamExt;
 use rein_sessions::StoredEvent;
-use rein_wire::{Assembler, Request, StopReason, SystemBlock};
+use rein_wire::{Assembler, OutputSchema, Request, StopReason, SystemBlock};
 use serde_json::{Value, json};
 
 use crate::agent::Agent;
+use crate::claims::{Claim, Record, Summary};
 use crate::project::project;
 
-/// The model's summary of `transcript`, tidied and checked against the
-/// log: one that claims what the log does not show (`claims::unbacked`) is
-/// asked for again once, naming the claims, then dropped — the derived
-/// state stands alone. The second value is the record of that (`kept`,
-/// `rewritten` or `dropped`, what was rejected, and what tidying took
-/// out).
+/// The model's summary record of `transcript`, checked against the log:
+/// an answer that is not a record, or a record that claims what the log
+/// does not show (`Summary::unbacked`), is asked for again once, naming
+/// what was wrong, then dropped — the derived state stands alone. The
+/// first value is the record as the model will read it; the second is
+/// what is recorded of the check (`form`, `outcome` — `kept`, `rewritten`,
+/// `dropped` or `call_failed` —, what was rejected, the record kept).
 pub(super) async fn checked(
     agent: &Agent,
     transcript: &str,
-    record: &crate::claims::Record,
+    record: &Record,
     window: u64,
 ) -> (String, Value) {
-    let described = |claims: &[crate::claims::Claim]| -> Vec<String> {
-        claims.iter().map(crate::claims::Claim::describe).collect()
+    let Some(first) = summarise(agent, transcript, None, window).await else {
+        return (
+            String::new(),
+            json!({"form": "record", "outcome": "call_failed"}),
+        );
     };
-    let first = summarise(agent, transcript, None, window).await;
-    let rejected = crate::claims::unbacked(&first.text, record);
-    if rejected.is_empty() {
-        return (first.text, first.tidied.noted(json!({"outcome": "kept"})));
-    }
+    let rejected = match first.judged(record) {
+        Ok(judged) => return kept(judged, json!({"outcome": "kept"}), &first),
+        Err(claims) => claims,
+    };
     let note = format!(
         "{SUMMARY_CORRECTION} {}.",
         crate::claims::correction(&rejected)
     );
-    let second = summarise(agent, transcript, Some(&note), window).await;
-    let again = crate::claims::unbacked(&second.text, record);
-    if again.is_empty() {
-        let outcome = json!({"outcome": "rewritten", "rejected": described(&rejected)});
-        return (second.text, second.tidied.noted(outcome));
+    let described =
+        |claims: &[Claim]| -> Vec<String> { claims.iter().map(Claim::describe).collect() };
+    let Some(second) = summarise(agent, transcript, Some(&note), window).await else {
+        let outcome =
+            json!({"form": "record", "outcome": "call_failed", "rejected": described(&rejected)});
+        return (String::new(), outcome);
+    };
+    match second.judged(record) {
+        Ok(judged) => {
+            let outcome = json!({"outcome": "rewritten", "rejected": described(&rejected)});
+            kept(judged, outcome, &second)
+        }
+        Err(again) => {
+            tracing::warn!(
+                claims = again.len(),
+                "the summary still claims what the log does not show; compacting with the state alone"
+            );
+            let mut outcome = json!({
+                "form": "record",
+                "outcome": "dropped",
+                "rejected": described(&rejected),
+                "again": described(&again),
+            });
+            if second.cut_off {
+                outcome["cut_off"] = json!(true);
+            }
+            (String::new(), outcome)
+        }
     }
-    tracing::warn!(
-        claims = again.len(),
-        "the summary still claims what the log does not show; compacting with the state alone"
-    );
-    let outcome = json!({
-        "outcome": "dropped",
-        "rejected": described(&rejected),
-        "again": described(&again),
-    });
-    (String::new(), outcome)
 }
 
-/// A summary as it will be shown, and what tidying took out of it.
-struct Written {
+/// The model's answer to a summary request.
+struct Answer {
     text: String,
-    tidied: Tidied,
-}
-
-/// What tidying took out of a summary.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Tidied {
-    /// Sentences dropped because an earlier one said the same.
-    repeated: usize,
-    /// The output limit cut the last sentence off, and it was left out.
+    /// The output limit stopped it.
     cut_off: bool,
 }
 
-impl Tidied {
-    /// `outcome` with what was taken out added, when anything was.
-    fn noted(&self, mut outcome: Value) -> Value {
-        if self.repeated > 0 {
-            outcome["repeated_sentences"] = json!(self.repeated);
+impl Answer {
+    /// The record in the answer with how many repeated items were dropped,
+    /// or what is wrong with it.
+    fn judged(&self, record: &Record) -> Result<(Summary, usize), Vec<Claim>> {
+        let Some((summary, repeated)) = Summary::parse(&self.text) else {
+            return Err(vec![Claim::NotARecord]);
+        };
+        let claims = summary.unbacked(record);
+        if claims.is_empty() {
+            Ok((summary, repeated))
+        } else {
+            Err(claims)
         }
-        if self.cut_off {
-            outcome["cut_off"] = json!(true);
-        }
-        outcome
     }
 }
 
-/// The model's summary of a transcript ("" when the call fails: the
-/// structured state still stands); `correction` says what a first one
-/// claimed wrongly.
+/// A kept record's text, and `outcome` with the record and what tidying
+/// took out of it.
+fn kept(judged: (Summary, usize), mut outcome: Value, answer: &Answer) -> (String, Value) {
+    let (summary, repeated) = judged;
+    outcome["form"] = json!("record");
+    outcome["record"] = json!(summary);
+    if repeated > 0 {
+        outcome["repeated_items"] = json!(repeated);
+    }
+    if answer.cut_off {
+        outcome["cut_off"] = json!(true);
+    }
+    (summary.text(), outcome)
+}
+
+/// The summary's output limit, in tokens: an eighth of the window, between
+/// 256 and 1,024 — the summary stays beside the state and the tail after
+/// the compaction, which has a target to reach.
+fn output_tokens(window: u64) -> u32 {
+    u32::try_from(window / 8)
+        .unwrap_or(u32::MAX)
+        .clamp(256, 1024)
+}
+
+/// The model's answer to the summary request for `transcript` (`None` when
+/// the call fails: the structured state still stands); `correction` says
+/// what a first answer got wrong.
 async fn summarise(
     agent: &Agent,
     transcript: &str,
     correction: Option<&str>,
     window: u64,
-) -> Written {
+) -> Option<Answer> {
     let shown: String = transcript.chars().take(TRANSCRIPT_CHARS).collect();
     let mut request = Request::new(
         agent.profile.model.clone(),
@@ -105,6 +142,10 @@ async fn summarise(
     if let Some(text) = correction {
         request.system.push(SystemBlock { text: text.into() });
     }
+    request.output_schema = Some(OutputSchema {
+        name: "compaction_summary".into(),
+        schema: crate::claims::schema(),
+    });
     request.max_output_tokens = output_tokens(window);
     request.sampling = agent.profile.sampling.clone();
     let mut stream = agent.provider.stream(request);
@@ -114,71 +155,15 @@ async fn summarise(
             Ok(event) => assembler.push(&event),
             Err(err) => {
                 tracing::warn!(code = %err.code, "the summary call failed; compacting with the state alone");
-                return Written {
-                    text: String::new(),
-                    tidied: Tidied::default(),
-                };
+                return None;
             }
         }
     }
     let message = assembler.finish();
-    let (text, tidied) = tidy(
-        &message.text(),
-        message.stop_reason == Some(StopReason::MaxTokens),
-    );
-    Written { text, tidied }
-}
-
-/// `summary` with each sentence already said in what came before left out, and
-/// — when the output limit stopped it — the unfinished last sentence. A
-/// small model summarising forty like results can loop on one line until
-/// its limit (try 32 in `docs/EVALS.md`: one sentence seventy-odd times);
-/// said once it means the same, and the window keeps the room.
-fn tidy(summary: &str, cut_off: bool) -> (String, Tidied) {
-    let ends = crate::claims::sentence_ends(summary);
-    // What is kept so far, as compared: spaces collapsed, lower case.
-    let mut said_so_far = String::new();
-    let mut kept = String::new();
-    let mut tidied = Tidied::default();
-    let mut start = 0;
-    for (i, &end) in ends.iter().enumerate() {
-        let last = i + 1 == ends.len();
-        // The sentence with its closing mark and the space after it.
-        let next = ends.get(i + 1).map_or(summary.len(), |_| end + 1);
-        let piece = &summary[start..next.min(summary.len())];
-        start = next;
-        let said: String = piece.split_whitespace().collect::<Vec<_>>().join(" ");
-        if said.is_empty() {
-            kept.push_str(piece);
-            continue;
-        }
-        if last && cut_off {
-            tidied.cut_off = true;
-            continue;
-        }
-        let said = said.to_lowercase();
-        if said.len() >= REPEAT_MIN_CHARS && said_so_far.contains(&said) {
-            tidied.repeated += 1;
-            continue;
-        }
-        said_so_far.push_str(&said);
-        said_so_far.push(' ');
-        kept.push_str(piece);
-    }
-    (kept.trim_end().to_owned(), tidied)
-}
-
-/// The shortest sentence whose repeats are left out ("Done." twice is not
-/// a loop worth tidying).
-const REPEAT_MIN_CHARS: usize = 16;
-
-/// The summary's output limit, in tokens: an eighth of the window, between
-/// 256 and 1,024 — the summary stays beside the state and the tail after
-/// the compaction, which has a target to reach.
-fn output_tokens(window: u64) -> u32 {
-    u32::try_from(window / 8)
-        .unwrap_or(u32::MAX)
-        .clamp(256, 1024)
+    Some(Answer {
+        text: message.text(),
+        cut_off: message.stop_reason == Some(StopReason::MaxTokens),
+    })
 }
 
 /// The most the summary request shows of the transcript, in characters.
@@ -219,57 +204,16 @@ pub(super) fn transcript(before: &[StoredEvent], path: &[String], window: u64) -
         .unwrap_or_default()
 }
 
-/// Said to the summariser when its first summary claimed what the log
-/// does not show; the claims follow.
-pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write it again, stating only what the conversation shows: the changes made, the checks' results, and what each file read said or did not say. It claimed";
+/// Said to the summariser when its first record claimed what the log does
+/// not show; the claims follow.
+pub const SUMMARY_CORRECTION: &str = "Your previous summary claimed what the conversation's record does not show. Write the JSON object again with only what the conversation shows: files changed that a call changed, checks as they ran, each fact's quote copied from that file's read. It gave";
 
 /// What the model is asked when it summarises older history.
-pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use: what was asked, what was done and found, what was decided, and what remains. Keep word for word every fact found that the request may still need (which file or result said what), since the results themselves will be gone. Be brief and concrete.";
+pub const SUMMARY_INSTRUCTIONS: &str = "Summarise this conversation for your own later use, as one JSON object with these fields: \"goal\" (what was asked, in a sentence), \"done\" (what was done and found, short items), \"files_changed\" (the paths of the files the conversation changed), \"checks\" (each command or test that ran, as {\"command\", \"passed\"}), \"facts\" (each fact the request may still need, as {\"file\", \"quote\"}, the quote copied word for word from what that file's read showed), \"next\" (what remains). Put in only what the conversation shows: its results will be gone. Answer with the JSON object alone.";
 
 #[cfg(test)]
 mod tests {
-    use super::{Tidied, output_tokens, tidy};
-
-    #[test]
-    fn a_sentence_said_again_is_said_once() {
-        let line = "file 0: lorem ipsum dolor sit amet, consectetur adipiscing.";
-        let looped = format!(
-            "The files were read in order. The result for file 0 was \"{}",
-            format!("{line} ").repeat(70)
-        );
-        let (text, tidied) = tidy(&looped, false);
-        assert_eq!(
-            text,
-            format!("The files were read in order. The result for file 0 was \"{line}")
-        );
-        assert_eq!(tidied.repeated, 69);
-        assert!(!tidied.cut_off);
-    }
-
-    #[test]
-    fn the_sentence_the_limit_cut_off_is_left_out() {
-        let (text, tidied) = tidy("f3.txt mentions BLUE. The next file, f4.txt, sa", true);
-        assert_eq!(text, "f3.txt mentions BLUE.");
-        assert!(tidied.cut_off);
-        // A summary that ended on its own keeps its last sentence whole.
-        let (text, tidied) = tidy("f3.txt mentions BLUE. Nothing else does", false);
-        assert_eq!(text, "f3.txt mentions BLUE. Nothing else does");
-        assert_eq!(tidied, Tidied::default());
-    }
-
-    #[test]
-    fn short_and_different_sentences_stay() {
-        let summary =
-            "Done.\nDone.\n- f1.txt: read.\n- f2.txt: read.\nThe tests pass. The tests pass!";
-        let (text, tidied) = tidy(summary, false);
-        // A sentence is compared with its closing mark: "The tests pass!"
-        // is not "The tests pass." said again.
-        assert_eq!(
-            text,
-            "Done.\nDone.\n- f1.txt: read.\n- f2.txt: read.\nThe tests pass. The tests pass!"
-        );
-        assert_eq!(tidied.repeated, 0);
-    }
+    use super::output_tokens;
 
     #[test]
     fn the_output_limit_is_an_eighth_of_the_window_within_bounds() {
