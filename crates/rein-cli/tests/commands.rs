@@ -503,3 +503,50 @@ async fn a_compatible_servers_window_is_asked_and_said() {
         }
     }
 }
+
+/// A command whose program is not on the commands' path is answered
+/// before anyone is asked, naming the programs there with a name like it
+/// (`python0` asked; `python3` is there on every machine the suite runs
+/// on): the model's next call can be the right one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_program_is_answered_with_the_ones_like_it_before_anyone_is_asked() {
+    let root = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
+        "c1",
+        "run_command",
+        json!({"command": ["python0", "app.py"]}),
+        1,
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(call.openai_chat_sse()),
+        Reply::sse(ScriptedMessage::text(&["I will use python3."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let mut cmd = common::rein_at(home.path());
+    cmd.args([
+        "chat",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--allow-commands",
+        "--root",
+    ])
+    .arg(root.path())
+    .args(["-p", "run the app"]);
+    let out = tokio::task::spawn_blocking(move || common::run_with_stdin(cmd, b""))
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        !said.contains("approve?"),
+        "asked for a program that is not there: {said}"
+    );
+    let sent = server.requests()[1].json().to_string();
+    assert!(sent.contains("program_not_found"), "{sent}");
+    assert!(sent.contains("python3"), "{sent}");
+}

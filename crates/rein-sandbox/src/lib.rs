@@ -21,6 +21,7 @@ pub mod helper;
 pub mod keeping;
 mod live;
 pub mod policy;
+mod program;
 pub mod protect;
 mod run;
 pub mod spec;

@@ -185,7 +185,7 @@ impl Tool for RunCommand {
         }
         self.policy.class(&input.command)?;
         self.cwd(input.cwd.as_deref())?;
-        Ok(())
+        crate::program::on_path(&input.command[0], &self.env)
     }
 
     async fn invoke(&self, input: RunInput, _ctx: &ToolContext) -> Outcome {

@@ -149,6 +149,8 @@ registry! {
         "Check the base URL: it may lead to a web page, a proxy or a file that is not a model API's stream.";
     STREAM_LINE_TOO_LONG = "stream_line_too_long", 502, false,
         "A line of the stream exceeded the size bound", "Raise the gateway's max line size if the provider legitimately sends such lines.";
+    PROGRAM_NOT_FOUND = "program_not_found", 404, false,
+        "A command's program is not on the commands' path", "The message names the programs there with a name like it.";
     TOOL_NOT_FOUND = "tool_not_found", 404, false,
         "The model called a tool that does not exist", "The message names the tools it may call; the model is told the same.";
     TOOL_ARGUMENTS_INVALID = "tool_arguments_invalid", 400, false,
