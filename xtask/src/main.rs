@@ -29,7 +29,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// rustfmt check, the map (floors and code map) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, cargo-deny's bans, licences and sources (installed when missing).
+    /// rustfmt check, the map (floors and code map) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, no unused dependency (cargo-machete), cargo-deny's bans, licences and sources (both installed when missing).
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
@@ -275,6 +275,10 @@ fn lint() -> Result<()> {
         ],
         &[],
     )?;
+    // No crate declares a dependency it never uses (cargo-shear needs a
+    // newer rustc than the pinned one; machete reads the sources).
+    ensure_cargo_tool("machete", CARGO_MACHETE)?;
+    machete()?;
     // The advisory database needs the network; the rest of deny.toml is
     // checked on every run.
     ensure_cargo_tool("deny", CARGO_DENY)?;
@@ -293,6 +297,27 @@ fn lint() -> Result<()> {
 
 /// The cargo-deny release `lint` installs when it is missing.
 const CARGO_DENY: &str = "0.20.2";
+
+/// `cargo machete` over the workspace. Run under `cargo run` (as xtask
+/// is), machete takes the package variables cargo set for xtask as a sign
+/// it was called by its own name and reads its arguments as paths: they
+/// are taken out.
+fn machete() -> Result<()> {
+    eprintln!("xtask: cargo machete --skip-target-dir");
+    let status = cargo_command()
+        .args(["machete", "--skip-target-dir"])
+        .env_remove("CARGO_PKG_NAME")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .status()
+        .context("cannot run cargo machete")?;
+    if !status.success() {
+        bail!("cargo machete found a dependency no crate uses ({status})");
+    }
+    Ok(())
+}
+
+/// The cargo-machete release `lint` installs when it is missing.
+const CARGO_MACHETE: &str = "0.9.2";
 
 /// `cargo NAME` (the crate `cargo-NAME`), installed at `version` when it
 /// is missing: CI never skips a check for want of its tool.

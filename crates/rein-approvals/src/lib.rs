@@ -284,6 +284,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
     fn the_gate_follows_class_policy_and_leases() {
         let policy = Policy::default();
         let mut leases = Leases::default();

@@ -290,6 +290,7 @@ fn end_on_signals() {
     });
 }
 
+#[expect(clippy::too_many_lines, reason = "one arm per command")]
 async fn dispatch(cli: Cli) -> Result<(), AgentError> {
     if !matches!(
         cli.command,

@@ -133,6 +133,7 @@ async fn rein_offline_opens_no_socket() {
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn chat_turns_are_recorded_and_the_sessions_commands_read_them() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = rein_at(home.path());

@@ -295,6 +295,7 @@ async fn authority(home: &Path, session: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn the_same_named_agent_records_the_same_authority_from_chat_serve_and_the_library() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let home = home_with_hook();

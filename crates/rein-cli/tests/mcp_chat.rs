@@ -74,6 +74,7 @@ fn mcp_list_shows_each_server_its_status_and_its_tools_classes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn a_chat_uses_a_tool_of_the_reference_server() {
     let home = tempfile::tempdir().unwrap();
     config_for_everything(home.path());

@@ -75,6 +75,7 @@ fn the_login_link_opens_the_api_once_and_the_token_comes_from_the_environment() 
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn a_turn_posted_with_its_own_check_runs_it_in_the_agents_sandbox_and_its_end_carries_its_ids() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let home = tempfile::tempdir().unwrap();

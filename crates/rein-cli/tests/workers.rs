@@ -54,6 +54,7 @@ async fn model(pause: Duration) -> FakeServer {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn a_graph_finishes_on_the_workers_when_one_is_killed_mid_task() {
     let Some(server) = rein_testing::postgres::server() else {
         return;

@@ -219,6 +219,10 @@ fn trail(i: usize, n: usize) -> String {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a case's run in order: its project, its turns, its checks"
+)]
 async fn execute(
     case: &Case,
     model: &ModelChoice,

@@ -204,6 +204,10 @@ fn scrub(config: &ProviderConfig, mut err: AgentError) -> AgentError {
     err
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the attempts, their retries and the hold-back rule read as one loop"
+)]
 fn call(
     config: Arc<ProviderConfig>,
     client: reqwest::Client,

@@ -235,6 +235,7 @@ fn m_usage(input: u64, _: Option<()>) -> Option<(u64, u64, u64, u64)> {
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn openai_chat_captures_mean_what_they_show() {
     let Some(dir) = rein_testing::fixtures::wire_dir() else {
         return;

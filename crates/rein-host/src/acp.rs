@@ -124,6 +124,10 @@ async fn prompted(
 }
 
 /// Run one prompt against the ACP agent `spec` starts.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the three drive loops become one over per-kind adapters (issue 57)"
+)]
 pub async fn drive_acp(
     spec: &HostSpec,
     ask: AcpAsk,

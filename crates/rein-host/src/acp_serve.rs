@@ -181,6 +181,10 @@ impl AcpServe {
         Ok(())
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one ACP prompt from its start to its stop reason"
+    )]
     async fn prompt(&self, params: &Value, peer: &Peer) -> Result<&'static str, AgentError> {
         let session = params
             .get("sessionId")

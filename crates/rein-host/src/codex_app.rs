@@ -222,6 +222,10 @@ async fn started(
 }
 
 /// Run one request against `codex app-server` as `spec` starts it.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the three drive loops become one over per-kind adapters (issue 57)"
+)]
 pub async fn drive_codex_app(
     spec: &HostSpec,
     ask: AcpAsk,

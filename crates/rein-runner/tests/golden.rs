@@ -131,6 +131,7 @@ fn log_text(lines: u32) -> String {
         .collect()
 }
 
+#[expect(clippy::too_many_lines, reason = "the table of scenarios")]
 fn scenarios() -> Vec<Scenario> {
     let artifact = rein_sessions::hash_hex(
         serde_json::to_string(&json!({"log": log_text(3000)}))

@@ -117,6 +117,7 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
 }
 
 #[tokio::test]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn cache_usage_reported_by_the_server_drives_every_verdict() {
     // Four calls in one turn: tool, tool, tool, answer. The server reports
     // Anthropic-style cache usage: a write, a read of the prefix, a miss, a

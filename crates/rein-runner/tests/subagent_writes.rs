@@ -171,6 +171,7 @@ fn delegate_results(log: &[StoredEvent]) -> Vec<Value> {
 }
 
 #[tokio::test]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn a_childs_write_waits_for_the_person_while_its_sibling_finishes() {
     let Setup {
         _dir,

@@ -253,6 +253,7 @@ async fn serve_shaped(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn the_page_approves_denies_reloads_steers_and_interrupts() {
     let (addr, login, backend, _dir) = serve().await;
     let browser = Browser::start().await;

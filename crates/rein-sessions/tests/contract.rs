@@ -189,6 +189,7 @@ async fn subscribers_get_every_committed_event_in_order() {
 }
 
 #[tokio::test]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn the_turn_tree_branches_without_rewriting() {
     for (name, store, _dir) in stores().await {
         let (id, lease) = open(store.as_ref()).await;

@@ -247,6 +247,7 @@ async fn a_bad_url_is_a_coded_error_that_shows_no_password() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn workers_claim_each_task_once_a_lapsed_claim_is_taken_and_only_its_holder_completes() {
     let Some((_, stores)) = stores(4).await else {
         return;

@@ -47,6 +47,7 @@ fn ctx() -> ToolContext {
 
 /// Check `backend` against the contract, running `cases` (reads first is
 /// wise: writes change the backend). Returns the violations, if any.
+#[expect(clippy::too_many_lines, reason = "the contract's checks, in order")]
 pub async fn check_backend(
     backend: &dyn ToolBackend,
     cases: &[ContractCase],

@@ -69,6 +69,7 @@ fn tool(call: &str, status: ToolStatus, source: ResultSource) -> Vec<NewEvent> {
 
 /// A session with two runs, a branch, tool calls of every kind and an
 /// event kind from the future.
+#[expect(clippy::too_many_lines, reason = "one log with every event kind")]
 async fn build(store: &dyn Store) -> String {
     let s = store
         .create_session(json!({"title": "golden", "owner_id": "u-42"}))

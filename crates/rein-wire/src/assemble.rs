@@ -100,6 +100,7 @@ impl Assembler {
     }
 
     /// Take in one event.
+    #[expect(clippy::too_many_lines, reason = "one arm per stream event")]
     pub fn push(&mut self, event: &StreamEvent) {
         let msg = &mut self.message;
         match event {

@@ -18,6 +18,7 @@ use super::commands::{self, Cost};
 use super::input::Asker;
 use super::markdown::Styler;
 
+#[expect(clippy::too_many_lines, reason = "one arm per live event")]
 fn print_event(
     event: &UiEvent,
     out: &mut impl Write,

@@ -337,6 +337,10 @@ mod tests {
     use super::*;
 
     /// A request with every shape the encoder handles.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one literal request with every shape the encoder handles"
+    )]
     fn rich() -> Request {
         let png = || ImageSource::Base64 {
             media_type: "image/png".into(),

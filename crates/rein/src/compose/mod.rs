@@ -138,6 +138,10 @@ pub fn load(home: Option<PathBuf>, root: &Path) -> Result<(PathBuf, Loaded), Age
 }
 
 /// Build the agent `wanted` describes, calling `resolved`'s provider.
+#[expect(
+    clippy::too_many_lines,
+    reason = "each part of the definition, in the order it is built"
+)]
 pub async fn compose(
     wanted: &Wanted<'_>,
     loaded: &Loaded,

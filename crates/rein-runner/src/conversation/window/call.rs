@@ -28,6 +28,10 @@ use crate::outcome::UiKind;
 impl Window {
     /// The model's answer, or `None` when an interrupt or a stop (heard
     /// through `inbox`) cut the stream short.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one model call: its request, its stream, the pressure and a refusal"
+    )]
     pub(crate) async fn call(
         &mut self,
         sees: Sees<'_>,
