@@ -352,6 +352,43 @@ async fn a_summary_that_loops_on_one_item_says_it_once() {
     assert_eq!(text.matches(line).count(), 1, "{text}");
 }
 
+/// A record the output limit cut off mid-item keeps its whole items: what
+/// the 1.5B model's first record in the forty-read case was (a list said
+/// until the limit), dropped before as not a record.
+#[tokio::test]
+async fn a_record_cut_off_by_the_limit_keeps_its_whole_items() {
+    let s = setup().await;
+    let line = "The result for f0.rs was a missing file.";
+    let mut script: Vec<ScriptedMessage> = (0..6)
+        .map(|i| {
+            calls(vec![call(
+                &format!("r{i}"),
+                "read_file",
+                json!({"path": format!("f{i}.rs")}),
+            )])
+        })
+        .collect();
+    script.push(says("read"));
+    let done = json!(std::iter::repeat_n(line, 40).collect::<Vec<_>>());
+    let whole = format!("{{\"goal\": \"read the files\", \"done\": {done}}}");
+    let mut cut = says(&whole[..whole.len() - 15]);
+    cut.stop = Some(rein_wire::StopReason::MaxTokens);
+    script.push(cut);
+    let provider = Arc::new(FakeProvider::from_messages(&script));
+    let mut conv = open(&s, provider, None).await;
+    assert!(matches!(
+        conv.turn("read the files").await.unwrap(),
+        TurnOutcome::Finished { .. }
+    ));
+    conv.compact_now().await.unwrap();
+    let summary = compaction(&log(&s, &conv).await);
+    let check = &summary["summary_check"];
+    assert_eq!(check["outcome"], "kept", "{check}");
+    assert_eq!(check["cut_off"], true, "{check}");
+    assert_eq!(check["record"]["done"], json!([line]), "{check}");
+    assert_eq!(check["repeated_items"], 38, "{check}");
+}
+
 #[tokio::test]
 async fn the_summary_is_asked_at_the_agents_temperature_within_an_eighth_of_the_window() {
     let s = setup().await;

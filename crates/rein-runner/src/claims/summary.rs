@@ -97,13 +97,31 @@ impl Summary {
     pub(crate) fn parse(answer: &str) -> Option<(Summary, usize)> {
         let start = answer.find('{')?;
         let end = answer.rfind('}')?;
-        let object: Value = serde_json::from_str(answer.get(start..=end)?).ok()?;
-        if !object.is_object() {
-            return None;
-        }
-        let mut summary: Summary = serde_json::from_value(object).ok()?;
+        let mut summary = record_of(answer.get(start..=end)?)?;
         let repeated = summary.tidy();
         Some((summary, repeated))
+    }
+
+    /// The record an answer the output limit cut off holds up to its last
+    /// whole item: the text up to a comma outside any string, closed as it
+    /// was open there. A small model that lists one line until its limit
+    /// (try 32, and the forty-read case's first record) keeps what came
+    /// before; every field kept is checked as any other.
+    pub(crate) fn parse_cut_off(answer: &str) -> Option<(Summary, usize)> {
+        let start = answer.find('{')?;
+        let text = &answer[start..];
+        for (at, open) in item_ends(text).into_iter().rev().take(MAX_CUTS) {
+            let closers: String = open
+                .iter()
+                .rev()
+                .map(|c| if *c == '{' { '}' } else { ']' })
+                .collect();
+            if let Some(mut summary) = record_of(&format!("{}{closers}", &text[..at])) {
+                let repeated = summary.tidy();
+                return Some((summary, repeated));
+            }
+        }
+        None
     }
 
     /// Cut each text and list to its bound and drop repeated items;
@@ -206,6 +224,47 @@ impl Summary {
         }
         lines.join("\n")
     }
+}
+
+/// The record `text` is, when it is a JSON object of the record's shape.
+fn record_of(text: &str) -> Option<Summary> {
+    let object: Value = serde_json::from_str(text).ok()?;
+    if !object.is_object() {
+        return None;
+    }
+    serde_json::from_value(object).ok()
+}
+
+/// Cut points tried in a cut-off answer, from its end, at most.
+const MAX_CUTS: usize = 64;
+
+/// Each comma of `text` outside a string, with the containers open there
+/// (`{` or `[`, outermost first).
+fn item_ends(text: &str) -> Vec<(usize, Vec<char>)> {
+    let mut ends = Vec::new();
+    let mut open = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for (at, c) in text.char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => open.push(c),
+            '}' | ']' => {
+                open.pop();
+            }
+            ',' if !open.is_empty() => ends.push((at, open.clone())),
+            _ => {}
+        }
+    }
+    ends
 }
 
 /// `text` cut to [`MAX_CHARS`] characters, marked when cut.

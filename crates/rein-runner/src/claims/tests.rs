@@ -260,3 +260,23 @@ fn the_schema_is_the_strict_subset() {
         );
     }
 }
+
+#[test]
+fn a_record_the_limit_cut_off_keeps_its_whole_items() {
+    // One line until the output limit, a quote and a comma inside it.
+    let line = "The result for file 0 was \"lorem, ipsum\".";
+    let mut done = vec!["Read f0.txt"];
+    done.extend(std::iter::repeat_n(line, 30));
+    // In the schema's order, as a model writes it.
+    let whole = format!("{{\"goal\": \"find BLUE\", \"done\": {}}}", json!(done));
+    // Cut inside the last item's quote.
+    let cut = &whole[..whole.len() - 12];
+    assert!(Summary::parse(cut).is_none());
+    let (summary, repeated) = Summary::parse_cut_off(cut).unwrap();
+    assert_eq!(summary.goal, "find BLUE");
+    assert_eq!(summary.done, vec!["Read f0.txt", line]);
+    assert_eq!(repeated, 28, "29 whole lines, said once");
+    // Cut inside the first field: no whole item to keep.
+    assert!(Summary::parse_cut_off("{\"goal\": \"fi").is_none());
+    assert!(Summary::parse_cut_off("no object at all").is_none());
+}

@@ -86,7 +86,12 @@ impl Answer {
     /// The record in the answer with how many repeated items were dropped,
     /// or what is wrong with it.
     fn judged(&self, record: &Record) -> Result<(Summary, usize), Vec<Claim>> {
-        let Some((summary, repeated)) = Summary::parse(&self.text) else {
+        let parsed = Summary::parse(&self.text).or_else(|| {
+            self.cut_off
+                .then(|| Summary::parse_cut_off(&self.text))
+                .flatten()
+        });
+        let Some((summary, repeated)) = parsed else {
             return Err(vec![Claim::NotARecord]);
         };
         let claims = summary.unbacked(record);
