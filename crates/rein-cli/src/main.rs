@@ -10,9 +10,10 @@ mod cli;
 /// mimalloc rather than the C library's allocator: with a thousand
 /// conversations in one process glibc's malloc and free took 18% of the
 /// CPU (`perf` on `rein-scale`), and mimalloc took the step overhead's p50
-/// from 337–373 ms to 11–17 ms (docs/BENCHMARKS.md).
+/// from 337–373 ms to 11–17 ms (docs/BENCHMARKS.md). Through the facade,
+/// as a product's binary takes it.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: rein::MiMalloc = rein::MiMalloc;
 
 use cli::chat::{ChatOptions, run};
 use cli::decode_cmd::decode_to;

@@ -109,6 +109,20 @@ pub use rein_trace as trace;
 #[doc(inline)]
 pub use rein_wire as wire;
 
+/// The allocator the `rein` binary runs on (feature `mimalloc`). A library
+/// cannot choose a program's allocator; a product's binary does, in one
+/// line — and with many conversations in one process it is worth it: at a
+/// thousand, the step overhead's p50 went from 337–373 ms on the C
+/// library's malloc to 11–17 ms (`rein-scale --conversations 1000`,
+/// `docs/BENCHMARKS.md`).
+///
+/// ```
+/// #[global_allocator]
+/// static ALLOCATOR: rein::MiMalloc = rein::MiMalloc;
+/// # fn main() {}
+/// ```
+#[cfg(feature = "mimalloc")]
+pub use mimalloc::MiMalloc;
 pub use schemars;
 pub use serde;
 pub use serde_json;

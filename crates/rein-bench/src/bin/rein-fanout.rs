@@ -27,6 +27,12 @@ use rein_runner::Profile;
 use rein_sessions::{Event, MemoryStore, NewEvent, Store};
 use serde_json::json;
 
+/// The allocator the `rein` binary runs on (feature `mimalloc`, on by
+/// default), so a figure here is what the binary does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "rein-fanout")]
 struct Cli {

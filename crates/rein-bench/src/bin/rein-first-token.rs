@@ -30,6 +30,12 @@ use rein_sessions::{SqliteStore, Store};
 use rein_testing::{FakeServer, Reply, ScriptedMessage};
 use serde_json::json;
 
+/// The allocator the `rein` binary runs on (feature `mimalloc`, on by
+/// default), so a figure here is what the binary does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "rein-first-token")]
 struct Cli {

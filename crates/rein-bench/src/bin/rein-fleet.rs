@@ -31,6 +31,12 @@ use rein_sessions::PgStore;
 use serde_json::json;
 use sqlx::Row;
 
+/// The allocator the `rein` binary runs on (feature `mimalloc`, on by
+/// default), so a figure here is what the binary does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "rein-fleet")]
 struct Cli {

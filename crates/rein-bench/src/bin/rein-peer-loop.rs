@@ -16,6 +16,12 @@ use rein_runner::{Conversation, TurnOutcome};
 use rein_sessions::{MemoryStore, SqliteStore, Store};
 use serde_json::json;
 
+/// The allocator the `rein` binary runs on (feature `mimalloc`, on by
+/// default), so a figure here is what the binary does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "rein-peer-loop")]
 struct Cli {

@@ -12,6 +12,12 @@ use clap::Parser;
 use rein_memory::{Limits, MemoryStore, NewMemory, Scope, SqliteMemory};
 use serde_json::json;
 
+/// The allocator the `rein` binary runs on (feature `mimalloc`, on by
+/// default), so a figure here is what the binary does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "rein-recall")]
 struct Cli {
