@@ -42,7 +42,13 @@ struct Cli {
     /// Keep sessions in this store instead of the home's SQLite file:
     /// postgres://USER@HOST:PORT/DATABASE (the password from PGPASSWORD)
     /// or sqlite:PATH (or `[store] url` in the home config).
-    #[arg(long, global = true, value_name = "URL", env = "REIN_STORE")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "REIN_STORE",
+        hide_env_values = true
+    )]
     store: Option<String>,
     #[command(subcommand)]
     command: Command,

@@ -2,6 +2,7 @@
 //! with `--env` (or shaped like a key) is masked in its progress, its
 //! answer and its record; the provider's own key, read by the model from a
 //! project's `.env`, never reaches the log or the model's next request.
+//! A store URL given by `REIN_STORE` is never printed by help.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
@@ -180,4 +181,32 @@ async fn the_read_a_refused_change_carries_is_masked_too() {
         "the key went to the model: {refusal}"
     );
     assert!(!export.contains(key), "the key is in the log: {export}");
+}
+
+/// A store URL given by the environment may carry a password; help never
+/// prints it (clap shows an env var's value beside its flag unless told).
+#[test]
+fn help_never_prints_the_store_url_from_the_environment() {
+    for args in [
+        &["--help"][..],
+        &["sessions", "list", "--help"],
+        &["chat", "--help"],
+    ] {
+        let out = common::rein()
+            .args(args)
+            .env(
+                "REIN_STORE",
+                "postgres://rein:hunter2-canary@db.internal/rein",
+            )
+            .output()
+            .unwrap();
+        let shown = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{args:?}: {shown}");
+        assert!(shown.contains("REIN_STORE"), "{args:?}: {shown}");
+        assert!(!shown.contains("hunter2-canary"), "{args:?}: {shown}");
+    }
 }
