@@ -37,6 +37,7 @@ mod memory;
 mod memory_chat;
 mod migration;
 mod provider_faults;
+mod reference;
 mod safe_edits;
 mod schemathesis;
 mod secrets;
