@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+mod circles;
 mod criterion_summary;
 mod docs;
 mod fuzz;
@@ -242,6 +243,7 @@ fn workspace_root() -> Result<PathBuf> {
 fn lint() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     map::check()?;
+    circles::check()?;
     readme::check()?;
     cargo(
         &[

@@ -309,8 +309,8 @@ impl ProviderConfig {
     }
 
     /// What this config's OpenAI Chat server takes beyond the common fields.
-    pub fn chat_dialect(&self) -> crate::encode::ChatDialect {
-        crate::encode::ChatDialect {
+    pub fn chat_dialect(&self) -> ChatDialect {
+        ChatDialect {
             legacy_max_tokens: self.legacy_max_tokens,
             reasoning_effort: self.reasoning_effort,
         }
@@ -347,6 +347,16 @@ impl ProviderConfig {
             WireApi::OpenAiResponses => format!("{versioned}/responses"),
         }
     }
+}
+
+/// What an OpenAI Chat server takes beyond the common fields (from its
+/// config: `ProviderConfig::chat_dialect`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChatDialect {
+    /// `max_tokens` instead of `max_completion_tokens`.
+    pub legacy_max_tokens: bool,
+    /// Whether `reasoning_effort` may be sent.
+    pub reasoning_effort: bool,
 }
 
 #[cfg(test)]

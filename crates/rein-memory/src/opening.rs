@@ -14,8 +14,6 @@ use rein_wire::AgentError;
 use rein_wire::error::codes;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use crate::sqlite::db_error;
-
 /// The schema this rein writes (a macro: SQL text is literal).
 macro_rules! schema_version {
     () => {
@@ -61,7 +59,15 @@ const SCHEMA: &[&str] = &[
 
 /// The vectors' table, with the embeddings feature; none without.
 #[cfg(feature = "embeddings")]
-const VECTOR_SCHEMA: &[&str] = crate::vectors::SCHEMA;
+const VECTOR_SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS memory_vectors (
+        seq INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS memory_vector_removed AFTER DELETE ON memory_items BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+    END",
+];
 #[cfg(not(feature = "embeddings"))]
 const VECTOR_SCHEMA: &[&str] = &[];
 
@@ -132,4 +138,12 @@ fn owner_only(path: &Path) -> Result<(), AgentError> {
             format!("cannot make {} private: {e}", path.display()),
         )
     })
+}
+
+/// A failure of the memory file, as the store reports it.
+pub(crate) fn db_error(err: sqlx::Error) -> AgentError {
+    AgentError::new(
+        codes::STORE_UNAVAILABLE,
+        format!("the memory store failed: {err}"),
+    )
 }

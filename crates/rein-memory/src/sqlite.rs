@@ -20,6 +20,7 @@ use rein_wire::error::codes;
 use sqlx::Row;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 
+use crate::opening::db_error;
 use crate::terms::{fts_query, terms};
 use crate::{
     Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryItem, MemoryStore, NewMemory, Scope,
@@ -52,13 +53,6 @@ impl std::fmt::Debug for SqliteMemory {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) fn db_error(err: sqlx::Error) -> AgentError {
-    AgentError::new(
-        codes::STORE_UNAVAILABLE,
-        format!("the memory store failed: {err}"),
-    )
 }
 
 impl SqliteMemory {

@@ -13,7 +13,8 @@ use rein_wire::AgentError;
 use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 
-use crate::sqlite::{db_error, item_at, sql_limit};
+use crate::opening::db_error;
+use crate::sqlite::{item_at, sql_limit};
 use crate::{Found, Scope};
 
 /// The least cosine similarity a vector-only match needs to be kept.
@@ -21,17 +22,6 @@ pub const MIN_SIMILARITY: f32 = 0.35;
 
 /// Reciprocal-rank fusion's constant (the usual 60).
 const FUSION_K: f64 = 60.0;
-
-/// The table and its cleanup (in the schema of `sqlite.rs`).
-pub(crate) const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS memory_vectors (
-        seq INTEGER PRIMARY KEY,
-        model TEXT NOT NULL,
-        vector BLOB NOT NULL)",
-    "CREATE TRIGGER IF NOT EXISTS memory_vector_removed AFTER DELETE ON memory_items BEGIN
-        DELETE FROM memory_vectors WHERE seq = old.seq;
-    END",
-];
 
 /// Keep item `seq`'s `vector` of `model`, in `tx`.
 pub(crate) async fn keep(

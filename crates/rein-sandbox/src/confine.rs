@@ -268,17 +268,17 @@ fn limit(limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
+/// The helper's own binary, readable and executable in the sandbox: the
+/// keeper starts the command through it (`helper`).
+pub(crate) const SELF: &str = "/proc/self/exe";
+
 /// The one file every command may write: the sink.
 const DISCARD: &[&str] = &["/dev/null"];
 
 /// The helper's own binary where it stays as the command's keeper (a
 /// parent named), else nothing.
 fn own_binary(spec: &Spec) -> &'static [&'static str] {
-    if spec.parent.is_some() {
-        &[crate::helper::SELF]
-    } else {
-        &[]
-    }
+    if spec.parent.is_some() { &[SELF] } else { &[] }
 }
 
 /// The filesystem rules and the scopes; `Ok(true)` when this kernel scoped

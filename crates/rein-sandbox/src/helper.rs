@@ -117,9 +117,7 @@ pub fn main() -> ! {
     keeper.keep(Some(&held))
 }
 
-/// This helper's own binary, readable and executable in the sandbox
-/// (`confine`): the keeper starts the command through it.
-pub(crate) const SELF: &str = "/proc/self/exe";
+use crate::confine::SELF;
 
 /// The command's start, one process below its keeper: enter a domain of
 /// its own — from which no signal reaches the keeper (a SIGSTOP would leave

@@ -94,7 +94,7 @@ pub(crate) async fn add_memory(
     payload: Result<Json<Remember>, axum::extract::rejection::JsonRejection>,
 ) -> Answered {
     let memory = shown(&server)?;
-    let asked = crate::routes::body(payload)?;
+    let asked = crate::problem::body(payload)?;
     let new = NewMemory {
         text: asked.text,
         tags: asked.tags,

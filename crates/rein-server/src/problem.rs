@@ -112,3 +112,19 @@ pub(crate) fn documented(mut doc: serde_json::Value) -> serde_json::Value {
     }
     doc
 }
+
+/// A JSON body, or `invalid_input` naming what is wrong.
+pub(crate) fn body<T: serde::de::DeserializeOwned>(
+    payload: Result<axum::Json<T>, axum::extract::rejection::JsonRejection>,
+) -> Result<T, Problem> {
+    match payload {
+        Ok(axum::Json(value)) => Ok(value),
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(Problem(
+            AgentError::new(codes::BODY_TOO_LARGE, rejection.body_text()),
+        )),
+        Err(rejection) => Err(Problem(AgentError::new(
+            codes::INVALID_INPUT,
+            rejection.body_text(),
+        ))),
+    }
+}

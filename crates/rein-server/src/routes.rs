@@ -23,7 +23,7 @@ use utoipa_axum::routes;
 
 use crate::Server;
 use crate::auth::Caller;
-use crate::problem::Problem;
+use crate::problem::{Problem, body};
 
 type Answered = Result<Response, Problem>;
 
@@ -108,22 +108,6 @@ fn surface(caller: Caller) -> Surface {
     match caller {
         Caller::Cookie => Surface::http("page"),
         Caller::Bearer => Surface::http("token"),
-    }
-}
-
-/// A JSON body, or `invalid_input` naming what is wrong.
-pub(crate) fn body<T: serde::de::DeserializeOwned>(
-    payload: Result<Json<T>, axum::extract::rejection::JsonRejection>,
-) -> Result<T, Problem> {
-    match payload {
-        Ok(Json(value)) => Ok(value),
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(Problem(
-            AgentError::new(codes::BODY_TOO_LARGE, rejection.body_text()),
-        )),
-        Err(rejection) => Err(Problem(AgentError::new(
-            codes::INVALID_INPUT,
-            rejection.body_text(),
-        ))),
     }
 }
 

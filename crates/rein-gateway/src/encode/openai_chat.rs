@@ -209,14 +209,7 @@ fn tool(spec: &ToolSpec) -> Tool<'_> {
     }
 }
 
-/// What an OpenAI Chat server takes beyond the common fields.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChatDialect {
-    /// `max_tokens` instead of `max_completion_tokens`.
-    pub legacy_max_tokens: bool,
-    /// Whether `reasoning_effort` may be sent.
-    pub reasoning_effort: bool,
-}
+pub use crate::config::ChatDialect;
 
 fn body(request: &Request, dialect: ChatDialect) -> Body<'_> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);

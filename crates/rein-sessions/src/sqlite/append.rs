@@ -15,6 +15,8 @@ use crate::projection::{Numbered, TurnChange, number, turn_refs};
 use crate::store::{ControlRecord, Lease};
 use crate::validate::{check_append, lease_lost, now_ms};
 
+use super::failed::sql_error;
+
 /// What the writer is asked to commit.
 #[derive(Debug)]
 pub(super) enum Write {
@@ -96,10 +98,6 @@ impl Done {
             )),
         }
     }
-}
-
-pub(super) fn sql_error(err: rusqlite::Error) -> AgentError {
-    AgentError::new(codes::STORE_UNAVAILABLE, format!("the store failed: {err}"))
 }
 
 /// Apply one write inside the writer's transaction. A write it refuses

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rein_wire::AgentError;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::append::sql_error;
+use super::failed::sql_error;
 use super::not_found;
 use crate::store::Lease;
 use crate::validate::{lease_lost, locked, may_take_over, new_lease, now_ms, ttl_ms};

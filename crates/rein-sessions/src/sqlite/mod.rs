@@ -31,6 +31,7 @@ use crate::subscribe::Channels;
 use crate::validate::now_ms;
 
 mod append;
+mod failed;
 mod inbox;
 mod leases;
 mod writer;

@@ -28,7 +28,8 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Durability;
-use super::append::{Done, Write, apply_write, sql_error};
+use super::append::{Done, Write, apply_write};
+use super::failed::sql_error;
 
 /// Writes waiting for the writer, at most.
 const QUEUE: usize = 4_096;
