@@ -43,22 +43,26 @@ pub(crate) struct Record {
     /// Each call's arguments as text (the first [`CALLED_CHARS`]), whatever
     /// the call did or how it ended: a file one names was asked for.
     called: Vec<String>,
+    /// Each call that ended: its tool, its arguments as text (lower case,
+    /// the first [`CALLED_CHARS`]) and whether it succeeded — a record may
+    /// give a tool call as a check (`read_file f3.txt`, passed).
+    ended: Vec<(String, String, bool)>,
 }
 
 impl Record {
     /// Read `events` (oldest first).
     pub(crate) fn of(events: &[&StoredEvent]) -> Record {
         let mut record = Record::default();
-        let mut calls: HashMap<&str, (Option<PermissionClass>, &Value)> = HashMap::new();
+        let mut calls: HashMap<&str, (&str, Option<PermissionClass>, &Value)> = HashMap::new();
         for stored in events {
             match &stored.event {
                 Event::ToolCalled {
                     call_id,
+                    tool,
                     permission,
                     arguments,
-                    ..
                 } => {
-                    calls.insert(call_id, (*permission, arguments));
+                    calls.insert(call_id, (tool, *permission, arguments));
                     let text = arguments.to_string();
                     record
                         .called
@@ -66,12 +70,18 @@ impl Record {
                 }
                 Event::ToolResult {
                     call_id,
-                    status: ToolStatus::Ok,
+                    status,
                     content,
                     seen,
                     ..
                 } => {
-                    if let Some((class, arguments)) = calls.get(call_id.as_str()) {
+                    let Some((tool, class, arguments)) = calls.get(call_id.as_str()) else {
+                        continue;
+                    };
+                    let text: String = arguments.to_string().chars().take(CALLED_CHARS).collect();
+                    let ok = *status == ToolStatus::Ok;
+                    record.ended.push((tool.to_lowercase(), plain(&text), ok));
+                    if ok {
                         record.result(*class, arguments, content, seen.as_ref());
                     }
                 }
@@ -185,12 +195,19 @@ impl Record {
             let ran = plain(ran);
             ran.contains(&claimed) || claimed.contains(&ran)
         };
+        // A tool call given as a check: its tool's name, then words its
+        // arguments hold, ended as `passed` says.
+        let (tool, rest) = claimed.split_once(' ').unwrap_or((&claimed, ""));
+        let called = |(name, arguments, ok): &(String, String, bool)| {
+            *ok == passed && name == tool && arguments.contains(rest)
+        };
         self.receipts.iter().any(|r| {
             r["passed"].as_bool() == Some(passed) && r["command"].as_str().is_some_and(same)
         }) || self
             .commands
             .iter()
             .any(|(ran, exit)| (*exit == Some(0)) == passed && exit.is_some() && same(ran))
+            || self.ended.iter().any(called)
     }
 
     /// Whether the reads of `file` showed `quote` (spaces collapsed, case

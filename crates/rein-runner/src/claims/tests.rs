@@ -280,3 +280,35 @@ fn a_record_the_limit_cut_off_keeps_its_whole_items() {
     assert!(Summary::parse_cut_off("{\"goal\": \"fi").is_none());
     assert!(Summary::parse_cut_off("no object at all").is_none());
 }
+
+#[test]
+fn a_tool_call_given_as_a_check_is_held_to_how_it_ended() {
+    // The 1.5B model's record in the forty-read case: each read a check.
+    let mut events = read("r0", "f0.txt", "file 0");
+    events.extend(command("c", &["python3", "app.py"], 0));
+    let record = record(&events);
+    let as_checks = summary(json!({"checks": [
+        {"command": "read_file f0.txt", "passed": true},
+        {"command": "read_file", "passed": true},
+        {"command": "read_file f1.txt", "passed": true},
+        {"command": "read_file f0.txt", "passed": false},
+        {"command": "write_file f0.txt", "passed": true},
+    ]}));
+    assert_eq!(
+        as_checks.unbacked(&record),
+        vec![
+            Claim::Check {
+                command: "read_file f1.txt".into(),
+                passed: true
+            },
+            Claim::Check {
+                command: "read_file f0.txt".into(),
+                passed: false
+            },
+            Claim::Check {
+                command: "write_file f0.txt".into(),
+                passed: true
+            },
+        ]
+    );
+}
