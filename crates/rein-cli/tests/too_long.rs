@@ -102,11 +102,14 @@ fn tokens_of(request: &RecordedRequest) -> usize {
 struct Seen {
     refused: AtomicUsize,
     largest_served: AtomicUsize,
+    /// Summary requests that asked for the record in the API's own
+    /// structured output (`response_format` of an OpenAI Chat server).
+    summaries_with_schema: AtomicUsize,
 }
 
 /// A server of `api` with a window of `limit` tokens: a model reading
 /// `files` files one a step, then answering; a summary request (one
-/// without tools) is answered with a line.
+/// without tools) is answered with a record.
 fn limited(server: &FakeServer, api: Api, limit: usize, files: usize) -> Arc<Seen> {
     let seen = Arc::new(Seen::default());
     let steps = AtomicUsize::new(0);
@@ -127,7 +130,14 @@ fn limited(server: &FakeServer, api: Api, limit: usize, files: usize) -> Arc<See
             .get("tools")
             .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
         {
-            return api.sse(&ScriptedMessage::text(&["The files were read one by one."]));
+            if body["response_format"]["json_schema"]["name"] == "compaction_summary" {
+                counts.summaries_with_schema.fetch_add(1, Ordering::SeqCst);
+            }
+            let record = json!({
+                "goal": "read the files", "done": ["The files were read one by one."],
+                "files_changed": [], "checks": [], "facts": [], "next": "",
+            });
+            return api.sse(&ScriptedMessage::text(&[&record.to_string()]));
         }
         let step = steps.fetch_add(1, Ordering::SeqCst);
         let message = if step < files {
@@ -219,6 +229,9 @@ async fn with_the_window_stated_no_request_is_over_the_line() {
         export.contains("compaction.created"),
         "never compacted: {export}"
     );
+    // The summary was asked in llama.cpp's structured output and kept.
+    assert!(seen.summaries_with_schema.load(Ordering::SeqCst) > 0);
+    assert!(export.contains(r#""outcome":"kept""#), "{export}");
 }
 
 /// With the window unknown (no `/props`; rein works in its conservative

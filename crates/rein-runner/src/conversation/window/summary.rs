@@ -23,8 +23,26 @@ use crate::project::project;
 /// what was wrong, then dropped — the derived state stands alone. The
 /// first value is the record as the model will read it; the second is
 /// what is recorded of the check (`form`, `outcome` — `kept`, `rewritten`,
-/// `dropped` or `call_failed` —, what was rejected, the record kept).
+/// `dropped` or `call_failed` —, what was rejected, the record kept, and
+/// `asked_by`: the API's structured output or the instructions).
 pub(super) async fn checked(
+    agent: &Agent,
+    transcript: &str,
+    record: &Record,
+    window: u64,
+) -> (String, Value) {
+    let (text, mut outcome) = asked_and_judged(agent, transcript, record, window).await;
+    // Which way the record was asked: the API's structured output, or the
+    // schema in the instructions.
+    outcome["asked_by"] = json!(if agent.provider.capabilities().structured_output {
+        "structured_output"
+    } else {
+        "instructions"
+    });
+    (text, outcome)
+}
+
+async fn asked_and_judged(
     agent: &Agent,
     transcript: &str,
     record: &Record,
@@ -147,10 +165,22 @@ async fn summarise(
     if let Some(text) = correction {
         request.system.push(SystemBlock { text: text.into() });
     }
-    request.output_schema = Some(OutputSchema {
-        name: "compaction_summary".into(),
-        schema: crate::claims::schema(),
-    });
+    // The API's own structured output where it has one (OpenAI's, llama.cpp's
+    // grammar, vLLM's); else the schema in the instructions (Anthropic's
+    // encoder sends none).
+    if agent.provider.capabilities().structured_output {
+        request.output_schema = Some(OutputSchema {
+            name: "compaction_summary".into(),
+            schema: crate::claims::schema(),
+        });
+    } else {
+        request.system.push(SystemBlock {
+            text: format!(
+                "The JSON object follows this JSON schema:\n{}",
+                crate::claims::schema()
+            ),
+        });
+    }
     request.max_output_tokens = output_tokens(window);
     request.sampling = agent.profile.sampling.clone();
     let mut stream = agent.provider.stream(request);
