@@ -18,19 +18,13 @@ use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 
 use crate::spec::{AgentSpec, ConfigFile, NamedAgent};
-use crate::trust::Standing;
+use crate::trust::{PROJECT_FILE, Standing};
 
 /// The config file's name in rein's home.
 pub const CONFIG_FILE: &str = "config.toml";
 
-/// The project's config, relative to its root.
-pub const PROJECT_FILE: &str = ".rein/config.toml";
-
 /// The one list that adds up across layers instead of being replaced.
 const HOOKS: &str = "hooks";
-
-/// The largest config file read (a config is a page, not a data set).
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

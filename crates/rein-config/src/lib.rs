@@ -29,13 +29,16 @@ pub use instructions::{
     FILE_NAME as INSTRUCTIONS_FILE, Instructions, MAX_TOTAL_BYTES, as_system_block,
     project_instructions,
 };
-pub use layers::{CONFIG_FILE, Effective, Loaded, MAX_FILE_BYTES, PROJECT_FILE, Source, check};
+pub use layers::{CONFIG_FILE, Effective, Loaded, Source, check};
 pub use spec::{
     AgentSpec, BudgetsSpec, CompactionSpec, ConfigFile, EmbeddingsSpec, HookSpec, MemorySpec,
     MemoryWrites, NamedAgent, PolicySpec, PriceSpec, StoreSpec, SubagentsSpec, TelemetrySpec,
     ToolsSpec, VerifySpec, schema,
 };
-pub use trust::{Standing, TRUSTED_DIR, TRUSTED_FILE, Trusted, reaching, standing, trust, trusted};
+pub use trust::{
+    MAX_FILE_BYTES, PROJECT_FILE, Standing, TRUSTED_DIR, TRUSTED_FILE, Trusted, reaching, standing,
+    trust, trusted,
+};
 
 /// The README's snippet, compiled and run as a doc test.
 #[cfg(doctest)]

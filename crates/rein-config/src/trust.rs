@@ -19,7 +19,11 @@ use std::path::{Path, PathBuf};
 
 use rein_wire::{AgentError, error::codes};
 
-use crate::layers::{MAX_FILE_BYTES, PROJECT_FILE};
+/// The project's config, relative to its root.
+pub const PROJECT_FILE: &str = ".rein/config.toml";
+
+/// The largest config file read (a config is a page, not a data set).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The list of folders a person trusted, in rein's home.
 pub const TRUSTED_FILE: &str = "trusted-projects";
