@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::driver::{Line, Lines};
+use crate::lines::{Line, Lines};
 
 /// Messages read ahead of the one being handled; past it reading waits
 /// (the other side's writes block), so a flood cannot grow memory.

@@ -38,6 +38,7 @@ pub mod helper;
 pub mod jsonrpc;
 pub mod keeper;
 mod lifetime;
+mod lines;
 pub mod progress;
 mod protocol;
 pub mod pty;
