@@ -13,6 +13,7 @@
 mod agent;
 mod artifacts;
 mod board_tools;
+mod check_place;
 mod claims;
 mod context;
 mod conversation;
@@ -35,6 +36,7 @@ mod telemetry;
 
 pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
+pub use check_place::{CheckCommand, CheckPlace, CheckRan};
 pub use context::{ContextPolicy, estimate, tail_groups};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, MAX_PROMPT_BYTES,

@@ -213,14 +213,10 @@ pub struct Verification {
     pub attempts: u32,
     /// How long one check may run.
     pub timeout: Duration,
-    /// The sandbox it runs in (`None`: straight on the host, with rein's
-    /// environment — only for a command the product trusts).
-    pub sandbox: Option<std::sync::Arc<dyn rein_sandbox::Sandbox>>,
-    /// Its whole environment when it runs in the sandbox.
-    pub env: std::collections::BTreeMap<String, String>,
-    /// The person's command policy, which a command someone else sent
-    /// (a client's turn, a stored graph's task) must pass ([`Self::for_command`]).
-    pub policy: Option<rein_sandbox::policy::CommandPolicy>,
+    /// Where it runs (`None`: straight on the host, with rein's
+    /// environment less its secrets — only for a command the product
+    /// trusts).
+    pub place: Option<std::sync::Arc<dyn crate::CheckPlace>>,
 }
 
 impl Verification {
@@ -232,38 +228,28 @@ impl Verification {
             expected: 0,
             attempts: 2,
             timeout: Duration::from_secs(300),
-            sandbox: None,
-            env: std::collections::BTreeMap::new(),
-            policy: None,
+            place: None,
         }
     }
 
     /// This check's place — its sandbox, folder, environment and limits —
     /// running `command`, which someone other than the person sent (an
-    /// HTTP client's turn, a stored graph's task): only in a sandbox that
+    /// HTTP client's turn, a stored graph's task): only in a place that
     /// confines, and only a command the person's policy lets run unasked.
     /// Nobody is there to be asked when a check runs, so what the policy
     /// would ask about is refused, saying why.
     pub fn for_command(&self, command: Vec<String>, expected: i32) -> Result<Self, AgentError> {
         let refused = |why: String| AgentError::new(codes::COMMAND_FORBIDDEN, why);
-        if !self.sandbox.as_ref().is_some_and(|s| s.confines()) {
+        let Some(place) = self.place.as_ref().filter(|place| place.confines()) else {
             return Err(refused(
                 "a check someone else sends runs only in a sandbox that confines it; this agent's checks run unconfined (or it has none)".into(),
             ));
-        }
-        let policy = self.policy.clone().unwrap_or_default();
-        match policy.decide(&command) {
-            (rein_sandbox::policy::Decision::Allow, _) => {}
-            (decision, why) => {
-                return Err(refused(format!(
-                    "`{}` is not a command the person's policy runs unasked ({why}: {}); a check someone else sends runs only what the policy allows",
-                    command.join(" "),
-                    match decision {
-                        rein_sandbox::policy::Decision::Forbid => "forbidden",
-                        _ => "it would ask",
-                    }
-                )));
-            }
+        };
+        if let Err(why) = place.runs_unasked(&command) {
+            return Err(refused(format!(
+                "`{}` is not a command the person's policy runs unasked ({why}); a check someone else sends runs only what the policy allows",
+                command.join(" "),
+            )));
         }
         let mut check = self.clone();
         check.command = command;
@@ -271,15 +257,10 @@ impl Verification {
         Ok(check)
     }
 
-    /// Run it in `sandbox` with exactly `env` (the same sandbox the
-    /// product's `run_command` uses).
-    pub fn in_sandbox(
-        mut self,
-        sandbox: std::sync::Arc<dyn rein_sandbox::Sandbox>,
-        env: std::collections::BTreeMap<String, String>,
-    ) -> Self {
-        self.sandbox = Some(sandbox);
-        self.env = env;
+    /// Run it in `place` (for a product with a sandbox, the one its
+    /// `run_command` uses: `rein::SandboxChecks`).
+    pub fn in_place(mut self, place: std::sync::Arc<dyn crate::CheckPlace>) -> Self {
+        self.place = Some(place);
         self
     }
 }

@@ -147,10 +147,13 @@ async fn the_verification_gate_runs_in_the_same_sandbox() {
     // the model is told; the file never appears.
     let escaped = outside.path().join("escaped.txt");
     let script = format!("echo x > {} && test -f fixed.txt", escaped.display());
-    let mut check = rein_runner::Verification::new(&["sh", "-c", &script]).in_sandbox(
+    let place = rein::SandboxChecks::new(
         Arc::new(sandbox),
         BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
+        CommandPolicy::default(),
     );
+    let mut check =
+        rein_runner::Verification::new(&["sh", "-c", &script]).in_place(Arc::new(place));
     check.cwd = Some(root.path().to_path_buf());
     check.attempts = 0;
     let provider = Arc::new(FakeProvider::from_messages(&[ScriptedMessage::text(&[

@@ -91,6 +91,8 @@ pub use rein_runner as runner;
 #[cfg(feature = "sandbox")]
 #[doc(inline)]
 pub use rein_sandbox as sandbox;
+#[cfg(feature = "sandbox")]
+mod sandbox_checks;
 #[cfg(feature = "server")]
 #[doc(inline)]
 pub use rein_server as server;
@@ -108,6 +110,8 @@ pub use rein_tools as tools;
 pub use rein_trace as trace;
 #[doc(inline)]
 pub use rein_wire as wire;
+#[cfg(feature = "sandbox")]
+pub use sandbox_checks::SandboxChecks;
 
 /// The allocator the `rein` binary runs on (feature `mimalloc`). A library
 /// cannot choose a program's allocator; a product's binary does, in one

@@ -1,5 +1,5 @@
 //! The verification gate: a command run directly (no shell) with a
-//! timeout — in the product's sandbox when it gave one — its receipt
+//! timeout — in its place (a sandbox) when the product gave one — its receipt
 //! recorded (`check.ran`: the exit, the revisions of the files the
 //! conversation had changed, how long), and its failure reported back to
 //! the model.
@@ -119,8 +119,8 @@ pub(super) async fn run_check(check: &Verification) -> Result<i32, Failed> {
     let Some((program, args)) = check.command.split_first() else {
         return Err(Failed::without_exit("no command was given".into()));
     };
-    if let Some(sandbox) = &check.sandbox {
-        return in_sandbox(check, sandbox.as_ref()).await;
+    if let Some(place) = &check.place {
+        return in_place(check, place.as_ref()).await;
     }
     let mut command = tokio::process::Command::new(program);
     // rein's own keys never reach a check (its output reaches the log).
@@ -169,22 +169,18 @@ fn judged(expected: i32, code: Option<i32>, stdout: &str, stderr: &str) -> Resul
     }
 }
 
-async fn in_sandbox(
-    check: &Verification,
-    sandbox: &dyn rein_sandbox::Sandbox,
-) -> Result<i32, Failed> {
+async fn in_place(check: &Verification, place: &dyn crate::CheckPlace) -> Result<i32, Failed> {
     let cwd = match &check.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()
             .map_err(|e| Failed::without_exit(format!("no working folder: {e}")))?,
     };
-    let request = rein_sandbox::Request {
+    let command = crate::CheckCommand {
         argv: check.command.clone(),
         cwd,
-        env: check.env.clone(),
         timeout: check.timeout,
     };
-    let ran = sandbox.run(&request).await.map_err(|e| {
+    let ran = place.run(&command).await.map_err(|e| {
         Failed::without_exit(format!("it could not be run ({}): {}", e.code, e.message))
     })?;
     if ran.timed_out {
@@ -193,7 +189,7 @@ async fn in_sandbox(
             check.timeout
         )));
     }
-    judged(check.expected, ran.code, &ran.stdout.text, &ran.stderr.text)
+    judged(check.expected, ran.code, &ran.stdout, &ran.stderr)
 }
 
 /// A failed check as the model is told: its exit status (and the one

@@ -142,9 +142,8 @@ pub(crate) async fn sandboxed(
 ) -> Result<Verification, AgentError> {
     let config = super::commands::protecting(loaded, protect)?;
     let sandbox = config.sandbox(root, true, None).await?;
-    let mut check = check.in_sandbox(sandbox, config.env());
-    check.policy = Some(config.policy.clone());
-    Ok(check)
+    let place = crate::SandboxChecks::new(sandbox, config.env(), config.policy.clone());
+    Ok(check.in_place(std::sync::Arc::new(place)))
 }
 
 /// The verification gate: the person's own command (from their config or
