@@ -164,7 +164,7 @@ impl Person for ParentPerson {
             permission: rein_wire::permission::PermissionClass::Destructive,
             purpose: Some("a hosted agent's call".into()),
             preview: Some(preview),
-            agent_path: self.0.agent_path.clone(),
+            agent_path: self.0.agent_path.as_str().into(),
         });
         Box::pin(std::future::pending())
     }

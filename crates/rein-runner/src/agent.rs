@@ -37,9 +37,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::ContextPolicy;
 use crate::guards::Guards;
-use crate::outcome::UiEvent;
 use crate::settings::{Budgets, Profile, Spent, Verification};
 use crate::standing::Standing;
+use rein_wire::UiEvent;
 
 /// Everything a conversation runs with. Cheap to clone (the provider and
 /// the tools are shared).
@@ -345,11 +345,11 @@ pub struct ExternalTask {
 impl ExternalTask {
     /// Tell the parent's watchers that `request` waits for a person in
     /// this task's session.
-    pub fn awaiting(&self, request: crate::outcome::ApprovalRequest) {
+    pub fn awaiting(&self, request: rein_wire::ApprovalRequest) {
         if let Some(ui) = &self.ui {
             let _ = ui.send(UiEvent {
-                agent: self.agent_path.clone(),
-                kind: crate::outcome::UiKind::AgentAwaiting {
+                agent: self.agent_path.as_str().into(),
+                kind: rein_wire::UiKind::AgentAwaiting {
                     session: self.session.clone(),
                     request,
                 },

@@ -44,8 +44,9 @@ pub use conversation::{
 };
 pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
-pub use outcome::{TurnOutcome, UiEvent, UiKind};
+pub use outcome::TurnOutcome;
 pub use project::project;
+pub use rein_wire::{AgentPath, UiEvent, UiKind};
 pub use standing::{MAX_STANDING_BYTES, RETRACTED, Stacked, Standing};
 pub use steering::Steering;
 pub use tasks::{ConversationTasks, TaskApproval, TaskUsage};

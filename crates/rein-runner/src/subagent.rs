@@ -33,8 +33,9 @@ use serde_json::{Value, json};
 
 use crate::agent::{Child, Delegation, Spawn, Spawned};
 use crate::conversation::Conversation;
-use crate::outcome::{TurnOutcome, UiKind};
+use crate::outcome::TurnOutcome;
 use crate::settings::Spent;
+use rein_wire::UiKind;
 
 /// What the surface that stopped a sub-agent is recorded as.
 const PARENT_STOP: &str = "parent";

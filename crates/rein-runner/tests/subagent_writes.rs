@@ -105,7 +105,7 @@ async fn setup(rules: Vec<Rule>) -> Setup {
 /// The next sub-agent pause the parent's watchers hear of.
 async fn awaiting(
     ui: &mut broadcast::Receiver<UiEvent>,
-) -> (String, String, rein_runner::ApprovalRequest) {
+) -> (rein_runner::AgentPath, String, rein_runner::ApprovalRequest) {
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             if let UiEvent {

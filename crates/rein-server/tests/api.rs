@@ -426,3 +426,68 @@ async fn several_conversations_wait_at_once_in_one_server() {
     }
     assert_eq!(server.backend.invocations("write_file"), 3);
 }
+
+/// A client reads the live events with the vocabulary crate alone: every
+/// `ui` event the stream sends is a `rein_wire::UiEvent`, a failed call's
+/// code a typed `ErrorCode`, the agent the conversation's own.
+#[tokio::test]
+async fn the_live_events_read_back_as_rein_wires_own_type() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    let stream = server
+        .get(&format!("/api/conversations/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "read nowhere.rs"}),
+        ))
+        .await;
+    let mut seen: Vec<rein_wire::UiEvent> = Vec::new();
+    let mut buffer = String::new();
+    let mut body = stream.bytes_stream();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    'read: while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, body.next()).await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            if !block.lines().any(|l| l == "event: ui") {
+                continue;
+            }
+            let data = block
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap();
+            let event: rein_wire::UiEvent = serde_json::from_str(data)
+                .unwrap_or_else(|e| panic!("not a UiEvent ({e}): {data}"));
+            let finished = matches!(event.kind, rein_wire::UiKind::TurnFinished { .. });
+            seen.push(event);
+            if finished {
+                break 'read;
+            }
+        }
+    }
+    assert!(seen.iter().all(|e| e.agent.is_main()), "{seen:?}");
+    let failed = seen.iter().find_map(|e| match &e.kind {
+        rein_wire::UiKind::ToolResult {
+            ok: false, error, ..
+        } => error.clone(),
+        _ => None,
+    });
+    let (code, message) = failed.unwrap_or_else(|| panic!("no failed call in {seen:?}"));
+    assert_eq!(code.as_str(), "not_found", "{message}");
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.kind, rein_wire::UiKind::ToolCall { .. })),
+        "{seen:?}"
+    );
+    assert!(
+        matches!(
+            seen.last().map(|e| &e.kind),
+            Some(rein_wire::UiKind::TurnFinished { .. })
+        ),
+        "{seen:?}"
+    );
+}

@@ -6,6 +6,7 @@
 //! intact — never dropped — so an older rein can open a log a newer one
 //! wrote and write it back unchanged.
 
+pub use rein_wire::ResultSource;
 use rein_wire::permission::PermissionClass;
 use rein_wire::{Message, StopReason, Usage};
 use serde::{Deserialize, Serialize};
@@ -22,38 +23,6 @@ pub enum ToolStatus {
     Ok,
     /// It failed (the result says why).
     Error,
-}
-
-/// Where a tool result came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResultSource {
-    /// The tool ran.
-    Live,
-    /// The tool-result cache answered.
-    Cache,
-    /// The tool ran and its result was stored as an artifact.
-    Offload,
-    /// The process died before the tool finished; recorded on resume.
-    Interrupted,
-}
-
-impl ResultSource {
-    /// The recorded word (`live`, `cache`, `offload`, `interrupted`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResultSource::Live => "live",
-            ResultSource::Cache => "cache",
-            ResultSource::Offload => "offload",
-            ResultSource::Interrupted => "interrupted",
-        }
-    }
-}
-
-impl std::fmt::Display for ResultSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Everything that can happen in a session.

@@ -18,6 +18,7 @@ pub mod error;
 mod event;
 pub mod hook;
 pub mod ids;
+mod live;
 pub mod loops;
 mod message;
 pub mod permission;
@@ -35,6 +36,7 @@ pub use capabilities::{CachingStyle, Capabilities, ModelReasoning, model_reasoni
 pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
 pub use hook::{HookDid, HookPoint};
+pub use live::{AgentPath, ApprovalRequest, ResultSource, UiEvent, UiKind};
 pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
 pub use preview::{
     MAX_PREVIEW_BYTES, MAX_SHOWN_ARGUMENT_CHARS, Preview, PreviewKind, arguments_text,

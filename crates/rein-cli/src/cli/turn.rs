@@ -41,7 +41,7 @@ fn print_event(
     };
     // A sub-agent's own words stay in its session; its tool lines show,
     // marked with its path, and what it costs counts.
-    let child = event.agent != "main";
+    let child = !event.agent.is_main();
     let who = if child {
         format!("[{}] ", event.agent)
     } else {
@@ -279,7 +279,7 @@ pub(super) async fn drive(
                     match &event.kind {
                         UiKind::AgentAwaiting { session: child, request } => {
                             end_line(out, &mut midline, &mut styler)?;
-                            typing.child_asks(info, &event.agent, child, request)?;
+                            typing.child_asks(info, event.agent.as_str(), child, request)?;
                         }
                         UiKind::ApprovalDecided { approval_id, decision } => {
                             typing.decided_elsewhere(info, approval_id, decision)?;

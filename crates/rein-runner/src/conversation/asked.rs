@@ -9,7 +9,8 @@ use rein_wire::{AgentError, error::codes};
 use serde_json::Value;
 
 use super::journal::Journal;
-use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS, TurnOutcome};
+use crate::outcome::{MAX_SHOWN_ARGUMENTS, TurnOutcome};
+use rein_wire::ApprovalRequest;
 
 /// The approvals waiting for a person, oldest first — after a restart
 /// too (they are read from the log).
@@ -49,7 +50,7 @@ pub(super) async fn pending(
                     _ => None,
                 }),
                 agent_path: asked
-                    .map_or_else(|| journal.agent().to_owned(), |e| e.agent_path.clone()),
+                    .map_or_else(|| journal.agent().into(), |e| e.agent_path.as_str().into()),
             }
         })
         .collect())

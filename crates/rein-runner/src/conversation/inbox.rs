@@ -18,8 +18,8 @@ use rein_sessions::{Event, InboxItem, Posted};
 use rein_wire::AgentError;
 
 use super::journal::Journal;
-use crate::outcome::UiKind;
 use crate::steering::Steering;
+use rein_wire::UiKind;
 
 /// How often anything waiting on the store's inbox looks again for a post
 /// from another process (the step loop between steps, an open model

@@ -26,10 +26,7 @@ use rein_wire::{AgentError, error::codes};
 use tokio::sync::broadcast;
 
 use super::folds::{now_ms, tool_error_content};
-use crate::outcome::{UiEvent, UiKind};
-
-/// The agent path of the conversation itself.
-const MAIN: &str = "main";
+use rein_wire::{AgentPath, UiEvent, UiKind};
 
 /// UI events a slow subscriber may fall behind by before it misses some.
 const UI_BUFFER: usize = 1024;
@@ -47,7 +44,7 @@ pub(super) struct Journal {
     lease: Lease,
     /// This conversation's agent path (`main`, or `main/agent-N`): its
     /// events and UI events carry it.
-    agent: String,
+    agent: AgentPath,
     known: Known,
     /// Events to write with the next append, already in the known log under
     /// the sequence numbers they will get (nobody else appends while the
@@ -115,7 +112,7 @@ impl Journal {
             session_id,
             holder,
             lease,
-            agent: MAIN.into(),
+            agent: AgentPath::main(),
             known: Known::default(),
             staged: Vec::new(),
             ui: std::sync::OnceLock::new(),
@@ -142,11 +139,11 @@ impl Journal {
 
     /// The agent path this conversation writes as.
     pub(super) fn agent(&self) -> &str {
-        &self.agent
+        self.agent.as_str()
     }
 
     pub(super) fn set_agent(&mut self, path: &str) {
-        path.clone_into(&mut self.agent);
+        self.agent = AgentPath::from(path);
     }
 
     /// Watch what happens.
@@ -195,11 +192,11 @@ impl Journal {
                 session_id: self.session_id.clone(),
                 seq: next + i as u64,
                 at_ms,
-                agent_path: self.agent.clone(),
+                agent_path: self.agent.to_string(),
                 event: event.clone(),
             });
             self.staged.push(NewEvent {
-                agent_path: self.agent.clone(),
+                agent_path: self.agent.to_string(),
                 event,
             });
         }
@@ -296,7 +293,7 @@ impl Journal {
         let staged = self.staged.len();
         let mut batch = std::mem::take(&mut self.staged);
         batch.extend(events.into_iter().map(|event| NewEvent {
-            agent_path: self.agent.clone(),
+            agent_path: self.agent.to_string(),
             event,
         }));
         if batch.is_empty() {

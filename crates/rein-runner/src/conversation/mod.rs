@@ -34,10 +34,11 @@ mod surface;
 mod verify;
 mod window;
 
-pub use crate::outcome::{ApprovalRequest, MAX_SHOWN_ARGUMENTS};
+pub use crate::outcome::MAX_SHOWN_ARGUMENTS;
 pub(crate) use answers::parse_answer;
 pub use contract::{TurnContract, TurnResult};
 pub use inbox::{Heard, INBOX_POLL};
+pub use rein_wire::ApprovalRequest;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,10 +49,11 @@ use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
 
 use crate::agent::Agent;
-use crate::outcome::{TurnOutcome, UiKind};
+use crate::outcome::TurnOutcome;
 use crate::settings::Spent;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use folds::last_calls;
+use rein_wire::UiKind;
 use run::Run;
 
 /// The most bytes a person's message starts a turn with: far past any

@@ -24,8 +24,9 @@ use super::folds::{last_calls, refused};
 use super::inbox::Heard;
 use super::{Conversation, asked, authority, window};
 use crate::agent::Agent;
-use crate::outcome::{ApprovalRequest, TurnOutcome, UiEvent, UiKind};
+use crate::outcome::TurnOutcome;
 use crate::settings::{Profile, Verification};
+use rein_wire::{ApprovalRequest, UiEvent, UiKind};
 
 impl Conversation {
     /// Open a new session (or continue `existing`), take its lock, and

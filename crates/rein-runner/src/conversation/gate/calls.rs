@@ -22,7 +22,8 @@ use crate::conversation::folds::{
     ApprovalState, approval_state, error_result, fingerprint, now_ms, refused, refused_in_turn,
 };
 use crate::conversation::{hooked, revisions};
-use crate::outcome::{TurnOutcome, UiKind};
+use crate::outcome::TurnOutcome;
+use rein_wire::UiKind;
 
 /// A write the gate decides on.
 struct Write {

@@ -19,7 +19,8 @@ use super::{Around, Gate};
 use crate::conversation::folds::fingerprint;
 use crate::conversation::hooked;
 use crate::conversation::journal::Journal;
-use crate::outcome::{TurnOutcome, UiKind};
+use crate::outcome::TurnOutcome;
+use rein_wire::UiKind;
 
 impl Gate {
     /// Run reads in parallel: one `tool.called` batch, the invocations at

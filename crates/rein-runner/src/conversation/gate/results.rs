@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::{Around, Gate};
 use crate::conversation::folds::{refused, tool_error_content_with};
 use crate::conversation::journal::Journal;
-use crate::outcome::UiKind;
+use rein_wire::UiKind;
 
 impl Gate {
     /// The `tool.result` for an outcome, bounded (offloaded when too big).
@@ -86,7 +86,7 @@ impl Gate {
                     ok: false,
                     source: ResultSource::Live,
                     undo: None,
-                    error: Some((code.clone(), message.clone())),
+                    error: Some((rein_wire::ErrorCode::new(code.clone()), message.clone())),
                     duration_ms,
                 });
                 Event::ToolResult {
@@ -132,7 +132,7 @@ pub(super) fn shown_refused(journal: &Journal, call_id: &str, code: &str, messag
         ok: false,
         source: ResultSource::Live,
         undo: None,
-        error: Some((code.to_owned(), message.to_owned())),
+        error: Some((rein_wire::ErrorCode::new(code), message.to_owned())),
         duration_ms: 0,
     });
 }

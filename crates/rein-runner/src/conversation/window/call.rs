@@ -23,7 +23,7 @@ use super::{Sees, Window};
 use crate::conversation::folds::refused;
 use crate::conversation::inbox::{INBOX_POLL, Inbox};
 use crate::conversation::journal::Journal;
-use crate::outcome::UiKind;
+use rein_wire::UiKind;
 
 impl Window {
     /// The model's answer, or `None` when an interrupt or a stop (heard

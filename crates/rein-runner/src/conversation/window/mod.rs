@@ -25,7 +25,7 @@ use rein_wire::AgentError;
 use crate::agent::Agent;
 use crate::conversation::builtins::WithBuiltins;
 use crate::conversation::journal::Journal;
-use crate::outcome::UiKind;
+use rein_wire::UiKind;
 
 /// What the model sees, step by step: the transcript the next request is
 /// built from, the prompt cache's verdicts, and the schema of a
