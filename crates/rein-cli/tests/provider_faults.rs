@@ -100,7 +100,7 @@ fn judge(
     let got = if out.status.success() && stdout(out).contains(ANSWER) {
         Ends::Answered(requests)
     } else {
-        Ends::Fails(code_in(&stderr(out)), requests)
+        Ends::Fails(code_in(&stderr(out)).into(), requests)
     };
     if &got != ends {
         broken.push(format!("{cell}: ended {got:?}, not {ends:?}"));

@@ -41,7 +41,7 @@ const MAX_MATCHES: usize = 200;
 
 impl Refused {
     fn outcome(self) -> Outcome {
-        Outcome::failed(self.code.as_str(), self.message)
+        Outcome::failed(self.code, self.message)
     }
 
     fn error(self) -> AgentError {
@@ -264,7 +264,7 @@ impl Tool for Search {
     async fn invoke(&self, input: SearchArgs, _: &ToolContext) -> Outcome {
         if input.query.is_empty() {
             return Outcome::failed(
-                codes::TOOL_ARGUMENTS_INVALID.as_str(),
+                codes::TOOL_ARGUMENTS_INVALID,
                 "give some text to search for",
             );
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use rein_wire::{AgentError, ErrorCode, Request, StreamEvent, error::codes};
+use rein_wire::{AgentError, Request, StreamEvent, error::codes};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -257,7 +257,7 @@ fn call(
                     let outcome = loop {
                         match events.next().await {
                             Some(Ok(StreamEvent::Error { code, message, retryable })) => {
-                                break Some(AgentError::new(ErrorCode::new(code), message).retryable(retryable));
+                                break Some(AgentError::new(code, message).retryable(retryable));
                             }
                             Some(Ok(event)) => {
                                 if delivered {

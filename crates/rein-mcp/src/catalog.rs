@@ -214,7 +214,7 @@ pub fn outcome(result: &Value) -> Outcome {
             texts.join("\n")
         };
         return Outcome::Failed {
-            code: codes::MCP_TOOL_ERROR.to_string(),
+            code: codes::MCP_TOOL_ERROR,
             message,
             detail: Some(json!({"content": parts})),
             retryable: false,

@@ -191,7 +191,7 @@ impl ToolBackend for McpTools {
         let Some(peer) = server.peer() else {
             let status = server.snapshot().status;
             return Outcome::Failed {
-                code: codes::MCP_SERVER_UNAVAILABLE.to_string(),
+                code: codes::MCP_SERVER_UNAVAILABLE,
                 message: said(server.name(), &status, 0),
                 detail: None,
                 retryable: true,
@@ -236,7 +236,7 @@ impl ToolBackend for McpTools {
                 let checking = server.clone();
                 tokio::spawn(async move { checking.check_alive(&peer).await });
                 Outcome::Failed {
-                    code: codes::MCP_CALL_TIMEOUT.to_string(),
+                    code: codes::MCP_CALL_TIMEOUT,
                     message: format!(
                         "MCP server `{}` did not answer `{}` within {} s; the call was cancelled",
                         server.name(),
@@ -248,7 +248,7 @@ impl ToolBackend for McpTools {
                 }
             }
             Err(ServiceError::McpError(error)) => Outcome::Failed {
-                code: codes::MCP_TOOL_ERROR.to_string(),
+                code: codes::MCP_TOOL_ERROR,
                 message: format!(
                     "MCP server `{}` refused the call: {}",
                     server.name(),
@@ -350,7 +350,7 @@ impl ToolBackend for McpTools {
 
 fn lost(server: &str, err: &ServiceError) -> Outcome {
     Outcome::Failed {
-        code: codes::MCP_SERVER_CRASHED.to_string(),
+        code: codes::MCP_SERVER_CRASHED,
         message: format!(
             "MCP server `{server}` went away during the call ({err}); it is being restarted"
         ),
@@ -361,7 +361,7 @@ fn lost(server: &str, err: &ServiceError) -> Outcome {
 
 fn protocol(server: &str, why: &str) -> Outcome {
     Outcome::Failed {
-        code: codes::MCP_PROTOCOL.to_string(),
+        code: codes::MCP_PROTOCOL,
         message: format!("MCP server `{server}`: {why}"),
         detail: None,
         retryable: false,

@@ -120,7 +120,7 @@ impl ToolBackend for WithBlackboard {
                 let key = key_of(&args);
                 let Some(revision) = args.get("revision").and_then(Value::as_u64) else {
                     return Outcome::failed(
-                        codes::TOOL_ARGUMENTS_INVALID.as_str(),
+                        codes::TOOL_ARGUMENTS_INVALID,
                         "give the revision you read (0 for a new key)",
                     );
                 };

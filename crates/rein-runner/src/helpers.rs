@@ -49,7 +49,7 @@ impl Spawn for ExternalSpawn {
             if child.reattach {
                 return Spawned {
                     outcome: Outcome::failed(
-                        rein_wire::error::codes::CALL_INTERRUPTED.as_str(),
+                        rein_wire::error::codes::CALL_INTERRUPTED,
                         format!(
                             "the hosted agent's run in session {} was cut short by a restart; it is not run again (check what it did first)",
                             child.session

@@ -53,7 +53,7 @@ impl ToolBackend for Narrowed {
     async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
         if !self.has(name) {
             return Outcome::failed(
-                codes::TOOL_NOT_FOUND.as_str(),
+                codes::TOOL_NOT_FOUND,
                 format!("`{name}` is not one of the tools this sub-agent was given"),
             );
         }

@@ -207,7 +207,7 @@ fn typed(child: &Child, outcome: TurnOutcome, spent: Spent) -> Outcome {
         ),
     };
     Outcome::Failed {
-        code: code.to_string(),
+        code,
         message,
         detail: Some(about),
         retryable: false,

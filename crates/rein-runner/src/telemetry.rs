@@ -83,8 +83,8 @@ pub(crate) fn model_called(
 }
 
 /// A model call that failed.
-pub(crate) fn model_failed(span: &Span, code: &str) {
-    span.record("error.type", code);
+pub(crate) fn model_failed(span: &Span, code: &rein_wire::ErrorCode) {
+    span.record("error.type", code.as_str());
 }
 
 /// Run `call` (a backend's invoke of `tool`) inside its `execute_tool`
@@ -140,7 +140,7 @@ pub(crate) async fn traced_model_call(
             asked.elapsed().as_secs_f64(),
         ),
         Ok(None) => {}
-        Err(err) => model_failed(&chat, err.code.as_str()),
+        Err(err) => model_failed(&chat, &err.code),
     }
     called
 }

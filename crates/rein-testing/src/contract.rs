@@ -149,7 +149,9 @@ pub async fn check_backend(
                     case.tool
                 ));
             }
-            Outcome::Failed { code, message, .. } if code.is_empty() || message.is_empty() => {
+            Outcome::Failed { code, message, .. }
+                if code.as_str().is_empty() || message.is_empty() =>
+            {
                 problems.push(format!("`{}` failed without a code and message", case.tool));
             }
             _ => {}

@@ -155,7 +155,7 @@ impl Tool for ReadFile {
                 Outcome::ok(json!({"path": input.path, "content": content, "revision": p.revision}))
             }
             None => Outcome::failed(
-                rein_wire::error::codes::FILE_NOT_FOUND.as_str(),
+                rein_wire::error::codes::FILE_NOT_FOUND,
                 format!("there is no file `{}`", input.path),
             ),
         }
@@ -308,7 +308,7 @@ impl Tool for DeleteFile {
                 }
             }
             None => Outcome::failed(
-                rein_wire::error::codes::FILE_NOT_FOUND.as_str(),
+                rein_wire::error::codes::FILE_NOT_FOUND,
                 format!("there is no file `{}`", input.path),
             ),
         }

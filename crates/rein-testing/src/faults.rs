@@ -33,7 +33,7 @@ pub enum Ends {
     /// Answered, after this many requests in all.
     Answered(usize),
     /// With this code, after this many requests.
-    Fails(String, usize),
+    Fails(rein_wire::ErrorCode, usize),
 }
 
 fn body(api: WireApi, message: &ScriptedMessage) -> String {
@@ -59,7 +59,6 @@ fn with_call() -> ScriptedMessage {
 
 /// The server's replies for the fault named `name` in `api`, and how the
 /// turn must end (`None`: no such fault).
-#[expect(clippy::too_many_lines, reason = "one arm per fault")]
 pub fn fault(name: &str, api: WireApi) -> Option<(Vec<Reply>, Ends)> {
     let good = body(api, &answer());
     let overloaded = match api {
@@ -100,7 +99,7 @@ pub fn fault(name: &str, api: WireApi) -> Option<(Vec<Reply>, Ends)> {
             let at = find(&good, "second part").saturating_sub(5);
             (
                 vec![Reply::sse(good[..at].to_owned()).cut()],
-                Ends::Fails(codes::STREAM_TRUNCATED.as_str().into(), 1),
+                Ends::Fails(codes::STREAM_TRUNCATED, 1),
             )
         }
         "cut mid-tool-arguments" => {
@@ -108,7 +107,7 @@ pub fn fault(name: &str, api: WireApi) -> Option<(Vec<Reply>, Ends)> {
             let at = find(&called, "the middle");
             (
                 vec![Reply::sse(called[..at].to_owned()).cut()],
-                Ends::Fails(codes::STREAM_TRUNCATED.as_str().into(), 1),
+                Ends::Fails(codes::STREAM_TRUNCATED, 1),
             )
         }
         "cut before the final usage" => {
@@ -117,7 +116,7 @@ pub fn fault(name: &str, api: WireApi) -> Option<(Vec<Reply>, Ends)> {
             let at = trimmed.rfind("\n\n").map_or(good.len(), |at| at + 2);
             (
                 vec![Reply::sse(good[..at].to_owned()).cut()],
-                Ends::Fails(codes::STREAM_TRUNCATED.as_str().into(), 1),
+                Ends::Fails(codes::STREAM_TRUNCATED, 1),
             )
         }
         "stall before output" => (
@@ -132,35 +131,29 @@ pub fn fault(name: &str, api: WireApi) -> Option<(Vec<Reply>, Ends)> {
             let at = good[..at].rfind("\n\n").map_or(at, |at| at + 2);
             let reply = Reply::sse_chunks(vec![good[..at].to_owned(), good[at..].to_owned()])
                 .delay_before(1, Duration::from_secs(5));
-            (
-                vec![reply],
-                Ends::Fails(codes::TIMEOUT_IDLE.as_str().into(), 1),
-            )
+            (vec![reply], Ends::Fails(codes::TIMEOUT_IDLE, 1))
         }
         "garbage JSON" => (
             vec![Reply::sse("data: {not json at all\n\n")],
-            Ends::Fails(codes::STREAM_MALFORMED.as_str().into(), 1),
+            Ends::Fails(codes::STREAM_MALFORMED, 1),
         ),
         "garbage bytes" => (
             vec![Reply::sse(
                 String::from_utf8_lossy(&[0xff, 0x00, 0xfe, b'\n', b'\n']).into_owned(),
             )],
-            Ends::Fails(codes::STREAM_NOT_SSE.as_str().into(), 1),
+            Ends::Fails(codes::STREAM_NOT_SSE, 1),
         ),
         "a 10 MB line" => (
             vec![Reply::sse_split(
                 &format!("data: {{\"x\":\"{}\"}}\n\n", "a".repeat(10 << 20)),
                 64 * 1024,
             )],
-            Ends::Fails(codes::STREAM_LINE_TOO_LONG.as_str().into(), 1),
+            Ends::Fails(codes::STREAM_LINE_TOO_LONG, 1),
         ),
         "not an event stream" => {
             let mut reply = Reply::sse(good);
             reply.headers = vec![("content-type".into(), "application/json".into())];
-            (
-                vec![reply],
-                Ends::Fails(codes::STREAM_NOT_SSE.as_str().into(), 1),
-            )
+            (vec![reply], Ends::Fails(codes::STREAM_NOT_SSE, 1))
         }
         _ => return None,
     })
@@ -226,7 +219,7 @@ pub fn h2_fault(name: &str, api: WireApi) -> Option<(Vec<H2Reply>, Ends)> {
         sent: Some(text[..at].to_owned()),
         reason,
     };
-    let truncated = || Ends::Fails(codes::STREAM_TRUNCATED.as_str().into(), 1);
+    let truncated = || Ends::Fails(codes::STREAM_TRUNCATED, 1);
     Some(match name {
         "reset before headers (refused stream)" => (
             vec![

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use rein_wire::permission::{PermissionClass, Policy};
-use rein_wire::{AgentError, Preview, Revision, ToolSpec};
+use rein_wire::{AgentError, ErrorCode, Preview, Revision, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -114,8 +114,8 @@ pub enum Outcome {
     },
     /// It failed.
     Failed {
-        /// A stable code.
-        code: String,
+        /// A stable code (rein's, or an outside one kept as its text).
+        code: ErrorCode,
         /// What went wrong, for the model.
         message: String,
         /// Structured context.
@@ -148,9 +148,9 @@ impl Outcome {
     }
 
     /// A failure with a code and message.
-    pub fn failed(code: &str, message: impl Into<String>) -> Self {
+    pub fn failed(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
         Outcome::Failed {
-            code: code.to_owned(),
+            code: code.into(),
             message: message.into(),
             detail: None,
             retryable: false,
@@ -160,7 +160,7 @@ impl Outcome {
     /// A failure from an [`AgentError`].
     pub fn from_error(err: &AgentError) -> Self {
         Outcome::Failed {
-            code: err.code.to_string(),
+            code: err.code.clone(),
             message: err.message.clone(),
             detail: err.detail.clone(),
             retryable: err.retryable,

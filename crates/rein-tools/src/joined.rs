@@ -80,10 +80,7 @@ impl ToolBackend for Joined {
     async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
         match self.owner(name) {
             Some(part) => part.invoke(name, args, ctx).await,
-            None => Outcome::failed(
-                codes::TOOL_NOT_FOUND.as_str(),
-                format!("there is no tool `{name}`"),
-            ),
+            None => Outcome::failed(codes::TOOL_NOT_FOUND, format!("there is no tool `{name}`")),
         }
     }
 

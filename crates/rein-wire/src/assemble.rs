@@ -207,10 +207,8 @@ impl Assembler {
                 message,
                 retryable,
             } => {
-                msg.error = Some(
-                    AgentError::new(crate::ErrorCode::new(code.clone()), message.clone())
-                        .retryable(*retryable),
-                );
+                msg.error =
+                    Some(AgentError::new(code.clone(), message.clone()).retryable(*retryable));
             }
         }
     }

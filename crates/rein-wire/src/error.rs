@@ -39,6 +39,38 @@ impl ErrorCode {
     }
 }
 
+impl From<&str> for ErrorCode {
+    /// A code from outside (an MCP server's, a provider's, a product's),
+    /// kept as its text.
+    fn from(code: &str) -> Self {
+        ErrorCode::new(code)
+    }
+}
+
+impl From<String> for ErrorCode {
+    fn from(code: String) -> Self {
+        ErrorCode::new(code)
+    }
+}
+
+impl From<&ErrorCode> for ErrorCode {
+    fn from(code: &ErrorCode) -> Self {
+        code.clone()
+    }
+}
+
+impl PartialEq<str> for ErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
 impl fmt::Debug for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -138,7 +138,7 @@ pub enum StreamEvent {
     /// The provider reported an error inside the stream.
     Error {
         /// rein's stable error code for it.
-        code: String,
+        code: crate::ErrorCode,
         /// The provider's message.
         message: String,
         /// Whether trying again may succeed.

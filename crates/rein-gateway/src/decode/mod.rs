@@ -153,7 +153,7 @@ pub(crate) fn provider_error_event(kind: &str, message: &str) -> StreamEvent {
     };
     let retryable = AgentError::new(code.clone(), "").retryable;
     StreamEvent::Error {
-        code: code.as_str().to_owned(),
+        code,
         message: if message.is_empty() {
             format!("the provider reported `{kind}`")
         } else {

@@ -55,7 +55,7 @@ impl ToolBackend for WithBuiltins {
                 match self.product.read_skill(skill) {
                     Some(text) => Outcome::ok(json!({"skill": skill, "text": text})),
                     None => Outcome::failed(
-                        codes::SKILL_NOT_FOUND.as_str(),
+                        codes::SKILL_NOT_FOUND,
                         format!("there is no skill `{skill}`"),
                     ),
                 }
@@ -254,10 +254,7 @@ pub(super) fn load_tool(backend: &dyn ToolBackend, args: &Value) -> Outcome {
         Some(spec) => Outcome::ok(
             json!({"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}),
         ),
-        None => Outcome::failed(
-            codes::TOOL_NOT_FOUND.as_str(),
-            format!("there is no tool `{name}`"),
-        ),
+        None => Outcome::failed(codes::TOOL_NOT_FOUND, format!("there is no tool `{name}`")),
     }
 }
 

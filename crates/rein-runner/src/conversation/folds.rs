@@ -6,11 +6,12 @@
 
 use rein_approvals::{Decision, PermissionClass};
 use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus, history};
+use rein_wire::ErrorCode;
 use serde_json::{Value, json};
 
 use crate::outcome::TurnOutcome;
 
-pub(super) fn tool_error_content(code: &str, message: &str) -> Value {
+pub(super) fn tool_error_content(code: &ErrorCode, message: &str) -> Value {
     json!({"error": {"code": code, "message": message}})
 }
 
@@ -20,7 +21,11 @@ pub(super) const MAX_ERROR_DETAIL: usize = 16 * 1024;
 
 /// [`tool_error_content`] with the tool's structured detail (what the
 /// model needs to act on the failure: a conflict's current value, say).
-pub(super) fn tool_error_content_with(code: &str, message: &str, detail: Option<&Value>) -> Value {
+pub(super) fn tool_error_content_with(
+    code: &ErrorCode,
+    message: &str,
+    detail: Option<&Value>,
+) -> Value {
     let mut content = tool_error_content(code, message);
     if let Some(detail) = detail {
         let size = serde_json::to_vec(detail).map_or(usize::MAX, |d| d.len());
@@ -33,7 +38,7 @@ pub(super) fn tool_error_content_with(code: &str, message: &str, detail: Option<
     content
 }
 
-pub(super) fn error_result(call_id: &str, code: &str, message: &str) -> Event {
+pub(super) fn error_result(call_id: &str, code: &ErrorCode, message: &str) -> Event {
     Event::ToolResult {
         call_id: call_id.to_owned(),
         status: ToolStatus::Error,
@@ -238,7 +243,7 @@ pub(super) fn refused(
     tool: impl Into<String>,
     arguments: Value,
     permission: Option<PermissionClass>,
-    code: &str,
+    code: &ErrorCode,
     message: &str,
 ) -> [Event; 2] {
     let call_id = call_id.into();

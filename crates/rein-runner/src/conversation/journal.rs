@@ -395,7 +395,7 @@ impl Journal {
                 status: ToolStatus::Error,
                 source: ResultSource::Interrupted,
                 content: tool_error_content(
-                    codes::CALL_INTERRUPTED.as_str(),
+                    &codes::CALL_INTERRUPTED,
                     "The process stopped while this call ran. It was not run again; check its effect before repeating it.",
                 ),
                 artifact: None,

@@ -445,7 +445,7 @@ impl Conversation {
                 pending.tool.clone(),
                 arguments,
                 Some(pending.permission),
-                codes::NOT_APPROVED.as_str(),
+                &codes::NOT_APPROVED,
                 &self
                     .agent
                     .profile
@@ -465,7 +465,7 @@ impl Conversation {
                     tool,
                     arguments,
                     None,
-                    codes::CALL_STOPPED.as_str(),
+                    &codes::CALL_STOPPED,
                     "The turn was stopped before this call ran.",
                 ));
             }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use rein_approvals::{Decision, Leases, PermissionClass, Said, Verdict, gate};
 use rein_sessions::{Event, ResultSource, StoredEvent};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
-use rein_wire::{AgentError, error::codes};
+use rein_wire::{AgentError, ErrorCode, error::codes};
 use serde_json::{Value, json};
 
 use super::results::refuse;
@@ -41,17 +41,17 @@ enum Checked {
     /// a repeat of it counts towards loop detection.
     Refused {
         args: Value,
-        code: String,
+        code: ErrorCode,
         message: String,
         counts: bool,
     },
 }
 
 impl Checked {
-    fn refused(args: Value, code: &str, message: String, counts: bool) -> Self {
+    fn refused(args: Value, code: ErrorCode, message: String, counts: bool) -> Self {
         Checked::Refused {
             args,
-            code: code.to_owned(),
+            code,
             message,
             counts,
         }
@@ -76,30 +76,20 @@ impl Gate {
         {
             Ok(args) => args,
             Err(why) => {
-                return Ok(Checked::refused(
-                    args,
-                    codes::HOOK_DENIED.as_str(),
-                    why,
-                    false,
-                ));
+                return Ok(Checked::refused(args, codes::HOOK_DENIED, why, false));
             }
         };
         let args = match self.tools.prepare(tool, args.clone()) {
             Ok(args) => args,
             Err(err) => {
-                return Ok(Checked::refused(
-                    args,
-                    err.code.as_str(),
-                    err.message,
-                    false,
-                ));
+                return Ok(Checked::refused(args, err.code, err.message, false));
             }
         };
         match self.tools.permission(tool, &args) {
             Ok(class) => Ok(Checked::Runs(args, class)),
             Err(err) => {
                 let err = self.tools.naming_builtins(cx.agent, err);
-                Ok(Checked::refused(args, err.code.as_str(), err.message, true))
+                Ok(Checked::refused(args, err.code, err.message, true))
             }
         }
     }
@@ -144,7 +134,7 @@ impl Gate {
                     }
                     // A change the file already holds ends the edit loop:
                     // the next answer is asked in words.
-                    if code == codes::EDIT_ALREADY_MADE.as_str() {
+                    if code == codes::EDIT_ALREADY_MADE {
                         repeats.ask_for_words();
                     }
                     // The same refused call made again and again is a loop
@@ -213,7 +203,7 @@ impl Gate {
         if let Some(err) = self.stale_change(cx, events, &tool, &args, &state) {
             let call = (call_id.as_str(), tool.as_str(), &args, Some(class));
             self.refuse_stale(cx, events, call, &err).await?;
-            let refused = error_result(&call_id, err.code.as_str(), &err.message);
+            let refused = error_result(&call_id, &err.code, &err.message);
             if let Some(outcome) = self
                 .count_repeat(cx, repeats, fingerprint(&tool, &args, &refused), &call_id)
                 .await?
@@ -251,7 +241,7 @@ impl Gate {
                     &tool,
                     &args,
                     Some(class),
-                    codes::NOT_APPROVED.as_str(),
+                    &codes::NOT_APPROVED,
                     &cx.agent.profile.wording.not_approved(&tool, decision),
                 )
                 .await?;
@@ -264,7 +254,7 @@ impl Gate {
                     &tool,
                     &args,
                     Some(class),
-                    codes::POLICY_REFUSED.as_str(),
+                    &codes::POLICY_REFUSED,
                     &reason,
                 )
                 .await?;
@@ -329,7 +319,7 @@ impl Gate {
                                 tool.clone(),
                                 args.clone(),
                                 Some(class),
-                                codes::NOT_APPROVED.as_str(),
+                                &codes::NOT_APPROVED,
                                 &cx.agent.profile.wording.not_approved(&tool, "let expire"),
                             ))
                             .collect(),

@@ -227,5 +227,5 @@ impl Gate {
 }
 
 fn refused(message: &str) -> Delegate {
-    Delegate::Refused(Outcome::failed(codes::DELEGATION_REFUSED.as_str(), message))
+    Delegate::Refused(Outcome::failed(codes::DELEGATION_REFUSED, message))
 }

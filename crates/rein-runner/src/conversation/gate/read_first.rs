@@ -14,7 +14,7 @@
 use rein_approvals::{PermissionClass, Said, Verdict, gate};
 use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
-use rein_wire::{AgentError, Revision, error::codes};
+use rein_wire::{AgentError, ErrorCode, Revision, error::codes};
 use serde_json::Value;
 
 use super::results::refuse;
@@ -43,7 +43,7 @@ impl Gate {
     ) -> Result<(), AgentError> {
         let unread = err.code == codes::NOT_READ || err.code == codes::CHANGED_SINCE_READ;
         if !unread || self.tools.read_first(tool, args).is_none() {
-            let (code, message) = (err.code.as_str(), &err.message);
+            let (code, message) = (&err.code, &err.message);
             return refuse(cx.journal, call_id, tool, args, class, code, message).await;
         }
         // The refused call is recorded before its read runs: a call is
@@ -70,11 +70,10 @@ impl Gate {
         cx: &mut Around<'_>,
         events: &[StoredEvent],
         call: (&str, &str, &Value, Option<PermissionClass>),
-        code: &str,
+        code: &ErrorCode,
     ) -> Result<bool, AgentError> {
         let (_, tool, args, _) = call;
-        let guessed =
-            code == codes::EDIT_NO_MATCH.as_str() || code == codes::EDIT_AMBIGUOUS.as_str();
+        let guessed = *code == codes::EDIT_NO_MATCH || *code == codes::EDIT_AMBIGUOUS;
         if !guessed || self.tools.read_first(tool, args).is_none() {
             return Ok(false);
         }
@@ -189,12 +188,12 @@ async fn answer(
                 "{why} It is read now (`{}`): what it holds is under `read` below. Make the change again from that.",
                 read.tool
             );
-            let mut content = tool_error_content(err.code.as_str(), &message);
+            let mut content = tool_error_content(&err.code, &message);
             content["read"] = read.result;
             (content, message, Some(read.seen))
         }
         None => (
-            tool_error_content(err.code.as_str(), &err.message),
+            tool_error_content(&err.code, &err.message),
             err.message.clone(),
             None,
         ),
@@ -212,6 +211,6 @@ async fn answer(
             seen,
         }])
         .await?;
-    super::results::shown_refused(journal, call_id, err.code.as_str(), &message);
+    super::results::shown_refused(journal, call_id, &err.code, &message);
     Ok(())
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use rein_approvals::PermissionClass;
 use rein_sessions::{Event, ResultSource, StoredEvent};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
-use rein_wire::{AgentError, ChildEnding, ErrorCode};
+use rein_wire::{AgentError, ChildEnding};
 use serde_json::Value;
 
 use super::delegate::Delegate;
@@ -184,9 +184,7 @@ impl Gate {
                     agent_path: planned.path.clone(),
                     outcome: match &outcome {
                         Outcome::Ok { .. } => ChildEnding::Finished,
-                        Outcome::Failed { code, .. } => {
-                            ChildEnding::Failed(ErrorCode::new(code.clone()))
-                        }
+                        Outcome::Failed { code, .. } => ChildEnding::Failed(code.clone()),
                     },
                 });
             }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rein_approvals::PermissionClass;
 use rein_sessions::{Event, ResultSource, ToolStatus};
 use rein_tools::{Outcome, bound};
-use rein_wire::AgentError;
+use rein_wire::{AgentError, ErrorCode};
 use serde_json::Value;
 
 use super::{Around, Gate};
@@ -86,7 +86,7 @@ impl Gate {
                     ok: false,
                     source: ResultSource::Live,
                     undo: None,
-                    error: Some((rein_wire::ErrorCode::new(code.clone()), message.clone())),
+                    error: Some((code.clone(), message.clone())),
                     duration_ms,
                 });
                 Event::ToolResult {
@@ -114,7 +114,7 @@ pub(super) async fn refuse(
     tool: &str,
     args: &Value,
     permission: Option<PermissionClass>,
-    code: &str,
+    code: &ErrorCode,
     message: &str,
 ) -> Result<(), AgentError> {
     journal
@@ -126,13 +126,13 @@ pub(super) async fn refuse(
 
 /// Shows the surfaces a call refused before it ran (the log already holds
 /// its result).
-pub(super) fn shown_refused(journal: &Journal, call_id: &str, code: &str, message: &str) {
+pub(super) fn shown_refused(journal: &Journal, call_id: &str, code: &ErrorCode, message: &str) {
     journal.emit(UiKind::ToolResult {
         call_id: call_id.to_owned(),
         ok: false,
         source: ResultSource::Live,
         undo: None,
-        error: Some((rein_wire::ErrorCode::new(code), message.to_owned())),
+        error: Some((code.clone(), message.to_owned())),
         duration_ms: 0,
     });
 }

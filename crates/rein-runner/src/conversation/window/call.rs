@@ -28,10 +28,6 @@ use rein_wire::UiKind;
 impl Window {
     /// The model's answer, or `None` when an interrupt or a stop (heard
     /// through `inbox`) cut the stream short.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one model call: its request, its stream, the pressure and a refusal"
-    )]
     pub(crate) async fn call(
         &mut self,
         sees: Sees<'_>,
@@ -128,19 +124,17 @@ impl Window {
             .collect();
         if !broken.is_empty() {
             let mut results = Vec::new();
-            for call in broken {
-                let err = call
-                    .error
-                    .as_ref()
-                    .map(|e| (e.code.to_string(), e.message.clone()))
-                    .unwrap_or_default();
+            for (call, err) in broken
+                .into_iter()
+                .filter_map(|call| Some((call, call.error.as_ref()?)))
+            {
                 results.extend(refused(
                     call.id.clone(),
                     call.name.clone(),
                     Value::Null,
                     None,
-                    &err.0,
-                    &err.1,
+                    &err.code,
+                    &err.message,
                 ));
             }
             // Nothing ran: staged like the message they answer.
