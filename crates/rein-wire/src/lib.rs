@@ -37,7 +37,7 @@ pub use error::{AgentError, ErrorCode};
 pub use event::{StopReason, StreamEvent};
 pub use hook::{HookDid, HookPoint};
 pub use live::{AgentPath, ApprovalRequest, ResultSource, UiEvent, UiKind};
-pub use message::{ContentBlock, ImageSource, Message, Role, text_of};
+pub use message::{ContentBlock, ImageSource, Message, Role, ToolCall, text_of};
 pub use preview::{
     MAX_PREVIEW_BYTES, MAX_SHOWN_ARGUMENT_CHARS, Preview, PreviewKind, arguments_text,
 };

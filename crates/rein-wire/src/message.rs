@@ -93,6 +93,41 @@ impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
     }
+
+    /// The call this block asks for, when it is a [`ContentBlock::ToolUse`].
+    pub fn tool_call(&self) -> Option<ToolCall> {
+        match self {
+            ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
+                id: id.clone(),
+                tool: name.clone(),
+                arguments: input.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A tool call as it travels through the harness: its id, the tool it
+/// names and its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id (what its result answers).
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Its arguments (a JSON object for a well-formed call).
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call of `tool` with `arguments`, under `id`.
+    pub fn new(id: impl Into<String>, tool: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            tool: tool.into(),
+            arguments,
+        }
+    }
 }
 
 /// A message in a conversation.

@@ -31,7 +31,7 @@ use reasoning::{reasoning_came_back, signature_of, thought_about};
 pub use rule::{Rule, RuleCall};
 
 use crate::{EventStream, Provider};
-use rein_wire::{CachingStyle, Capabilities};
+use rein_wire::{CachingStyle, Capabilities, ToolCall};
 use rein_wire::{ContentBlock, Message, Reasoning, Request, Role, StopReason, StreamEvent, Usage};
 use serde_json::Value;
 
@@ -50,8 +50,8 @@ impl Default for ScriptedBrain {
     }
 }
 
-/// What the brain says in one message: text and calls (id, tool, arguments).
-type Answer = (String, Vec<(String, String, Value)>);
+/// What the brain says in one message: text and calls.
+type Answer = (String, Vec<ToolCall>);
 
 impl ScriptedBrain {
     /// A brain with these rules.
@@ -154,7 +154,7 @@ impl ScriptedBrain {
         index: usize,
         step: u32,
         word: &dyn Fn(&str, bool) -> Option<String>,
-    ) -> Option<Vec<(String, String, Value)>> {
+    ) -> Option<Vec<ToolCall>> {
         let rule = self.rules.get(index)?;
         let mut made = Vec::new();
         let now = rule
@@ -174,7 +174,7 @@ impl ScriptedBrain {
                 }
             }
             let id = format!("call-r{index}s{step}c{n}-{}", rein_wire::ids::new_id());
-            made.push((id, call.tool.clone(), arguments));
+            made.push(ToolCall::new(id, call.tool.clone(), arguments));
         }
         (!made.is_empty()).then_some(made)
     }
@@ -429,13 +429,17 @@ impl Provider for ScriptedBrain {
             rest = &rest[cut..];
         }
         let mut stop = StopReason::EndTurn;
-        for (index, (id, name, arguments)) in calls.into_iter().enumerate() {
+        for (index, call) in calls.into_iter().enumerate() {
             stop = StopReason::ToolUse;
             let index = index as u32;
-            events.push(StreamEvent::ToolCallStart { index, id, name });
+            events.push(StreamEvent::ToolCallStart {
+                index,
+                id: call.id,
+                name: call.tool,
+            });
             events.push(StreamEvent::ToolCallDelta {
                 index,
-                fragment: arguments.to_string(),
+                fragment: call.arguments.to_string(),
             });
             events.push(StreamEvent::ToolCallEnd { index });
         }

@@ -5,14 +5,13 @@
 
 use rein_wire::error::codes;
 use rein_wire::{AgentError, ContentBlock, Request, Role};
-use serde_json::Value;
 
 /// What the brain "thinks" before a message: which calls it makes.
-pub(super) fn thought_about(reply: &str, calls: &[(String, String, Value)]) -> String {
+pub(super) fn thought_about(reply: &str, calls: &[rein_wire::ToolCall]) -> String {
     if calls.is_empty() {
         return format!("Nothing to call; the answer is {} characters.", reply.len());
     }
-    let names: Vec<&str> = calls.iter().map(|(id, _, _)| id.as_str()).collect();
+    let names: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
     format!("I will call {}.", names.join(", "))
 }
 

@@ -7,6 +7,7 @@
 use rein_approvals::{Decision, PermissionClass};
 use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus, history};
 use rein_wire::ErrorCode;
+use rein_wire::ToolCall;
 use serde_json::{Value, json};
 
 use crate::outcome::TurnOutcome;
@@ -117,11 +118,7 @@ pub(super) fn current_path(events: &[StoredEvent]) -> Vec<String> {
 
 /// The tool calls of the last assistant message of the open turn that have
 /// no result yet: (call id, tool, arguments), in order.
-#[expect(
-    clippy::type_complexity,
-    reason = "a private helper's tuple; named fields would add nothing"
-)]
-pub(super) fn last_calls(events: &[StoredEvent]) -> Option<(Vec<(String, String, Value)>, u64)> {
+pub(super) fn last_calls(events: &[StoredEvent]) -> Option<(Vec<ToolCall>, u64)> {
     let (seq, message) = events.iter().rev().find_map(|e| match &e.event {
         Event::ModelCompleted { message, .. } => Some((e.seq, message)),
         Event::TurnStarted { .. } => Some((0, &EMPTY)),
@@ -138,15 +135,11 @@ pub(super) fn last_calls(events: &[StoredEvent]) -> Option<(Vec<(String, String,
             _ => None,
         })
         .collect();
-    let calls: Vec<(String, String, Value)> = message
+    let calls: Vec<ToolCall> = message
         .content
         .iter()
-        .filter_map(|b| match b {
-            rein_wire::ContentBlock::ToolUse { id, name, input } if !done.contains(id.as_str()) => {
-                Some((id.clone(), name.clone(), input.clone()))
-            }
-            _ => None,
-        })
+        .filter_map(rein_wire::ContentBlock::tool_call)
+        .filter(|call| !done.contains(call.id.as_str()))
         .collect();
     if calls.is_empty() {
         None

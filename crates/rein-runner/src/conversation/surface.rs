@@ -14,6 +14,7 @@ use rein_gateway::Provider;
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store, StoredEvent};
 use rein_tools::ToolBackend;
+use rein_wire::ToolCall;
 use rein_wire::{AgentError, PriceTable, Request, error::codes};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -456,7 +457,12 @@ impl Conversation {
         // Calls of the same message that never ran get a result too, so the
         // history stays well formed.
         if let Some((calls, _)) = last_calls(&events) {
-            for (call_id, tool, arguments) in calls {
+            for ToolCall {
+                id: call_id,
+                tool,
+                arguments,
+            } in calls
+            {
                 if control.pending.iter().any(|p| p.call_id == call_id) {
                     continue;
                 }

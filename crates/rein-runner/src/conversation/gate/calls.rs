@@ -11,6 +11,7 @@ use std::time::Instant;
 use rein_approvals::{Decision, Leases, PermissionClass, Said, Verdict, gate};
 use rein_sessions::{Event, ResultSource, StoredEvent};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
+use rein_wire::ToolCall;
 use rein_wire::{AgentError, ErrorCode, error::codes};
 use serde_json::{Value, json};
 
@@ -100,11 +101,16 @@ impl Gate {
         &mut self,
         cx: &mut Around<'_>,
         events: &[StoredEvent],
-        calls: Vec<(String, String, Value)>,
+        calls: Vec<ToolCall>,
         repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
-        let mut reads: Vec<(String, String, Value)> = Vec::new();
-        for (call_id, tool, args) in calls {
+        let mut reads: Vec<ToolCall> = Vec::new();
+        for ToolCall {
+            id: call_id,
+            tool,
+            arguments: args,
+        } in calls
+        {
             // `call_tool` is the deferred form of a direct call.
             let (tool, args) = if tool == CALL_TOOL {
                 match (
@@ -150,7 +156,7 @@ impl Gate {
                 }
             };
             if class.is_read() {
-                reads.push((call_id, tool, args));
+                reads.push(ToolCall::new(call_id, tool, args));
                 continue;
             }
             // A write: first the reads before it, then it, in order.

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use rein_sessions::{Event, StoredEvent};
 use rein_tools::Outcome;
+use rein_wire::ToolCall;
 use rein_wire::{AgentError, error::codes};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Around, Gate};
 use crate::agent::{Child, Delegation, Helper, Spawn};
@@ -64,10 +65,15 @@ impl Gate {
         &mut self,
         cx: &mut Around<'_>,
         events: &[StoredEvent],
-        reads: &[(String, String, Value)],
+        reads: &[ToolCall],
     ) -> Result<Vec<Delegate>, AgentError> {
         let mut plans = Vec::with_capacity(reads.len());
-        for (call_id, tool, args) in reads {
+        for ToolCall {
+            id: call_id,
+            tool,
+            arguments: args,
+        } in reads
+        {
             if tool != DELEGATE {
                 plans.push(Delegate::No);
                 continue;

@@ -11,6 +11,7 @@ use std::time::Instant;
 use rein_approvals::PermissionClass;
 use rein_sessions::{Event, ResultSource, StoredEvent};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
+use rein_wire::ToolCall;
 use rein_wire::{AgentError, ChildEnding};
 use serde_json::Value;
 
@@ -30,7 +31,7 @@ impl Gate {
         &mut self,
         cx: &mut Around<'_>,
         events: &[StoredEvent],
-        reads: Vec<(String, String, Value)>,
+        reads: Vec<ToolCall>,
         repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
         if reads.is_empty() {
@@ -72,16 +73,22 @@ impl Gate {
 
     /// Each read's result from the cache, where its tool allows caching
     /// and this revision of the tools answered it before.
-    fn cached(&self, reads: &[(String, String, Value)], revision: &str) -> Vec<Option<Value>> {
+    fn cached(&self, reads: &[ToolCall], revision: &str) -> Vec<Option<Value>> {
         reads
             .iter()
-            .map(|(_, tool, args)| {
-                if self.tools.cacheable(tool) {
-                    self.cache.get(tool, args, revision).cloned()
-                } else {
-                    None
-                }
-            })
+            .map(
+                |ToolCall {
+                     tool,
+                     arguments: args,
+                     ..
+                 }| {
+                    if self.tools.cacheable(tool) {
+                        self.cache.get(tool, args, revision).cloned()
+                    } else {
+                        None
+                    }
+                },
+            )
             .collect()
     }
 
@@ -92,7 +99,7 @@ impl Gate {
     async fn invoke(
         &mut self,
         cx: &mut Around<'_>,
-        reads: &[(String, String, Value)],
+        reads: &[ToolCall],
         cached: &[Option<Value>],
         plans: &[Delegate],
         children: usize,
@@ -101,54 +108,61 @@ impl Gate {
         let policy = cx.agent.guards.policy.clone();
         let share = self.child_budgets(cx, u32::try_from(children).unwrap_or(u32::MAX));
         let cancel = tokio_util::sync::CancellationToken::new();
-        let runs =
-            reads
-                .iter()
-                .zip(cached)
-                .zip(plans)
-                .map(|(((call_id, tool, args), hit), plan)| {
-                    let backend = backend.clone();
-                    let child = match plan {
-                        Delegate::Child(planned) => Some(self.child(cx, planned, share, &cancel)),
-                        _ => None,
+        let runs = reads.iter().zip(cached).zip(plans).map(
+            |(
+                (
+                    ToolCall {
+                        id: call_id,
+                        tool,
+                        arguments: args,
+                    },
+                    hit,
+                ),
+                plan,
+            )| {
+                let backend = backend.clone();
+                let child = match plan {
+                    Delegate::Child(planned) => Some(self.child(cx, planned, share, &cancel)),
+                    _ => None,
+                };
+                let refused = match plan {
+                    Delegate::Refused(outcome) => Some(outcome.clone()),
+                    _ => None,
+                };
+                let ctx = ToolContext {
+                    call_id: call_id.clone(),
+                    session: cx.journal.session_id().to_owned(),
+                    elevated: false,
+                    asked: false,
+                    policy: policy.clone(),
+                    progress: cx.journal.progress(call_id),
+                    app: cx.agent.guards.app_context.clone(),
+                };
+                let hit = hit.clone();
+                async move {
+                    let started = Instant::now();
+                    let mut spent = crate::settings::Spent::default();
+                    let outcome = match (hit, refused, child) {
+                        (Some(result), _, _) => Outcome::ok(result),
+                        (None, Some(refused), _) => refused,
+                        (None, None, Some((spawner, child))) => {
+                            let ran = spawner.spawn(child).await;
+                            spent = ran.spent;
+                            ran.outcome
+                        }
+                        (None, None, None) => {
+                            crate::telemetry::traced_call(
+                                tool,
+                                call_id,
+                                backend.invoke(tool, args.clone(), &ctx),
+                            )
+                            .await
+                        }
                     };
-                    let refused = match plan {
-                        Delegate::Refused(outcome) => Some(outcome.clone()),
-                        _ => None,
-                    };
-                    let ctx = ToolContext {
-                        call_id: call_id.clone(),
-                        session: cx.journal.session_id().to_owned(),
-                        elevated: false,
-                        asked: false,
-                        policy: policy.clone(),
-                        progress: cx.journal.progress(call_id),
-                        app: cx.agent.guards.app_context.clone(),
-                    };
-                    let hit = hit.clone();
-                    async move {
-                        let started = Instant::now();
-                        let mut spent = crate::settings::Spent::default();
-                        let outcome = match (hit, refused, child) {
-                            (Some(result), _, _) => Outcome::ok(result),
-                            (None, Some(refused), _) => refused,
-                            (None, None, Some((spawner, child))) => {
-                                let ran = spawner.spawn(child).await;
-                                spent = ran.spent;
-                                ran.outcome
-                            }
-                            (None, None, None) => {
-                                crate::telemetry::traced_call(
-                                    tool,
-                                    call_id,
-                                    backend.invoke(tool, args.clone(), &ctx),
-                                )
-                                .await
-                            }
-                        };
-                        (outcome, spent, started.elapsed())
-                    }
-                });
+                    (outcome, spent, started.elapsed())
+                }
+            },
+        );
         let all = futures::future::join_all(runs);
         if children == 0 {
             Ok(all.await)
@@ -170,7 +184,20 @@ impl Gate {
     ) -> Result<(Vec<Event>, Vec<(String, String)>), AgentError> {
         let mut results = Vec::new();
         let mut fingerprints = Vec::new();
-        for ((((call_id, tool, args), hit), (outcome, spent, took)), plan) in batch
+        for (
+            (
+                (
+                    ToolCall {
+                        id: call_id,
+                        tool,
+                        arguments: args,
+                    },
+                    hit,
+                ),
+                (outcome, spent, took),
+            ),
+            plan,
+        ) in batch
             .reads
             .iter()
             .zip(cached)
@@ -258,7 +285,7 @@ type Ran = (Outcome, crate::settings::Spent, std::time::Duration);
 /// A read batch as planned: the calls, each one's delegation plan, and the
 /// tools' revision the results are cached under.
 struct Batch<'a> {
-    reads: &'a [(String, String, Value)],
+    reads: &'a [ToolCall],
     plans: &'a [Delegate],
     revision: &'a str,
 }
@@ -268,11 +295,19 @@ struct Batch<'a> {
 /// reattached after a restart has them already.
 async fn record_called(
     journal: &mut Journal,
-    reads: &[(String, String, Value)],
+    reads: &[ToolCall],
     plans: &[Delegate],
 ) -> Result<(), AgentError> {
     let mut called = Vec::new();
-    for ((call_id, tool, args), plan) in reads.iter().zip(plans) {
+    for (
+        ToolCall {
+            id: call_id,
+            tool,
+            arguments: args,
+        },
+        plan,
+    ) in reads.iter().zip(plans)
+    {
         if let Delegate::Child(planned) = plan
             && planned.reattach
         {
