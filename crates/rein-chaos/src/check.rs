@@ -177,7 +177,13 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
     let compacted = logs.record.is_some()
         || mcp
         || log.iter().any(|e| {
-            matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact")
+            matches!(
+                &e.event,
+                Event::CompactionCreated {
+                    summary: rein_sessions::Compaction::Compact(_),
+                    ..
+                }
+            )
         });
     let (_, ends) = story(&log);
     let commanded = ends

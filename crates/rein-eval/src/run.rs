@@ -390,8 +390,13 @@ pub(crate) async fn conclude(
     result.summary_checks = own
         .iter()
         .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } => summary
-                .pointer("/summary_check/outcome")
+            Event::CompactionCreated {
+                summary: rein_sessions::Compaction::Compact(compact),
+                ..
+            } => compact
+                .summary_check
+                .as_ref()?
+                .get("outcome")
                 .and_then(serde_json::Value::as_str)
                 .map(str::to_owned),
             _ => None,

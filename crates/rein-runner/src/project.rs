@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use rein_sessions::{Event, StoredEvent, ToolStatus};
+use rein_sessions::{Compaction, Event, StoredEvent, ToolStatus};
 use rein_wire::{ContentBlock, Message, Role};
 use serde_json::Value;
 
@@ -318,34 +318,23 @@ impl Edits {
                     to_seq,
                     summary,
                     ..
-                } if current => match summary.get("kind").and_then(Value::as_str) {
-                    Some("prune") => {
-                        let at_once = summary.get("at_once").and_then(Value::as_bool) == Some(true);
-                        for call in summary
-                            .get("calls")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                        {
-                            if let (Some(id), Some(artifact)) = (
-                                call.get("call_id").and_then(Value::as_str),
-                                call.get("artifact").and_then(Value::as_str),
-                            ) {
-                                edits.pruned.insert(id.to_owned(), artifact.to_owned());
-                                if at_once {
-                                    edits.at_once.insert(id.to_owned());
-                                }
+                } if current => match summary {
+                    Compaction::Prune(prune) => {
+                        for call in &prune.calls {
+                            edits
+                                .pruned
+                                .insert(call.call_id.clone(), call.artifact.clone());
+                            if prune.at_once {
+                                edits.at_once.insert(call.call_id.clone());
                             }
                         }
                     }
-                    Some("compact") => {
-                        let text = summary
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        edits.ranges.push((*from_seq, *to_seq, text.to_owned()));
+                    Compaction::Compact(compact) => {
+                        edits
+                            .ranges
+                            .push((*from_seq, *to_seq, compact.text.clone()));
                     }
-                    _ => {}
+                    Compaction::Other(_) => {}
                 },
                 _ => {}
             }

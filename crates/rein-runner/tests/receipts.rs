@@ -75,9 +75,10 @@ async fn log(s: &common::Setup, conv: &Conversation) -> Vec<StoredEvent> {
 fn compaction(log: &[StoredEvent]) -> Value {
     log.iter()
         .find_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
-                Some(summary.clone())
-            }
+            Event::CompactionCreated {
+                summary: summary @ rein_sessions::Compaction::Compact(_),
+                ..
+            } => Some(serde_json::to_value(summary).unwrap()),
             _ => None,
         })
         .expect("a compaction")

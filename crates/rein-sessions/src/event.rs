@@ -241,8 +241,8 @@ pub enum Event {
         from_seq: u64,
         /// Last sequence number covered.
         to_seq: u64,
-        /// The structured state and summary.
-        summary: Value,
+        /// What it did: results set aside, or history summarised.
+        summary: crate::Compaction,
         /// The token target it aimed at.
         target_tokens: u64,
     },

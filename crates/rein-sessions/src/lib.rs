@@ -14,6 +14,7 @@
 
 mod answered;
 mod artifact;
+mod compaction;
 mod copy;
 mod event;
 mod holder;
@@ -36,6 +37,7 @@ mod validate;
 
 pub use answered::{Answered, answered};
 pub use artifact::hash_hex;
+pub use compaction::{Compact, CompactPolicy, Compaction, Prune, PrunedCall};
 pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
 pub use holder::ProcessMark;

@@ -162,7 +162,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
             NewEvent::main(Event::CompactionCreated {
                 from_seq: 2,
                 to_seq: 5,
-                summary: json!({"files": []}),
+                summary: json!({"files": []}).into(),
                 target_tokens: 1000,
             }),
             NewEvent::main(Event::Unknown {

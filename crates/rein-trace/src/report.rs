@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
+use rein_sessions::{Compaction, Event, ResultSource, StoredEvent, ToolStatus};
 use rein_wire::Usage;
 use serde::Serialize;
 
@@ -136,19 +136,20 @@ pub struct CompactionLine {
 }
 
 impl CompactionLine {
-    fn of(seq: u64, summary: &serde_json::Value, target_tokens: u64) -> CompactionLine {
-        let kind = summary["kind"].as_str().unwrap_or("compact").to_owned();
-        let groups = summary["groups_covered"]
-            .as_u64()
-            .zip(summary["groups_kept"].as_u64());
-        let tokens = summary["tail_tokens"]
-            .as_u64()
-            .or_else(|| summary["reclaimed_tokens"].as_u64());
+    fn of(seq: u64, summary: &Compaction, target_tokens: u64) -> CompactionLine {
+        let (groups, tokens) = match summary {
+            Compaction::Compact(compact) => (
+                compact.groups_covered.zip(compact.groups_kept),
+                compact.tail_tokens,
+            ),
+            Compaction::Prune(prune) => (None, prune.reclaimed_tokens),
+            Compaction::Other(_) => (None, None),
+        };
         CompactionLine {
             seq,
-            kind,
-            trigger: summary["trigger"].as_str().map(str::to_owned),
-            pressure: summary["pressure"].as_f64(),
+            kind: summary.kind().to_owned(),
+            trigger: summary.trigger().map(str::to_owned),
+            pressure: summary.pressure(),
             target_tokens,
             groups,
             tokens,

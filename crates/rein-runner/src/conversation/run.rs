@@ -47,10 +47,9 @@ impl Run {
             else {
                 continue;
             };
-            if summary["kind"] == "prune" {
-                let calls = summary["calls"].as_array().into_iter().flatten();
-                self.repeats
-                    .forget_calls(calls.filter_map(|c| c["call_id"].as_str()));
+            if let rein_sessions::Compaction::Prune(prune) = summary {
+                let calls = prune.calls.iter().map(|c| c.call_id.as_str());
+                self.repeats.forget_calls(calls);
             } else {
                 let start = events.partition_point(|e| e.seq < *from_seq);
                 let covered = events[start..]

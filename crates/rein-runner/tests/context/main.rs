@@ -234,19 +234,20 @@ fn backend_of(owned: &[(String, String)]) -> Arc<FakeToolBackend> {
 fn kinds(log: &[rein_sessions::StoredEvent]) -> Vec<&str> {
     log.iter()
         .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } => summary["kind"].as_str(),
+            Event::CompactionCreated { summary, .. } => Some(summary.kind()),
             _ => None,
         })
         .collect()
 }
 
 /// The summaries of the log's compactions (prunes left out).
-fn compacted(log: &[rein_sessions::StoredEvent]) -> Vec<&serde_json::Value> {
+fn compacted(log: &[rein_sessions::StoredEvent]) -> Vec<serde_json::Value> {
     log.iter()
         .filter_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
-                Some(summary)
-            }
+            Event::CompactionCreated {
+                summary: summary @ rein_sessions::Compaction::Compact(_),
+                ..
+            } => Some(serde_json::to_value(summary).unwrap()),
             _ => None,
         })
         .collect()

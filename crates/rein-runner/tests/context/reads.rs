@@ -99,7 +99,15 @@ async fn a_loop_after_a_compaction_is_told_the_lines_found() {
     assert_eq!(outcome, TurnOutcome::LoopDetected);
     let last_compaction = log
         .iter()
-        .rposition(|e| matches!(&e.event, Event::CompactionCreated { summary, .. } if summary["kind"] == "compact"))
+        .rposition(|e| {
+            matches!(
+                &e.event,
+                Event::CompactionCreated {
+                    summary: rein_sessions::Compaction::Compact(_),
+                    ..
+                }
+            )
+        })
         .expect("the forty reads compacted");
     let nudges: Vec<&str> = log[last_compaction..]
         .iter()

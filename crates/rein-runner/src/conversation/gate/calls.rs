@@ -582,9 +582,10 @@ async fn asked_and_found(
         .iter()
         .rev()
         .find_map(|e| match &e.event {
-            Event::CompactionCreated { summary, .. } if summary["kind"] == "compact" => {
-                crate::state_text::lines_found(&summary["state"])
-            }
+            Event::CompactionCreated {
+                summary: rein_sessions::Compaction::Compact(compact),
+                ..
+            } => crate::state_text::lines_found(&compact.state),
             _ => None,
         })
         .map(|lines| format!("{lines}\n"))

@@ -5,9 +5,8 @@
 //! Not here: the thresholds and pure helpers (`crate::context`), the
 //! summary itself (`summary`).
 
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::{Compact, CompactPolicy, Compaction, Event, PrunedCall, StoredEvent};
 use rein_wire::{AgentError, CountMethod, Request, error::codes};
-use serde_json::json;
 
 use super::Window;
 use crate::agent::Agent;
@@ -100,7 +99,10 @@ impl Window {
                 .store()
                 .put_artifact(content.to_string().as_bytes(), "application/json")
                 .await?;
-            calls.push(json!({"call_id": call_id, "artifact": artifact.hash}));
+            calls.push(PrunedCall {
+                call_id: call_id.clone(),
+                artifact: artifact.hash,
+            });
         }
         let reclaimed: u64 = candidates.iter().map(|c| c.2).sum();
         let from_seq = candidates.iter().map(|c| c.3).min().unwrap_or(0);
@@ -111,17 +113,15 @@ impl Window {
             trigger = record.trigger,
             "setting read results aside"
         );
-        let mut summary = json!({
-            "kind": "prune",
-            "calls": calls,
-            "reclaimed_tokens": reclaimed,
-            "trigger": record.trigger,
-            "pressure": record.share,
-            "window": record.window,
+        let summary = Compaction::Prune(rein_sessions::Prune {
+            calls,
+            reclaimed_tokens: Some(reclaimed),
+            trigger: Some(record.trigger.to_owned()),
+            pressure: Some(record.share),
+            window: Some(record.window),
+            at_once: record.at_once,
+            rest: serde_json::Map::new(),
         });
-        if record.at_once {
-            summary["at_once"] = json!(true);
-        }
         journal
             .append(vec![Event::CompactionCreated {
                 from_seq,
@@ -208,25 +208,25 @@ impl Window {
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
-                summary: json!({
-                    "kind": "compact",
-                    "state": state,
-                    "text": text,
-                    "groups_covered": groups.len() - tail,
-                    "groups_kept": tail,
-                    "tail_tokens": tail_tokens,
-                    "summary_check": checked,
-                    "trigger": trigger.as_str(),
-                    "pressure": share,
-                    "window": window,
-                    "policy": {
-                        "soft": policy.soft,
-                        "hard": policy.hard,
-                        "target": policy.target,
-                        "tail_share": policy.tail_share,
-                        "tail_max_tokens": policy.tail_max_tokens,
-                        "keep_groups": policy.keep_groups,
-                    },
+                summary: Compaction::Compact(Compact {
+                    state,
+                    text,
+                    groups_covered: Some((groups.len() - tail) as u64),
+                    groups_kept: Some(tail as u64),
+                    tail_tokens: Some(tail_tokens),
+                    summary_check: Some(checked),
+                    trigger: Some(trigger.as_str().to_owned()),
+                    pressure: Some(share),
+                    window: Some(window),
+                    policy: Some(CompactPolicy {
+                        soft: policy.soft,
+                        hard: policy.hard,
+                        target: policy.target,
+                        tail_share: policy.tail_share,
+                        tail_max_tokens: policy.tail_max_tokens,
+                        keep_groups: policy.keep_groups,
+                    }),
+                    rest: serde_json::Map::new(),
                 }),
                 target_tokens: (agent.context.target * window as f64) as u64,
             }])
