@@ -277,7 +277,8 @@ pub fn all() -> Result<Vec<String>> {
 }
 
 /// Fail when a circle of files is not one the architecture names between
-/// `<!-- circles:begin -->` and `<!-- circles:end -->`.
+/// `<!-- circles:begin -->` and `<!-- circles:end -->`, or one named there
+/// is gone (the list stays true).
 pub fn check() -> Result<()> {
     let doc = std::fs::read_to_string(ARCHITECTURE).context("cannot read the architecture")?;
     let named: BTreeSet<&str> = doc
@@ -303,6 +304,17 @@ pub fn check() -> Result<()> {
                 .map(|c| c.as_str())
                 .collect::<Vec<_>>()
                 .join("\n  ")
+        );
+    }
+    let gone: Vec<&str> = named
+        .iter()
+        .copied()
+        .filter(|n| !found.iter().any(|c| c == n))
+        .collect();
+    if !gone.is_empty() {
+        bail!(
+            "circles the architecture names that are no longer there (take them off its list):\n  {}",
+            gone.join("\n  ")
         );
     }
     Ok(())

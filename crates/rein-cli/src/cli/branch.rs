@@ -10,7 +10,7 @@ use rein::runner::Conversation;
 use rein::sessions::Store;
 use rein::wire::{AgentError, error::codes};
 
-use super::chat::say;
+use super::output::say;
 
 /// Run `/branch` with `turn` (or list the turns without one).
 pub async fn branch(

@@ -21,6 +21,7 @@ use std::sync::Arc;
 pub use super::chat_options::ChatOptions;
 use super::commands::{self, Command, Cost, HELP};
 pub use super::input::{Asker, Editor, Lines, Plain};
+use super::output::{io_error, say};
 use super::preview;
 pub use super::provider::{KEY_HELP, ProviderArgs};
 use super::session_root;
@@ -31,7 +32,6 @@ use rein::compose::provider::{missing_key, resolve, scripted};
 use rein::runner::{Conversation, TurnOutcome};
 use rein::sessions::Store;
 use rein::sessions::recovery::dangling;
-use rein::wire::visible::visible;
 use rein::wire::{AgentError, error::codes};
 use serde_json::json;
 
@@ -505,14 +505,4 @@ async fn slash(
         ),
         Command::Unknown(word) => say(info, &format!("  no command /{word} (/help lists them)")),
     }
-}
-
-pub(super) fn io_error(err: std::io::Error) -> AgentError {
-    super::output::output_error(err)
-}
-
-/// Print a status line. Everything said goes through [`visible`]: status
-/// lines quote tool names, arguments and errors a model or provider wrote.
-pub(super) fn say(info: &mut impl Write, text: &str) -> Result<(), AgentError> {
-    writeln!(info, "{}", visible(text)).map_err(io_error)
 }

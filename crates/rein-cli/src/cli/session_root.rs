@@ -11,8 +11,9 @@ use std::io::Write;
 use rein::sessions::Store;
 use rein::wire::{AgentError, error::codes};
 
-use super::chat::{ChatOptions, say};
+use super::chat_options::ChatOptions;
 use super::input::Asker;
+use super::output::say;
 
 /// The folder the file tools work in. A new session: `--root`, else the
 /// current directory. A resumed one: the root it recorded — another

@@ -13,10 +13,10 @@ use rein::runner::{ApprovalRequest, Conversation, TurnOutcome, UiEvent, UiKind};
 use rein::wire::AgentError;
 use rein::wire::visible::visible;
 
-use super::chat::{io_error, say};
 use super::commands::{self, Cost};
 use super::input::Asker;
 use super::markdown::Styler;
+use super::output::{io_error, say};
 
 #[expect(clippy::too_many_lines, reason = "one arm per live event")]
 fn print_event(
