@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use crate::pressure::{AFTER, Pressures};
-use crate::run::CaseResult;
+use crate::result::CaseResult;
 use crate::suite::{Case, Expect};
 
 pub(crate) fn check(

@@ -11,8 +11,9 @@ use rein_runner::{Agent, ConversationTasks};
 use rein_sessions::Store;
 use rein_wire::AgentError;
 
+use crate::concluded::conclude;
 use crate::person::{Answers, decide_scripted};
-use crate::run::{CaseResult, conclude};
+use crate::result::CaseResult;
 use crate::suite::Case;
 
 /// Run `case`'s graph (`text`); fill in `result` and check it.

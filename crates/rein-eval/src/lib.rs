@@ -11,12 +11,14 @@
 //! It is not a benchmark: times are reported, never checked.
 
 mod check;
+mod concluded;
 mod graph;
 mod memory;
 mod person;
 pub mod pressure;
 mod project;
 pub mod report;
+mod result;
 pub mod run;
 pub mod suite;
 

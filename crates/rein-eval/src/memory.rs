@@ -16,7 +16,7 @@ use rein_sessions::{Event, StoredEvent};
 use rein_tools::{Joined, PermissionClass};
 use rein_wire::AgentError;
 
-use crate::run::CaseResult;
+use crate::result::CaseResult;
 use crate::suite::{Case, MemoryCase};
 
 /// The memory a case runs with.

@@ -11,8 +11,10 @@ use rein_runner::{Agent, Conversation, Profile, ToolLoading, TurnOutcome};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
 use rein_testing::ScriptedBrain;
 use rein_wire::AgentError;
-use serde::{Deserialize, Serialize};
 
+pub use crate::result::CaseResult;
+
+use crate::concluded::conclude;
 use crate::memory::CaseMemory;
 use crate::person::{Answers, answer_children, answer_of};
 use crate::project::Project;
@@ -48,86 +50,6 @@ impl ModelChoice {
             ModelChoice::Scripted => "scripted".into(),
             ModelChoice::Real { label, .. } => label.clone(),
         }
-    }
-}
-
-/// What one case did and whether it passed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaseResult {
-    /// The suite.
-    pub suite: String,
-    /// The case.
-    pub name: String,
-    /// The area it covers.
-    pub covers: String,
-    /// Not run against this model (the case is scripted-only).
-    pub skipped: bool,
-    /// Every check held.
-    pub passed: bool,
-    /// The checks that did not hold, in words.
-    pub failures: Vec<String>,
-    /// How the last turn ended.
-    pub outcome: String,
-    /// The final answer (or structured answer as JSON).
-    pub answer: String,
-    /// Model calls, all turns.
-    pub steps: u64,
-    /// Prompt and output tokens, all calls.
-    pub tokens: u64,
-    /// Cost in micro-USD (calls with a known price).
-    pub cost_micro_usd: u64,
-    /// Share of prompt tokens read from the cache.
-    pub cache_read_share: f64,
-    /// Compactions recorded.
-    pub compactions: u64,
-    /// How each compaction's summary fared against the log (`kept`,
-    /// `rewritten`, `dropped`), in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub summary_checks: Vec<String>,
-    /// How full its requests were and the cache after each compaction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pressures: Option<crate::pressure::Pressures>,
-    /// Approvals requested.
-    pub approvals: u64,
-    /// Sub-agents started.
-    #[serde(default)]
-    pub agents: u64,
-    /// Tool results.
-    pub tool_results: u64,
-    /// A failed try's calls in the order they were made, each with how it
-    /// ended (`edit_file calc.py: not_read`), so it shows which of rein's
-    /// rules fired.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trail: Vec<String>,
-    /// Wall time of the case in milliseconds.
-    pub ms: u64,
-    /// How many times it ran (`--repeat`); the details above are of the
-    /// first try that failed, else of the last.
-    #[serde(default = "one")]
-    pub tries: u64,
-    /// How many of those passed.
-    #[serde(default = "one")]
-    pub passes: u64,
-}
-
-fn one() -> u64 {
-    1
-}
-
-impl CaseResult {
-    /// One result of several tries of a case: passed only when every try
-    /// did, with the count of each.
-    pub fn of_tries(tries: Vec<CaseResult>) -> Option<CaseResult> {
-        let count = tries.len() as u64;
-        let passes = tries.iter().filter(|t| t.passed).count() as u64;
-        let mut shown = match tries.iter().position(|t| !t.passed) {
-            Some(at) => tries.into_iter().nth(at)?,
-            None => tries.into_iter().last()?,
-        };
-        shown.tries = count;
-        shown.passes = passes;
-        shown.passed = passes == count;
-        Some(shown)
     }
 }
 
@@ -371,61 +293,6 @@ async fn execute(
     Ok(())
 }
 
-/// Fill in what the case did — `totals` of its model calls and tools, the
-/// approvals asked anywhere in `everything` (sub-agents' sessions too),
-/// the sub-agents and tool runs of `own` — then run the checks.
-pub(crate) async fn conclude(
-    case: &Case,
-    result: &mut CaseResult,
-    totals: &rein_trace::Totals,
-    everything: &[StoredEvent],
-    own: &[StoredEvent],
-    project: &Project,
-) {
-    result.steps = totals.model_calls;
-    result.tokens = totals.usage.prompt_total() + totals.usage.output;
-    result.cost_micro_usd = totals.cost_micro_usd;
-    result.cache_read_share = totals.cache_read_share;
-    result.compactions = totals.compactions;
-    result.summary_checks = own
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::CompactionCreated {
-                summary: rein_sessions::Compaction::Compact(compact),
-                ..
-            } => compact
-                .summary_check
-                .as_ref()?
-                .get("outcome")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
-            _ => None,
-        })
-        .collect();
-    result.pressures = crate::pressure::Pressures::of(own);
-    result.tool_results = totals.tools.total;
-    result.approvals = everything
-        .iter()
-        .filter(|e| matches!(e.event, Event::ApprovalRequested { .. }))
-        .count() as u64;
-    result.agents = own
-        .iter()
-        .filter(|e| matches!(e.event, Event::AgentStarted { .. }))
-        .count() as u64;
-    result.trail = trail_of(own);
-    let ran = project.ran(own);
-    crate::check::check(case, result, totals, &ran, &project.files());
-    for command in &case.expect.commands_pass {
-        if let Some(why) = project.command_fails(command).await {
-            result.failures.push(why);
-        }
-    }
-    // The calls are kept for a try that failed: what to look at.
-    if result.failures.is_empty() {
-        result.trail.clear();
-    }
-}
-
 /// A session's events followed by its sub-agents' (theirs, recursively).
 async fn with_children(
     store: &dyn Store,
@@ -502,28 +369,6 @@ fn case_agent(
         agent.bounds.max_string = agent.bounds.max_string.max(chars);
     }
     agent
-}
-
-/// Each call of `events` with how it ended: `tool target: ok`, or the
-/// error's code — the target being a path, a command or a query, cut short.
-fn trail_of(events: &[StoredEvent]) -> Vec<String> {
-    rein_sessions::answered(events)
-        .into_iter()
-        .map(|call| {
-            let target = ["path", "command", "query", "task"]
-                .iter()
-                .find_map(|k| call.arguments.get(*k))
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .unwrap_or_default();
-            let target: String = target.chars().take(60).collect();
-            let how = call
-                .content
-                .pointer("/error/code")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("ok");
-            format!("{} {target}", call.tool).trim_end().to_owned() + ": " + how
-        })
-        .collect()
 }
 
 #[cfg(test)]
