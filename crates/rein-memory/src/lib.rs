@@ -33,6 +33,8 @@ mod memory;
 mod opening;
 mod pinned;
 #[cfg(feature = "sqlite")]
+mod rows;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod terms;
 #[cfg(feature = "tools")]

@@ -14,7 +14,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 
 use crate::opening::db_error;
-use crate::sqlite::{item_at, sql_limit};
+use crate::rows::{item_at, sql_limit};
 use crate::{Found, Scope};
 
 /// The least cosine similarity a vector-only match needs to be kept.
