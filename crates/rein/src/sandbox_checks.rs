@@ -31,7 +31,7 @@ use rein_wire::AgentError;
 /// # let _ = check;
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SandboxChecks {
     sandbox: Arc<dyn Sandbox>,
     env: BTreeMap<String, String>,
@@ -50,6 +50,17 @@ impl SandboxChecks {
             env,
             policy,
         }
+    }
+}
+
+impl std::fmt::Debug for SandboxChecks {
+    /// The environment's names only: a value may be a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxChecks")
+            .field("sandbox", &self.sandbox)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("policy", &self.policy)
+            .finish()
     }
 }
 
@@ -85,5 +96,22 @@ impl CheckPlace for SandboxChecks {
             (Decision::Forbid, why) => Err(format!("{why}: forbidden")),
             (_, why) => Err(format!("{why}: it would ask")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn its_debug_names_the_environment_and_never_shows_a_value() {
+        let sandbox: Arc<dyn Sandbox> =
+            Arc::new(rein_sandbox::HostSandbox::new(true).expect("acknowledged"));
+        let env = BTreeMap::from([("API_TOKEN".to_owned(), "tok-9f3c2a7b".to_owned())]);
+        let place = SandboxChecks::new(sandbox, env, CommandPolicy::default());
+        let shown = format!("{place:?}");
+        assert!(shown.contains("API_TOKEN"), "{shown}");
+        assert!(!shown.contains("tok-9f3c2a7b"), "{shown}");
+        assert!(!place.confines(), "the host backend does not confine");
     }
 }
