@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use futures::future::BoxFuture;
-use rein_host::acp::{Answer, Person, Question};
 use rein_host::config::{AgentEntry, AgentKind};
+use rein_host::person::{Answer, Person, Question};
 use rein_host::{ClaudeStream, Ended, Joined, Recorder};
 use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
 use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedCall, ScriptedMessage};
@@ -150,7 +150,7 @@ fn claude(base_url: &str, home: &Path) -> AgentEntry {
         .into(),
         env_from: Vec::new(),
         timeout: RUN_LIMIT,
-        max_line: rein_host::driver::DEFAULT_MAX_LINE,
+        max_line: rein_host::child::DEFAULT_MAX_LINE,
     }
 }
 

@@ -11,6 +11,17 @@ use crate::common;
 use std::path::Path;
 
 fn run_acp(home: &Path, work: &Path, prompt: &str, answer: &[u8]) -> std::process::Output {
+    run_acp_for(home, work, prompt, answer, "60")
+}
+
+/// The same, with a time limit of `seconds`.
+fn run_acp_for(
+    home: &Path,
+    work: &Path,
+    prompt: &str,
+    answer: &[u8],
+    seconds: &str,
+) -> std::process::Output {
     let mut cmd = common::rein_at(home);
     cmd.current_dir(work)
         .env("RUST_LOG", "off")
@@ -23,7 +34,7 @@ fn run_acp(home: &Path, work: &Path, prompt: &str, answer: &[u8]) -> std::proces
             "--env",
             "REIN_HOME",
             "--timeout",
-            "60",
+            seconds,
             "--",
         ])
         .arg(env!("CARGO_BIN_EXE_rein"))
@@ -60,8 +71,11 @@ fn an_acp_agent_writes_only_after_the_person_says_yes() {
     assert!(stderr.contains("1 refused"), "{stderr}");
     assert!(!work.path().join("other.txt").exists());
 
-    // Nobody answers (stdin closed): nothing is written either.
-    let _ = run_acp(home.path(), work.path(), "write third.txt", b"");
+    // Nobody answers here (stdin closed): the question waits for any
+    // other surface until the run's limit, and nothing is written.
+    let out = run_acp_for(home.path(), work.path(), "write third.txt", b"", "3");
+    let stderr = common::stderr(&out);
+    assert!(stderr.contains("time limit"), "{stderr}");
     assert!(!work.path().join("third.txt").exists());
 
     // Both sides are recorded: the hosted run (with its approvals) and
@@ -92,8 +106,9 @@ mod watched {
     use std::time::Duration;
 
     use futures::future::BoxFuture;
-    use rein::host::acp::{AcpAsk, Answer, Person, Question, drive_acp};
+    use rein::host::acp::{AcpAsk, drive_acp};
     use rein::host::acp_stream::AcpStream;
+    use rein::host::person::{Answer, Person, Question};
     use rein::host::session::SessionHost;
     use rein::host::{Ended, HostSpec};
     use tokio_util::sync::CancellationToken;

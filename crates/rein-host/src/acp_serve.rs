@@ -24,8 +24,8 @@ use rein_wire::AgentError;
 use rein_wire::permission::LeaseScope;
 use serde_json::{Value, json};
 
-use crate::acp::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
-use crate::jsonrpc::{self, INTERNAL_ERROR, Incoming, METHOD_NOT_FOUND, Peer};
+use crate::acp::PROTOCOL_VERSION;
+use crate::jsonrpc::{self, INTERNAL_ERROR, Incoming, MAX_MESSAGE_BYTES, METHOD_NOT_FOUND, Peer};
 
 /// Opens the conversation for a new ACP session in a working directory.
 pub type OpenConversation =

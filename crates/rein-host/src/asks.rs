@@ -20,8 +20,9 @@ use rein_approvals::{Answer as Decision, LeaseScope};
 use rein_wire::AgentError;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::acp::{Person, Question};
-use crate::driver::Ended;
+use crate::child::Ended;
+use crate::heard::Decided;
+use crate::person::{Person, Question, Verdict};
 use crate::record::Recorder;
 
 /// The questions one run may have waiting at once; a program asks one at
@@ -52,17 +53,6 @@ impl Asks {
         let (sender, questions) = mpsc::channel(MAX_WAITING);
         (sender, Asks { questions, person })
     }
-}
-
-/// How a question ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decided {
-    /// A person said yes (once).
-    Allowed,
-    /// A person said no.
-    Denied,
-    /// A stop was posted: the run ends.
-    Stopped,
 }
 
 /// Put `question`, recorded as `approval`, to `person`, and wait for a
@@ -133,27 +123,47 @@ pub(crate) type Bounds<'a> = (
 );
 
 /// Have a program's question decided — recorded, put to `person`, taken
-/// from the inbox — within the run's `bounds`, and send the answer back.
-/// Nowhere to record it, nobody may be asked: refused. The run's end when
-/// its limit or a stop came first; words said meanwhile go to `words`.
+/// from the inbox — within the run's `bounds`: what the program is told,
+/// and the run's end when its limit or a stop came first. Nobody to ask:
+/// refused. Nowhere to record it: the person's own answer stands (no
+/// other surface can reach the question). Words said meanwhile go to
+/// `words`.
 pub(crate) async fn answer(
-    asked: Asked,
+    question: Question,
     person: Option<Arc<dyn Person>>,
     recorder: Option<&mut Recorder>,
     bounds: Bounds<'_>,
     words: &mut Vec<String>,
-) -> Result<Option<Ended>, AgentError> {
-    let Asked { question, reply } = asked;
-    let (decided, over) = match (recorder, person) {
-        (Some(r), Some(person)) => ask(r, &person, question, bounds, words).await?,
-        _ => (Decided::Denied, None),
+) -> Result<(Verdict, Option<Ended>), AgentError> {
+    let Some(person) = person else {
+        return Ok((Verdict::Deny, None));
     };
-    let _ = reply.send(decided == Decided::Allowed);
-    Ok(if decided == Decided::Stopped {
-        Some(Ended::Stopped)
-    } else {
-        over
+    let (decided, over) = match recorder {
+        Some(r) => ask(r, &person, question, bounds, words).await?,
+        None => unrecorded(&person, question, bounds).await,
+    };
+    Ok(match (decided, over) {
+        (_, Some(over)) => (Verdict::Cancel, Some(over)),
+        (Decided::Stopped, None) => (Verdict::Cancel, Some(Ended::Stopped)),
+        (Decided::Allowed, None) => (Verdict::Allow, None),
+        (Decided::Denied, None) => (Verdict::Deny, None),
     })
+}
+
+/// `question` put to `person` alone, within the run's bounds.
+async fn unrecorded(
+    person: &Arc<dyn Person>,
+    question: Question,
+    (deadline, stop): Bounds<'_>,
+) -> (Decided, Option<Ended>) {
+    tokio::select! {
+        said = person.ask(question) => match said {
+            Some(answer) if answer.allow => (Decided::Allowed, None),
+            _ => (Decided::Denied, None),
+        },
+        () = deadline => (Decided::Denied, Some(Ended::Timeout)),
+        () = stop.cancelled() => (Decided::Denied, Some(Ended::Stopped)),
+    }
 }
 
 /// Record `question` and have it decided before the run's limit or its
@@ -175,7 +185,7 @@ async fn ask(
     match decided {
         Some(decided) => Ok((decided, ended)),
         None => {
-            recorder.approval_decided(&approval, None).await?;
+            recorder.approval_expired(&approval).await?;
             Ok((Decided::Denied, ended))
         }
     }

@@ -19,28 +19,29 @@
 //! ([`ExecRecords`]) by the same reducer ([`CodexStream`]), so progress,
 //! the record, refusals and loop detection are one code for both.
 //!
-//! Not here: what a record means (`codex.rs`), the process rules shared
-//! with the other drivers (`driver.rs`), deciding (`asks.rs`).
+//! Not here: what a record means (`codex.rs`), the loop every hosted
+//! kind shares (`driver.rs`), deciding (`asks.rs`).
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::future::Future;
+use std::pin::Pin;
 
 use rein_wire::AgentError;
 use serde_json::{Value, json};
+use tokio::process::Child;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::{AcpAsk, Question};
-use crate::asks::Asked;
+use crate::acp::AcpAsk;
+use crate::child::{Driven, HostSpec};
 use crate::codex::CodexStream;
-use crate::driver::{Driven, Ended, HostSpec, Spawned, conclude, take_steps};
-use crate::heard::{Ears, Mouth};
+use crate::driver::{Adapter, Next, Taking, drive_with};
+use crate::heard::Mouth;
 use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
+use crate::person::{Question, Verdict};
 use crate::progress::{Progress, clean_value, relative_path};
-use crate::protocol::{self, Connected};
 use crate::record::Recorder;
 use crate::reducer::Reducer;
-use crate::session::RenderMode;
-use crate::view::View;
 
 /// The app server's questions rein answers.
 const APPROVALS: [&str; 2] = [
@@ -222,127 +223,135 @@ async fn started(
 }
 
 /// Run one request against `codex app-server` as `spec` starts it.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the three drive loops become one over per-kind adapters (issue 57)"
-)]
 pub async fn drive_codex_app(
     spec: &HostSpec,
     ask: AcpAsk,
     reducer: &mut CodexStream,
-    mut recorder: Option<&mut Recorder>,
+    recorder: Option<&mut Recorder>,
     show: &mut (dyn FnMut(&Progress) + Send),
     stop: CancellationToken,
 ) -> Result<Driven, AgentError> {
-    let started_at = Instant::now();
     let AcpAsk {
         prompt,
         person,
         view,
     } = ask;
-    let Connected {
+    let mut kind = CodexApp {
+        reducer,
+        cwd: spec.cwd.display().to_string(),
+        prompt,
+        connection: None,
+        starting: None,
+        records: ExecRecords::default(),
+    };
+    let taking = Taking {
         view,
-        spawned:
-            Spawned {
-                mut child,
-                mut guard,
-                stderr,
-            },
-        peer,
-        mut incoming,
-        reading: _reading,
-    } = protocol::connect(spec, view, RenderMode::Stream, &stop)?;
-    // Words said mid-run are steered into the open turn once it is open.
-    let viewers = view.as_ref().and_then(View::listen);
-    let mut ears = Ears::new(None, recorder.as_deref(), viewers);
-    let cwd = spec.cwd.display().to_string();
-    let mut starting = std::pin::pin!(started(peer.clone(), cwd.clone(), prompt));
-    let mut asking = true;
-    let deadline = tokio::time::sleep(spec.timeout);
-    let mut deadline = std::pin::pin!(deadline);
-    let mut records = ExecRecords::default();
-    let mut ended = None;
-    let secrets = crate::driver::secrets_of(spec);
-    loop {
-        let next = tokio::select! {
-            done = &mut starting, if asking => {
-                asking = false;
-                match done {
-                    Ok((thread, turn)) => ears.speak(Mouth::Steer { peer: peer.clone(), thread, turn }),
-                    Err(e) => reducer.framing_error(&format!("codex app-server refused the request: {e}")),
-                }
-                None
-            }
-            heard = ears.wake() => {
-                if ears.take(heard, recorder.as_deref_mut(), show).await? {
-                    ended = Some(Ended::Stopped);
-                    break;
-                }
-                None
-            }
-            next = incoming.recv() => Some(next),
-            () = &mut deadline => { ended = Some(Ended::Timeout); break; }
-            () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
+        person: Some(person),
+    };
+    drive_with(&mut kind, spec, recorder, show, stop, taking).await
+}
+
+/// The request's exchange, under way: the thread's id and the turn's.
+type Starting = Pin<Box<dyn Future<Output = Result<(Value, Value), String>> + Send>>;
+
+/// Codex's app server's run as the loop drives it.
+struct CodexApp<'r> {
+    reducer: &'r mut CodexStream,
+    cwd: String,
+    prompt: String,
+    /// Its side of the connection, and what it sends.
+    connection: Option<(jsonrpc::Peer, mpsc::Receiver<Incoming>)>,
+    /// The handshake and the turn's start, until they are answered.
+    starting: Option<Starting>,
+    records: ExecRecords,
+}
+
+impl Adapter for CodexApp<'_> {
+    /// The request's id.
+    type Ticket = Value;
+
+    fn stdin(&self) -> bool {
+        true
+    }
+
+    /// Words said mid-run are steered into the open turn once it is open.
+    fn hears(&self) -> bool {
+        true
+    }
+
+    async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, AgentError> {
+        let (peer, incoming) = jsonrpc::over_stdio(child)?;
+        let prompt = std::mem::take(&mut self.prompt);
+        self.starting = Some(Box::pin(started(peer.clone(), self.cwd.clone(), prompt)));
+        self.connection = Some((peer, incoming));
+        Ok(None)
+    }
+
+    async fn next(&mut self) -> Next<Self::Ticket> {
+        let Some((peer, incoming)) = self.connection.as_mut() else {
+            self.reducer.stream_ended();
+            return Next::Over;
         };
-        let mut finished = false;
-        match next {
-            None => {}
-            Some(Some(Incoming::Notification { method, params })) => {
-                if let Some(record) = records.record(&method, &params) {
-                    reducer.feed(record.to_string().as_bytes());
+        let next = match self.starting.as_mut() {
+            Some(starting) => tokio::select! {
+                done = starting => {
+                    self.starting = None;
+                    return match done {
+                        Ok((thread, turn)) => Next::Hears(Mouth::Steer { peer: peer.clone(), thread, turn }),
+                        Err(e) => {
+                            self.reducer.framing_error(&format!("codex app-server refused the request: {e}"));
+                            Next::Over
+                        }
+                    };
                 }
-                finished = method == "turn/completed";
+                next = incoming.recv() => next,
+            },
+            None => incoming.recv().await,
+        };
+        match next {
+            Some(Incoming::Notification { method, params }) => {
+                if let Some(record) = self.records.record(&method, &params) {
+                    self.reducer.feed(record.to_string().as_bytes());
+                }
+                if method == "turn/completed" || self.reducer.outcome().failure.is_some() {
+                    Next::Over
+                } else {
+                    Next::Fed { words: None }
+                }
             }
-            Some(Some(Incoming::Request { id, method, params }))
+            Some(Incoming::Request { id, method, params })
                 if APPROVALS.contains(&method.as_str()) =>
             {
-                let question = records.question(&method, &params, &cwd);
-                let (reply, answered) = tokio::sync::oneshot::channel();
-                let mut words = Vec::new();
-                let over = crate::asks::answer(
-                    Asked { question, reply },
-                    Some(person.clone()),
-                    recorder.as_deref_mut(),
-                    (deadline.as_mut(), &stop),
-                    &mut words,
-                )
-                .await?;
-                ears.deliver(words, show).await;
-                let decision = match (answered.await, over) {
-                    (_, Some(_)) => "cancel",
-                    (Ok(true), None) => "accept",
-                    _ => "decline",
-                };
-                peer.respond(id, json!({"decision": decision}));
-                ended = over;
+                Next::Asks(self.records.question(&method, &params, &self.cwd), id)
             }
-            Some(Some(Incoming::Request { id, .. })) => {
+            Some(Incoming::Request { id, .. }) => {
                 peer.respond_error(
                     id,
                     METHOD_NOT_FOUND,
                     "rein's client does not serve this method",
                 );
+                Next::Fed { words: None }
             }
-            Some(None) => {
+            None => {
                 // Codex closed its side before the turn ended.
-                reducer.stream_ended();
-                finished = true;
+                self.reducer.stream_ended();
+                Next::Over
             }
-        }
-        let steps = crate::driver::masked(reducer.drain(), &secrets);
-        if let Some(view) = &view {
-            view.show(None, &steps);
-        }
-        if take_steps(steps, show, recorder.as_deref_mut()).await? {
-            ended = Some(Ended::LoopDetected);
-        }
-        if finished || ended.is_some() || reducer.outcome().failure.is_some() {
-            break;
         }
     }
-    // One request per run: Codex is done with (or stopped) now.
-    drop(view);
-    guard.kill();
-    let _ = child.wait().await;
-    conclude(spec, reducer, recorder, ended, None, stderr, started_at).await
+
+    fn answer(&mut self, id: Self::Ticket, verdict: Verdict) {
+        let decision = match verdict {
+            Verdict::Allow => "accept",
+            Verdict::Deny => "decline",
+            Verdict::Cancel => "cancel",
+        };
+        if let Some((peer, _)) = &self.connection {
+            peer.respond(id, json!({"decision": decision}));
+        }
+    }
+
+    fn reducer(&mut self) -> &mut dyn Reducer {
+        self.reducer
+    }
 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 
-use crate::driver::{DEFAULT_MAX_LINE, DEFAULT_TIMEOUT};
+use crate::child::{DEFAULT_MAX_LINE, DEFAULT_TIMEOUT};
 
 /// The longest a run's limit may be set to.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -106,10 +106,10 @@ impl AgentEntry {
         cwd: &Path,
         prompt: Option<&str>,
         more: &[String],
-    ) -> crate::driver::HostSpec {
+    ) -> crate::child::HostSpec {
         let mut argv = self.argv.clone();
         argv.extend(prompt.map(str::to_owned));
-        let mut spec = crate::driver::HostSpec::new(argv, cwd.to_path_buf())
+        let mut spec = crate::child::HostSpec::new(argv, cwd.to_path_buf())
             .env_from(BASE_ENV.iter().copied())
             .env_from(self.env_from.iter().map(String::as_str))
             .env_from(more.iter().map(String::as_str));
@@ -145,7 +145,7 @@ impl AgentEntry {
         cwd: &Path,
         prompt: Option<&str>,
         more: &[String],
-    ) -> (crate::driver::HostSpec, Option<String>) {
+    ) -> (crate::child::HostSpec, Option<String>) {
         if self.hears_rein()
             && let Some(prompt) = prompt
         {

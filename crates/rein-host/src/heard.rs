@@ -26,10 +26,20 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
-use crate::asks::Decided;
 use crate::progress::{Progress, ProgressKind};
 use crate::record::Recorder;
 use crate::session::Said;
+
+/// How a question ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decided {
+    /// A person said yes (once).
+    Allowed,
+    /// A person said no.
+    Denied,
+    /// A stop was posted: the run ends.
+    Stopped,
+}
 
 /// What the session's inbox held, taken into the log.
 #[derive(Debug, Default)]
@@ -42,64 +52,63 @@ pub(crate) struct Taken {
     pub(crate) words: Vec<String>,
 }
 
-/// Take the session's inbox into the log in one transaction: a stop (which
-/// closes `question` as `stopped` and wins over any decision queued after
-/// it), the decision of `question` (others' are passed over: a run asks one
-/// question at a time, and a late second decision changes nothing), words
-/// (`steer.said`).
+/// Take the session's inbox into the log in one transaction, by the rule
+/// every driver of a session uses (`rein_sessions::fold`): decisions of
+/// pending approvals, words (`steer.said`), a stop — which wins over any
+/// decision queued after it, closes `question` as `stopped` when nobody
+/// decided it before, and ends the run.
 pub(crate) async fn take(
     recorder: &mut Recorder,
     question: Option<&str>,
 ) -> Result<Taken, AgentError> {
     let store = recorder.store();
-    let entries = store.inbox(recorder.session()).await?;
-    let mut taken = Taken::default();
+    let session = recorder.session().to_owned();
+    let entries = store.inbox(&session).await?;
     let Some(upto) = entries.last().map(|e| e.id) else {
-        return Ok(taken);
+        return Ok(Taken::default());
     };
-    let mut events = Vec::new();
-    for entry in entries {
-        match entry.item {
-            InboxItem::Stop { by } if !taken.stopped && taken.decided.is_none() => {
-                if let Some(approval) = question {
-                    events.push(Event::ApprovalDecided {
-                        approval_id: approval.to_owned(),
-                        decision: rein_approvals::Decision::Stopped,
-                        by: by.clone(),
-                        lease: None,
-                    });
-                    taken.decided = Some(Decided::Stopped);
-                }
-                events.push(Event::Stopped { by });
-                taken.stopped = true;
-            }
-            InboxItem::Decision {
-                approval_id,
-                decision,
-                lease,
-                by,
-            } if Some(approval_id.as_str()) == question
-                && taken.decided.is_none()
-                && !taken.stopped =>
-            {
-                taken.decided = Some(if decision == rein_approvals::Decision::Approved {
-                    Decided::Allowed
-                } else {
-                    Decided::Denied
-                });
+    let control = store.control(&session).await?;
+    let opened = if entries
+        .iter()
+        .any(|e| matches!(e.item, InboxItem::Stop { .. }))
+    {
+        rein_sessions::open_turn_started(store.as_ref(), &session).await?
+    } else {
+        None
+    };
+    let folded = rein_sessions::fold(entries, &control, opened);
+    let mut events = folded.events;
+    let mut taken = Taken {
+        decided: question.and_then(|q| {
+            folded
+                .decided
+                .iter()
+                .find(|(a, _, _)| a == q)
+                .map(|(_, d, _)| {
+                    if *d == rein_approvals::Decision::Approved {
+                        Decided::Allowed
+                    } else {
+                        Decided::Denied
+                    }
+                })
+        }),
+        stopped: folded.stop.is_some(),
+        words: folded.said,
+    };
+    if let Some(by) = folded.stop {
+        if let Some(approval) = question {
+            if taken.decided.is_none() {
                 events.push(Event::ApprovalDecided {
-                    approval_id,
-                    decision,
-                    by,
-                    lease,
+                    approval_id: approval.to_owned(),
+                    decision: rein_approvals::Decision::Stopped,
+                    by: by.clone(),
+                    lease: None,
                 });
             }
-            InboxItem::Say { text, .. } => {
-                events.push(Event::SteerSaid { text: text.clone() });
-                taken.words.push(text);
-            }
-            InboxItem::Stop { .. } | InboxItem::Decision { .. } => {}
+            // The run ends: a yes taken before the stop runs nothing.
+            taken.decided = Some(Decided::Stopped);
         }
+        events.push(Event::Stopped { by });
     }
     recorder.take_inbox(upto, events).await?;
     Ok(taken)
@@ -127,7 +136,7 @@ enum Delivery {
 }
 
 /// How words reach a program that hears them mid-run.
-pub(crate) enum Mouth {
+pub enum Mouth {
     /// Claude Code's stream-json input: a user message per line.
     Stdin(ChildStdin),
     /// Codex's app server: `turn/steer` into the open turn.
@@ -143,6 +152,23 @@ pub(crate) enum Mouth {
 }
 
 impl Mouth {
+    /// Send the program its request as its first message.
+    pub(crate) async fn first(&mut self, prompt: &str) -> Result<(), AgentError> {
+        let Mouth::Stdin(stdin) = self else {
+            return Ok(());
+        };
+        stdin
+            .write_all(&user_message(prompt))
+            .await
+            .and(stdin.flush().await)
+            .map_err(|e| {
+                AgentError::new(
+                    rein_wire::error::codes::HOSTED_AGENT_FAILED,
+                    format!("cannot give the program its request: {e}"),
+                )
+            })
+    }
+
     /// Say `text`; a steered word's answer is sent to `answers`.
     async fn say(
         &mut self,
@@ -221,23 +247,6 @@ impl Ears {
     /// From now on the program hears words through `mouth`.
     pub(crate) fn speak(&mut self, mouth: Mouth) {
         self.mouth = Some(mouth);
-    }
-
-    /// Send the program its request as its first message.
-    pub(crate) async fn first(&mut self, prompt: &str) -> Result<(), AgentError> {
-        let Some(Mouth::Stdin(stdin)) = self.mouth.as_mut() else {
-            return Ok(());
-        };
-        stdin
-            .write_all(&user_message(prompt))
-            .await
-            .and(stdin.flush().await)
-            .map_err(|e| {
-                AgentError::new(
-                    rein_wire::error::codes::HOSTED_AGENT_FAILED,
-                    format!("cannot give the program its request: {e}"),
-                )
-            })
     }
 
     /// Wait until there may be something to take — a post from this

@@ -22,11 +22,13 @@ use rein_runner::{ApprovalRequest, ExternalAgent, ExternalAnswer, ExternalTask};
 use rein_wire::{AgentError, error::codes};
 use serde_json::json;
 
-use crate::acp::{AcpAsk, Answer, Person, Question};
+use crate::acp::AcpAsk;
+use crate::child::Ended;
 use crate::claude::permission::asking;
+use crate::cli::{Joined, drive};
 use crate::codex_app::drive_codex_app;
 use crate::config::{AgentEntry, AgentKind};
-use crate::driver::{Ended, Joined, drive};
+use crate::person::{Answer, Person, Question};
 use crate::record::Recorder;
 use crate::reducer::Reducer;
 

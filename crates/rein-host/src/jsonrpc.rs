@@ -30,6 +30,9 @@ use crate::lines::{Line, Lines};
 /// (the other side's writes block), so a flood cannot grow memory.
 pub const INCOMING_QUEUE: usize = 1024;
 
+/// The longest message (line) read from a program.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+
 /// JSON-RPC's code for a method the peer does not serve.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC's code for a failure inside the method.
@@ -184,6 +187,22 @@ pub fn connect(
         closed,
     };
     (peer, incoming, reading)
+}
+
+/// A peer on a started program's stdio (an ACP agent, Codex's app
+/// server), and what it sends; the reading task runs for the
+/// connection's length.
+pub(crate) fn over_stdio(
+    child: &mut tokio::process::Child,
+) -> Result<(Peer, mpsc::Receiver<Incoming>), rein_wire::AgentError> {
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(rein_wire::AgentError::new(
+            rein_wire::error::codes::INTERNAL,
+            "the program's stdio was not piped",
+        ));
+    };
+    let (peer, incoming, _reading) = connect(stdout, stdin, MAX_MESSAGE_BYTES);
+    Ok((peer, incoming))
 }
 
 impl Peer {

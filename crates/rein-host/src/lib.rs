@@ -10,10 +10,15 @@
 //!   [`acp_serve`]: rein itself served as an ACP agent; [`jsonrpc`]: the
 //!   JSON-RPC both sides speak.
 //! - [`progress`]: what a person is shown — redacted by construction.
-//! - [`driver`]: the CLI as a child process (bounded lines, a time limit,
-//!   the whole process group killed when the run is over) feeding a reducer;
-//!   [`record`]: the hosted run as an ordinary rein session; [`config`]:
-//!   the agents a person configured (`[agents.NAME]`).
+//! - [`driver`]: the one loop every hosted run goes through (its session,
+//!   inbox, questions, record, end) over a per-kind [`Adapter`]: [`cli`]
+//!   (a CLI's JSON lines: Claude Code, `codex exec`), [`codex_app`],
+//!   [`acp`]; [`child`]: the program as a child process (its environment,
+//!   its process group killed when the run is over, its stderr's tail);
+//!   [`person`]: a program's question and a person's answer; [`asks`]: a
+//!   question recorded and decided from any surface; [`heard`]: words and
+//!   stops posted mid-run; [`record`]: the hosted run as an ordinary rein
+//!   session; [`config`]: the agents a person configured (`[agents.NAME]`).
 //! - [`session`]: the session host — a terminal per session ([`pty`]) and,
 //!   for a protocol agent, a separate inbound channel; live plural attach,
 //!   takeover by typing, interventions recorded; a protocol agent's run is
@@ -28,7 +33,9 @@ pub mod acp_serve;
 pub mod acp_stream;
 pub mod asks;
 pub mod attach;
+pub mod child;
 pub mod claude;
+pub mod cli;
 pub mod codex;
 pub mod codex_app;
 pub mod config;
@@ -39,8 +46,8 @@ pub mod jsonrpc;
 pub mod keeper;
 mod lifetime;
 mod lines;
+pub mod person;
 pub mod progress;
-mod protocol;
 pub mod pty;
 pub mod record;
 pub mod reducer;
@@ -48,9 +55,11 @@ pub mod session;
 pub mod shown;
 mod view;
 
+pub use child::{Driven, Ended, HostSpec};
 pub use claude::ClaudeStream;
+pub use cli::{Joined, drive};
 pub use codex::CodexStream;
-pub use driver::{Driven, Ended, HostSpec, Joined, drive};
+pub use driver::{Adapter, Next, Taking, drive_with};
 pub use lifetime::kill_running;
 pub use progress::{Progress, ProgressKind};
 pub use record::Recorder;

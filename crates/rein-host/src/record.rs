@@ -28,7 +28,7 @@ use rein_sessions::{Event, Lease, NewEvent, ResultSource, Store, ToolStatus};
 use rein_wire::{AgentError, ContentBlock, Message, Role};
 use serde_json::json;
 
-use crate::driver::Driven;
+use crate::child::Driven;
 use crate::reducer::Step;
 
 /// How long the recorder's hold on the session lasts between writes, by
@@ -259,7 +259,7 @@ impl Recorder {
     /// anyone is asked. Returns the approval's id.
     pub async fn approval_requested(
         &mut self,
-        question: &crate::acp::Question,
+        question: &crate::person::Question,
     ) -> Result<String, AgentError> {
         let approval_id = rein_wire::ids::new_prefixed("appr");
         self.append(vec![Event::ApprovalRequested {
@@ -275,27 +275,16 @@ impl Recorder {
         Ok(approval_id)
     }
 
-    /// A person's answer (or that nobody answered: expired).
-    pub async fn approval_decided(
-        &mut self,
-        approval_id: &str,
-        answer: Option<&crate::acp::Answer>,
-    ) -> Result<(), AgentError> {
-        use rein_wire::permission::{Decision, LeaseScope};
-        let (decision, by, lease) = match answer {
-            Some(a) if a.allow => (
-                Decision::Approved,
-                a.surface.name().to_owned(),
-                Some(LeaseScope::Once),
-            ),
-            Some(a) => (Decision::Denied, a.surface.name().to_owned(), None),
-            None => (Decision::Expired, "nobody".to_owned(), None),
-        };
+    /// Nobody decided `approval_id` before the run's limit or its stop:
+    /// closed `expired`. A person's decision is never recorded here: it
+    /// goes through `rein_approvals::decide` (checked against what is
+    /// pending) and is taken from the inbox (`heard`).
+    pub async fn approval_expired(&mut self, approval_id: &str) -> Result<(), AgentError> {
         self.append(vec![Event::ApprovalDecided {
             approval_id: approval_id.to_owned(),
-            decision,
-            by,
-            lease,
+            decision: rein_wire::permission::Decision::Expired,
+            by: "nobody".to_owned(),
+            lease: None,
         }])
         .await
     }

@@ -45,6 +45,7 @@ impl ProtocolChannel for RunChannel {
 pub(crate) struct View {
     host: SessionHost,
     session: String,
+    mode: RenderMode,
 }
 
 impl View {
@@ -68,7 +69,11 @@ impl View {
                 format!("the session cannot be opened: {why:?}"),
             )
         })?;
-        Ok(View { host, session })
+        Ok(View {
+            host,
+            session,
+            mode,
+        })
     }
 
     /// Hear the lines viewers say to the agent (`SessionHost::listen`).
@@ -76,7 +81,8 @@ impl View {
         self.host.listen(&self.session)
     }
 
-    /// Render the answer's `words` (if any) and the steps' progress.
+    /// Render the answer's `words` (if any) and the steps' progress; a
+    /// stream's answer arrives whole with its turn's result.
     pub(crate) fn show(&self, words: Option<&str>, steps: &[Step]) {
         let mut out = String::new();
         if let Some(words) = words {
@@ -89,8 +95,7 @@ impl View {
                 {
                     out.push_str(&format!("\r\n.. {p}\r\n"));
                 }
-                // A CLI's answer arrives whole with its turn's result.
-                Step::TurnClosed(turn) if words.is_none() => {
+                Step::TurnClosed(turn) if self.mode == RenderMode::Stream => {
                     if let Some(text) = &turn.text {
                         out.push_str(&rein_wire::visible::visible(text).replace('\n', "\r\n"));
                         out.push_str("\r\n");

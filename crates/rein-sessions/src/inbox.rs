@@ -74,3 +74,154 @@ impl InboxEntry {
         matches!(self.item, InboxItem::Stop { .. }) && opened_ms.is_some_and(|t| self.at_ms >= t)
     }
 }
+
+/// A session's inbox taken by the one rule every driver of a session uses
+/// (a conversation's runner, a hosted run): what to record and what to
+/// act on.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Folded {
+    /// What to record, in the order posted: `approval.decided` for each
+    /// decision taken, `steer.said` for words.
+    pub events: Vec<crate::Event>,
+    /// The decisions taken: (approval, decision, who decided).
+    pub decided: Vec<(String, rein_wire::permission::Decision, String)>,
+    /// Words said, oldest first.
+    pub said: Vec<String>,
+    /// A stop of the open turn, and who asked.
+    pub stop: Option<String>,
+}
+
+/// Fold `entries` by the rule: a decision is taken for an approval still
+/// pending in `control`, once (a second one, or one for an approval
+/// decided meanwhile, is passed over); a stop of the turn opened at
+/// `opened_ms` ([`InboxEntry::stops_turn_opened_at`]) wins over every
+/// decision queued after it (those are not taken); a stop posted before
+/// the turn began, or a second one, is passed over; words are kept.
+pub fn fold(
+    entries: Vec<InboxEntry>,
+    control: &crate::ControlRecord,
+    opened_ms: Option<i64>,
+) -> Folded {
+    let mut folded = Folded::default();
+    for entry in entries {
+        let stops = entry.stops_turn_opened_at(opened_ms);
+        match entry.item {
+            InboxItem::Decision { .. } if folded.stop.is_some() => {}
+            InboxItem::Decision {
+                approval_id,
+                decision,
+                lease,
+                by,
+            } => {
+                let pending = control.pending.iter().any(|p| p.approval_id == approval_id);
+                let twice = folded.decided.iter().any(|(a, _, _)| *a == approval_id);
+                if pending && !twice {
+                    folded.events.push(crate::Event::ApprovalDecided {
+                        approval_id: approval_id.clone(),
+                        decision,
+                        by: by.clone(),
+                        lease,
+                    });
+                    folded.decided.push((approval_id, decision, by));
+                }
+            }
+            InboxItem::Say { text, .. } => {
+                folded
+                    .events
+                    .push(crate::Event::SteerSaid { text: text.clone() });
+                folded.said.push(text);
+            }
+            InboxItem::Stop { by } if stops && folded.stop.is_none() => folded.stop = Some(by),
+            InboxItem::Stop { .. } => {}
+        }
+    }
+    folded
+}
+
+#[cfg(test)]
+mod tests {
+    use rein_wire::permission::{Decision, PermissionClass};
+
+    use super::*;
+    use crate::ControlRecord;
+    use crate::store::PendingApproval;
+
+    fn entry(id: u64, at_ms: i64, item: InboxItem) -> InboxEntry {
+        InboxEntry { id, at_ms, item }
+    }
+
+    fn decision(approval: &str, decision: Decision, by: &str) -> InboxItem {
+        InboxItem::Decision {
+            approval_id: approval.into(),
+            decision,
+            lease: None,
+            by: by.into(),
+        }
+    }
+
+    fn pending(ids: &[&str]) -> ControlRecord {
+        ControlRecord {
+            pending: ids
+                .iter()
+                .map(|id| PendingApproval {
+                    approval_id: (*id).into(),
+                    call_id: String::new(),
+                    tool: "write_file".into(),
+                    permission: PermissionClass::Destructive,
+                    requested_seq: 1,
+                })
+                .collect(),
+            ..ControlRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_stop_wins_over_every_decision_queued_after_it_and_only_pending_ones_are_taken_once() {
+        let entries = vec![
+            // Posted before the turn opened at 100: passed over.
+            entry(1, 50, InboxItem::Stop { by: "early".into() }),
+            entry(2, 110, decision("a", Decision::Approved, "alice")),
+            // A second decision of the same approval, and one never asked.
+            entry(3, 111, decision("a", Decision::Denied, "bob")),
+            entry(4, 112, decision("ghost", Decision::Approved, "mallory")),
+            entry(
+                5,
+                113,
+                InboxItem::Say {
+                    text: "hurry".into(),
+                    by: "alice".into(),
+                },
+            ),
+            entry(6, 120, InboxItem::Stop { by: "carol".into() }),
+            // After the stop: not taken, however pending.
+            entry(7, 121, decision("b", Decision::Approved, "alice")),
+            entry(8, 122, InboxItem::Stop { by: "dave".into() }),
+        ];
+        let folded = fold(entries, &pending(&["a", "b"]), Some(100));
+        assert_eq!(
+            folded.decided,
+            vec![("a".into(), Decision::Approved, "alice".into())]
+        );
+        assert_eq!(folded.said, vec!["hurry".to_owned()]);
+        assert_eq!(folded.stop.as_deref(), Some("carol"));
+        assert_eq!(folded.events.len(), 2, "{:?}", folded.events);
+        assert!(matches!(
+            &folded.events[0],
+            crate::Event::ApprovalDecided { approval_id, .. } if approval_id == "a"
+        ));
+    }
+
+    #[test]
+    fn with_no_turn_open_a_stop_is_passed_over_and_decisions_are_still_taken() {
+        let entries = vec![
+            entry(1, 10, InboxItem::Stop { by: "carol".into() }),
+            entry(2, 11, decision("a", Decision::Denied, "alice")),
+        ];
+        let folded = fold(entries, &pending(&["a"]), None);
+        assert_eq!(folded.stop, None);
+        assert_eq!(
+            folded.decided,
+            vec![("a".into(), Decision::Denied, "alice".into())]
+        );
+    }
+}

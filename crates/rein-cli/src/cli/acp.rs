@@ -12,8 +12,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rein::host::acp::{Answer, Person, Question};
 use rein::host::acp_serve::{AcpServe, OpenConversation};
+use rein::host::person::{Answer, Person, Question};
 use rein::sessions::Store;
 use rein::wire::AgentError;
 

@@ -395,8 +395,8 @@ fn resolve_agent(
             argv: command,
             env: Default::default(),
             env_from: Vec::new(),
-            timeout: rein::host::driver::DEFAULT_TIMEOUT,
-            max_line: rein::host::driver::DEFAULT_MAX_LINE,
+            timeout: rein::host::child::DEFAULT_TIMEOUT,
+            max_line: rein::host::child::DEFAULT_MAX_LINE,
         },
     ))
 }

@@ -31,8 +31,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::Question;
 use crate::asks::Asked;
+use crate::person::Question;
 use crate::progress::{MAX_REASON_CHARS, clean_value};
 
 /// The tool's name as Claude Code calls it (`mcp__SERVER__TOOL`).
@@ -114,7 +114,7 @@ impl PermissionServer {
 /// for them and named in `argv` (before the prompt when it is last). Keep
 /// the server for the run's length; the questions go to `drive`.
 pub async fn asking(
-    person: Arc<dyn crate::acp::Person>,
+    person: Arc<dyn crate::person::Person>,
     cwd: &str,
     argv: &mut Vec<String>,
     prompt_last: bool,

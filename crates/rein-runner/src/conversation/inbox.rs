@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use rein_approvals::Decision;
-use rein_sessions::{Event, InboxItem, Posted};
+use rein_sessions::{InboxItem, Posted};
 use rein_wire::AgentError;
 
 use super::journal::Journal;
@@ -127,40 +127,13 @@ impl Inbox {
         } else {
             None
         };
-        let mut heard = Heard::default();
-        let mut events = Vec::new();
-        for entry in entries {
-            let stops = entry.stops_turn_opened_at(opened);
-            match entry.item {
-                // A stop wins over any decision queued after it.
-                InboxItem::Decision { .. } if heard.stop.is_some() => {}
-                InboxItem::Decision {
-                    approval_id,
-                    decision,
-                    lease,
-                    by,
-                } => {
-                    let pending = control.pending.iter().any(|p| p.approval_id == approval_id);
-                    let twice = heard.decided.iter().any(|(a, _, _)| *a == approval_id);
-                    if pending && !twice {
-                        events.push(Event::ApprovalDecided {
-                            approval_id: approval_id.clone(),
-                            decision,
-                            by: by.clone(),
-                            lease,
-                        });
-                        heard.decided.push((approval_id, decision, by));
-                    }
-                }
-                InboxItem::Say { text, .. } => {
-                    events.push(Event::SteerSaid { text });
-                    heard.said += 1;
-                }
-                InboxItem::Stop { by } if stops && heard.stop.is_none() => heard.stop = Some(by),
-                // Posted before this turn began (or a second one): not kept.
-                InboxItem::Stop { .. } => {}
-            }
-        }
+        let folded = rein_sessions::fold(entries, &control, opened);
+        let heard = Heard {
+            decided: folded.decided,
+            said: folded.said.len(),
+            stop: folded.stop,
+        };
+        let events = folded.events;
         journal.append_taking(events, Some(upto)).await?;
         for (approval_id, decision, _) in &heard.decided {
             journal.emit(UiKind::ApprovalDecided {
