@@ -411,3 +411,93 @@ async fn an_agent_quiet_for_longer_than_the_lease_is_still_recorded() {
         )
     );
 }
+
+/// A person who, asked, has a yes and then a stop posted at once (as two
+/// surfaces might), and answers nothing here.
+struct YesThenStop(Arc<dyn Store>, String);
+
+impl rein_host::person::Person for YesThenStop {
+    fn ask(
+        &self,
+        question: rein_host::person::Question,
+    ) -> futures::future::BoxFuture<'static, Option<rein_host::person::Answer>> {
+        let (store, session) = (self.0.clone(), self.1.clone());
+        Box::pin(async move {
+            use rein_sessions::InboxItem;
+            let yes = InboxItem::Decision {
+                approval_id: question.approval_id,
+                decision: rein_wire::permission::Decision::Approved,
+                lease: Some(rein_wire::permission::LeaseScope::Once),
+                by: "alice".into(),
+            };
+            store.post(&session, yes).await.unwrap();
+            let stop = InboxItem::Stop { by: "bob".into() };
+            store.post(&session, stop).await.unwrap();
+            None
+        })
+    }
+}
+
+/// A yes and a stop taken from the inbox together: the yes is recorded,
+/// the stop wins — the program is told no and the run ends stopped.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stop_taken_with_a_yes_ends_the_run_and_the_call_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(rein_sessions::MemoryStore::new());
+    let mut recorder = Recorder::start(store.clone(), "claude", "claude", "write a.txt")
+        .await
+        .unwrap();
+    let session = recorder.session().to_owned();
+    let person = Arc::new(YesThenStop(store.clone(), session.clone()));
+    let (questions, asks) = rein_host::asks::Asks::new(person);
+    let (reply, verdict) = tokio::sync::oneshot::channel();
+    questions
+        .send(rein_host::asks::Asked {
+            question: rein_host::person::Question {
+                approval_id: String::new(),
+                call_id: "t1".into(),
+                tool: "Write".into(),
+                detail: "a.txt".into(),
+                shows: "a.txt: hello".into(),
+            },
+            reply,
+        })
+        .await
+        .unwrap();
+    let argv = script(dir.path(), &lines()[..1], "sleep 300");
+    let mut reducer = ClaudeStream::new("");
+    let joined = Joined {
+        asks: Some(asks),
+        ..Joined::default()
+    };
+    let driven = drive(
+        &spec(argv, dir.path()),
+        &mut reducer,
+        Some(&mut recorder),
+        &mut |_| {},
+        CancellationToken::new(),
+        joined,
+    )
+    .await
+    .unwrap();
+    assert_eq!(driven.ended, Ended::Stopped);
+    assert_eq!(verdict.await, Ok(false), "the call is never run");
+    let log = read_all(store.as_ref(), &session).await.unwrap();
+    let decided: Vec<_> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ApprovalDecided { decision, by, .. } => Some((*decision, by.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        vec![(rein_wire::permission::Decision::Approved, "alice".into())]
+    );
+    assert!(
+        log.iter()
+            .any(|e| matches!(&e.event, Event::Stopped { by } if by == "bob")),
+        "the stop is recorded"
+    );
+    assert!(store.control(&session).await.unwrap().pending.is_empty());
+}
