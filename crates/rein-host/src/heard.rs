@@ -80,17 +80,13 @@ pub(crate) async fn take(
     let mut events = folded.events;
     let mut taken = Taken {
         decided: question.and_then(|q| {
-            folded
-                .decided
-                .iter()
-                .find(|(a, _, _)| a == q)
-                .map(|(_, d, _)| {
-                    if *d == rein_approvals::Decision::Approved {
-                        Decided::Allowed
-                    } else {
-                        Decided::Denied
-                    }
-                })
+            folded.decided.iter().find(|d| d.approval_id == q).map(|d| {
+                if d.decision == rein_approvals::Decision::Approved {
+                    Decided::Allowed
+                } else {
+                    Decided::Denied
+                }
+            })
         }),
         stopped: folded.stop.is_some(),
         words: folded.said,

@@ -75,6 +75,17 @@ impl InboxEntry {
     }
 }
 
+/// A decision taken from the inbox: which approval, what, who decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenDecision {
+    /// The approval.
+    pub approval_id: String,
+    /// What was decided.
+    pub decision: rein_wire::permission::Decision,
+    /// Who decided (the surface's name).
+    pub by: String,
+}
+
 /// A session's inbox taken by the one rule every driver of a session uses
 /// (a conversation's runner, a hosted run): what to record and what to
 /// act on.
@@ -83,8 +94,8 @@ pub struct Folded {
     /// What to record, in the order posted: `approval.decided` for each
     /// decision taken, `steer.said` for words.
     pub events: Vec<crate::Event>,
-    /// The decisions taken: (approval, decision, who decided).
-    pub decided: Vec<(String, rein_wire::permission::Decision, String)>,
+    /// The decisions taken.
+    pub decided: Vec<TakenDecision>,
     /// Words said, oldest first.
     pub said: Vec<String>,
     /// A stop of the open turn, and who asked.
@@ -114,7 +125,7 @@ pub fn fold(
                 by,
             } => {
                 let pending = control.pending.iter().any(|p| p.approval_id == approval_id);
-                let twice = folded.decided.iter().any(|(a, _, _)| *a == approval_id);
+                let twice = folded.decided.iter().any(|d| d.approval_id == approval_id);
                 if pending && !twice {
                     folded.events.push(crate::Event::ApprovalDecided {
                         approval_id: approval_id.clone(),
@@ -122,7 +133,11 @@ pub fn fold(
                         by: by.clone(),
                         lease,
                     });
-                    folded.decided.push((approval_id, decision, by));
+                    folded.decided.push(TakenDecision {
+                        approval_id,
+                        decision,
+                        by,
+                    });
                 }
             }
             InboxItem::Say { text, .. } => {
@@ -155,6 +170,14 @@ mod tests {
             approval_id: approval.into(),
             decision,
             lease: None,
+            by: by.into(),
+        }
+    }
+
+    fn taken(approval: &str, decision: Decision, by: &str) -> TakenDecision {
+        TakenDecision {
+            approval_id: approval.into(),
+            decision,
             by: by.into(),
         }
     }
@@ -200,7 +223,7 @@ mod tests {
         let folded = fold(entries, &pending(&["a", "b"]), Some(100));
         assert_eq!(
             folded.decided,
-            vec![("a".into(), Decision::Approved, "alice".into())]
+            vec![taken("a", Decision::Approved, "alice")]
         );
         assert_eq!(folded.said, vec!["hurry".to_owned()]);
         assert_eq!(folded.stop.as_deref(), Some("carol"));
@@ -219,9 +242,6 @@ mod tests {
         ];
         let folded = fold(entries, &pending(&["a"]), None);
         assert_eq!(folded.stop, None);
-        assert_eq!(
-            folded.decided,
-            vec![("a".into(), Decision::Denied, "alice".into())]
-        );
+        assert_eq!(folded.decided, vec![taken("a", Decision::Denied, "alice")]);
     }
 }

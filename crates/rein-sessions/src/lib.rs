@@ -41,7 +41,7 @@ pub use compaction::{Compact, CompactPolicy, Compaction, Prune, PrunedCall};
 pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
 pub use holder::ProcessMark;
-pub use inbox::{Folded, InboxEntry, InboxItem, fold};
+pub use inbox::{Folded, InboxEntry, InboxItem, TakenDecision, fold};
 pub use memory::MemoryStore;
 pub use open::open_url;
 #[cfg(feature = "postgres")]

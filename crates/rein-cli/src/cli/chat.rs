@@ -117,9 +117,10 @@ async fn ask_approval(
                     say(info, &format!("\n  stopped by {by} (press Enter to go on)"))?;
                     return Ok(Asked::Elsewhere);
                 }
-                let decided = heard.decided.iter().find(|(a, _, _)| a == approval_id);
-                if let Some((_, decision, by)) = decided {
+                let decided = heard.decided.iter().find(|d| d.approval_id == *approval_id);
+                if let Some(taken) = decided {
                     input.stale += 1;
+                    let (decision, by) = (taken.decision, &taken.by);
                     say(info, &format!("\n  {decision} by {by} (press Enter to go on)"))?;
                     return Ok(Asked::Elsewhere);
                 }

@@ -40,10 +40,13 @@ impl Conversation {
                 ),
             ));
         }
-        if let Some((_, decision, by)) = heard.decided.iter().find(|(a, _, _)| a == approval_id) {
+        if let Some(taken) = heard.decided.iter().find(|d| d.approval_id == approval_id) {
             return Err(AgentError::new(
                 codes::CONFLICT,
-                format!("approval `{approval_id}` was already {decision} by {by}"),
+                format!(
+                    "approval `{approval_id}` was already {} by {}",
+                    taken.decision, taken.by
+                ),
             ));
         }
         // A yes under authority that changed since the run started (and

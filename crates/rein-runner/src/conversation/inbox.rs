@@ -13,8 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use rein_approvals::Decision;
-use rein_sessions::{InboxItem, Posted};
+use rein_sessions::{InboxItem, Posted, TakenDecision};
 use rein_wire::AgentError;
 
 use super::journal::Journal;
@@ -32,8 +31,8 @@ pub const INBOX_POLL: Duration = Duration::from_millis(200);
 /// What the session's inbox brought.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Heard {
-    /// Approvals decided elsewhere: (approval, decision, by whom).
-    pub decided: Vec<(String, Decision, String)>,
+    /// Approvals decided elsewhere.
+    pub decided: Vec<TakenDecision>,
     /// Words said to the turn elsewhere (recorded as `steer.said`).
     pub said: usize,
     /// A stop asked for elsewhere, by whom. Already acted on: the turn is
@@ -135,10 +134,10 @@ impl Inbox {
         };
         let events = folded.events;
         journal.append_taking(events, Some(upto)).await?;
-        for (approval_id, decision, _) in &heard.decided {
+        for taken in &heard.decided {
             journal.emit(UiKind::ApprovalDecided {
-                approval_id: approval_id.clone(),
-                decision: *decision,
+                approval_id: taken.approval_id.clone(),
+                decision: taken.decision,
             });
         }
         Ok(heard)
