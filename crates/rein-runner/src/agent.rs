@@ -35,10 +35,10 @@ use rein_wire::{AgentError, PriceTable};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::ContextPolicy;
 use crate::guards::Guards;
 use crate::settings::{Budgets, Profile, Spent, Verification};
 use crate::standing::Standing;
+use rein_context::window::ContextPolicy;
 use rein_wire::UiEvent;
 
 /// Everything a conversation runs with. Cheap to clone (the provider and

@@ -14,8 +14,6 @@ mod agent;
 mod artifacts;
 mod board_tools;
 mod check_place;
-mod claims;
-mod context;
 mod conversation;
 mod delegation;
 mod graph_record;
@@ -24,11 +22,8 @@ mod helpers;
 pub mod hooks;
 mod narrowed;
 mod outcome;
-mod project;
-mod read_notes;
 mod settings;
 mod standing;
-mod state_text;
 mod steering;
 mod subagent;
 mod tasks;
@@ -37,7 +32,6 @@ mod telemetry;
 pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use check_place::{CheckCommand, CheckPlace, CheckRan};
-pub use context::{ContextPolicy, estimate, tail_groups};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, MAX_PROMPT_BYTES,
     MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, TurnContract, TurnResult, Verification, Wording,
@@ -45,7 +39,7 @@ pub use conversation::{
 pub use graph_record::{GraphRecord, Resumed};
 pub use guards::Guards;
 pub use outcome::TurnOutcome;
-pub use project::project;
+pub use rein_context::{ContextPolicy, estimate, project, tail_groups};
 pub use rein_wire::{AgentPath, UiEvent, UiKind};
 pub use standing::{MAX_STANDING_BYTES, RETRACTED, Stacked, Standing};
 pub use steering::Steering;

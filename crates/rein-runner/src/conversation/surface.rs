@@ -124,7 +124,7 @@ impl Conversation {
         let request = self.next_request().await?;
         let tokens = self.window.tokens(&self.agent);
         let bytes = rein_wire::canonical::to_string(&request).map_or(0, |s| s.len() as u64);
-        let estimate = crate::context::estimate_from_bytes(bytes, request.max_output_tokens);
+        let estimate = rein_context::window::estimate_from_bytes(bytes, request.max_output_tokens);
         let pressed = window::Pressed {
             window: tokens,
             share: estimate as f64 / tokens.max(1) as f64,

@@ -585,12 +585,12 @@ async fn asked_and_found(
             Event::CompactionCreated {
                 summary: rein_sessions::Compaction::Compact(compact),
                 ..
-            } => crate::state_text::lines_found(&compact.state),
+            } => rein_context::state_text::lines_found(&compact.state),
             _ => None,
         })
         .map(|lines| format!("{lines}\n"))
         .unwrap_or_default();
-    Ok((crate::state_text::quote_lines(&cut), found))
+    Ok((rein_context::state_text::quote_lines(&cut), found))
 }
 
 /// The most of the person's words a loop nudge repeats, in characters.

@@ -315,7 +315,10 @@ impl Window {
             )
             .with_field(
                 "estimated_tokens",
-                crate::context::estimate_from_bytes(fitted.bytes, fitted.request.max_output_tokens),
+                rein_context::window::estimate_from_bytes(
+                    fitted.bytes,
+                    fitted.request.max_output_tokens,
+                ),
             )
             .with_field("window", window)
             .with_field("share", fitted.pressure.sent)

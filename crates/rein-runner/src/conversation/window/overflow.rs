@@ -34,11 +34,11 @@ impl Window {
         let events = journal.log().await?;
         let (visible, edits) = uncovered(&events);
         let already = edits.pruned.keys().cloned().collect();
-        let mut candidates = crate::context::prunable(&visible, u64::MAX, &already);
+        let mut candidates = rein_context::window::prunable(&visible, u64::MAX, &already);
         // The newest step's first result stays: the model sees at least one
         // of what it asked for, and a lone result too large for the window
         // ends the turn as before (paged results are `read_result`'s job).
-        let newest = crate::context::group_starts(&visible)
+        let newest = rein_context::window::group_starts(&visible)
             .last()
             .copied()
             .unwrap_or(0);

@@ -2,7 +2,7 @@
 //! read results (soft), compacting older history into a derived state and
 //! a summary (hard). Both are records in the log; nothing is rewritten.
 //!
-//! Not here: the thresholds and pure helpers (`crate::context`), the
+//! Not here: the thresholds and pure helpers (`rein_context::window`), the
 //! summary itself (`summary`).
 
 use rein_sessions::{Compact, CompactPolicy, Compaction, Event, PrunedCall, StoredEvent};
@@ -46,7 +46,7 @@ impl Window {
         } else {
             // The model's own tokenizer, where one is known locally.
             let text = rein_wire::canonical::to_string(request).unwrap_or_default();
-            match crate::context::count_local(&request.model, &text) {
+            match rein_context::window::count_local(&request.model, &text) {
                 Some(n) => (n + reserved, CountMethod::Tokenizer),
                 None => (local, CountMethod::Estimate),
             }
@@ -61,7 +61,7 @@ impl Window {
         window: u64,
         share: f64,
     ) -> Result<bool, AgentError> {
-        use crate::context::{group_starts, prunable};
+        use rein_context::window::{group_starts, prunable};
         let events = journal.log().await?;
         let (visible, edits) = uncovered(&events);
         let groups = group_starts(&visible);
@@ -142,7 +142,7 @@ impl Window {
         journal: &mut Journal,
         pressed: Pressed,
     ) -> Result<(), AgentError> {
-        use crate::context::{group_sizes, group_starts, on_path, state, tail_groups};
+        use rein_context::window::{group_sizes, group_starts, on_path, state, tail_groups};
         let Pressed {
             window,
             share,
@@ -154,7 +154,7 @@ impl Window {
         let visible = on_path(&events, &path);
         let groups = group_starts(&visible);
         let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
-        let edits = crate::project::Edits::collect(&events, &path_set);
+        let edits = rein_context::project::Edits::collect(&events, &path_set);
         let sizes = group_sizes(&visible, &groups, &|call| edits.pruned.contains_key(call));
         let policy = &agent.context;
         // The tail's share is of the request as it stands (the history
@@ -192,12 +192,12 @@ impl Window {
             .into_iter()
             .map(|p| p.approval_id)
             .collect();
-        let record = crate::claims::Record::of(&covered);
+        let record = rein_context::claims::Record::of(&covered);
         let state = state(&covered, &pending, &record);
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
         let transcript = super::summary::transcript(&before, &path, window);
         let (written, checked) = super::summary::checked(agent, &transcript, &record, window).await;
-        let text = crate::state_text::compaction_text(&state, &written);
+        let text = rein_context::state_text::compaction_text(&state, &written);
         tracing::info!(
             from_seq,
             to_seq,
@@ -237,11 +237,13 @@ impl Window {
 
 /// The events on the current path that no compaction covers, and the
 /// compactions that apply to it.
-pub(super) fn uncovered(events: &[StoredEvent]) -> (Vec<&StoredEvent>, crate::project::Edits) {
+pub(super) fn uncovered(
+    events: &[StoredEvent],
+) -> (Vec<&StoredEvent>, rein_context::project::Edits) {
     let path = current_path(events);
     let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
-    let edits = crate::project::Edits::collect(events, &path_set);
-    let visible = crate::context::on_path(events, &path)
+    let edits = rein_context::project::Edits::collect(events, &path_set);
+    let visible = rein_context::window::on_path(events, &path)
         .into_iter()
         .filter(|e| edits.covering(e.seq).is_none())
         .collect();

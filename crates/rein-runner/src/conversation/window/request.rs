@@ -17,7 +17,7 @@ use crate::conversation::builtins::{
     call_tool_spec, load_tool_spec, read_result_spec, read_skill_spec,
 };
 use crate::conversation::folds::current_path;
-use crate::project::project;
+use rein_context::project::project;
 
 /// The request builder's own state: the stable prefix frozen at the first
 /// request, the projector that extends the transcript step by step, and
@@ -34,7 +34,7 @@ pub(crate) struct Transcript {
     /// as read at the last turn boundary; `None` before the first read).
     standing: Option<Option<String>>,
     /// The transcript so far, extended step by step.
-    projector: Option<crate::project::Projector>,
+    projector: Option<rein_context::project::Projector>,
     /// JSON size and digest of each message of the transcript but the last
     /// (the projector only ever extends the last one), so a step measures
     /// only what is new; cleared whenever the projector is rebuilt.
@@ -80,7 +80,7 @@ impl Transcript {
             }
             _ => {
                 self.sealed.clear();
-                crate::project::Projector::new(events, path)
+                rein_context::project::Projector::new(events, path)
             }
         };
         let start = events.partition_point(|e| e.seq <= projector.seen);
@@ -111,7 +111,8 @@ impl Transcript {
         self.sealed.truncate(n.saturating_sub(1));
         while self.sealed.len() + 1 < n {
             let message = &request.messages[self.sealed.len()];
-            self.sealed.push(crate::context::size_and_hash(message));
+            self.sealed
+                .push(rein_context::window::size_and_hash(message));
         }
         let mut hasher = blake3::Hasher::new();
         let mut bytes: u64 = 0;
@@ -120,14 +121,14 @@ impl Transcript {
             hasher.update(hash.as_bytes());
         }
         if let Some(last) = request.messages.last() {
-            let (size, hash) = crate::context::size_and_hash(last);
+            let (size, hash) = rein_context::window::size_and_hash(last);
             bytes += size;
             hasher.update(hash.as_bytes());
         }
         // `"messages":[]` in the rest becomes `[m1,m2,...]`: add the commas.
         bytes += n.saturating_sub(1) as u64;
         let messages = std::mem::take(&mut request.messages);
-        let (size, hash) = crate::context::size_and_hash(&*request);
+        let (size, hash) = rein_context::window::size_and_hash(&*request);
         request.messages = messages;
         bytes += size;
         hasher.update(hash.as_bytes());

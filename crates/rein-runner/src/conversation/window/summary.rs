@@ -4,9 +4,9 @@
 //! the check against the log — asked again once, then dropped — and what
 //! is recorded of it.
 //!
-//! Not here: reading and checking the record (`crate::claims`), when to
+//! Not here: reading and checking the record (`rein_context::claims`), when to
 //! compact and the record of it (`pressure`), the state beside it
-//! (`crate::state_text`).
+//! (`rein_context::state_text`).
 
 use futures::StreamExt;
 use rein_sessions::StoredEvent;
@@ -14,8 +14,8 @@ use rein_wire::{Assembler, OutputSchema, Request, StopReason, SystemBlock};
 use serde_json::{Value, json};
 
 use crate::agent::Agent;
-use crate::claims::{Claim, Record, Summary};
-use crate::project::project;
+use rein_context::claims::{Claim, Record, Summary};
+use rein_context::project::project;
 
 /// The model's summary record of `transcript`, checked against the log:
 /// an answer that is not a record, or a record that claims what the log
@@ -60,7 +60,7 @@ async fn asked_and_judged(
     };
     let note = format!(
         "{SUMMARY_CORRECTION} {}.",
-        crate::claims::correction(&rejected)
+        rein_context::claims::correction(&rejected)
     );
     let described =
         |claims: &[Claim]| -> Vec<String> { claims.iter().map(Claim::describe).collect() };
@@ -171,13 +171,13 @@ async fn summarise(
     if agent.provider.capabilities().structured_output {
         request.output_schema = Some(OutputSchema {
             name: "compaction_summary".into(),
-            schema: crate::claims::schema(),
+            schema: rein_context::claims::schema(),
         });
     } else {
         request.system.push(SystemBlock {
             text: format!(
                 "The JSON object follows this JSON schema:\n{}",
-                crate::claims::schema()
+                rein_context::claims::schema()
             ),
         });
     }
@@ -215,7 +215,7 @@ pub(super) fn transcript(before: &[StoredEvent], path: &[String], window: u64) -
     let room = (room as usize).min(TRANSCRIPT_CHARS);
     let stubbed = serde_json::to_string(&project(before, path)).unwrap_or_default();
     let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
-    let edits = crate::project::Edits::collect(before, &path_set);
+    let edits = rein_context::project::Edits::collect(before, &path_set);
     let mut used = stubbed.len() + SUMMARY_INSTRUCTIONS.len();
     let mut restored = std::collections::HashSet::new();
     for e in before {
@@ -235,8 +235,10 @@ pub(super) fn transcript(before: &[StoredEvent], path: &[String], window: u64) -
     if restored.is_empty() {
         return stubbed;
     }
-    serde_json::to_string(&crate::project::project_restoring(before, path, &restored))
-        .unwrap_or_default()
+    serde_json::to_string(&rein_context::project::project_restoring(
+        before, path, &restored,
+    ))
+    .unwrap_or_default()
 }
 
 /// Said to the summariser when its first record claimed what the log does

@@ -7,6 +7,9 @@
 //! as stubs; calls set aside as too many at once leave the view with their
 //! results, named in a note on their step's first shown result. The log is
 //! read, not changed.
+//!
+//! Not here: the request around the messages (`rein-runner`'s window), a
+//! compaction's own text (`state_text`).
 
 use std::collections::HashSet;
 
@@ -56,7 +59,7 @@ pub fn project(events: &[StoredEvent], path: &[String]) -> Vec<Message> {
 /// calls in `restored` shown whole again: what the model summarising a
 /// stretch must read, since the summary is all that stands for those
 /// results afterwards.
-pub(crate) fn project_restoring(
+pub fn project_restoring(
     events: &[StoredEvent],
     path: &[String],
     restored: &HashSet<&str>,
@@ -84,7 +87,7 @@ pub(crate) fn project_restoring(
 /// far, so the next step only feeds what is new. It stays valid while the
 /// path only grows and no compaction is recorded ([`Projector::covers`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Projector {
+pub struct Projector {
     path: Vec<String>,
     on_path: HashSet<String>,
     edits: Edits,
@@ -97,11 +100,11 @@ pub(crate) struct Projector {
     hidden: HashSet<String>,
     notes: std::collections::HashMap<String, String>,
     /// The last sequence number fed.
-    pub(crate) seen: u64,
+    pub seen: u64,
     /// The messages so far, each shared with the requests made from them
     /// (and the gateway's kept bytes): a step copies only the last message,
     /// and only when it grows while another holder keeps it.
-    pub(crate) messages: Vec<std::sync::Arc<Message>>,
+    pub messages: Vec<std::sync::Arc<Message>>,
 }
 
 fn compaction_count(events: &[StoredEvent]) -> usize {
@@ -113,7 +116,7 @@ fn compaction_count(events: &[StoredEvent]) -> usize {
 
 impl Projector {
     /// A projector for `path`, with the compactions recorded in `events`.
-    pub(crate) fn new(events: &[StoredEvent], path: &[String]) -> Self {
+    pub fn new(events: &[StoredEvent], path: &[String]) -> Self {
         let on_path: HashSet<String> = path.iter().cloned().collect();
         let refs: HashSet<&str> = on_path.iter().map(String::as_str).collect();
         Projector {
@@ -132,12 +135,12 @@ impl Projector {
 
     /// Whether this projector can continue to `path` over `events`: the
     /// path extends its own and no compaction was recorded since.
-    pub(crate) fn covers(&self, events: &[StoredEvent], path: &[String]) -> bool {
+    pub fn covers(&self, events: &[StoredEvent], path: &[String]) -> bool {
         path.starts_with(&self.path) && compaction_count(events) == self.compactions
     }
 
     /// Extend to a longer path (new turns below the old head).
-    pub(crate) fn extend_path(&mut self, path: &[String]) {
+    pub fn extend_path(&mut self, path: &[String]) {
         for turn in &path[self.path.len()..] {
             self.on_path.insert(turn.clone());
         }
@@ -155,7 +158,7 @@ impl Projector {
     }
 
     /// Feed the next event of the log.
-    pub(crate) fn feed(&mut self, stored: &StoredEvent) {
+    pub fn feed(&mut self, stored: &StoredEvent) {
         self.seen = stored.seq;
         if let Event::TurnStarted { turn_id, .. } = &stored.event {
             self.current = self.on_path.contains(turn_id);
@@ -282,7 +285,7 @@ fn set_aside_note(named: &[String]) -> String {
 }
 
 /// What a pruned result shows the model.
-pub(crate) fn pruned_stub(artifact: &str) -> String {
+pub fn pruned_stub(artifact: &str) -> String {
     format!(
         "{{\"pruned\":true,\"artifact\":\"{artifact}\",\"note\":\"This older result was set aside to save room; read it with read_result if it is needed again.\"}}"
     )
@@ -292,22 +295,22 @@ pub(crate) fn pruned_stub(artifact: &str) -> String {
 /// model (`conversation::window::overflow`). Short, and with no artifact:
 /// a step that asked for twenty reads gets twenty of these, and the call is
 /// made again rather than paged (the artifact stays in the log's record).
-pub(crate) const SET_ASIDE_STUB: &str = "{\"set_aside\":\"no room beside the rest of this step: make this call again, fewer at a time\"}";
+pub const SET_ASIDE_STUB: &str = "{\"set_aside\":\"no room beside the rest of this step: make this call again, fewer at a time\"}";
 
 /// The compactions that apply to a path: pruned results and summarised ranges.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Edits {
+pub struct Edits {
     /// Call id -> the artifact holding its result.
-    pub(crate) pruned: std::collections::HashMap<String, String>,
+    pub pruned: std::collections::HashMap<String, String>,
     /// The pruned calls set aside as too many read at once.
-    pub(crate) at_once: HashSet<String>,
+    pub at_once: HashSet<String>,
     /// (from seq, to seq, summary text).
-    pub(crate) ranges: Vec<(u64, u64, String)>,
+    pub ranges: Vec<(u64, u64, String)>,
 }
 
 impl Edits {
     /// The edits recorded by `compaction.created` events of turns on the path.
-    pub(crate) fn collect(events: &[StoredEvent], on_path: &HashSet<&str>) -> Self {
+    pub fn collect(events: &[StoredEvent], on_path: &HashSet<&str>) -> Self {
         let mut edits = Edits::default();
         let mut current = false;
         for stored in events {
@@ -343,7 +346,7 @@ impl Edits {
     }
 
     /// The compaction covering `seq`, if any: its start and its summary.
-    pub(crate) fn covering(&self, seq: u64) -> Option<(u64, &str)> {
+    pub fn covering(&self, seq: u64) -> Option<(u64, &str)> {
         self.ranges
             .iter()
             .rev()

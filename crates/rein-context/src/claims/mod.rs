@@ -12,7 +12,7 @@
 //! (its goal, what is next) is not a claim about the log.
 //!
 //! Not here: asking for the record again or dropping it
-//! (`conversation/window/summary.rs`).
+//! (`rein-runner`'s `conversation/window/summary.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,13 +24,13 @@ use serde_json::{Value, json};
 mod claim;
 mod summary;
 
-pub(crate) use claim::{Claim, correction};
-pub(crate) use summary::{Summary, schema};
+pub use claim::{Claim, correction};
+pub use summary::{Summary, schema};
 
 /// What the log shows of a stretch of conversation: files changed, commands
 /// run, checks with their receipts, what the reads showed.
 #[derive(Debug, Default)]
-pub(crate) struct Record {
+pub struct Record {
     /// Each file a writing call changed, at the revision it left.
     changed: BTreeMap<String, Option<String>>,
     /// Commands that ran, with their exit code.
@@ -51,7 +51,7 @@ pub(crate) struct Record {
 
 impl Record {
     /// Read `events` (oldest first).
-    pub(crate) fn of(events: &[&StoredEvent]) -> Record {
+    pub fn of(events: &[&StoredEvent]) -> Record {
         let mut record = Record::default();
         let mut calls: HashMap<&str, (&str, Option<PermissionClass>, &Value)> = HashMap::new();
         for stored in events {
@@ -160,7 +160,7 @@ impl Record {
     }
 
     /// The changed files at the revisions they were left at.
-    pub(crate) fn revisions(&self) -> Vec<Revision> {
+    pub fn revisions(&self) -> Vec<Revision> {
         self.changed
             .iter()
             .map(|(path, token)| Revision::new(path.clone(), token.clone()))
@@ -168,7 +168,7 @@ impl Record {
     }
 
     /// The state's part: the files changed and the checks' receipts.
-    pub(crate) fn state(&self) -> (Value, Value) {
+    pub fn state(&self) -> (Value, Value) {
         (json!(self.revisions()), json!(self.receipts))
     }
 

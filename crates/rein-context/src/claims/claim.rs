@@ -7,7 +7,7 @@
 /// A claim of a summary record that the log does not back, or an answer
 /// that was not a record at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Claim {
+pub enum Claim {
     /// The answer was not the JSON object asked for.
     NotARecord,
     /// A file in `files_changed` that no call changed and no command named.
@@ -34,7 +34,7 @@ pub(crate) enum Claim {
 
 impl Claim {
     /// As recorded and as the model is told.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self {
             Claim::NotARecord => "an answer that was not the JSON object asked for".to_owned(),
             Claim::Changed(path) => format!("that {path} was changed"),
@@ -61,7 +61,7 @@ impl Claim {
 /// [`Claim::describe`] says it, except that files never read or named are
 /// not named (try 26: told "f40.txt says something", the summary written
 /// again sent the model to read f40.txt, which does not exist).
-pub(crate) fn correction(claims: &[Claim]) -> String {
+pub fn correction(claims: &[Claim]) -> String {
     let mut told: Vec<String> = Vec::new();
     for claim in claims {
         let said = match claim {

@@ -9,24 +9,24 @@
 //! tool result instead; the same facts as short labelled lines, the task
 //! quoted at the top, are read.
 //!
-//! Not here: building the state (`crate::context::state`) or the model's
-//! summary beside it (`conversation::window::pressure`).
+//! Not here: building the state (`crate::window::state`) or the model's
+//! summary beside it (`rein-runner`'s `conversation::window::pressure`).
 
 use serde_json::Value;
 
 /// How the compaction's text opens; the model's summary follows the state
 /// under [`SUMMARY_HEADING`], every line of it marked `| `.
-pub(crate) const HEADING: &str = "[Earlier conversation, summarised to save room]";
+pub const HEADING: &str = "[Earlier conversation, summarised to save room]";
 
 /// The heading of the model's own summary: its words, never the person's.
 /// Each line under it starts `| `, so no line of a summary — which a model
 /// wrote, perhaps from a hostile file — reads as a heading or as the
 /// person's quoted words (`> from now on … I approve it in advance`).
-pub(crate) const SUMMARY_HEADING: &str = "Your own summary (notes, not the person's words):";
+pub const SUMMARY_HEADING: &str = "Your own summary (notes, not the person's words):";
 
 /// The request text of a compaction: the heading, the state as lines, and
 /// the model's checked summary (empty when it was dropped).
-pub(crate) fn compaction_text(state: &Value, summary: &str) -> String {
+pub fn compaction_text(state: &Value, summary: &str) -> String {
     let mut out = format!("{HEADING}\n");
     for section in sections(state) {
         out.push_str(&section);
@@ -49,7 +49,7 @@ pub(crate) fn compaction_text(state: &Value, summary: &str) -> String {
 /// and a loop nudge recites them (`{found}`): after a compaction they sit
 /// at the top of the view, and a small model asked to answer at the end
 /// of it answered with a file from the raw tail instead (try 35).
-pub(crate) fn lines_found(state: &Value) -> Option<String> {
+pub fn lines_found(state: &Value) -> Option<String> {
     let notes = state["read_notes"].as_array().filter(|n| !n.is_empty())?;
     // Each line is one only its file showed, but the heading says so
     // without a negation: try 25's summary turned "that no other read
@@ -176,7 +176,7 @@ fn strings(v: &Value) -> Vec<String> {
 /// Each line of the person's words behind `> `, so a line of theirs cannot
 /// pass for one of the state's headings; control characters other than a
 /// tab are escaped (a lone `\r` would otherwise end a line too).
-pub(crate) fn quote_lines(text: &str) -> String {
+pub fn quote_lines(text: &str) -> String {
     text.lines()
         .map(|l| format!("> {}", escaped(l, |c| c == '\t')))
         .collect::<Vec<_>>()

@@ -30,7 +30,7 @@ const MIN_LETTERS: usize = 3;
 /// The reads seen so far, in the order their files were first read; a file
 /// read again keeps its latest text.
 #[derive(Default)]
-pub(crate) struct Reads {
+pub struct Reads {
     order: Vec<String>,
     text: HashMap<String, String>,
 }
@@ -38,7 +38,7 @@ pub(crate) struct Reads {
 impl Reads {
     /// Note a successful result of a call that named `path`. Only a result
     /// carrying text (a string, or `content`/`text` as a string) counts.
-    pub(crate) fn saw(&mut self, path: &str, result: &Value) {
+    pub fn saw(&mut self, path: &str, result: &Value) {
         let text = result
             .as_str()
             .or_else(|| result.get("content").and_then(Value::as_str))
@@ -52,7 +52,7 @@ impl Reads {
 
     /// The notes as they go into the derived state, and how many files with
     /// something distinctive were left out for room.
-    pub(crate) fn notes(&self) -> (Vec<Value>, usize) {
+    pub fn notes(&self) -> (Vec<Value>, usize) {
         let pieces: Vec<(&str, Vec<&str>)> = self
             .order
             .iter()
@@ -128,7 +128,7 @@ fn sentence_end(s: &str) -> Option<usize> {
 
 /// A piece as compared: lower case, every run of digits one `#`, every run
 /// of white space one space.
-pub(crate) fn fold(piece: &str) -> String {
+pub fn fold(piece: &str) -> String {
     let mut out = String::with_capacity(piece.len());
     let mut last = ' ';
     for c in piece.chars() {

@@ -12,6 +12,11 @@
 //! before a compaction still sees the full history. If one compaction
 //! cannot bring the request under the hard threshold, the turn ends with
 //! `context_window_exceeded` — it never loops.
+//!
+//! Here are the pure parts: the policy's thresholds, estimates and sizes,
+//! the groups of the log a compaction may cover, and the state it derives.
+//! Not here: deciding when, and the model call for the summary
+//! (`rein-runner`'s `conversation/window`).
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -66,7 +71,7 @@ pub fn estimate(request: &Request) -> u64 {
 }
 
 /// The estimate for a request of `bytes` of JSON with this output limit.
-pub(crate) fn estimate_from_bytes(bytes: u64, max_output_tokens: u32) -> u64 {
+pub fn estimate_from_bytes(bytes: u64, max_output_tokens: u32) -> u64 {
     rein_wire::estimate_tokens_of(bytes) + u64::from(max_output_tokens)
 }
 
@@ -79,7 +84,7 @@ pub(crate) fn estimate_from_bytes(bytes: u64, max_output_tokens: u32) -> u64 {
 /// canonical writer, which cost more than everything else in a step
 /// (measured with perf on `cargo xtask bench --peers`: two canonical writes
 /// of the request were ~70% of a step's CPU at 200 steps of history).
-pub(crate) fn size_and_hash<T: serde::Serialize + ?Sized>(value: &T) -> (u64, blake3::Hash) {
+pub fn size_and_hash<T: serde::Serialize + ?Sized>(value: &T) -> (u64, blake3::Hash) {
     // Buffered: blake3 is fast on large updates and slow on the many small
     // writes serde_json makes.
     let mut counter = Counting::new(std::io::BufWriter::with_capacity(
@@ -132,7 +137,7 @@ pub fn count_local(model: &str, text: &str) -> Option<u64> {
 }
 
 /// Events of turns on the path, in order.
-pub(crate) fn on_path<'a>(events: &'a [StoredEvent], path: &[String]) -> Vec<&'a StoredEvent> {
+pub fn on_path<'a>(events: &'a [StoredEvent], path: &[String]) -> Vec<&'a StoredEvent> {
     let path: HashSet<&str> = path.iter().map(String::as_str).collect();
     let mut current = false;
     events
@@ -147,7 +152,7 @@ pub(crate) fn on_path<'a>(events: &'a [StoredEvent], path: &[String]) -> Vec<&'a
 }
 
 /// The sequence numbers at which groups (model calls) begin, on the path.
-pub(crate) fn group_starts(events: &[&StoredEvent]) -> Vec<u64> {
+pub fn group_starts(events: &[&StoredEvent]) -> Vec<u64> {
     events
         .iter()
         .filter(|e| matches!(e.event, Event::ModelRequested { .. }))
@@ -183,7 +188,7 @@ const PRUNED_STUB_TOKENS: u64 = 64;
 /// Each group's size in tokens by the local estimate (its events' JSON; a
 /// result soft pruning set aside — its call in `pruned` — as its stub),
 /// oldest first; `starts` are the groups' first sequence numbers.
-pub(crate) fn group_sizes(
+pub fn group_sizes(
     events: &[&StoredEvent],
     starts: &[u64],
     pruned: &dyn Fn(&str) -> bool,
@@ -207,7 +212,7 @@ pub(crate) fn group_sizes(
 
 /// Read results that may be set aside: successful, read-only, not yet
 /// pruned, before `before`, larger than a stub. (call id, content, tokens, seq)
-pub(crate) fn prunable(
+pub fn prunable(
     events: &[&StoredEvent],
     before: u64,
     pruned: &HashSet<String>,
@@ -257,7 +262,7 @@ pub(crate) fn prunable(
 /// left), the
 /// checks' receipts, failures, decisions, pending approvals, sub-agents and
 /// artifacts.
-pub(crate) fn state(
+pub fn state(
     covered: &[&StoredEvent],
     pending: &[String],
     record: &crate::claims::Record,

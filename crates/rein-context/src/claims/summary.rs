@@ -24,45 +24,45 @@ const QUOTE_SHOWN: usize = 80;
 /// A compaction's summary, as the model gives it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub(crate) struct Summary {
+pub struct Summary {
     /// What was asked.
-    pub(crate) goal: String,
+    pub goal: String,
     /// What was done and found.
-    pub(crate) done: Vec<String>,
+    pub done: Vec<String>,
     /// The files the conversation changed.
-    pub(crate) files_changed: Vec<String>,
+    pub files_changed: Vec<String>,
     /// The checks run, with their outcome.
-    pub(crate) checks: Vec<CheckRun>,
+    pub checks: Vec<CheckRun>,
     /// Facts the request may still need, each quoted from a file read.
-    pub(crate) facts: Vec<Fact>,
+    pub facts: Vec<Fact>,
     /// What remains.
-    pub(crate) next: String,
+    pub next: String,
 }
 
 /// A check the record says ran.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub(crate) struct CheckRun {
+pub struct CheckRun {
     /// The command, as run.
-    pub(crate) command: String,
+    pub command: String,
     /// Whether it passed.
-    pub(crate) passed: bool,
+    pub passed: bool,
 }
 
 /// A fact, quoted word for word from what a file's read showed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub(crate) struct Fact {
+pub struct Fact {
     /// The file read.
-    pub(crate) file: String,
+    pub file: String,
     /// Its words, as the read showed them.
-    pub(crate) quote: String,
+    pub quote: String,
 }
 
 /// The JSON schema the summary is asked in: every field required, no
 /// other field, no length bounds — the subset every API with structured
 /// output accepts (OpenAI's strict mode, llama.cpp's grammar, vLLM).
-pub(crate) fn schema() -> Value {
+pub fn schema() -> Value {
     let text = json!({"type": "string"});
     let texts = json!({"type": "array", "items": {"type": "string"}});
     json!({
@@ -94,7 +94,7 @@ impl Summary {
     /// The record in `answer` — the object alone, in a fence, or between
     /// words — bounded, with items said twice kept once; and how many were
     /// left out as repeats. `None` when no object of this shape is there.
-    pub(crate) fn parse(answer: &str) -> Option<(Summary, usize)> {
+    pub fn parse(answer: &str) -> Option<(Summary, usize)> {
         let start = answer.find('{')?;
         let end = answer.rfind('}')?;
         let mut summary = record_of(answer.get(start..=end)?)?;
@@ -107,7 +107,7 @@ impl Summary {
     /// was open there. A small model that lists one line until its limit
     /// (try 32, and the forty-read case's first record) keeps what came
     /// before; every field kept is checked as any other.
-    pub(crate) fn parse_cut_off(answer: &str) -> Option<(Summary, usize)> {
+    pub fn parse_cut_off(answer: &str) -> Option<(Summary, usize)> {
         let start = answer.find('{')?;
         let text = &answer[start..];
         for (at, open) in item_ends(text).into_iter().rev().take(MAX_CUTS) {
@@ -150,7 +150,7 @@ impl Summary {
     /// The record's claims that `record` does not back, in the record's
     /// order: files changed, checks, facts, then files named in what was
     /// done. The goal and what is next are intent, not claims.
-    pub(crate) fn unbacked(&self, record: &Record) -> Vec<Claim> {
+    pub fn unbacked(&self, record: &Record) -> Vec<Claim> {
         let mut claims = Vec::new();
         for path in &self.files_changed {
             if !record.backs_change(path) {
@@ -188,7 +188,7 @@ impl Summary {
 
     /// The record as the model reads it after the compaction: a line a
     /// field, empty fields left out.
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         let mut lines = Vec::new();
         if !self.goal.trim().is_empty() {
             lines.push(format!("Goal: {}", self.goal.trim()));
