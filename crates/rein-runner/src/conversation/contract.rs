@@ -98,8 +98,8 @@ impl TurnContract {
                 product: Arc::new(joined),
                 store: store.clone(),
             });
-            replaced.tools = Some(std::mem::replace(&mut gate.tools, with));
-            window.transcript.refreeze();
+            replaced.tools = Some(gate.swap_tools(with));
+            window.refreeze();
         }
         replaced
     }
@@ -111,8 +111,8 @@ impl Replaced {
         agent.verification = self.check;
         agent.budgets = self.budgets;
         if let Some(tools) = self.tools {
-            gate.tools = tools;
-            window.transcript.refreeze();
+            gate.swap_tools(tools);
+            window.refreeze();
         }
     }
 }

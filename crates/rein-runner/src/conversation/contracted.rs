@@ -46,10 +46,11 @@ impl Conversation {
             )
         })?;
         let native = self.agent.provider.capabilities().structured_output;
-        self.window.answer_schema = native.then(|| rein_wire::OutputSchema {
-            name: "answer".into(),
-            schema: schema.clone(),
-        });
+        self.window
+            .ask_answer(native.then(|| rein_wire::OutputSchema {
+                name: "answer".into(),
+                schema: schema.clone(),
+            }));
         let mut prompt = text.to_owned();
         if !native {
             prompt.push_str(&format!("\n\nAnswer with only a JSON value that follows this JSON schema, and nothing else:\n{schema}"));
@@ -92,7 +93,7 @@ impl Conversation {
             ))
         }
         .await;
-        self.window.answer_schema = None;
+        self.window.ask_answer(None);
         result
     }
 

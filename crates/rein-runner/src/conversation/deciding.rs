@@ -101,7 +101,7 @@ impl Conversation {
     /// The approvals waiting for a person, oldest first — after a restart
     /// too (they are read from the log).
     pub async fn pending_approvals(&mut self) -> Result<Vec<ApprovalRequest>, AgentError> {
-        asked::pending(&mut self.journal, self.gate.tools.as_ref()).await
+        asked::pending(&mut self.journal, self.gate.tools().as_ref()).await
     }
 
     /// Wait until `approval_id` is decided by a person on any surface
@@ -254,7 +254,7 @@ impl Conversation {
             .append(vec![Event::AuthorityAccepted {
                 by: surface.name().to_owned(),
                 from,
-                to: authority::of(&self.agent, self.gate.tools.as_ref(), None),
+                to: authority::of(&self.agent, self.gate.tools().as_ref(), None),
             }])
             .await?;
         Ok(())

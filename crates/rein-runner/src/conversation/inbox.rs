@@ -51,7 +51,7 @@ impl Heard {
 /// store's inbox.
 pub(crate) struct Inbox {
     /// Words and an interrupt from this process.
-    pub(crate) steering: Steering,
+    steering: Steering,
     /// Told of posts to the store's inbox from this process.
     posted: Posted,
     /// When the store's inbox was last taken.
@@ -59,6 +59,11 @@ pub(crate) struct Inbox {
 }
 
 impl Inbox {
+    /// This process's steering: words and an interrupt.
+    pub(crate) fn steering(&self) -> &Steering {
+        &self.steering
+    }
+
     /// The inbox of a conversation told of posts by `posted`.
     pub(crate) fn new(posted: Posted) -> Self {
         Inbox {

@@ -44,7 +44,6 @@ pub use inbox::{Heard, INBOX_POLL};
 pub use rein_wire::ApprovalRequest;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
@@ -53,7 +52,6 @@ use serde_json::{Value, json};
 
 use crate::agent::Agent;
 use crate::outcome::TurnOutcome;
-use crate::settings::Spent;
 pub use crate::settings::{Budgets, Profile, ToolLoading, Verification, Wording};
 use folds::last_calls;
 use rein_wire::UiKind;
@@ -138,7 +136,7 @@ impl Conversation {
         self.contract_ended();
         // The one place the prefix may change (tools, standing text):
         // before a turn's first request, never inside a turn.
-        let (agent, tools) = (&self.agent, &self.gate.tools);
+        let (agent, tools) = (&self.agent, self.gate.tools());
         self.window
             .turn_boundary(agent, tools, &mut self.journal)
             .await?;
@@ -148,7 +146,7 @@ impl Conversation {
                 run_id,
                 turn_id,
                 budgets: self.agent.budgets.recorded(),
-                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.gate.tools.as_ref(), None)}),
+                profile: json!({"name": self.agent.profile.name, "model": self.agent.profile.model, "authority": authority::of(&self.agent, self.gate.tools().as_ref(), None)}),
             },
         ])
         .await?;
@@ -168,8 +166,8 @@ impl Conversation {
         }
         // A fresh process (nothing frozen yet) takes in what its backend
         // offers now; a paused run in this process keeps its tools.
-        if !self.window.transcript.is_frozen() {
-            let (agent, tools) = (&self.agent, &self.gate.tools);
+        if !self.window.tools_frozen() {
+            let (agent, tools) = (&self.agent, self.gate.tools());
             self.window
                 .turn_boundary(agent, tools, &mut self.journal)
                 .await?;
@@ -204,10 +202,7 @@ impl Conversation {
 
     /// Step after step until one ends the turn.
     async fn steps(&mut self) -> Result<TurnOutcome, AgentError> {
-        self.spend = gate::Spend {
-            spent: Spent::default(),
-            started: Some(Instant::now()),
-        };
+        self.spend = gate::Spend::starting();
         let mut run = Run::default();
         loop {
             match self.step(&mut run).await? {
@@ -240,14 +235,14 @@ impl Conversation {
         if let Some(step) = self.boundary().await? {
             return Ok(step);
         }
-        let spent = self.spend.spent;
-        let started = self.spend.started.unwrap_or_else(Instant::now);
+        let spent = self.spend.spent();
+        let started = self.spend.started();
         let budgets = &self.agent.budgets;
         if let Some(which) = budgets.exceeded(spent.steps, spent.tokens, spent.cost, started) {
             let which = which.into();
             return Ok(Step::Ends(TurnOutcome::Budget { which }));
         }
-        self.spend.spent.steps += 1;
+        self.spend.step();
         let hooks = &self.agent.guards.hooks;
         if let Some(why) = hooked::before_model_call(hooks, &mut self.journal).await? {
             let error = AgentError::new(codes::HOOK_DENIED, why);
@@ -257,7 +252,7 @@ impl Conversation {
         // offered, calling them is off for this one call.
         let sees = window::Sees {
             agent: &self.agent,
-            tools: &self.gate.tools,
+            tools: self.gate.tools(),
             words_only: run.words_next(),
         };
         let called = self
@@ -282,7 +277,7 @@ impl Conversation {
         };
         // Revisions carried in the answered step are spent.
         self.gate.answered();
-        self.spend.spent.add(self.agent.spent_on(&message));
+        self.spend.add(self.agent.spent_on(&message));
         if !message.tool_calls.is_empty() {
             return Ok(Step::Next);
         }
@@ -316,12 +311,12 @@ impl Conversation {
                 return Ok(Some(Step::Next));
             }
         }
-        if self.inbox.steering.take_interrupt() {
+        if self.inbox.steering().take_interrupt() {
             let interrupted = Event::SteerInterrupted { reason: None };
             self.journal.append(vec![interrupted]).await?;
             return Ok(Some(Step::Ends(TurnOutcome::Interrupted)));
         }
-        let said = self.inbox.steering.take_said();
+        let said = self.inbox.steering().take_said();
         if said.is_empty() {
             return Ok(None);
         }
@@ -364,7 +359,7 @@ impl Conversation {
         authority::check(
             &self.agent,
             check,
-            self.gate.tools.as_ref(),
+            self.gate.tools().as_ref(),
             evidence,
             events,
         )

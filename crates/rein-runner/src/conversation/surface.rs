@@ -69,7 +69,7 @@ impl Conversation {
 
     /// What the step loop used since it last started or resumed.
     pub(crate) fn spent(&self) -> crate::settings::Spent {
-        self.spend.spent
+        self.spend.spent()
     }
 
     /// The store the session lives in (a surface decides a sub-agent's
@@ -109,7 +109,7 @@ impl Conversation {
         let events = self.journal.log().await?;
         let sees = window::Sees {
             agent: &self.agent,
-            tools: &self.gate.tools,
+            tools: self.gate.tools(),
             words_only: false,
         };
         let mut request = self.window.request(sees, &events)?;
@@ -136,12 +136,12 @@ impl Conversation {
 
     /// The prompt-cache monitor: verdict counts, read share, logged misses.
     pub fn cache_monitor(&self) -> &rein_cache::CacheMonitor {
-        &self.window.monitor
+        self.window.monitor()
     }
 
     /// A handle to steer from anywhere.
     pub fn steering(&self) -> crate::Steering {
-        self.inbox.steering.clone()
+        self.inbox.steering().clone()
     }
 
     /// The session's whole log.

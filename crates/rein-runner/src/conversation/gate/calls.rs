@@ -548,7 +548,7 @@ impl Gate {
                     let (asked, found) = asked_and_found(cx.journal).await?;
                     said = said.replace("{asked}", &asked).replace("{found}", &found);
                 }
-                cx.inbox.steering.say(said);
+                cx.inbox.steering().say(said);
                 Ok(None)
             }
             rein_wire::loops::Repeat::Fine => Ok(None),

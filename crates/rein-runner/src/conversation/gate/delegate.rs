@@ -7,7 +7,6 @@
 //! Not here: running the child (`crate::subagent`), the batch (`reads`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rein_sessions::{Event, StoredEvent};
 use rein_tools::Outcome;
@@ -221,10 +220,10 @@ impl Gate {
     pub(super) fn child_budgets(&self, cx: &Around<'_>, children: u32) -> Budgets {
         let settings: Option<&Delegation> = cx.agent.delegation.as_ref();
         let max_steps = settings.map_or(Delegation::default().max_steps, |d| d.max_steps);
-        let elapsed = cx.spend.started.map_or(Duration::ZERO, |s| s.elapsed());
+        let elapsed = cx.spend.elapsed();
         delegation::share(
             &cx.agent.budgets,
-            cx.spend.spent,
+            cx.spend.spent(),
             elapsed,
             children,
             max_steps,

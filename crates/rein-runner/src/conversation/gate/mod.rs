@@ -37,7 +37,7 @@ use crate::settings::Spent;
 /// sub-agents started.
 pub(crate) struct Gate {
     /// The product's tools with rein's own beside them.
-    pub(crate) tools: Arc<WithBuiltins>,
+    tools: Arc<WithBuiltins>,
     /// Read results by tool, arguments and the backend's revision.
     cache: ResultCache,
     /// Leases a person granted in this run ("always" for a tool).
@@ -56,9 +56,9 @@ pub(crate) struct Gate {
 #[derive(Debug, Default)]
 pub(crate) struct Spend {
     /// Steps, tokens and cost so far.
-    pub(crate) spent: Spent,
+    spent: Spent,
     /// When the step loop last started or resumed.
-    pub(crate) started: Option<Instant>,
+    started: Option<Instant>,
 }
 
 /// The other parts a message's calls touch: the definition, the hold on
@@ -72,7 +72,54 @@ pub(crate) struct Around<'a> {
     pub(crate) spend: &'a mut Spend,
 }
 
+impl Spend {
+    /// A step loop starting now, nothing used yet.
+    pub(crate) fn starting() -> Self {
+        Spend {
+            spent: Spent::default(),
+            started: Some(Instant::now()),
+        }
+    }
+
+    /// Steps, tokens and cost so far.
+    pub(crate) fn spent(&self) -> Spent {
+        self.spent
+    }
+
+    /// When the step loop last started or resumed (now, if it has not).
+    pub(crate) fn started(&self) -> Instant {
+        self.started.unwrap_or_else(Instant::now)
+    }
+
+    /// How long the step loop has run (nothing, if it has not).
+    pub(crate) fn elapsed(&self) -> std::time::Duration {
+        self.started
+            .map_or(std::time::Duration::ZERO, |s| s.elapsed())
+    }
+
+    /// One more step taken.
+    pub(crate) fn step(&mut self) {
+        self.spent.steps += 1;
+    }
+
+    /// `more` used (a model call's tokens and cost, a sub-agent's spend).
+    pub(crate) fn add(&mut self, more: Spent) {
+        self.spent.add(more);
+    }
+}
+
 impl Gate {
+    /// The tools in force (the product's and rein's own).
+    pub(crate) fn tools(&self) -> &Arc<WithBuiltins> {
+        &self.tools
+    }
+
+    /// Put `with` in force in place of the tools, which are returned (a
+    /// turn's contract narrows them, and gives them back at its end).
+    pub(crate) fn swap_tools(&mut self, with: Arc<WithBuiltins>) -> Arc<WithBuiltins> {
+        std::mem::replace(&mut self.tools, with)
+    }
+
     /// A gate in front of `tools`.
     pub(crate) fn new(tools: Arc<WithBuiltins>) -> Self {
         Gate {

@@ -206,7 +206,7 @@ impl Gate {
         {
             if let Delegate::Child(planned) = plan {
                 // What a sub-agent spent is drawn from this turn's budget.
-                cx.spend.spent.add(spent);
+                cx.spend.add(spent);
                 results.push(Event::AgentFinished {
                     agent_path: planned.path.clone(),
                     outcome: match &outcome {
@@ -258,7 +258,7 @@ impl Gate {
             tokio::select! {
                 done = &mut all => return Ok(done),
                 () = cx.inbox.stirred(looked), if !cancel.is_cancelled() => {
-                    if cx.inbox.steering.is_interrupted() {
+                    if cx.inbox.steering().is_interrupted() {
                         cancel.cancel();
                         continue;
                     }

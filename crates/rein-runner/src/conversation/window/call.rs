@@ -413,7 +413,7 @@ async fn streamed(
             () = &mut fallback => None,
         };
         let Some(item) = woke else {
-            if inbox.steering.is_interrupted() {
+            if inbox.steering().is_interrupted() {
                 return Ok(None);
             }
             fallback

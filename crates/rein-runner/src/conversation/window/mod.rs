@@ -32,11 +32,11 @@ use rein_wire::UiKind;
 /// structured answer being asked for.
 pub(crate) struct Window {
     /// What the next request is built from.
-    pub(crate) transcript: Transcript,
+    transcript: Transcript,
     /// Verdicts on the prompt cache, call by call.
-    pub(crate) monitor: rein_cache::CacheMonitor,
+    monitor: rein_cache::CacheMonitor,
     /// The schema of a structured answer being asked for.
-    pub(crate) answer_schema: Option<rein_wire::OutputSchema>,
+    answer_schema: Option<rein_wire::OutputSchema>,
     /// The provider was asked the window it works in (once a conversation).
     window_asked: bool,
     /// The window a too-long refusal left the conversation in (`refused`).
@@ -78,6 +78,27 @@ pub(crate) struct Sees<'a> {
 }
 
 impl Window {
+    /// Whether the tools shown were fixed already (by a request sent).
+    pub(crate) fn tools_frozen(&self) -> bool {
+        self.transcript.is_frozen()
+    }
+
+    /// The tools changed: the next request shows them afresh.
+    pub(crate) fn refreeze(&mut self) {
+        self.transcript.refreeze();
+    }
+
+    /// Verdicts on the prompt cache, call by call.
+    pub(crate) fn monitor(&self) -> &rein_cache::CacheMonitor {
+        &self.monitor
+    }
+
+    /// Ask for a structured answer of `schema` from the next request on
+    /// (`None`: a plain answer).
+    pub(crate) fn ask_answer(&mut self, schema: Option<rein_wire::OutputSchema>) {
+        self.answer_schema = schema;
+    }
+
     /// The context window in tokens: the definition's, else the provider's,
     /// lowered by a too-long refusal when one came.
     pub(crate) fn tokens(&self, agent: &Agent) -> u64 {
