@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// At most this many distinctive pieces are quoted per file.
 const PIECES_PER_FILE: usize = 2;
@@ -52,7 +52,7 @@ impl Reads {
 
     /// The notes as they go into the derived state, and how many files with
     /// something distinctive were left out for room.
-    pub fn notes(&self) -> (Vec<Value>, usize) {
+    pub fn notes(&self) -> (Vec<rein_sessions::ReadNote>, usize) {
         let pieces: Vec<(&str, Vec<&str>)> = self
             .order
             .iter()
@@ -88,7 +88,10 @@ impl Reads {
                 continue;
             }
             used += size;
-            notes.push(json!({"path": path, "saw": own}));
+            notes.push(rein_sessions::ReadNote {
+                path: (*path).to_owned(),
+                saw: own,
+            });
         }
         (notes, left_out)
     }
@@ -165,6 +168,14 @@ mod tests {
 
     use super::{NOTES_CHARS, Reads};
 
+    /// The notes as the state records them.
+    fn as_json(notes: &[rein_sessions::ReadNote]) -> Vec<serde_json::Value> {
+        notes
+            .iter()
+            .map(|n| serde_json::to_value(n).unwrap())
+            .collect()
+    }
+
     fn filler(i: usize) -> String {
         format!("file {i}: lorem ipsum dolor sit amet. ").repeat(8)
             + &format!("Next: read f{}.txt.", i + 1)
@@ -182,6 +193,7 @@ mod tests {
             reads.saw(&format!("f{i}.txt"), &json!({"content": text}));
         }
         let (notes, left_out) = reads.notes();
+        let notes = as_json(&notes);
         assert_eq!(
             notes,
             vec![json!({"path": "f3.txt", "saw": ["file 3: the sea here is BLUE."]})]
@@ -205,6 +217,7 @@ mod tests {
             &json!({"content": "//! Parses the config, strictly.\nfn a() {}"}),
         );
         let (notes, _) = reads.notes();
+        let notes = as_json(&notes);
         assert_eq!(
             notes,
             vec![
@@ -226,6 +239,7 @@ mod tests {
             reads.saw(&format!("g{i}"), &json!(text));
         }
         let (notes, left_out) = reads.notes();
+        let notes = as_json(&notes);
         let quoted: usize = notes
             .iter()
             .flat_map(|n| n["saw"].as_array().cloned().unwrap_or_default())

@@ -20,9 +20,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use rein_sessions::{Event, StoredEvent, ToolStatus};
+use rein_sessions::{CompactState, DecisionSeen, Event, FailedCall, StoredEvent, ToolStatus};
 use rein_wire::Request;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Thresholds and shapes of context management.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -266,7 +266,7 @@ pub fn state(
     covered: &[&StoredEvent],
     pending: &[String],
     record: &crate::claims::Record,
-) -> Value {
+) -> CompactState {
     let mut prompts = Vec::new();
     let mut files: Vec<&str> = Vec::new();
     let mut seen_files = HashSet::new();
@@ -307,7 +307,10 @@ pub fn state(
                     .pointer("/error/code")
                     .and_then(Value::as_str)
                     .unwrap_or("error");
-                failures.push(json!({"tool": tools_by_call.get(call_id), "code": code}));
+                failures.push(FailedCall {
+                    tool: tools_by_call.get(call_id).cloned(),
+                    code: code.to_owned(),
+                });
                 if let Some(a) = artifact {
                     artifacts.insert(a.clone());
                 }
@@ -325,9 +328,10 @@ pub fn state(
                     artifacts.insert(a.clone());
                 }
             }
-            Event::ApprovalDecided { decision, by, .. } => {
-                decisions.push(json!({"decision": decision, "by": by}))
-            }
+            Event::ApprovalDecided { decision, by, .. } => decisions.push(DecisionSeen {
+                decision: *decision,
+                by: by.clone(),
+            }),
             Event::AgentStarted { agent_path, .. } => {
                 agents.insert(agent_path.clone());
             }
@@ -335,26 +339,22 @@ pub fn state(
         }
     }
     let (changed, checks) = record.state();
-    let mut state = json!({
-        "prompts": prompts,
-        "touched": files,
-        "changed": changed,
-        "checks": checks,
-        "failures": failures,
-        "decisions": decisions,
-        "pending_approvals": pending,
-        "agents": agents,
-        "artifacts": artifacts,
-    });
     // Left out when empty: a state with no read to note stays as it was.
     let (read_notes, left_out) = reads.notes();
-    if !read_notes.is_empty() {
-        state["read_notes"] = json!(read_notes);
+    CompactState {
+        prompts,
+        touched: files.into_iter().map(str::to_owned).collect(),
+        changed,
+        checks,
+        failures,
+        decisions,
+        pending_approvals: pending.to_vec(),
+        agents: agents.into_iter().collect(),
+        artifacts: artifacts.into_iter().collect(),
+        read_notes,
+        read_notes_left_out: (left_out > 0).then_some(left_out as u64),
+        rest: serde_json::Map::new(),
     }
-    if left_out > 0 {
-        state["read_notes_left_out"] = json!(left_out);
-    }
-    state
 }
 
 #[cfg(test)]
@@ -385,7 +385,7 @@ mod tests {
         let covered: Vec<&StoredEvent> = reads.iter().collect();
         let record = crate::claims::Record::of(&covered);
         let state = state(&covered, &[], &record);
-        assert_eq!(state["touched"], json!(["f2.txt", "f10.txt", "f1.txt"]));
+        assert_eq!(state.touched, ["f2.txt", "f10.txt", "f1.txt"]);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! another type) is kept whole as [`Compaction::Other`] and written back
 //! unchanged; fields a record has beyond the ones named here are kept too.
 //!
-//! Not here: when to compact or what the state holds (the runner's).
+//! Not here: when to compact (the runner's), the state's own fields
+//! (`compact_state`).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -94,7 +95,7 @@ pub struct PrunedCall {
 #[serde(default)]
 pub struct Compact {
     /// The structured state derived from the log.
-    pub state: Value,
+    pub state: crate::StateRecord,
     /// What the model is shown in place of the covered history.
     pub text: String,
     /// Groups of the history summarised.
@@ -196,14 +197,16 @@ mod tests {
         let prune = json!({"kind": "prune", "calls": [{"call_id": "c1", "artifact": "ab"}],
             "reclaimed_tokens": 40, "trigger": "soft_line", "pressure": 0.7, "window": 8192,
             "at_once": true});
-        let compact = json!({"kind": "compact", "state": {"goal": "x"}, "text": "so far",
+        let state = json!({"prompts": ["p"], "touched": [], "changed": [], "checks": [],
+            "failures": [], "decisions": [], "pending_approvals": [], "agents": [],
+            "artifacts": [], "goal": "x"});
+        let compact = json!({"kind": "compact", "state": state, "text": "so far",
             "groups_covered": 3, "groups_kept": 2, "tail_tokens": 900,
             "summary_check": {"outcome": "kept"}, "trigger": "hard_line", "pressure": 0.9,
             "window": 8192, "policy": {"soft": 0.6, "hard": 0.85, "target": 0.4,
             "tail_share": 0.3, "tail_max_tokens": 4000, "keep_groups": 2}, "later": [1]});
-        let older = json!({"kind": "compact", "state": {}, "text": "t"});
         let newer = json!({"kind": "fold", "whatever": 1});
-        for value in [prune, compact, older, newer] {
+        for value in [prune, compact, newer] {
             let read = Compaction::from(value.clone());
             assert_eq!(serde_json::to_value(&read).unwrap(), value, "{read:?}");
         }
@@ -212,6 +215,13 @@ mod tests {
             panic!("a bare prune is a prune")
         };
         assert!(!prune.at_once);
+        // A state missing fields reads them as empty (and is written so).
+        let Compaction::Compact(older) =
+            Compaction::from(json!({"kind": "compact", "state": {}, "text": "t"}))
+        else {
+            panic!("an older compaction is a compaction")
+        };
+        assert_eq!(older.state.typed().map(|s| s.prompts.len()), Some(0));
         assert!(matches!(
             Compaction::from(json!({"kind": "compact", "text": 3})),
             Compaction::Other(_)

@@ -14,6 +14,7 @@
 
 mod answered;
 mod artifact;
+mod compact_state;
 mod compaction;
 mod copy;
 mod event;
@@ -37,6 +38,7 @@ mod validate;
 
 pub use answered::{Answered, answered};
 pub use artifact::hash_hex;
+pub use compact_state::{CompactState, DecisionSeen, FailedCall, ReadNote, Receipt, StateRecord};
 pub use compaction::{Compact, CompactPolicy, Compaction, Prune, PrunedCall};
 pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};

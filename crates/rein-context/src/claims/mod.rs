@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use rein_sessions::{Event, StoredEvent, ToolStatus};
 use rein_wire::Revision;
 use rein_wire::permission::PermissionClass;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 mod claim;
 mod summary;
@@ -36,7 +36,7 @@ pub struct Record {
     /// Commands that ran, with their exit code.
     commands: Vec<(String, Option<i64>)>,
     /// The checks that ran (`check.ran`), as the state shows them.
-    receipts: Vec<Value>,
+    receipts: Vec<rein_sessions::Receipt>,
     /// Each file read, with what its reads showed (spaces collapsed, lower
     /// case), one entry a read.
     reads: BTreeMap<String, Vec<String>>,
@@ -92,15 +92,16 @@ impl Record {
                     passed,
                     revisions,
                     ..
-                } => record.receipts.push(json!({
-                    "command": command.join(" "),
-                    "expected": expected,
-                    "exit": exit,
-                    "passed": passed,
-                    "revisions": revisions,
-                    "seq": stored.seq,
-                    "at_ms": stored.at_ms,
-                })),
+                } => record.receipts.push(rein_sessions::Receipt {
+                    command: command.join(" "),
+                    expected: *expected,
+                    exit: *exit,
+                    passed: *passed,
+                    revisions: revisions.clone(),
+                    seq: stored.seq,
+                    at_ms: stored.at_ms,
+                    rest: serde_json::Map::new(),
+                }),
                 _ => {}
             }
         }
@@ -168,8 +169,8 @@ impl Record {
     }
 
     /// The state's part: the files changed and the checks' receipts.
-    pub fn state(&self) -> (Value, Value) {
-        (json!(self.revisions()), json!(self.receipts))
+    pub fn state(&self) -> (Vec<Revision>, Vec<rein_sessions::Receipt>) {
+        (self.revisions(), self.receipts.clone())
     }
 
     /// Whether `claimed` was changed: by a writing call, or named in a
@@ -201,12 +202,13 @@ impl Record {
         let called = |(name, arguments, ok): &(String, String, bool)| {
             *ok == passed && name == tool && arguments.contains(rest)
         };
-        self.receipts.iter().any(|r| {
-            r["passed"].as_bool() == Some(passed) && r["command"].as_str().is_some_and(same)
-        }) || self
-            .commands
+        self.receipts
             .iter()
-            .any(|(ran, exit)| (*exit == Some(0)) == passed && exit.is_some() && same(ran))
+            .any(|r| r.passed == passed && same(&r.command))
+            || self
+                .commands
+                .iter()
+                .any(|(ran, exit)| (*exit == Some(0)) == passed && exit.is_some() && same(ran))
             || self.ended.iter().any(called)
     }
 

@@ -585,7 +585,10 @@ async fn asked_and_found(
             Event::CompactionCreated {
                 summary: rein_sessions::Compaction::Compact(compact),
                 ..
-            } => rein_context::state_text::lines_found(&compact.state),
+            } => compact
+                .state
+                .typed()
+                .and_then(rein_context::state_text::lines_found),
             _ => None,
         })
         .map(|lines| format!("{lines}\n"))

@@ -209,7 +209,7 @@ impl Window {
                 from_seq,
                 to_seq,
                 summary: Compaction::Compact(Compact {
-                    state,
+                    state: rein_sessions::StateRecord::Typed(Box::new(state)),
                     text,
                     groups_covered: Some((groups.len() - tail) as u64),
                     groups_kept: Some(tail as u64),
