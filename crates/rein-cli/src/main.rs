@@ -524,7 +524,11 @@ fn read_input(file: &PathBuf) -> Result<Vec<u8>, AgentError> {
     result.map_err(|err| {
         AgentError::new(
             codes::INVALID_INPUT,
-            format!("cannot read {}: {err}", file.display()),
+            format!(
+                "cannot read {}: {}",
+                file.display(),
+                cli::output::io_reason(&err)
+            ),
         )
     })?;
     if body.len() as u64 > MAX_INPUT_BYTES {

@@ -684,27 +684,135 @@ fn a_chat_error_is_told_once() {
     );
 }
 
+/// Each command tried on a fresh home, in a form that ends by itself.
+const FRESH_HOME: &[&[&str]] = &[
+    &["chat", "--scripted", "-p", "hello"],
+    &["run", "graph.toml"],
+    &["worker"],
+    &["approve", "0000"],
+    &["say", "0000", "hi"],
+    &["stop", "0000"],
+    &["acp"],
+    &[
+        "agents",
+        "run",
+        "claude",
+        "--prompt",
+        "hi",
+        "--",
+        "no-such-program-here",
+    ],
+    &["agents", "attach", "0000"],
+    &["agents", "list"],
+    &["config", "show"],
+    &["config", "check"],
+    &["config", "trust", "."],
+    &["config", "schema"],
+    &["mcp", "list"],
+    &["mcp", "serve"],
+    &["memory", "add", "I prefer tabs"],
+    &["memory", "list"],
+    &["memory", "show", "mem_1"],
+    &["memory", "search", "tabs"],
+    &["memory", "forget", "mem_1"],
+    &["memory", "export"],
+    &["memory", "history"],
+    &[
+        "store",
+        "copy",
+        "--from",
+        "sqlite:a.db",
+        "--to",
+        "sqlite:b.db",
+    ],
+    &["sessions", "list"],
+    &["sessions", "show", "0000"],
+    &["sessions", "tree", "0000"],
+    &["sessions", "export", "0000"],
+    &["sessions", "import", "missing.jsonl"],
+    &["trace", "report", "0000"],
+    &["wire", "decode", "--api", "anthropic", "-"],
+];
+
+/// Every subcommand `rein --help` lists is in [`FRESH_HOME`], but `serve`,
+/// which serves until stopped ([`serve_starts_on_a_home_that_does_not_exist_yet`]).
+#[test]
+fn every_listed_command_is_tried_on_a_fresh_home() {
+    let commands = FRESH_HOME;
+    for (command, subcommands) in subcommands() {
+        let tried = |words: &[&str]| {
+            commands
+                .iter()
+                .any(|c| c[0] == command && (words.is_empty() || c.get(1) == Some(&words[0])))
+        };
+        if command == "serve" {
+            continue;
+        }
+        if subcommands.is_empty() {
+            assert!(tried(&[]), "`rein {command}` is not tried on a fresh home");
+        }
+        for sub in subcommands {
+            assert!(
+                tried(&[&sub]),
+                "`rein {command} {sub}` is not tried on a fresh home"
+            );
+        }
+    }
+}
+
 /// Every command on a home that does not exist yet, in an empty folder:
 /// each works or says what to do with a stable code — never the store's
-/// own words (`unable to open database file`).
+/// or the system's own words (`unable to open database file`, `os error 2`).
+/// `rein serve` on a fresh home, in an empty folder: it serves (its login
+/// link printed), and is stopped.
+#[test]
+fn serve_starts_on_a_home_that_does_not_exist_yet() {
+    use std::io::BufRead;
+    let folder = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .arg("--home")
+        .arg(folder.path().join("not").join("yet"))
+        .args(["serve", "--scripted"])
+        .current_dir(folder.path())
+        .env_remove("REIN_HOME")
+        .env_remove("REIN_STORE")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut said = Vec::new();
+    // Bounded: a serve that neither serves nor ends fails here.
+    while let Ok(line) = heard.recv_timeout(std::time::Duration::from_secs(60)) {
+        let serving = line.starts_with("open http://127.0.0.1:");
+        said.push(line);
+        if serving {
+            break;
+        }
+    }
+    let served = child.try_wait().unwrap().is_none()
+        && said.iter().any(|l| l.starts_with("open http://127.0.0.1:"));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(served, "rein serve did not serve on a fresh home: {said:?}");
+}
+
+/// Every subcommand is tried ([`FRESH_HOME`]).
 #[test]
 fn every_command_works_on_a_home_that_does_not_exist_yet() {
-    let commands: &[&[&str]] = &[
-        &["memory", "add", "I prefer tabs"],
-        &["memory", "list"],
-        &["memory", "search", "tabs"],
-        &["sessions", "list"],
-        &["config", "show"],
-        &["config", "check"],
-        &["mcp", "list"],
-        &["agents", "list"],
-        &["sessions", "show", "0000"],
-        &["approve", "0000"],
-        &["say", "0000", "hi"],
-        &["stop", "0000"],
-        &["chat", "--scripted", "-p", "hello"],
-    ];
-    for command in commands {
+    for command in FRESH_HOME {
         let folder = tempfile::tempdir().unwrap();
         let home = folder.path().join("not").join("yet");
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
@@ -716,6 +824,7 @@ fn every_command_works_on_a_home_that_does_not_exist_yet() {
             .env_remove("REIN_STORE")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
         let said = format!(
@@ -723,19 +832,71 @@ fn every_command_works_on_a_home_that_does_not_exist_yet() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        for raw in ["database", "sqlite", "(code:", "os error"] {
+        for raw in [
+            "unable to open database",
+            "database disk",
+            "sqlite3",
+            "(code:",
+            "os error",
+        ] {
             assert!(
                 !said.to_lowercase().contains(raw),
                 "`rein {}` on a fresh home said the store's words: {said}",
                 command.join(" ")
             );
         }
+        if command[0] == "store" {
+            assert!(
+                !folder.path().join("a.db").exists(),
+                "a store to copy from named wrong is said, never made empty"
+            );
+        }
         if !out.status.success() {
             assert!(
-                said.contains("error[session_not_found]"),
-                "`rein {}` on a fresh home failed without saying what to do: {said}",
+                stable_code(&said),
+                "`rein {}` on a fresh home failed without a stable code: {said}",
                 command.join(" ")
             );
         }
     }
+}
+
+/// Whether `said` names an error by its stable code (`error[snake_case]`).
+fn stable_code(said: &str) -> bool {
+    said.split("error[").skip(1).any(|rest| {
+        rest.split_once(']').is_some_and(|(code, _)| {
+            !code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        })
+    })
+}
+
+/// Each command `rein --help` lists (but `help`), with the subcommands its
+/// own help lists.
+fn subcommands() -> Vec<(String, Vec<String>)> {
+    let listed = |args: &[&str]| -> Vec<String> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout).into_owned();
+        let Some((_, rest)) = help.split_once("Commands:\n") else {
+            return Vec::new();
+        };
+        rest.lines()
+            .take_while(|l| l.starts_with("  "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|name| *name != "help")
+            .map(str::to_owned)
+            .collect()
+    };
+    let commands = listed(&[]);
+    assert!(commands.len() > 10, "{commands:?}");
+    commands
+        .into_iter()
+        .map(|c| {
+            let subs = listed(&[&c]);
+            (c, subs)
+        })
+        .collect()
 }

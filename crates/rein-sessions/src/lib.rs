@@ -45,7 +45,7 @@ pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolS
 pub use holder::ProcessMark;
 pub use inbox::{Folded, InboxEntry, InboxItem, TakenDecision, fold};
 pub use memory::MemoryStore;
-pub use open::open_url;
+pub use open::{open_url, sqlite_path};
 #[cfg(feature = "postgres")]
 pub use postgres::{Claim, ClaimedTask, PgStore, TaskResult, WorkQueue, redact};
 pub use projection::{history, started_turn};

@@ -14,6 +14,12 @@ use rein_wire::{AgentError, error::codes};
 
 use crate::Store;
 
+/// The file a `sqlite:` URL names (`None`: another kind of store).
+pub fn sqlite_path(url: &str) -> Option<&str> {
+    url.strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+}
+
 /// Open the store `url` names.
 pub async fn open_url(url: &str) -> Result<Arc<dyn Store>, AgentError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -25,10 +31,7 @@ pub async fn open_url(url: &str) -> Result<Arc<dyn Store>, AgentError> {
             "this rein was built without the PostgreSQL store (feature `postgres`)",
         ));
     }
-    if let Some(path) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    {
+    if let Some(path) = sqlite_path(url) {
         #[cfg(feature = "sqlite")]
         return Ok(Arc::new(crate::SqliteStore::open(path).await?));
         #[cfg(not(feature = "sqlite"))]

@@ -79,7 +79,10 @@ pub struct RunOptions {
 fn io_error(err: std::io::Error) -> AgentError {
     AgentError::new(
         codes::INVALID_INPUT,
-        format!("cannot read the graph file: {err}"),
+        format!(
+            "cannot read the graph file: {}",
+            super::output::io_reason(&err)
+        ),
     )
 }
 
@@ -107,7 +110,17 @@ pub async fn run(
     out: &mut impl Write,
     info: &mut (impl Write + Send),
 ) -> Result<(), AgentError> {
-    // The agents first: nothing is recorded for a run that cannot start.
+    // The graph file read and checked first (a file named wrong is said
+    // before anything about providers), then the agents: nothing is
+    // recorded for a run that cannot start.
+    let fresh = match (&options.resume, &options.file) {
+        (None, Some(file)) => {
+            let spec = read_graph(file)?;
+            let graph = spec.clone().check()?;
+            Some((spec, graph))
+        }
+        _ => None,
+    };
     let root_dir = super::session_root::absolute(options.root.as_deref())?;
     let mut flags = options.provider.spec();
     flags.instructions = options.system.clone();
@@ -129,7 +142,7 @@ pub async fn run(
         graph,
         done,
         entries,
-    } = open_graph(&options, &store).await?;
+    } = open_graph(&options, fresh, &store).await?;
     announce(info, &record, &graph, done.len())?;
     check_agents(&graph, &surface)?;
     // The tasks share a blackboard (as it was, on a resume); every write
@@ -295,17 +308,18 @@ struct Opened {
 
 /// The graph to run and its record: a new one from the file (checked
 /// before anything is recorded), or one resumed with what it kept.
-async fn open_graph(options: &RunOptions, store: &Arc<dyn Store>) -> Result<Opened, AgentError> {
-    let (record, graph, done, entries) = match (&options.resume, &options.file) {
+async fn open_graph(
+    options: &RunOptions,
+    fresh: Option<(GraphSpec, Graph)>,
+    store: &Arc<dyn Store>,
+) -> Result<Opened, AgentError> {
+    let (record, graph, done, entries) = match (&options.resume, fresh) {
         (Some(session), _) => {
             let (record, resumed) = GraphRecord::resume(store.clone(), session).await?;
             let graph = resumed.spec.check()?;
             (record, graph, resumed.done, resumed.blackboard)
         }
-        (None, Some(file)) => {
-            let spec = read_graph(file)?;
-            // Checked before anything is recorded or runs.
-            let graph = spec.clone().check()?;
+        (None, Some((spec, graph))) => {
             let record = GraphRecord::create(store.clone(), &spec).await?;
             (record, graph, Default::default(), Default::default())
         }

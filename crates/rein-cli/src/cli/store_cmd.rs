@@ -29,6 +29,15 @@ pub enum StoreCommand {
 pub async fn run(command: StoreCommand, out: &mut impl Write) -> Result<(), AgentError> {
     match command {
         StoreCommand::Copy { from, to } => {
+            // A source named wrong is said, never made as an empty store.
+            if let Some(path) = rein::sessions::sqlite_path(&from)
+                && !std::path::Path::new(path).exists()
+            {
+                return Err(AgentError::new(
+                    rein::wire::error::codes::INVALID_INPUT,
+                    format!("there is no store at {path} to copy from"),
+                ));
+            }
             let source = rein::sessions::open_url(&from).await?;
             let target = rein::sessions::open_url(&to).await?;
             let copied = rein::sessions::copy(source.as_ref(), target.as_ref()).await?;

@@ -1,5 +1,7 @@
 //! Python programs from PyPI for the tests, pinned, each in a virtualenv of
-//! its own under the target folder, installed on first use.
+//! its own under the target folder, installed on first use — by one test
+//! process at a time (a file lock: nextest runs tests as processes side by
+//! side, and two making one virtualenv at once broke each other's pip).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,7 +10,12 @@ use std::process::Command;
 /// made again when an install was cut short): the path of its program
 /// `bin` (`python`, `schemathesis`, …).
 pub fn venv(name: &str, pinned: &[&str], bin: &str) -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let lock = std::fs::File::create(tmp.join(format!("{name}.lock"))).unwrap();
+    // Held until this returns: another process waits, then finds it made.
+    lock.lock().unwrap();
+    let venv = tmp.join(name);
     let installed = venv.join(".installed");
     if !installed.exists() {
         let _ = std::fs::remove_dir_all(&venv);

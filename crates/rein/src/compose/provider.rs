@@ -89,7 +89,7 @@ pub fn resolve_or_explain(spec: &AgentSpec, verb: &str) -> Result<Resolved, Agen
     resolve(spec)?.ok_or_else(|| {
         AgentError::new(
             codes::MISSING_API_KEY,
-            format!("no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or {verb} with --scripted"),
+            format!("no provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, give --base-url, or run `rein {verb} --scripted`"),
         )
     })
 }
