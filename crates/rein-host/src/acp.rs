@@ -14,21 +14,18 @@
 //! Not here: what a message means (`acp_stream.rs`), the loop every
 //! hosted kind shares (`driver.rs`).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use rein_wire::AgentError;
 use serde_json::{Value, json};
 use tokio::process::Child;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp_stream::AcpStream;
 use crate::child::{Driven, HostSpec};
 use crate::driver::{Adapter, Next, Taking, drive_with};
 use crate::heard::Mouth;
-use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
+use crate::jsonrpc::{self, Exchange, Heard, Incoming, METHOD_NOT_FOUND};
 use crate::person::{Person, Question, Verdict};
 use crate::progress::Progress;
 use crate::record::Recorder;
@@ -68,8 +65,7 @@ pub async fn drive_acp(
         reducer,
         cwd: spec.cwd.display().to_string(),
         prompt,
-        connection: None,
-        prompting: None,
+        exchange: None,
         answer: None,
     };
     let taking = Taking {
@@ -79,18 +75,13 @@ pub async fn drive_acp(
     drive_with(&mut kind, spec, recorder, show, stop, taking).await
 }
 
-/// The prompt's exchange, under way.
-type Prompting = Pin<Box<dyn Future<Output = Result<Value, jsonrpc::RpcError>> + Send>>;
-
 /// An ACP agent's run as the loop drives it.
 struct Acp<'r> {
     reducer: &'r mut AcpStream,
     cwd: String,
     prompt: String,
-    /// Its side of the connection, and what it sends.
-    connection: Option<(jsonrpc::Peer, mpsc::Receiver<Incoming>)>,
-    /// The prompt's exchange, until it is answered.
-    prompting: Option<Prompting>,
+    /// The connection; the prompt's exchange its opening.
+    exchange: Option<Exchange<Result<Value, jsonrpc::RpcError>>>,
     /// The prompt's answer, fed once what arrived before it was.
     answer: Option<Value>,
 }
@@ -108,33 +99,32 @@ impl Adapter for Acp<'_> {
     }
 
     async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, AgentError> {
-        let (peer, incoming) = jsonrpc::over_stdio(child)?;
-        let prompt = std::mem::take(&mut self.prompt);
-        self.prompting = Some(Box::pin(prompted(peer.clone(), self.cwd.clone(), prompt)));
-        self.connection = Some((peer, incoming));
+        let (cwd, prompt) = (self.cwd.clone(), std::mem::take(&mut self.prompt));
+        self.exchange = Some(Exchange::start(child, |peer| prompted(peer, cwd, prompt))?);
         Ok(None)
     }
 
     async fn next(&mut self) -> Next<Self::Ticket> {
-        let Some((peer, incoming)) = self.connection.as_mut() else {
+        let Some(exchange) = self.exchange.as_mut() else {
             self.reducer.stream_ended();
             return Next::Over;
         };
-        let next = match self.prompting.as_mut() {
-            Some(prompting) => tokio::select! {
-                answered = prompting => {
-                    self.prompting = None;
+        let next = if self.answer.is_some() {
+            exchange.arrived()
+        } else {
+            match exchange.next().await {
+                Heard::Opened(answered) => {
                     self.answer = Some(match answered {
                         Ok(result) => json!({"result": result}),
                         Err(e) => json!({"error": {"message": e.to_string()}}),
                     });
                     // What arrived before the answer is read first.
-                    incoming.try_recv().ok()
+                    exchange.arrived()
                 }
-                next = incoming.recv() => next,
-            },
-            None => incoming.try_recv().ok(),
+                Heard::Message(next) => next,
+            }
         };
+        let peer = &exchange.peer;
         match next {
             Some(Incoming::Notification { method, params }) => {
                 let message = json!({"method": method, "params": params});
@@ -176,8 +166,10 @@ impl Adapter for Acp<'_> {
             let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
             self.reducer.refused(&call);
         }
-        if let Some((peer, _)) = &self.connection {
-            peer.respond(id, permission_outcome(&params, allow));
+        if let Some(exchange) = &self.exchange {
+            exchange
+                .peer
+                .respond(id, permission_outcome(&params, allow));
         }
     }
 

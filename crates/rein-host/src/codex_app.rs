@@ -23,13 +23,10 @@
 //! kind shares (`driver.rs`), deciding (`asks.rs`).
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 
 use rein_wire::AgentError;
 use serde_json::{Value, json};
 use tokio::process::Child;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::AcpAsk;
@@ -37,7 +34,7 @@ use crate::child::{Driven, HostSpec};
 use crate::codex::CodexStream;
 use crate::driver::{Adapter, Next, Taking, drive_with};
 use crate::heard::Mouth;
-use crate::jsonrpc::{self, Incoming, METHOD_NOT_FOUND};
+use crate::jsonrpc::{self, Exchange, Heard, Incoming, METHOD_NOT_FOUND};
 use crate::person::{Question, Verdict};
 use crate::progress::{Progress, clean_value, relative_path};
 use crate::record::Recorder;
@@ -240,8 +237,7 @@ pub async fn drive_codex_app(
         reducer,
         cwd: spec.cwd.display().to_string(),
         prompt,
-        connection: None,
-        starting: None,
+        exchange: None,
         records: ExecRecords::default(),
     };
     let taking = Taking {
@@ -251,18 +247,14 @@ pub async fn drive_codex_app(
     drive_with(&mut kind, spec, recorder, show, stop, taking).await
 }
 
-/// The request's exchange, under way: the thread's id and the turn's.
-type Starting = Pin<Box<dyn Future<Output = Result<(Value, Value), String>> + Send>>;
-
 /// Codex's app server's run as the loop drives it.
 struct CodexApp<'r> {
     reducer: &'r mut CodexStream,
     cwd: String,
     prompt: String,
-    /// Its side of the connection, and what it sends.
-    connection: Option<(jsonrpc::Peer, mpsc::Receiver<Incoming>)>,
-    /// The handshake and the turn's start, until they are answered.
-    starting: Option<Starting>,
+    /// The connection; the handshake and the turn's start its opening
+    /// (the thread's id and the turn's).
+    exchange: Option<Exchange<Result<(Value, Value), String>>>,
     records: ExecRecords,
 }
 
@@ -280,34 +272,29 @@ impl Adapter for CodexApp<'_> {
     }
 
     async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, AgentError> {
-        let (peer, incoming) = jsonrpc::over_stdio(child)?;
-        let prompt = std::mem::take(&mut self.prompt);
-        self.starting = Some(Box::pin(started(peer.clone(), self.cwd.clone(), prompt)));
-        self.connection = Some((peer, incoming));
+        let (cwd, prompt) = (self.cwd.clone(), std::mem::take(&mut self.prompt));
+        self.exchange = Some(Exchange::start(child, |peer| started(peer, cwd, prompt))?);
         Ok(None)
     }
 
     async fn next(&mut self) -> Next<Self::Ticket> {
-        let Some((peer, incoming)) = self.connection.as_mut() else {
+        let Some(exchange) = self.exchange.as_mut() else {
             self.reducer.stream_ended();
             return Next::Over;
         };
-        let next = match self.starting.as_mut() {
-            Some(starting) => tokio::select! {
-                done = starting => {
-                    self.starting = None;
-                    return match done {
-                        Ok((thread, turn)) => Next::Hears(Mouth::Steer { peer: peer.clone(), thread, turn }),
-                        Err(e) => {
-                            self.reducer.framing_error(&format!("codex app-server refused the request: {e}"));
-                            Next::Over
-                        }
-                    };
-                }
-                next = incoming.recv() => next,
-            },
-            None => incoming.recv().await,
+        let next = match exchange.next().await {
+            Heard::Opened(Ok((thread, turn))) => {
+                let peer = exchange.peer.clone();
+                return Next::Hears(Mouth::Steer { peer, thread, turn });
+            }
+            Heard::Opened(Err(e)) => {
+                self.reducer
+                    .framing_error(&format!("codex app-server refused the request: {e}"));
+                return Next::Over;
+            }
+            Heard::Message(next) => next,
         };
+        let peer = &exchange.peer;
         match next {
             Some(Incoming::Notification { method, params }) => {
                 if let Some(record) = self.records.record(&method, &params) {
@@ -346,8 +333,8 @@ impl Adapter for CodexApp<'_> {
             Verdict::Deny => "decline",
             Verdict::Cancel => "cancel",
         };
-        if let Some((peer, _)) = &self.connection {
-            peer.respond(id, json!({"decision": decision}));
+        if let Some(exchange) = &self.exchange {
+            exchange.peer.respond(id, json!({"decision": decision}));
         }
     }
 

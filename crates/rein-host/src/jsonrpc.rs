@@ -189,20 +189,68 @@ pub fn connect(
     (peer, incoming, reading)
 }
 
-/// A peer on a started program's stdio (an ACP agent, Codex's app
-/// server), and what it sends; the reading task runs for the
-/// connection's length.
-pub(crate) fn over_stdio(
-    child: &mut tokio::process::Child,
-) -> Result<(Peer, mpsc::Receiver<Incoming>), rein_wire::AgentError> {
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(rein_wire::AgentError::new(
-            rein_wire::error::codes::INTERNAL,
-            "the program's stdio was not piped",
-        ));
-    };
-    let (peer, incoming, _reading) = connect(stdout, stdin, MAX_MESSAGE_BYTES);
-    Ok((peer, incoming))
+/// A program spoken to over JSON-RPC on its stdio (an ACP agent, Codex's
+/// app server): the peer, what it sends, and the opening exchange (the
+/// handshake and the request) while it is under way.
+pub(crate) struct Exchange<T> {
+    /// Its side of the connection.
+    pub(crate) peer: Peer,
+    incoming: mpsc::Receiver<Incoming>,
+    opening: Option<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>>,
+}
+
+/// What an [`Exchange`] heard next.
+pub(crate) enum Heard<T> {
+    /// The opening exchange ended so.
+    Opened(T),
+    /// A message (`None`: the program closed its side).
+    Message(Option<Incoming>),
+}
+
+impl<T> Exchange<T> {
+    /// Connect to `child`'s stdio and begin `opening` on the peer.
+    pub(crate) fn start<F>(
+        child: &mut tokio::process::Child,
+        opening: impl FnOnce(Peer) -> F,
+    ) -> Result<Self, rein_wire::AgentError>
+    where
+        F: std::future::Future<Output = T> + Send + 'static,
+    {
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(rein_wire::AgentError::new(
+                rein_wire::error::codes::INTERNAL,
+                "the program's stdio was not piped",
+            ));
+        };
+        // The reading task runs for the connection's length.
+        let (peer, incoming, _reading) = connect(stdout, stdin, MAX_MESSAGE_BYTES);
+        let opening = Box::pin(opening(peer.clone()));
+        Ok(Exchange {
+            peer,
+            incoming,
+            opening: Some(opening),
+        })
+    }
+
+    /// The opening's end or the next message, whichever comes first.
+    /// Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Heard<T> {
+        match self.opening.as_mut() {
+            Some(opening) => tokio::select! {
+                opened = opening => {
+                    self.opening = None;
+                    Heard::Opened(opened)
+                }
+                next = self.incoming.recv() => Heard::Message(next),
+            },
+            None => Heard::Message(self.incoming.recv().await),
+        }
+    }
+
+    /// A message that arrived already, if one did.
+    pub(crate) fn arrived(&mut self) -> Option<Incoming> {
+        self.incoming.try_recv().ok()
+    }
 }
 
 impl Peer {
