@@ -34,9 +34,8 @@ pub(crate) async fn conclude(
             } => compact
                 .summary_check
                 .as_ref()?
-                .get("outcome")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
+                .typed()
+                .map(|check| check.outcome.as_str().to_owned()),
             _ => None,
         })
         .collect();

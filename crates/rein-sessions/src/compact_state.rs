@@ -1,11 +1,13 @@
-//! The state a compaction derives from the history it covers, as
-//! `compaction.created` records it (its `state`): the person's words, the
+//! What a compaction records beside its text, typed: the state it derives
+//! from the history it covers (its `state`) — the person's words, the
 //! files touched and changed, the checks run, the calls that failed, the
 //! person's decisions, what still waits, the sub-agents, the results set
-//! aside, and notes on what each read showed — typed, and read from the
-//! same JSON every earlier build wrote (a field missing is read as empty,
-//! and written so; fields beyond these are kept). A state this build cannot read as one is kept
-//! whole ([`StateRecord::Kept`]) and written back unchanged.
+//! aside, and notes on what each read showed — and how the model's summary
+//! was checked against the log (its `summary_check`, [`SummaryCheck`]).
+//! Both read from the same JSON every earlier build wrote (a field missing
+//! is read as empty, and written so; fields beyond these are kept). A part
+//! this build cannot read is kept whole ([`Recorded::Kept`]) and written
+//! back unchanged, so the compaction itself still applies.
 //!
 //! Not here: deriving it from the log or rendering it for the model
 //! (`rein-context`).
@@ -13,28 +15,87 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// A compaction's state: typed where this build reads it, else kept.
+/// A part of a compaction's record: typed where this build reads it, else
+/// kept as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum StateRecord {
-    /// Read (boxed: a record is mostly moved, its state rarely read).
-    Typed(Box<CompactState>),
+pub enum Recorded<T> {
+    /// Read (boxed: a record is mostly moved, its parts rarely read).
+    Typed(Box<T>),
     /// Kept as recorded.
     Kept(Value),
 }
 
-impl Default for StateRecord {
+impl<T: Default> Default for Recorded<T> {
     fn default() -> Self {
-        StateRecord::Typed(Box::default())
+        Recorded::Typed(Box::default())
     }
 }
 
-impl StateRecord {
-    /// The state, where this build reads it.
-    pub fn typed(&self) -> Option<&CompactState> {
+impl<T> Recorded<T> {
+    /// The part, where this build reads it.
+    pub fn typed(&self) -> Option<&T> {
         match self {
-            StateRecord::Typed(state) => Some(state),
-            StateRecord::Kept(_) => None,
+            Recorded::Typed(part) => Some(part),
+            Recorded::Kept(_) => None,
+        }
+    }
+}
+
+/// How the model's summary of a compaction was checked against the log.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SummaryCheck {
+    /// What was asked for (`record`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<String>,
+    /// What became of it.
+    pub outcome: SummaryOutcome,
+    /// The claims the first answer made that the log does not back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<String>,
+    /// The claims the second answer still made (it was dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub again: Vec<String>,
+    /// The record kept (the summary's own fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<Value>,
+    /// Items said twice and kept once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated_items: Option<u64>,
+    /// The output limit stopped the answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_off: bool,
+    /// How the record was asked for (`structured_output`, `instructions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<String>,
+    /// Fields of a later build, kept.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// What became of the model's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryOutcome {
+    /// The first answer was backed by the log, and kept.
+    #[default]
+    Kept,
+    /// The second answer, after the first was refused, was kept.
+    Rewritten,
+    /// Both were refused: the state stands alone.
+    Dropped,
+    /// The model call failed: the state stands alone.
+    CallFailed,
+}
+
+impl SummaryOutcome {
+    /// Its recorded word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryOutcome::Kept => "kept",
+            SummaryOutcome::Rewritten => "rewritten",
+            SummaryOutcome::Dropped => "dropped",
+            SummaryOutcome::CallFailed => "call_failed",
         }
     }
 }
@@ -159,7 +220,7 @@ mod tests {
             "read_notes": [{"path": "a.py", "saw": ["def f():"]}], "read_notes_left_out": 2,
             "later": {"field": 1},
         });
-        let read: StateRecord = serde_json::from_value(written.clone()).unwrap();
+        let read: Recorded<CompactState> = serde_json::from_value(written.clone()).unwrap();
         let state = read.typed().expect("typed");
         assert_eq!(state.checks[0].exit, Some(1));
         assert_eq!(state.failures[0].tool, None);
@@ -168,9 +229,29 @@ mod tests {
     }
 
     #[test]
+    fn each_summary_check_a_build_writes_reads_typed_and_writes_back_the_same() {
+        for written in [
+            json!({"form": "record", "outcome": "kept", "record": {"goal": "g"},
+                   "repeated_items": 2, "asked_by": "instructions"}),
+            json!({"form": "record", "outcome": "rewritten", "rejected": ["x"],
+                   "record": {"goal": "g"}, "cut_off": true, "asked_by": "structured_output"}),
+            json!({"form": "record", "outcome": "dropped", "rejected": ["x"], "again": ["y"]}),
+            json!({"form": "record", "outcome": "call_failed", "asked_by": "instructions"}),
+        ] {
+            let read: Recorded<SummaryCheck> = serde_json::from_value(written.clone()).unwrap();
+            assert!(read.typed().is_some(), "{written}");
+            assert_eq!(serde_json::to_value(&read).unwrap(), written);
+        }
+        let later = json!({"outcome": "weighed", "by": "a later build"});
+        let read: Recorded<SummaryCheck> = serde_json::from_value(later.clone()).unwrap();
+        assert!(read.typed().is_none());
+        assert_eq!(serde_json::to_value(&read).unwrap(), later);
+    }
+
+    #[test]
     fn a_state_this_build_cannot_read_is_kept_whole() {
         let odd = json!({"prompts": "not a list", "touched": 3});
-        let read: StateRecord = serde_json::from_value(odd.clone()).unwrap();
+        let read: Recorded<CompactState> = serde_json::from_value(odd.clone()).unwrap();
         assert!(read.typed().is_none());
         assert_eq!(serde_json::to_value(&read).unwrap(), odd);
     }

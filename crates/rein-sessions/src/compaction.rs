@@ -95,7 +95,7 @@ pub struct PrunedCall {
 #[serde(default)]
 pub struct Compact {
     /// The structured state derived from the log.
-    pub state: crate::StateRecord,
+    pub state: crate::Recorded<crate::CompactState>,
     /// What the model is shown in place of the covered history.
     pub text: String,
     /// Groups of the history summarised.
@@ -109,7 +109,7 @@ pub struct Compact {
     pub tail_tokens: Option<u64>,
     /// How the model's summary was checked against the log.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary_check: Option<Value>,
+    pub summary_check: Option<crate::Recorded<crate::SummaryCheck>>,
     /// What set it off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,

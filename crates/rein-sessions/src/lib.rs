@@ -38,7 +38,10 @@ mod validate;
 
 pub use answered::{Answered, answered};
 pub use artifact::hash_hex;
-pub use compact_state::{CompactState, DecisionSeen, FailedCall, ReadNote, Receipt, StateRecord};
+pub use compact_state::{
+    CompactState, DecisionSeen, FailedCall, ReadNote, Receipt, Recorded, SummaryCheck,
+    SummaryOutcome,
+};
 pub use compaction::{Compact, CompactPolicy, Compaction, Prune, PrunedCall};
 pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};

@@ -11,11 +11,12 @@
 use futures::StreamExt;
 use rein_sessions::StoredEvent;
 use rein_wire::{Assembler, OutputSchema, Request, StopReason, SystemBlock};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::agent::Agent;
 use rein_context::claims::{Claim, Record, Summary};
 use rein_context::project::project;
+use rein_sessions::{SummaryCheck, SummaryOutcome};
 
 /// The model's summary record of `transcript`, checked against the log:
 /// an answer that is not a record, or a record that claims what the log
@@ -30,16 +31,28 @@ pub(super) async fn checked(
     transcript: &str,
     record: &Record,
     window: u64,
-) -> (String, Value) {
+) -> (String, SummaryCheck) {
     let (text, mut outcome) = asked_and_judged(agent, transcript, record, window).await;
     // Which way the record was asked: the API's structured output, or the
     // schema in the instructions.
-    outcome["asked_by"] = json!(if agent.provider.capabilities().structured_output {
-        "structured_output"
-    } else {
-        "instructions"
-    });
+    outcome.asked_by = Some(
+        if agent.provider.capabilities().structured_output {
+            "structured_output"
+        } else {
+            "instructions"
+        }
+        .to_owned(),
+    );
     (text, outcome)
+}
+
+/// A check that ended `outcome`, of a record asked for.
+fn check(outcome: SummaryOutcome) -> SummaryCheck {
+    SummaryCheck {
+        form: Some("record".to_owned()),
+        outcome,
+        ..SummaryCheck::default()
+    }
 }
 
 async fn asked_and_judged(
@@ -47,15 +60,12 @@ async fn asked_and_judged(
     transcript: &str,
     record: &Record,
     window: u64,
-) -> (String, Value) {
+) -> (String, SummaryCheck) {
     let Some(first) = summarise(agent, transcript, None, window).await else {
-        return (
-            String::new(),
-            json!({"form": "record", "outcome": "call_failed"}),
-        );
+        return (String::new(), check(SummaryOutcome::CallFailed));
     };
     let rejected = match first.judged(record) {
-        Ok(judged) => return kept(judged, json!({"outcome": "kept"}), &first),
+        Ok(judged) => return kept(judged, check(SummaryOutcome::Kept), &first),
         Err(claims) => claims,
     };
     let note = format!(
@@ -65,13 +75,18 @@ async fn asked_and_judged(
     let described =
         |claims: &[Claim]| -> Vec<String> { claims.iter().map(Claim::describe).collect() };
     let Some(second) = summarise(agent, transcript, Some(&note), window).await else {
-        let outcome =
-            json!({"form": "record", "outcome": "call_failed", "rejected": described(&rejected)});
+        let outcome = SummaryCheck {
+            rejected: described(&rejected),
+            ..check(SummaryOutcome::CallFailed)
+        };
         return (String::new(), outcome);
     };
     match second.judged(record) {
         Ok(judged) => {
-            let outcome = json!({"outcome": "rewritten", "rejected": described(&rejected)});
+            let outcome = SummaryCheck {
+                rejected: described(&rejected),
+                ..check(SummaryOutcome::Rewritten)
+            };
             kept(judged, outcome, &second)
         }
         Err(again) => {
@@ -79,15 +94,12 @@ async fn asked_and_judged(
                 claims = again.len(),
                 "the summary still claims what the log does not show; compacting with the state alone"
             );
-            let mut outcome = json!({
-                "form": "record",
-                "outcome": "dropped",
-                "rejected": described(&rejected),
-                "again": described(&again),
-            });
-            if second.cut_off {
-                outcome["cut_off"] = json!(true);
-            }
+            let outcome = SummaryCheck {
+                rejected: described(&rejected),
+                again: described(&again),
+                cut_off: second.cut_off,
+                ..check(SummaryOutcome::Dropped)
+            };
             (String::new(), outcome)
         }
     }
@@ -123,16 +135,18 @@ impl Answer {
 
 /// A kept record's text, and `outcome` with the record and what tidying
 /// took out of it.
-fn kept(judged: (Summary, usize), mut outcome: Value, answer: &Answer) -> (String, Value) {
+fn kept(
+    judged: (Summary, usize),
+    outcome: SummaryCheck,
+    answer: &Answer,
+) -> (String, SummaryCheck) {
     let (summary, repeated) = judged;
-    outcome["form"] = json!("record");
-    outcome["record"] = json!(summary);
-    if repeated > 0 {
-        outcome["repeated_items"] = json!(repeated);
-    }
-    if answer.cut_off {
-        outcome["cut_off"] = json!(true);
-    }
+    let outcome = SummaryCheck {
+        record: Some(json!(summary)),
+        repeated_items: (repeated > 0).then_some(repeated as u64),
+        cut_off: answer.cut_off,
+        ..outcome
+    };
     (summary.text(), outcome)
 }
 
