@@ -75,6 +75,7 @@ fn an_acp_agent_writes_only_after_the_person_says_yes() {
     // other surface until the run's limit, and nothing is written.
     let out = run_acp_for(home.path(), work.path(), "write third.txt", b"", "3");
     let stderr = common::stderr(&out);
+    assert!(stderr.contains("no answer here"), "{stderr}");
     assert!(stderr.contains("time limit"), "{stderr}");
     assert!(!work.path().join("third.txt").exists());
 

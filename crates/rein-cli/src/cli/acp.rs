@@ -110,6 +110,12 @@ fn read_answer(question: &Question) -> Option<Answer> {
         let _ = err.flush();
         line.clear();
         if stdin.lock().read_line(&mut line).ok()? == 0 {
+            // Nobody can answer here: say where it can be, and what
+            // happens when nobody does.
+            let _ = writeln!(
+                err,
+                "\n[rein] no answer here (the input is closed): `rein approve` from another terminal decides it; if nobody does, it is refused at the run's time limit"
+            );
             return None;
         }
         if !matches!(line.trim(), "d" | "D") {
