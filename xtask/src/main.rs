@@ -372,7 +372,7 @@ fn examples() -> Result<()> {
                 "--locked",
                 "-q",
                 "-p",
-                "rein",
+                "rein-harness",
                 "--features",
                 "testing",
             ])

@@ -254,8 +254,8 @@ pub fn write() -> Result<()> {
 }
 
 /// Fail when the floors diagram is not the one the code gives, the code
-/// map misses a file or names one that is gone, or the README's crate map
-/// misses a crate.
+/// map misses a file or names one that is gone, or the crate table misses
+/// a crate.
 pub fn check() -> Result<()> {
     let crates = crates()?;
     let doc = std::fs::read_to_string(ARCHITECTURE).context("cannot read the architecture")?;
@@ -278,10 +278,12 @@ pub fn check() -> Result<()> {
         })
         .collect();
     let mut faults = unmapped(&doc, &dirs);
-    let readme = std::fs::read_to_string("README.md").context("cannot read the README")?;
     for c in &crates {
-        if !readme.contains(&format!("| `{}` |", c.name)) {
-            faults.push(format!("the README's crate map does not list {}", c.name));
+        if !doc.contains(&format!("| `{}` |", c.name)) {
+            faults.push(format!(
+                "{ARCHITECTURE}'s crate table does not list {}",
+                c.name
+            ));
         }
     }
     if !faults.is_empty() {

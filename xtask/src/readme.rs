@@ -1,53 +1,81 @@
-//! The README's library section stays true: its Rust snippet is the shop
-//! example as the test suite runs it, and the dependency versions it tells
-//! a newcomer to write are the ones the workspace builds with.
+//! The examples the newcomer reads stay true: the README's Rust snippet is
+//! the quickstart example, the library guide's is the shop example (both
+//! run by the test suite), and the dependency versions the guide tells a
+//! newcomer to write are the ones the workspace builds with.
 //!
-//! Not here: the README's crate map (`map`), or running the example (the
-//! test suite does).
+//! Not here: the crate map (`map`), or running the examples (`cargo xtask
+//! test` does).
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 
-const README: &str = "README.md";
-const SECTION: &str = "## Use it as a library";
-const EXAMPLE: &str = "crates/rein/examples/shop.rs";
+/// The facade's name on crates.io (its library is `rein`).
+const FACADE: &str = "rein-harness";
 
-/// Fail when the README's snippet is not the example, or its dependency
-/// block asks for a version the workspace does not build with.
+/// A page a newcomer copies from: the example its first Rust snippet is,
+/// and whether it carries the manifest.
+struct Page {
+    doc: &'static str,
+    example: &'static str,
+    manifest: bool,
+}
+
+const PAGES: [Page; 2] = [
+    Page {
+        doc: "README.md",
+        example: "crates/rein/examples/quickstart.rs",
+        manifest: false,
+    },
+    Page {
+        doc: "docs/guide/library.md",
+        example: "crates/rein/examples/shop.rs",
+        manifest: true,
+    },
+];
+
+/// Fail when a page's snippet is not its example, or the manifest asks
+/// for a version the workspace does not build with.
 pub fn check() -> Result<()> {
-    let readme = std::fs::read_to_string(README).context("cannot read the README")?;
-    let example = std::fs::read_to_string(EXAMPLE).context("cannot read the shop example")?;
     let workspace = std::fs::read_to_string("Cargo.toml").context("cannot read Cargo.toml")?;
-    let faults = faults(&readme, &example, &workspace);
-    if !faults.is_empty() {
+    let mut all = Vec::new();
+    for page in &PAGES {
+        let text = std::fs::read_to_string(page.doc)
+            .with_context(|| format!("cannot read {}", page.doc))?;
+        let example = std::fs::read_to_string(page.example)
+            .with_context(|| format!("cannot read {}", page.example))?;
+        let manifest = page.manifest.then_some(workspace.as_str());
+        for fault in faults(&text, page.example, &example, manifest) {
+            all.push(format!("{}: {fault}", page.doc));
+        }
+    }
+    if !all.is_empty() {
         bail!(
-            "the README's library section is out of date:\n  {}",
-            faults.join("\n  ")
+            "the newcomer's examples are out of date:\n  {}",
+            all.join("\n  ")
         );
     }
     Ok(())
 }
 
-fn faults(readme: &str, example: &str, workspace: &str) -> Vec<String> {
-    let Some(at) = readme.find(SECTION) else {
-        return vec![format!("it has no `{SECTION}` section")];
-    };
-    let section = &readme[at..];
+fn faults(doc: &str, name: &str, example: &str, workspace: Option<&str>) -> Vec<String> {
     let mut faults = Vec::new();
-    match block(section, "```rust") {
+    match block(doc, "```rust") {
         Some(snippet) if snippet.trim() == example.trim() => {}
-        Some(_) => faults.push(format!("its Rust snippet is not {EXAMPLE}")),
+        Some(_) => faults.push(format!("its Rust snippet is not {name}")),
         None => faults.push("it has no Rust snippet".into()),
     }
-    let Some(toml) = block(section, "```toml") else {
+    let Some(workspace) = workspace else {
+        return faults;
+    };
+    let Some(toml) = block(doc, "```toml") else {
         faults.push("it has no dependency block".into());
         return faults;
     };
     let built = versions(after(workspace, "[workspace.dependencies]"));
     let own = package_version(workspace);
     for (name, wanted) in versions(toml) {
-        let builds = if name == "rein" {
+        let builds = if name == FACADE {
             own.clone()
         } else {
             built.get(&name).cloned()
@@ -127,24 +155,27 @@ mod tests {
         [workspace.dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
         tokio = { version = \"1.54\", features = [\"macros\"] }\n\n[profile.dev]\n";
 
-    fn readme(toml: &str, rust: &str) -> String {
+    fn page(toml: &str, rust: &str) -> String {
         format!(
-            "# x\n\n## Use it as a library\n\n```toml\n[dependencies]\n{toml}\n```\n\n```rust,no_run\n{rust}\n```\n"
+            "# x\n\n## Depend on it\n\n```toml\n[dependencies]\n{toml}\n```\n\n```rust,no_run\n{rust}\n```\n"
         )
     }
 
+    const SHOP: &str = "crates/rein/examples/shop.rs";
+
     #[test]
     fn a_true_section_passes_and_each_drift_is_named() {
-        let ok = readme(
-            "rein = \"0.1\"\ntokio = { version = \"1\" }",
+        let ok = page(
+            "rein-harness = \"0.1\"\ntokio = { version = \"1\" }",
             "fn main() {}",
         );
-        assert!(faults(&ok, "fn main() {}\n", WORKSPACE).is_empty());
-        let drifted = readme(
-            "rein = \"0.2\"\nserde = \"2\"\nanyhow = \"1\"",
+        assert!(faults(&ok, SHOP, "fn main() {}\n", Some(WORKSPACE)).is_empty());
+        assert!(faults(&ok, SHOP, "fn main() {}\n", None).is_empty());
+        let drifted = page(
+            "rein-harness = \"0.2\"\nserde = \"2\"\nanyhow = \"1\"",
             "fn main() { }",
         );
-        let found = faults(&drifted, "fn main() {}", WORKSPACE);
+        let found = faults(&drifted, SHOP, "fn main() {}", Some(WORKSPACE));
         assert_eq!(found.len(), 4, "{found:?}");
         assert!(found[0].contains("not crates/rein/examples/shop.rs"));
         assert!(found.iter().any(|f| f.contains("anyhow")));

@@ -19,6 +19,7 @@ mod edges;
 mod edits;
 mod graphs;
 mod guards;
+mod guides;
 mod hosted_acp;
 mod hosted_claude;
 mod hosted_codex;

@@ -2,7 +2,7 @@
 //! and a new process picks the session up from the SQLite file — what was
 //! asked is read back from the log, decided, and the turn goes on.
 //!
-//! `cargo run -p rein --example durable` does both halves: it runs the
+//! `cargo run -p rein-harness --example durable` does both halves: it runs the
 //! first, then starts itself again as the second process.
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! streams a scripted tool call and then an answer; the test checks what
 //! the tool was asked, what the model was sent back, and the reply.
 //!
-//! `cargo run -p rein --features testing --example fake_server`.
+//! `cargo run -p rein-harness --features testing --example fake_server`.
 use rein::prelude::*;
 use rein::testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use rein::tools::PermissionClass::Read;

@@ -1,54 +1,37 @@
-//! Quickstart: a typed tool, a conversation, the answer and what it cost.
-//!
-//! Runs offline on the scripted model; with `REIN_BASE_URL` (and
-//! `REIN_MODEL`) set, the same program talks to that OpenAI-compatible
-//! server (llama.cpp, vLLM, Ollama, LM Studio, …).
+//! The product's own tool, its person's yes, the answer and its cost: offline on the scripted
+//! model, or on an OpenAI-compatible server given as `REIN_BASE_URL` and `REIN_MODEL`.
 use rein::prelude::*;
+use rein::tools::PermissionClass::Write;
 
-/// A city.
 #[derive(Deserialize, JsonSchema)]
-struct City {
-    /// Its name.
-    name: String,
+struct Order {
+    id: u64,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
-    let weather = tool_fn(
-        "weather",
-        "Today's weather in a city.",
-        PermissionClass::Read,
-        |city: City| async move {
-            Outcome::ok(json!({"city": city.name, "sky": "clear", "celsius": 21}))
-        },
-    );
-    let model: Arc<dyn Provider> = match std::env::var("REIN_BASE_URL") {
-        Ok(url) => Arc::new(HttpProvider::new(ProviderConfig::openai_compatible(url))?),
-        Err(_) => Arc::new(ScriptedBrain::new(vec![Rule::call(
-            "weather in",
-            "Looking it up.",
-            "weather",
-            json!({}),
-            Some("name"),
-        )])),
-    };
-    let name = std::env::var("REIN_MODEL").unwrap_or_else(|_| "rein-scripted".into());
-    let mut chat = Conversation::open(
-        Arc::new(MemoryStore::new()),
-        model,
-        Arc::new(Registry::new().with(weather)?),
-        Profile::new("weather desk", name),
-        None,
-    )
-    .await?;
-
-    let outcome = chat.turn("What is the weather in Lisbon?").await?;
-    let TurnOutcome::Finished { reply } = outcome else {
-        panic!("the turn did not finish: {outcome:?}");
-    };
-    println!("answer: {reply}");
-    let report = chat.report().await?;
-    assert_eq!(report.totals.tools.ok, 1, "the tool ran once");
-    print!("{}", report.render());
+    let cancel = |o: Order| async move { Outcome::ok(json!({ "cancelled": o.id })) };
+    let tools = Registry::new().with(tool_fn("cancel_order", "Cancel an order.", Write, cancel))?;
+    let (model, name) = model()?;
+    let agent = Agent::new(model, Arc::new(tools), Profile::new("shop", name));
+    let mut chat = agent.open(Arc::new(MemoryStore::new())).await?;
+    let mut outcome = chat.turn("Please cancel order 42.").await?;
+    while let TurnOutcome::AwaitingApproval(asked) = outcome {
+        println!("asked: {} {}", asked.tool, asked.arguments); // the product's UI shows it
+        let (id, yes) = (asked.approval_id, Answer::Approve(LeaseScope::Once));
+        let admin = Surface::product("shop admin", "alice");
+        outcome = chat.decide_and_resume(&id, yes, &admin).await?;
+    }
+    println!("{outcome:?}\n{}", chat.report().await?.render());
     chat.close().await
+}
+
+fn model() -> Result<(Arc<dyn Provider>, String), AgentError> {
+    let name = std::env::var("REIN_MODEL").unwrap_or_else(|_| "rein-scripted".into());
+    let Ok(url) = std::env::var("REIN_BASE_URL") else {
+        let rule = Rule::call("cancel", "On it.", "cancel_order", json!({"id": 42}), None);
+        return Ok((Arc::new(ScriptedBrain::new(vec![rule])), name));
+    };
+    let server = HttpProvider::new(ProviderConfig::openai_compatible(url))?;
+    Ok((Arc::new(server), name))
 }

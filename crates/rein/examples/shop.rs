@@ -20,10 +20,10 @@ async fn main() -> Result<(), AgentError> {
         .with(tool_fn("lookup_price", "An item's price.", Read, lookup))?
         .with(tool_fn("set_price", "Set an item's price.", Write, set))?;
     let (model, name) = model()?;
+    let prices = PriceTable::builtin().with(&name, ModelPrice::usd_per_mtok(0.15, 0.6));
     let profile = Profile::new("shop assistant", &name);
-    let store = Arc::new(MemoryStore::new());
-    let mut chat = Conversation::open(store, model, Arc::new(tools), profile, None).await?;
-    chat.set_prices(PriceTable::builtin().with(name, ModelPrice::usd_per_mtok(0.15, 0.6)));
+    let agent = Agent::new(model, Arc::new(tools), profile).with_prices(prices);
+    let mut chat = agent.open(Arc::new(MemoryStore::new())).await?;
 
     let mut outcome = chat.turn("Raise the price of tea by 50 cents.").await?;
     while let TurnOutcome::AwaitingApproval(asked) = outcome {
