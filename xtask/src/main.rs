@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand};
 mod circles;
 mod criterion_summary;
 mod docs;
+mod events;
+mod files;
 mod fuzz;
 mod map;
 mod peers;
@@ -30,7 +32,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// rustfmt check, the map (floors and code map) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, no unused dependency (cargo-machete), cargo-deny's bans, licences and sources (both installed when missing).
+    /// rustfmt check, the map (floors, code map, file listing) true to the code, clippy -D warnings on all targets, rustdoc warnings, every crate packaged, no unused dependency (cargo-machete), cargo-deny's bans, licences and sources (both installed when missing).
     Lint,
     /// The test suite (cargo-nextest when installed, else cargo test), doc tests included.
     Test,
@@ -46,8 +48,9 @@ enum Task {
         args: Vec<String>,
     },
     /// Write the floors diagram of docs/ARCHITECTURE.md from the crates'
-    /// dependencies (`lint` checks it and that the code map names every
-    /// source file).
+    /// dependencies and docs/reference/files.md from every source file's
+    /// doc comment, docs/reference/events.md from the event types (`lint` checks both, and that the code map has each
+    /// crate and its invariant).
     Map,
     /// Replay the golden traces in tests/golden through the runner.
     Golden {
@@ -118,7 +121,11 @@ fn main() -> Result<()> {
     std::env::set_current_dir(&root).context("cannot enter the workspace root")?;
     match cli.task {
         Task::Lint => lint(),
-        Task::Map => map::write(),
+        Task::Map => {
+            map::write()?;
+            events::write()?;
+            files::write(&map::crates()?)
+        }
         Task::Test => test(),
         Task::Ci => {
             ONE_PASS.store(true, Ordering::Relaxed);
@@ -243,6 +250,8 @@ fn workspace_root() -> Result<PathBuf> {
 fn lint() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     map::check()?;
+    files::check(&map::crates()?)?;
+    events::check()?;
     circles::check()?;
     readme::check()?;
     cargo(

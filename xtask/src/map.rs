@@ -1,16 +1,16 @@
 //! The project's map drawn from the code: the floors diagram of
 //! `docs/ARCHITECTURE.md` written from `cargo metadata` (each crate one
 //! floor above the highest it depends on), and the check that the code
-//! map names every source file and names no file that is gone.
+//! map has a section with its invariant for every crate and names no file
+//! that is gone.
 //!
 //! A crate's section is its `### `crates/NAME`` heading (or `### `xtask``)
-//! up to the next heading; a file is named there by its path under `src/`
-//! (`conversation/gate/calls.rs`), by its name alone (`calls.rs`), or by a
-//! folder it sits in (`gate/`), each in backticks; the crate's root
-//! (`lib.rs`, `main.rs`) is the section itself.
+//! up to the next heading; it holds an `Architecture invariant:` line, and
+//! a file it names in backticks (`conversation/gate/calls.rs`, `calls.rs`)
+//! must exist. Every file is listed, from its own doc comment, by `files`.
 //!
 //! Not here: the hand-written prose (kept as it is around the generated
-//! section).
+//! section), or the file listing (`files`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -148,10 +148,17 @@ fn shortened(text: &str, max: usize) -> String {
     format!("{}…", out.trim_end_matches([',', ';', ':']))
 }
 
-/// The backticked words of each crate's section: `crates/NAME` or `xtask`
-/// headings of level three.
-fn sections(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let mut sections: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+/// A crate's section of the code map: its backticked words, and whether
+/// it states the crate's invariant.
+#[derive(Default)]
+struct Section {
+    words: BTreeSet<String>,
+    invariant: bool,
+}
+
+/// Each crate's section: `crates/NAME` or `xtask` headings of level three.
+fn sections(doc: &str) -> BTreeMap<String, Section> {
+    let mut sections: BTreeMap<String, Section> = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
         if line.starts_with('#') {
@@ -159,13 +166,17 @@ fn sections(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
                 .strip_prefix("### `")
                 .and_then(|rest| rest.strip_suffix('`'))
                 .map(|path| path.trim_start_matches("crates/").to_owned());
+            if let Some(name) = &current {
+                sections.entry(name.clone()).or_default();
+            }
             continue;
         }
         let Some(name) = &current else { continue };
-        let words = sections.entry(name.clone()).or_default();
+        let section = sections.entry(name.clone()).or_default();
+        section.invariant |= line.starts_with("Architecture invariant:");
         for (i, part) in line.split('`').enumerate() {
             if i % 2 == 1 {
-                words.insert(part.trim().to_owned());
+                section.words.insert(part.trim().to_owned());
             }
         }
     }
@@ -173,7 +184,7 @@ fn sections(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// Every `.rs` file under `dir`, as a path relative to it.
-fn sources(dir: &Path) -> Vec<String> {
+pub fn sources(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {
@@ -195,33 +206,23 @@ fn sources(dir: &Path) -> Vec<String> {
     found
 }
 
-/// What the code map gets wrong: each crate's source files it does not
-/// name, the files it names that do not exist, the crates with no section.
+/// What the code map gets wrong: the crates with no section or no
+/// invariant, the files a section names that do not exist.
 pub fn unmapped(doc: &str, crates: &[(String, PathBuf)]) -> Vec<String> {
     let sections = sections(doc);
     let mut faults = Vec::new();
     for (name, dir) in crates {
-        let Some(words) = sections.get(name) else {
+        let Some(section) = sections.get(name) else {
             faults.push(format!("crate {name} has no section in the code map"));
             continue;
         };
-        let files = sources(&dir.join("src"));
-        // The crate's root (`lib.rs`, `main.rs`) is its section itself.
-        let roots = ["lib.rs", "main.rs"];
-        for file in files.iter().filter(|f| !roots.contains(&f.as_str())) {
-            let base = file.rsplit('/').next().unwrap_or(file);
-            let mut folders = file.split('/').collect::<Vec<_>>();
-            folders.pop();
-            let in_folder = (1..=folders.len()).any(|n| {
-                let folder = format!("{}/", folders[..n].join("/"));
-                let last = format!("{}/", folders[n - 1]);
-                words.contains(&folder) || words.contains(&last)
-            });
-            if !(words.contains(file) || words.contains(base) || in_folder) {
-                faults.push(format!("{name}: src/{file} is named in no section"));
-            }
+        if !section.invariant {
+            faults.push(format!(
+                "crate {name}'s section has no `Architecture invariant:` line"
+            ));
         }
-        for word in words.iter().filter(|w| is_file_name(w)) {
+        let files = sources(&dir.join("src"));
+        for word in section.words.iter().filter(|w| is_file_name(w)) {
             let exists = files
                 .iter()
                 .any(|f| f == word || f.ends_with(&format!("/{word}")));
@@ -253,9 +254,8 @@ pub fn write() -> Result<()> {
     crate::docs::replace_section(Path::new(ARCHITECTURE), "floors", &diagram(&crates))
 }
 
-/// Fail when the floors diagram is not the one the code gives, the code
-/// map misses a file or names one that is gone, or the crate table misses
-/// a crate.
+/// Fail when the floors diagram is not the one the code gives, the code map misses a crate or its invariant or names a file
+/// that is gone, or the crate table misses a crate.
 pub fn check() -> Result<()> {
     let crates = crates()?;
     let doc = std::fs::read_to_string(ARCHITECTURE).context("cannot read the architecture")?;
@@ -317,29 +317,31 @@ mod tests {
     }
 
     #[test]
-    fn a_planted_file_the_map_does_not_name_fails_and_a_gone_one_too() {
+    fn a_crate_without_a_section_or_an_invariant_fails_and_a_gone_file_too() {
         let dir = tempfile_dir();
         let src = dir.join("src");
         std::fs::create_dir_all(src.join("parts")).unwrap();
         for f in ["lib.rs", "one.rs", "parts/mod.rs", "parts/two.rs"] {
             std::fs::write(src.join(f), "").unwrap();
         }
-        let doc =
-            "## Code map\n\n### `crates/demo`\n\n`lib.rs`, `one.rs` and `parts/`.\n\n## Next\n";
+        let doc = "## Code map\n\n### `crates/demo`\n\nStart at `one.rs`.\n\nArchitecture invariant: none.\n\n## Next\n";
         let crates = vec![("demo".to_owned(), dir.clone())];
         assert!(
             unmapped(doc, &crates).is_empty(),
             "{:?}",
             unmapped(doc, &crates)
         );
-        // A planted file nobody wrote about.
-        std::fs::write(src.join("planted.rs"), "").unwrap();
-        let faults = unmapped(doc, &crates);
-        assert_eq!(faults, vec!["demo: src/planted.rs is named in no section"]);
         // A file the map names that is gone.
-        let doc = doc.replace("`one.rs`", "`one.rs`, `gone.rs`, `planted.rs`");
-        let faults = unmapped(&doc, &crates);
+        let doc2 = doc.replace("`one.rs`", "`one.rs`, `gone.rs`, `two.rs`");
+        let faults = unmapped(&doc2, &crates);
         assert_eq!(faults, vec!["demo: `gone.rs` is named but is not in src/"]);
+        // A section that states no invariant.
+        let doc3 = doc.replace("Architecture invariant: none.", "");
+        let faults = unmapped(&doc3, &crates);
+        assert_eq!(
+            faults,
+            vec!["crate demo's section has no `Architecture invariant:` line"]
+        );
         // A crate with no section.
         let faults = unmapped("### `crates/other`\n", &crates);
         assert_eq!(faults, vec!["crate demo has no section in the code map"]);

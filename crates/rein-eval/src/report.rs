@@ -86,6 +86,15 @@ impl Report {
                 let shown: String = c.answer.chars().take(300).collect();
                 let _ = writeln!(out, "  answer: {shown}");
             }
+            // The other failed tries, one line each: how it ended and its calls.
+            for t in c.failed_tries.iter().skip(1) {
+                let calls = if t.trail.is_empty() {
+                    "no call".to_owned()
+                } else {
+                    t.trail.join(" · ")
+                };
+                let _ = writeln!(out, "  try {} ({}): {calls}", t.try_number, t.outcome);
+            }
         }
         let _ = writeln!(
             out,
@@ -178,7 +187,35 @@ mod tests {
             ms: 3,
             tries: 1,
             passes: u64::from(passed),
+            failed_tries: Vec::new(),
         }
+    }
+
+    #[test]
+    fn every_failed_try_of_several_is_kept_and_shown() {
+        let mut first = case("a", false, 2, 100);
+        first.trail = vec!["read_file x.py: not_found".into()];
+        let second = case("a", true, 2, 100);
+        let mut third = case("a", false, 3, 100);
+        third.trail = vec!["edit_file x.py: not_read".into()];
+        third.answer = "é".repeat(1000);
+        let one = CaseResult::of_tries(vec![first, second, third]).unwrap();
+        assert_eq!((one.tries, one.passes, one.passed), (3, 1, false));
+        let numbers: Vec<u64> = one.failed_tries.iter().map(|t| t.try_number).collect();
+        assert_eq!(numbers, vec![1, 3]);
+        assert_eq!(one.failed_tries[1].trail, vec!["edit_file x.py: not_read"]);
+        assert_eq!(
+            one.failed_tries[1].answer.chars().count(),
+            crate::run::FailedTry::ANSWER_CHARS
+        );
+        let shown = Report::new("m".into(), "d".into(), vec![one]).table();
+        assert!(
+            shown.contains("try 3 (finished): edit_file x.py: not_read"),
+            "{shown}"
+        );
+        // One try alone keeps no list: its fields are the try.
+        let alone = CaseResult::of_tries(vec![case("b", false, 1, 1)]).unwrap();
+        assert!(alone.failed_tries.is_empty());
     }
 
     #[test]

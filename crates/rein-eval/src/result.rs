@@ -63,6 +63,41 @@ pub struct CaseResult {
     /// How many of those passed.
     #[serde(default = "one")]
     pub passes: u64,
+    /// Of several tries, every one that failed, in order (the first is
+    /// the one the fields above describe): so each shows which of rein's
+    /// rules fired or failed to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_tries: Vec<FailedTry>,
+}
+
+/// One failed try of a case run several times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedTry {
+    /// Which try (1 is the first).
+    pub try_number: u64,
+    /// How its last turn ended.
+    pub outcome: String,
+    /// The checks that did not hold.
+    pub failures: Vec<String>,
+    /// Its calls, each with how it ended.
+    pub trail: Vec<String>,
+    /// The start of its answer (at most [`FailedTry::ANSWER_CHARS`]).
+    pub answer: String,
+}
+
+impl FailedTry {
+    /// The most characters of an answer a failed try keeps.
+    pub const ANSWER_CHARS: usize = 400;
+
+    fn of(try_number: u64, result: &CaseResult) -> FailedTry {
+        FailedTry {
+            try_number,
+            outcome: result.outcome.clone(),
+            failures: result.failures.clone(),
+            trail: result.trail.clone(),
+            answer: result.answer.chars().take(Self::ANSWER_CHARS).collect(),
+        }
+    }
 }
 
 fn one() -> u64 {
@@ -75,6 +110,15 @@ impl CaseResult {
     pub fn of_tries(tries: Vec<CaseResult>) -> Option<CaseResult> {
         let count = tries.len() as u64;
         let passes = tries.iter().filter(|t| t.passed).count() as u64;
+        let failed_tries: Vec<FailedTry> = if count > 1 {
+            (1..=count)
+                .zip(&tries)
+                .filter(|(_, t)| !t.passed)
+                .map(|(n, t)| FailedTry::of(n, t))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut shown = match tries.iter().position(|t| !t.passed) {
             Some(at) => tries.into_iter().nth(at)?,
             None => tries.into_iter().last()?,
@@ -82,6 +126,7 @@ impl CaseResult {
         shown.tries = count;
         shown.passes = passes;
         shown.passed = passes == count;
+        shown.failed_tries = failed_tries;
         Some(shown)
     }
 }

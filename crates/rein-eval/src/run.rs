@@ -12,7 +12,7 @@ use rein_sessions::{Event, SqliteStore, Store, StoredEvent};
 use rein_testing::ScriptedBrain;
 use rein_wire::AgentError;
 
-pub use crate::result::CaseResult;
+pub use crate::result::{CaseResult, FailedTry};
 
 use crate::concluded::conclude;
 use crate::memory::CaseMemory;
@@ -87,6 +87,7 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
         ms: 0,
         tries: 1,
         passes: 0,
+        failed_tries: Vec::new(),
     };
     if matches!(model, ModelChoice::Real { .. }) && !case.real {
         result.skipped = true;
