@@ -115,6 +115,21 @@ impl Agent {
         }
     }
 
+    /// With `tools` in place of the ones it was made with.
+    pub fn with_tools(mut self, tools: Arc<dyn ToolBackend>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// With `tools` offered beside the ones it has (a product's own tools
+    /// beside a composed agent's file tools and servers). A call goes to
+    /// the first that defines its name, so a tool it already has keeps
+    /// its name; the catalog offers each name once.
+    pub fn with_more_tools(mut self, tools: Arc<dyn ToolBackend>) -> Self {
+        self.tools = Arc::new(rein_tools::Joined::new(vec![self.tools, tools]));
+        self
+    }
+
     /// With this policy.
     pub fn with_policy(mut self, policy: rein_approvals::Policy) -> Self {
         self.guards.policy = policy;

@@ -118,3 +118,76 @@ async fn a_yes_under_changed_authority_is_refused_before_it_is_recorded_and_a_no
         .expect("a no is always recorded");
     again.close().await.unwrap();
 }
+
+/// A product's tools beside the ones an agent was made with: both offered,
+/// a call reaches the product's, and a name the agent has stays its own.
+#[tokio::test]
+async fn more_tools_join_beside_the_ones_it_has_and_a_name_it_has_stays_its_own() {
+    use rein_tools::{Outcome, PermissionClass, Registry, tool_fn};
+    use serde_json::json;
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+    let product = Registry::new()
+        .with(tool_fn(
+            "stock",
+            "Units in stock.",
+            PermissionClass::Read,
+            |_: Nothing| async { Outcome::ok(json!({"units": 7})) },
+        ))
+        .unwrap()
+        .with(tool_fn(
+            "read_file",
+            "A shadow.",
+            PermissionClass::Read,
+            |_: Nothing| async { Outcome::ok(json!({"shadow": true})) },
+        ))
+        .unwrap();
+    let files = FakeToolBackend::new(&[("notes.md", "kept")]).unwrap();
+    let brain = ScriptedBrain::new(vec![
+        Rule::call("stock", "Counting.", "stock", json!({}), None),
+        Rule::call(
+            "notes",
+            "Reading.",
+            "read_file",
+            json!({"path": "notes.md"}),
+            None,
+        ),
+    ]);
+    let profile = Profile {
+        tools: ToolLoading::Native,
+        ..Profile::new("shop", "rein-scripted")
+    };
+    let agent =
+        Agent::new(Arc::new(brain), Arc::new(files), profile).with_more_tools(Arc::new(product));
+    let names: Vec<String> = agent
+        .tools
+        .catalog(&Default::default())
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.contains(&"stock".to_owned()) && names.contains(&"read_file".to_owned()));
+    assert_eq!(
+        names.iter().filter(|n| *n == "read_file").count(),
+        1,
+        "{names:?}"
+    );
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let mut chat = agent.open(store).await.unwrap();
+    chat.turn("stock please").await.unwrap();
+    chat.turn("read the notes").await.unwrap();
+    let log = chat.log_events().await.unwrap();
+    let results: Vec<String> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            rein_sessions::Event::ToolResult { content, .. } => Some(content.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        results.iter().any(|r| r.contains("\"units\":7")),
+        "{results:?}"
+    );
+    assert!(results.iter().any(|r| r.contains("kept")), "{results:?}");
+    assert!(!results.iter().any(|r| r.contains("shadow")), "{results:?}");
+    chat.close().await.unwrap();
+}

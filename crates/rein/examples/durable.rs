@@ -118,13 +118,11 @@ fn agent(folder: &Path) -> Result<Agent, AgentError> {
             }
         },
     );
-    let model = ScriptedBrain::new(vec![Rule::call(
-        "note",
-        "Noting it.",
-        "note",
-        json!({}),
-        Some("text"),
-    )]);
+    // "note milk": the word after "note" goes into the call's `text`.
+    let rule = Rule::reply("note", "Noting it.")
+        .and_call("note", json!({}))
+        .word_into("text");
+    let model = ScriptedBrain::new(vec![rule]);
     let tools = Arc::new(Registry::new().with(note)?);
     let profile = Profile::new("notes", "rein-scripted");
     Ok(Agent::new(Arc::new(model), tools, profile))

@@ -29,7 +29,7 @@ async fn main() -> Result<(), AgentError> {
 fn model() -> Result<(Arc<dyn Provider>, String), AgentError> {
     let name = std::env::var("REIN_MODEL").unwrap_or_else(|_| "rein-scripted".into());
     let Ok(url) = std::env::var("REIN_BASE_URL") else {
-        let rule = Rule::call("cancel", "On it.", "cancel_order", json!({"id": 42}), None);
+        let rule = Rule::reply("cancel", "On it.").and_call("cancel_order", json!({"id": 42}));
         return Ok((Arc::new(ScriptedBrain::new(vec![rule])), name));
     };
     let server = HttpProvider::new(ProviderConfig::openai_compatible(url))?;

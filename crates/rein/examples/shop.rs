@@ -47,13 +47,8 @@ fn model() -> Result<(Arc<dyn Provider>, String), AgentError> {
         let server = HttpProvider::new(ProviderConfig::openai_compatible(url))?;
         return Ok((Arc::new(server), name));
     }
-    let raise = Rule::call(
-        "raise",
-        "Raising it.",
-        "lookup_price",
-        json!({"item": "tea"}),
-        None,
-    )
-    .and_call("set_price", json!({"item": "tea", "cents": 500}));
+    let raise = Rule::reply("raise", "Raising it.")
+        .and_call("lookup_price", json!({"item": "tea"}))
+        .and_call("set_price", json!({"item": "tea", "cents": 500}));
     Ok((Arc::new(ScriptedBrain::new(vec![raise])), name))
 }

@@ -148,7 +148,7 @@ pub mod prelude {
     pub use rein_wire::{AgentError, ModelPrice, PriceTable};
     pub use schemars::JsonSchema;
     pub use serde::Deserialize;
-    pub use serde_json::json;
+    pub use serde_json::{Value, json};
 }
 
 /// The README's snippet, compiled and run as a doc test.

@@ -339,7 +339,7 @@ async fn open_graph(
 }
 
 /// Refuse a graph whose task names an agent that is not defined.
-fn check_agents(graph: &Graph, surface: &rein::compose::Surface) -> Result<(), AgentError> {
+fn check_agents(graph: &Graph, surface: &rein::compose::Agents) -> Result<(), AgentError> {
     let default_name = surface.agent.profile.name.clone();
     if let Some((task, name)) = graph.tasks().iter().find_map(|t| {
         t.agent

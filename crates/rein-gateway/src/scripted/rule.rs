@@ -88,7 +88,9 @@ impl Rule {
     }
 
     /// A rule that calls `tool` with `arguments`, the word after the phrase
-    /// put into the argument `word_into` (if given).
+    /// put into the argument `word_into` (if given): the same as
+    /// `Rule::reply(phrase, reply).and_call(tool, arguments)`, with
+    /// `.word_into(field)`, which reads better where the rule is written.
     pub fn call(
         phrase: &str,
         reply: &str,
@@ -169,7 +171,8 @@ impl Rule {
         self
     }
 
-    /// Make `tool` with `arguments` in the same message too.
+    /// Make `tool` with `arguments` in the same message too (on a
+    /// [`Rule::reply`], the rule's first call).
     pub fn and_call(mut self, tool: &str, arguments: Value) -> Self {
         self.calls.push(RuleCall {
             tool: tool.into(),

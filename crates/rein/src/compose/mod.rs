@@ -289,10 +289,10 @@ pub async fn named_agents(
     Ok((agents, servers))
 }
 
-/// An agent a surface other than the chat runs: the definition for `root`
+/// The agents a surface other than the chat runs: the definition for `root`
 /// (the config files, `name`'s agent, `flags`), its provider resolved, and
 /// every native named agent beside it.
-pub struct Surface {
+pub struct Agents {
     /// The agent the surface runs by default.
     pub agent: Agent,
     /// The named agents a caller may pick (`rein serve`'s `{"agent": …}`,
@@ -358,13 +358,13 @@ impl<'a> SurfaceWanted<'a> {
 /// The system prompt of an agent whose definition sets none.
 pub const DEFAULT_INSTRUCTIONS: &str = "You are a helpful assistant working in the person's project folder. Use the tools to look at files before answering questions about them. Answer concisely.";
 
-/// Build a surface's agents (see [`Surface`]); notes about the config (an
+/// Build a surface's agents (see [`Agents`]); notes about the config (an
 /// untrusted project's file) go to `info`.
 pub async fn for_surface(
     wanted: SurfaceWanted<'_>,
     store: &Arc<dyn Store>,
     info: &mut impl Write,
-) -> Result<Surface, AgentError> {
+) -> Result<Agents, AgentError> {
     let (_, loaded) = load(wanted.home.clone(), wanted.root)?;
     for note_text in &loaded.notes {
         note(info, note_text)?;
@@ -381,7 +381,7 @@ pub async fn for_surface(
     let (named, mut mcp) = named_agents(&own, &loaded, store, &wanted.flags, info).await?;
     add_helpers(&mut composed.agent, &named, &loaded, wanted.root)?;
     mcp.extend(composed.mcp);
-    Ok(Surface {
+    Ok(Agents {
         agent: composed.agent,
         named,
         mcp,
