@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rein_memory::tools::MemoryTools;
-use rein_memory::{InMemory, MemoryItem, MemoryStore, NewMemory, Pinned, Scope};
+use rein_memory::{InMemory, MemoryBank, MemoryItem, NewMemory, Pinned, Scope};
 use rein_runner::Agent;
 use rein_sessions::{Event, StoredEvent};
 use rein_tools::{Joined, PermissionClass};
@@ -56,7 +56,7 @@ impl CaseMemory {
     /// `agent` with the memory's tools beside its own and the pinned
     /// items as its standing text.
     pub(crate) fn give(&self, mut agent: Agent) -> Result<Agent, AgentError> {
-        let store: Arc<dyn MemoryStore> = self.store.clone();
+        let store: Arc<dyn MemoryBank> = self.store.clone();
         let class = if self.ask {
             PermissionClass::Write
         } else {

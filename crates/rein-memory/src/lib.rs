@@ -8,7 +8,7 @@
 //! - [`MemoryItem`]: the text, tags, its [`Source`] (session, turn, call),
 //!   whether it is pinned (shown in every prompt's stable prefix), and a
 //!   revision.
-//! - [`MemoryStore`]: remember, get, list, search, forget — bounded by
+//! - [`MemoryBank`]: remember, get, list, search, forget — bounded by
 //!   [`Limits`] (item size, items per scope, tags, results) — and the
 //!   scope's history of [`Change`]s (never an item's text).
 //! - [`InMemory`] (`memory.rs`) and, with the `sqlite` feature,
@@ -321,7 +321,7 @@ pub fn not_found(scope: &Scope, id: &str) -> AgentError {
 /// Where memory is kept. Every call names its scope, and no call reaches
 /// an item of another.
 #[async_trait]
-pub trait MemoryStore: Send + Sync {
+pub trait MemoryBank: Send + Sync {
     /// Keep `new` in `scope` (`invalid_input` past the item bounds,
     /// `memory_full` past the scope's count).
     async fn remember(&self, scope: &Scope, new: NewMemory) -> Result<MemoryItem, AgentError>;

@@ -12,7 +12,7 @@ use rein_wire::AgentError;
 
 use crate::terms::terms;
 use crate::{
-    Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryItem, MemoryStore, NewMemory, Scope,
+    Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryBank, MemoryItem, NewMemory, Scope,
     Source, not_found,
 };
 
@@ -85,7 +85,7 @@ impl InMemory {
 }
 
 #[async_trait]
-impl MemoryStore for InMemory {
+impl MemoryBank for InMemory {
     async fn remember(&self, scope: &Scope, new: NewMemory) -> Result<MemoryItem, AgentError> {
         self.limits.check(&new)?;
         let mut scopes = self.scopes();

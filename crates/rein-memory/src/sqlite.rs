@@ -24,7 +24,7 @@ use crate::opening::db_error;
 use crate::rows::{columns, item_of, items_of, sql_limit};
 use crate::terms::{fts_query, terms};
 use crate::{
-    Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryItem, MemoryStore, NewMemory, Scope,
+    Change, ChangeKind, Found, Limits, MAX_HISTORY, MemoryBank, MemoryItem, NewMemory, Scope,
     Source, not_found,
 };
 
@@ -103,7 +103,7 @@ impl SqliteMemory {
 impl SqliteMemory {
     /// Keep every item of `items` in `scope` in one transaction: all of
     /// them, or none (an import, a benchmark's fill). The same bounds as
-    /// [`MemoryStore::remember`], the scope's count checked once for all.
+    /// [`MemoryBank::remember`], the scope's count checked once for all.
     pub async fn remember_many(
         &self,
         scope: &Scope,
@@ -177,7 +177,7 @@ async fn insert(
 }
 
 #[async_trait]
-impl MemoryStore for SqliteMemory {
+impl MemoryBank for SqliteMemory {
     async fn remember(&self, scope: &Scope, new: NewMemory) -> Result<MemoryItem, AgentError> {
         self.limits.check(&new)?;
         let item = MemoryItem::new(scope, new);

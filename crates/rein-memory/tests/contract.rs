@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use rein_memory::{
-    ChangeKind, InMemory, Limits, MemoryStore, NewMemory, Scope, Source, SqliteMemory,
+    ChangeKind, InMemory, Limits, MemoryBank, NewMemory, Scope, Source, SqliteMemory,
 };
 use rein_wire::error::codes;
 
@@ -38,14 +38,14 @@ fn limits() -> Limits {
     }
 }
 
-async fn contract(store: &dyn MemoryStore) {
+async fn contract(store: &dyn MemoryBank) {
     remembered_items_are_read_listed_and_found(store).await;
     scopes_never_meet(store).await;
     bounds_are_refused_with_their_codes(store).await;
     forgetting_is_for_good(store).await;
 }
 
-async fn remembered_items_are_read_listed_and_found(store: &dyn MemoryStore) {
+async fn remembered_items_are_read_listed_and_found(store: &dyn MemoryBank) {
     let alice = scope("person:alice");
     let tabs = store
         .remember(&alice, tagged("Prefers tabs over spaces", &["style"]))
@@ -106,7 +106,7 @@ async fn remembered_items_are_read_listed_and_found(store: &dyn MemoryStore) {
     );
 }
 
-async fn scopes_never_meet(store: &dyn MemoryStore) {
+async fn scopes_never_meet(store: &dyn MemoryBank) {
     let alice = scope("person:alice");
     let bob = scope("person:bob");
     let secret = store
@@ -143,7 +143,7 @@ async fn scopes_never_meet(store: &dyn MemoryStore) {
     );
 }
 
-async fn bounds_are_refused_with_their_codes(store: &dyn MemoryStore) {
+async fn bounds_are_refused_with_their_codes(store: &dyn MemoryBank) {
     let carol = scope("person:carol");
     for bad in [
         NewMemory::text("   "),
@@ -176,7 +176,7 @@ async fn bounds_are_refused_with_their_codes(store: &dyn MemoryStore) {
     assert!(Scope::new(&"s".repeat(257)).is_err());
 }
 
-async fn forgetting_is_for_good(store: &dyn MemoryStore) {
+async fn forgetting_is_for_good(store: &dyn MemoryBank) {
     let erin = scope("person:erin");
     let item = store
         .remember(&erin, NewMemory::text("Erin's cat is called Miso"))

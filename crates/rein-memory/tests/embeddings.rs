@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use rein_memory::{HttpEmbedder, MemoryStore, NewMemory, Scope, SqliteMemory};
+use rein_memory::{HttpEmbedder, MemoryBank, NewMemory, Scope, SqliteMemory};
 use rein_testing::{FakeServer, RecordedRequest, Reply};
 use serde_json::{Value, json};
 

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use rein_memory::{InMemory, MemoryStore, NewMemory, PINNED_HEADING, Pinned, Scope};
+use rein_memory::{InMemory, MemoryBank, NewMemory, PINNED_HEADING, Pinned, Scope};
 
 fn pinned(text: &str) -> NewMemory {
     NewMemory {
@@ -17,7 +17,7 @@ fn pinned(text: &str) -> NewMemory {
 
 #[tokio::test]
 async fn only_the_scopes_pinned_items_as_quoted_data() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemory::default());
+    let store: Arc<dyn MemoryBank> = Arc::new(InMemory::default());
     let mine = Scope::new("project:/a").unwrap();
     let theirs = Scope::new("project:/b").unwrap();
     store
@@ -60,7 +60,7 @@ async fn only_the_scopes_pinned_items_as_quoted_data() {
 
 #[tokio::test]
 async fn the_block_is_bounded_and_counts_what_it_left_out() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemory::default());
+    let store: Arc<dyn MemoryBank> = Arc::new(InMemory::default());
     let scope = Scope::new("person:alice").unwrap();
     for n in 0..30 {
         store

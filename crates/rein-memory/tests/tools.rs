@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use rein_memory::tools::{MemoryTools, RECALLED_AS};
-use rein_memory::{InMemory, MemoryStore, NewMemory, Scope};
+use rein_memory::{InMemory, MemoryBank, NewMemory, Scope};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
 use rein_wire::permission::{PermissionClass, Policy};
 use serde_json::{Value, json};
@@ -35,7 +35,7 @@ fn result(outcome: Outcome) -> Value {
 
 #[tokio::test]
 async fn remember_recall_forget_through_the_registry() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemory::default());
+    let store: Arc<dyn MemoryBank> = Arc::new(InMemory::default());
     let alice = Scope::new("person:alice").unwrap();
     let tools = MemoryTools::new(store.clone(), alice.clone())
         .registry()
@@ -89,7 +89,7 @@ async fn remember_recall_forget_through_the_registry() {
 
 #[tokio::test]
 async fn a_definition_may_have_each_memory_write_asked() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemory::default());
+    let store: Arc<dyn MemoryBank> = Arc::new(InMemory::default());
     let tools = MemoryTools::new(store, Scope::new("agent:writer").unwrap())
         .writes_as(PermissionClass::Write)
         .registry()
@@ -102,7 +102,7 @@ async fn a_definition_may_have_each_memory_write_asked() {
 
 #[tokio::test]
 async fn bad_arguments_are_refused_and_the_tools_reach_only_their_scope() {
-    let store: Arc<dyn MemoryStore> = Arc::new(InMemory::default());
+    let store: Arc<dyn MemoryBank> = Arc::new(InMemory::default());
     let bobs = store
         .remember(
             &Scope::new("person:bob").unwrap(),

@@ -2,7 +2,7 @@
 //! provider, the tools, the words ([`Profile`]), the [`Guards`], budgets,
 //! result bounds, the context policy, the verification gate, delegation,
 //! prices, how long an approval waits and standing text (pinned memory) — and the one place a
-//! conversation is opened from it ([`Agent::open`], [`Agent::resume`],
+//! conversation is opened from it ([`Agent::open`], [`Agent::reopen`],
 //! [`Agent::open_session`]).
 //!
 //! A product builds it in code; `rein-config` builds it from layered

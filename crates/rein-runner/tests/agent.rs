@@ -37,7 +37,7 @@ async fn one_value_opens_and_reopens_and_prices_travel_with_it() {
     let id = first.session_id().to_owned();
     first.close().await.unwrap();
     // Another process, the same value.
-    let mut again = agent.resume(store.clone(), &id).await.unwrap();
+    let mut again = agent.reopen(store.clone(), &id).await.unwrap();
     again.turn("hello").await.unwrap();
     let report = again.report().await.unwrap();
     again.close().await.unwrap();
@@ -56,7 +56,7 @@ async fn a_dropped_conversation_gives_its_session_back() {
     let mut reopened = None;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(10)).await;
-        if let Ok(c) = agent.resume(store.clone(), &id).await {
+        if let Ok(c) = agent.reopen(store.clone(), &id).await {
             reopened = Some(c);
             break;
         }
@@ -96,7 +96,7 @@ async fn a_yes_under_changed_authority_is_refused_before_it_is_recorded_and_a_no
     // Reopened under another definition: its authority changed.
     let mut other = writer.clone();
     other.profile.model = "another-model".into();
-    let mut again = other.resume(store.clone(), &id).await.unwrap();
+    let mut again = other.reopen(store.clone(), &id).await.unwrap();
     let refused = again
         .decide(
             &asked.approval_id,

@@ -193,7 +193,7 @@ impl Server {
     /// memory panel). Before it serves. Only that scope is reached.
     pub fn with_memory(
         mut self,
-        store: Arc<dyn rein_memory::MemoryStore>,
+        store: Arc<dyn rein_memory::MemoryBank>,
         scope: rein_memory::Scope,
     ) -> Server {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {

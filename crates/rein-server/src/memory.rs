@@ -14,7 +14,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rein_memory::{MemoryStore, NewMemory, Scope, Source};
+use rein_memory::{MemoryBank, NewMemory, Scope, Source};
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 use serde_json::json;
@@ -28,7 +28,7 @@ type Answered = Result<Response, Problem>;
 /// The memory a server shows: one scope of a store.
 #[derive(Clone)]
 pub(crate) struct Shown {
-    pub(crate) store: Arc<dyn MemoryStore>,
+    pub(crate) store: Arc<dyn MemoryBank>,
     pub(crate) scope: Scope,
 }
 

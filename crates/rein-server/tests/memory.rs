@@ -10,7 +10,7 @@ use crate::common;
 
 use std::sync::Arc;
 
-use rein_memory::{InMemory, MemoryStore, NewMemory, Scope};
+use rein_memory::{InMemory, MemoryBank, NewMemory, Scope};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -22,7 +22,7 @@ async fn a_person_sees_adds_searches_and_forgets_the_servers_memory() {
         .remember(&theirs, NewMemory::text("Bob's bank pin is 4411."))
         .await
         .unwrap();
-    let shown: Arc<dyn MemoryStore> = store.clone();
+    let shown: Arc<dyn MemoryBank> = store.clone();
     let running = common::start_shaped(move |server| server.with_memory(shown, ours.clone())).await;
 
     let (status, added) = running

@@ -544,7 +544,7 @@ async fn the_pages_markdown_drops_no_text() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_panel_shows_items_as_text_adds_and_forgets() {
-    use rein_memory::{InMemory, MemoryStore, NewMemory, Scope};
+    use rein_memory::{InMemory, MemoryBank, NewMemory, Scope};
     let memory = Arc::new(InMemory::default());
     let scope = Scope::new("project:/shop").unwrap();
     let hostile = memory
@@ -557,7 +557,7 @@ async fn the_memory_panel_shows_items_as_text_adds_and_forgets() {
         )
         .await
         .unwrap();
-    let shown: Arc<dyn MemoryStore> = memory.clone();
+    let shown: Arc<dyn MemoryBank> = memory.clone();
     let kept = scope.clone();
     let (addr, login, _backend, _dir) =
         serve_shaped(move |server| server.with_memory(shown, kept)).await;

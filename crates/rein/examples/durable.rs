@@ -86,7 +86,7 @@ async fn open(folder: &Path, session: Option<&str>) -> Result<Conversation, Agen
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(folder.join("rein.db")).await?);
     let agent = agent(folder)?;
     match session {
-        Some(id) => agent.resume(store, id).await,
+        Some(id) => agent.reopen(store, id).await,
         None => agent.open(store).await,
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Parser;
-use rein_memory::{Limits, MemoryStore, NewMemory, Scope, SqliteMemory};
+use rein_memory::{Limits, MemoryBank, NewMemory, Scope, SqliteMemory};
 use serde_json::json;
 
 /// The allocator the `rein` binary runs on (feature `mimalloc`, on by

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rein::memory::{MemoryItem, MemoryStore, NewMemory, Scope, Source, SqliteMemory};
+use rein::memory::{MemoryBank, MemoryItem, NewMemory, Scope, Source, SqliteMemory};
 use rein::wire::AgentError;
 use rein::wire::visible::visible;
 

@@ -1,5 +1,5 @@
 //! How a conversation is made from its definition: [`Agent::open`],
-//! [`Agent::resume`] and [`Agent::open_session`], the one way every surface,
+//! [`Agent::reopen`] and [`Agent::open_session`], the one way every surface,
 //! sub-agent and graph task opens one (`Conversation::start`).
 //!
 //! Not here: the definition itself (`crate::agent`).
@@ -19,10 +19,11 @@ impl Agent {
         self.open_session(store, None, Value::Null).await
     }
 
-    /// Continue `session` with this definition: a turn a crash cut short is
-    /// recovered, a run whose authority changed is refused until a person
-    /// accepts the change.
-    pub async fn resume(
+    /// Open `session` again with this definition (after a restart, in
+    /// another process): a turn a crash cut short is recovered, a run whose
+    /// authority changed is refused until a person accepts the change.
+    /// (Going on with the open turn is [`Conversation::resume`].)
+    pub async fn reopen(
         &self,
         store: Arc<dyn Store>,
         session: &str,

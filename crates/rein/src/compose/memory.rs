@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::config::{Loaded, MemorySpec, MemoryWrites};
 use crate::memory::tools::MemoryTools;
-use crate::memory::{HttpEmbedder, MEMORY_FILE, MemoryStore, Pinned, Scope, SqliteMemory};
+use crate::memory::{HttpEmbedder, MEMORY_FILE, MemoryBank, Pinned, Scope, SqliteMemory};
 use crate::tools::{PermissionClass, Registry};
 use crate::wire::AgentError;
 
@@ -28,7 +28,7 @@ pub(crate) struct Remembering {
     /// Whose memory.
     pub(crate) scope: Scope,
     /// The store it is kept in.
-    pub(crate) store: Arc<dyn MemoryStore>,
+    pub(crate) store: Arc<dyn MemoryBank>,
 }
 
 /// The memory `spec` turns on for an agent working in `root` (`None`
@@ -64,7 +64,7 @@ pub(crate) async fn remembering(
         let embedder = HttpEmbedder::new(&embeddings.base_url, &embeddings.model, key)?;
         memory = memory.with_embedder(Arc::new(embedder));
     }
-    let store: Arc<dyn MemoryStore> = Arc::new(memory);
+    let store: Arc<dyn MemoryBank> = Arc::new(memory);
     let class = match spec.writes.unwrap_or(MemoryWrites::Shown) {
         MemoryWrites::Shown => PermissionClass::ReversibleWrite,
         MemoryWrites::Ask => PermissionClass::Write,

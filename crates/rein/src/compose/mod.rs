@@ -90,7 +90,7 @@ pub struct Composed {
 #[derive(Clone)]
 pub struct Remembered {
     /// The store.
-    pub store: Arc<dyn crate::memory::MemoryStore>,
+    pub store: Arc<dyn crate::memory::MemoryBank>,
     /// The scope.
     pub scope: crate::memory::Scope,
 }
