@@ -110,10 +110,9 @@ fn agent(folder: &Path) -> Result<Agent, AgentError> {
                     .and_then(|mut file| writeln!(file, "{}", note.text));
                 match kept {
                     Ok(()) => Outcome::ok(json!({"kept": note.text})),
-                    Err(err) => Outcome::failed(
-                        rein::wire::error::codes::WRITE_FAILED.as_str(),
-                        err.to_string(),
-                    ),
+                    Err(err) => {
+                        Outcome::failed(rein::wire::error::codes::WRITE_FAILED, err.to_string())
+                    }
                 }
             }
         },
