@@ -369,6 +369,41 @@ impl Journal {
         Ok(Arc::clone(&known.events))
     }
 
+    /// Make the next turn continue from `turn_id` (a branch): refused
+    /// while a turn is open. See `Conversation::branch_from`.
+    pub(super) async fn branch_from(&mut self, turn_id: &str) -> Result<(), AgentError> {
+        if !dangling(&self.log().await?).turns.is_empty() {
+            return Err(AgentError::new(
+                codes::INVALID_INPUT,
+                "a turn is open: finish or stop it before branching",
+            ));
+        }
+        let branch = Event::BranchCreated {
+            from_turn: Some(turn_id.to_owned()),
+        };
+        self.append(vec![branch]).await?;
+        Ok(())
+    }
+
+    /// Record that the surface named `by` undid `operation_id`, and the
+    /// words `told` the model reads at its next step.
+    pub(super) async fn record_undone(
+        &mut self,
+        operation_id: &str,
+        by: &str,
+        told: &str,
+    ) -> Result<(), AgentError> {
+        let undone = Event::OperationUndone {
+            operation_id: operation_id.to_owned(),
+            by: by.to_owned(),
+        };
+        let said = Event::SteerSaid {
+            text: told.to_owned(),
+        };
+        self.append(vec![undone, said]).await?;
+        Ok(())
+    }
+
     pub(super) async fn recover(&mut self) -> Result<(), AgentError> {
         let events = self.log().await?;
         let open = dangling(&events);

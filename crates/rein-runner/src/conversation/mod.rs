@@ -26,7 +26,6 @@ mod contracted;
 mod deciding;
 mod folds;
 mod gate;
-mod history;
 mod hooked;
 mod inbox;
 mod journal;

@@ -1,7 +1,8 @@
 //! The conversation as a product and a person's surface hold it, besides
-//! the turn itself: opening it, watching it, its settings and its report.
-//! Deciding and stopping are `deciding.rs`, branching and undo
-//! `history.rs`, structured answers and contracted turns `contracted.rs`.
+//! the turn itself: opening it, watching it, its settings, its report, and
+//! where it goes between turns (a branch, an undo recorded). Deciding and
+//! stopping are `deciding.rs`, structured answers and contracted turns
+//! `contracted.rs`.
 //!
 //! Not here: the turn and its step loop (`mod.rs`).
 
@@ -153,6 +154,29 @@ impl Conversation {
     /// run), read from its log, with its sub-agents rolled up.
     pub async fn report(&mut self) -> Result<rein_trace::TraceReport, AgentError> {
         crate::report_with_agents(self.journal.store().as_ref(), self.journal.session_id()).await
+    }
+
+    /// Make the next turn continue from `turn_id`, an earlier turn of this
+    /// session (the turns after it stay in the log, on their own branch).
+    /// Refused while a turn is open (`invalid_input`), and for a turn of
+    /// another session or none (`turn_not_in_session`, `turn_not_found`).
+    pub async fn branch_from(&mut self, turn_id: &str) -> Result<(), AgentError> {
+        self.journal.branch_from(turn_id).await
+    }
+
+    /// Record that a person undid `operation_id` (the product or the
+    /// terminal has reverted its effect), and tell the model in `told` —
+    /// it reads that at its next step. Between turns only: a running turn
+    /// is steered instead. The undo itself is the product's or the file
+    /// tools'.
+    pub async fn record_undone(
+        &mut self,
+        operation_id: &str,
+        surface: &rein_approvals::Surface,
+        told: &str,
+    ) -> Result<(), AgentError> {
+        let by = surface.name();
+        self.journal.record_undone(operation_id, by, told).await
     }
 
     /// Give the session's lock back.
