@@ -193,6 +193,66 @@ async fn a_call_refused_again_and_again_is_a_loop_too() {
     assert_eq!(s.backend.invocations("read_file"), 0);
 }
 
+/// The loop rule counts a turn's calls across its pauses: a model making
+/// the same asked-for change again and again, each approved, is nudged at
+/// the third and stopped at the fifth — not given a fresh count at every
+/// approval (a local model repeated one failing command ten times between
+/// approved writes that way).
+#[tokio::test]
+async fn a_call_repeated_between_approvals_is_still_a_loop() {
+    use rein_tools::{Outcome, PermissionClass, Registry, tool_fn};
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Order {
+        id: u64,
+    }
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = sent.clone();
+    let send = tool_fn(
+        "send_order",
+        "Send an order.",
+        PermissionClass::Write,
+        move |o: Order| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move { Outcome::ok(json!({"refused_by_shop": o.id})) }
+        },
+    );
+    let tools = Arc::new(Registry::new().with(send).unwrap());
+    let looping: Vec<ScriptedMessage> = (0..10)
+        .map(|i| calls(vec![call(&format!("c{i}"), "send_order", json!({"id": 7}))]))
+        .collect();
+    let provider = Arc::new(FakeProvider::from_messages(&looping));
+    let s = setup().await;
+    let agent = rein_runner::Agent::new(provider.clone(), tools, profile());
+    let mut conv = agent.open(s.store.clone()).await.unwrap();
+    let mut outcome = conv.turn("send order 7").await.unwrap();
+    let person = Surface::terminal();
+    let mut approved = 0;
+    while let TurnOutcome::AwaitingApproval(asked) = outcome {
+        approved += 1;
+        assert!(approved <= 6, "never stopped: {approved} approvals");
+        outcome = conv
+            .decide_and_resume(
+                &asked.approval_id,
+                Answer::Approve(LeaseScope::Once),
+                &person,
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(outcome, TurnOutcome::LoopDetected);
+    assert_eq!(approved, 5, "each send was asked and approved");
+    let runs = sent.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(runs, 5, "stopped at the fifth");
+    // The nudge came after the third, and the next call was asked for words.
+    let choices: Vec<_> = provider.requests().iter().map(|r| r.tool_choice).collect();
+    assert_eq!(
+        choices,
+        [None, None, None, Some(rein_wire::ToolChoice::None), None],
+        "{choices:?}"
+    );
+    conv.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_large_result_is_offloaded_to_an_artifact() {
     let s = setup().await;

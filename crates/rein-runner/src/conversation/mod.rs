@@ -149,7 +149,7 @@ impl Conversation {
             },
         ])
         .await?;
-        self.run(Some(text)).await
+        self.run(Run::default(), Some(text)).await
     }
 
     /// Continue the open turn: after an approval was decided, or after a
@@ -184,25 +184,26 @@ impl Conversation {
         };
         self.gate
             .resume_turn(&events, self.journal.evidence_through());
-        self.run(None).await
+        self.run(Run::resumed(&events), None).await
     }
 
-    /// The step loop of the open turn, in the agent's telemetry span (with
-    /// the person's `prompt` where the definition lets content be traced).
-    async fn run(&mut self, prompt: Option<&str>) -> Result<TurnOutcome, AgentError> {
+    /// The step loop of the open turn from `run` (fresh for a new turn, the
+    /// turn's calls counted again for a resume), in the agent's telemetry
+    /// span (with the person's `prompt` where the definition lets content
+    /// be traced).
+    async fn run(&mut self, run: Run, prompt: Option<&str>) -> Result<TurnOutcome, AgentError> {
         let span = crate::telemetry::agent_span(
             &self.agent.profile.name,
             self.journal.session_id(),
             self.journal.agent(),
             prompt.filter(|_| self.agent.guards.telemetry_content),
         );
-        tracing::Instrument::instrument(self.steps(), span).await
+        tracing::Instrument::instrument(self.steps(run), span).await
     }
 
     /// Step after step until one ends the turn.
-    async fn steps(&mut self) -> Result<TurnOutcome, AgentError> {
+    async fn steps(&mut self, mut run: Run) -> Result<TurnOutcome, AgentError> {
         self.spend = gate::Spend::starting();
-        let mut run = Run::default();
         loop {
             match self.step(&mut run).await? {
                 Step::Next => {}

@@ -1,8 +1,9 @@
 //! [`Run`]: what one run of the step loop keeps between steps — the calls
 //! repeated while their results are in the model's view (the loop rule),
 //! whether a loop nudge asks the next call for words, the verification
-//! checks failed in a row. A run starts afresh with each `turn` or
-//! `resume`.
+//! checks failed in a row. A run starts afresh with each `turn`; one that
+//! goes on with an open turn (`resume`: after an approval, a crash, a
+//! restart) counts that turn's calls so far again from the log.
 //!
 //! Not here: the step loop (`mod.rs`), the loop rule's counting
 //! (`rein_wire::loops`), what a nudge says (`gate`).
@@ -21,6 +22,44 @@ pub(super) struct Run {
 }
 
 impl Run {
+    /// A run going on with the open turn: the calls of that turn that ran
+    /// (or were decided) counted again from the log, so a repeat before a
+    /// pause counts with the ones after it — a model repeating a failing
+    /// command between approved writes is nudged at the third and stopped
+    /// at the fifth, as within one run. A nudge already given is not given
+    /// again; calls refused before the gate (no class recorded) are not
+    /// counted here.
+    pub(super) fn resumed(events: &[StoredEvent]) -> Run {
+        let mut run = Run::default();
+        let start = events
+            .iter()
+            .rposition(|e| matches!(e.event, Event::TurnStarted { .. }))
+            .unwrap_or(0);
+        let mut called = std::collections::HashMap::new();
+        for stored in &events[start..] {
+            match &stored.event {
+                Event::ToolCalled {
+                    call_id,
+                    tool,
+                    arguments,
+                    permission: Some(_),
+                } => {
+                    called.insert(call_id.as_str(), (tool.as_str(), arguments));
+                }
+                Event::ToolResult { call_id, .. } => {
+                    if let Some((tool, arguments)) = called.get(call_id.as_str()) {
+                        let fp = super::folds::fingerprint(tool, arguments, &stored.event);
+                        run.repeats.observe_call(fp, call_id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        run.repeats.take_nudged();
+        run.forget_hidden_repeats(events);
+        run
+    }
+
     /// Whether the next model call is asked for words: a loop nudge was
     /// earned since the last call (taken once).
     pub(super) fn words_next(&mut self) -> bool {
