@@ -112,7 +112,7 @@ fn apply_as_is(path: &str, text: &str, edits: &[Edit]) -> Result<Applied, AgentE
                     ));
                     text.replace_range(range.clone(), &new);
                 }
-                [] if occurrences(&text, &edit.new_text).len() == 1 => {
+                [] if whole_occurrences(&text, &edit.new_text) == 1 => {
                     return Err(AgentError::new(
                         codes::EDIT_ALREADY_MADE,
                         format!(
@@ -198,6 +198,25 @@ fn occurrences(text: &str, needle: &str) -> Vec<usize> {
         }
     }
     found
+}
+
+/// How many times `needle` stands in `text` as itself: an occurrence
+/// inside a longer word does not count (`slug` is not in `def
+/// slugify(text):` as a change already made, though its letters are).
+fn whole_occurrences(text: &str, needle: &str) -> usize {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let starts_word = needle.chars().next().is_some_and(word);
+    let ends_word = needle.chars().next_back().is_some_and(word);
+    occurrences(text, needle)
+        .into_iter()
+        .filter(|&at| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + needle.len()..].chars().next();
+            let joined_before = starts_word && before.is_some_and(word);
+            let joined_after = ends_word && after.is_some_and(word);
+            !(joined_before || joined_after)
+        })
+        .count()
 }
 
 /// The file's text, or why it cannot be edited as text.
@@ -498,6 +517,19 @@ mod tests {
         let err = apply("m.py", "x = 1\ny\nx  = 1\n", &[edit("x = 1 ", "x = 2")]).unwrap_err();
         assert_eq!(err.code, codes::EDIT_AMBIGUOUS);
         assert!(err.message.contains("2 places"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_new_text_inside_a_longer_word_is_not_a_change_already_made() {
+        // A rename the model wrote with an old text not in the file: `slug`
+        // is inside `slugify`, but the file does not hold the change.
+        let text = "def slugify(text):\n    return text.lower()\n";
+        let err = apply("util.py", text, &[edit("def slugify(s):", "slug")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_NO_MATCH, "{}", err.message);
+        // Standing as itself, it is.
+        let text = "def slug(text):\n    return text.lower()\n";
+        let err = apply("util.py", text, &[edit("def slugify(s):", "slug")]).unwrap_err();
+        assert_eq!(err.code, codes::EDIT_ALREADY_MADE, "{}", err.message);
     }
 
     #[test]
