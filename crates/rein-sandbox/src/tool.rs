@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_tools::{Outcome, PermissionClass, Tool, ToolContext};
+use rein_wire::error::io_reason;
 use rein_wire::{AgentError, error::codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -68,7 +69,7 @@ impl RunCommand {
         let root = root.canonicalize().map_err(|e| {
             AgentError::new(
                 codes::INVALID_INPUT,
-                format!("the root {}: {e}", root.display()),
+                format!("the root {}: {}", root.display(), io_reason(&e)),
             )
         })?;
         Ok(RunCommand {
@@ -80,26 +81,34 @@ impl RunCommand {
     }
 
     fn cwd(&self, cwd: Option<&str>) -> Result<PathBuf, AgentError> {
-        let Some(cwd) = cwd else {
-            return Ok(self.root.clone());
-        };
-        let resolved = self.root.join(cwd).canonicalize().map_err(|e| {
-            AgentError::new(
-                codes::INVALID_INPUT,
-                format!(
-                    "the working directory `{cwd}`: {e}; {}",
-                    folders_near(&self.root, cwd)
-                ),
-            )
-        })?;
-        if resolved.starts_with(&self.root) && resolved.is_dir() {
-            Ok(resolved)
-        } else {
-            Err(AgentError::new(
-                codes::OUTSIDE_ROOT,
-                format!("the working directory `{cwd}` is not a folder inside the root"),
-            ))
-        }
+        working_dir(&self.root, cwd)
+    }
+}
+
+/// The folder a command runs in: `cwd` under `root` (the root without
+/// one), refused when it does not exist — saying why in words and naming
+/// the folders there are — or is not a folder inside the root.
+fn working_dir(root: &Path, cwd: Option<&str>) -> Result<PathBuf, AgentError> {
+    let Some(cwd) = cwd else {
+        return Ok(root.to_path_buf());
+    };
+    let resolved = root.join(cwd).canonicalize().map_err(|e| {
+        AgentError::new(
+            codes::INVALID_INPUT,
+            format!(
+                "the working directory `{cwd}`: {}; {}",
+                io_reason(&e),
+                folders_near(root, cwd)
+            ),
+        )
+    })?;
+    if resolved.starts_with(root) && resolved.is_dir() {
+        Ok(resolved)
+    } else {
+        Err(AgentError::new(
+            codes::OUTSIDE_ROOT,
+            format!("the working directory `{cwd}` is not a folder inside the root"),
+        ))
     }
 }
 
@@ -246,7 +255,21 @@ fn result(ran: &crate::Ran, root: &std::path::Path) -> serde_json::Value {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
-    use super::folders_near;
+    use super::{folders_near, working_dir};
+
+    #[test]
+    fn a_missing_working_directory_is_said_in_words_without_an_error_number() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let err = working_dir(&root, Some("src")).unwrap_err();
+        assert!(
+            err.message.contains("No such file or directory;"),
+            "{}",
+            err.message
+        );
+        assert!(!err.message.contains("os error"), "{}", err.message);
+        assert_eq!(working_dir(&root, None).unwrap(), root);
+    }
 
     #[test]
     fn a_missing_working_directory_names_the_folders_there_are() {

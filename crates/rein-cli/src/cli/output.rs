@@ -25,15 +25,7 @@ pub(super) fn io_error(err: std::io::Error) -> AgentError {
     output_error(err)
 }
 
-/// What an I/O error says, in a person's words: the system's reason
-/// without its number (`No such file or directory`, not `… (os error 2)`).
-pub(crate) fn io_reason(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    match text.rfind(" (os error ") {
-        Some(at) if text.ends_with(')') => text[..at].to_owned(),
-        _ => text,
-    }
-}
+pub(crate) use rein::wire::error::io_reason;
 
 /// Print a status line. Everything said goes through [`visible`]: status
 /// lines quote tool names, arguments and errors a model or provider wrote.
