@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::find::{occurrences, whole_occurrences};
 use super::{Refused, Root};
 
 /// One replacement.
@@ -185,38 +186,6 @@ fn around(text: &str, done: &str) -> String {
         through = n + 1;
     }
     format!("It holds now, lines {}-{through}:\n{shown}", from + 1)
-}
-
-fn occurrences(text: &str, needle: &str) -> Vec<usize> {
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(at) = text[from..].find(needle) {
-        found.push(from + at);
-        from += at + text[from + at..].chars().next().map_or(1, char::len_utf8);
-        if found.len() > 99 {
-            break;
-        }
-    }
-    found
-}
-
-/// How many times `needle` stands in `text` as itself: an occurrence
-/// inside a longer word does not count (`slug` is not in `def
-/// slugify(text):` as a change already made, though its letters are).
-fn whole_occurrences(text: &str, needle: &str) -> usize {
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    let starts_word = needle.chars().next().is_some_and(word);
-    let ends_word = needle.chars().next_back().is_some_and(word);
-    occurrences(text, needle)
-        .into_iter()
-        .filter(|&at| {
-            let before = text[..at].chars().next_back();
-            let after = text[at + needle.len()..].chars().next();
-            let joined_before = starts_word && before.is_some_and(word);
-            let joined_after = ends_word && after.is_some_and(word);
-            !(joined_before || joined_after)
-        })
-        .count()
 }
 
 /// The file's text, or why it cannot be edited as text.

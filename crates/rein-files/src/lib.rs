@@ -16,6 +16,7 @@
 #[cfg(test)]
 mod crash_tests;
 mod edit;
+mod find;
 mod loose;
 mod near;
 mod protected;

@@ -17,6 +17,8 @@ use std::sync::{OnceLock, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+pub use crate::io_reason::io_reason;
+
 /// A stable, machine-readable error code (`snake_case`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -392,18 +394,6 @@ fn registry() -> &'static RwLock<BTreeMap<ErrorCode, CodeInfo>> {
     })
 }
 
-/// What an I/O error says, in words a person or a model reads: the
-/// system's reason without its number (`No such file or directory`, not
-/// `… (os error 2)`, which a small model repeats to its person as if it
-/// were an answer).
-pub fn io_reason(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    match text.rfind(" (os error ") {
-        Some(at) if text.ends_with(')') => text[..at].to_owned(),
-        _ => text,
-    }
-}
-
 /// Register a product's own code. Registering a code that already exists
 /// with a different definition is refused with `invalid_input`; registering
 /// the identical definition again is a no-op.
@@ -543,14 +533,6 @@ impl AgentError {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn an_io_reason_has_no_error_number() {
-        let err = std::io::Error::from_raw_os_error(2);
-        assert_eq!(super::io_reason(&err), "No such file or directory");
-        let plain = std::io::Error::other("a reason of its own");
-        assert_eq!(super::io_reason(&plain), "a reason of its own");
-    }
 
     use super::*;
 

@@ -18,6 +18,7 @@ pub mod error;
 mod event;
 pub mod hook;
 pub mod ids;
+mod io_reason;
 mod live;
 pub mod loops;
 mod message;
