@@ -383,7 +383,7 @@ fn examples() -> Result<()> {
                 "-p",
                 "rein-harness",
                 "--features",
-                "testing",
+                "testing,compose",
             ])
             .args(["--example", name])
             .env_remove("REIN_BASE_URL")

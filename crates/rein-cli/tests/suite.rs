@@ -37,6 +37,7 @@ mod mcp_serve_sdks;
 mod memory;
 mod memory_chat;
 mod migration;
+mod product;
 mod provider_faults;
 mod reference;
 mod safe_edits;

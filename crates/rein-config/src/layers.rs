@@ -35,6 +35,8 @@ pub enum Source {
     User(PathBuf),
     /// A trusted project's config.
     Project(PathBuf),
+    /// A file a program named (a product's own definition).
+    File(PathBuf),
     /// A command-line flag.
     Flag(String),
 }
@@ -45,6 +47,7 @@ impl fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::User(path) => write!(f, "{}", path.display()),
             Source::Project(path) => write!(f, "{} (project)", path.display()),
+            Source::File(path) => write!(f, "{}", path.display()),
             Source::Flag(flag) => write!(f, "flag {flag}"),
         }
     }
@@ -257,6 +260,26 @@ impl Loaded {
             root.display()
         ));
         Ok(())
+    }
+
+    /// `path` over what is loaded, checked whole as the home's file is
+    /// (a program's own definition: no home, no project, no trust asked —
+    /// the program chose it). A file that does not exist is an error.
+    pub fn with_file(mut self, path: &Path) -> Result<Loaded, AgentError> {
+        let table =
+            read(path)?.ok_or_else(|| invalid(format!("{}: no such file", path.display())))?;
+        self.apply(table, &Source::File(path.to_owned()));
+        self.files.push(path.to_owned());
+        Ok(self)
+    }
+
+    /// `text` over what is loaded, checked whole; errors name `name` (a
+    /// definition a program carries in its own source).
+    pub fn with_text(mut self, name: &str, text: &str) -> Result<Loaded, AgentError> {
+        let path = PathBuf::from(name);
+        let table = parse(&path, text)?;
+        self.apply(table, &Source::File(path));
+        Ok(self)
     }
 
     /// Put `table` over what is loaded.

@@ -105,7 +105,7 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// Read the project's instruction files (`AGENTS.md` in the root and
-    /// its parents) into the system prompt (default: yes).
+    /// its parents) into the system prompt (default: yes; a product built with `rein::compose::Product`: no).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_instructions: Option<bool>,
     /// Show the model the project's files at each turn's start — a bounded
@@ -200,7 +200,7 @@ pub enum MemoryWrites {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsSpec {
-    /// The file tools in the root (default: yes).
+    /// The file tools in the root (default: yes; with `Product`, only when it gives a root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<bool>,
     /// `run_command` in the sandbox, decided by the command policy

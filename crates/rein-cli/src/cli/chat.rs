@@ -362,6 +362,7 @@ async fn open_chat(
         root,
         mcp,
         memory: _,
+        notes: _,
     } = compose::compose(&wanted, &loaded, &resolved, store, info).await?;
     // The agents a delegate call may name (each with its own MCP servers).
     let mut helper_servers = Vec::new();

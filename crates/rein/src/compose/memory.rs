@@ -50,7 +50,7 @@ pub(crate) async fn remembering(
     let home = loaded
         .home
         .as_ref()
-        .ok_or_else(|| invalid("memory needs rein's home (load the config from it)".to_owned()))?;
+        .ok_or_else(|| invalid("memory needs a folder for its memory.db: rein's home (a product gives one with Product::home)".to_owned()))?;
     let mut memory = SqliteMemory::open(home.join(MEMORY_FILE)).await?;
     if let Some(embeddings) = &spec.embeddings {
         let key = match &embeddings.key_env {

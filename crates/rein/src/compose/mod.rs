@@ -32,15 +32,20 @@
 //! product's `main` first hands `rein::sandbox::helper::HELPER_ARG` to
 //! `rein::sandbox::helper::main()`, as the `rein` command does.
 //!
+//! A product that brings its own definition, tools and provider, and
+//! wants nothing of the `rein` command's world, builds with [`Product`].
+//!
 //! Not here: what a surface does with its agent; the tools themselves.
 
 mod commands;
 mod memory;
+mod product;
 pub mod project_map;
 pub mod provider;
 mod settings;
 
 pub use commands::config as commands_config;
+pub use product::Product;
 pub use provider::{Resolved, provider_secrets, resolve, resolve_or_explain};
 pub use settings::check_spec;
 
@@ -83,6 +88,9 @@ pub struct Composed {
     /// The memory it remembers in (`[memory]`), for the surface to show a
     /// person.
     pub memory: Option<Remembered>,
+    /// What a person should know, said to a surface's information stream
+    /// as it was built ([`Product::build`] keeps them here instead).
+    pub notes: Vec<String>,
 }
 
 /// One scope of a memory store: where an agent remembers, as a surface
@@ -257,6 +265,7 @@ pub async fn compose(
         root,
         mcp,
         memory,
+        notes: Vec::new(),
     })
 }
 
