@@ -34,13 +34,9 @@ fn fresh() -> (Arc<Server>, axum::Router) {
     let store = Arc::new(rein_sessions::MemoryStore::new());
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}")]).expect("files"));
     let brain = Arc::new(ScriptedBrain::new(vec![
-        Rule::call(
-            "read ",
-            "Reading.",
-            "read_file",
-            serde_json::json!({}),
-            Some("path"),
-        ),
+        Rule::reply("read ", "Reading.")
+            .and_call("read_file", serde_json::json!({}))
+            .word_into("path"),
         Rule::reply("hello", "Hello."),
     ]));
     let profile = Profile {

@@ -193,12 +193,7 @@ async fn stand_in(root: &Path, mark: &str) -> anyhow::Result<FakeServer> {
         }
         let step = results_in(&body);
         let message = match steps.get(step).filter(|_| main) {
-            Some((tool, input)) => ScriptedMessage::text(&["On it."]).with_call(ScriptedCall::new(
-                &format!("toolu_{mark}_{step}"),
-                tool,
-                input.clone(),
-                2,
-            )),
+            Some((tool, input)) => ScriptedMessage::text(&["On it."]).with_call(ScriptedCall::to(tool, input.clone()).id(&format!("toolu_{mark}_{step}")).in_fragments(2)),
             None => ScriptedMessage::text(&["All done."]),
         };
         if body["stream"] == true {

@@ -18,12 +18,8 @@ fn example_policy() -> std::path::PathBuf {
 async fn a_chat_runs_an_allowed_command_confined() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
-    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "run_command",
-        json!({"command": ["ls", "-la"]}),
-        1,
-    ));
+    let call = ScriptedMessage::text(&[])
+        .with_call(ScriptedCall::to("run_command", json!({"command": ["ls", "-la"]})).id("c1"));
     let server = FakeServer::start(vec![
         Reply::sse(call.openai_chat_sse()),
         Reply::sse(ScriptedMessage::text(&["Listed."]).openai_chat_sse()),
@@ -181,12 +177,8 @@ async fn a_path_or_a_wrapper_is_no_way_past_the_policy() {
             "[commands]\ndefault = \"allow\"\n[[commands.rule]]\nprefix = [\"rm\"]\ndecision = \"forbid\"\nexamples = [\"rm -rf x\"]\n",
         )
         .unwrap();
-        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c1",
-            "run_command",
-            json!({"command": command}),
-            1,
-        ));
+        let call = ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::to("run_command", json!({"command": command})).id("c1"));
         let server = FakeServer::start(vec![
             Reply::sse(call.openai_chat_sse()),
             Reply::sse(ScriptedMessage::text(&["Refused."]).openai_chat_sse()),
@@ -236,12 +228,9 @@ async fn a_relative_root_is_the_projects_for_commands_too() {
         "[commands]\ndefault = \"allow\"\n",
     )
     .unwrap();
-    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "run_command",
-        json!({"command": ["cat", "present.txt"]}),
-        1,
-    ));
+    let call = ScriptedMessage::text(&[]).with_call(
+        ScriptedCall::to("run_command", json!({"command": ["cat", "present.txt"]})).id("c1"),
+    );
     let server = FakeServer::start(vec![
         Reply::sse(call.openai_chat_sse()),
         Reply::sse(ScriptedMessage::text(&["Read."]).openai_chat_sse()),
@@ -302,12 +291,13 @@ async fn a_command_reaches_no_unix_socket_outside_the_root() {
             "use Socket; socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die \"socket: $!\\n\"; connect($s, pack_sockaddr_un($ARGV[0])) or die \"connect: $!\\n\"; print \"REA\" . \"CHED\\n\";\n",
         )
         .unwrap();
-        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c1",
-            "run_command",
-            json!({"command": ["perl", "connect.pl", socket.display().to_string()]}),
-            1,
-        ));
+        let call = ScriptedMessage::text(&[]).with_call(
+            ScriptedCall::to(
+                "run_command",
+                json!({"command": ["perl", "connect.pl", socket.display().to_string()]}),
+            )
+            .id("c1"),
+        );
         let server = FakeServer::start(vec![
             Reply::sse(call.openai_chat_sse()),
             Reply::sse(ScriptedMessage::text(&["Tried."]).openai_chat_sse()),
@@ -362,12 +352,10 @@ async fn a_failing_command_repeated_is_nudged_then_stopped() {
     std::fs::write(&policy, "default = \"allow\"\n").unwrap();
     let server = FakeServer::start(vec![]).await.unwrap();
     server.respond_with(std::sync::Arc::new(|_, n| {
-        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            &format!("c{n}"),
-            "run_command",
-            json!({"command": ["ls", "no-such-file"]}),
-            1,
-        ));
+        let call = ScriptedMessage::text(&[]).with_call(
+            ScriptedCall::to("run_command", json!({"command": ["ls", "no-such-file"]}))
+                .id(&format!("c{n}")),
+        );
         Reply::sse(call.openai_chat_sse())
     }));
     let url = format!("{}/v1", server.base_url());
@@ -512,12 +500,9 @@ async fn a_compatible_servers_window_is_asked_and_said() {
 async fn a_missing_program_is_answered_with_the_ones_like_it_before_anyone_is_asked() {
     let root = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "run_command",
-        json!({"command": ["python0", "app.py"]}),
-        1,
-    ));
+    let call = ScriptedMessage::text(&[]).with_call(
+        ScriptedCall::to("run_command", json!({"command": ["python0", "app.py"]})).id("c1"),
+    );
     let server = FakeServer::start(vec![
         Reply::sse(call.openai_chat_sse()),
         Reply::sse(ScriptedMessage::text(&["I will use python3."]).openai_chat_sse()),

@@ -98,12 +98,13 @@ async fn a_refused_call_is_asked_again_after_a_later_always() {
     let write = |id: &str, path: &str| {
         Reply::sse(
             ScriptedMessage::text(&[])
-                .with_call(ScriptedCall::new(
-                    id,
-                    "write_file",
-                    serde_json::json!({"path": path, "content": "x\n"}),
-                    1,
-                ))
+                .with_call(
+                    ScriptedCall::to(
+                        "write_file",
+                        serde_json::json!({"path": path, "content": "x\n"}),
+                    )
+                    .id(id),
+                )
                 .openai_chat_sse(),
         )
     };

@@ -38,12 +38,11 @@ async fn stand_in_held(gate: Option<Arc<tokio::sync::Notify>>) -> FakeServer {
         if text.contains("function_call_output") || text.contains(SAID) {
             return Reply::sse(ScriptedMessage::text(&["All done."]).openai_responses_sse());
         }
-        let call = ScriptedMessage::text(&["Making it."]).with_call(ScriptedCall::new(
-            "call_1",
-            "exec_command",
-            json!({"cmd": "touch made.txt"}),
-            2,
-        ));
+        let call = ScriptedMessage::text(&["Making it."]).with_call(
+            ScriptedCall::to("exec_command", json!({"cmd": "touch made.txt"}))
+                .id("call_1")
+                .in_fragments(2),
+        );
         let reply = Reply::sse(call.openai_responses_sse());
         match &gate {
             Some(gate) => reply.held_until(0, gate.clone()),

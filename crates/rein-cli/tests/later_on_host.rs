@@ -15,7 +15,7 @@ use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 fn call(id: &str, tool: &str, args: serde_json::Value) -> Reply {
     Reply::sse(
         ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(id, tool, args, 1))
+            .with_call(ScriptedCall::to(tool, args).id(id))
             .openai_chat_sse(),
     )
 }

@@ -262,12 +262,9 @@ async fn chat_running_a_command(home: &Path, root: &Path) -> (Child, i32, i32) {
     )
     .unwrap();
     let script = "sleep 600 & echo $! > bg.pid; echo $$ > fg.pid; wait";
-    let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "run_command",
-        json!({"command": ["sh", "-c", script]}),
-        1,
-    ));
+    let call = ScriptedMessage::text(&[]).with_call(
+        ScriptedCall::to("run_command", json!({"command": ["sh", "-c", script]})).id("c1"),
+    );
     let server = FakeServer::start(vec![Reply::sse(call.openai_chat_sse())])
         .await
         .unwrap();

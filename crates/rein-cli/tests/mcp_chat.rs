@@ -74,7 +74,6 @@ fn mcp_list_shows_each_server_its_status_and_its_tools_classes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn a_chat_uses_a_tool_of_the_reference_server() {
     let home = tempfile::tempdir().unwrap();
     config_for_everything(home.path());
@@ -109,12 +108,7 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
             fake.push(pong());
             std::thread::sleep(Duration::from_millis(100));
         }
-        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c1",
-            "call_tool",
-            json!({"name": "ev__echo", "arguments": {"message": "from the chat"}}),
-            1,
-        ));
+        let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::to("call_tool", json!({"name": "ev__echo", "arguments": {"message": "from the chat"}})).id("c1"));
         fake.push(Reply::sse(call.openai_chat_sse()));
         fake.push(Reply::sse(
             ScriptedMessage::text(&["It echoed."]).openai_chat_sse(),
@@ -122,24 +116,14 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
         chat.send("echo something");
         chat.wait_for("It echoed.", 1);
         // A long call's progress shows as it comes.
-        let long = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c2",
-            "call_tool",
-            json!({"name": "ev__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 200}}),
-            1,
-        ));
+        let long = ScriptedMessage::text(&[]).with_call(ScriptedCall::to("call_tool", json!({"name": "ev__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 200}})).id("c2"));
         fake.push(Reply::sse(long.openai_chat_sse()));
         fake.push(Reply::sse(ScriptedMessage::text(&["Done waiting."]).openai_chat_sse()));
         chat.send("run the long one");
         chat.wait_for("Done waiting.", 1);
         // `get-env` dumps the server's environment; it is classed
         // destructive here, so it is asked first.
-        let env = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c3",
-            "call_tool",
-            json!({"name": "ev__get-env", "arguments": {}}),
-            1,
-        ));
+        let env = ScriptedMessage::text(&[]).with_call(ScriptedCall::to("call_tool", json!({"name": "ev__get-env", "arguments": {}})).id("c3"));
         fake.push(Reply::sse(env.openai_chat_sse()));
         fake.push(Reply::sse(ScriptedMessage::text(&["Env read."]).openai_chat_sse()));
         chat.send("show the server's environment");
@@ -147,12 +131,7 @@ async fn a_chat_uses_a_tool_of_the_reference_server() {
         chat.send("y");
         chat.wait_for("Env read.", 1);
         // Asked about an MCP call, a person sees every argument.
-        let sum = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c4",
-            "call_tool",
-            json!({"name": "ev__get-sum", "arguments": {"a": 4217, "b": 25}}),
-            1,
-        ));
+        let sum = ScriptedMessage::text(&[]).with_call(ScriptedCall::to("call_tool", json!({"name": "ev__get-sum", "arguments": {"a": 4217, "b": 25}})).id("c4"));
         fake.push(Reply::sse(sum.openai_chat_sse()));
         fake.push(Reply::sse(ScriptedMessage::text(&["Summed."]).openai_chat_sse()));
         chat.send("add them");
@@ -261,12 +240,13 @@ async fn a_stamped_mcp_answer_repeated_is_a_loop() {
         }
         let before = fake.requests().len();
         fake.respond_with(std::sync::Arc::new(|_, n| {
-            let call = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-                &format!("s{n}"),
-                "call_tool",
-                json!({"name": "clock__status", "arguments": {}}),
-                1,
-            ));
+            let call = ScriptedMessage::text(&[]).with_call(
+                ScriptedCall::to(
+                    "call_tool",
+                    json!({"name": "clock__status", "arguments": {}}),
+                )
+                .id(&format!("s{n}")),
+            );
             Reply::sse(call.openai_chat_sse())
         }));
         chat.send("is the build green?");

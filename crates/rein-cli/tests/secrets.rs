@@ -77,12 +77,8 @@ async fn the_providers_key_read_from_a_project_never_reaches_the_log() {
     let key = "sk-canary-provider-key-77f3e1d2c4b5";
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join(".env"), format!("OPENAI_API_KEY={key}\n")).unwrap();
-    let read = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "read_file",
-        json!({"path": ".env"}),
-        1,
-    ));
+    let read = ScriptedMessage::text(&[])
+        .with_call(ScriptedCall::to("read_file", json!({"path": ".env"})).id("c1"));
     let server = FakeServer::start(vec![
         Reply::sse(read.openai_chat_sse()),
         // The model echoes the key in its own words: kept out of the log too.
@@ -138,12 +134,13 @@ async fn the_read_a_refused_change_carries_is_masked_too() {
         format!("OPENAI_API_KEY={key}\nDEBUG=1\n"),
     )
     .unwrap();
-    let edit = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "edit_file",
-        json!({"path": ".env", "edits": [{"old_text": "DEBUG=1", "new_text": "DEBUG=0"}]}),
-        1,
-    ));
+    let edit = ScriptedMessage::text(&[]).with_call(
+        ScriptedCall::to(
+            "edit_file",
+            json!({"path": ".env", "edits": [{"old_text": "DEBUG=1", "new_text": "DEBUG=0"}]}),
+        )
+        .id("c1"),
+    );
     let server = FakeServer::start(vec![
         Reply::sse(edit.openai_chat_sse()),
         Reply::sse(ScriptedMessage::text(&["Left it."]).openai_chat_sse()),

@@ -110,12 +110,8 @@ fn a_stop_from_another_process_ends_the_waiting_turn() {
 async fn words_sent_from_another_process_reach_the_running_turn() {
     // The model's first answer (a read) comes late, so the turn is running
     // when `rein say` posts; the words are heard at the next step.
-    let read = ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-        "c1",
-        "read_file",
-        serde_json::json!({"path": "a.txt"}),
-        1,
-    ));
+    let read = ScriptedMessage::text(&[])
+        .with_call(ScriptedCall::to("read_file", serde_json::json!({"path": "a.txt"})).id("c1"));
     let slow = Reply::sse(read.openai_chat_sse()).delay_before(0, Duration::from_secs(2));
     let done = Reply::sse(ScriptedMessage::text(&["Read it."]).openai_chat_sse());
     let server = FakeServer::start(vec![slow, done]).await.unwrap();

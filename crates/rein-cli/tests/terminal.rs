@@ -137,12 +137,8 @@ impl Ended {
 /// A server whose first answer (a read of `a.txt`) comes after `hold`,
 /// then a plain answer.
 async fn slow_model(hold: Duration) -> FakeServer {
-    let call = ScriptedMessage::text(&["Reading."]).with_call(ScriptedCall::new(
-        "c1",
-        "read_file",
-        json!({"path": "a.txt"}),
-        1,
-    ));
+    let call = ScriptedMessage::text(&["Reading."])
+        .with_call(ScriptedCall::to("read_file", json!({"path": "a.txt"})).id("c1"));
     FakeServer::start(vec![
         Reply::sse(call.openai_chat_sse()).delay_before(0, hold),
         Reply::sse(ScriptedMessage::text(&["done"]).openai_chat_sse()),

@@ -141,12 +141,10 @@ fn limited(server: &FakeServer, api: Api, limit: usize, files: usize) -> Arc<See
         }
         let step = steps.fetch_add(1, Ordering::SeqCst);
         let message = if step < files {
-            ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-                &format!("c{step}"),
-                "read_file",
-                json!({"path": format!("f{step}.txt")}),
-                1,
-            ))
+            ScriptedMessage::text(&[]).with_call(
+                ScriptedCall::to("read_file", json!({"path": format!("f{step}.txt")}))
+                    .id(&format!("c{step}")),
+            )
         } else {
             ScriptedMessage::text(&["Read them all."])
         };

@@ -23,5 +23,5 @@ pub mod run;
 pub mod suite;
 
 pub use report::{Report, regressions};
-pub use run::{CaseResult, ModelChoice, run_case};
+pub use run::{CaseResult, ModelChoice, run_case, run_case_with};
 pub use suite::{Case, LoadedCase, load, parse};

@@ -146,8 +146,10 @@ impl Project {
     /// How many times each tool ran: the reference backend's own count
     /// for its tools, successful results in the log for everything else.
     pub(crate) fn ran(&self, events: &[StoredEvent]) -> HashMap<String, u64> {
+        // The reference backend counts its own tools' runs; a product's
+        // tools beside it are counted from the log.
         let counted_by_backend = |tool: &str| {
-            matches!(self, Project::Reference(_))
+            matches!(self, Project::Reference(backend) if backend.definition(tool).is_some())
                 && !matches!(
                     tool,
                     "read_result" | "load_tool" | "call_tool" | "read_skill" | "delegate"

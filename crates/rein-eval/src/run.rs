@@ -61,8 +61,21 @@ fn outcome_name(outcome: &TurnOutcome) -> String {
     }
 }
 
-/// Run `loaded` against `model`.
+/// Run `loaded` against `model`, with the reference tool backend.
 pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
+    run_case_with(loaded, model, None).await
+}
+
+/// Run `loaded` against `model` with a product's own `tools` (`None`: the
+/// reference backend's file tools alone). Given, they are the agent's
+/// tools — with the file tools beside them only when the case gives files
+/// (`backend.files`, `backend.generated`) — so a product's suite checks
+/// its own agent: `calls`, `not_called`, approvals, the answer, the cost.
+pub async fn run_case_with(
+    loaded: &LoadedCase,
+    model: &ModelChoice,
+    tools: Option<Arc<dyn rein_tools::ToolBackend>>,
+) -> CaseResult {
     let case = &loaded.case;
     let mut result = CaseResult {
         suite: loaded.suite.clone(),
@@ -96,7 +109,7 @@ pub async fn run_case(loaded: &LoadedCase, model: &ModelChoice) -> CaseResult {
         return result;
     }
     let started = Instant::now();
-    match execute(case, model, &mut result).await {
+    match execute(case, model, tools, &mut result).await {
         Ok(()) => {}
         Err(err) => result.failures.push(format!(
             "the case could not run: {} ({})",
@@ -149,6 +162,7 @@ fn trail(i: usize, n: usize) -> String {
 async fn execute(
     case: &Case,
     model: &ModelChoice,
+    tools: Option<Arc<dyn rein_tools::ToolBackend>>,
     result: &mut CaseResult,
 ) -> Result<(), AgentError> {
     let dir = tempfile::tempdir().map_err(|e| {
@@ -160,7 +174,11 @@ async fn execute(
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("rein.db")).await?);
     let kind = (case.backend.folder, case.backend.commands);
     let project = Project::new(&files_of(case), kind, &store).await?;
-    let backend = project.backend();
+    let backend: Arc<dyn rein_tools::ToolBackend> = match tools {
+        Some(own) if case.backend.files.is_empty() && case.backend.generated == 0 => own,
+        Some(own) => Arc::new(rein_tools::Joined::new(vec![project.backend(), own])),
+        None => project.backend(),
+    };
     let mut default_steps = None;
     let mut max_output_tokens = 1024;
     let mut temperature = None;

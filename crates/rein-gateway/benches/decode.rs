@@ -22,12 +22,11 @@ fn synthetic() -> ScriptedMessage {
     let mut message = ScriptedMessage::text(&refs);
     for i in 0..20 {
         let args = json!({"path": format!("src/file_{i}.rs"), "content": "x".repeat(4000)});
-        message = message.with_call(ScriptedCall::new(
-            &format!("call_{i}"),
-            "write_file",
-            args,
-            200,
-        ));
+        message = message.with_call(
+            ScriptedCall::to("write_file", args)
+                .id(&format!("call_{i}"))
+                .in_fragments(200),
+        );
     }
     message
 }

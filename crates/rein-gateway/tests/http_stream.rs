@@ -83,19 +83,23 @@ fn assemble(events: &[StreamEvent]) -> AssembledMessage {
 
 fn three_calls() -> ScriptedMessage {
     ScriptedMessage::text(&["Let me ", "check ", "three things."])
-        .with_call(ScriptedCall::new(
-            "call_a",
-            "read_file",
-            json!({"path": "src/main.rs", "lines": [1, 2, 3]}),
-            17,
-        ))
-        .with_call(ScriptedCall::new(
-            "call_b",
-            "search",
-            json!({"query": "naïve \"quoted\" ünïcode ✓", "limit": 10}),
-            23,
-        ))
-        .with_call(ScriptedCall::new("call_c", "list_dir", json!({}), 1))
+        .with_call(
+            ScriptedCall::to(
+                "read_file",
+                json!({"path": "src/main.rs", "lines": [1, 2, 3]}),
+            )
+            .id("call_a")
+            .in_fragments(17),
+        )
+        .with_call(
+            ScriptedCall::to(
+                "search",
+                json!({"query": "naïve \"quoted\" ünïcode ✓", "limit": 10}),
+            )
+            .id("call_b")
+            .in_fragments(23),
+        )
+        .with_call(ScriptedCall::to("list_dir", json!({})).id("call_c"))
         .with_usage(Usage {
             input: 120,
             output: 45,

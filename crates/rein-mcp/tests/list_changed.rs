@@ -142,7 +142,7 @@ async fn a_list_changed_mid_turn_waits_for_the_next_turn() {
     );
 
     let provider = Arc::new(FakeProvider::from_messages(&[
-        ScriptedMessage::text(&[]).with_call(ScriptedCall::new("c1", "hs__flip", json!({}), 1)),
+        ScriptedMessage::text(&[]).with_call(ScriptedCall::to("hs__flip", json!({})).id("c1")),
         ScriptedMessage::text(&["Flipped."]),
         ScriptedMessage::text(&["Now there is more."]),
     ]));

@@ -38,12 +38,10 @@ fn reply(request: &rein_testing::RecordedRequest) -> Reply {
         (0..CHILDREN).fold(
             ScriptedMessage::text(&["Handing out the parts."]),
             |m, i| {
-                m.with_call(ScriptedCall::new(
-                    &format!("d{i}"),
-                    "delegate",
-                    json!({"task": format!("do part {i}")}),
-                    1,
-                ))
+                m.with_call(
+                    ScriptedCall::to("delegate", json!({"task": format!("do part {i}")}))
+                        .id(&format!("d{i}")),
+                )
             },
         )
     } else {

@@ -74,13 +74,11 @@ async fn a_yes_under_changed_authority_is_refused_before_it_is_recorded_and_a_no
     use rein_runner::TurnOutcome;
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let writer = Agent::new(
-        Arc::new(ScriptedBrain::new(vec![Rule::call(
-            "write ",
-            "Writing.",
-            "write_file",
-            serde_json::json!({"content": "x\n"}),
-            Some("path"),
-        )])),
+        Arc::new(ScriptedBrain::new(vec![
+            Rule::reply("write ", "Writing.")
+                .and_call("write_file", serde_json::json!({"content": "x\n"}))
+                .word_into("path"),
+        ])),
         Arc::new(FakeToolBackend::new(&[]).unwrap()),
         Profile {
             tools: ToolLoading::Native,
@@ -144,14 +142,8 @@ async fn more_tools_join_beside_the_ones_it_has_and_a_name_it_has_stays_its_own(
         .unwrap();
     let files = FakeToolBackend::new(&[("notes.md", "kept")]).unwrap();
     let brain = ScriptedBrain::new(vec![
-        Rule::call("stock", "Counting.", "stock", json!({}), None),
-        Rule::call(
-            "notes",
-            "Reading.",
-            "read_file",
-            json!({"path": "notes.md"}),
-            None,
-        ),
+        Rule::reply("stock", "Counting.").and_call("stock", json!({})),
+        Rule::reply("notes", "Reading.").and_call("read_file", json!({"path": "notes.md"})),
     ]);
     let profile = Profile {
         tools: ToolLoading::Native,

@@ -43,12 +43,8 @@ fn tools(extra: bool) -> Arc<Registry> {
 
 fn provider() -> Arc<FakeProvider> {
     Arc::new(FakeProvider::from_messages(&[
-        ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c1",
-            "put",
-            json!({"value": "x"}),
-            1,
-        )),
+        ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::to("put", json!({"value": "x"})).id("c1")),
         ScriptedMessage::text(&["Stored."]),
     ]))
 }
@@ -210,12 +206,8 @@ async fn arguments_are_prepared_once_and_tools_read_the_products_context() {
         .with(Rename { seen: seen.clone() })
         .expect("rename");
     let provider = Arc::new(FakeProvider::from_messages(&[
-        ScriptedMessage::text(&[]).with_call(ScriptedCall::new(
-            "c1",
-            "rename",
-            json!({"value": "  Shop  "}),
-            1,
-        )),
+        ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::to("rename", json!({"value": "  Shop  "})).id("c1")),
         ScriptedMessage::text(&["Renamed."]),
     ]));
     let mut conversation = Conversation::open(

@@ -51,13 +51,11 @@ async fn a_tool_runs_after_its_call_is_durable_and_a_read_step_is_one_commit() {
             },
         )
     };
-    let brain = ScriptedBrain::new(vec![Rule::call(
-        "look up",
-        "Looking.",
-        "look",
-        json!({}),
-        Some("name"),
-    )]);
+    let brain = ScriptedBrain::new(vec![
+        Rule::reply("look up", "Looking.")
+            .and_call("look", json!({}))
+            .word_into("name"),
+    ]);
     let mut chat = Conversation::open(
         store.clone(),
         Arc::new(brain),

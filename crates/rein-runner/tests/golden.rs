@@ -150,8 +150,12 @@ fn scenarios() -> Vec<Scenario> {
             turns: vec![turn("what do a.rs and b.rs define?")],
             brain: vec![
                 calls(vec![
-                    ScriptedCall::new("c1", "read_file", json!({"path": "a.rs"}), 2),
-                    ScriptedCall::new("c2", "read_file", json!({"path": "b.rs"}), 2),
+                    ScriptedCall::to("read_file", json!({"path": "a.rs"}))
+                        .id("c1")
+                        .in_fragments(2),
+                    ScriptedCall::to("read_file", json!({"path": "b.rs"}))
+                        .id("c2")
+                        .in_fragments(2),
                 ]),
                 says("a.rs defines a(); b.rs defines b()."),
             ],
@@ -164,12 +168,14 @@ fn scenarios() -> Vec<Scenario> {
                 ..turn("make a.rs return 1")
             }],
             brain: vec![
-                calls(vec![ScriptedCall::new(
-                    "w1",
-                    "write_file",
-                    json!({"path": "a.rs", "content": "fn a() -> i32 { 1 }"}),
-                    3,
-                )]),
+                calls(vec![
+                    ScriptedCall::to(
+                        "write_file",
+                        json!({"path": "a.rs", "content": "fn a() -> i32 { 1 }"}),
+                    )
+                    .id("w1")
+                    .in_fragments(3),
+                ]),
                 says("a.rs now returns 1."),
             ],
             window: None,
@@ -181,12 +187,9 @@ fn scenarios() -> Vec<Scenario> {
                 ..turn("delete b.rs")
             }],
             brain: vec![
-                calls(vec![ScriptedCall::new(
-                    "d1",
-                    "delete_file",
-                    json!({"path": "b.rs"}),
-                    1,
-                )]),
+                calls(vec![
+                    ScriptedCall::to("delete_file", json!({"path": "b.rs"})).id("d1"),
+                ]),
                 says("I left b.rs in place."),
             ],
             window: None,
@@ -195,24 +198,23 @@ fn scenarios() -> Vec<Scenario> {
             name: "offload_read_by_slices",
             turns: vec![turn("what does the build log end with?")],
             brain: vec![
-                calls(vec![ScriptedCall::new(
-                    "l1",
-                    "read_log",
-                    json!({"lines": 3000}),
-                    1,
-                )]),
-                calls(vec![ScriptedCall::new(
-                    "r1",
-                    "read_result",
-                    json!({"artifact": artifact, "offset": 0, "length": 2000}),
-                    1,
-                )]),
-                calls(vec![ScriptedCall::new(
-                    "r2",
-                    "read_result",
-                    json!({"artifact": artifact, "offset": 98_000, "length": 2000}),
-                    1,
-                )]),
+                calls(vec![
+                    ScriptedCall::to("read_log", json!({"lines": 3000})).id("l1"),
+                ]),
+                calls(vec![
+                    ScriptedCall::to(
+                        "read_result",
+                        json!({"artifact": artifact, "offset": 0, "length": 2000}),
+                    )
+                    .id("r1"),
+                ]),
+                calls(vec![
+                    ScriptedCall::to(
+                        "read_result",
+                        json!({"artifact": artifact, "offset": 98_000, "length": 2000}),
+                    )
+                    .id("r2"),
+                ]),
                 says("It ends with module_2999."),
             ],
             window: None,
@@ -230,12 +232,9 @@ fn scenarios() -> Vec<Scenario> {
                 },
             ],
             brain: vec![
-                calls(vec![ScriptedCall::new(
-                    "c1",
-                    "read_file",
-                    json!({"path": "a.rs"}),
-                    1,
-                )]),
+                calls(vec![
+                    ScriptedCall::to("read_file", json!({"path": "a.rs"})).id("c1"),
+                ]),
                 says("a.rs defines a()."),
             ],
             window: None,
@@ -245,12 +244,9 @@ fn scenarios() -> Vec<Scenario> {
             turns: vec![turn("read the build log in parts")],
             brain: (0..9)
                 .map(|i| {
-                    calls(vec![ScriptedCall::new(
-                        &format!("p{i}"),
-                        "read_log",
-                        json!({"lines": 40 + i}),
-                        1,
-                    )])
+                    calls(vec![
+                        ScriptedCall::to("read_log", json!({"lines": 40 + i})).id(&format!("p{i}")),
+                    ])
                 })
                 .chain(std::iter::once(says(
                     "The log grows by one module per line.",
@@ -263,12 +259,9 @@ fn scenarios() -> Vec<Scenario> {
             turns: vec![turn("read the build log in parts")],
             brain: (0..12)
                 .map(|i| {
-                    calls(vec![ScriptedCall::new(
-                        &format!("h{i}"),
-                        "read_log",
-                        json!({"lines": 40 + i}),
-                        1,
-                    )])
+                    calls(vec![
+                        ScriptedCall::to("read_log", json!({"lines": 40 + i})).id(&format!("h{i}")),
+                    ])
                 })
                 .chain(std::iter::once(says("Done reading.")))
                 .collect(),

@@ -29,13 +29,7 @@ fn tasks(store: Arc<dyn Store>, runs: Arc<AtomicUsize>) -> ConversationTasks {
             "Here is a summary in prose, not the JSON asked for.",
         ),
         Rule::reply("count", r#"{"n": "3"}"#),
-        Rule::call(
-            "order paper",
-            "Ordering.",
-            "place_order",
-            json!({"item": "paper"}),
-            None,
-        ),
+        Rule::reply("order paper", "Ordering.").and_call("place_order", json!({"item": "paper"})),
     ]));
     ConversationTasks::new(store, brain, Arc::new(order_registry(runs)), worker())
 }

@@ -104,13 +104,7 @@ fn ordering_graph() -> rein_orchestrator::Graph {
 
 fn ordering_brain() -> Arc<ScriptedBrain> {
     Arc::new(ScriptedBrain::new(vec![
-        Rule::call(
-            "order paper",
-            "Ordering.",
-            "place_order",
-            json!({"item": "paper"}),
-            None,
-        ),
+        Rule::reply("order paper", "Ordering.").and_call("place_order", json!({"item": "paper"})),
         Rule::reply("research the topic", "Paper is made of wood."),
     ]))
 }
@@ -403,20 +397,14 @@ async fn tasks_share_the_blackboard_and_a_stale_write_gets_the_current_value() {
 
     let (_dir, store) = sqlite_store().await;
     let brain = Arc::new(ScriptedBrain::new(vec![
-        Rule::call(
-            "claim first",
-            "Claiming.",
+        Rule::reply("claim first", "Claiming.").and_call(
             "blackboard_write",
             json!({"key": "owner", "value": "first", "revision": 0}),
-            None,
         ),
         // The second writes as if nobody had: revision 0.
-        Rule::call(
-            "claim second",
-            "Claiming.",
+        Rule::reply("claim second", "Claiming.").and_call(
             "blackboard_write",
             json!({"key": "owner", "value": "second", "revision": 0}),
-            None,
         ),
     ]));
     let board = Blackboard::new();
@@ -477,13 +465,12 @@ async fn a_task_whose_lost_end_wrote_the_blackboard_runs_again() {
 
     let (_dir, store) = sqlite_store().await;
     let run = |board: Blackboard| {
-        let brain = Arc::new(ScriptedBrain::new(vec![Rule::call(
-            "claim first",
-            "Claiming.",
-            "blackboard_write",
-            json!({"key": "owner", "value": "first", "revision": 0}),
-            None,
-        )]));
+        let brain = Arc::new(ScriptedBrain::new(vec![
+            Rule::reply("claim first", "Claiming.").and_call(
+                "blackboard_write",
+                json!({"key": "owner", "value": "first", "revision": 0}),
+            ),
+        ]));
         let tasks = ConversationTasks::new(
             store.clone(),
             brain,

@@ -83,7 +83,7 @@ fn hook(
 }
 
 fn call(id: &str, tool: &str, args: Value) -> ScriptedMessage {
-    ScriptedMessage::text(&[]).with_call(ScriptedCall::new(id, tool, args, 1))
+    ScriptedMessage::text(&[]).with_call(ScriptedCall::to(tool, args).id(id))
 }
 
 struct Setup {

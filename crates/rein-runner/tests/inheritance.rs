@@ -102,28 +102,12 @@ impl Hook for DenyRemove {
 
 fn rules() -> Vec<Rule> {
     vec![
-        Rule::call(
-            "hand off the removal",
-            "Delegating.",
-            "delegate",
-            json!({"task": "remove old.txt"}),
-            None,
-        ),
-        Rule::call(
-            "hand off who",
-            "Delegating.",
-            "delegate",
-            json!({"task": "whoami please"}),
-            None,
-        ),
-        Rule::call(
-            "remove ",
-            "Removing.",
-            "remove",
-            json!({"path": "old.txt"}),
-            None,
-        ),
-        Rule::call("whoami", "Asking.", "whoami", json!({"path": "."}), None),
+        Rule::reply("hand off the removal", "Delegating.")
+            .and_call("delegate", json!({"task": "remove old.txt"})),
+        Rule::reply("hand off who", "Delegating.")
+            .and_call("delegate", json!({"task": "whoami please"})),
+        Rule::reply("remove ", "Removing.").and_call("remove", json!({"path": "old.txt"})),
+        Rule::reply("whoami", "Asking.").and_call("whoami", json!({"path": "."})),
     ]
 }
 

@@ -19,18 +19,16 @@ fn provider_for(api: WireApi, server: &FakeServer) -> Arc<HttpProvider> {
 async fn tool_results_are_threaded_the_way_each_api_requires() {
     for api in [WireApi::AnthropicMessages, WireApi::OpenAiChat] {
         let first = ScriptedMessage::text(&["Reading both."])
-            .with_call(ScriptedCall::new(
-                "call_a",
-                "read_file",
-                json!({"path": "a.rs"}),
-                4,
-            ))
-            .with_call(ScriptedCall::new(
-                "call_b",
-                "read_file",
-                json!({"path": "b.rs"}),
-                2,
-            ));
+            .with_call(
+                ScriptedCall::to("read_file", json!({"path": "a.rs"}))
+                    .id("call_a")
+                    .in_fragments(4),
+            )
+            .with_call(
+                ScriptedCall::to("read_file", json!({"path": "b.rs"}))
+                    .id("call_b")
+                    .in_fragments(2),
+            );
         let second = ScriptedMessage::text(&["a.rs has a(), b.rs has b()."]);
         let body = |m: &ScriptedMessage| match api {
             WireApi::AnthropicMessages => m.anthropic_sse(),
@@ -117,7 +115,6 @@ async fn tool_results_are_threaded_the_way_each_api_requires() {
 }
 
 #[tokio::test]
-#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn cache_usage_reported_by_the_server_drives_every_verdict() {
     // Four calls in one turn: tool, tool, tool, answer. The server reports
     // Anthropic-style cache usage: a write, a read of the prefix, a miss, a
@@ -131,12 +128,7 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
     };
     let step = |i: usize, usage| {
         ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(
-                &format!("c{i}"),
-                "list_files",
-                json!({}),
-                1,
-            ))
+            .with_call(ScriptedCall::to("list_files", json!({})).id(&format!("c{i}")))
             .with_usage(usage)
     };
     let bodies = [
@@ -235,12 +227,7 @@ async fn cache_usage_reported_by_the_server_drives_every_verdict() {
 async fn a_provider_that_never_caches_is_uncached_and_gets_a_cache_key() {
     let step = |i: usize| {
         ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(
-                &format!("c{i}"),
-                "read_file",
-                json!({"path": "a.rs"}),
-                1,
-            ))
+            .with_call(ScriptedCall::to("read_file", json!({"path": "a.rs"})).id(&format!("c{i}")))
             .with_usage(rein_wire::Usage {
                 input: 900,
                 output: 5,
@@ -308,12 +295,10 @@ async fn the_cache_read_share_over_a_200_step_session() {
         let mut usage = sim.usage(&request.json());
         usage.output = 20;
         let message = if position < 199 {
-            ScriptedMessage::text(&["Next file."]).with_call(ScriptedCall::new(
-                &format!("c{position}"),
-                "read_file",
-                json!({"path": format!("src/f{position}.rs")}),
-                1,
-            ))
+            ScriptedMessage::text(&["Next file."]).with_call(
+                ScriptedCall::to("read_file", json!({"path": format!("src/f{position}.rs")}))
+                    .id(&format!("c{position}")),
+            )
         } else {
             ScriptedMessage::text(&["Read them all."])
         };

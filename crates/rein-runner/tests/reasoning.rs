@@ -61,12 +61,9 @@ async fn reasoning_comes_back_in_a_three_step_tool_loop_and_after_a_resume() {
                     &format!("sig-{n}"),
                     &format!("rs_{n}"),
                 )
-                .with_call(ScriptedCall::new(
-                    &format!("call_{n}"),
-                    "read_file",
-                    json!({"path": "a.rs"}),
-                    1,
-                ))
+                .with_call(
+                    ScriptedCall::to("read_file", json!({"path": "a.rs"})).id(&format!("call_{n}")),
+                )
         };
         let last = ScriptedMessage::text(&["a.rs defines a()."]);
         let body = |m: &ScriptedMessage| match api {

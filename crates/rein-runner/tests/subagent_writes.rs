@@ -29,43 +29,25 @@ fn profile() -> Profile {
 
 fn rules() -> Vec<Rule> {
     vec![
-        Rule::call(
-            "ask two helpers",
-            "Delegating both.",
-            "delegate",
-            json!({"task": "read a.rs"}),
-            None,
-        )
-        .and_call("delegate", json!({"task": "write notes.md"})),
-        Rule::call(
-            "narrow helper",
-            "Delegating with reads only.",
+        Rule::reply("ask two helpers", "Delegating both.")
+            .and_call("delegate", json!({"task": "read a.rs"}))
+            .and_call("delegate", json!({"task": "write notes.md"})),
+        Rule::reply("narrow helper", "Delegating with reads only.").and_call(
             "delegate",
             json!({"task": "write notes.md", "tools": ["read_file"]}),
-            None,
         ),
-        Rule::call(
-            "helper with a made-up tool",
-            "Delegating.",
+        Rule::reply("helper with a made-up tool", "Delegating.").and_call(
             "delegate",
             json!({"task": "read a.rs", "tools": ["format_disk"]}),
-            None,
         ),
-        Rule::call(
-            "ask a helper",
-            "Delegating.",
-            "delegate",
-            json!({"task": "write notes.md"}),
-            None,
-        ),
-        Rule::call("read ", "Reading.", "read_file", json!({}), Some("path")),
-        Rule::call(
-            "write ",
-            "Writing.",
-            "write_file",
-            json!({"content": "x\n"}),
-            Some("path"),
-        ),
+        Rule::reply("ask a helper", "Delegating.")
+            .and_call("delegate", json!({"task": "write notes.md"})),
+        Rule::reply("read ", "Reading.")
+            .and_call("read_file", json!({}))
+            .word_into("path"),
+        Rule::reply("write ", "Writing.")
+            .and_call("write_file", json!({"content": "x\n"}))
+            .word_into("path"),
     ]
 }
 
@@ -403,21 +385,11 @@ async fn the_parents_interrupt_reaches_a_waiting_child() {
 
 #[tokio::test]
 async fn a_child_spends_from_the_parents_budget_and_ends_typed_when_its_share_is_gone() {
-    let mut looping = Rule::call(
-        "ask a helper",
-        "Delegating.",
-        "delegate",
-        json!({"task": "read forever"}),
-        None,
-    );
+    let mut looping = Rule::reply("ask a helper", "Delegating.")
+        .and_call("delegate", json!({"task": "read forever"}));
     looping.steps = 1;
-    let mut reader = Rule::call(
-        "read ",
-        "Reading.",
-        "read_file",
-        json!({"path": "a.rs"}),
-        None,
-    );
+    let mut reader =
+        Rule::reply("read ", "Reading.").and_call("read_file", json!({"path": "a.rs"}));
     reader.steps = 50;
     let Setup {
         _dir,
@@ -493,27 +465,9 @@ async fn a_child_gets_only_the_tools_named_and_never_one_the_parent_lacks() {
 #[tokio::test]
 async fn nesting_stops_at_the_depth_limit() {
     let rules = vec![
-        Rule::call(
-            "level one",
-            "Down.",
-            "delegate",
-            json!({"task": "level two"}),
-            None,
-        ),
-        Rule::call(
-            "level two",
-            "Down.",
-            "delegate",
-            json!({"task": "level three"}),
-            None,
-        ),
-        Rule::call(
-            "level three",
-            "Down.",
-            "delegate",
-            json!({"task": "level four"}),
-            None,
-        ),
+        Rule::reply("level one", "Down.").and_call("delegate", json!({"task": "level two"})),
+        Rule::reply("level two", "Down.").and_call("delegate", json!({"task": "level three"})),
+        Rule::reply("level three", "Down.").and_call("delegate", json!({"task": "level four"})),
     ];
     let Setup {
         _dir,
@@ -545,23 +499,13 @@ async fn nesting_stops_at_the_depth_limit() {
 
 #[tokio::test]
 async fn the_parents_interrupt_reaches_a_running_child() {
-    let mut reader = Rule::call(
-        "read ",
-        "Reading.",
-        "read_file",
-        json!({"path": "a{step}.rs"}),
-        None,
-    );
+    let mut reader =
+        Rule::reply("read ", "Reading.").and_call("read_file", json!({"path": "a{step}.rs"}));
     // Each step reads another path: no loop to detect, only work.
     reader.steps = 10_000;
     let rules = vec![
-        Rule::call(
-            "ask a helper",
-            "Delegating.",
-            "delegate",
-            json!({"task": "read forever"}),
-            None,
-        ),
+        Rule::reply("ask a helper", "Delegating.")
+            .and_call("delegate", json!({"task": "read forever"})),
         reader,
     ];
     let Setup {

@@ -22,21 +22,14 @@ async fn a_delegated_task_runs_in_a_linked_child_session() {
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let brain = Arc::new(ScriptedBrain::new(vec![
-        Rule::call(
-            "ask a helper",
-            "Delegating.",
-            "delegate",
-            json!({"task": "read a.rs"}),
-            None,
-        ),
-        Rule::call("read ", "Reading.", "read_file", json!({}), Some("path")),
-        Rule::call(
-            "write ",
-            "Writing.",
-            "write_file",
-            json!({"content": "x"}),
-            Some("path"),
-        ),
+        Rule::reply("ask a helper", "Delegating.")
+            .and_call("delegate", json!({"task": "read a.rs"})),
+        Rule::reply("read ", "Reading.")
+            .and_call("read_file", json!({}))
+            .word_into("path"),
+        Rule::reply("write ", "Writing.")
+            .and_call("write_file", json!({"content": "x"}))
+            .word_into("path"),
     ]));
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}")]).unwrap());
 

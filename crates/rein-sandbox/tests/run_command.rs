@@ -34,7 +34,7 @@ examples = ["rm -rf ."]
 "#;
 
 fn call(id: &str, args: serde_json::Value) -> ScriptedMessage {
-    ScriptedMessage::text(&[]).with_call(ScriptedCall::new(id, "run_command", args, 1))
+    ScriptedMessage::text(&[]).with_call(ScriptedCall::to("run_command", args).id(id))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -212,23 +212,14 @@ async fn serve_shaped(
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}\n")]).unwrap());
-    let mut reading = Rule::call(
-        "keep reading",
-        "Reading on.",
-        "read_file",
-        json!({"path": "f{step}.rs"}),
-        None,
-    );
+    let mut reading = Rule::reply("keep reading", "Reading on.")
+        .and_call("read_file", json!({"path": "f{step}.rs"}));
     reading.steps = 100_000;
     let brain = Arc::new(ScriptedBrain::new(vec![
         reading,
-        Rule::call(
-            "write ",
-            "Writing it.",
-            "write_file",
-            json!({"content": "# notes\n"}),
-            Some("path"),
-        ),
+        Rule::reply("write ", "Writing it.")
+            .and_call("write_file", json!({"content": "# notes\n"}))
+            .word_into("path"),
         Rule::reply("hello", "Hello! **rein** answers from the page."),
     ]));
     let profile = Profile {

@@ -46,12 +46,7 @@ async fn a_turn(content: bool) {
     };
     let provider = Arc::new(FakeProvider::from_messages(&[
         ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(
-                "c1",
-                "lookup",
-                json!({"what": PROMPT_CANARY}),
-                1,
-            ))
+            .with_call(ScriptedCall::to("lookup", json!({"what": PROMPT_CANARY})).id("c1"))
             .with_usage(usage),
         ScriptedMessage::text(&["Found it."]).with_usage(usage),
     ]));

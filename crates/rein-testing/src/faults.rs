@@ -49,12 +49,14 @@ fn answer() -> ScriptedMessage {
 }
 
 fn with_call() -> ScriptedMessage {
-    ScriptedMessage::text(&["Reading. "]).with_call(ScriptedCall::new(
-        "call_1",
-        "read_file",
-        json!({"path": "a.rs", "note": "long enough to be cut in the middle"}),
-        4,
-    ))
+    ScriptedMessage::text(&["Reading. "]).with_call(
+        ScriptedCall::to(
+            "read_file",
+            json!({"path": "a.rs", "note": "long enough to be cut in the middle"}),
+        )
+        .id("call_1")
+        .in_fragments(4),
+    )
 }
 
 /// The server's replies for the fault named `name` in `api`, and how the

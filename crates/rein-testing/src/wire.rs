@@ -5,6 +5,8 @@
 //! here turn it into the exact event sequence each API streams, so one
 //! script checks all three decoders end to end.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rein_wire::{StopReason, StreamEvent, Usage};
 use serde_json::{Value, json};
 
@@ -22,14 +24,30 @@ pub struct ScriptedCall {
 }
 
 impl ScriptedCall {
-    /// A call whose arguments are `arguments`, streamed in `fragments` pieces.
-    pub fn new(id: &str, name: &str, arguments: Value, fragments: usize) -> Self {
+    /// A call of `name` with `arguments`, streamed whole, under an id no
+    /// other call made by this process has (`call_1`, `call_2`, …).
+    pub fn to(name: &str, arguments: Value) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
         ScriptedCall {
-            id: id.into(),
+            id: format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed)),
             name: name.into(),
             arguments: arguments.to_string(),
-            fragments: fragments.max(1),
+            fragments: 1,
         }
+    }
+
+    /// Under the id `id` (a test that names the call later).
+    #[must_use]
+    pub fn id(mut self, id: &str) -> Self {
+        id.clone_into(&mut self.id);
+        self
+    }
+
+    /// Its arguments streamed in `fragments` pieces (at least 1).
+    #[must_use]
+    pub fn in_fragments(mut self, fragments: usize) -> Self {
+        self.fragments = fragments.max(1);
+        self
     }
 
     fn pieces(&self) -> Vec<String> {

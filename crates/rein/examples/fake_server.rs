@@ -17,12 +17,11 @@ struct Item {
 async fn main() -> Result<(), AgentError> {
     // What the "model" says, in order: a call of the shop's tool, then the
     // answer once its result is back.
-    let asks = ScriptedMessage::text(&["Let me look."]).with_call(ScriptedCall::new(
-        "c1",
-        "lookup_price",
-        json!({"item": "tea"}),
-        2,
-    ));
+    let asks = ScriptedMessage::text(&["Let me look."]).with_call(
+        ScriptedCall::to("lookup_price", json!({"item": "tea"}))
+            .id("c1")
+            .in_fragments(2),
+    );
     let answers = ScriptedMessage::text(&["Tea is ", "$4.50."]);
     let server = FakeServer::start(vec![
         Reply::sse(asks.openai_chat_sse()),

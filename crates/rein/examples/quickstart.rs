@@ -1,5 +1,4 @@
-//! The product's own tool, its person's yes, the answer and its cost: offline on the scripted
-//! model, or on an OpenAI-compatible server given as `REIN_BASE_URL` and `REIN_MODEL`.
+//! A product's own tool, its person's yes, the answer and its cost, on the offline scripted model.
 use rein::prelude::*;
 use rein::tools::PermissionClass::Write;
 
@@ -12,8 +11,10 @@ struct Order {
 async fn main() -> Result<(), AgentError> {
     let cancel = |o: Order| async move { Outcome::ok(json!({ "cancelled": o.id })) };
     let tools = Registry::new().with(tool_fn("cancel_order", "Cancel an order.", Write, cancel))?;
-    let (model, name) = model()?;
-    let agent = Agent::new(model, Arc::new(tools), Profile::new("shop", name));
+    // A server instead: Arc::new(HttpProvider::new(ProviderConfig::openai_compatible(url))?)
+    let rule = Rule::reply("cancel", "On it.").and_call("cancel_order", json!({"id": 42}));
+    let model = Arc::new(ScriptedBrain::new(vec![rule]));
+    let agent = Agent::new(model, Arc::new(tools), Profile::new("shop", "scripted"));
     let mut chat = agent.open(Arc::new(MemoryStore::new())).await?;
     let mut outcome = chat.turn("Please cancel order 42.").await?;
     while let TurnOutcome::AwaitingApproval(asked) = outcome {
@@ -24,14 +25,4 @@ async fn main() -> Result<(), AgentError> {
     }
     println!("{outcome:?}\n{}", chat.report().await?.render());
     chat.close().await
-}
-
-fn model() -> Result<(Arc<dyn Provider>, String), AgentError> {
-    let name = std::env::var("REIN_MODEL").unwrap_or_else(|_| "rein-scripted".into());
-    let Ok(url) = std::env::var("REIN_BASE_URL") else {
-        let rule = Rule::reply("cancel", "On it.").and_call("cancel_order", json!({"id": 42}));
-        return Ok((Arc::new(ScriptedBrain::new(vec![rule])), name));
-    };
-    let server = HttpProvider::new(ProviderConfig::openai_compatible(url))?;
-    Ok((Arc::new(server), name))
 }

@@ -18,7 +18,7 @@ pub fn write(path: &Path, text: &str) {
 pub fn call(id: &str, tool: &str, args: Value) -> Reply {
     Reply::sse(
         ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::new(id, tool, args, 1))
+            .with_call(ScriptedCall::to(tool, args).id(id))
             .openai_chat_sse(),
     )
 }

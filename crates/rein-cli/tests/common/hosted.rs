@@ -31,12 +31,7 @@ pub async fn messages_stand_in(
             .is_some_and(|t| t.iter().any(|t| t["name"] == tool));
         let calls = main && !body.to_string().contains("\"tool_result\"");
         let message = if calls {
-            ScriptedMessage::text(&["Working on it."]).with_call(ScriptedCall::new(
-                "toolu_1",
-                tool,
-                input.clone(),
-                2,
-            ))
+            ScriptedMessage::text(&["Working on it."]).with_call(ScriptedCall::to(tool, input.clone()).id("toolu_1").in_fragments(2))
         } else {
             ScriptedMessage::text(&["All done."])
         };

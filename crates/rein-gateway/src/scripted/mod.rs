@@ -88,35 +88,17 @@ impl ScriptedBrain {
     pub fn demo() -> Self {
         ScriptedBrain::new(vec![
             // First: the task handed on names other rules' phrases.
-            Rule::call(
-                "ask a helper to ",
-                "Handing that to a sub-agent.",
-                "delegate",
-                serde_json::json!({}),
-                None,
-            )
-            .rest_into("task"),
-            Rule::call(
-                "list files",
-                "Listing the files.",
-                "list_files",
-                serde_json::json!({}),
-                None,
-            ),
-            Rule::call(
-                "search ",
-                "Searching.",
-                "search",
-                serde_json::json!({}),
-                Some("query"),
-            ),
-            Rule::call(
-                "read ",
-                "Reading it.",
-                "read_file",
-                serde_json::json!({}),
-                Some("path"),
-            ),
+            Rule::reply("ask a helper to ", "Handing that to a sub-agent.")
+                .and_call("delegate", serde_json::json!({}))
+                .rest_into("task"),
+            Rule::reply("list files", "Listing the files.")
+                .and_call("list_files", serde_json::json!({})),
+            Rule::reply("search ", "Searching.")
+                .and_call("search", serde_json::json!({}))
+                .word_into("query"),
+            Rule::reply("read ", "Reading it.")
+                .and_call("read_file", serde_json::json!({}))
+                .word_into("path"),
             Rule::after_reading(
                 "edit ",
                 "Editing it: TODO becomes DONE.",

@@ -86,29 +86,6 @@ impl Rule {
             when_seen: None,
         }
     }
-
-    /// A rule that calls `tool` with `arguments`, the word after the phrase
-    /// put into the argument `word_into` (if given): the same as
-    /// `Rule::reply(phrase, reply).and_call(tool, arguments)`, with
-    /// `.word_into(field)`, which reads better where the rule is written.
-    pub fn call(
-        phrase: &str,
-        reply: &str,
-        tool: &str,
-        arguments: Value,
-        word_into: Option<&str>,
-    ) -> Self {
-        Rule {
-            calls: vec![RuleCall {
-                tool: tool.into(),
-                arguments,
-                word_into: word_into.map(str::to_owned),
-                rest_into: None,
-                at_step: None,
-            }],
-            ..Rule::reply(phrase, reply)
-        }
-    }
 }
 
 impl Rule {
@@ -116,7 +93,9 @@ impl Rule {
     /// (`read_file`), then calls `tool` on it with `arguments` — as a model
     /// must before it changes a file.
     pub fn after_reading(phrase: &str, reply: &str, tool: &str, arguments: Value) -> Self {
-        Rule::call(phrase, reply, "read_file", empty_object(), Some("path"))
+        Rule::reply(phrase, reply)
+            .and_call("read_file", empty_object())
+            .word_into("path")
             .then_call(tool, arguments)
             .word_into("path")
     }
@@ -212,7 +191,9 @@ mod tests {
 
     #[test]
     fn each_further_step_is_one_call_after_the_last() {
-        let built = Rule::call("fix", "On it.", "read_file", json!({}), Some("path"))
+        let built = Rule::reply("fix", "On it.")
+            .and_call("read_file", json!({}))
+            .word_into("path")
             .then_call("edit_file", json!({}))
             .word_into("path")
             .then_call("run_tests", json!({}))
@@ -238,7 +219,8 @@ mod tests {
         let rule = Rule::reply("go", "Going.").then_call("list_files", json!({}));
         assert_eq!(rule.calls, [at("list_files", 0, None)]);
         assert_eq!(rule.steps, 1);
-        let repeated = Rule::call("poll", "", "status", json!({}), None)
+        let repeated = Rule::reply("poll", "")
+            .and_call("status", json!({}))
             .repeated(3)
             .then_call("report", json!({}));
         assert_eq!(repeated.calls[0].at_step, None);

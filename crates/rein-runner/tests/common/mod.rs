@@ -21,7 +21,7 @@ pub fn profile() -> Profile {
 }
 
 pub fn call(id: &str, tool: &str, args: serde_json::Value) -> ScriptedCall {
-    ScriptedCall::new(id, tool, args, 3)
+    ScriptedCall::to(tool, args).id(id).in_fragments(3)
 }
 
 pub fn says(text: &str) -> ScriptedMessage {

@@ -63,8 +63,12 @@ fn scripted() -> HashMap<String, FakeProvider> {
             PROMPT.to_owned(),
             FakeProvider::from_messages(&[
                 calls(vec![
-                    ScriptedCall::new("d1", "delegate", json!({"task": "read a.rs"}), 2),
-                    ScriptedCall::new("d2", "delegate", json!({"task": "write notes.md"}), 2),
+                    ScriptedCall::to("delegate", json!({"task": "read a.rs"}))
+                        .id("d1")
+                        .in_fragments(2),
+                    ScriptedCall::to("delegate", json!({"task": "write notes.md"}))
+                        .id("d2")
+                        .in_fragments(2),
                 ]),
                 says("a.rs defines a(), and notes.md is written."),
             ]),
@@ -72,24 +76,25 @@ fn scripted() -> HashMap<String, FakeProvider> {
         (
             "read a.rs".to_owned(),
             FakeProvider::from_messages(&[
-                calls(vec![ScriptedCall::new(
-                    "r1",
-                    "read_file",
-                    json!({"path": "a.rs"}),
-                    2,
-                )]),
+                calls(vec![
+                    ScriptedCall::to("read_file", json!({"path": "a.rs"}))
+                        .id("r1")
+                        .in_fragments(2),
+                ]),
                 says("a.rs defines a()."),
             ]),
         ),
         (
             "write notes.md".to_owned(),
             FakeProvider::from_messages(&[
-                calls(vec![ScriptedCall::new(
-                    "w1",
-                    "write_file",
-                    json!({"path": "notes.md", "content": "# notes\n"}),
-                    3,
-                )]),
+                calls(vec![
+                    ScriptedCall::to(
+                        "write_file",
+                        json!({"path": "notes.md", "content": "# notes\n"}),
+                    )
+                    .id("w1")
+                    .in_fragments(3),
+                ]),
                 says("notes.md is written."),
             ]),
         ),

@@ -42,14 +42,12 @@ pub async fn start_shaped(shape: impl FnOnce(Server) -> Server) -> Running {
         Arc::new(SqliteStore::open(dir.path().join("rein.db")).await.unwrap());
     let backend = Arc::new(FakeToolBackend::new(&[("a.rs", "fn alpha() {}")]).unwrap());
     let brain = Arc::new(ScriptedBrain::new(vec![
-        Rule::call("read ", "Reading.", "read_file", json!({}), Some("path")),
-        Rule::call(
-            "write ",
-            "Writing.",
-            "write_file",
-            json!({"content": "x\n"}),
-            Some("path"),
-        ),
+        Rule::reply("read ", "Reading.")
+            .and_call("read_file", json!({}))
+            .word_into("path"),
+        Rule::reply("write ", "Writing.")
+            .and_call("write_file", json!({"content": "x\n"}))
+            .word_into("path"),
         Rule::reply("hello", "Hello from the server."),
     ]));
     let profile = Profile {
