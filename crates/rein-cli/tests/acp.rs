@@ -201,7 +201,7 @@ mod watched {
             typed,
             (
                 Err(rein::host::session::InputResult::NotHeard),
-                rein::host::session::Lease::Agent
+                rein::host::session::InputHolder::Agent
             ),
             "an acp session's keys are not heard and take nothing"
         );

@@ -96,7 +96,7 @@ async fn a_graph_finishes_on_the_workers_when_one_is_killed_mid_task() {
             "--tasks",
             "3",
         ])
-        .args(["--lease-secs", "2", "--root"])
+        .args(["--claim-secs", "2", "--root"])
         .arg(root.path());
         spawn_with_lines(cmd)
     };

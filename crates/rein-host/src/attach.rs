@@ -25,7 +25,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{InputResult, Lease, SessionHost};
+use crate::session::{InputHolder, InputResult, SessionHost};
 
 /// The largest frame payload.
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -225,7 +225,7 @@ async fn viewer(
             }
             kind::KEYS => {
                 let held = matches!(host.state(&session),
-                    Some((Lease::Person { viewer: holder, .. }, _, _)) if holder == viewer);
+                    Some((InputHolder::Person { viewer: holder, .. }, _, _)) if holder == viewer);
                 match host.take_over(&session, &viewer, &payload) {
                     Ok(_) if !held => status(
                         "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_sessions::{Event, Lease, NewEvent, ResultSource, Store, ToolStatus};
+use rein_sessions::{Event, NewEvent, ResultSource, SessionLock, Store, ToolStatus};
 use rein_wire::{AgentError, ContentBlock, Message, Role};
 use serde_json::json;
 
@@ -48,7 +48,7 @@ const MAX_OPEN: usize = 4096;
 /// Writes one hosted run into a new session.
 pub struct Recorder {
     store: Arc<dyn Store>,
-    lease: Lease,
+    lease: SessionLock,
     session: String,
     turn_id: String,
     run_id: String,
@@ -171,7 +171,7 @@ impl Recorder {
         if rein_wire::clock::now_ms() > self.lease.expires_ms.saturating_sub(half) {
             self.lease = match self.store.renew(&self.lease, self.ttl).await {
                 Ok(lease) => lease,
-                Err(e) if e.code == rein_wire::error::codes::LEASE_LOST => {
+                Err(e) if e.code == rein_wire::error::codes::LOCK_LOST => {
                     self.store.acquire(&self.session, HOLDER, self.ttl).await?
                 }
                 Err(e) => return Err(e),

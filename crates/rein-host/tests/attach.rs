@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use rein_host::attach::{self, MAX_VIEWERS, kind};
-use rein_host::session::{Lease, OpenRequest, RenderMode, SessionHost, SessionPty};
+use rein_host::session::{InputHolder, OpenRequest, RenderMode, SessionHost, SessionPty};
 use tokio::net::UnixStream;
 use tokio_util::sync::CancellationToken;
 
@@ -76,7 +76,7 @@ async fn viewers_see_output_take_over_and_are_bounded() {
     assert!(said.starts_with("you took the session over"), "{said}");
     assert_eq!(typed.lock().unwrap().as_slice(), b"ls\n");
     assert!(
-        matches!(host.state("s").unwrap().0, Lease::Person { viewer, .. } if viewer.starts_with("ann#"))
+        matches!(host.state("s").unwrap().0, InputHolder::Person { viewer, .. } if viewer.starts_with("ann#"))
     );
 
     // Fill the rest of the places; the next one is turned away.

@@ -303,7 +303,7 @@ async fn a_hosted_agent_repeating_itself_is_nudged_on_screen_then_stopped() {
 
 #[tokio::test]
 async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
-    use rein_host::session::{InputResult, Lease, SessionHost};
+    use rein_host::session::{InputHolder, InputResult, SessionHost};
     use std::sync::{Arc, Mutex};
     let dir = tempfile::tempdir().unwrap();
     let host = SessionHost::new();
@@ -354,7 +354,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
         (
             Err(InputResult::NotHeard),
             InputResult::NotHeard,
-            Lease::Agent
+            InputHolder::Agent
         ),
         "a stream that hears nothing takes no typed input"
     );

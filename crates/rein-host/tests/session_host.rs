@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rein_host::pty;
 use rein_host::session::{
-    Delivery, InputResult, Intervention, InterventionKind, Lease, OpenRefusal, OpenRequest,
+    Delivery, InputHolder, InputResult, Intervention, InterventionKind, OpenRefusal, OpenRequest,
     ProtocolChannel, RenderMode, SNAPSHOT_BYTES, SessionEvent, SessionHost, SessionPty,
 };
 
@@ -101,7 +101,7 @@ fn two_viewers_a_takeover_by_typing_gated_agent_input_and_release() {
         .unwrap();
     assert_eq!(
         lease,
-        Lease::Person {
+        InputHolder::Person {
             viewer: "alice".into(),
             interventions: 1
         }
@@ -275,7 +275,10 @@ fn render_modes_are_exclusive_and_refusals_are_named() {
         }
     );
     assert_eq!(words.try_recv().unwrap().text, "stop that");
-    assert_eq!(host.state("a").unwrap().0, rein_host::session::Lease::Agent);
+    assert_eq!(
+        host.state("a").unwrap().0,
+        rein_host::session::InputHolder::Agent
+    );
     // Words pile up only so far: past the bound they are not heard.
     for _ in 0..rein_host::session::MAX_WAITING_WORDS {
         host.route_input("a", "p", "again");

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_orchestrator::{Entry, GraphOutcome, GraphSpec, Outputs, Progress, TaskState, Write};
-use rein_sessions::{Event, Lease, NewEvent, Store};
+use rein_sessions::{Event, NewEvent, SessionLock, Store};
 use rein_wire::{AgentError, TaskEnding, error::codes};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -202,7 +202,7 @@ impl GraphRecord {
         }
     }
 
-    fn start(store: Arc<dyn Store>, session: String, lease: Lease) -> Self {
+    fn start(store: Arc<dyn Store>, session: String, lease: SessionLock) -> Self {
         let (events, mut queue) = mpsc::unbounded_channel::<Item>();
         let writer = tokio::spawn(async move {
             let mut lease = lease;

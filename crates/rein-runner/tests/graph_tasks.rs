@@ -264,7 +264,7 @@ async fn a_task_left_waiting_is_carried_on_in_its_session_with_the_answer_given_
         .unwrap_err();
     assert_eq!(
         err.code,
-        rein_wire::error::codes::LEASE_LOST,
+        rein_wire::error::codes::LOCK_LOST,
         "taken once it lapsed"
     );
 }

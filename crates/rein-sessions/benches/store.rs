@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rein_sessions::recovery::dangling;
-use rein_sessions::{Durability, Event, Lease, NewEvent, SqliteStore, Store};
+use rein_sessions::{Durability, Event, NewEvent, SessionLock, SqliteStore, Store};
 use serde_json::json;
 
 fn event(i: usize) -> NewEvent {
@@ -31,7 +31,7 @@ fn event(i: usize) -> NewEvent {
     })
 }
 
-async fn open_session(store: &SqliteStore) -> Lease {
+async fn open_session(store: &SqliteStore) -> SessionLock {
     let s = store.create_session(json!({})).await.unwrap();
     store
         .acquire(&s.id, "bench", Duration::from_secs(3600))
@@ -73,7 +73,7 @@ fn appends(c: &mut Criterion) {
         }
         // 100 sessions appending at once, 10 single-event appends each.
         let store = Arc::new(store);
-        let leases: Vec<Lease> = rt.block_on(async {
+        let leases: Vec<SessionLock> = rt.block_on(async {
             let mut v = Vec::new();
             for _ in 0..100 {
                 v.push(open_session(&store).await);

@@ -56,7 +56,7 @@ pub use record::{Acted, Pressure, Refused};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{
-    ArtifactRef, ControlRecord, Lease, PendingApproval, SessionInfo, Slice, Store, TurnInfo,
+    ArtifactRef, ControlRecord, PendingApproval, SessionInfo, SessionLock, Slice, Store, TurnInfo,
     open_turn_started, read_all,
 };
 pub use subscribe::Posted;

@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{Event, NewEvent, StoredEvent};
 use crate::projection::{Numbered, number, replay};
-use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
+use crate::store::{ArtifactRef, ControlRecord, SessionInfo, SessionLock, Slice, Store, TurnInfo};
 use crate::validate::{already_there, check_append, check_import, now_ms};
 
 #[derive(Default)]
@@ -22,7 +22,7 @@ struct Session {
     events: Vec<StoredEvent>,
     turns: Vec<TurnInfo>,
     control: ControlRecord,
-    lease: Option<Lease>,
+    lease: Option<SessionLock>,
     /// The inbox: (entry, taken).
     inbox: Vec<(crate::InboxEntry, bool)>,
 }
@@ -91,8 +91,8 @@ impl MemoryStore {
     }
 }
 
-/// `Ok` while `lease` is still held (`lease_lost` otherwise).
-fn held(inner: &Inner, lease: &Lease) -> Result<(), AgentError> {
+/// `Ok` while `lease` is still held (`lock_lost` otherwise).
+fn held(inner: &Inner, lease: &SessionLock) -> Result<(), AgentError> {
     let session = inner
         .sessions
         .get(&lease.session_id)
@@ -104,7 +104,7 @@ fn held(inner: &Inner, lease: &Lease) -> Result<(), AgentError> {
     if live {
         Ok(())
     } else {
-        Err(crate::validate::lease_lost(&lease.session_id))
+        Err(crate::validate::lock_lost(&lease.session_id))
     }
 }
 
@@ -231,7 +231,7 @@ impl Store for MemoryStore {
 
     async fn append(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
         let stored = {
@@ -268,7 +268,7 @@ impl Store for MemoryStore {
 
     async fn take_inbox(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
@@ -335,7 +335,7 @@ impl Store for MemoryStore {
         session: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Lease, AgentError> {
+    ) -> Result<SessionLock, AgentError> {
         let mut inner = self.lock();
         let s = inner
             .sessions
@@ -352,7 +352,7 @@ impl Store for MemoryStore {
         Ok(lease)
     }
 
-    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
+    async fn renew(&self, lease: &SessionLock, ttl: Duration) -> Result<SessionLock, AgentError> {
         let mut inner = self.lock();
         let s = inner
             .sessions
@@ -364,11 +364,11 @@ impl Store for MemoryStore {
                 current.expires_ms = now + crate::validate::ttl_ms(ttl);
                 Ok(current.clone())
             }
-            _ => Err(crate::validate::lease_lost(&lease.session_id)),
+            _ => Err(crate::validate::lock_lost(&lease.session_id)),
         }
     }
 
-    async fn release(&self, lease: &Lease) -> Result<(), AgentError> {
+    async fn release(&self, lease: &SessionLock) -> Result<(), AgentError> {
         let mut inner = self.lock();
         if let Some(s) = inner.sessions.get_mut(&lease.session_id)
             && s.lease.as_ref().is_some_and(|l| l.token == lease.token)

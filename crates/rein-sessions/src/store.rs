@@ -3,12 +3,12 @@
 //! A store keeps, per session, an append-only log of [`StoredEvent`]s
 //! numbered 1, 2, 3, … without gaps, and — updated in the same transaction
 //! as each append — the projections callers ask for often: the turn tree,
-//! the control record, the writer's lease. Artifacts (content-addressed
+//! the control record, the writer's lock. Artifacts (content-addressed
 //! blobs) live beside the logs.
 //!
 //! Semantics every implementation keeps (SQLite today, Postgres later,
 //! memory for tests):
-//! - An append is all or nothing, and only the lease holder may append.
+//! - An append is all or nothing, and only the lock's holder may append.
 //! - Sequence numbers are gapless per session; a read from `seq` returns
 //!   events in order.
 //! - Subscribers in the same process get every committed event, in order,
@@ -88,7 +88,7 @@ pub struct ControlRecord {
 
 /// A writer's hold on a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
+pub struct SessionLock {
     /// The session.
     pub session_id: String,
     /// Who holds it (process and purpose, for the error others see).
@@ -100,7 +100,7 @@ pub struct Lease {
     /// When it lapses unless renewed (ms since the epoch).
     pub expires_ms: i64,
     /// The process that took it, where the store's host can tell: a
-    /// holder provably dead on the same host loses the lease at once.
+    /// holder provably dead on the same host loses the lock at once.
     pub process: Option<crate::ProcessMark>,
 }
 
@@ -161,11 +161,11 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<SessionInfo>, AgentError>;
 
-    /// Append events in one transaction. Only the holder of `lease` may
-    /// append (`lease_lost` otherwise). Returns them with their numbers.
+    /// Append events in one transaction. Only the holder of `lock` may
+    /// append (`lock_lost` otherwise). Returns them with their numbers.
     async fn append(
         &self,
-        lease: &Lease,
+        lock: &SessionLock,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError>;
 
@@ -187,22 +187,22 @@ pub trait Store: Send + Sync {
     async fn control(&self, session: &str) -> Result<ControlRecord, AgentError>;
 
     /// Take the session's lock for `ttl`. Another live holder means
-    /// `session_locked`, naming it and since when; an expired lease is
+    /// `session_locked`, naming it and since when; an expired lock is
     /// taken over.
     async fn acquire(
         &self,
         session: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Lease, AgentError>;
+    ) -> Result<SessionLock, AgentError>;
 
-    /// Extend the lease by its time to live (the heartbeat).
-    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError>;
+    /// Extend the lock by its time to live (the heartbeat).
+    async fn renew(&self, lock: &SessionLock, ttl: Duration) -> Result<SessionLock, AgentError>;
 
     /// Give the lock up.
-    async fn release(&self, lease: &Lease) -> Result<(), AgentError>;
+    async fn release(&self, lock: &SessionLock) -> Result<(), AgentError>;
 
-    /// Post `item` to the session's inbox; no lease is needed (only a
+    /// Post `item` to the session's inbox; no lock is needed (only a
     /// person's surface calls this, through `rein-approvals`). A second
     /// decision for the same approval is `conflict`. Returns its number.
     async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError>;
@@ -221,11 +221,11 @@ pub trait Store: Send + Sync {
     async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError>;
 
     /// Append `events` and mark the inbox items up to number `upto` taken,
-    /// in one transaction, as the holder of `lease` (`lease_lost`
+    /// in one transaction, as the holder of `lock` (`lock_lost`
     /// otherwise). The events record what the items asked.
     async fn take_inbox(
         &self,
-        lease: &Lease,
+        lock: &SessionLock,
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError>;
@@ -250,7 +250,7 @@ pub trait Store: Send + Sync {
     /// as its appends made them, in one transaction. `conflict` when the
     /// session is here already; `invalid_input` for a log that is not one
     /// session's from `session.created` on without gaps. Its inbox and
-    /// lease are not copied.
+    /// lock are not copied.
     async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError>;
 }
 

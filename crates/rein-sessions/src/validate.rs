@@ -6,7 +6,7 @@ use std::time::Duration;
 use rein_wire::{AgentError, error::codes};
 
 use crate::event::{Event, NewEvent};
-use crate::store::Lease;
+use crate::store::SessionLock;
 
 pub(crate) use rein_wire::clock::now_ms;
 
@@ -16,8 +16,8 @@ pub(crate) fn ttl_ms(ttl: Duration) -> i64 {
         .max(1)
 }
 
-pub(crate) fn new_lease(session: &str, holder: &str, ttl: Duration, now: i64) -> Lease {
-    Lease {
+pub(crate) fn new_lease(session: &str, holder: &str, ttl: Duration, now: i64) -> SessionLock {
+    SessionLock {
         session_id: session.to_owned(),
         holder: holder.to_owned(),
         token: rein_wire::ids::new_id(),
@@ -29,7 +29,7 @@ pub(crate) fn new_lease(session: &str, holder: &str, ttl: Duration, now: i64) ->
 
 /// Whether `current` may be taken over at `now`: it has expired, or the
 /// process holding it is provably dead on this host.
-pub(crate) fn may_take_over(current: &Lease, now: i64) -> bool {
+pub(crate) fn may_take_over(current: &SessionLock, now: i64) -> bool {
     current.expires_ms <= now
         || current
             .process
@@ -37,7 +37,7 @@ pub(crate) fn may_take_over(current: &Lease, now: i64) -> bool {
             .is_some_and(crate::ProcessMark::provably_dead)
 }
 
-pub(crate) fn locked(current: &Lease) -> AgentError {
+pub(crate) fn locked(current: &SessionLock) -> AgentError {
     AgentError::new(
         codes::SESSION_LOCKED,
         format!(
@@ -63,9 +63,9 @@ pub(crate) fn already_decided(approval: &str) -> AgentError {
     .with_field("approval_id", approval)
 }
 
-pub(crate) fn lease_lost(session: &str) -> AgentError {
+pub(crate) fn lock_lost(session: &str) -> AgentError {
     AgentError::new(
-        codes::LEASE_LOST,
+        codes::LOCK_LOST,
         format!(
             "this writer no longer holds session {session}: its lease expired or was taken over"
         ),

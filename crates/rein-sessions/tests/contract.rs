@@ -412,10 +412,10 @@ async fn one_writer_per_session_with_expiring_leases() {
             )
             .await
             .unwrap_err();
-        assert_eq!(err.code, codes::LEASE_LOST, "{name}");
+        assert_eq!(err.code, codes::LOCK_LOST, "{name}");
         assert_eq!(
             store.renew(&first, TTL).await.unwrap_err().code,
-            codes::LEASE_LOST
+            codes::LOCK_LOST
         );
         store
             .append(

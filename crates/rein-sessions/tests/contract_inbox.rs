@@ -6,7 +6,7 @@
 mod common;
 
 use common::stores::{open, stores, turn};
-use rein_sessions::{Event, InboxItem, Lease, NewEvent, ResultSource, Slice, ToolStatus};
+use rein_sessions::{Event, InboxItem, NewEvent, ResultSource, SessionLock, Slice, ToolStatus};
 use rein_wire::error::codes;
 use serde_json::json;
 
@@ -228,7 +228,7 @@ async fn the_inbox_takes_posts_without_the_lease_and_records_them_once() {
         assert_eq!(open_items.len(), 2, "{name}");
         assert_eq!(open_items[0].item, decision("rein approve"), "{name}");
         // Taking needs the lease, and records with the events atomically.
-        let stranger = Lease {
+        let stranger = SessionLock {
             token: "forged".into(),
             ..lease.clone()
         };
@@ -242,7 +242,7 @@ async fn the_inbox_takes_posts_without_the_lease_and_records_them_once() {
             )
             .await
             .unwrap_err();
-        assert_eq!(err.code, codes::LEASE_LOST, "{name}");
+        assert_eq!(err.code, codes::LOCK_LOST, "{name}");
         assert_eq!(
             store.inbox(&id).await.unwrap().len(),
             2,

@@ -69,7 +69,7 @@ async fn helper_append_loop() {
         loop {
             match store.append(&lease, events.clone()).await {
                 Ok(_) => break,
-                Err(err) if err.code == codes::LEASE_LOST => lease = acquire().await,
+                Err(err) if err.code == codes::LOCK_LOST => lease = acquire().await,
                 Err(err) if err.code == codes::STORE_UNAVAILABLE => {
                     tokio::time::sleep(Duration::from_millis(10)).await
                 }

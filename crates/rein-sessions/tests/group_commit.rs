@@ -164,7 +164,7 @@ async fn group_commit_survives_sigkill_with_many_sessions_in_flight() {
 }
 
 /// `n` new sessions of `store`, each leased.
-async fn leased(store: &SqliteStore, n: usize) -> Vec<rein_sessions::Lease> {
+async fn leased(store: &SqliteStore, n: usize) -> Vec<rein_sessions::SessionLock> {
     let mut leases = Vec::new();
     for _ in 0..n {
         let id = store.create_session(json!({})).await.unwrap().id;
@@ -208,7 +208,7 @@ async fn a_refused_write_fails_alone_and_one_session_stays_gapless_in_a_batch() 
             Ok(_) => assert!(n % 2 == 1, "session {n} appended without its lease"),
             Err(err) => {
                 assert!(n % 2 == 0, "session {n}: {err}");
-                assert_eq!(err.code, rein_wire::error::codes::LEASE_LOST);
+                assert_eq!(err.code, rein_wire::error::codes::LOCK_LOST);
             }
         }
     }

@@ -68,7 +68,7 @@ async fn racing_writers_on_many_stores_number_one_session_without_gaps() {
                     .await
                 {
                     Ok(_) => appended += 1,
-                    Err(err) if err.code == codes::LEASE_LOST => {}
+                    Err(err) if err.code == codes::LOCK_LOST => {}
                     Err(err) => panic!("{err}"),
                 }
                 store.release(&lease).await.unwrap();

@@ -264,9 +264,9 @@ registry! {
     TURN_NOT_IN_SESSION = "turn_not_in_session", 409, false,
         "The turn belongs to another session", "Branch from a turn of the same session.";
     SESSION_LOCKED = "session_locked", 423, true,
-        "Another writer holds the session", "Wait for it to finish, or for its lease to expire if it died.";
-    LEASE_LOST = "lease_lost", 409, false,
-        "This writer's lease on the session expired or was taken over", "Reopen the session and take the lock again.";
+        "Another writer holds the session", "Wait for it to finish, or for its lock to expire if it died.";
+    LOCK_LOST = "lock_lost", 409, false,
+        "This writer's lock on the session expired or was taken over", "Reopen the session and take the lock again.";
     STORE_SCHEMA_NEWER = "store_schema_newer", 409, false,
         "The store was written by a newer rein", "Upgrade rein; the store was left unchanged.";
     STORE_UNAVAILABLE = "store_unavailable", 503, true,

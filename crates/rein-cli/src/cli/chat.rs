@@ -291,7 +291,7 @@ pub async fn run(
             match settle(&mut conversation, outcome, &mut input, out, info, &mut view).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
-                Err(err) if err.code == codes::LEASE_LOST || err.code == codes::SESSION_LOCKED => {
+                Err(err) if err.code == codes::LOCK_LOST || err.code == codes::SESSION_LOCKED => {
                     return Err(err);
                 }
                 Err(err) if err.code == codes::OUTPUT_CLOSED => return Err(err),

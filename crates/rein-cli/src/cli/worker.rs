@@ -60,7 +60,7 @@ pub struct WorkerOptions {
     /// How long a claim lasts unrenewed (it is renewed every third of it):
     /// a dead worker's work is taken over this long after it died.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub lease_secs: u64,
+    pub claim_secs: u64,
     /// Where rein's config lives (set by `rein` from `--home`).
     #[arg(skip)]
     pub home: Option<PathBuf>,
@@ -125,7 +125,7 @@ pub async fn run(
         agent: surface.agent,
         named: surface.named,
         me,
-        ttl: Duration::from_secs(options.lease_secs),
+        ttl: Duration::from_secs(options.claim_secs),
         info,
     });
     let _servers = surface.mcp;

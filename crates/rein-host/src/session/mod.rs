@@ -66,7 +66,7 @@ struct Session {
     viewers: BTreeMap<String, Viewer>,
     retained: VecDeque<u8>,
     truncated: bool,
-    lease: Lease,
+    lease: InputHolder,
     interventions: u32,
     /// Where viewers' words go (a protocol session whose driver listens).
     ears: Option<tokio::sync::mpsc::Sender<Said>>,
@@ -181,7 +181,7 @@ impl SessionHost {
                 viewers: BTreeMap::new(),
                 retained: VecDeque::new(),
                 truncated: false,
-                lease: Lease::Agent,
+                lease: InputHolder::Agent,
                 interventions: 0,
                 ears: None,
                 sizes: BTreeMap::new(),
@@ -281,7 +281,7 @@ impl SessionHost {
         let Some(s) = inner.sessions.get(session) else {
             return InputResult::NoSuchSession;
         };
-        if let Lease::Person { viewer: holder, .. } = &s.lease
+        if let InputHolder::Person { viewer: holder, .. } = &s.lease
             && holder != viewer
         {
             return InputResult::LeaseHeld {
@@ -318,7 +318,7 @@ impl SessionHost {
         session: &str,
         viewer: &str,
         data: &[u8],
-    ) -> Result<(Lease, Delivery), InputResult> {
+    ) -> Result<(InputHolder, Delivery), InputResult> {
         let mut inner = self.lock();
         let Some(s) = inner.sessions.get_mut(session) else {
             return Err(InputResult::NoSuchSession);
@@ -326,7 +326,7 @@ impl SessionHost {
         if s.delivery() == Delivery::Protocol {
             return Err(InputResult::NotHeard);
         }
-        if let Lease::Person { viewer: holder, .. } = &s.lease
+        if let InputHolder::Person { viewer: holder, .. } = &s.lease
             && holder != viewer
         {
             let holder = holder.clone();
@@ -344,10 +344,10 @@ impl SessionHost {
             });
             return Err(InputResult::LeaseHeld { holder });
         }
-        let took = s.lease == Lease::Agent;
+        let took = s.lease == InputHolder::Agent;
         if took {
             s.interventions = s.interventions.saturating_add(1);
-            s.lease = Lease::Person {
+            s.lease = InputHolder::Person {
                 viewer: viewer.to_owned(),
                 interventions: s.interventions,
             };
@@ -385,10 +385,10 @@ impl SessionHost {
         let Some(s) = inner.sessions.get_mut(session) else {
             return false;
         };
-        if !matches!(&s.lease, Lease::Person { viewer: holder, .. } if holder == viewer) {
+        if !matches!(&s.lease, InputHolder::Person { viewer: holder, .. } if holder == viewer) {
             return false;
         }
-        s.lease = Lease::Agent;
+        s.lease = InputHolder::Agent;
         inner.emit(SessionEvent::Released {
             session: session.to_owned(),
             viewer: viewer.to_owned(),
@@ -409,7 +409,7 @@ impl SessionHost {
         inner
             .sessions
             .get(session)
-            .is_some_and(|s| s.lease == Lease::Agent)
+            .is_some_and(|s| s.lease == InputHolder::Agent)
     }
 
     /// The agent driver's input, written only while no person holds the
@@ -420,10 +420,10 @@ impl SessionHost {
             return Err(InputResult::NoSuchSession);
         };
         match &s.lease {
-            Lease::Person { viewer, .. } => Err(InputResult::LeaseHeld {
+            InputHolder::Person { viewer, .. } => Err(InputResult::LeaseHeld {
                 holder: viewer.clone(),
             }),
-            Lease::Agent => {
+            InputHolder::Agent => {
                 let _ = s.pty.write(data);
                 Ok(())
             }
@@ -431,7 +431,7 @@ impl SessionHost {
     }
 
     /// Who holds the session and how many watch it.
-    pub fn state(&self, session: &str) -> Option<(Lease, Vec<String>, RenderMode)> {
+    pub fn state(&self, session: &str) -> Option<(InputHolder, Vec<String>, RenderMode)> {
         let inner = self.lock();
         let s = inner.sessions.get(session)?;
         Some((s.lease.clone(), s.viewers.keys().cloned().collect(), s.mode))
@@ -450,8 +450,8 @@ impl SessionHost {
         }
         s.sizes.insert(viewer.to_owned(), (cols, rows));
         let applies = match &s.lease {
-            Lease::Agent => true,
-            Lease::Person { viewer: holder, .. } => holder == viewer,
+            InputHolder::Agent => true,
+            InputHolder::Person { viewer: holder, .. } => holder == viewer,
         };
         applies && s.pty.resize(cols, rows).is_ok()
     }

@@ -52,7 +52,7 @@ pub enum OpenRefusal {
 /// Who may write into the session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "holder", rename_all = "snake_case")]
-pub enum Lease {
+pub enum InputHolder {
     /// The agent's driver (no person is typing).
     Agent,
     /// A person took it over.

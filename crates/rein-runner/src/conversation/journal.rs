@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_sessions::recovery::dangling;
-use rein_sessions::{Event, Lease, NewEvent, ResultSource, Store, StoredEvent, ToolStatus};
+use rein_sessions::{Event, NewEvent, ResultSource, SessionLock, Store, StoredEvent, ToolStatus};
 use rein_wire::{AgentError, error::codes};
 use tokio::sync::broadcast;
 
@@ -41,7 +41,7 @@ pub(super) struct Journal {
     store: Arc<dyn Store>,
     session_id: String,
     holder: String,
-    lease: Lease,
+    lease: SessionLock,
     /// This conversation's agent path (`main`, or `main/agent-N`): its
     /// events and UI events carry it.
     agent: AgentPath,
@@ -274,7 +274,7 @@ impl Journal {
         if now_ms() > self.lease.expires_ms.saturating_sub(half) {
             match self.store.renew(&self.lease, LEASE_TTL).await {
                 Ok(lease) => self.lease = lease,
-                Err(err) if err.code == codes::LEASE_LOST => {
+                Err(err) if err.code == codes::LOCK_LOST => {
                     self.lease = self
                         .store
                         .acquire(&self.session_id, &self.holder, LEASE_TTL)

@@ -28,7 +28,7 @@ use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{NewEvent, StoredEvent};
-use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
+use crate::store::{ArtifactRef, ControlRecord, SessionInfo, SessionLock, Slice, Store, TurnInfo};
 use crate::{InboxEntry, InboxItem, Posted};
 
 mod live;
@@ -246,7 +246,7 @@ impl Store for PgStore {
 
     async fn append(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
         let stored = write::append(&self.pool, lease, events, None).await?;
@@ -299,15 +299,15 @@ impl Store for PgStore {
         session: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Lease, AgentError> {
+    ) -> Result<SessionLock, AgentError> {
         write::acquire(&self.pool, session, holder, ttl).await
     }
 
-    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
+    async fn renew(&self, lease: &SessionLock, ttl: Duration) -> Result<SessionLock, AgentError> {
         write::renew(&self.pool, lease, ttl).await
     }
 
-    async fn release(&self, lease: &Lease) -> Result<(), AgentError> {
+    async fn release(&self, lease: &SessionLock) -> Result<(), AgentError> {
         sqlx::query("DELETE FROM session_locks WHERE session_id = $1 AND token = $2")
             .bind(&lease.session_id)
             .bind(&lease.token)
@@ -340,7 +340,7 @@ impl Store for PgStore {
 
     async fn take_inbox(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {

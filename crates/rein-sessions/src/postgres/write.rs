@@ -20,9 +20,9 @@ use sqlx::{Postgres, Row, Transaction};
 use super::{db_error, not_found, to_i64, to_u64};
 use crate::event::{Event, NewEvent, StoredEvent};
 use crate::projection::{Numbered, TurnChange, number, turn_refs};
-use crate::store::{ControlRecord, Lease};
+use crate::store::{ControlRecord, SessionLock};
 use crate::validate::{
-    already_decided, check_append, lease_lost, locked, may_take_over, new_lease, now_ms, ttl_ms,
+    already_decided, check_append, lock_lost, locked, may_take_over, new_lease, now_ms, ttl_ms,
 };
 use crate::{InboxItem, ProcessMark};
 
@@ -76,7 +76,7 @@ pub(super) async fn create(
 /// items up to that number marked taken, in one transaction.
 pub(super) async fn append(
     pool: &PgPool,
-    lease: &Lease,
+    lease: &SessionLock,
     events: Vec<NewEvent>,
     take_inbox: Option<u64>,
 ) -> Result<Vec<StoredEvent>, AgentError> {
@@ -92,7 +92,7 @@ pub(super) async fn append(
     .await
     .map_err(db_error)?;
     if held.is_none() {
-        return Err(lease_lost(&lease.session_id));
+        return Err(lock_lost(&lease.session_id));
     }
     let stored = append_after(&mut tx, &lease.session_id, head, events).await?;
     if let Some(upto) = take_inbox {
@@ -269,7 +269,7 @@ pub(super) async fn acquire(
     session: &str,
     holder: &str,
     ttl: Duration,
-) -> Result<Lease, AgentError> {
+) -> Result<SessionLock, AgentError> {
     let mut tx = begin(pool).await?;
     lock_session(&mut tx, session).await?;
     let now = now_ms();
@@ -282,7 +282,7 @@ pub(super) async fn acquire(
     .map_err(db_error)?;
     if let Some(row) = current {
         let process: Option<String> = row.try_get("process").map_err(db_error)?;
-        let current = Lease {
+        let current = SessionLock {
             session_id: session.to_owned(),
             holder: row.try_get("holder").map_err(db_error)?,
             token: row.try_get("token").map_err(db_error)?,
@@ -320,13 +320,13 @@ pub(super) async fn acquire(
     Ok(lease)
 }
 
-/// Extend `lease` by `ttl` from now (`lease_lost` if it lapsed or was
+/// Extend `lease` by `ttl` from now (`lock_lost` if it lapsed or was
 /// taken).
 pub(super) async fn renew(
     pool: &PgPool,
-    lease: &Lease,
+    lease: &SessionLock,
     ttl: Duration,
-) -> Result<Lease, AgentError> {
+) -> Result<SessionLock, AgentError> {
     let now = now_ms();
     let expires = now.saturating_add(ttl_ms(ttl));
     let changed = sqlx::query(
@@ -341,9 +341,9 @@ pub(super) async fn renew(
     .map_err(db_error)?
     .rows_affected();
     if changed == 0 {
-        return Err(lease_lost(&lease.session_id));
+        return Err(lock_lost(&lease.session_id));
     }
-    Ok(Lease {
+    Ok(SessionLock {
         expires_ms: expires,
         ..lease.clone()
     })

@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{not_found, to_i64, to_u64};
 use crate::event::{Event, NewEvent, StoredEvent};
 use crate::projection::{Numbered, TurnChange, number, turn_refs};
-use crate::store::{ControlRecord, Lease};
-use crate::validate::{check_append, lease_lost, now_ms};
+use crate::store::{ControlRecord, SessionLock};
+use crate::validate::{check_append, lock_lost, now_ms};
 
 use super::failed::sql_error;
 
@@ -31,7 +31,7 @@ pub(super) enum Write {
     /// items up to that id are marked taken in the same commit.
     Append {
         /// The holder's lease.
-        lease: Lease,
+        lease: SessionLock,
         /// The events.
         events: Vec<NewEvent>,
         /// Each event's data as JSON text, encoded by the caller
@@ -59,14 +59,14 @@ pub(super) enum Write {
     /// Extend a lease.
     Renew {
         /// The lease.
-        lease: Lease,
+        lease: SessionLock,
         /// By how long, from now.
         ttl: std::time::Duration,
     },
     /// Give a lease back.
     Release {
         /// The lease.
-        lease: Lease,
+        lease: SessionLock,
     },
 }
 
@@ -76,7 +76,7 @@ pub(super) enum Done {
     /// The events appended.
     Events(Vec<StoredEvent>),
     /// The lease taken or renewed.
-    Lease(Lease),
+    SessionLock(SessionLock),
     /// Nothing to return.
     Nothing,
 }
@@ -89,9 +89,9 @@ impl Done {
         }
     }
 
-    pub(super) fn lease(self) -> Result<Lease, AgentError> {
+    pub(super) fn lease(self) -> Result<SessionLock, AgentError> {
         match self {
-            Done::Lease(lease) => Ok(lease),
+            Done::SessionLock(lease) => Ok(lease),
             _ => Err(AgentError::new(
                 codes::INTERNAL,
                 "the store's writer answered a lease request with something else",
@@ -109,8 +109,10 @@ pub(super) fn apply_write(conn: &Connection, write: &Write) -> Result<Done, Agen
             session,
             holder,
             ttl,
-        } => super::leases::acquire(conn, session, holder, *ttl).map(Done::Lease),
-        Write::Renew { lease, ttl } => super::leases::renew(conn, lease, *ttl).map(Done::Lease),
+        } => super::leases::acquire(conn, session, holder, *ttl).map(Done::SessionLock),
+        Write::Renew { lease, ttl } => {
+            super::leases::renew(conn, lease, *ttl).map(Done::SessionLock)
+        }
         Write::Release { lease } => super::leases::release(conn, lease).map(|()| Done::Nothing),
         Write::Import { info, events } => import(conn, info, events).map(|()| Done::Nothing),
         Write::Create { id, metadata } => {
@@ -170,8 +172,12 @@ struct Head {
 }
 
 /// The session's head in one statement: `session_not_found` for no
-/// session, `lease_lost` when `lease` (if any) no longer holds it.
-fn head(conn: &Connection, session_id: &str, lease: Option<&Lease>) -> Result<Head, AgentError> {
+/// session, `lock_lost` when `lease` (if any) no longer holds it.
+fn head(
+    conn: &Connection,
+    session_id: &str,
+    lease: Option<&SessionLock>,
+) -> Result<Head, AgentError> {
     let head = conn
         .prepare_cached(
             "SELECT s.rowid, s.head_seq, s.head_turn, s.control, s.key, EXISTS (SELECT 1 \
@@ -197,7 +203,7 @@ fn head(conn: &Connection, session_id: &str, lease: Option<&Lease>) -> Result<He
         .map_err(sql_error)?
         .ok_or_else(|| not_found(session_id))?;
     if lease.is_some() && !head.held {
-        return Err(lease_lost(session_id));
+        return Err(lock_lost(session_id));
     }
     Ok(head)
 }
@@ -207,7 +213,7 @@ fn head(conn: &Connection, session_id: &str, lease: Option<&Lease>) -> Result<He
 fn append_in(
     conn: &Connection,
     session_id: &str,
-    lease: Option<&Lease>,
+    lease: Option<&SessionLock>,
     events: Vec<NewEvent>,
     texts: Option<&[String]>,
 ) -> Result<Vec<StoredEvent>, AgentError> {

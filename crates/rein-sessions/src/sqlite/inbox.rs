@@ -50,7 +50,7 @@ impl SqliteStore {
 
     pub(super) async fn take_items(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {

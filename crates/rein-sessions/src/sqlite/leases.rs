@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::failed::sql_error;
 use super::not_found;
-use crate::store::Lease;
-use crate::validate::{lease_lost, locked, may_take_over, new_lease, now_ms, ttl_ms};
+use crate::store::SessionLock;
+use crate::validate::{lock_lost, locked, may_take_over, new_lease, now_ms, ttl_ms};
 
 /// Take `session`'s lease for `holder` (`session_locked` while another
 /// holds it and is not provably gone).
@@ -22,7 +22,7 @@ pub(super) fn acquire(
     session: &str,
     holder: &str,
     ttl: Duration,
-) -> Result<Lease, AgentError> {
+) -> Result<SessionLock, AgentError> {
     let exists: Option<i64> = conn
         .prepare_cached("SELECT 1 FROM sessions WHERE id = ?")
         .and_then(|mut s| s.query_row([session], |r| r.get(0)).optional())
@@ -38,7 +38,7 @@ pub(super) fn acquire(
         .and_then(|mut s| {
             s.query_row([session], |r| {
                 let process: Option<String> = r.get(4)?;
-                Ok(Lease {
+                Ok(SessionLock {
                     session_id: session.to_owned(),
                     holder: r.get(0)?,
                     token: r.get(1)?,
@@ -81,9 +81,13 @@ pub(super) fn acquire(
     Ok(lease)
 }
 
-/// Extend `lease` by `ttl` from now (`lease_lost` if it lapsed or was
+/// Extend `lease` by `ttl` from now (`lock_lost` if it lapsed or was
 /// taken).
-pub(super) fn renew(conn: &Connection, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
+pub(super) fn renew(
+    conn: &Connection,
+    lease: &SessionLock,
+    ttl: Duration,
+) -> Result<SessionLock, AgentError> {
     let now = now_ms();
     let expires = now.saturating_add(ttl_ms(ttl));
     let changed = conn
@@ -93,16 +97,16 @@ pub(super) fn renew(conn: &Connection, lease: &Lease, ttl: Duration) -> Result<L
         .and_then(|mut s| s.execute(params![expires, lease.session_id, lease.token, now]))
         .map_err(sql_error)?;
     if changed == 0 {
-        return Err(lease_lost(&lease.session_id));
+        return Err(lock_lost(&lease.session_id));
     }
-    Ok(Lease {
+    Ok(SessionLock {
         expires_ms: expires,
         ..lease.clone()
     })
 }
 
 /// Give `lease` back (nothing if it is no longer held).
-pub(super) fn release(conn: &Connection, lease: &Lease) -> Result<(), AgentError> {
+pub(super) fn release(conn: &Connection, lease: &SessionLock) -> Result<(), AgentError> {
     conn.prepare_cached("DELETE FROM session_locks WHERE session_id = ? AND token = ?")
         .and_then(|mut s| s.execute(params![lease.session_id, lease.token]))
         .map_err(sql_error)?;

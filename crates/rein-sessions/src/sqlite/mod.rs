@@ -26,7 +26,7 @@ use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{NewEvent, StoredEvent};
-use crate::store::{ArtifactRef, ControlRecord, Lease, SessionInfo, Slice, Store, TurnInfo};
+use crate::store::{ArtifactRef, ControlRecord, SessionInfo, SessionLock, Slice, Store, TurnInfo};
 use crate::subscribe::Channels;
 use crate::validate::now_ms;
 
@@ -352,7 +352,7 @@ impl Store for SqliteStore {
 
     async fn append(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
         let stored = self
@@ -424,7 +424,7 @@ impl Store for SqliteStore {
         session: &str,
         holder: &str,
         ttl: Duration,
-    ) -> Result<Lease, AgentError> {
+    ) -> Result<SessionLock, AgentError> {
         self.writer
             .commit(Write::Acquire {
                 session: session.to_owned(),
@@ -435,7 +435,7 @@ impl Store for SqliteStore {
             .lease()
     }
 
-    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Lease, AgentError> {
+    async fn renew(&self, lease: &SessionLock, ttl: Duration) -> Result<SessionLock, AgentError> {
         self.writer
             .commit(Write::Renew {
                 lease: lease.clone(),
@@ -445,7 +445,7 @@ impl Store for SqliteStore {
             .lease()
     }
 
-    async fn release(&self, lease: &Lease) -> Result<(), AgentError> {
+    async fn release(&self, lease: &SessionLock) -> Result<(), AgentError> {
         self.writer
             .commit(Write::Release {
                 lease: lease.clone(),
@@ -470,7 +470,7 @@ impl Store for SqliteStore {
 
     async fn take_inbox(
         &self,
-        lease: &Lease,
+        lease: &SessionLock,
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {

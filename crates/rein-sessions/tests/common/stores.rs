@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_sessions::{Event, Lease, MemoryStore, NewEvent, SqliteStore, Store};
+use rein_sessions::{Event, MemoryStore, NewEvent, SessionLock, SqliteStore, Store};
 use serde_json::json;
 
 pub const TTL: Duration = Duration::from_secs(60);
@@ -55,7 +55,7 @@ pub fn finish(id: &str) -> NewEvent {
     })
 }
 
-pub async fn open(store: &dyn Store) -> (String, Lease) {
+pub async fn open(store: &dyn Store) -> (String, SessionLock) {
     let session = store
         .create_session(json!({"app": "test"}))
         .await
