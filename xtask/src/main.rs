@@ -16,6 +16,7 @@ mod docs;
 mod events;
 mod files;
 mod fuzz;
+mod links;
 mod map;
 mod peers;
 mod readme;
@@ -254,6 +255,7 @@ fn lint() -> Result<()> {
     events::check()?;
     circles::check()?;
     readme::check()?;
+    links::check()?;
     cargo(
         &[
             "clippy",
