@@ -110,10 +110,9 @@ fn leads_somewhere(page: &Path, text: &str, target: &str) -> Result<(), String> 
         (file, body)
     };
     match fragment {
-        Some(anchor) if !anchors(&body).iter().any(|a| a == anchor) => Err(format!(
-            "{} has no heading #{anchor}",
-            file.display()
-        )),
+        Some(anchor) if !anchors(&body).iter().any(|a| a == anchor) => {
+            Err(format!("{} has no heading #{anchor}", file.display()))
+        }
         _ => Ok(()),
     }
 }

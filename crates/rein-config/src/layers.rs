@@ -482,4 +482,14 @@ mod tests {
         assert!(err.message.contains("config.toml:1:"), "{}", err.message);
         assert!(err.message.contains("modle"), "{}", err.message);
     }
+
+    #[test]
+    fn a_setting_nothing_reads_is_refused_not_ignored() {
+        // `policy.egress_allow` was a key no part of rein read: a person
+        // who set it believed hosts were limited. It is refused by name.
+        let (line, why) =
+            check("[agent.policy]\negress_allow = [\"api.example.com\"]\n").unwrap_err();
+        assert_eq!(line, 2);
+        assert!(why.contains("egress_allow"), "{why}");
+    }
 }

@@ -222,9 +222,6 @@ pub struct PolicySpec {
     /// Whether any write may run, approved or not (default: yes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writes: Option<bool>,
-    /// Hosts tools may reach (default: none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub egress_allow: Option<Vec<String>>,
     /// Paths inside the root (relative to it) kept like `.git` and
     /// `.rein`: read-only to commands, and a file tool's change asked
     /// each time, never under an "always" (those two are always kept).

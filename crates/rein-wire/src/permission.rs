@@ -155,7 +155,13 @@ impl Decision {
 pub struct Policy {
     /// Whether any write may run (approved or not).
     pub writes_allowed: bool,
-    /// Hosts tools may reach (empty: none). Tools consult it; rein passes it on.
+    /// Hosts a product's own tools may reach (empty: none): its HTTP-speaking
+    /// tools ask `ctx.policy.allows_host(host)` and refuse the rest; a
+    /// child's is never wider than its parent's ([`Policy::within`]).
+    /// rein's own tools reach no host on their own: a command's network is
+    /// the sandbox's (`[sandbox] network`), an MCP server's URL the
+    /// person's config. It is not a config key: nothing rein runs from a
+    /// config file would read it.
     pub egress_allow: Vec<String>,
     /// Whether an approved call runs elevated (a tool may then skip its own
     /// second confirmation).
@@ -188,6 +194,15 @@ impl Policy {
                 .collect(),
             elevate_approved: self.elevate_approved && outer.elevate_approved,
         }
+    }
+
+    /// Whether a tool may reach `host` (a name or address, compared
+    /// without regard to case): only a host the list names — what a
+    /// product's HTTP-speaking tool asks before it connects.
+    pub fn allows_host(&self, host: &str) -> bool {
+        self.egress_allow
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(host))
     }
 }
 
@@ -259,5 +274,23 @@ mod tests {
         );
         // A word that names no class is refused, not read as "none".
         assert!(serde_json::from_str::<Called>(r#"{"permission":"admin"}"#).is_err());
+    }
+
+    #[test]
+    fn a_host_is_allowed_only_when_named_and_a_child_never_reaches_more() {
+        let parent = Policy {
+            egress_allow: vec!["api.example.com".into()],
+            ..Policy::default()
+        };
+        assert!(parent.allows_host("API.example.com"));
+        assert!(!parent.allows_host("api.example.com.evil.test"));
+        assert!(!Policy::default().allows_host("api.example.com"));
+        let child = Policy {
+            egress_allow: vec!["evil.test".into(), "api.example.com".into()],
+            ..Policy::default()
+        }
+        .within(&parent);
+        assert!(!child.allows_host("evil.test"));
+        assert!(child.allows_host("api.example.com"));
     }
 }

@@ -91,7 +91,6 @@ pub(crate) fn policy(spec: &AgentSpec) -> crate::approvals::Policy {
     let mut policy = crate::approvals::Policy::default();
     if let Some(set) = &spec.policy {
         policy.writes_allowed = set.writes.unwrap_or(true);
-        policy.egress_allow = set.egress_allow.clone().unwrap_or_default();
     }
     policy
 }
