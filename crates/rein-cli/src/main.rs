@@ -172,6 +172,16 @@ enum SessionsCommand {
         /// The golden trace file, or `-` for stdin.
         file: PathBuf,
     },
+    /// A new session from a session's history up to a finished turn (its
+    /// last one unless `--turn`), with its metadata; prints the new id.
+    /// The copy is evidence: its approvals are asked again.
+    Fork {
+        /// The session id.
+        id: String,
+        /// The turn to fork after (an id from `rein sessions tree`).
+        #[arg(long)]
+        turn: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -422,7 +432,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
     }
 }
 
-/// `rein sessions list | show | tree | export | import`.
+/// `rein sessions list | show | tree | export | import | fork`.
 async fn sessions(
     home: Option<PathBuf>,
     command: SessionsCommand,
@@ -460,6 +470,10 @@ async fn sessions(
             })?;
             let id = rein::trace::golden::import(store, &text).await?;
             say_out(&id)
+        }
+        SessionsCommand::Fork { id, turn } => {
+            let forked = rein::trace::fork(store, &id, turn.as_deref()).await?;
+            say_out(&forked.session)
         }
     }
 }

@@ -17,6 +17,7 @@ mod definition;
 mod delegating;
 mod edges;
 mod edits;
+mod forks;
 mod graphs;
 mod guards;
 mod guides;

@@ -78,6 +78,7 @@ fn api_router() -> OpenApiRouter<Server> {
         .routes(routes!(interrupt))
         .routes(routes!(stop))
         .routes(routes!(branch))
+        .routes(routes!(fork))
         .routes(routes!(compact))
         .routes(routes!(list_agents))
         .routes(routes!(report))
@@ -502,6 +503,30 @@ async fn branch(
     conversation.close().await?;
     branched?;
     Ok(Json(json!({"branched_from": branch.turn_id})).into_response())
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct Fork {
+    /// The finished turn the copy ends with (default: the last one).
+    turn_id: Option<String>,
+}
+
+/// A new conversation from this one's history up to a finished turn, with
+/// its metadata and `forked_from`; the copy is evidence (its approvals are
+/// asked again), the first is untouched.
+#[utoipa::path(post, path = "/api/conversations/{id}/fork", params(("id" = String, Path)), request_body = Fork,
+    responses((status = 201, description = "The new conversation's id"), (status = 404, description = "No such conversation or turn")))]
+async fn fork(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    payload: Result<Json<Fork>, axum::extract::rejection::JsonRejection>,
+) -> Answered {
+    let fork = body(payload)?;
+    let store = server.inner.store.as_ref();
+    let forked = rein_trace::fork(store, &id, fork.turn_id.as_deref()).await?;
+    let made = json!({"id": forked.session, "forked_from": {"id": id, "turn_id": forked.turn}});
+    Ok((StatusCode::CREATED, Json(made)).into_response())
 }
 
 /// Compact the conversation's history now (older complete groups become a

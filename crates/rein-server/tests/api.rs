@@ -209,6 +209,61 @@ async fn a_write_waits_for_a_decision_through_the_api_and_the_report_counts_it()
 }
 
 #[tokio::test]
+async fn a_conversation_forks_after_a_turn_into_a_new_one() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    for text in ["hello there", "hello again"] {
+        let path = format!("/api/conversations/{id}/turns");
+        let (status, body) = server.json(server.post(&path, json!({"text": text}))).await;
+        assert_eq!(status, 202, "{body}");
+        server.until_state(&id, "idle").await;
+    }
+    let (_, first) = server
+        .json(server.get(&format!("/api/conversations/{id}")))
+        .await;
+    let turn = first["turns"][0]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/conversations/{id}/fork");
+    let (status, made) = server
+        .json(server.post(&path, json!({"turn_id": turn})))
+        .await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["forked_from"], json!({"id": id, "turn_id": turn}));
+    let copy = made["id"].as_str().unwrap();
+    let (status, forked) = server
+        .json(server.get(&format!("/api/conversations/{copy}")))
+        .await;
+    assert_eq!(status, 200, "{forked}");
+    assert_eq!(forked["turns"].as_array().unwrap().len(), 1, "{forked}");
+    let (_, again) = server
+        .json(server.get(&format!("/api/conversations/{id}")))
+        .await;
+    assert_eq!(
+        again["turns"].as_array().unwrap().len(),
+        2,
+        "the first is untouched"
+    );
+    // The copy takes a turn of its own.
+    let (status, body) = server
+        .json(server.post(
+            &format!("/api/conversations/{copy}/turns"),
+            json!({"text": "hello, fork"}),
+        ))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    server.until_state(copy, "idle").await;
+
+    let (status, body) = server
+        .json(server.post(&path, json!({"turn_id": "no-such-turn"})))
+        .await;
+    assert_eq!((status, code(&body)), (404, "turn_not_found"));
+    let (status, body) = server.json(server.post(&path, json!({"turn": 1}))).await;
+    assert_eq!((status, code(&body)), (400, "invalid_input"));
+    let missing = "/api/conversations/no-such-id/fork";
+    let (status, body) = server.json(server.post(missing, json!({}))).await;
+    assert_eq!((status, code(&body)), (404, "session_not_found"));
+}
+
+#[tokio::test]
 async fn an_interrupt_ends_a_turn_that_waits_for_a_person() {
     let server = start().await;
     let id = server.new_conversation().await;
@@ -366,6 +421,7 @@ async fn the_openapi_document_lists_every_route() {
         format!("POST {c}/interrupt"),
         format!("POST {c}/stop"),
         format!("POST {c}/branch"),
+        format!("POST {c}/fork"),
         format!("POST {c}/compact"),
         format!("GET {c}/report"),
         "GET /api/agents".to_owned(),

@@ -215,6 +215,17 @@ fn restore(value: &mut Value, ids: &mut HashMap<String, String>) {
 
 /// Import a golden trace into `store` as a new session; returns its id.
 pub async fn import(store: &dyn Store, text: &str) -> Result<String, AgentError> {
+    import_from(store, text, json!("golden trace"), Map::new()).await
+}
+
+/// [`import`], the import marked as coming `from` where it came from, with
+/// `more` metadata over the trace's own (a fork's origin).
+pub(crate) async fn import_from(
+    store: &dyn Store,
+    text: &str,
+    from: Value,
+    more: Map<String, Value>,
+) -> Result<String, AgentError> {
     let events = parse(text)?;
     let mut ids: HashMap<String, String> = HashMap::new();
     let mut restored: Vec<(String, Event)> = Vec::with_capacity(events.len());
@@ -238,9 +249,10 @@ pub async fn import(store: &dyn Store, text: &str) -> Result<String, AgentError>
         Value::Object(map) => map,
         other => serde_json::Map::from_iter([("metadata".to_owned(), other)]),
     };
+    metadata.extend(more);
     metadata.insert(
         rein_sessions::recovery::IMPORTED.to_owned(),
-        serde_json::json!({"through_seq": through_seq, "from": "golden trace"}),
+        json!({"through_seq": through_seq, "from": from}),
     );
     let session = store.create_session(Value::Object(metadata)).await?;
     if session.head_seq + restored.len() as u64 != through_seq {
