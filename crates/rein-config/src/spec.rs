@@ -213,6 +213,11 @@ pub struct ToolsSpec {
     /// A folder of skills (markdown files with front matter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<String>,
+    /// `server_info`: rein's own facts for the model — version, model,
+    /// policy, its tools and skills, what is left of the turn's budgets
+    /// (default: no).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<bool>,
 }
 
 /// What an agent may do.

@@ -75,6 +75,11 @@ pub struct Agent {
     /// Text the stable prefix carries, read at each turn's start (pinned
     /// memory): see [`Standing`].
     pub standing: Option<Arc<dyn Standing>>,
+    /// Whether the model is offered `server_info`: rein's own facts about
+    /// this conversation (version, model, policy, tools, skills, what is
+    /// left of the turn's budgets). Off by default: it costs every request
+    /// its definition.
+    pub server_info: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -112,7 +117,15 @@ impl Agent {
             prices: PriceTable::builtin(),
             approval_ttl: Duration::from_secs(24 * 60 * 60),
             standing: None,
+            server_info: false,
         }
+    }
+
+    /// With `server_info` offered to the model (see [`Agent::server_info`]).
+    #[must_use]
+    pub fn with_server_info(mut self) -> Self {
+        self.server_info = true;
+        self
     }
 
     /// With `tools` in place of the ones it was made with.

@@ -22,6 +22,7 @@ mod provider_faults;
 mod reasoning;
 mod receipts;
 mod runner;
+mod server_info;
 mod standing;
 mod subagent_writes;
 mod subagents;

@@ -1,6 +1,6 @@
 //! rein's own tools beside the product's: `read_result` (pages an
 //! offloaded result), `load_tool` / `call_tool` (deferred loading),
-//! `read_skill`; their specs, permission checks and handlers, and
+//! `read_skill`, `server_info` (the harness's own facts); their specs, permission checks and handlers, and
 //! [`WithBuiltins`], the one backend the loop calls: the product's backend
 //! with these beside it, so the loop does not match on tool names.
 //!
@@ -65,7 +65,8 @@ impl ToolBackend for WithBuiltins {
     }
 
     fn cacheable(&self, name: &str) -> bool {
-        !matches!(name, READ_RESULT | LOAD_TOOL | READ_SKILL) && self.product.cacheable(name)
+        !matches!(name, READ_RESULT | LOAD_TOOL | READ_SKILL | SERVER_INFO)
+            && self.product.cacheable(name)
     }
 
     fn revision(&self) -> String {
@@ -123,6 +124,9 @@ impl WithBuiltins {
         }
         if !self.skills().is_empty() {
             own.push(READ_SKILL);
+        }
+        if agent.server_info {
+            own.push(SERVER_INFO);
         }
         err.message = format!("{}; rein's own: {}", err.message, own.join(", "));
         err
@@ -289,6 +293,7 @@ pub(super) fn builtin_permission(
     let named = || args.get("name").and_then(Value::as_str).is_some();
     Some(match tool {
         READ_RESULT => check_read_result(args).map(|_| PermissionClass::Read),
+        SERVER_INFO => Ok(PermissionClass::Read),
         READ_SKILL if named() => Ok(PermissionClass::Read),
         READ_SKILL => invalid("the `name` of a skill"),
         LOAD_TOOL if named() => Ok(PermissionClass::Read),
@@ -300,4 +305,61 @@ pub(super) fn builtin_permission(
         crate::delegation::DELEGATE => invalid("a `task`"),
         _ => return None,
     })
+}
+
+/// The built-in tool that tells the model the harness's own facts.
+pub(super) const SERVER_INFO: &str = "server_info";
+
+/// Names a `server_info` answer lists of one kind, at most.
+const INFO_NAMES: usize = 100;
+
+pub(super) fn server_info_spec() -> rein_wire::ToolSpec {
+    rein_wire::ToolSpec {
+        name: SERVER_INFO.into(),
+        description: "rein's own facts about this conversation: its version, the model, the policy in force, the tools and skills you have, and what is left of this turn's budgets.".into(),
+        input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        strict: false,
+    }
+}
+
+/// What `server_info` answers: facts of the definition and the turn's
+/// spending, bounded (at most [`INFO_NAMES`] names of each kind) and free
+/// of secrets (names and numbers only; the recorder masks the rest as for
+/// any result).
+pub(super) fn server_info(
+    agent: &crate::Agent,
+    tools: &dyn ToolBackend,
+    spent: crate::settings::Spent,
+    elapsed: std::time::Duration,
+) -> Outcome {
+    let names = |mut all: Vec<String>| {
+        all.sort();
+        let more = all.len().saturating_sub(INFO_NAMES);
+        all.truncate(INFO_NAMES);
+        json!({"names": all, "more": more})
+    };
+    let budgets = &agent.budgets;
+    let left = |limit: Option<u64>, used: u64| limit.map(|l| l.saturating_sub(used));
+    let hooks: Vec<&str> = agent.guards.hooks.iter().map(|h| h.name()).collect();
+    Outcome::ok(json!({
+        "harness": "rein",
+        "version": env!("CARGO_PKG_VERSION"),
+        "agent": agent.profile.name,
+        "model": agent.profile.model,
+        "context_window": agent.context.window,
+        "policy": {
+            "writes_allowed": agent.guards.policy.writes_allowed,
+            "writes_wait_for_a_person": true,
+            "hooks": hooks,
+            "delegation": agent.delegation.as_ref().map(|d| json!({"max_per_turn": d.max_per_turn, "writes": d.writes})),
+        },
+        "tools": names(tools.catalog(&agent.guards.policy).into_iter().map(|t| t.name).collect()),
+        "skills": names(tools.skills().into_iter().map(|t| t.name).collect()),
+        "budgets": {
+            "steps": {"limit": budgets.max_steps, "used": spent.steps, "left": budgets.max_steps.saturating_sub(spent.steps)},
+            "tokens": {"limit": budgets.max_tokens, "used": spent.tokens, "left": left(budgets.max_tokens, spent.tokens)},
+            "cost_micro_usd": {"limit": budgets.max_cost_micro_usd, "used": spent.cost, "left": left(budgets.max_cost_micro_usd, spent.cost)},
+            "wall_secs": {"limit": budgets.max_wall.as_secs(), "used": elapsed.as_secs(), "left": budgets.max_wall.saturating_sub(elapsed).as_secs()},
+        },
+    }))
 }

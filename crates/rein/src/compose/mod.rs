@@ -260,6 +260,7 @@ pub async fn compose(
         agent.delegation = Some(delegation);
     }
     agent.prices = prices(spec);
+    agent.server_info = tools.server_info.unwrap_or(false);
     Ok(Composed {
         agent,
         root,

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::delegate::Delegate;
 use super::{Around, Gate};
+use crate::conversation::builtins;
 use crate::conversation::folds::fingerprint;
 use crate::conversation::hooked;
 use crate::conversation::journal::Journal;
@@ -108,6 +109,18 @@ impl Gate {
         let policy = cx.agent.guards.policy.clone();
         let share = self.child_budgets(cx, u32::try_from(children).unwrap_or(u32::MAX));
         let cancel = tokio_util::sync::CancellationToken::new();
+        // rein's own facts, answered here: they are the turn's spending.
+        let info = reads
+            .iter()
+            .any(|call| call.tool == builtins::SERVER_INFO && cx.agent.server_info)
+            .then(|| {
+                builtins::server_info(
+                    cx.agent,
+                    self.tools.product.as_ref(),
+                    cx.spend.spent(),
+                    cx.spend.elapsed(),
+                )
+            });
         let runs = reads.iter().zip(cached).zip(plans).map(
             |(
                 (
@@ -127,6 +140,7 @@ impl Gate {
                 };
                 let refused = match plan {
                     Delegate::Refused(outcome) => Some(outcome.clone()),
+                    _ if tool == builtins::SERVER_INFO => info.clone(),
                     _ => None,
                 };
                 let ctx = ToolContext {

@@ -14,7 +14,7 @@ use rein_wire::{AgentError, Request, SystemBlock};
 
 use super::{Sees, Window};
 use crate::conversation::builtins::{
-    call_tool_spec, load_tool_spec, read_result_spec, read_skill_spec,
+    call_tool_spec, load_tool_spec, read_result_spec, read_skill_spec, server_info_spec,
 };
 use crate::conversation::folds::current_path;
 use rein_context::project::project;
@@ -233,6 +233,9 @@ impl Sees<'_> {
             );
         }
         tools.push(read_result_spec());
+        if self.agent.server_info {
+            tools.push(server_info_spec());
+        }
         if let Some(delegation) = &self.agent.delegation {
             let helpers: Vec<String> = delegation.helpers.keys().cloned().collect();
             tools.push(crate::delegation::delegate_spec(
