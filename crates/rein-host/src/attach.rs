@@ -213,7 +213,7 @@ async fn viewer(
                             InputResult::Routed { .. } => {
                                 "said: the agent hears it at its next step".to_owned()
                             }
-                            InputResult::LeaseHeld { holder } => {
+                            InputResult::Held { holder } => {
                                 format!("{holder} holds the session; your words were not sent")
                             }
                             InputResult::NotHeard | InputResult::NoSuchSession => {
@@ -231,7 +231,7 @@ async fn viewer(
                         "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),
                     ),
                     Ok(_) => {}
-                    Err(InputResult::LeaseHeld { holder }) => {
+                    Err(InputResult::Held { holder }) => {
                         status(format!("{holder} holds the session; your keys were not sent"));
                     }
                     Err(_) => break,

@@ -33,7 +33,7 @@ use crate::reducer::Step;
 
 /// How long the recorder's hold on the session lasts between writes, by
 /// default.
-pub const LEASE_TTL: Duration = Duration::from_secs(60);
+pub const LOCK_TTL: Duration = Duration::from_secs(60);
 
 /// Who holds the session while the run is recorded.
 const HOLDER: &str = "rein-host";
@@ -48,7 +48,7 @@ const MAX_OPEN: usize = 4096;
 /// Writes one hosted run into a new session.
 pub struct Recorder {
     store: Arc<dyn Store>,
-    lease: SessionLock,
+    lock: SessionLock,
     session: String,
     turn_id: String,
     run_id: String,
@@ -85,17 +85,17 @@ impl Recorder {
         prompt: &str,
     ) -> Result<Self, AgentError> {
         let info = store.session(session).await?;
-        let lease = store.acquire(&info.id, HOLDER, LEASE_TTL).await?;
+        let lock = store.acquire(&info.id, HOLDER, LOCK_TTL).await?;
         let turn_id = rein_wire::ids::new_prefixed("turn");
         let run_id = rein_wire::ids::new_prefixed("run");
         let mut recorder = Recorder {
             store,
-            lease,
+            lock,
             session: info.id,
             turn_id: turn_id.clone(),
             run_id: run_id.clone(),
             open: BTreeSet::new(),
-            ttl: LEASE_TTL,
+            ttl: LOCK_TTL,
         };
         recorder
             .append(vec![
@@ -116,10 +116,10 @@ impl Recorder {
     }
 
     /// Hold the session for `ttl` between writes from now on (default
-    /// [`LEASE_TTL`]); a hold that lapsed while the agent was quiet is taken
+    /// [`LOCK_TTL`]); a hold that lapsed while the agent was quiet is taken
     /// again.
-    pub async fn lease_ttl(mut self, ttl: Duration) -> Result<Self, AgentError> {
-        self.lease = self.store.renew(&self.lease, ttl).await?;
+    pub async fn lock_ttl(mut self, ttl: Duration) -> Result<Self, AgentError> {
+        self.lock = self.store.renew(&self.lock, ttl).await?;
         self.ttl = ttl;
         Ok(self)
     }
@@ -144,7 +144,7 @@ impl Recorder {
         self.renewed().await?;
         self.store
             .take_inbox(
-                &self.lease,
+                &self.lock,
                 upto,
                 events.into_iter().map(NewEvent::main).collect(),
             )
@@ -155,22 +155,19 @@ impl Recorder {
     async fn append(&mut self, events: Vec<Event>) -> Result<(), AgentError> {
         self.renewed().await?;
         self.store
-            .append(
-                &self.lease,
-                events.into_iter().map(NewEvent::main).collect(),
-            )
+            .append(&self.lock, events.into_iter().map(NewEvent::main).collect())
             .await?;
         Ok(())
     }
 
     async fn renewed(&mut self) -> Result<(), AgentError> {
-        // Renew once half the lease has run; a hosted agent can be quiet
-        // for longer than the lease (thinking), so one that lapsed is taken
+        // Renew once half the lock has run; a hosted agent can be quiet
+        // for longer than the lock (thinking), so one that lapsed is taken
         // again (the session is this run's own: nobody else writes to it).
         let half = i64::try_from(self.ttl.as_millis() / 2).unwrap_or(i64::MAX);
-        if rein_wire::clock::now_ms() > self.lease.expires_ms.saturating_sub(half) {
-            self.lease = match self.store.renew(&self.lease, self.ttl).await {
-                Ok(lease) => lease,
+        if rein_wire::clock::now_ms() > self.lock.expires_ms.saturating_sub(half) {
+            self.lock = match self.store.renew(&self.lock, self.ttl).await {
+                Ok(lock) => lock,
                 Err(e) if e.code == rein_wire::error::codes::LOCK_LOST => {
                     self.store.acquire(&self.session, HOLDER, self.ttl).await?
                 }
@@ -250,7 +247,7 @@ impl Recorder {
             }),
         });
         self.append(events).await?;
-        self.store.release(&self.lease).await
+        self.store.release(&self.lock).await
     }
 }
 
@@ -324,7 +321,7 @@ impl Recorder {
             },
         ])
         .await?;
-        self.store.release(&self.lease).await
+        self.store.release(&self.lock).await
     }
 
     /// Close a run that could not start (the program is missing, say): the
@@ -344,7 +341,7 @@ impl Recorder {
             },
         ])
         .await?;
-        self.store.release(&self.lease).await
+        self.store.release(&self.lock).await
     }
 }
 
@@ -373,8 +370,8 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
         if open.turns.is_empty() && open.runs.is_empty() {
             continue;
         }
-        let lease = match store.acquire(&info.id, HOLDER, LEASE_TTL).await {
-            Ok(lease) => lease,
+        let lock = match store.acquire(&info.id, HOLDER, LOCK_TTL).await {
+            Ok(lock) => lock,
             Err(e) if e.code == rein_wire::error::codes::SESSION_LOCKED => continue,
             Err(e) => return Err(e),
         };
@@ -417,8 +414,8 @@ pub async fn close_dead(store: &dyn Store, limit: usize) -> Result<Vec<String>, 
                 totals: json!({"failure": why}),
             })
         }));
-        let appended = store.append(&lease, closing).await;
-        store.release(&lease).await?;
+        let appended = store.append(&lock, closing).await;
+        store.release(&lock).await?;
         appended?;
         closed.push(info.id);
     }

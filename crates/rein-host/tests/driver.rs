@@ -369,13 +369,13 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
 }
 
 #[tokio::test]
-async fn an_agent_quiet_for_longer_than_the_lease_is_still_recorded() {
+async fn an_agent_quiet_for_longer_than_its_lock_is_still_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path()).await;
     let mut recorder = Recorder::start(store.clone(), "claude", "claude", "p")
         .await
         .unwrap()
-        .lease_ttl(Duration::from_millis(400))
+        .lock_ttl(Duration::from_millis(400))
         .await
         .unwrap();
     let session = recorder.session().to_owned();

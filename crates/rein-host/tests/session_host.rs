@@ -95,12 +95,12 @@ fn two_viewers_a_takeover_by_typing_gated_agent_input_and_release() {
     wait_for(&alice, "agent-2");
     wait_for(&bob, "agent-2");
 
-    // Alice types: the lease is hers at once, her keystrokes reach bash.
-    let (lease, delivery) = host
+    // Alice types: the input is hers at once, her keystrokes reach bash.
+    let (input, delivery) = host
         .take_over("s1", "alice", b"echo person-$((2+3))\n")
         .unwrap();
     assert_eq!(
-        lease,
+        input,
         InputHolder::Person {
             viewer: "alice".into(),
             interventions: 1
@@ -113,7 +113,7 @@ fn two_viewers_a_takeover_by_typing_gated_agent_input_and_release() {
     assert!(!host.agent_may_write("s1"));
     assert_eq!(
         host.agent_input("s1", b"echo gated-$((3+4))\n"),
-        Err(InputResult::LeaseHeld {
+        Err(InputResult::Held {
             holder: "alice".into()
         })
     );
@@ -126,13 +126,13 @@ fn two_viewers_a_takeover_by_typing_gated_agent_input_and_release() {
     // Bob's takeover is refused, naming Alice, and recorded.
     assert_eq!(
         host.take_over("s1", "bob", b"echo bob-$((5+5))\n"),
-        Err(InputResult::LeaseHeld {
+        Err(InputResult::Held {
             holder: "alice".into()
         })
     );
     assert_eq!(
         host.route_input("s1", "bob", "hello"),
-        InputResult::LeaseHeld {
+        InputResult::Held {
             holder: "alice".into()
         }
     );
@@ -257,7 +257,7 @@ fn render_modes_are_exclusive_and_refusals_are_named() {
         Err(OpenRefusal::SessionExists)
     );
     // In acp a keystroke is not heard and takes nothing; a line is heard
-    // only while the session's driver listens, and never takes the lease.
+    // only while the session's driver listens, and never takes the input.
     assert_eq!(
         host.take_over("a", "p", b"stop that"),
         Err(InputResult::NotHeard)

@@ -23,9 +23,9 @@
 //!   to the session's driver while it listens ([`SessionHost::listen`],
 //!   [`SessionHost::route_input`]), with a named result ([`InputResult`]);
 //!   while a person holds the session it is refused, naming the holder;
-//!   with nobody listening it is `not_heard`. Words never take the lease.
+//!   with nobody listening it is `not_heard`. Words never take the input.
 //! - **Takeover by typing** (a terminal session): a person's keystroke takes
-//!   the write lease at once (no request and wait); a second person's is
+//!   the input at once (no request and wait); a second person's is
 //!   refused, naming the holder, and the refusal is recorded. A keystroke
 //!   into a protocol session is not heard and takes nothing.
 //! - Each viewer's terminal size is kept; the holder's is the terminal's,
@@ -66,7 +66,7 @@ struct Session {
     viewers: BTreeMap<String, Viewer>,
     retained: VecDeque<u8>,
     truncated: bool,
-    lease: InputHolder,
+    input: InputHolder,
     interventions: u32,
     /// Where viewers' words go (a protocol session whose driver listens).
     ears: Option<tokio::sync::mpsc::Sender<Said>>,
@@ -181,7 +181,7 @@ impl SessionHost {
                 viewers: BTreeMap::new(),
                 retained: VecDeque::new(),
                 truncated: false,
-                lease: InputHolder::Agent,
+                input: InputHolder::Agent,
                 interventions: 0,
                 ears: None,
                 sizes: BTreeMap::new(),
@@ -274,17 +274,17 @@ impl SessionHost {
 
     /// A surface's line of words for a protocol session's agent: sent to its
     /// driver, which records and delivers it at the agent's next step. It
-    /// never takes the lease; while a person holds the session only they
+    /// never takes the input; while a person holds the session only they
     /// may speak, and with no driver listening nothing is sent.
     pub fn route_input(&self, session: &str, viewer: &str, text: &str) -> InputResult {
         let mut inner = self.lock();
         let Some(s) = inner.sessions.get(session) else {
             return InputResult::NoSuchSession;
         };
-        if let InputHolder::Person { viewer: holder, .. } = &s.lease
+        if let InputHolder::Person { viewer: holder, .. } = &s.input
             && holder != viewer
         {
-            return InputResult::LeaseHeld {
+            return InputResult::Held {
                 holder: holder.clone(),
             };
         }
@@ -310,7 +310,7 @@ impl SessionHost {
     }
 
     /// A person typed into a terminal session. The first keystroke takes
-    /// the lease and the terminal takes its size; the keystrokes go to the
+    /// the input and the terminal takes its size; the keystrokes go to the
     /// terminal. Another person holding it refuses, naming them; a protocol
     /// session hears no keystrokes (`not_heard`, nothing taken).
     pub fn take_over(
@@ -326,7 +326,7 @@ impl SessionHost {
         if s.delivery() == Delivery::Protocol {
             return Err(InputResult::NotHeard);
         }
-        if let InputHolder::Person { viewer: holder, .. } = &s.lease
+        if let InputHolder::Person { viewer: holder, .. } = &s.input
             && holder != viewer
         {
             let holder = holder.clone();
@@ -342,12 +342,12 @@ impl SessionHost {
                 holder: Some(holder.clone()),
                 data: None,
             });
-            return Err(InputResult::LeaseHeld { holder });
+            return Err(InputResult::Held { holder });
         }
-        let took = s.lease == InputHolder::Agent;
+        let took = s.input == InputHolder::Agent;
         if took {
             s.interventions = s.interventions.saturating_add(1);
-            s.lease = InputHolder::Person {
+            s.input = InputHolder::Person {
                 viewer: viewer.to_owned(),
                 interventions: s.interventions,
             };
@@ -359,7 +359,7 @@ impl SessionHost {
         // A write the terminal refuses (the process is gone) changes
         // nothing about who holds it.
         let _ = s.pty.write(data);
-        let lease = s.lease.clone();
+        let input = s.input.clone();
         if took {
             let interventions = s.interventions;
             inner.emit(SessionEvent::Takeover {
@@ -376,7 +376,7 @@ impl SessionHost {
                 data: Some(String::from_utf8_lossy(cut).into_owned()),
             });
         }
-        Ok((lease, delivery))
+        Ok((input, delivery))
     }
 
     /// The person hands the session back. Only the holder may.
@@ -385,10 +385,10 @@ impl SessionHost {
         let Some(s) = inner.sessions.get_mut(session) else {
             return false;
         };
-        if !matches!(&s.lease, InputHolder::Person { viewer: holder, .. } if holder == viewer) {
+        if !matches!(&s.input, InputHolder::Person { viewer: holder, .. } if holder == viewer) {
             return false;
         }
-        s.lease = InputHolder::Agent;
+        s.input = InputHolder::Agent;
         inner.emit(SessionEvent::Released {
             session: session.to_owned(),
             viewer: viewer.to_owned(),
@@ -409,7 +409,7 @@ impl SessionHost {
         inner
             .sessions
             .get(session)
-            .is_some_and(|s| s.lease == InputHolder::Agent)
+            .is_some_and(|s| s.input == InputHolder::Agent)
     }
 
     /// The agent driver's input, written only while no person holds the
@@ -419,8 +419,8 @@ impl SessionHost {
         let Some(s) = inner.sessions.get_mut(session) else {
             return Err(InputResult::NoSuchSession);
         };
-        match &s.lease {
-            InputHolder::Person { viewer, .. } => Err(InputResult::LeaseHeld {
+        match &s.input {
+            InputHolder::Person { viewer, .. } => Err(InputResult::Held {
                 holder: viewer.clone(),
             }),
             InputHolder::Agent => {
@@ -434,7 +434,7 @@ impl SessionHost {
     pub fn state(&self, session: &str) -> Option<(InputHolder, Vec<String>, RenderMode)> {
         let inner = self.lock();
         let s = inner.sessions.get(session)?;
-        Some((s.lease.clone(), s.viewers.keys().cloned().collect(), s.mode))
+        Some((s.input.clone(), s.viewers.keys().cloned().collect(), s.mode))
     }
 
     /// A viewer's terminal is `cols` × `rows`. The session's terminal
@@ -449,7 +449,7 @@ impl SessionHost {
             s.sizes.pop_first();
         }
         s.sizes.insert(viewer.to_owned(), (cols, rows));
-        let applies = match &s.lease {
+        let applies = match &s.input {
             InputHolder::Agent => true,
             InputHolder::Person { viewer: holder, .. } => holder == viewer,
         };

@@ -100,14 +100,14 @@ pub enum InputResult {
     /// No such session: stop showing it.
     NoSuchSession,
     /// Someone else holds the session: show who, offer nothing else.
-    LeaseHeld {
+    Held {
         /// The holder.
         holder: String,
     },
     /// Nothing there hears it: a protocol session takes a line of words
     /// ([`SessionHost::route_input`](super::SessionHost::route_input)), not
     /// keystrokes, and only while its driver listens. Nothing was sent and
-    /// the lease did not move.
+    /// the input did not change hands.
     NotHeard,
 }
 
