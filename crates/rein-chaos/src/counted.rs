@@ -82,6 +82,9 @@ impl ToolBackend for Counted {
         }
         self.inner.invoke(name, args, ctx).await
     }
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.inner.undo(operation_id).await
+    }
     fn cacheable(&self, name: &str) -> bool {
         self.inner.cacheable(name)
     }

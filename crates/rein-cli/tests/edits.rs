@@ -250,7 +250,7 @@ fn undo_reverts_changes_newest_first_and_tells_the_model() {
     let shown = common::stdout(&shown);
     assert_eq!(
         shown
-            .matches("The person undid your last change to `notes.txt`")
+            .matches("The person undid your change to `notes.txt`")
             .count(),
         2,
         "{shown}"

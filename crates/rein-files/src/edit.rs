@@ -379,6 +379,10 @@ impl Tool for EditFile {
         let change = (before, Some(after.as_bytes()));
         super::change(root, stash, &input.path, change, done, ctx.asked).await
     }
+
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.1.as_ref()?.undo_in(&self.0, operation_id).await
+    }
 }
 
 #[cfg(test)]

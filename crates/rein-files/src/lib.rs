@@ -359,6 +359,10 @@ impl Tool for WriteFile {
         let (root, stash) = (&self.0, self.1.as_ref());
         change(root, stash, &input.path, (before, after), done, ctx.asked).await
     }
+
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.1.as_ref()?.undo_in(&self.0, operation_id).await
+    }
 }
 
 /// The `read_file` call that shows `path` as it is now: what a change of
@@ -418,6 +422,10 @@ impl Tool for DeleteFile {
         let done = json!({"deleted": input.path});
         let (root, stash) = (&self.0, self.1.as_ref());
         change(root, stash, &input.path, (before, None), done, ctx.asked).await
+    }
+
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.1.as_ref()?.undo_in(&self.0, operation_id).await
     }
 }
 

@@ -63,6 +63,19 @@ impl Before {
 pub struct Stash(pub Arc<dyn Store>);
 
 impl Stash {
+    /// The undo a file tool keeping its changes here offers: `None` for an
+    /// operation the file tools did not make.
+    pub(crate) async fn undo_in(
+        &self,
+        root: &Root,
+        op: &str,
+    ) -> Option<Result<String, AgentError>> {
+        if !op.starts_with(FILE_OP) {
+            return None;
+        }
+        Some(undo(root, self.0.as_ref(), op).await)
+    }
+
     /// Keep what `path` holds (`before`) and what the change will leave
     /// (`after`; `None`: it removes it) in the store, before the change
     /// runs, so a crash after it still leaves it undoable: the id of the

@@ -105,6 +105,10 @@ impl ToolBackend for WithBlackboard {
         }
     }
 
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.product.undo(operation_id).await
+    }
+
     async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
         match name {
             BLACKBOARD_READ => {

@@ -60,6 +60,10 @@ impl ToolBackend for Narrowed {
         self.inner.invoke(name, args, ctx).await
     }
 
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.inner.undo(operation_id).await
+    }
+
     fn cacheable(&self, name: &str) -> bool {
         self.inner.cacheable(name)
     }

@@ -149,6 +149,16 @@ pub(crate) enum Caller {
     Bearer,
 }
 
+impl Caller {
+    /// Who decided, for the log: the page's person or a script's token.
+    pub(crate) fn surface(self) -> rein_approvals::Surface {
+        match self {
+            Caller::Cookie => rein_approvals::Surface::http("page"),
+            Caller::Bearer => rein_approvals::Surface::http("token"),
+        }
+    }
+}
+
 fn cookie_of<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)

@@ -25,6 +25,7 @@
 mod auth;
 mod connections;
 mod events;
+mod history;
 mod links;
 mod live;
 mod memory;

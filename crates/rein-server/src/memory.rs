@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use rein_memory::{MemoryBank, NewMemory, Scope, Source};
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
@@ -21,9 +21,7 @@ use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::Server;
-use crate::problem::Problem;
-
-type Answered = Result<Response, Problem>;
+use crate::problem::{Answered, Problem};
 
 /// The memory a server shows: one scope of a store.
 #[derive(Clone)]

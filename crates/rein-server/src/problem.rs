@@ -7,6 +7,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rein_wire::{AgentError, error::codes};
 
+/// What a route answers: its response, or a problem document.
+pub(crate) type Answered = Result<Response, Problem>;
+
 /// An [`AgentError`] answered as problem details.
 #[derive(Debug)]
 pub(crate) struct Problem(pub(crate) AgentError);

@@ -12,8 +12,8 @@
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response, Sse};
-use rein_approvals::{Answer, Surface};
+use axum::response::{IntoResponse, Redirect, Sse};
+use rein_approvals::Answer;
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -23,9 +23,7 @@ use utoipa_axum::routes;
 
 use crate::Server;
 use crate::auth::Caller;
-use crate::problem::{Problem, body};
-
-type Answered = Result<Response, Problem>;
+use crate::problem::{Answered, Problem, body};
 
 #[derive(OpenApi)]
 #[openapi(info(
@@ -78,7 +76,8 @@ fn api_router() -> OpenApiRouter<Server> {
         .routes(routes!(interrupt))
         .routes(routes!(stop))
         .routes(routes!(branch))
-        .routes(routes!(fork))
+        .routes(routes!(crate::history::fork))
+        .routes(routes!(crate::history::undo))
         .routes(routes!(compact))
         .routes(routes!(list_agents))
         .routes(routes!(report))
@@ -102,14 +101,6 @@ fn completed(doc: &utoipa::openapi::OpenApi) -> Value {
     crate::links::linked(crate::problem::documented(
         serde_json::to_value(doc).unwrap_or(Value::Null),
     ))
-}
-
-/// Who decided, for the log: the page's person or a script's token.
-fn surface(caller: Caller) -> Surface {
-    match caller {
-        Caller::Cookie => Surface::http("page"),
-        Caller::Bearer => Surface::http("token"),
-    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -289,7 +280,7 @@ async fn post_turn(
         server.budgets,
         &id,
         asked,
-        surface(caller).name().to_owned(),
+        caller.surface().name().to_owned(),
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"running": true}))).into_response())
@@ -309,7 +300,7 @@ async fn resume_turn(
         server.budgets,
         &id,
         crate::live::Asked::default(),
-        surface(caller).name().to_owned(),
+        caller.surface().name().to_owned(),
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"running": true}))).into_response())
@@ -417,7 +408,7 @@ async fn decide_approval(
         &id,
         &approval,
         answer,
-        &surface(caller),
+        &caller.surface(),
     )
     .await?;
     Ok(Json(json!({"delivered": format!("{delivery:?}").to_lowercase()})).into_response())
@@ -438,7 +429,7 @@ async fn steer(
         server.inner.store.as_ref(),
         &id,
         &said.text,
-        &surface(caller),
+        &caller.surface(),
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"queued": true}))).into_response())
@@ -464,7 +455,7 @@ async fn stop(
     Extension(caller): Extension<Caller>,
 ) -> Answered {
     server.inner.store.session(&id).await?;
-    let by = surface(caller);
+    let by = caller.surface();
     rein_approvals::stop(server.inner.store.as_ref(), &id, &by).await?;
     // A turn no one drives (the server restarted while it waited) ends
     // now; one running here or elsewhere hears the stop posted.
@@ -503,30 +494,6 @@ async fn branch(
     conversation.close().await?;
     branched?;
     Ok(Json(json!({"branched_from": branch.turn_id})).into_response())
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct Fork {
-    /// The finished turn the copy ends with (default: the last one).
-    turn_id: Option<String>,
-}
-
-/// A new conversation from this one's history up to a finished turn, with
-/// its metadata and `forked_from`; the copy is evidence (its approvals are
-/// asked again), the first is untouched.
-#[utoipa::path(post, path = "/api/conversations/{id}/fork", params(("id" = String, Path)), request_body = Fork,
-    responses((status = 201, description = "The new conversation's id"), (status = 404, description = "No such conversation or turn")))]
-async fn fork(
-    State(server): State<Server>,
-    Path(id): Path<String>,
-    payload: Result<Json<Fork>, axum::extract::rejection::JsonRejection>,
-) -> Answered {
-    let fork = body(payload)?;
-    let store = server.inner.store.as_ref();
-    let forked = rein_trace::fork(store, &id, fork.turn_id.as_deref()).await?;
-    let made = json!({"id": forked.session, "forked_from": {"id": id, "turn_id": forked.turn}});
-    Ok((StatusCode::CREATED, Json(made)).into_response())
 }
 
 /// Compact the conversation's history now (older complete groups become a

@@ -264,6 +264,49 @@ async fn a_conversation_forks_after_a_turn_into_a_new_one() {
 }
 
 #[tokio::test]
+async fn a_person_undoes_a_change_through_the_api_and_the_model_is_told() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    let undo = format!("/api/conversations/{id}/undo");
+    let (status, body) = server.json(server.post(&undo, json!({}))).await;
+    assert_eq!(
+        (status, code(&body)),
+        (400, "invalid_input"),
+        "nothing yet: {body}"
+    );
+    let turns = format!("/api/conversations/{id}/turns");
+    let (status, body) = server
+        .json(server.post(&turns, json!({"text": "note color"})))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    server.until_state(&id, "idle").await;
+    let notes = || server.backend.project().lock().unwrap().notes.clone();
+    assert_eq!(notes().get("color").map(String::as_str), Some("blue"));
+
+    let (status, body) = server
+        .json(server.post(&undo, json!({"operation_id": "op-999"})))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (400, "invalid_input"),
+        "not this conversation's: {body}"
+    );
+    let (status, body) = server.json(server.post(&undo, json!({}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["undone"], "note color");
+    assert!(!notes().contains_key("color"), "the product's own undo ran");
+    let log = server.store.read(&id, 1, 1000).await.unwrap();
+    assert!(log.iter().any(|e| matches!(&e.event,
+        rein_sessions::Event::OperationUndone { by, .. } if by == "http:token")));
+    let (status, body) = server.json(server.post(&undo, json!({}))).await;
+    assert_eq!(
+        (status, code(&body)),
+        (400, "invalid_input"),
+        "undone once: {body}"
+    );
+}
+
+#[tokio::test]
 async fn an_interrupt_ends_a_turn_that_waits_for_a_person() {
     let server = start().await;
     let id = server.new_conversation().await;
@@ -422,6 +465,7 @@ async fn the_openapi_document_lists_every_route() {
         format!("POST {c}/stop"),
         format!("POST {c}/branch"),
         format!("POST {c}/fork"),
+        format!("POST {c}/undo"),
         format!("POST {c}/compact"),
         format!("GET {c}/report"),
         "GET /api/agents".to_owned(),

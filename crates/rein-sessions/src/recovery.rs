@@ -132,10 +132,10 @@ pub fn approval_request<'a>(
     )
 }
 
-/// The last operation of the log a person may still undo: the newest tool
-/// result with `undo` set and an operation id that no `operation.undone`
-/// names. Undoing goes newest first, so each `/undo` takes the next one.
-pub fn last_undoable(events: &[StoredEvent]) -> Option<&str> {
+/// The operations of the log a person may still undo, newest first: each
+/// tool result with `undo` set and an operation id that no
+/// `operation.undone` names.
+pub fn undoable(events: &[StoredEvent]) -> Vec<&str> {
     let undone: std::collections::HashSet<&str> = events
         .iter()
         .filter_map(|e| match &e.event {
@@ -143,14 +143,25 @@ pub fn last_undoable(events: &[StoredEvent]) -> Option<&str> {
             _ => None,
         })
         .collect();
-    events.iter().rev().find_map(|e| match &e.event {
-        Event::ToolResult {
-            operation_id: Some(op),
-            undo: true,
-            ..
-        } if !undone.contains(op.as_str()) => Some(op.as_str()),
-        _ => None,
-    })
+    events
+        .iter()
+        .rev()
+        .filter_map(|e| match &e.event {
+            Event::ToolResult {
+                operation_id: Some(op),
+                undo: true,
+                ..
+            } if !undone.contains(op.as_str()) => Some(op.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The last operation of the log a person may still undo (see
+/// [`undoable`]). Undoing goes newest first, so each `/undo` takes the
+/// next one.
+pub fn last_undoable(events: &[StoredEvent]) -> Option<&str> {
+    undoable(events).first().copied()
 }
 
 /// The arguments of the call an approval asks about (`null` when the log

@@ -98,6 +98,9 @@ impl ToolBackend for FakeToolBackend {
     async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome {
         self.registry.invoke(name, args, ctx).await
     }
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.registry.undo(operation_id).await
+    }
     fn cacheable(&self, name: &str) -> bool {
         self.registry.cacheable(name)
     }
@@ -277,6 +280,18 @@ impl Tool for SetNote {
             seen: None,
             advanced: None,
         }
+    }
+
+    /// A product's own undo, through the operation id its result gave.
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        let mut p = lock(&self.0);
+        let (key, previous) = p.undo.remove(operation_id)?;
+        match previous {
+            Some(value) => p.notes.insert(key.clone(), value),
+            None => p.notes.remove(&key),
+        };
+        p.revision += 1;
+        Some(Ok(format!("note {key}")))
     }
 }
 

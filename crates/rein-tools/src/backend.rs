@@ -202,6 +202,15 @@ pub trait ToolBackend: Send + Sync {
     /// Run a call whose arguments passed [`ToolBackend::permission`].
     async fn invoke(&self, name: &str, args: Value, ctx: &ToolContext) -> Outcome;
 
+    /// Undo a change one of its calls made, named by the operation id the
+    /// result gave (with `undo` set): `None` when the id is none of its
+    /// own; else what was put back, or why not (`changed_since`: it changed
+    /// after the call, and nothing is touched). A person's surface asks it
+    /// (`Conversation::undo`), never the model. Default: nothing to undo.
+    async fn undo(&self, _operation_id: &str) -> Option<Result<String, AgentError>> {
+        None
+    }
+
     /// Whether results of `name` may be cached per revision.
     fn cacheable(&self, name: &str) -> bool;
 

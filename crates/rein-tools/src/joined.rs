@@ -84,6 +84,15 @@ impl ToolBackend for Joined {
         }
     }
 
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        for part in &self.parts {
+            if let Some(undone) = part.undo(operation_id).await {
+                return Some(undone);
+            }
+        }
+        None
+    }
+
     fn cacheable(&self, name: &str) -> bool {
         self.owner(name).is_some_and(|p| p.cacheable(name))
     }

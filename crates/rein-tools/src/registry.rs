@@ -75,6 +75,18 @@ pub trait Tool: Send + Sync + 'static {
         input: Self::Input,
         ctx: &ToolContext,
     ) -> impl std::future::Future<Output = Outcome> + Send;
+
+    /// Undo a change it made, named by the operation id its result gave
+    /// (with `undo` set): `None` when the id is not one of its own, else the
+    /// thing put back (a path, a record) or why not — `changed_since` when
+    /// it changed after the call, and then nothing is touched. Default:
+    /// nothing of its own to undo.
+    fn undo(
+        &self,
+        _operation_id: &str,
+    ) -> impl std::future::Future<Output = Option<Result<String, AgentError>>> + Send {
+        async { None }
+    }
 }
 
 /// The schema of `T` as the model sees it: generated, titles and the
@@ -178,6 +190,7 @@ trait ErasedTool: Send + Sync {
     fn changes(&self, args: &Value) -> Option<Revision>;
     fn read_first(&self, args: &Value) -> Option<(String, Value)>;
     async fn invoke(&self, args: Value, ctx: &ToolContext) -> Outcome;
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>>;
 }
 
 struct Typed<T: Tool> {
@@ -250,6 +263,10 @@ impl<T: Tool> ErasedTool for Typed<T> {
             Ok(input) => self.tool.invoke(input, ctx).await,
             Err(e) => Outcome::from_error(&invalid(self.tool.name(), e.to_string())),
         }
+    }
+
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.tool.undo(operation_id).await
     }
 }
 
@@ -368,6 +385,15 @@ impl ToolBackend for Registry {
             Ok(tool) => tool.invoke(args, ctx).await,
             Err(err) => Outcome::from_error(&err),
         }
+    }
+
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        for tool in self.tools.values() {
+            if let Some(undone) = tool.undo(operation_id).await {
+                return Some(undone);
+            }
+        }
+        None
     }
 
     fn cacheable(&self, name: &str) -> bool {

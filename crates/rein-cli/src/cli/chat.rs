@@ -226,7 +226,6 @@ pub async fn run(
     let mut input = Asker::new(input);
     let Opened {
         mut conversation,
-        root,
         servers,
         banner,
     } = open_chat(&options, &store, &mut input, info).await?;
@@ -268,15 +267,7 @@ pub async fn run(
                 if command == Command::Exit {
                     return Ok(());
                 }
-                slash(
-                    command,
-                    &mut conversation,
-                    store.as_ref(),
-                    &root,
-                    &view,
-                    info,
-                )
-                .await?;
+                slash(command, &mut conversation, store.as_ref(), &view, info).await?;
                 continue;
             }
             let outcome = drive(
@@ -320,8 +311,6 @@ pub async fn run(
 /// keeps beside it.
 struct Opened {
     conversation: Conversation,
-    /// The root's file tools (for `/undo`).
-    root: Arc<rein::files::Root>,
     /// The MCP servers started for it and its helpers (stopped at the end).
     servers: Vec<rein::mcp::McpClients>,
     /// "rein chat · MODEL via PROVIDER · root ROOT".
@@ -359,7 +348,7 @@ async fn open_chat(
     };
     let compose::Composed {
         mut agent,
-        root,
+        root: _,
         mcp,
         memory: _,
         notes: _,
@@ -396,7 +385,6 @@ async fn open_chat(
     let servers = mcp.into_iter().chain(helper_servers).collect();
     Ok(Opened {
         conversation,
-        root,
         servers,
         banner,
     })
@@ -470,14 +458,16 @@ async fn slash(
     command: Command,
     conversation: &mut Conversation,
     store: &dyn Store,
-    root: &rein::files::Root,
     view: &View,
     info: &mut impl Write,
 ) -> Result<(), AgentError> {
     match command {
         Command::Exit => Ok(()),
         Command::Help => say(info, HELP),
-        Command::Undo => match super::undo::undo_last(conversation, store, root).await {
+        Command::Undo => match conversation
+            .undo(None, &rein::approvals::Surface::terminal())
+            .await
+        {
             Ok(path) => say(info, &format!("  undone: {path} is back as it was")),
             Err(err) => say(
                 info,

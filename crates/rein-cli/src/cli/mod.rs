@@ -30,5 +30,4 @@ pub mod store_cmd;
 pub mod stores;
 pub mod telemetry;
 pub mod turn;
-pub mod undo;
 pub mod worker;

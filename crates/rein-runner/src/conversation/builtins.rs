@@ -64,6 +64,10 @@ impl ToolBackend for WithBuiltins {
         }
     }
 
+    async fn undo(&self, operation_id: &str) -> Option<Result<String, AgentError>> {
+        self.product.undo(operation_id).await
+    }
+
     fn cacheable(&self, name: &str) -> bool {
         !matches!(name, READ_RESULT | LOAD_TOOL | READ_SKILL | SERVER_INFO)
             && self.product.cacheable(name)

@@ -179,6 +179,48 @@ impl Conversation {
         self.journal.record_undone(operation_id, by, told).await
     }
 
+    /// A person undoes a change this conversation's tools made —
+    /// `operation_id`, or the newest one still undoable — through the tool
+    /// that made it (the file tools put a file back only when it is still
+    /// what the change left: `changed_since` otherwise, and nothing moves),
+    /// then it is recorded and the model told. The thing put back (a path).
+    /// Only an operation this session's log names as undoable and not yet
+    /// undone is accepted (`invalid_input` otherwise). Between turns.
+    pub async fn undo(
+        &mut self,
+        operation_id: Option<&str>,
+        surface: &rein_approvals::Surface,
+    ) -> Result<String, AgentError> {
+        let events = self.log_events().await?;
+        let open = rein_sessions::recovery::undoable(&events);
+        let op = match operation_id {
+            Some(op) if open.contains(&op) => op.to_owned(),
+            Some(op) => {
+                return Err(AgentError::new(
+                    rein_wire::error::codes::INVALID_INPUT,
+                    format!("`{op}` is no change of this conversation that can still be undone"),
+                ));
+            }
+            None => open.first().map(|op| (*op).to_owned()).ok_or_else(|| {
+                AgentError::new(
+                    rein_wire::error::codes::INVALID_INPUT,
+                    "nothing to undo in this conversation",
+                )
+            })?,
+        };
+        let put_back = self.agent.tools.undo(&op).await.unwrap_or_else(|| {
+            Err(AgentError::new(
+                rein_wire::error::codes::INVALID_INPUT,
+                format!("the change `{op}` was made by a tool this conversation no longer has; undo it where it was made"),
+            ))
+        })?;
+        let told = format!(
+            "(The person undid your change to `{put_back}`: it is back as it was before that call. Do not make it again unless they ask.)"
+        );
+        self.record_undone(&op, surface, &told).await?;
+        Ok(put_back)
+    }
+
     /// Give the session's lock back.
     pub async fn close(self) -> Result<(), AgentError> {
         self.journal.release().await

@@ -49,6 +49,9 @@ pub async fn start_shaped(shape: impl FnOnce(Server) -> Server) -> Running {
             .and_call("write_file", json!({"content": "x\n"}))
             .word_into("path"),
         Rule::reply("hello", "Hello from the server."),
+        Rule::reply("note ", "Noting.")
+            .and_call("set_note", json!({"value": "blue"}))
+            .word_into("key"),
     ]));
     let profile = Profile {
         tools: ToolLoading::Native,
