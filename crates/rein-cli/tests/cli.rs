@@ -730,6 +730,7 @@ const FRESH_HOME: &[&[&str]] = &[
     &["sessions", "tree", "0000"],
     &["sessions", "export", "0000"],
     &["sessions", "import", "missing.jsonl"],
+    &["sessions", "fork", "0000"],
     &["trace", "report", "0000"],
     &["wire", "decode", "--api", "anthropic", "-"],
 ];
