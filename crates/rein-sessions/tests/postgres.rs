@@ -422,3 +422,118 @@ async fn a_role_without_a_grant_cannot_listen_to_the_store() {
         .expect("another store hears the append")
         .unwrap();
 }
+
+/// How many transactions inserted the `test.note` events (each row's
+/// `xmin`).
+async fn note_transactions(url: &str) -> i64 {
+    let admin = sqlx::PgPool::connect(url).await.unwrap();
+    sqlx::query_scalar("SELECT count(DISTINCT xmin::text) FROM events WHERE kind = 'test.note'")
+        .fetch_one(&admin)
+        .await
+        .unwrap()
+}
+
+/// Forty conversations of one process append at once, five times each, and
+/// one of them has lost its lock and one writes a prompt PostgreSQL cannot
+/// store (a NUL byte): every other append lands whole, in order, and the
+/// appends share transactions (group commit) — counted by the inserting
+/// transaction of each event row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_process_appends_share_commits_and_one_fault_fails_no_other_append() {
+    let Some((url, stores)) = stores(2).await else {
+        return;
+    };
+    let (store, rival) = (stores[0].clone(), stores[1].clone());
+    let mut locks = Vec::new();
+    for _ in 0..40 {
+        let id = store.create_session(json!({})).await.unwrap().id;
+        locks.push(
+            store
+                .acquire(&id, "batch test", Duration::from_secs(60))
+                .await
+                .unwrap(),
+        );
+    }
+    // Session 0's lock lapses and another process takes the session over.
+    let lost = store
+        .acquire(
+            &store.create_session(json!({})).await.unwrap().id,
+            "loses it",
+            Duration::from_millis(1),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    rival
+        .acquire(&lost.session_id, "rival", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for (i, lock) in locks.iter().cloned().enumerate() {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for round in 0..5 {
+                let events = if i == 7 && round == 2 {
+                    vec![NewEvent::main(Event::TurnStarted {
+                        turn_id: format!("nul-{i}"),
+                        parent: None,
+                        prompt: "a\0b".into(),
+                    })]
+                } else {
+                    vec![note(i * 10 + round), note(i * 10 + round)]
+                };
+                answers.push(store.append(&lock, events).await.map(|s| s.len()));
+            }
+            answers
+        }));
+    }
+    let lost_answer = {
+        let store = store.clone();
+        tokio::spawn(async move { store.append(&lost, vec![note(999)]).await })
+    };
+    let mut landed = 0;
+    for (i, task) in tasks.into_iter().enumerate() {
+        for (round, answer) in task.await.unwrap().into_iter().enumerate() {
+            if i == 7 && round == 2 {
+                let err = answer.unwrap_err();
+                assert_eq!(err.code, codes::STORE_UNAVAILABLE, "{err}");
+            } else {
+                assert_eq!(answer.unwrap(), 2, "conversation {i}, round {round}");
+                landed += 1;
+            }
+        }
+    }
+    assert_eq!(
+        lost_answer.await.unwrap().unwrap_err().code,
+        codes::LOCK_LOST
+    );
+    for (i, lock) in locks.iter().enumerate() {
+        let log = read_all(store.as_ref(), &lock.session_id).await.unwrap();
+        let notes: Vec<u64> = log[1..]
+            .iter()
+            .map(|e| match &e.event {
+                Event::Unknown { data, .. } => data["n"].as_u64().unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let rounds: Vec<u64> = (0..5u64)
+            .filter(|r| !(i == 7 && *r == 2))
+            .flat_map(|r| [i as u64 * 10 + r; 2])
+            .collect();
+        assert_eq!(
+            notes, rounds,
+            "conversation {i}: every append whole, in order"
+        );
+        for (at, event) in log.iter().enumerate() {
+            assert_eq!(event.seq, at as u64 + 1);
+        }
+        let head = store.session(&lock.session_id).await.unwrap().head_seq;
+        assert_eq!(head, log.len() as u64);
+    }
+    let transactions = note_transactions(&url).await;
+    assert!(
+        transactions * 2 <= landed,
+        "{landed} appends in {transactions} transactions: the appends did not share commits"
+    );
+}

@@ -30,7 +30,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
-use super::write::{EVENTS_CHANNEL, INBOX_CHANNEL};
+use super::batch::EVENTS_CHANNEL;
+use super::write::INBOX_CHANNEL;
 use crate::Posted;
 use crate::event::StoredEvent;
 use crate::subscribe::Channels;

@@ -2,12 +2,13 @@
 //! over one database.
 //!
 //! The same semantics as the SQLite store, kept by the database instead
-//! of one writer thread: every append is one transaction that locks its
-//! session's row first (`SELECT … FOR UPDATE`), so writers in different
-//! processes number a session's events without gaps, and a lease taken
+//! of one writer thread: every append commits in a transaction that locks
+//! its session's row first (`SELECT … FOR UPDATE`), so writers in different
+//! processes number a session's events without gaps, and a lock taken
 //! over waits for an append in flight (both lock the same row, in the same
-//! order). The projections (head turn, turns, control record) change in
-//! that transaction. Each commit sends `NOTIFY`, and every process's
+//! order). A process's appends waiting at once share one transaction
+//! (group commit, `batch`). The projections (head turn, turns, control
+//! record) change in that transaction. Each commit sends `NOTIFY`, and every process's
 //! subscribers are fed from it (`live`), caught up by sequence number.
 //!
 //! Opening runs the embedded migrations (sqlx takes an advisory lock, so
@@ -31,10 +32,12 @@ use crate::event::{NewEvent, StoredEvent};
 use crate::store::{ArtifactRef, ControlRecord, SessionInfo, SessionLock, Slice, Store, TurnInfo};
 use crate::{InboxEntry, InboxItem, Posted};
 
+mod batch;
 mod live;
 mod queue;
 mod write;
 
+use batch::{Append, Writer};
 use live::Live;
 pub use queue::{Claim, ClaimedTask, TaskResult, WorkQueue};
 
@@ -46,6 +49,7 @@ const MAX_CONNECTIONS: u32 = 16;
 /// The [`Store`] on PostgreSQL.
 pub struct PgStore {
     pool: PgPool,
+    writer: Writer,
     live: Live,
 }
 
@@ -110,7 +114,8 @@ impl PgStore {
             )
         })?;
         let live = Live::start(pool.clone(), options);
-        Ok(PgStore { pool, live })
+        let writer = Writer::start(pool.clone());
+        Ok(PgStore { pool, writer, live })
     }
 
     /// The work shared by the processes on this database (`rein worker`).
@@ -249,7 +254,7 @@ impl Store for PgStore {
         lease: &SessionLock,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let stored = write::append(&self.pool, lease, events, None).await?;
+        let stored = self.writer.append(Append::by(lease, events, None)).await?;
         self.live.committed(&lease.session_id, &stored);
         Ok(stored)
     }
@@ -344,7 +349,10 @@ impl Store for PgStore {
         upto: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let stored = write::append(&self.pool, lease, events, Some(upto)).await?;
+        let stored = self
+            .writer
+            .append(Append::by(lease, events, Some(upto)))
+            .await?;
         self.live.committed(&lease.session_id, &stored);
         Ok(stored)
     }

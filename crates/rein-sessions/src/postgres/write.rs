@@ -1,15 +1,15 @@
-//! The PostgreSQL store's writes, each one transaction: a session created,
-//! events appended (with inbox items taken), a lease taken or renewed, an
-//! inbox item posted.
+//! The PostgreSQL store's writes other than appends, each one transaction:
+//! a session created, a lock taken or renewed, an inbox item posted, a
+//! session imported.
 //!
 //! Lock order, the same in every write that needs two: the session's row
 //! (`FOR UPDATE`) first, then its lock row. An append and a takeover of
 //! the same session therefore run one after the other, never interleaved
 //! and never deadlocked; appends to different sessions run side by side.
 //!
-//! Not here: reads (`super`), the feed of committed events (`live`).
+//! Not here: appends (`batch`, committed together), reads (`super`), the
+//! feed of committed events (`live`).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use rein_wire::{AgentError, error::codes};
@@ -17,19 +17,15 @@ use serde_json::Value;
 use sqlx::postgres::PgPool;
 use sqlx::{Postgres, Row, Transaction};
 
+use super::batch::{Append, append_all, insert_events};
 use super::{db_error, not_found, to_i64, to_u64};
 use crate::event::{Event, NewEvent, StoredEvent};
-use crate::projection::{Numbered, TurnChange, number, turn_refs};
-use crate::store::{ControlRecord, SessionLock};
+use crate::store::SessionLock;
 use crate::validate::{
-    already_decided, check_append, lock_lost, locked, may_take_over, new_lease, now_ms, ttl_ms,
+    already_decided, lock_lost, locked, may_take_over, new_lease, now_ms, ttl_ms,
 };
 use crate::{InboxItem, ProcessMark};
 
-/// The channel each commit's events are announced on (`SESSION FIRST
-/// LAST`): this, then the database's `channel_key`, which only a role that
-/// may read rein's tables knows.
-pub(super) const EVENTS_CHANNEL: &str = "rein_events_";
 /// The channel each inbox post is announced on (the session's id): this,
 /// then the `channel_key`.
 pub(super) const INBOX_CHANNEL: &str = "rein_inbox_";
@@ -62,203 +58,32 @@ pub(super) async fn create(
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-    let stored = append_in(
-        &mut tx,
-        id,
-        vec![NewEvent::main(Event::SessionCreated { metadata })],
-    )
-    .await?;
+    let created = Append {
+        session: id.to_owned(),
+        token: None,
+        events: vec![NewEvent::main(Event::SessionCreated { metadata })],
+        take_inbox: None,
+    };
+    let stored = append_all(&mut tx, vec![created])
+        .await?
+        .pop()
+        .unwrap_or_else(|| Err(not_found(id)))?;
     commit(tx).await?;
     Ok(stored)
 }
 
-/// Events appended by `lease`'s holder, and with `take_inbox` the inbox
-/// items up to that number marked taken, in one transaction.
-pub(super) async fn append(
-    pool: &PgPool,
-    lease: &SessionLock,
-    events: Vec<NewEvent>,
-    take_inbox: Option<u64>,
-) -> Result<Vec<StoredEvent>, AgentError> {
-    let mut tx = begin(pool).await?;
-    let head = lock_session(&mut tx, &lease.session_id).await?;
-    let held: Option<i32> = sqlx::query_scalar(
-        "SELECT 1 FROM session_locks WHERE session_id = $1 AND token = $2 AND expires_ms > $3",
-    )
-    .bind(&lease.session_id)
-    .bind(&lease.token)
-    .bind(now_ms())
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_error)?;
-    if held.is_none() {
-        return Err(lock_lost(&lease.session_id));
-    }
-    let stored = append_after(&mut tx, &lease.session_id, head, events).await?;
-    if let Some(upto) = take_inbox {
-        sqlx::query(
-            "UPDATE inbox SET taken = TRUE WHERE session_id = $1 AND id <= $2 AND NOT taken",
-        )
-        .bind(&lease.session_id)
-        .bind(to_i64(upto))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-    }
-    commit(tx).await?;
-    Ok(stored)
-}
-
-/// A session's head as its locked row holds it.
-struct Head {
-    seq: u64,
-    turn: Option<String>,
-    control: ControlRecord,
-}
-
-/// Lock `session`'s row for this transaction and read its head
-/// (`session_not_found` for none).
+/// Lock `session`'s row for this transaction (`session_not_found` for
+/// none).
 async fn lock_session(
     tx: &mut Transaction<'static, Postgres>,
     session: &str,
-) -> Result<Head, AgentError> {
-    let row =
-        sqlx::query("SELECT head_seq, head_turn, control FROM sessions WHERE id = $1 FOR UPDATE")
-            .bind(session)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(db_error)?
-            .ok_or_else(|| not_found(session))?;
-    let control: String = row.try_get("control").map_err(db_error)?;
-    Ok(Head {
-        seq: to_u64(row.try_get("head_seq").map_err(db_error)?),
-        turn: row.try_get("head_turn").map_err(db_error)?,
-        control: serde_json::from_str(&control).unwrap_or_default(),
-    })
-}
-
-async fn append_in(
-    tx: &mut Transaction<'static, Postgres>,
-    session_id: &str,
-    events: Vec<NewEvent>,
-) -> Result<Vec<StoredEvent>, AgentError> {
-    let head = lock_session(tx, session_id).await?;
-    append_after(tx, session_id, head, events).await
-}
-
-/// Check, number and insert `events` after `head`, project the turn tree
-/// and the control record, and announce the commit.
-async fn append_after(
-    tx: &mut Transaction<'static, Postgres>,
-    session_id: &str,
-    head: Head,
-    events: Vec<NewEvent>,
-) -> Result<Vec<StoredEvent>, AgentError> {
-    let mut owners: HashMap<String, String> = HashMap::new();
-    for turn in turn_refs(&events) {
-        let owner: Option<String> =
-            sqlx::query_scalar("SELECT session_id FROM turns WHERE id = $1")
-                .bind(turn)
-                .fetch_optional(&mut **tx)
-                .await
-                .map_err(db_error)?;
-        if let Some(owner) = owner {
-            owners.insert(turn.to_owned(), owner);
-        }
-    }
-    check_append(session_id, &events, &|turn| owners.get(turn).cloned())?;
-    let Numbered {
-        stored,
-        changes,
-        head_turn,
-        control,
-    } = number(
-        session_id,
-        head.seq,
-        head.turn,
-        head.control,
-        events,
-        now_ms(),
-    );
-    insert_events(tx, &stored).await?;
-    for change in changes {
-        match change {
-            TurnChange::Started(turn) => sqlx::query(
-                "INSERT INTO turns (id, session_id, parent, prompt, started_seq) VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(turn.id)
-            .bind(session_id)
-            .bind(turn.parent)
-            .bind(turn.prompt)
-            .bind(to_i64(turn.started_seq)),
-            TurnChange::Finished { id, seq, outcome } => sqlx::query(
-                "UPDATE turns SET finished_seq = $1, outcome = $2 WHERE id = $3 AND session_id = $4",
-            )
-            .bind(to_i64(seq))
-            .bind(outcome.as_str())
-            .bind(id)
-            .bind(session_id),
-        }
-        .execute(&mut **tx)
-        .await
-        .map_err(db_error)?;
-    }
-    let control_text = serde_json::to_string(&control).map_err(|err| {
-        AgentError::new(
-            codes::INTERNAL,
-            format!("cannot write the control record: {err}"),
-        )
-    })?;
-    let last = head.seq + stored.len() as u64;
-    sqlx::query("UPDATE sessions SET head_seq = $1, head_turn = $2, control = $3 WHERE id = $4")
-        .bind(to_i64(last))
-        .bind(head_turn)
-        .bind(control_text)
-        .bind(session_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(db_error)?;
-    if !stored.is_empty() {
-        // Delivered to every listening process when (and only if) the
-        // transaction commits.
-        sqlx::query(NOTIFY)
-            .bind(EVENTS_CHANNEL)
-            .bind(format!("{session_id} {} {last}", head.seq + 1))
-            .execute(&mut **tx)
-            .await
-            .map_err(db_error)?;
-    }
-    Ok(stored)
-}
-
-/// Insert the numbered events in one statement.
-async fn insert_events(
-    tx: &mut Transaction<'static, Postgres>,
-    stored: &[StoredEvent],
 ) -> Result<(), AgentError> {
-    if stored.is_empty() {
-        return Ok(());
-    }
-    let mut insert = sqlx::QueryBuilder::<Postgres>::new(
-        "INSERT INTO events (session_id, seq, at_ms, agent_path, kind, version, data) ",
-    );
-    let mut rows = Vec::with_capacity(stored.len());
-    for event in stored {
-        let data = serde_json::to_string(&event.event.data()).map_err(|err| {
-            AgentError::new(codes::INTERNAL, format!("cannot write an event: {err}"))
-        })?;
-        rows.push((event, data));
-    }
-    insert.push_values(rows, |mut row, (event, data)| {
-        row.push_bind(event.session_id.clone())
-            .push_bind(to_i64(event.seq))
-            .push_bind(event.at_ms)
-            .push_bind(event.agent_path.clone())
-            .push_bind(event.event.kind().to_owned())
-            .push_bind(i64::from(event.event.version()))
-            .push_bind(data);
-    });
-    insert.build().execute(&mut **tx).await.map_err(db_error)?;
+    sqlx::query_scalar::<_, i32>("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE")
+        .bind(session)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error)?
+        .ok_or_else(|| not_found(session))?;
     Ok(())
 }
 
@@ -422,6 +247,7 @@ pub(super) async fn import(
     if inserted == 0 {
         return Err(crate::validate::already_there(&info.id));
     }
+    let events: Vec<&StoredEvent> = events.iter().collect();
     for page in events.chunks(1_000) {
         insert_events(&mut tx, page).await?;
     }
