@@ -38,6 +38,8 @@ struct Inner {
     turn_owner: HashMap<String, String>,
     /// Appends committed (each a durable point in a real store).
     commits: u64,
+    /// Events handed out by `read`.
+    events_read: u64,
 }
 
 /// An in-memory [`Store`].
@@ -84,6 +86,12 @@ impl MemoryStore {
     /// inbox takes): in a durable store, each is a commit and an fsync.
     pub fn commits(&self) -> u64 {
         self.lock().commits
+    }
+
+    /// How many events `read` has handed out, over all sessions: what a
+    /// durable store would have fetched from its file or server.
+    pub fn events_read(&self) -> u64 {
+        self.lock().events_read
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -295,7 +303,7 @@ impl Store for MemoryStore {
         from: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let inner = self.lock();
+        let mut inner = self.lock();
         let s = inner
             .sessions
             .get(session)
@@ -303,7 +311,9 @@ impl Store for MemoryStore {
         let start = usize::try_from(from.saturating_sub(1))
             .unwrap_or(usize::MAX)
             .min(s.events.len());
-        Ok(s.events[start..].iter().take(limit).cloned().collect())
+        let events: Vec<StoredEvent> = s.events[start..].iter().take(limit).cloned().collect();
+        inner.events_read += events.len() as u64;
+        Ok(events)
     }
 
     fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {

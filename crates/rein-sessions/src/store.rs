@@ -207,11 +207,11 @@ pub trait Store: Send + Sync {
     /// decision for the same approval is `conflict`. Returns its number.
     async fn post(&self, session: &str, item: crate::InboxItem) -> Result<u64, AgentError>;
 
-    /// Told when an item is posted to `session`'s inbox from this process
-    /// (a surface beside the conversation): a waiter wakes at once instead
-    /// of at its next look. A post from another process is not told here;
-    /// a waiter still looks every bounded interval of its own. The default
-    /// is never told.
+    /// Told when an item is posted to `session`'s inbox: a waiter wakes
+    /// when told instead of looking at the store every bounded interval.
+    /// Every store of this crate tells of posts from any process
+    /// ([`crate::Posted::hears_every_post`]); the default is never told, and
+    /// a waiter on such a store looks every interval of its own.
     fn posted(&self, session: &str) -> crate::Posted {
         let _ = session;
         crate::Posted::never()

@@ -18,12 +18,14 @@ pub(crate) struct Channels {
     posted: Mutex<HashMap<String, watch::Sender<u64>>>,
 }
 
-/// What a waiter holds to hear, at once, that something was posted to one
-/// session's inbox in this process (a surface beside the conversation).
-/// Each holder keeps its own mark of what it has heard, so several may
-/// wait on one session. A post from another process is not heard here:
-/// whoever holds one still looks at the store every bounded interval of
-/// its own.
+/// What a waiter holds to hear that something was posted to one session's
+/// inbox. Each holder keeps its own mark of what it has heard, so several
+/// may wait on one session. Every store of this crate tells of a post from
+/// any process (its own at once; another's through the database's
+/// notifications or the SQLite store's watcher): a holder whose
+/// [`Posted::hears_every_post`] is true need not look at the store until
+/// told. One that is not (a store that cannot tell) looks every bounded
+/// interval of its own.
 #[derive(Debug)]
 pub struct Posted {
     /// `None` for a store that never notifies.
@@ -34,6 +36,12 @@ impl Posted {
     /// Never notified (a store that cannot tell).
     pub fn never() -> Self {
         Posted { heard: None }
+    }
+
+    /// Whether every post, from any process, is told here — so its holder
+    /// looks at the inbox only when told. False for [`Posted::never`].
+    pub fn hears_every_post(&self) -> bool {
+        self.heard.is_some()
     }
 
     /// Whether something was posted since this holder last asked or

@@ -6,7 +6,9 @@
 mod common;
 
 use common::stores::{open, stores, turn};
-use rein_sessions::{Event, InboxItem, NewEvent, ResultSource, SessionLock, Slice, ToolStatus};
+use rein_sessions::{
+    Event, InboxItem, NewEvent, ResultSource, SessionLock, Slice, Store, ToolStatus,
+};
 use rein_wire::error::codes;
 use serde_json::json;
 
@@ -275,6 +277,7 @@ async fn a_post_in_this_process_wakes_whoever_waits_on_the_inbox() {
         let (id, _lease) = open(store.as_ref()).await;
         let mut first = store.posted(&id);
         let mut second = store.posted(&id);
+        assert!(first.hears_every_post(), "{name}: its waiters would poll");
         // Another session's post tells nobody here.
         let (other, _other_lease) = open(store.as_ref()).await;
         store
@@ -312,4 +315,51 @@ async fn a_post_in_this_process_wakes_whoever_waits_on_the_inbox() {
         assert!(second.fresh(), "{name}: the second holder missed the post");
         assert!(!second.fresh(), "{name}: the second holder heard it twice");
     }
+}
+
+/// A post through another store on the same file — all another process
+/// shares with this one — wakes a waiter here, once, without the waiter
+/// looking at the store: the store's watcher tells it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_from_another_process_wakes_a_sqlite_waiter_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rein.db");
+    let here = rein_sessions::SqliteStore::open(&path).await.unwrap();
+    let there = rein_sessions::SqliteStore::open(&path).await.unwrap();
+    let (id, _lease) = open(&here).await;
+    let mut waiter = here.posted(&id);
+    there
+        .post(
+            &id,
+            InboxItem::Stop {
+                by: "elsewhere".into(),
+            },
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(30), waiter.wait())
+        .await
+        .expect("a post from another process woke nobody");
+    // Its own posts are not told twice by the watcher.
+    let mut own = there.posted(&id);
+    there
+        .post(
+            &id,
+            InboxItem::Say {
+                text: "again".into(),
+                by: "there".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(own.fresh());
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert!(
+        !own.fresh(),
+        "the watcher told this process of its own post"
+    );
+    assert!(
+        waiter.fresh(),
+        "the second post never reached the other store"
+    );
 }

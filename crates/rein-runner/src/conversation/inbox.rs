@@ -3,10 +3,12 @@
 //! decisions, words and stops other surfaces put in the session's inbox
 //! in the store. [`Inbox`] owns both and when the store's was last looked
 //! at. A loop waiting on something else (an open stream, a batch of
-//! sub-agents, a decision) wakes at once for this process's words, an
-//! interrupt, or a post to the store's inbox from this process
-//! ([`Posted`]); a post from another process is heard at the next look,
-//! every [`INBOX_POLL`] — the one fallback interval.
+//! sub-agents, a decision) wakes for this process's words, an interrupt,
+//! or a post to the store's inbox ([`Posted`]). The store's inbox is read
+//! only when something was posted: every store of `rein-sessions` tells of
+//! a post from any process, so ten thousand waiting conversations cost no
+//! reads. On a store that cannot tell, the inbox is looked at every
+//! [`INBOX_POLL`] as well — the one fallback interval.
 //!
 //! Not here: acting on a stop (the conversation's `stop_by`), posting
 //! from another process (`rein_approvals::decide`, `say`, `stop`).
@@ -20,12 +22,12 @@ use super::journal::Journal;
 use crate::steering::Steering;
 use rein_wire::UiKind;
 
-/// How often anything waiting on the store's inbox looks again for a post
-/// from another process (the step loop between steps, an open model
-/// stream, a batch of sub-agents, a wait for a decision): a store query per
-/// step would cost a durable step more than the rest of its bookkeeping,
-/// and words from another process need not be heard sooner than this. A
-/// post from this process is heard at once.
+/// How often anything waiting on the inbox of a store that cannot tell of
+/// posts from another process looks again (the step loop between steps, an
+/// open model stream, a batch of sub-agents, a wait for a decision): a
+/// store query per step would cost a durable step more than the rest of
+/// its bookkeeping, and words from another process need not be heard
+/// sooner than this.
 pub const INBOX_POLL: Duration = Duration::from_millis(200);
 
 /// What the session's inbox brought.
@@ -73,28 +75,39 @@ impl Inbox {
         }
     }
 
-    /// Whether the step loop should look at the store's inbox now: at
-    /// once after a post from this process, else at most every
-    /// [`INBOX_POLL`] (wait points and `resume` always look).
+    /// Whether the store must be looked at every [`INBOX_POLL`] for posts
+    /// it cannot tell of.
+    pub(crate) fn polls(&self) -> bool {
+        !self.posted.hears_every_post()
+    }
+
+    /// Whether the step loop should look at the store's inbox now: after
+    /// a post, the first time, and on a store that cannot tell of posts
+    /// every [`INBOX_POLL`] (wait points and `resume` always look).
     pub(crate) fn due(&mut self) -> bool {
         let fresh = self.posted.fresh();
-        fresh || self.taken.is_none_or(|at| at.elapsed() >= INBOX_POLL)
+        fresh
+            || match self.taken {
+                None => true,
+                Some(at) => self.polls() && at.elapsed() >= INBOX_POLL,
+            }
     }
 
     /// Until something may have reached the loop: words or an interrupt
-    /// from this process, a post to the store's inbox from this process,
-    /// or [`INBOX_POLL`] past `looked` (when the store was last looked at,
-    /// for a post from another process). The caller looks at what came; a
-    /// post heard here is taken at the next step boundary. Cancel-safe.
+    /// from this process, a post to the store's inbox, or — on a store
+    /// that cannot tell of posts — [`INBOX_POLL`] past `looked` (when the
+    /// store was last looked at). The caller looks at what came; a post
+    /// heard here is taken at the next step boundary. Cancel-safe.
     pub(crate) async fn stirred(&mut self, looked: Instant) {
+        let polls = self.polls();
         tokio::select! {
             () = self.nudged() => {}
-            () = tokio::time::sleep_until((looked + INBOX_POLL).into()) => {}
+            () = tokio::time::sleep_until((looked + INBOX_POLL).into()), if polls => {}
         }
     }
 
     /// Until this process's words or interrupt, or a post to the store's
-    /// inbox from this process; the caller keeps its own fallback timer
+    /// inbox; the caller keeps its own fallback timer where [`Inbox::polls`]
     /// (a loop polled often, as an open stream is, keeps one timer rather
     /// than a new one per wake). Cancel-safe.
     pub(crate) async fn nudged(&mut self) {

@@ -1,10 +1,76 @@
 //! The SQLite inbox: posted without a lease; taken with the events that
 //! record it in one commit of the writer. One decision per
 //! approval is the table's unique index, so two racing posts cannot both
-//! win.
+//! win. A post from any process is told to this process's waiters once:
+//! its own at once, another's when the store's one watcher sees the new
+//! row (every [`WATCH`]) — one query per store, however many
+//! conversations wait. Ids only grow (`AUTOINCREMENT`, one writer at a
+//! time), so a row the watcher has not reached is above its mark.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
 
 use super::*;
 use crate::{InboxEntry, InboxItem};
+
+/// How often the store looks for posts from other processes.
+const WATCH: Duration = Duration::from_millis(200);
+/// Rows read in one look, at most (the rest at the next).
+const WATCH_ROWS: i64 = 1_000;
+
+/// Rows this process posted and told of already, for the watcher to pass
+/// over (each is removed when the watcher reaches it).
+pub(super) type OwnPosts = Arc<Mutex<HashSet<i64>>>;
+
+/// Start the watcher of posts: it tells `channels`' waiters of every row
+/// added after now that is not in `own`, and ends with the store.
+pub(super) async fn watch_posts(
+    pool: SqlitePool,
+    channels: &Arc<Channels>,
+    own: OwnPosts,
+) -> Result<(), AgentError> {
+    let mark: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM inbox")
+        .fetch_one(&pool)
+        .await
+        .map_err(db_error)?;
+    tokio::spawn(watch(pool, Arc::downgrade(channels), own, mark));
+    Ok(())
+}
+
+async fn watch(pool: SqlitePool, channels: Weak<Channels>, own: OwnPosts, mut mark: i64) {
+    let mut tick = tokio::time::interval(WATCH);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(channels) = channels.upgrade() else {
+            return;
+        };
+        let rows = sqlx::query("SELECT id, session_id FROM inbox WHERE id > ? ORDER BY id LIMIT ?")
+            .bind(mark)
+            .bind(WATCH_ROWS)
+            .fetch_all(&pool)
+            .await;
+        // A store that cannot be read now is looked at again next tick;
+        // its waiters hear of the posts then.
+        let Ok(rows) = rows else { continue };
+        let mut own = own.lock().unwrap_or_else(|p| p.into_inner());
+        for row in rows {
+            let (Ok(id), Ok(session)) = (
+                row.try_get::<i64, _>("id"),
+                row.try_get::<String, _>("session_id"),
+            ) else {
+                continue;
+            };
+            mark = mark.max(id);
+            if !own.remove(&id) {
+                channels.notify_posted(&session);
+            }
+        }
+        // A post seen here before its poster marked it own was told twice
+        // (a wake too many, never one lost); its mark goes.
+        own.retain(|id| *id > mark);
+    }
+}
 
 impl SqliteStore {
     pub(super) async fn post_item(
@@ -29,7 +95,14 @@ impl SqliteStore {
         .execute(&self.pool)
         .await;
         match done {
-            Ok(done) => Ok(to_u64(done.last_insert_rowid())),
+            Ok(done) => {
+                let id = done.last_insert_rowid();
+                self.own_posts
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id);
+                Ok(to_u64(id))
+            }
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(
                 crate::validate::already_decided(item.approval_id().unwrap_or_default()),
             ),

@@ -58,7 +58,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
     writer: Writer,
     path: PathBuf,
-    channels: Channels,
+    channels: std::sync::Arc<Channels>,
+    own_posts: inbox::OwnPosts,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -149,12 +150,16 @@ impl SqliteStore {
             )
         })?;
         let writer = Writer::start(&path, durability)?;
+        let channels = std::sync::Arc::new(Channels::default());
+        let own_posts = inbox::OwnPosts::default();
+        inbox::watch_posts(pool.clone(), &channels, own_posts.clone()).await?;
         tracing::debug!(path = %path.display(), "store open");
         Ok(SqliteStore {
             pool,
             writer,
             path,
-            channels: Channels::default(),
+            channels,
+            own_posts,
         })
     }
 

@@ -387,8 +387,8 @@ fn acted(action: PressureAction, share: f64, line: f64, target: f64) -> Acted {
 
 /// `request` streamed from the provider, text deltas shown as they come;
 /// `None` when an interrupt or a stop posted to the session's inbox cut it
-/// short (the connection is dropped). Either is heard at once from this
-/// process, and a stop from another at the inbox's next look.
+/// short (the connection is dropped). Either is heard when it comes (a
+/// stop from another process as soon as the store tells of it).
 async fn streamed(
     sees: Sees<'_>,
     journal: &Journal,
@@ -400,7 +400,9 @@ async fn streamed(
     let mut assembler = Assembler::new();
     let opened = rein_sessions::recovery::open_turn_started(events);
     // One fallback timer for the whole stream (for a stop posted from
-    // another process), reset each time the inbox is looked at.
+    // another process, on a store that cannot tell of it), reset each time
+    // the inbox is looked at.
+    let polls = inbox.polls();
     let fallback = tokio::time::sleep(INBOX_POLL);
     tokio::pin!(fallback);
     loop {
@@ -410,7 +412,7 @@ async fn streamed(
             biased;
             item = stream.next() => Some(item),
             () = inbox.nudged() => None,
-            () = &mut fallback => None,
+            () = &mut fallback, if polls => None,
         };
         let Some(item) = woke else {
             if inbox.steering().is_interrupted() {
