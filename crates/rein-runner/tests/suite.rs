@@ -16,6 +16,7 @@ mod graph_tasks;
 mod hooks;
 mod hostile_model;
 mod inheritance;
+mod kept;
 mod over_http;
 mod overflow;
 mod provider_faults;

@@ -111,7 +111,8 @@ pub(crate) struct Inner {
 impl Inner {
     /// Open `session` with the agent it was started with (its metadata's
     /// `agent`; this server's own when none), taking its lease:
-    /// `session_locked` while another process drives it.
+    /// `session_locked` while another process drives it. What a turn here
+    /// last read of its log is not read again.
     pub(crate) async fn open(
         &self,
         session: &str,
@@ -126,9 +127,10 @@ impl Inner {
             })?,
             None => &self.agent,
         };
-        agent
-            .open_session(self.store.clone(), Some(session), serde_json::Value::Null)
-            .await
+        match self.live.take_kept(session) {
+            Some(kept) => agent.reopen_kept(self.store.clone(), kept).await,
+            None => agent.reopen(self.store.clone(), session).await,
+        }
     }
 
     /// The agent named `name` (`None`: this server's own).

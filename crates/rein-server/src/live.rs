@@ -6,14 +6,16 @@
 //!
 //! A turn paused at an approval waits for a person's decision on any
 //! surface (this API, the terminal, `rein approve`) through the session's
-//! inbox; nothing here decides.
+//! inbox; nothing here decides. What a finished turn's conversation had
+//! read of its log is kept (bounded) for the next turn's open, so a turn
+//! posted to a long conversation does not read its whole log first.
 //!
 //! Not here: routes (`routes`), the event stream (`events`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rein_runner::{Conversation, Steering, TurnContract, TurnOutcome, UiEvent};
+use rein_runner::{Conversation, KeptLog, Steering, TurnContract, TurnOutcome, UiEvent};
 use rein_wire::{AgentError, error::codes};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +24,10 @@ use crate::Inner;
 
 /// UI events a watcher may fall behind by.
 const UI_BUFFER: usize = 1024;
+/// Events of kept logs, at most, over all conversations.
+const KEPT_EVENTS: usize = 200_000;
+/// Conversations whose logs are kept, at most.
+const KEPT_LOGS: usize = 1_024;
 
 /// A running turn's handles: its cancel from the moment its place is
 /// claimed, its steering once its conversation is open.
@@ -72,9 +78,44 @@ impl Drop for Claim<'_> {
 pub(crate) struct Live {
     running: Mutex<HashMap<String, Running>>,
     ui: Mutex<HashMap<String, broadcast::Sender<UiEvent>>>,
+    kept: Mutex<Kept>,
+}
+
+/// Logs kept for the next open, the least recently kept first.
+#[derive(Default)]
+struct Kept {
+    logs: VecDeque<KeptLog>,
+    events: usize,
 }
 
 impl Live {
+    /// The log kept of `session`, taken (a conversation opened with it
+    /// keeps its own from then on).
+    pub(crate) fn take_kept(&self, session: &str) -> Option<KeptLog> {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let at = kept.logs.iter().position(|k| k.session() == session)?;
+        let log = kept.logs.remove(at)?;
+        kept.events -= log.len();
+        Some(log)
+    }
+
+    /// Keep `log` for the next open of its session, letting the least
+    /// recently kept go past [`KEPT_EVENTS`] or [`KEPT_LOGS`].
+    fn keep(&self, log: KeptLog) {
+        if log.len() > KEPT_EVENTS {
+            return;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.events += log.len();
+        kept.logs.push_back(log);
+        while kept.events > KEPT_EVENTS || kept.logs.len() > KEPT_LOGS {
+            let Some(old) = kept.logs.pop_front() else {
+                break;
+            };
+            kept.events -= old.len();
+        }
+    }
+
     /// The live UI channel of `session` (made on first use).
     pub(crate) fn ui(&self, session: &str) -> broadcast::Sender<UiEvent> {
         self.ui
@@ -193,8 +234,11 @@ pub(crate) async fn start_turn(
         if let Err(err) = ended {
             tracing::warn!(code = %err.code, session = %session, "a turn served over HTTP failed");
         }
-        if let Err(err) = conversation.close().await {
-            tracing::warn!(code = %err.code, "a served conversation's lease was not released");
+        match conversation.close_keeping().await {
+            Ok(log) => inner.live.keep(log),
+            Err(err) => {
+                tracing::warn!(code = %err.code, "a served conversation's lease was not released");
+            }
         }
         forward.abort();
         inner.live.finished(&session);

@@ -96,24 +96,65 @@ pub(super) struct Known {
     in_sync: bool,
     /// How many of the last known events are staged, not yet written.
     provisional: usize,
+    /// Whether `events` came from an earlier conversation ([`KeptLog`])
+    /// and its last event is still to be checked against the store.
+    unchecked: bool,
+}
+
+/// What a closed conversation had read of its log, for the next open of
+/// the same session in this process: only what came after it is read from
+/// the store. A log only grows, so it is the start of the log still; the
+/// open checks its last event against the store and reads the whole log
+/// when they differ.
+#[derive(Debug, Clone)]
+pub struct KeptLog {
+    session: String,
+    events: Arc<Vec<StoredEvent>>,
+}
+
+impl KeptLog {
+    /// The session it is the log of.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// How many events it holds.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
 }
 
 impl Journal {
     /// Take the session's lease (`session_locked` while another holds it).
+    /// What `kept` holds of this session's log is not read again.
     pub(super) async fn open(
         store: Arc<dyn Store>,
         session: &rein_sessions::SessionInfo,
+        kept: Option<KeptLog>,
     ) -> Result<Self, AgentError> {
         let session_id = session.id.clone();
         let holder = format!("rein runner (pid {})", std::process::id());
         let lease = store.acquire(&session_id, &holder, LEASE_TTL).await?;
+        let known = match kept {
+            Some(kept) if kept.session == session_id && !kept.is_empty() => Known {
+                events: kept.events,
+                unchecked: true,
+                ..Known::default()
+            },
+            _ => Known::default(),
+        };
         Ok(Journal {
             store,
             session_id,
             holder,
             lease,
             agent: AgentPath::main(),
-            known: Known::default(),
+            known,
             staged: Vec::new(),
             ui: std::sync::OnceLock::new(),
             evidence_through: rein_sessions::recovery::imported_through(&session.metadata),
@@ -165,12 +206,27 @@ impl Journal {
     }
 
     /// Give the lease back (after writing what is staged).
-    pub(super) async fn release(mut self) -> Result<(), AgentError> {
+    pub(super) async fn release(self) -> Result<(), AgentError> {
+        self.release_keeping().await.map(drop)
+    }
+
+    /// Give the lease back, keeping what was read of the log (staged
+    /// bookkeeping written first, so all of it is committed).
+    pub(super) async fn release_keeping(mut self) -> Result<KeptLog, AgentError> {
         if !self.staged.is_empty() {
             self.append(Vec::new()).await?;
         }
         self.released = true;
-        self.store.release(&self.lease).await
+        self.store.release(&self.lease).await?;
+        let known = &mut self.known;
+        let mut events = std::mem::take(&mut known.events);
+        if known.in_sync && known.provisional == 0 && !known.written.is_empty() {
+            Arc::make_mut(&mut events).append(&mut known.written);
+        }
+        Ok(KeptLog {
+            session: self.session_id.clone(),
+            events,
+        })
     }
 
     /// Stage `events` to be written with the next append: they are in the
@@ -343,6 +399,24 @@ impl Journal {
             return Ok(Arc::clone(&known.events));
         }
         known.written.clear();
+        if std::mem::take(&mut known.unchecked) {
+            let last = known.events.len() as u64;
+            let stored = self.store.read(&self.session_id, last, 1).await?;
+            // The same event at the same place (its time aside: a staged
+            // event's is stamped again when written).
+            let same = |a: &StoredEvent, b: &StoredEvent| {
+                (a.seq, &a.agent_path, &a.event) == (b.seq, &b.agent_path, &b.event)
+            };
+            let kept_last = self.known.events.last();
+            if !stored
+                .first()
+                .zip(kept_last)
+                .is_some_and(|(a, b)| same(a, b))
+            {
+                self.known.events = Arc::default();
+            }
+        }
+        let known = &mut self.known;
         let known_len = known.events.len() as u64;
         let mut fresh: Vec<StoredEvent> = Vec::new();
         loop {

@@ -40,6 +40,7 @@ pub use crate::outcome::MAX_SHOWN_ARGUMENTS;
 pub(crate) use answers::parse_answer;
 pub use contract::{TurnContract, TurnResult};
 pub use inbox::{Heard, INBOX_POLL};
+pub use journal::KeptLog;
 pub use rein_wire::ApprovalRequest;
 
 use std::sync::Arc;
@@ -88,12 +89,13 @@ impl Conversation {
         store: Arc<dyn Store>,
         existing: Option<&str>,
         metadata: Value,
+        kept: Option<KeptLog>,
     ) -> Result<Self, AgentError> {
         let info = match existing {
             Some(id) => store.session(id).await?,
             None => store.create_session(metadata).await?,
         };
-        let journal = journal::Journal::open(store.clone(), &info).await?;
+        let journal = journal::Journal::open(store.clone(), &info, kept).await?;
         let inbox = inbox::Inbox::new(store.posted(&info.id));
         let mut conversation = Conversation {
             gate: gate::Gate::new(Arc::new(builtins::WithBuiltins {

@@ -1,6 +1,7 @@
 //! How a conversation is made from its definition: [`Agent::open`],
-//! [`Agent::reopen`] and [`Agent::open_session`], the one way every surface,
-//! sub-agent and graph task opens one (`Conversation::start`).
+//! [`Agent::reopen`], [`Agent::reopen_kept`] and [`Agent::open_session`],
+//! the one way every surface, sub-agent and graph task opens one
+//! (`Conversation::start`).
 //!
 //! Not here: the definition itself (`crate::agent`).
 
@@ -10,7 +11,7 @@ use rein_sessions::Store;
 use rein_wire::AgentError;
 use serde_json::{Value, json};
 
-use super::Conversation;
+use super::{Conversation, KeptLog};
 use crate::agent::Agent;
 
 impl Agent {
@@ -29,6 +30,19 @@ impl Agent {
         session: &str,
     ) -> Result<Conversation, AgentError> {
         self.open_session(store, Some(session), Value::Null).await
+    }
+
+    /// [`Agent::reopen`] the session `kept` is the log of, reading from the
+    /// store only what came after it ([`Conversation::close_keeping`]): a
+    /// surface that serves many turns of one conversation does not read
+    /// its whole log before each.
+    pub async fn reopen_kept(
+        &self,
+        store: Arc<dyn Store>,
+        kept: KeptLog,
+    ) -> Result<Conversation, AgentError> {
+        let session = kept.session().to_owned();
+        Conversation::start(self.clone(), store, Some(&session), Value::Null, Some(kept)).await
     }
 
     /// Open `existing` (or a new session recording `metadata`, to which the
@@ -55,6 +69,6 @@ impl Agent {
         metadata
             .entry("model")
             .or_insert_with(|| json!(self.profile.model));
-        Conversation::start(self.clone(), store, existing, Value::Object(metadata)).await
+        Conversation::start(self.clone(), store, existing, Value::Object(metadata), None).await
     }
 }

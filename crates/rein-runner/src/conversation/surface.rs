@@ -225,4 +225,10 @@ impl Conversation {
     pub async fn close(self) -> Result<(), AgentError> {
         self.journal.release().await
     }
+
+    /// Give the session's lock back, keeping what was read of its log for
+    /// the next [`crate::Agent::reopen_kept`] in this process.
+    pub async fn close_keeping(self) -> Result<super::KeptLog, AgentError> {
+        self.journal.release_keeping().await
+    }
 }
