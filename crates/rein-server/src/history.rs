@@ -9,14 +9,13 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::Server;
 use crate::auth::Caller;
-use crate::problem::{Answered, Problem, body};
+use crate::problem::{Answered, body};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,16 +60,12 @@ pub(crate) async fn undo(
     payload: Result<Json<Undo>, axum::extract::rejection::JsonRejection>,
 ) -> Answered {
     let undo = body(payload)?;
-    if server.inner.live.is_running(&id) {
-        return Err(Problem(AgentError::new(
-            codes::TURN_RUNNING,
-            "a turn runs: undo between turns",
-        )));
-    }
-    let mut conversation = server.inner.open(&id).await?;
-    let undone = conversation
-        .undo(undo.operation_id.as_deref(), &caller.surface())
-        .await;
-    conversation.close().await?;
-    Ok(Json(json!({"undone": undone?})).into_response())
+    let operation = undo.operation_id.as_deref();
+    let undone = server
+        .inner
+        .between_turns(&id, "a turn runs: undo between turns", async |c| {
+            c.undo(operation, &caller.surface()).await
+        })
+        .await?;
+    Ok(Json(json!({"undone": undone})).into_response())
 }

@@ -133,6 +133,27 @@ impl Inner {
         }
     }
 
+    /// `act` on `session` between turns: refused as `turn_running`
+    /// (`refusal` says what to do) while a turn runs here, else opened,
+    /// acted on and closed (the log it read kept for the next open).
+    pub(crate) async fn between_turns<T>(
+        &self,
+        session: &str,
+        refusal: &str,
+        act: impl AsyncFnOnce(&mut rein_runner::Conversation) -> Result<T, rein_wire::AgentError>,
+    ) -> Result<T, rein_wire::AgentError> {
+        if self.live.is_running(session) {
+            return Err(rein_wire::AgentError::new(
+                rein_wire::error::codes::TURN_RUNNING,
+                refusal,
+            ));
+        }
+        let mut conversation = self.open(session).await?;
+        let acted = act(&mut conversation).await;
+        self.live.keep(conversation.close_keeping().await?);
+        acted
+    }
+
     /// The agent named `name` (`None`: this server's own).
     pub(crate) fn agent(&self, name: Option<&str>) -> Result<&Agent, rein_wire::AgentError> {
         match name {

@@ -101,7 +101,7 @@ impl Live {
 
     /// Keep `log` for the next open of its session, letting the least
     /// recently kept go past [`KEPT_EVENTS`] or [`KEPT_LOGS`].
-    fn keep(&self, log: KeptLog) {
+    pub(crate) fn keep(&self, log: KeptLog) {
         if log.len() > KEPT_EVENTS {
             return;
         }

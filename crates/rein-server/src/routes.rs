@@ -482,17 +482,13 @@ async fn branch(
     payload: Result<Json<Branch>, axum::extract::rejection::JsonRejection>,
 ) -> Answered {
     let branch = body(payload)?;
-    if server.inner.live.is_running(&id) {
-        return Err(Problem(AgentError::new(
-            codes::TURN_RUNNING,
-            "a turn runs: stop it first",
-        )));
-    }
-    let inner = &server.inner;
-    let mut conversation = inner.open(&id).await?;
-    let branched = conversation.branch_from(&branch.turn_id).await;
-    conversation.close().await?;
-    branched?;
+    let from = branch.turn_id.as_str();
+    server
+        .inner
+        .between_turns(&id, "a turn runs: stop it first", async |c| {
+            c.branch_from(from).await
+        })
+        .await?;
     Ok(Json(json!({"branched_from": branch.turn_id})).into_response())
 }
 
@@ -501,16 +497,12 @@ async fn branch(
 #[utoipa::path(post, path = "/api/conversations/{id}/compact", params(("id" = String, Path)),
     responses((status = 200, description = "Compacted"), (status = 409, description = "A turn runs")))]
 async fn compact(State(server): State<Server>, Path(id): Path<String>) -> Answered {
-    if server.inner.live.is_running(&id) {
-        return Err(Problem(AgentError::new(
-            codes::TURN_RUNNING,
-            "a turn runs: compact between turns",
-        )));
-    }
-    let mut conversation = server.inner.open(&id).await?;
-    let compacted = conversation.compact_now().await;
-    conversation.close().await?;
-    compacted?;
+    server
+        .inner
+        .between_turns(&id, "a turn runs: compact between turns", async |c| {
+            c.compact_now().await
+        })
+        .await?;
     Ok(Json(json!({"compacted": id})).into_response())
 }
 

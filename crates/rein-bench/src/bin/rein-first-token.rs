@@ -75,7 +75,8 @@ fn profile() -> Profile {
     Profile::new("bench", "gpt-4o-mini").with_system("You are a helpful assistant.")
 }
 
-/// Time `trial` `trials` times after `warmup` untimed runs; milliseconds.
+/// Time `trial` `trials` times after `warmup` untimed runs; milliseconds,
+/// in the order run.
 async fn timed<F, Fut>(warmup: usize, trials: usize, mut trial: F) -> Result<Vec<f64>>
 where
     F: FnMut() -> Fut,
@@ -88,8 +89,12 @@ where
     for _ in 0..trials {
         out.push(trial().await?.as_secs_f64() * 1e3);
     }
-    out.sort_by(f64::total_cmp);
     Ok(out)
+}
+
+fn sorted(mut times: Vec<f64>) -> Vec<f64> {
+    times.sort_by(f64::total_cmp);
+    times
 }
 
 /// Read `body` until `marker` has arrived, and on until `end` has (or
@@ -232,9 +237,15 @@ async fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let model = stand_in().await?;
     let base = format!("{}/v1", model.base_url());
-    let raw = raw(&base, cli.warmup, cli.trials).await?;
-    let library = library(&base, cli.warmup, cli.trials).await?;
-    let server = server(&base, cli.warmup, cli.trials).await?;
+    let raw = sorted(raw(&base, cli.warmup, cli.trials).await?);
+    let library = sorted(library(&base, cli.warmup, cli.trials).await?);
+    // Every server trial is one more turn of the same conversation: the
+    // first and the last tenth show whether a long one starts slower.
+    let in_order = server(&base, cli.warmup, cli.trials).await?;
+    let tenth = (in_order.len() / 10).max(1);
+    let first_tenth = sorted(in_order[..tenth].to_vec());
+    let last_tenth = sorted(in_order[in_order.len() - tenth..].to_vec());
+    let server = sorted(in_order);
     let added = |path: &[f64]| {
         json!({
             "p50_ms": path[path.len() / 2] - raw[raw.len() / 2],
@@ -246,6 +257,8 @@ async fn main() -> Result<()> {
         "raw": summary(&raw),
         "library_sqlite": summary(&library),
         "server_sqlite": summary(&server),
+        "server_first_tenth": summary(&first_tenth),
+        "server_last_tenth": summary(&last_tenth),
         "library_added": added(&library),
         "server_added": added(&server),
     });

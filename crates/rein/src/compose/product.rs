@@ -168,8 +168,7 @@ impl Product {
     /// notes a person should see (`run_command`'s isolation).
     pub async fn build(self, store: &Arc<dyn Store>) -> Result<Composed, AgentError> {
         let loaded = self.loaded()?;
-        let effective = loaded.agent(self.agent.as_deref(), &self.over)?;
-        let mut effective = effective;
+        let mut effective = loaded.agent(self.agent.as_deref(), &self.over)?;
         let spec = &mut effective.spec;
         spec.project_instructions.get_or_insert(false);
         let root = match &self.root {
