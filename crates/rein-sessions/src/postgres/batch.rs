@@ -8,9 +8,10 @@
 //! add up instead of queueing for the same CPU.
 //!
 //! Each append is checked on its own (its session, its holder's lock, its
-//! turns) and refused alone; a database error in a batch of several runs
-//! each again in a transaction of its own, so one append's fault never
-//! fails another's. A session has at most one append in a batch; a second
+//! turns) and refused alone; a statement failing in a batch of several
+//! runs each again in a transaction of its own, so one append's fault
+//! never fails another's (a database that cannot be reached fails them
+//! all at once). A session has at most one append in a batch; a second
 //! waits for the next, so a session's appends commit in the order given.
 //!
 //! Not here: the other writes (`write`), the feed of committed events
@@ -135,43 +136,72 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Pending>) {
     }
 }
 
-/// Commit `batch` together; after a database error, each alone.
+/// Commit `batch` together; after a statement fails, each alone (until
+/// the database cannot be reached: the rest are told so, not made to wait
+/// for it one by one).
 async fn commit_batch(pool: &PgPool, batch: Vec<Pending>) {
     let (appends, replies): (Vec<Append>, Vec<_>) =
         batch.into_iter().map(|p| (p.append, p.reply)).unzip();
     let spare = (appends.len() > 1).then(|| appends.clone());
-    match in_own_transaction(pool, appends).await {
+    let failed = match in_own_transaction(pool, appends).await {
         Ok(answers) => {
             for (reply, answer) in replies.into_iter().zip(answers) {
                 let _ = reply.send(answer);
             }
+            return;
         }
-        Err(err) => match spare {
-            None => {
-                for reply in replies {
-                    let _ = reply.send(Err(err.clone()));
+        Err(failed) => failed,
+    };
+    let (Some(appends), Failed::Statement(_)) = (spare, &failed) else {
+        for reply in replies {
+            let _ = reply.send(Err(failed.error().clone()));
+        }
+        return;
+    };
+    let mut unreachable: Option<AgentError> = None;
+    for (reply, append) in replies.into_iter().zip(appends) {
+        let answer = match &unreachable {
+            Some(err) => Err(err.clone()),
+            None => match in_own_transaction(pool, vec![append]).await {
+                Ok(mut answers) => answers.pop().unwrap_or_else(|| Err(failed.error().clone())),
+                Err(Failed::Connect(err)) => {
+                    unreachable = Some(err.clone());
+                    Err(err)
                 }
-            }
-            Some(appends) => {
-                for (reply, append) in replies.into_iter().zip(appends) {
-                    let answer = match in_own_transaction(pool, vec![append]).await {
-                        Ok(mut answers) => answers.pop().unwrap_or_else(|| Err(err.clone())),
-                        Err(err) => Err(err),
-                    };
-                    let _ = reply.send(answer);
-                }
-            }
-        },
+                Err(Failed::Statement(err)) => Err(err),
+            },
+        };
+        let _ = reply.send(answer);
     }
 }
 
-async fn in_own_transaction(
-    pool: &PgPool,
-    appends: Vec<Append>,
-) -> Result<Vec<Answer>, AgentError> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    let answers = append_all(&mut tx, appends).await?;
-    tx.commit().await.map_err(db_error)?;
+/// Why a transaction of appends did not commit.
+enum Failed {
+    /// No connection could be had: the database is not reachable now.
+    Connect(AgentError),
+    /// A statement or the commit failed.
+    Statement(AgentError),
+}
+
+impl Failed {
+    fn error(&self) -> &AgentError {
+        match self {
+            Failed::Connect(err) | Failed::Statement(err) => err,
+        }
+    }
+}
+
+async fn in_own_transaction(pool: &PgPool, appends: Vec<Append>) -> Result<Vec<Answer>, Failed> {
+    let mut tx = pool
+        .begin()
+        .await
+        .map_err(|err| Failed::Connect(db_error(err)))?;
+    let answers = append_all(&mut tx, appends)
+        .await
+        .map_err(Failed::Statement)?;
+    tx.commit()
+        .await
+        .map_err(|err| Failed::Statement(db_error(err)))?;
     Ok(answers)
 }
 
