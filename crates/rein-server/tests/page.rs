@@ -221,6 +221,8 @@ async fn serve_shaped(
             .and_call("write_file", json!({"content": "# notes\n"}))
             .word_into("path"),
         Rule::reply("hello", "Hello! **rein** answers from the page."),
+        Rule::reply("note ", "Noted.")
+            .and_call("set_note", json!({"key": "plan", "value": "draft"})),
     ]));
     let profile = Profile {
         tools: ToolLoading::Native,
@@ -396,6 +398,56 @@ async fn the_page_approves_denies_reloads_steers_and_interrupts() {
 /// A question that arrives while the person types in the steer box takes
 /// none of their keystrokes: the focus stays where they type, and a space
 /// or Enter there decides nothing (it used to land on "Approve").
+/// A change the page shows is undone from it — by the product's own undo,
+/// through the operation id its result gave — once: the button is spent,
+/// and a reload shows it spent from the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_undoes_a_change_it_shows() {
+    let (addr, login, backend, _dir) = serve().await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until("document.querySelector('#new')", "the page")
+        .await;
+    browser.click("#new").await;
+    browser
+        .until("location.hash.length > 1", "a conversation")
+        .await;
+    browser.type_in("#say", "note the plan").await;
+    browser.click("#send").await;
+    browser
+        .until("document.querySelector('button.undo')", "the undo button")
+        .await;
+    let notes = || backend.project().lock().unwrap().notes.clone();
+    assert_eq!(notes().get("plan").map(String::as_str), Some("draft"));
+    browser
+        .until(
+            "document.querySelector('#send').innerText === 'Send'",
+            "the turn's end",
+        )
+        .await;
+    browser.click("button.undo").await;
+    browser
+        .until(
+            "document.querySelector('button.undo').disabled",
+            "the button spent",
+        )
+        .await;
+    assert!(!notes().contains_key("plan"), "the product's own undo ran");
+    browser.screenshot("undone").await;
+
+    // A reload rebuilds it from the log: still spent.
+    browser.call("POST", "/refresh", json!({})).await;
+    browser
+        .until(
+            "document.querySelector('button.undo') && document.querySelector('button.undo').disabled",
+            "the spent button after a reload",
+        )
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_arriving_mid_typing_takes_no_keystroke() {
     let (addr, login, backend, _dir) = serve().await;

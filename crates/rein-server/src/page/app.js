@@ -1,7 +1,8 @@
 // rein's page: the conversation list, the transcript built from the
 // conversation's event stream, the answer as it streams, tool calls,
 // approvals with what they change, cost, steering, interrupt, branching,
-// and the memory the agent remembers in (list, add, forget).
+// undo of a change, and the memory the agent remembers in (list, add,
+// forget).
 //
 // Safety: nothing the model or a tool wrote is ever parsed as HTML. Text
 // goes in with textContent; the small Markdown subset below builds
@@ -146,6 +147,32 @@ function toolResult(callId, data) {
   details.classList.add(data.status === "ok" ? "ok" : "error");
   const content = typeof data.content === "string" ? data.content : JSON.stringify(data.content, null, 2);
   details.append(el("pre", "", content.slice(0, 20000)));
+  if (data.undo && data.operation_id) details.after(undoButton(data.operation_id));
+}
+
+// Undo a change the page shows: the same rule as the terminal's /undo (the
+// server refuses a change made since, or one already undone).
+function undoButton(operation) {
+  const button = el("button", "undo", "undo this change");
+  button.dataset.operation = operation;
+  button.addEventListener("click", async () => {
+    try {
+      const { undone } = await api("POST", `/api/conversations/${state.id}/undo`, { operation_id: operation });
+      markUndone(operation);
+      status(`Undone: ${visible(String(undone))} is back as it was.`);
+    } catch (err) {
+      status(err.message);
+    }
+  });
+  return button;
+}
+
+function markUndone(operation) {
+  for (const button of document.querySelectorAll("button.undo")) {
+    if (button.dataset.operation !== operation) continue;
+    button.disabled = true;
+    button.textContent = "undone";
+  }
 }
 
 function diff(preview) {
@@ -233,6 +260,9 @@ function onLog(event) {
       break;
     case "tool.result":
       toolResult(d.call_id, d);
+      break;
+    case "operation.undone":
+      markUndone(d.operation_id);
       break;
     case "approval.requested":
     case "approval.decided":
