@@ -57,6 +57,17 @@ struct Browser {
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 impl Browser {
+    /// Log in to the page at `addr` with `login` and start a conversation.
+    async fn new_conversation(&self, addr: SocketAddr, login: &str) {
+        self.go(&format!("http://{addr}/api/login?token={login}"))
+            .await;
+        self.until("document.querySelector('#new')", "the page")
+            .await;
+        self.click("#new").await;
+        self.until("location.hash.length > 1", "a conversation")
+            .await;
+    }
+
     async fn start() -> Browser {
         ensure_chromium();
         let port = free_port();
@@ -250,18 +261,9 @@ async fn serve_shaped(
 async fn the_page_approves_denies_reloads_steers_and_interrupts() {
     let (addr, login, backend, _dir) = serve().await;
     let browser = Browser::start().await;
-    browser
-        .go(&format!("http://{addr}/api/login?token={login}"))
-        .await;
-    browser
-        .until("document.querySelector('#new')", "the page")
-        .await;
+    browser.new_conversation(addr, &login).await;
 
     // A plain answer, its Markdown rendered as elements.
-    browser.click("#new").await;
-    browser
-        .until("location.hash.length > 1", "a conversation")
-        .await;
     browser.type_in("#say", "hello there").await;
     browser.click("#send").await;
     browser
@@ -405,16 +407,7 @@ async fn the_page_approves_denies_reloads_steers_and_interrupts() {
 async fn the_page_undoes_a_change_it_shows() {
     let (addr, login, backend, _dir) = serve().await;
     let browser = Browser::start().await;
-    browser
-        .go(&format!("http://{addr}/api/login?token={login}"))
-        .await;
-    browser
-        .until("document.querySelector('#new')", "the page")
-        .await;
-    browser.click("#new").await;
-    browser
-        .until("location.hash.length > 1", "a conversation")
-        .await;
+    browser.new_conversation(addr, &login).await;
     browser.type_in("#say", "note the plan").await;
     browser.click("#send").await;
     browser
@@ -452,16 +445,7 @@ async fn the_page_undoes_a_change_it_shows() {
 async fn a_question_arriving_mid_typing_takes_no_keystroke() {
     let (addr, login, backend, _dir) = serve().await;
     let browser = Browser::start().await;
-    browser
-        .go(&format!("http://{addr}/api/login?token={login}"))
-        .await;
-    browser
-        .until("document.querySelector('#new')", "the page")
-        .await;
-    browser.click("#new").await;
-    browser
-        .until("location.hash.length > 1", "a conversation")
-        .await;
+    browser.new_conversation(addr, &login).await;
     // The person is typing in the steer box when the turn asks.
     browser
         .script(
@@ -512,16 +496,7 @@ async fn a_question_arriving_mid_typing_takes_no_keystroke() {
 async fn bidi_controls_are_shown_on_the_page_not_obeyed() {
     let (addr, login, _backend, _dir) = serve().await;
     let browser = Browser::start().await;
-    browser
-        .go(&format!("http://{addr}/api/login?token={login}"))
-        .await;
-    browser
-        .until("document.querySelector('#new')", "the page")
-        .await;
-    browser.click("#new").await;
-    browser
-        .until("location.hash.length > 1", "a conversation")
-        .await;
+    browser.new_conversation(addr, &login).await;
     // Set, not typed: a WebDriver key is one UTF-16 unit, and a tag is two.
     browser
         .script("$('say').value = 'write run\\u202etxt\\u{e0069}\\u3164\\u00ad.exe'; return true;")
