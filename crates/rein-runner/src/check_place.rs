@@ -62,7 +62,10 @@ pub trait CheckPlace: Send + Sync + std::fmt::Debug {
 mod tests {
     use std::sync::Arc;
 
-    use super::*;
+    use futures::future::BoxFuture;
+    use rein_wire::AgentError;
+
+    use super::{CheckCommand, CheckPlace, CheckRan};
     use crate::Verification;
 
     /// A place that runs nothing: it says whether it confines, and allows
