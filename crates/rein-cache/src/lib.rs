@@ -42,17 +42,51 @@ pub fn prefix_bytes(system: &[SystemBlock], tools: &[ToolSpec]) -> Vec<u8> {
 /// The prefix fingerprint: blake3 over the canonical system blocks and
 /// tools, 16 hex characters.
 pub fn fingerprint(system: &[SystemBlock], tools: &[ToolSpec]) -> String {
-    blake3::hash(&prefix_bytes(system, tools)).to_hex()[..16].to_owned()
+    PrefixFacts::of(system, tools).fingerprint
 }
 
 /// The prefix's size in tokens by the local estimate.
 pub fn estimate_tokens(system: &[SystemBlock], tools: &[ToolSpec]) -> u64 {
-    (prefix_bytes(system, tools).len() as f64 / CHARS_PER_TOKEN) as u64
+    PrefixFacts::of(system, tools).tokens
+}
+
+/// What a request's prefix is, from one pass over its canonical bytes: a
+/// prefix frozen for a conversation is measured once, not every step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixFacts {
+    /// See [`fingerprint`].
+    pub fingerprint: String,
+    /// See [`estimate_tokens`].
+    pub tokens: u64,
+}
+
+impl PrefixFacts {
+    /// The facts of the prefix of `system` and `tools`.
+    pub fn of(system: &[SystemBlock], tools: &[ToolSpec]) -> PrefixFacts {
+        let bytes = prefix_bytes(system, tools);
+        PrefixFacts {
+            fingerprint: blake3::hash(&bytes).to_hex()[..16].to_owned(),
+            tokens: (bytes.len() as f64 / CHARS_PER_TOKEN) as u64,
+        }
+    }
 }
 
 /// Place breakpoints (or the cache key) on `request` for a provider that
 /// can do `caps`. Replaces any breakpoints already there.
 pub fn plan(request: &mut Request, caps: &Capabilities) {
+    let key = matches!(caps.caching, CachingStyle::Automatic)
+        .then(|| fingerprint(&request.system, &request.tools));
+    place(request, caps, key);
+}
+
+/// [`plan`] for a request whose prefix's facts are known (`prefix` must be
+/// its own: the key is its fingerprint).
+pub fn plan_with(request: &mut Request, caps: &Capabilities, prefix: &PrefixFacts) {
+    debug_assert_eq!(*prefix, PrefixFacts::of(&request.system, &request.tools));
+    place(request, caps, Some(prefix.fingerprint.clone()));
+}
+
+fn place(request: &mut Request, caps: &Capabilities, key: Option<String>) {
     request.cache_breakpoints.clear();
     match caps.caching {
         CachingStyle::Explicit => {
@@ -86,7 +120,7 @@ pub fn plan(request: &mut Request, caps: &Capabilities) {
                 .collect();
         }
         CachingStyle::Automatic => {
-            request.metadata.prompt_cache_key = Some(fingerprint(&request.system, &request.tools));
+            request.metadata.prompt_cache_key = key;
         }
         CachingStyle::None => {}
     }

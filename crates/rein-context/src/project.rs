@@ -133,18 +133,21 @@ impl Projector {
         }
     }
 
-    /// Whether this projector can continue to `path` over `events`: the
-    /// path extends its own and no compaction was recorded since.
-    pub fn covers(&self, events: &[StoredEvent], path: &[String]) -> bool {
-        path.starts_with(&self.path) && compaction_count(events) == self.compactions
+    /// Whether this projector can continue to `path` over a log that
+    /// records `compactions` compactions (a count the caller keeps as the
+    /// log grows): the path extends its own and no compaction was recorded
+    /// since.
+    pub fn covers(&self, compactions: usize, path: &[String]) -> bool {
+        path.starts_with(&self.path) && compactions == self.compactions
     }
 
-    /// Extend to a longer path (new turns below the old head).
+    /// Extend to a longer path (new turns below the old head); the same
+    /// path costs nothing.
     pub fn extend_path(&mut self, path: &[String]) {
         for turn in &path[self.path.len()..] {
             self.on_path.insert(turn.clone());
+            self.path.push(turn.clone());
         }
-        self.path = path.to_vec();
     }
 
     fn user(&mut self, block: ContentBlock) {

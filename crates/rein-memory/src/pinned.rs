@@ -112,7 +112,7 @@ impl rein_runner::Standing for Pinned {
 
     fn retracted(
         &self,
-        events: Arc<Vec<rein_sessions::StoredEvent>>,
+        events: Arc<rein_runner::Log>,
     ) -> futures::future::BoxFuture<'static, Vec<String>> {
         let pinned = self.clone();
         Box::pin(async move {

@@ -33,7 +33,7 @@ pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, 
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use check_place::{CheckCommand, CheckPlace, CheckRan};
 pub use conversation::{
-    ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, KeptLog, MAX_PROMPT_BYTES,
+    ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, KeptLog, Log, MAX_PROMPT_BYTES,
     MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, TurnContract, TurnResult, Verification, Wording,
 };
 pub use graph_record::{GraphRecord, Resumed};

@@ -18,7 +18,6 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rein_sessions::StoredEvent;
 use rein_wire::AgentError;
 
 /// What stands where a retracted text was, in what the model is sent.
@@ -42,7 +41,7 @@ pub trait Standing: Send + Sync {
 
     /// The texts `events` (the conversation's log) hold that must no
     /// longer reach the model, asked at each turn's start. Default: none.
-    fn retracted(&self, _events: Arc<Vec<StoredEvent>>) -> BoxFuture<'static, Vec<String>> {
+    fn retracted(&self, _events: Arc<crate::Log>) -> BoxFuture<'static, Vec<String>> {
         Box::pin(async { Vec::new() })
     }
 }
@@ -81,7 +80,7 @@ impl Standing for Stacked {
         })
     }
 
-    fn retracted(&self, events: Arc<Vec<StoredEvent>>) -> BoxFuture<'static, Vec<String>> {
+    fn retracted(&self, events: Arc<crate::Log>) -> BoxFuture<'static, Vec<String>> {
         let asks: Vec<_> = self
             .parts
             .iter()

@@ -50,11 +50,28 @@ impl Dangling {
 
 /// Scan a whole log for unfinished work.
 pub fn dangling(events: &[StoredEvent]) -> Dangling {
-    let mut calls: BTreeMap<String, DanglingCall> = BTreeMap::new();
-    let mut runs: BTreeMap<u64, String> = BTreeMap::new();
-    let mut turns: BTreeMap<u64, String> = BTreeMap::new();
-    let mut approvals: BTreeMap<u64, String> = BTreeMap::new();
+    let mut open = Unfinished::default();
     for stored in events {
+        open.feed(stored);
+    }
+    open.dangling()
+}
+
+/// [`dangling`] kept as events come, one at a time: a conversation folds
+/// each event it appends or reads once, and asks at any step what is
+/// unfinished without reading the log again. Holds only what is open, so
+/// it stays as small as the work in flight.
+#[derive(Debug, Clone, Default)]
+pub struct Unfinished {
+    calls: BTreeMap<String, DanglingCall>,
+    runs: BTreeMap<u64, String>,
+    turns: BTreeMap<u64, String>,
+    approvals: BTreeMap<u64, String>,
+}
+
+impl Unfinished {
+    /// Fold the next event of the log.
+    pub fn feed(&mut self, stored: &StoredEvent) {
         match &stored.event {
             Event::ToolCalled {
                 call_id,
@@ -62,7 +79,7 @@ pub fn dangling(events: &[StoredEvent]) -> Dangling {
                 permission,
                 ..
             } => {
-                calls.insert(
+                self.calls.insert(
                     call_id.clone(),
                     DanglingCall {
                         call_id: call_id.clone(),
@@ -73,30 +90,46 @@ pub fn dangling(events: &[StoredEvent]) -> Dangling {
                 );
             }
             Event::ToolResult { call_id, .. } => {
-                calls.remove(call_id);
+                self.calls.remove(call_id);
             }
             Event::RunStarted { run_id, .. } => {
-                runs.insert(stored.seq, run_id.clone());
+                self.runs.insert(stored.seq, run_id.clone());
             }
-            Event::RunFinished { run_id, .. } => runs.retain(|_, r| r != run_id),
+            Event::RunFinished { run_id, .. } => self.runs.retain(|_, r| r != run_id),
             Event::TurnStarted { turn_id, .. } => {
-                turns.insert(stored.seq, turn_id.clone());
+                self.turns.insert(stored.seq, turn_id.clone());
             }
-            Event::TurnFinished { turn_id, .. } => turns.retain(|_, t| t != turn_id),
+            Event::TurnFinished { turn_id, .. } => self.turns.retain(|_, t| t != turn_id),
             Event::ApprovalRequested { approval_id, .. } => {
-                approvals.insert(stored.seq, approval_id.clone());
+                self.approvals.insert(stored.seq, approval_id.clone());
             }
-            Event::ApprovalDecided { approval_id, .. } => approvals.retain(|_, a| a != approval_id),
+            Event::ApprovalDecided { approval_id, .. } => {
+                self.approvals.retain(|_, a| a != approval_id);
+            }
             _ => {}
         }
     }
-    let mut tool_calls: Vec<DanglingCall> = calls.into_values().collect();
-    tool_calls.sort_by_key(|c| c.seq);
-    Dangling {
-        tool_calls,
-        runs: runs.into_values().collect(),
-        turns: turns.into_values().collect(),
-        approvals: approvals.into_values().collect(),
+
+    /// Whether a turn is open.
+    pub fn turn_open(&self) -> bool {
+        !self.turns.is_empty()
+    }
+
+    /// The open turns, in the order they started.
+    pub fn turns(&self) -> impl Iterator<Item = &str> {
+        self.turns.values().map(String::as_str)
+    }
+
+    /// What is unfinished, as [`dangling`] gives it.
+    pub fn dangling(&self) -> Dangling {
+        let mut tool_calls: Vec<DanglingCall> = self.calls.values().cloned().collect();
+        tool_calls.sort_by_key(|c| c.seq);
+        Dangling {
+            tool_calls,
+            runs: self.runs.values().cloned().collect(),
+            turns: self.turns.values().cloned().collect(),
+            approvals: self.approvals.values().cloned().collect(),
+        }
     }
 }
 

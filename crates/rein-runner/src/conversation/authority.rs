@@ -8,8 +8,7 @@
 //!
 //! Not here: deciding single calls (the gate).
 
-use rein_sessions::recovery::dangling;
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::Event;
 use rein_tools::ToolBackend;
 use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
@@ -56,9 +55,9 @@ pub(super) fn check(
     check: Option<&Verification>,
     tools: &dyn ToolBackend,
     evidence: u64,
-    events: &[StoredEvent],
+    events: &crate::Log,
 ) -> Result<(), AgentError> {
-    let open = dangling(events);
+    let open = events.dangling();
     let Some(run) = open.runs.last() else {
         return Ok(());
     };
@@ -105,8 +104,8 @@ pub(super) fn check(
 }
 
 /// The check the open run's `run.started` records (command, expected exit).
-pub(super) fn recorded_check(events: &[StoredEvent]) -> Option<(Vec<String>, i32)> {
-    let run = dangling(events).runs.last()?.clone();
+pub(super) fn recorded_check(events: &crate::Log) -> Option<(Vec<String>, i32)> {
+    let run = events.dangling().runs.last()?.clone();
     let check = events.iter().rev().find_map(|e| match &e.event {
         Event::RunStarted {
             run_id, profile, ..

@@ -8,7 +8,6 @@
 
 use rein_approvals::{Answer, Decision, Surface};
 use rein_sessions::Event;
-use rein_sessions::recovery::dangling;
 use rein_wire::ToolCall;
 use rein_wire::{AgentError, error::codes};
 use serde_json::Value;
@@ -151,7 +150,7 @@ impl Conversation {
     /// Whether a turn is open (running, paused at an approval, or cut
     /// short by a crash).
     pub async fn has_open_turn(&mut self) -> Result<bool, AgentError> {
-        Ok(!dangling(&self.journal.log().await?).turns.is_empty())
+        Ok(self.journal.log().await?.turn_open())
     }
 
     /// [`Conversation::stop`] for a stop that came through the inbox
@@ -223,7 +222,7 @@ impl Conversation {
     /// The check the open run started under (its program and arguments,
     /// and the exit that passes), as recorded; `None` without one.
     pub async fn open_run_check(&mut self) -> Result<Option<(Vec<String>, i32)>, AgentError> {
-        Ok(authority::recorded_check(&self.journal.log().await?))
+        Ok(authority::recorded_check(&*self.journal.log().await?))
     }
 
     /// A person accepts that the open run goes on under the authority it
@@ -233,7 +232,7 @@ impl Conversation {
         surface: &rein_approvals::Surface,
     ) -> Result<(), AgentError> {
         let events = self.journal.log().await?;
-        let open = dangling(&events);
+        let open = events.dangling();
         let Some(run) = open.runs.last() else {
             return Err(AgentError::new(
                 codes::INVALID_INPUT,

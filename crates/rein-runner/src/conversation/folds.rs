@@ -153,6 +153,7 @@ pub(super) static EMPTY: rein_wire::Message = rein_wire::Message {
     content: Vec::new(),
 };
 
+#[derive(Debug, PartialEq)]
 pub(super) enum ApprovalState {
     None,
     Pending {
@@ -252,6 +253,30 @@ pub(super) fn refused(
     ]
 }
 
+/// What the `before_call` hooks did about `call_id`, as the log records
+/// it: (hook, what it did, detail), in order. The rule over the whole log;
+/// a step asks `Log::hooks_before`, kept as events come.
+pub(super) fn before_call_ran(
+    events: &[StoredEvent],
+    call_id: &str,
+) -> Vec<(String, rein_wire::HookDid, Value)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::HookRan {
+                hook,
+                point,
+                call_id: Some(id),
+                effect,
+                detail,
+            } if id == call_id && *point == rein_wire::HookPoint::BeforeCall => {
+                Some((hook.clone(), *effect, detail.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 pub(super) use rein_wire::clock::now_ms;
 
 /// The sub-agent a `delegate` call started: (path, session, task), from
@@ -282,11 +307,14 @@ pub(super) fn agents_in_open_turn(events: &[StoredEvent]) -> u32 {
     u32::try_from(count).unwrap_or(u32::MAX)
 }
 
-/// The events that close the open turns and runs of `events` with
-/// `outcome`; a failed turn also branches back to the turn before it, so
+/// The events that close the open turns and runs (`open`, what `events`
+/// leaves unfinished) with `outcome`; a failed turn also branches back to the turn before it, so
 /// the failure stays in the log but not in later context.
-pub(super) fn closing(events: &[StoredEvent], outcome: &TurnOutcome) -> Vec<Event> {
-    let open = rein_sessions::recovery::dangling(events);
+pub(super) fn closing(
+    open: rein_sessions::recovery::Dangling,
+    events: &[StoredEvent],
+    outcome: &TurnOutcome,
+) -> Vec<Event> {
     let reply = match outcome {
         TurnOutcome::Finished { reply } => Some(reply.clone()),
         _ => None,

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::Event;
 use rein_tools::Outcome;
 use rein_wire::AgentError;
 use serde_json::{Value, json};
@@ -63,26 +63,12 @@ async fn ask(hooks: &Hooks, input: &HookInput) -> Vec<(String, Result<HookEffect
 pub(super) async fn before_call(
     hooks: &Hooks,
     journal: &mut Journal,
-    events: &[StoredEvent],
+    events: &crate::Log,
     call_id: &str,
     tool: &str,
     mut args: Value,
 ) -> Result<Result<Value, String>, AgentError> {
-    let earlier: Vec<(String, HookDid, Value)> = events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::HookRan {
-                hook,
-                point,
-                call_id: Some(id),
-                effect,
-                detail,
-            } if id == call_id && *point == HookPoint::BeforeCall => {
-                Some((hook.clone(), *effect, detail.clone()))
-            }
-            _ => None,
-        })
-        .collect();
+    let earlier = events.hooks_before(call_id).to_vec();
     let answers: Vec<(String, Result<HookEffect, String>)> = if earlier.is_empty() {
         if !hooks.iter().any(|h| h.hears(HookPoint::BeforeCall)) {
             return Ok(Ok(args));

@@ -140,7 +140,7 @@ impl Inbox {
             .iter()
             .any(|e| matches!(e.item, InboxItem::Stop { .. }))
         {
-            rein_sessions::recovery::open_turn_started(&journal.log().await?)
+            journal.log().await?.open_turn_started()
         } else {
             None
         };

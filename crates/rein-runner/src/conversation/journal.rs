@@ -20,12 +20,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, NewEvent, ResultSource, SessionLock, Store, StoredEvent, ToolStatus};
 use rein_wire::{AgentError, error::codes};
 use tokio::sync::broadcast;
 
 use super::folds::{now_ms, tool_error_content};
+use super::log::Log;
 use rein_wire::{AgentPath, UiEvent, UiKind};
 
 /// UI events a slow subscriber may fall behind by before it misses some.
@@ -86,8 +86,9 @@ impl Drop for Journal {
 /// conversation and driven through `&mut self`: no locks.
 #[derive(Debug, Default)]
 pub(super) struct Known {
-    /// The events read so far, shared cheaply with each step.
-    events: Arc<Vec<StoredEvent>>,
+    /// The events read so far and the folds kept over them, shared
+    /// cheaply with each step.
+    events: Arc<Log>,
     /// The conversation's own appends not yet in `events`. While the lease
     /// is held nobody else can append, so when `in_sync` is set these are
     /// all that is new and the next read of the log needs no query.
@@ -109,7 +110,7 @@ pub(super) struct Known {
 #[derive(Debug, Clone)]
 pub struct KeptLog {
     session: String,
-    events: Arc<Vec<StoredEvent>>,
+    events: Arc<Log>,
 }
 
 impl KeptLog {
@@ -221,7 +222,10 @@ impl Journal {
         let known = &mut self.known;
         let mut events = std::mem::take(&mut known.events);
         if known.in_sync && known.provisional == 0 && !known.written.is_empty() {
-            Arc::make_mut(&mut events).append(&mut known.written);
+            let log = Arc::make_mut(&mut events);
+            for stored in known.written.drain(..) {
+                log.push(stored);
+            }
         }
         Ok(KeptLog {
             session: self.session_id.clone(),
@@ -389,12 +393,14 @@ impl Journal {
 
     /// The log, read incrementally: only events after the last one known
     /// are fetched from the store.
-    pub(super) async fn log(&mut self) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
+    pub(super) async fn log(&mut self) -> Result<Arc<Log>, AgentError> {
         let known = &mut self.known;
         if known.in_sync {
             if !known.written.is_empty() {
-                let fresh = std::mem::take(&mut known.written);
-                Arc::make_mut(&mut known.events).extend(fresh);
+                let log = Arc::make_mut(&mut known.events);
+                for stored in known.written.drain(..) {
+                    log.push(stored);
+                }
             }
             return Ok(Arc::clone(&known.events));
         }
@@ -446,7 +452,7 @@ impl Journal {
     /// Make the next turn continue from `turn_id` (a branch): refused
     /// while a turn is open. See `Conversation::branch_from`.
     pub(super) async fn branch_from(&mut self, turn_id: &str) -> Result<(), AgentError> {
-        if !dangling(&self.log().await?).turns.is_empty() {
+        if self.log().await?.turn_open() {
             return Err(AgentError::new(
                 codes::INVALID_INPUT,
                 "a turn is open: finish or stop it before branching",
@@ -480,7 +486,7 @@ impl Journal {
 
     pub(super) async fn recover(&mut self) -> Result<(), AgentError> {
         let events = self.log().await?;
-        let open = dangling(&events);
+        let open = events.dangling();
         let mut results = Vec::new();
         for call in open.tool_calls {
             // A sub-agent that began its turn lives on in its own session

@@ -15,7 +15,8 @@
 //!
 //! Beside them: `run` (what one run of the loop keeps between steps),
 //! `surface` (the API besides the turn), `open`, `asked`,
-//! `hooked`, `authority`, `folds`, `builtins`, `revisions`, `verify`, `answers`.
+//! `hooked`, `authority`, `folds` (and `log`, the ones a step asks kept as
+//! events come), `builtins`, `revisions`, `verify`, `answers`.
 
 mod answers;
 mod asked;
@@ -29,6 +30,7 @@ mod gate;
 mod hooked;
 mod inbox;
 mod journal;
+mod log;
 mod open;
 mod revisions;
 mod run;
@@ -41,11 +43,11 @@ pub(crate) use answers::parse_answer;
 pub use contract::{TurnContract, TurnResult};
 pub use inbox::{Heard, INBOX_POLL};
 pub use journal::KeptLog;
+pub use log::Log;
 pub use rein_wire::ApprovalRequest;
 
 use std::sync::Arc;
 
-use rein_sessions::recovery::dangling;
 use rein_sessions::{Event, Store};
 use rein_wire::{AgentError, error::codes};
 use serde_json::{Value, json};
@@ -158,7 +160,7 @@ impl Conversation {
     /// crash. Without an open turn there is nothing to do (`invalid_input`).
     pub async fn resume(&mut self) -> Result<TurnOutcome, AgentError> {
         let events = self.journal.log().await?;
-        let open = dangling(&events);
+        let open = events.dangling();
         if open.turns.is_empty() {
             return Err(AgentError::new(
                 codes::INVALID_INPUT,
@@ -335,7 +337,7 @@ impl Conversation {
         }
         let events = self.journal.log().await?;
         self.journal
-            .append(folds::closing(&events, &outcome))
+            .append(folds::closing(events.dangling(), &events, &outcome))
             .await?;
         let (outcome_name, (turn_id, run_id)) = (outcome.name(), contract::last_run(&events));
         self.contract_ended();
@@ -354,7 +356,7 @@ impl Conversation {
     /// place of the definition's own when given.
     pub(super) fn check_authority(
         &self,
-        events: &[rein_sessions::StoredEvent],
+        events: &crate::Log,
         check: Option<&crate::settings::Verification>,
     ) -> Result<(), AgentError> {
         let evidence = self.journal.evidence_through();

@@ -28,11 +28,11 @@ pub(super) type Approved<'a> = Option<Option<&'a Revision>>;
 
 /// Why a call changing `now` must not run, or `None` when it may: the
 /// person approved another revision than there is now; it exists and was
-/// never seen; or it was seen at another revision. `left` holds what this
+/// never seen; or it was seen at another revision. `seen` is the revision
+/// of it the conversation last saw (`last_seen`); `left` holds what this
 /// message's own earlier calls left.
 pub(super) fn stale(
-    events: &[StoredEvent],
-    evidence_through: u64,
+    seen: Option<&Option<String>>,
     left: &HashSet<Revision>,
     now: &Revision,
     approved: Approved<'_>,
@@ -52,7 +52,7 @@ pub(super) fn stale(
     if !now.exists() || left.contains(now) {
         return None;
     }
-    match last_seen(events, evidence_through, resource) {
+    match seen {
         Some(token) if token.as_ref() == now.token.as_ref() => None,
         Some(_) => Some(AgentError::new(
             codes::CHANGED_SINCE_READ,
@@ -70,8 +70,9 @@ pub(super) fn stale(
 }
 
 /// The revision of `resource` the conversation last read or left, live
-/// history only: `Some(None)` when it saw it absent (a delete).
-fn last_seen<'a>(
+/// history only: `Some(None)` when it saw it absent (a delete). The rule
+/// over the whole log; a step asks `Log::last_seen`, kept as events come.
+pub(super) fn last_seen<'a>(
     events: &'a [StoredEvent],
     evidence_through: u64,
     resource: &str,

@@ -147,7 +147,7 @@ impl Conversation {
 
     /// The session's whole log.
     pub async fn log_events(&mut self) -> Result<Vec<StoredEvent>, AgentError> {
-        Ok(self.journal.log().await?.as_ref().clone())
+        Ok(self.journal.log().await?.to_events())
     }
 
     /// What the session did and cost so far (tokens, cost, tools, per

@@ -34,8 +34,8 @@ pub(super) async fn verdict(
     let started = std::time::Instant::now();
     let ran = run_check(check).await;
     let events = journal.log().await?;
-    let path = super::folds::current_path(&events);
-    let record = rein_context::claims::Record::of(&rein_context::window::on_path(&events, &path));
+    let path = events.path();
+    let record = rein_context::claims::Record::of(&rein_context::window::on_path(&events, path));
     let exit = ran.as_ref().map_or_else(|f| f.exit, |code| Some(*code));
     let passed = exit == Some(check.expected);
     let revisions = record.revisions();

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use rein_approvals::{Decision, Leases, PermissionClass, Said, Verdict, gate};
-use rein_sessions::{Event, ResultSource, StoredEvent};
+use rein_sessions::{Event, ResultSource};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
 use rein_wire::ToolCall;
 use rein_wire::{AgentError, ErrorCode, error::codes};
@@ -19,9 +19,7 @@ use super::results::refuse;
 use super::{Around, Gate};
 use crate::conversation::asked::awaiting;
 use crate::conversation::builtins::CALL_TOOL;
-use crate::conversation::folds::{
-    ApprovalState, approval_state, error_result, fingerprint, now_ms, refused, refused_in_turn,
-};
+use crate::conversation::folds::{ApprovalState, error_result, fingerprint, now_ms, refused};
 use crate::conversation::{hooked, revisions};
 use crate::outcome::TurnOutcome;
 use rein_wire::UiKind;
@@ -66,7 +64,7 @@ impl Gate {
     async fn check_call(
         &mut self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         call_id: &str,
         tool: &str,
         args: Value,
@@ -100,7 +98,7 @@ impl Gate {
     pub(crate) async fn run_calls(
         &mut self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         calls: Vec<ToolCall>,
         repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
@@ -181,7 +179,7 @@ impl Gate {
     async fn write(
         &mut self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         call: Write,
         repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
@@ -194,7 +192,7 @@ impl Gate {
         // What the person said about this call comes first: their "no"
         // wins over any lease.
         let state = if class.needs_approval() {
-            approval_state(events, &call_id, cx.journal.evidence_through())
+            events.approval_state(&call_id, cx.journal.evidence_through())
         } else {
             ApprovalState::None
         };
@@ -220,7 +218,7 @@ impl Gate {
         }
         // A call the person refused is asked again: no lease covers it.
         let no_lease = Leases::default();
-        let leases = if said == Said::Nothing && refused_in_turn(events, &tool, &args) {
+        let leases = if said == Said::Nothing && events.refused_in_turn(&tool, &args) {
             &no_lease
         } else {
             &self.leases
@@ -294,7 +292,7 @@ impl Gate {
     async fn ask(
         &mut self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         state: ApprovalState,
         call: Write,
     ) -> Result<Option<TurnOutcome>, AgentError> {
@@ -306,8 +304,7 @@ impl Gate {
         } = call;
         match state {
             ApprovalState::Pending { approval_id } => {
-                let asked_ms = rein_sessions::recovery::approval_request(events, &approval_id)
-                    .map(|e| e.at_ms);
+                let asked_ms = events.asked_at(&approval_id);
                 let age_ms = now_ms().saturating_sub(asked_ms.unwrap_or(i64::MAX));
                 if age_ms > i64::try_from(cx.agent.approval_ttl.as_millis()).unwrap_or(i64::MAX) {
                     // Nobody decided in time: the call is refused.
@@ -464,23 +461,20 @@ impl Gate {
     pub(super) fn stale_change(
         &self,
         cx: &Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         tool: &str,
         args: &Value,
         state: &ApprovalState,
     ) -> Option<AgentError> {
         let approved = match state {
             ApprovalState::None => None,
-            ApprovalState::Approved { approval_id, .. } => {
-                Some(revisions::bound_to(events, approval_id))
-            }
+            ApprovalState::Approved { approval_id, .. } => Some(events.bound_to(approval_id)),
             // Waiting, or refused: nothing runs either way.
             ApprovalState::Pending { .. } | ApprovalState::Refused { .. } => return None,
         };
         let now = self.tools.changes(tool, args)?;
         revisions::stale(
-            events,
-            cx.journal.evidence_through(),
+            events.last_seen(&now.resource, cx.journal.evidence_through()),
             &self.left,
             &now,
             approved,

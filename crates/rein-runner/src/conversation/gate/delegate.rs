@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::Event;
 use rein_tools::Outcome;
 use rein_wire::ToolCall;
 use rein_wire::{AgentError, error::codes};
@@ -63,7 +63,7 @@ impl Gate {
     pub(super) async fn plan_children(
         &mut self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         reads: &[ToolCall],
     ) -> Result<Vec<Delegate>, AgentError> {
         let mut plans = Vec::with_capacity(reads.len());

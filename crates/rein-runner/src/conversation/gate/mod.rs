@@ -20,11 +20,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rein_approvals::Leases;
-use rein_sessions::{Event, StoredEvent};
+use rein_sessions::Event;
 use rein_tools::ResultCache;
 
 use super::builtins::WithBuiltins;
-use super::folds::agents_in_open_turn;
 use super::inbox::Inbox;
 use super::journal::Journal;
 use crate::agent::Agent;
@@ -144,14 +143,14 @@ impl Gate {
     /// before it, none from imported history (up to `evidence`); the
     /// sub-agents it started count against its bound (and keep their
     /// paths); revisions carried in this process still hold.
-    pub(crate) fn resume_turn(&mut self, events: &[StoredEvent], evidence: u64) {
+    pub(crate) fn resume_turn(&mut self, events: &crate::Log, evidence: u64) {
         let log: Vec<Event> = events
             .iter()
             .filter(|e| e.seq > evidence)
             .map(|e| e.event.clone())
             .collect();
         self.leases = Leases::of_open_run(&log);
-        self.delegated = agents_in_open_turn(events);
+        self.delegated = events.agents_in_open_turn();
     }
 
     /// The model answered: revisions carried for the message before are

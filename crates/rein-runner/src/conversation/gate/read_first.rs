@@ -12,7 +12,7 @@
 //! (`results::refuse`).
 
 use rein_approvals::{PermissionClass, Said, Verdict, gate};
-use rein_sessions::{Event, ResultSource, StoredEvent, ToolStatus};
+use rein_sessions::{Event, ResultSource, ToolStatus};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
 use rein_wire::{AgentError, ErrorCode, Revision, error::codes};
 use serde_json::Value;
@@ -37,7 +37,7 @@ impl Gate {
     pub(super) async fn refuse_stale(
         &self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         (call_id, tool, args, class): (&str, &str, &Value, Option<PermissionClass>),
         err: &AgentError,
     ) -> Result<(), AgentError> {
@@ -68,7 +68,7 @@ impl Gate {
     pub(super) async fn refuse_unseen(
         &self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         call: (&str, &str, &Value, Option<PermissionClass>),
         code: &ErrorCode,
     ) -> Result<bool, AgentError> {
@@ -94,7 +94,7 @@ impl Gate {
     async fn read_first(
         &self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         call_id: &str,
         tool: &str,
         args: &Value,

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::Instant;
 
 use rein_approvals::PermissionClass;
-use rein_sessions::{Event, ResultSource, StoredEvent};
+use rein_sessions::{Event, ResultSource};
 use rein_tools::{Outcome, ToolBackend, ToolContext};
 use rein_wire::ToolCall;
 use rein_wire::{AgentError, ChildEnding};
@@ -31,7 +31,7 @@ impl Gate {
     pub(super) async fn run_reads(
         &mut self,
         cx: &mut Around<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
         reads: Vec<ToolCall>,
         repeats: &mut rein_wire::loops::Repeats,
     ) -> Result<Option<TurnOutcome>, AgentError> {
@@ -266,7 +266,7 @@ impl Gate {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<T, AgentError> {
         tokio::pin!(all);
-        let opened = rein_sessions::recovery::open_turn_started(&cx.journal.log().await?);
+        let opened = cx.journal.log().await?.open_turn_started();
         let mut looked = std::time::Instant::now();
         loop {
             tokio::select! {

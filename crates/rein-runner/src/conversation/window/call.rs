@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use rein_sessions::{Acted, Event, Pressure, StoredEvent};
+use rein_sessions::{Acted, Event, Pressure};
 use rein_tools::ToolBackend;
 use rein_wire::{
     AgentError, AssembledMessage, AssembledToolCall, Assembler, PressureAction, Request,
@@ -33,7 +33,7 @@ impl Window {
         sees: Sees<'_>,
         journal: &mut Journal,
         inbox: &mut Inbox,
-        events: &[StoredEvent],
+        events: &crate::Log,
     ) -> Result<Option<AssembledMessage>, AgentError> {
         let Some(Sent {
             mut message,
@@ -152,12 +152,12 @@ impl Window {
         sees: Sees<'_>,
         journal: &mut Journal,
         inbox: &mut Inbox,
-        events: &[StoredEvent],
+        events: &crate::Log,
     ) -> Result<Option<Sent>, AgentError> {
         let mut refused: Option<rein_sessions::Refused> = None;
-        let mut reread: Option<std::sync::Arc<Vec<StoredEvent>>> = None;
+        let mut reread: Option<std::sync::Arc<crate::Log>> = None;
         loop {
-            let events = reread.as_deref().map_or(events, Vec::as_slice);
+            let events = reread.as_deref().map_or(events, |log| log);
             let Fitted {
                 mut request,
                 bytes,
@@ -178,11 +178,15 @@ impl Window {
                 .saturating_sub(u64::from(request.max_output_tokens));
             let estimated = pressure.method == rein_wire::CountMethod::Estimate;
             let call_id = rein_wire::ids::new_id();
-            let fingerprint = rein_cache::fingerprint(&request.system, &request.tools);
-            let prefix_tokens = rein_cache::estimate_tokens(&request.system, &request.tools);
+            let prefix = match self.transcript.prefix_facts() {
+                Some(facts) => facts.clone(),
+                None => rein_cache::PrefixFacts::of(&request.system, &request.tools),
+            };
+            let fingerprint = prefix.fingerprint.clone();
+            let prefix_tokens = prefix.tokens;
             // The digest covers what the model sees before breakpoints are
             // planned (they follow from it) and without the routing metadata.
-            rein_cache::plan(&mut request, &sees.agent.provider.capabilities());
+            rein_cache::plan_with(&mut request, &sees.agent.provider.capabilities(), &prefix);
             request.metadata.session_id = Some(journal.session_id().to_owned());
             // Staged, not committed: nothing depends on it being durable before
             // the answer (a crash now means the call is made again).
@@ -236,7 +240,7 @@ impl Window {
         &mut self,
         sees: Sees<'_>,
         journal: &mut Journal,
-        events: &[StoredEvent],
+        events: &crate::Log,
         refused: Option<&rein_sessions::Refused>,
     ) -> Result<Fitted, AgentError> {
         let policy = &sees.agent.context;
@@ -393,12 +397,12 @@ async fn streamed(
     sees: Sees<'_>,
     journal: &Journal,
     inbox: &mut Inbox,
-    events: &[StoredEvent],
+    events: &crate::Log,
     request: Request,
 ) -> Result<Option<AssembledMessage>, AgentError> {
     let mut stream = sees.agent.provider.stream(request);
     let mut assembler = Assembler::new();
-    let opened = rein_sessions::recovery::open_turn_started(events);
+    let opened = events.open_turn_started();
     // One fallback timer for the whole stream (for a stop posted from
     // another process, on a store that cannot tell of it), reset each time
     // the inbox is looked at.

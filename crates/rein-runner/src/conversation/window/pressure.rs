@@ -10,7 +10,6 @@ use rein_wire::{AgentError, CountMethod, Request, error::codes};
 
 use super::Window;
 use crate::agent::Agent;
-use crate::conversation::folds::current_path;
 use crate::conversation::journal::Journal;
 
 impl Window {
@@ -150,8 +149,8 @@ impl Window {
             trigger,
         } = pressed;
         let events = journal.log().await?;
-        let path = current_path(&events);
-        let visible = on_path(&events, &path);
+        let path = events.path();
+        let visible = on_path(&events, path);
         let groups = group_starts(&visible);
         let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
         let edits = rein_context::project::Edits::collect(&events, &path_set);
@@ -195,7 +194,7 @@ impl Window {
         let record = rein_context::claims::Record::of(&covered);
         let state = state(&covered, &pending, &record);
         let before: Vec<StoredEvent> = events.iter().filter(|e| e.seq <= to_seq).cloned().collect();
-        let transcript = super::summary::transcript(&before, &path, window);
+        let transcript = super::summary::transcript(&before, path, window);
         let (written, checked) = super::summary::checked(agent, &transcript, &record, window).await;
         let text = rein_context::state_text::compaction_text(&state, &written);
         tracing::info!(
@@ -237,13 +236,11 @@ impl Window {
 
 /// The events on the current path that no compaction covers, and the
 /// compactions that apply to it.
-pub(super) fn uncovered(
-    events: &[StoredEvent],
-) -> (Vec<&StoredEvent>, rein_context::project::Edits) {
-    let path = current_path(events);
+pub(super) fn uncovered(events: &crate::Log) -> (Vec<&StoredEvent>, rein_context::project::Edits) {
+    let path = events.path();
     let path_set: std::collections::HashSet<&str> = path.iter().map(String::as_str).collect();
     let edits = rein_context::project::Edits::collect(events, &path_set);
-    let visible = rein_context::window::on_path(events, &path)
+    let visible = rein_context::window::on_path(events, path)
         .into_iter()
         .filter(|e| edits.covering(e.seq).is_none())
         .collect();

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use rein_sessions::StoredEvent;
 use rein_tools::ToolBackend;
 use rein_wire::{AgentError, Request, SystemBlock};
 
@@ -16,7 +15,6 @@ use super::{Sees, Window};
 use crate::conversation::builtins::{
     call_tool_spec, load_tool_spec, read_result_spec, read_skill_spec, server_info_spec,
 };
-use crate::conversation::folds::current_path;
 use rein_context::project::project;
 
 /// The request builder's own state: the stable prefix frozen at the first
@@ -30,6 +28,9 @@ pub(crate) struct Transcript {
     /// start (`ToolBackend::turn_boundary`): then the next turn freezes it
     /// anew.
     frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    /// The frozen prefix's fingerprint and size, measured once when it
+    /// froze (every step sends it).
+    facts: Option<rein_cache::PrefixFacts>,
     /// The standing text the prefix carries (the definition's `standing`,
     /// as read at the last turn boundary; `None` before the first read).
     standing: Option<Option<String>>,
@@ -46,6 +47,7 @@ impl Transcript {
     /// changed at a turn boundary.
     pub(crate) fn refreeze(&mut self) {
         self.frozen = None;
+        self.facts = None;
     }
 
     /// Take `standing` as the prefix's standing text (the next request
@@ -61,6 +63,11 @@ impl Transcript {
         before.is_some()
     }
 
+    /// The frozen prefix's facts (`None` before the first request).
+    pub(crate) fn prefix_facts(&self) -> Option<&rein_cache::PrefixFacts> {
+        self.facts.as_ref()
+    }
+
     /// Whether a prefix is frozen (a request was made in this process).
     pub(crate) fn is_frozen(&self) -> bool {
         self.frozen.is_some()
@@ -68,13 +75,9 @@ impl Transcript {
 
     /// The transcript for `path`, fed only what is new since the last step
     /// when the path merely grew and nothing was compacted; rebuilt otherwise.
-    fn messages(
-        &mut self,
-        events: &[StoredEvent],
-        path: &[String],
-    ) -> Vec<Arc<rein_wire::Message>> {
+    fn messages(&mut self, events: &crate::Log, path: &[String]) -> Vec<Arc<rein_wire::Message>> {
         let mut projector = match self.projector.take() {
-            Some(mut p) if p.covers(events, path) => {
+            Some(mut p) if p.covers(events.compactions(), path) => {
                 p.extend_path(path);
                 p
             }
@@ -146,11 +149,11 @@ impl Window {
     pub(crate) fn request(
         &mut self,
         sees: Sees<'_>,
-        events: &[StoredEvent],
+        events: &crate::Log,
     ) -> Result<Request, AgentError> {
-        let turns_path = current_path(events);
+        let turns_path = events.path();
         let mut request = Request::new(sees.agent.profile.model.clone(), Vec::new());
-        request.messages = self.transcript.messages(events, &turns_path);
+        request.messages = self.transcript.messages(events, turns_path);
         crate::standing::without(&mut request.messages, &self.retracted);
         let (system, tools) = match self.transcript.frozen.clone() {
             Some(frozen) => {
@@ -172,6 +175,7 @@ impl Window {
             None => {
                 let fresh =
                     sees.prefix(self.transcript.standing.as_ref().and_then(Option::as_deref));
+                self.transcript.facts = Some(rein_cache::PrefixFacts::of(&fresh.0, &fresh.1));
                 self.transcript.frozen = Some(fresh.clone());
                 fresh
             }
