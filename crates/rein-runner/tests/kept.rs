@@ -139,3 +139,52 @@ async fn a_kept_log_that_is_not_the_stores_is_thrown_away() {
     );
     again.close().await.unwrap();
 }
+
+/// The request a reopened conversation makes goes on from the transcript
+/// the kept log carried — through another writer's turn and a branch made
+/// meanwhile — and is exactly the one a conversation that read the whole
+/// log makes (debug builds also check each step's projection against the
+/// whole log's).
+#[tokio::test]
+async fn a_carried_transcript_gives_the_request_a_whole_read_gives() {
+    let store = Arc::new(MemoryStore::new());
+    let (session, kept) = kept_after(&store, 3).await;
+    let turns = store.turns(&session).await.unwrap();
+    let mut other = agent().reopen(store.clone(), &session).await.unwrap();
+    other.turn("between").await.unwrap();
+    other.branch_from(&turns[1].id).await.unwrap();
+    other.turn("second").await.unwrap();
+    other.close().await.unwrap();
+
+    // One writer at a time: each request is taken, its conversation
+    // closed (keeping), then the whole log's is taken.
+    let mut carried = agent().reopen_kept(store.clone(), kept).await.unwrap();
+    let from_carried = carried.next_request().await.unwrap().messages;
+    let kept = carried.close_keeping().await.unwrap();
+    assert_eq!(from_carried, whole_request(&store, &session).await);
+    assert!(
+        !format!("{from_carried:?}").contains("Meanwhile"),
+        "the branch left the other writer's turn behind"
+    );
+
+    // A turn on the carried transcript, kept again, reopened again.
+    let mut again = agent().reopen_kept(store.clone(), kept).await.unwrap();
+    again.turn("first").await.unwrap();
+    let kept = again.close_keeping().await.unwrap();
+    let mut last = agent().reopen_kept(store.clone(), kept).await.unwrap();
+    let from_carried = last.next_request().await.unwrap().messages;
+    last.close().await.unwrap();
+    assert_eq!(from_carried, whole_request(&store, &session).await);
+}
+
+/// The messages of the next request of a conversation that read the whole
+/// log of `session`.
+async fn whole_request(
+    store: &Arc<MemoryStore>,
+    session: &str,
+) -> Vec<std::sync::Arc<rein_wire::Message>> {
+    let mut whole = agent().reopen(store.clone(), session).await.unwrap();
+    let messages = whole.next_request().await.unwrap().messages;
+    whole.close().await.unwrap();
+    messages
+}

@@ -97,36 +97,34 @@ pub(super) struct Known {
     in_sync: bool,
     /// How many of the last known events are staged, not yet written.
     provisional: usize,
-    /// Whether `events` came from an earlier conversation ([`KeptLog`])
+    /// Whether `events` came from an earlier conversation ([`KeptEvents`])
     /// and its last event is still to be checked against the store.
     unchecked: bool,
+    /// Whether `events` came from an earlier conversation and its check
+    /// passed (what it carried besides is of this log).
+    kept_held: bool,
 }
 
 /// What a closed conversation had read of its log, for the next open of
-/// the same session in this process: only what came after it is read from
-/// the store. A log only grows, so it is the start of the log still; the
-/// open checks its last event against the store and reads the whole log
-/// when they differ.
+/// the same session in this process (the events of a [`super::KeptLog`]):
+/// only what came after it is read from the store. A log only grows, so it
+/// is the start of the log still; the open checks its last event against
+/// the store and reads the whole log when they differ.
 #[derive(Debug, Clone)]
-pub struct KeptLog {
+pub(super) struct KeptEvents {
     session: String,
     events: Arc<Log>,
 }
 
-impl KeptLog {
+impl KeptEvents {
     /// The session it is the log of.
-    pub fn session(&self) -> &str {
+    pub(super) fn session(&self) -> &str {
         &self.session
     }
 
     /// How many events it holds.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.events.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
     }
 }
 
@@ -136,13 +134,13 @@ impl Journal {
     pub(super) async fn open(
         store: Arc<dyn Store>,
         session: &rein_sessions::SessionInfo,
-        kept: Option<KeptLog>,
+        kept: Option<KeptEvents>,
     ) -> Result<Self, AgentError> {
         let session_id = session.id.clone();
         let holder = format!("rein runner (pid {})", std::process::id());
         let lease = store.acquire(&session_id, &holder, LEASE_TTL).await?;
         let known = match kept {
-            Some(kept) if kept.session == session_id && !kept.is_empty() => Known {
+            Some(kept) if kept.session == session_id && !kept.events.is_empty() => Known {
                 events: kept.events,
                 unchecked: true,
                 ..Known::default()
@@ -161,6 +159,12 @@ impl Journal {
             evidence_through: rein_sessions::recovery::imported_through(&session.metadata),
             released: false,
         })
+    }
+
+    /// Whether the log was kept from an earlier conversation and checked
+    /// to be the store's (false until the first read of the log).
+    pub(super) fn kept_held(&self) -> bool {
+        self.known.kept_held
     }
 
     /// How far the log is imported history, never acted on: its decisions,
@@ -213,7 +217,7 @@ impl Journal {
 
     /// Give the lease back, keeping what was read of the log (staged
     /// bookkeeping written first, so all of it is committed).
-    pub(super) async fn release_keeping(mut self) -> Result<KeptLog, AgentError> {
+    pub(super) async fn release_keeping(mut self) -> Result<KeptEvents, AgentError> {
         if !self.staged.is_empty() {
             self.append(Vec::new()).await?;
         }
@@ -227,7 +231,7 @@ impl Journal {
                 log.push(stored);
             }
         }
-        Ok(KeptLog {
+        Ok(KeptEvents {
             session: self.session_id.clone(),
             events,
         })
@@ -420,6 +424,8 @@ impl Journal {
                 .is_some_and(|(a, b)| same(a, b))
             {
                 self.known.events = Arc::default();
+            } else {
+                self.known.kept_held = true;
             }
         }
         let known = &mut self.known;

@@ -14,7 +14,8 @@
 //! - `inbox::Inbox`, what reaches the loop; `gate::Spend`, what the turn used.
 //!
 //! Beside them: `run` (what one run of the loop keeps between steps),
-//! `surface` (the API besides the turn), `open`, `asked`,
+//! `surface` (the API besides the turn), `open`, `kept` (what a closed
+//! conversation keeps for the next open), `asked`,
 //! `hooked`, `authority`, `folds` (and `log`, the ones a step asks kept as
 //! events come), `builtins`, `revisions`, `verify`, `answers`.
 
@@ -30,6 +31,7 @@ mod gate;
 mod hooked;
 mod inbox;
 mod journal;
+mod kept;
 mod log;
 mod open;
 mod revisions;
@@ -42,7 +44,7 @@ pub use crate::outcome::MAX_SHOWN_ARGUMENTS;
 pub(crate) use answers::parse_answer;
 pub use contract::{TurnContract, TurnResult};
 pub use inbox::{Heard, INBOX_POLL};
-pub use journal::KeptLog;
+pub use kept::KeptLog;
 pub use log::Log;
 pub use rein_wire::ApprovalRequest;
 
@@ -97,6 +99,10 @@ impl Conversation {
             Some(id) => store.session(id).await?,
             None => store.create_session(metadata).await?,
         };
+        let (kept, carried) = match kept {
+            Some(kept) => (Some(kept.events), kept.transcript),
+            None => (None, None),
+        };
         let journal = journal::Journal::open(store.clone(), &info, kept).await?;
         let inbox = inbox::Inbox::new(store.posted(&info.id));
         let mut conversation = Conversation {
@@ -112,6 +118,14 @@ impl Conversation {
             contract: None,
         };
         conversation.journal.recover().await?;
+        // Recovery read the log: a kept one was checked against the store,
+        // and what was carried must not have seen past it.
+        if let Some(carried) = carried
+            && conversation.journal.kept_held()
+            && carried.seen() <= conversation.journal.log().await?.len() as u64
+        {
+            conversation.window.carry(carried);
+        }
         Ok(conversation)
     }
 

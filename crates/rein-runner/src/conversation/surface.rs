@@ -228,7 +228,9 @@ impl Conversation {
 
     /// Give the session's lock back, keeping what was read of its log for
     /// the next [`crate::Agent::reopen_kept`] in this process.
-    pub async fn close_keeping(self) -> Result<super::KeptLog, AgentError> {
-        self.journal.release_keeping().await
+    pub async fn close_keeping(mut self) -> Result<super::KeptLog, AgentError> {
+        let transcript = self.window.carried();
+        let events = self.journal.release_keeping().await?;
+        Ok(super::KeptLog { events, transcript })
     }
 }

@@ -14,6 +14,7 @@ mod overflow;
 mod pressure;
 mod refused;
 mod request;
+pub(crate) use request::Carried;
 mod summary;
 
 pub(crate) use pressure::{Pressed, Trigger, reserve_of};
@@ -78,6 +79,17 @@ pub(crate) struct Sees<'a> {
 }
 
 impl Window {
+    /// The transcript the next open of this session can go on from.
+    pub(crate) fn carried(&mut self) -> Option<request::Carried> {
+        self.transcript.carried()
+    }
+
+    /// Go on from the transcript an earlier conversation over the same log
+    /// carried (see `request::Carried`).
+    pub(crate) fn carry(&mut self, carried: request::Carried) {
+        self.transcript.carry(carried);
+    }
+
     /// Whether the tools shown were fixed already (by a request sent).
     pub(crate) fn tools_frozen(&self) -> bool {
         self.transcript.is_frozen()

@@ -42,7 +42,41 @@ pub(crate) struct Transcript {
     sealed: Vec<(u64, blake3::Hash)>,
 }
 
+/// What a closed conversation's transcript carries to the next open of
+/// the same session in this process ([`crate::KeptLog`]): the projection
+/// so far and the sealed messages' sizes and digests, so a turn does not
+/// project and measure the whole history again. Valid only with the log it
+/// was made from: the open drops it when the kept log is not the store's.
+#[derive(Debug, Clone)]
+pub(crate) struct Carried {
+    projector: rein_context::project::Projector,
+    sealed: Vec<(u64, blake3::Hash)>,
+}
+
+impl Carried {
+    /// The last sequence number it was made from.
+    pub(crate) fn seen(&self) -> u64 {
+        self.projector.seen
+    }
+}
+
 impl Transcript {
+    /// What the next open of this session can go on from (`None` before
+    /// the first request).
+    pub(crate) fn carried(&mut self) -> Option<Carried> {
+        let projector = self.projector.take()?;
+        Some(Carried {
+            projector,
+            sealed: std::mem::take(&mut self.sealed),
+        })
+    }
+
+    /// Go on from what an earlier conversation over the same log carried.
+    pub(crate) fn carry(&mut self, carried: Carried) {
+        self.projector = Some(carried.projector);
+        self.sealed = carried.sealed;
+    }
+
     /// Let the next request freeze the prefix again: the backend's tools
     /// changed at a turn boundary.
     pub(crate) fn refreeze(&mut self) {
