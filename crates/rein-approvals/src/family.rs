@@ -35,26 +35,57 @@ pub struct Waiting {
     pub preview: Option<rein_wire::Preview>,
 }
 
+/// One session of a family, with its log as read once for the walk.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The session.
+    pub session: String,
+    /// Its agent path (`main`, `main/agent-2`, …).
+    pub agent_path: String,
+    /// Its log.
+    pub events: Vec<rein_sessions::StoredEvent>,
+}
+
 /// `session` and its sub-agents' sessions (theirs too), each with its
 /// agent path, parents first; at most 256 of them.
 pub async fn family(store: &dyn Store, session: &str) -> Result<Vec<(String, String)>, AgentError> {
-    let mut found = vec![(session.to_owned(), "main".to_owned())];
+    Ok(family_read(store, session)
+        .await?
+        .into_iter()
+        .map(|m| (m.session, m.agent_path))
+        .collect())
+}
+
+/// [`family`] with each member's log, each read once: what a surface shows
+/// of a conversation (its report, what waits) is made from these without
+/// reading any log again.
+pub async fn family_read(store: &dyn Store, session: &str) -> Result<Vec<Member>, AgentError> {
+    let mut found = vec![Member {
+        session: session.to_owned(),
+        agent_path: "main".to_owned(),
+        events: Vec::new(),
+    }];
     let mut next = 0;
     while next < found.len() && found.len() < MAX_SESSIONS {
-        let (parent, _) = found[next].clone();
-        next += 1;
-        for stored in rein_sessions::read_all(store, &parent).await? {
+        let events = rein_sessions::read_all(store, &found[next].session).await?;
+        for stored in &events {
             if let Event::AgentStarted {
                 agent_path,
                 session: Some(child),
                 ..
-            } = stored.event
-                && !found.iter().any(|(s, _)| *s == child)
+            } = &stored.event
+                && !found.iter().any(|m| m.session == *child)
                 && found.len() < MAX_SESSIONS
             {
-                found.push((child, agent_path));
+                found.push(Member {
+                    session: child.clone(),
+                    agent_path: agent_path.clone(),
+                    events: Vec::new(),
+                });
             }
         }
+        found[next].events = events;
+        next += 1;
     }
     Ok(found)
 }
@@ -62,15 +93,17 @@ pub async fn family(store: &dyn Store, session: &str) -> Result<Vec<(String, Str
 /// Every approval waiting in `session` or its sub-agents, parents first,
 /// oldest first within a session.
 pub async fn waiting(store: &dyn Store, session: &str) -> Result<Vec<Waiting>, AgentError> {
+    waiting_in(store, &family_read(store, session).await?).await
+}
+
+/// [`waiting`] in a family already read.
+pub async fn waiting_in(store: &dyn Store, family: &[Member]) -> Result<Vec<Waiting>, AgentError> {
     let mut all = Vec::new();
-    for (member, agent_path) in family(store, session).await? {
-        let control = store.control(&member).await?;
-        if control.pending.is_empty() {
-            continue;
-        }
-        let events = rein_sessions::read_all(store, &member).await?;
+    for member in family {
+        let control = store.control(&member.session).await?;
         for pending in control.pending {
-            let asked = rein_sessions::recovery::approval_request(&events, &pending.approval_id);
+            let asked =
+                rein_sessions::recovery::approval_request(&member.events, &pending.approval_id);
             let (arguments, preview) = match asked.map(|e| &e.event) {
                 Some(Event::ApprovalRequested {
                     arguments, preview, ..
@@ -78,8 +111,8 @@ pub async fn waiting(store: &dyn Store, session: &str) -> Result<Vec<Waiting>, A
                 _ => (serde_json::Value::Null, None),
             };
             all.push(Waiting {
-                session: member.clone(),
-                agent_path: agent_path.clone(),
+                session: member.session.clone(),
+                agent_path: member.agent_path.clone(),
                 approval_id: pending.approval_id,
                 tool: pending.tool,
                 permission: pending.permission,

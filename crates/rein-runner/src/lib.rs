@@ -51,23 +51,31 @@ pub async fn report_with_agents(
     store: &dyn rein_sessions::Store,
     session: &str,
 ) -> Result<rein_trace::TraceReport, rein_wire::AgentError> {
-    let family = rein_approvals::family(store, session).await?;
-    let mut reports = Vec::with_capacity(family.len());
-    for (member, _) in &family {
-        let events = rein_sessions::read_all(store, member).await?;
-        reports.push(rein_trace::report(member, &events));
-    }
-    let mut reports = reports.into_iter();
+    Ok(report_of_family(
+        session,
+        &rein_approvals::family_read(store, session).await?,
+    ))
+}
+
+/// [`report_with_agents`] of a family already read
+/// (`rein_approvals::family_read`).
+pub fn report_of_family(
+    session: &str,
+    family: &[rein_approvals::Member],
+) -> rein_trace::TraceReport {
+    let mut reports = family
+        .iter()
+        .map(|m| rein_trace::report(&m.session, &m.events));
     let Some(own) = reports.next() else {
-        return Ok(rein_trace::report(session, &[]));
+        return rein_trace::report(session, &[]);
     };
     let agents = family
-        .into_iter()
+        .iter()
         .skip(1)
-        .map(|(_, path)| path)
+        .map(|m| m.agent_path.clone())
         .zip(reports)
         .collect();
-    Ok(own.with_agents(agents))
+    own.with_agents(agents)
 }
 
 /// The README's snippet, compiled and run as a doc test.

@@ -131,6 +131,18 @@ async fn login(State(server): State<Server>, Query(query): Query<LoginQuery>) ->
 async fn summary(server: &Server, id: &str) -> Result<Value, AgentError> {
     let store = server.inner.store.as_ref();
     let info = store.session(id).await?;
+    let family = rein_approvals::family_read(store, id).await?;
+    summary_of(server, &info, &family).await
+}
+
+/// [`summary`] of a conversation whose family's logs are read.
+async fn summary_of(
+    server: &Server,
+    info: &rein_sessions::SessionInfo,
+    family: &[rein_approvals::Member],
+) -> Result<Value, AgentError> {
+    let store = server.inner.store.as_ref();
+    let id = info.id.as_str();
     let last = store.read(id, info.head_seq.max(1), 1).await?;
     let first_turn = store
         .read(id, 1, 3)
@@ -148,7 +160,7 @@ async fn summary(server: &Server, id: &str) -> Result<Value, AgentError> {
     } else {
         "idle"
     };
-    let report = rein_runner::report_with_agents(store, id).await?;
+    let report = rein_runner::report_of_family(id, family);
     let totals = report.all.as_ref().unwrap_or(&report.totals);
     let title = info.metadata["title"]
         .as_str()
@@ -228,9 +240,13 @@ async fn create_conversation(
 #[utoipa::path(get, path = "/api/conversations/{id}", params(("id" = String, Path)),
     responses((status = 200, description = "The conversation"), (status = 404, description = "No such conversation")))]
 async fn get_conversation(State(server): State<Server>, Path(id): Path<String>) -> Answered {
-    let mut conversation = summary(&server, &id).await?;
-    conversation["turns"] = json!(server.inner.store.turns(&id).await?);
-    conversation["approvals"] = waiting_json(&server, &id).await?;
+    // Each log of the conversation's family read once for all of it.
+    let store = server.inner.store.as_ref();
+    let info = store.session(&id).await?;
+    let family = rein_approvals::family_read(store, &id).await?;
+    let mut conversation = summary_of(&server, &info, &family).await?;
+    conversation["turns"] = json!(store.turns(&id).await?);
+    conversation["approvals"] = waiting_of(&server, &family).await?;
     Ok(Json(conversation).into_response())
 }
 
@@ -348,27 +364,29 @@ async fn events(
 async fn waiting_json(server: &Server, id: &str) -> Result<Value, AgentError> {
     let store = server.inner.store.as_ref();
     store.session(id).await?;
-    let waiting = rein_approvals::waiting(store, id).await?;
-    let mut listed = Vec::with_capacity(waiting.len());
-    for w in waiting {
-        let events = rein_sessions::read_all(store, &w.session).await?;
-        let asked = rein_sessions::recovery::approval_request(&events, &w.approval_id);
-        let (arguments, preview) = match asked.map(|e| &e.event) {
-            Some(rein_sessions::Event::ApprovalRequested {
-                arguments, preview, ..
-            }) => (arguments.clone(), json!(preview)),
-            _ => (Value::Null, Value::Null),
-        };
-        listed.push(json!({
-            "approval_id": w.approval_id,
-            "session": w.session,
-            "agent_path": w.agent_path,
-            "tool": w.tool,
-            "permission": w.permission,
-            "arguments": arguments,
-            "preview": preview,
-        }));
-    }
+    waiting_of(server, &rein_approvals::family_read(store, id).await?).await
+}
+
+/// What waits for a person in a family already read.
+async fn waiting_of(
+    server: &Server,
+    family: &[rein_approvals::Member],
+) -> Result<Value, AgentError> {
+    let waiting = rein_approvals::waiting_in(server.inner.store.as_ref(), family).await?;
+    let listed: Vec<Value> = waiting
+        .into_iter()
+        .map(|w| {
+            json!({
+                "approval_id": w.approval_id,
+                "session": w.session,
+                "agent_path": w.agent_path,
+                "tool": w.tool,
+                "permission": w.permission,
+                "arguments": w.arguments,
+                "preview": w.preview,
+            })
+        })
+        .collect();
     Ok(json!(listed))
 }
 
