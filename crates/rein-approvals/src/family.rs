@@ -9,7 +9,7 @@
 //!
 //! Not here: deciding (`person`), what a sub-agent is (`rein-runner`).
 
-use rein_sessions::{Event, Store};
+use rein_sessions::{Event, LogCache, Store};
 use rein_wire::AgentError;
 use rein_wire::permission::PermissionClass;
 
@@ -43,7 +43,7 @@ pub struct Member {
     /// Its agent path (`main`, `main/agent-2`, …).
     pub agent_path: String,
     /// Its log.
-    pub events: Vec<rein_sessions::StoredEvent>,
+    pub events: std::sync::Arc<Vec<rein_sessions::StoredEvent>>,
 }
 
 /// `session` and its sub-agents' sessions (theirs too), each with its
@@ -60,15 +60,37 @@ pub async fn family(store: &dyn Store, session: &str) -> Result<Vec<(String, Str
 /// of a conversation (its report, what waits) is made from these without
 /// reading any log again.
 pub async fn family_read(store: &dyn Store, session: &str) -> Result<Vec<Member>, AgentError> {
+    family_read_in(store, None, session).await
+}
+
+/// [`family_read`] through `cache`: each log read only from where the
+/// cache's copy ends (`rein_sessions::LogCache`).
+pub async fn family_read_cached(
+    store: &dyn Store,
+    cache: &LogCache,
+    session: &str,
+) -> Result<Vec<Member>, AgentError> {
+    family_read_in(store, Some(cache), session).await
+}
+
+async fn family_read_in(
+    store: &dyn Store,
+    cache: Option<&LogCache>,
+    session: &str,
+) -> Result<Vec<Member>, AgentError> {
     let mut found = vec![Member {
         session: session.to_owned(),
         agent_path: "main".to_owned(),
-        events: Vec::new(),
+        events: std::sync::Arc::default(),
     }];
     let mut next = 0;
     while next < found.len() && found.len() < MAX_SESSIONS {
-        let events = rein_sessions::read_all(store, &found[next].session).await?;
-        for stored in &events {
+        let member = &found[next].session;
+        let events = match cache {
+            Some(cache) => cache.read(store, member).await?,
+            None => std::sync::Arc::new(rein_sessions::read_all(store, member).await?),
+        };
+        for stored in events.iter() {
             if let Event::AgentStarted {
                 agent_path,
                 session: Some(child),
@@ -80,7 +102,7 @@ pub async fn family_read(store: &dyn Store, session: &str) -> Result<Vec<Member>
                 found.push(Member {
                     session: child.clone(),
                     agent_path: agent_path.clone(),
-                    events: Vec::new(),
+                    events: std::sync::Arc::default(),
                 });
             }
         }

@@ -26,7 +26,7 @@ pub use rein_wire::permission::{Decision, LeaseScope, PermissionClass, Policy};
 mod family;
 mod person;
 
-pub use family::{Member, Waiting, family, family_read, waiting, waiting_in};
+pub use family::{Member, Waiting, family, family_read, family_read_cached, waiting, waiting_in};
 pub use person::{Delivery, decide, decided, say, stop};
 
 /// The approvals granted for the rest of a run.

@@ -106,7 +106,13 @@ pub(crate) struct Inner {
     /// The memory a person sees and edits here (`/api/memory`): one scope
     /// of a store.
     pub(crate) memory: Option<memory::Shown>,
+    /// The logs shown (summaries, what waits), read again only from where
+    /// the last read ended.
+    pub(crate) shown: rein_sessions::LogCache,
 }
+
+/// The most events the shown logs keep over all conversations.
+const SHOWN_EVENTS: usize = 200_000;
 
 impl Inner {
     /// Open `session` with the agent it was started with (its metadata's
@@ -195,6 +201,7 @@ impl Server {
                 cookie: auth::cookie_name(addr),
                 live: live::Live::default(),
                 memory: None,
+                shown: rein_sessions::LogCache::new(SHOWN_EVENTS),
             }),
             limits: Limits::default(),
             budgets: None,
@@ -255,6 +262,7 @@ impl Server {
                 cookie: shared.cookie.clone(),
                 live: live::Live::default(),
                 memory: shared.memory.clone(),
+                shown: rein_sessions::LogCache::new(SHOWN_EVENTS),
             });
         }
         self

@@ -131,7 +131,7 @@ async fn login(State(server): State<Server>, Query(query): Query<LoginQuery>) ->
 async fn summary(server: &Server, id: &str) -> Result<Value, AgentError> {
     let store = server.inner.store.as_ref();
     let info = store.session(id).await?;
-    let family = rein_approvals::family_read(store, id).await?;
+    let family = rein_approvals::family_read_cached(store, &server.inner.shown, id).await?;
     summary_of(server, &info, &family).await
 }
 
@@ -243,7 +243,7 @@ async fn get_conversation(State(server): State<Server>, Path(id): Path<String>) 
     // Each log of the conversation's family read once for all of it.
     let store = server.inner.store.as_ref();
     let info = store.session(&id).await?;
-    let family = rein_approvals::family_read(store, &id).await?;
+    let family = rein_approvals::family_read_cached(store, &server.inner.shown, &id).await?;
     let mut conversation = summary_of(&server, &info, &family).await?;
     conversation["turns"] = json!(store.turns(&id).await?);
     conversation["approvals"] = waiting_of(&server, &family).await?;
@@ -364,7 +364,11 @@ async fn events(
 async fn waiting_json(server: &Server, id: &str) -> Result<Value, AgentError> {
     let store = server.inner.store.as_ref();
     store.session(id).await?;
-    waiting_of(server, &rein_approvals::family_read(store, id).await?).await
+    waiting_of(
+        server,
+        &rein_approvals::family_read_cached(store, &server.inner.shown, id).await?,
+    )
+    .await
 }
 
 /// What waits for a person in a family already read.

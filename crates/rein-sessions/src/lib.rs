@@ -21,6 +21,7 @@ mod event;
 mod holder;
 pub mod home;
 mod inbox;
+mod log_cache;
 mod memory;
 mod open;
 #[cfg(feature = "postgres")]
@@ -47,6 +48,7 @@ pub use copy::{Copied, copy};
 pub use event::{EVENT_VERSION, Event, NewEvent, ResultSource, StoredEvent, ToolStatus};
 pub use holder::ProcessMark;
 pub use inbox::{Folded, InboxEntry, InboxItem, TakenDecision, fold};
+pub use log_cache::LogCache;
 pub use memory::MemoryStore;
 pub use open::{open_url, sqlite_path};
 #[cfg(feature = "postgres")]
