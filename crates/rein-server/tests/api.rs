@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{code, start};
+use crate::common::{UiStream, code, start};
 use futures::StreamExt;
 use rein_runner::Profile;
 use rein_server::Server;
@@ -545,30 +545,9 @@ async fn the_live_events_read_back_as_rein_wires_own_type() {
             json!({"text": "read nowhere.rs"}),
         ))
         .await;
-    let mut seen: Vec<rein_wire::UiEvent> = Vec::new();
-    let mut buffer = String::new();
-    let mut body = stream.bytes_stream();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    'read: while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, body.next()).await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            if !block.lines().any(|l| l == "event: ui") {
-                continue;
-            }
-            let data = block
-                .lines()
-                .find_map(|l| l.strip_prefix("data: "))
-                .unwrap();
-            let event: rein_wire::UiEvent = serde_json::from_str(data)
-                .unwrap_or_else(|e| panic!("not a UiEvent ({e}): {data}"));
-            let finished = matches!(event.kind, rein_wire::UiKind::TurnFinished { .. });
-            seen.push(event);
-            if finished {
-                break 'read;
-            }
-        }
-    }
+    let mut ui = UiStream::new(stream);
+    let seen = ui.turn(Duration::from_secs(30)).await;
+    assert!(!ui.ended, "the stream ended: {seen:?}");
     assert!(seen.iter().all(|e| e.agent.is_main()), "{seen:?}");
     let failed = seen.iter().find_map(|e| match &e.kind {
         rein_wire::UiKind::ToolResult {

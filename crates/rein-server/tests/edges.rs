@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::common::{code, start};
+use crate::common::{UiStream, code, start};
 use serde_json::json;
 
 async fn problem(response: reqwest::Response) -> (u16, String) {
@@ -203,4 +203,38 @@ async fn what_waits_for_a_turn_is_bounded() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(outcome.map(|o| o.as_str()), Some("finished"));
+}
+
+/// Every turn's end reaches a watcher, however quickly the turn ends: a
+/// served turn's last live event is handed on before its place is given
+/// back, never cut off with its forwarder.
+#[tokio::test]
+async fn every_turns_end_reaches_a_watcher() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    let stream = server
+        .get(&format!("/api/conversations/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    let mut ui = UiStream::new(stream);
+    for turn in 0..20 {
+        let (status, _) = server
+            .json(server.post(
+                &format!("/api/conversations/{id}/turns"),
+                json!({"text": "hello"}),
+            ))
+            .await;
+        assert_eq!(status, 202, "turn {turn}");
+        let seen = ui.turn(Duration::from_secs(20)).await;
+        assert!(!ui.ended, "turn {turn}: the stream ended: {seen:?}");
+        assert!(
+            matches!(
+                seen.last().map(|e| &e.kind),
+                Some(rein_wire::UiKind::TurnFinished { .. })
+            ),
+            "turn {turn}: {seen:?}"
+        );
+        server.until_state(&id, "idle").await;
+    }
 }

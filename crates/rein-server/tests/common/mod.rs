@@ -144,3 +144,62 @@ impl Running {
 pub fn code(body: &Value) -> &str {
     body["code"].as_str().unwrap_or_default()
 }
+
+/// A conversation's event stream as its `ui` events, read a turn at a time.
+pub struct UiStream {
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: String,
+    /// Whether the server ended the stream.
+    pub ended: bool,
+}
+
+impl UiStream {
+    pub fn new(response: reqwest::Response) -> Self {
+        use futures::StreamExt;
+        Self {
+            body: response
+                .bytes_stream()
+                .map(|chunk| chunk.map(|b| b.to_vec()))
+                .boxed(),
+            buffer: String::new(),
+            ended: false,
+        }
+    }
+
+    /// The `ui` events up to and with the next `TurnFinished`, or what came
+    /// before `limit` passed without one.
+    pub async fn turn(&mut self, limit: Duration) -> Vec<rein_wire::UiEvent> {
+        use futures::StreamExt;
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut seen = Vec::new();
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                if !block.lines().any(|l| l == "event: ui") {
+                    continue;
+                }
+                let data = block
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .unwrap();
+                let event: rein_wire::UiEvent = serde_json::from_str(data)
+                    .unwrap_or_else(|e| panic!("not a UiEvent ({e}): {data}"));
+                let finished = matches!(event.kind, rein_wire::UiKind::TurnFinished { .. });
+                seen.push(event);
+                if finished {
+                    return seen;
+                }
+            }
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Ok(Some(chunk)) => self
+                    .buffer
+                    .push_str(&String::from_utf8_lossy(&chunk.unwrap())),
+                Ok(None) => {
+                    self.ended = true;
+                    return seen;
+                }
+                Err(_) => return seen,
+            }
+        }
+    }
+}
