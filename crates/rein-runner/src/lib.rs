@@ -28,6 +28,7 @@ mod steering;
 mod subagent;
 mod tasks;
 mod telemetry;
+mod watching;
 
 pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
@@ -44,6 +45,7 @@ pub use rein_wire::{AgentPath, UiEvent, UiKind};
 pub use standing::{MAX_STANDING_BYTES, RETRACTED, Stacked, Standing};
 pub use steering::Steering;
 pub use tasks::{ConversationTasks, TaskApproval, TaskUsage};
+pub use watching::hand_on;
 
 /// A session's trace report with its sub-agents rolled up: each one's
 /// session reported under its agent path, and all of them added up.

@@ -302,34 +302,31 @@ impl ConversationTasks {
             cancel.cancelled().await;
             steering.interrupt();
         });
+        let done = tokio_util::sync::CancellationToken::new();
         let counter = self.usage.clone().map(|tx| {
-            let mut ui = conversation.subscribe();
             let task = attempt.task.id.clone();
-            tokio::spawn(async move {
-                loop {
-                    match ui.recv().await {
-                        Ok(crate::UiEvent {
-                            kind: crate::UiKind::Usage { usage, .. },
-                            ..
-                        }) => {
-                            let tokens = usage.prompt_total() + usage.output;
-                            let _ = tx.send(TaskUsage {
-                                task: task.clone(),
-                                tokens,
-                            });
-                        }
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            tokio::spawn(crate::hand_on(
+                conversation.subscribe(),
+                done.clone(),
+                move |event| {
+                    if let crate::UiKind::Usage { usage, .. } = event.kind {
+                        let tokens = usage.prompt_total() + usage.output;
+                        let _ = tx.send(TaskUsage {
+                            task: task.clone(),
+                            tokens,
+                        });
                     }
-                }
-            })
+                },
+            ))
         });
         let result = self
             .drive(&mut conversation, &attempt, earlier.is_some())
             .await;
         watcher.abort();
+        // The turn's last usage is counted too.
+        done.cancel();
         if let Some(counter) = counter {
-            counter.abort();
+            let _ = counter.await;
         }
         let closed = conversation.close().await;
         let outputs = result?;

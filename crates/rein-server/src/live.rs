@@ -215,7 +215,13 @@ pub(crate) async fn start_turn(
     let cancel = claim.started(conversation.steering());
     let ui = inner.live.ui(session);
     let done = CancellationToken::new();
-    let forward = tokio::spawn(forward(conversation.subscribe(), ui, done.clone()));
+    let forward = tokio::spawn(rein_runner::hand_on(
+        conversation.subscribe(),
+        done.clone(),
+        move |event| {
+            let _ = ui.send(event);
+        },
+    ));
     let inner = inner.clone();
     let session = session.to_owned();
     tokio::spawn(async move {
@@ -243,39 +249,6 @@ pub(crate) async fn start_turn(
         inner.live.finished(&session);
     });
     Ok(())
-}
-
-/// Hand a turn's live events on to its watchers until `done`, then what
-/// is left in the channel: the turn's last event (`TurnFinished`) is sent
-/// before `done`, and must reach a watcher as every other did. A forwarder
-/// that fell behind skips what it lost (the log has the outcome).
-async fn forward(
-    mut events: broadcast::Receiver<UiEvent>,
-    ui: broadcast::Sender<UiEvent>,
-    done: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            biased;
-            event = events.recv() => match event {
-                Ok(event) => {
-                    let _ = ui.send(event);
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => return,
-            },
-            () = done.cancelled() => break,
-        }
-    }
-    loop {
-        match events.try_recv() {
-            Ok(event) => {
-                let _ = ui.send(event);
-            }
-            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-            Err(_) => return,
-        }
-    }
 }
 
 /// The contract a new turn (`says`) or the open one runs under, or why it
