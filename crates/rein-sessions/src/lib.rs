@@ -59,7 +59,7 @@ pub use record::{Acted, Pressure, Refused};
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{
     ArtifactRef, ControlRecord, PendingApproval, SessionInfo, SessionLock, Slice, Store, TurnInfo,
-    open_turn_started, read_all,
+    open_turn_started, read_all, read_from, still_begins,
 };
 pub use subscribe::Posted;
 

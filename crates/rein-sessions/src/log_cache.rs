@@ -50,31 +50,15 @@ impl LogCache {
         session: &str,
     ) -> Result<Arc<Vec<StoredEvent>>, AgentError> {
         let mut events = match self.take(session) {
-            Some(kept) => {
-                let last = kept.len() as u64;
-                let now = store.read(session, last, 1).await?;
-                let same = |a: &StoredEvent, b: &StoredEvent| {
-                    (a.seq, &a.agent_path, &a.event) == (b.seq, &b.agent_path, &b.event)
-                };
-                if now
-                    .first()
-                    .zip(kept.last())
-                    .is_some_and(|(a, b)| same(a, b))
-                {
-                    kept
-                } else {
-                    Arc::default()
-                }
-            }
+            Some(kept) => match kept.last() {
+                Some(last) if crate::still_begins(store, session, last).await? => kept,
+                _ => Arc::default(),
+            },
             None => Arc::default(),
         };
-        loop {
-            let from = events.len() as u64 + 1;
-            let page = store.read(session, from, 10_000).await?;
-            if page.is_empty() {
-                break;
-            }
-            Arc::make_mut(&mut events).extend(page);
+        let fresh = crate::read_from(store, session, events.len() as u64 + 1).await?;
+        if !fresh.is_empty() {
+            Arc::make_mut(&mut events).extend(fresh);
         }
         if events.is_empty() {
             store.session(session).await?;

@@ -257,19 +257,47 @@ pub trait Store: Send + Sync {
 /// A session's whole log, read page by page; `session_not_found` for a
 /// session that does not exist.
 pub async fn read_all(store: &dyn Store, session: &str) -> Result<Vec<StoredEvent>, AgentError> {
+    let events = read_from(store, session, 1).await?;
+    if events.is_empty() {
+        store.session(session).await?;
+    }
+    Ok(events)
+}
+
+/// Every event of `session` from sequence number `from` on, read a page
+/// at a time (none when the session has no such event, or is not there).
+pub async fn read_from(
+    store: &dyn Store,
+    session: &str,
+    from: u64,
+) -> Result<Vec<StoredEvent>, AgentError> {
     let mut events = Vec::new();
     loop {
-        let from = events.len() as u64 + 1;
-        let page = store.read(session, from, 10_000).await?;
+        let page = store
+            .read(session, from + events.len() as u64, 10_000)
+            .await?;
         if page.is_empty() {
             break;
         }
         events.extend(page);
     }
-    if events.is_empty() {
-        store.session(session).await?;
-    }
     Ok(events)
+}
+
+/// Whether a log of `session` kept in memory, ending with `last`, is still
+/// the start of the store's: the store has the same event at the same
+/// place (its time aside: a staged event's is stamped again when
+/// written). Not when the session was made again under the same id, or
+/// the kept log came from another store.
+pub async fn still_begins(
+    store: &dyn Store,
+    session: &str,
+    last: &StoredEvent,
+) -> Result<bool, AgentError> {
+    let now = store.read(session, last.seq, 1).await?;
+    Ok(now.first().is_some_and(|now| {
+        (now.seq, &now.agent_path, &now.event) == (last.seq, &last.agent_path, &last.event)
+    }))
 }
 
 /// `key` checked as [`Store::sessions_where`] takes it.

@@ -410,37 +410,20 @@ impl Journal {
         }
         known.written.clear();
         if std::mem::take(&mut known.unchecked) {
-            let last = known.events.len() as u64;
-            let stored = self.store.read(&self.session_id, last, 1).await?;
-            // The same event at the same place (its time aside: a staged
-            // event's is stamped again when written).
-            let same = |a: &StoredEvent, b: &StoredEvent| {
-                (a.seq, &a.agent_path, &a.event) == (b.seq, &b.agent_path, &b.event)
+            let holds = match known.events.last() {
+                Some(last) => {
+                    rein_sessions::still_begins(&*self.store, &self.session_id, last).await?
+                }
+                None => false,
             };
-            let kept_last = self.known.events.last();
-            if !stored
-                .first()
-                .zip(kept_last)
-                .is_some_and(|(a, b)| same(a, b))
-            {
-                self.known.events = Arc::default();
-            } else {
+            if holds {
                 self.known.kept_held = true;
+            } else {
+                self.known.events = Arc::default();
             }
         }
-        let known = &mut self.known;
-        let known_len = known.events.len() as u64;
-        let mut fresh: Vec<StoredEvent> = Vec::new();
-        loop {
-            let page = self
-                .store
-                .read(&self.session_id, known_len + fresh.len() as u64 + 1, 10_000)
-                .await?;
-            if page.is_empty() {
-                break;
-            }
-            fresh.extend(page);
-        }
+        let from = self.known.events.len() as u64 + 1;
+        let fresh = rein_sessions::read_from(&*self.store, &self.session_id, from).await?;
         let known = &mut self.known;
         if !fresh.is_empty() {
             // Cheap when no earlier snapshot is still held (the usual case).
