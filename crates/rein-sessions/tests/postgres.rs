@@ -246,6 +246,80 @@ async fn a_bad_url_is_a_coded_error_that_shows_no_password() {
     assert_eq!(err.code, codes::INVALID_INPUT, "{err}");
 }
 
+/// Workers that fill several places at once (`claim_tasks`) still get
+/// each task once, each claim its own token: a claim's result is taken
+/// with its own token only, never with another of the same batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_taken_in_batches_give_each_task_once_with_a_token_of_its_own() {
+    let Some((_, stores)) = stores(4).await else {
+        return;
+    };
+    let graph = stores[0].create_session(json!({})).await.unwrap().id;
+    let queue = stores[0].queue();
+    for n in 0..60 {
+        queue
+            .enqueue(&graph, &format!("t{n:02}"), 1, &format!("{{\"n\":{n}}}"))
+            .await
+            .unwrap();
+    }
+    assert!(
+        queue
+            .claim_tasks("none", Duration::from_secs(60), 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let mut claiming = Vec::new();
+    for (w, store) in stores.iter().enumerate() {
+        let queue = store.queue();
+        claiming.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let batch = queue
+                    .claim_tasks(&format!("w{w}"), Duration::from_secs(60), 7)
+                    .await
+                    .unwrap();
+                if batch.is_empty() {
+                    return mine;
+                }
+                assert!(batch.len() <= 7);
+                if let [first, second, ..] = batch.as_slice() {
+                    assert_ne!(first.claim.token, second.claim.token);
+                    let mut crossed = second.claim.clone();
+                    crossed.token.clone_from(&first.claim.token);
+                    assert!(!queue.complete(&crossed, true, "not mine").await.unwrap());
+                }
+                for task in batch {
+                    let n = task
+                        .claim
+                        .task
+                        .trim_start_matches('t')
+                        .parse::<u32>()
+                        .unwrap();
+                    assert_eq!(task.payload, format!("{{\"n\":{n}}}"));
+                    assert!(queue.complete(&task.claim, true, "ok").await.unwrap());
+                    mine.push(task.claim.task);
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for worker in claiming {
+        all.extend(worker.await.unwrap());
+    }
+    all.sort();
+    assert_eq!(all.len(), 60);
+    all.dedup();
+    assert_eq!(all.len(), 60, "no task claimed twice");
+    let attempts = queue.attempts(&graph).await.unwrap();
+    assert!(
+        attempts
+            .iter()
+            .all(|(_, _, claims, state)| *claims == 1 && state == "done"),
+        "{attempts:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn workers_claim_each_task_once_a_lapsed_claim_is_taken_and_only_its_holder_completes() {

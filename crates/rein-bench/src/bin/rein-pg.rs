@@ -8,9 +8,12 @@
 //!   `--seconds`. Reports appends per second over all processes and the
 //!   latency of one append (p50, p99).
 //! - **claims**: for each count of worker processes (`--workers 1,4,16`),
-//!   `--tasks` task attempts are offered, then each process claims one,
-//!   completes it at once and asks again until none is left. Reports the
-//!   latency of one claim (p50, p99) and tasks completed per second.
+//!   `--tasks` task attempts are offered, then each process fills its
+//!   `--places` (1 by default) — in one claim, or with
+//!   `--one-claim-a-place` one claim each, as workers did before claims
+//!   were batched — completes them at once and asks again until none is
+//!   left. Reports the time to fill the places (p50, p99) and tasks
+//!   completed per second.
 //!
 //! Each count gets a database of its own. The processes are this binary
 //! again (hidden subcommands); each prints one JSON line of its figures.
@@ -66,6 +69,12 @@ enum Job {
         /// Task attempts offered per run.
         #[arg(long, default_value_t = 2000)]
         tasks: usize,
+        /// Tasks each worker process holds at once.
+        #[arg(long, default_value_t = 1)]
+        places: usize,
+        /// Fill the places one claim each (not one claim for all).
+        #[arg(long)]
+        one_claim_a_place: bool,
     },
     /// One writer process (run by `appends`).
     #[command(hide = true)]
@@ -82,6 +91,10 @@ enum Job {
     ClaimChild {
         #[arg(long)]
         database: String,
+        #[arg(long)]
+        places: usize,
+        #[arg(long)]
+        one_claim_a_place: bool,
     },
 }
 
@@ -148,26 +161,45 @@ async fn append_child(database: &str, sessions: usize, seconds: u64) -> Result<C
     Ok(figures)
 }
 
-async fn claim_child(database: &str) -> Result<ChildFigures> {
+async fn claim_child(database: &str, places: usize, one_by_one: bool) -> Result<ChildFigures> {
     let store = PgStore::open(database).await?;
     let queue = store.queue();
     let holder = format!("worker-{}", std::process::id());
+    let ttl = Duration::from_secs(60);
     let mut figures = ChildFigures {
         done: 0,
         latencies_us: Vec::new(),
     };
     loop {
         let started = Instant::now();
-        let Some(task) = queue.claim_task(&holder, Duration::from_secs(60)).await? else {
-            break;
+        let tasks = if one_by_one {
+            let mut tasks = Vec::new();
+            while tasks.len() < places {
+                let Some(task) = queue.claim_task(&holder, ttl).await? else {
+                    break;
+                };
+                tasks.push(task);
+            }
+            tasks
+        } else {
+            queue.claim_tasks(&holder, ttl, places).await?
         };
+        if tasks.is_empty() {
+            break;
+        }
         figures
             .latencies_us
             .push(started.elapsed().as_micros() as u64);
-        if !queue.complete(&task.claim, true, "done").await? {
+        let completed = futures::future::try_join_all(
+            tasks
+                .iter()
+                .map(|task| queue.complete(&task.claim, true, "done")),
+        )
+        .await?;
+        if completed.contains(&false) {
             bail!("a claim held by this worker was refused its result");
         }
-        figures.done += 1;
+        figures.done += tasks.len() as u64;
     }
     Ok(figures)
 }
@@ -244,7 +276,13 @@ async fn appends(base: &str, writers: &[usize], sessions: usize, seconds: u64) -
     Ok(())
 }
 
-async fn claims(base: &str, workers: &[usize], tasks: usize) -> Result<()> {
+async fn claims(
+    base: &str,
+    workers: &[usize],
+    tasks: usize,
+    places: usize,
+    one_by_one: bool,
+) -> Result<()> {
     for (run, &count) in workers.iter().enumerate() {
         let database = rein_bench::new_pg_database(base, &format!("claims{run}_{count}")).await?;
         let store = PgStore::open(&database).await?;
@@ -253,7 +291,16 @@ async fn claims(base: &str, workers: &[usize], tasks: usize) -> Result<()> {
         for task in 0..tasks {
             queue.enqueue(&graph, &format!("t{task}"), 0, "{}").await?;
         }
-        let args = ["claim-child", "--database", &database].map(String::from);
+        let mut args = vec![
+            "claim-child".to_owned(),
+            "--database".to_owned(),
+            database.clone(),
+            "--places".to_owned(),
+            places.max(1).to_string(),
+        ];
+        if one_by_one {
+            args.push("--one-claim-a-place".to_owned());
+        }
         let (figures, elapsed) = run_children(count, &args)?;
         let (sorted, done) = merged(figures);
         let attempts = queue.attempts(&graph).await?;
@@ -267,10 +314,12 @@ async fn claims(base: &str, workers: &[usize], tasks: usize) -> Result<()> {
             "bench": "pg_claims",
             "worker_processes": count,
             "tasks": tasks,
+            "places": places.max(1),
+            "one_claim_a_place": one_by_one,
             "elapsed_s": elapsed,
             "tasks_per_s": done as f64 / elapsed,
-            "claim_p50_ms": percentile_ms(&sorted, 0.50),
-            "claim_p99_ms": percentile_ms(&sorted, 0.99),
+            "fill_p50_ms": percentile_ms(&sorted, 0.50),
+            "fill_p99_ms": percentile_ms(&sorted, 0.99),
         });
         println!("{record}");
     }
@@ -290,7 +339,11 @@ async fn main() -> Result<()> {
             sessions,
             seconds,
         } => return child(append_child(database, *sessions, *seconds).await?),
-        Job::ClaimChild { database } => return child(claim_child(database).await?),
+        Job::ClaimChild {
+            database,
+            places,
+            one_claim_a_place,
+        } => return child(claim_child(database, *places, *one_claim_a_place).await?),
         _ => {}
     }
     let (_server, base) = rein_bench::pg_server(cli.url.clone())?;
@@ -300,7 +353,12 @@ async fn main() -> Result<()> {
             sessions,
             seconds,
         } => appends(&base, &writers, sessions, seconds).await,
-        Job::Claims { workers, tasks } => claims(&base, &workers, tasks).await,
+        Job::Claims {
+            workers,
+            tasks,
+            places,
+            one_claim_a_place,
+        } => claims(&base, &workers, tasks, places, one_claim_a_place).await,
         Job::AppendChild { .. } | Job::ClaimChild { .. } => Ok(()),
     }
 }

@@ -141,15 +141,24 @@ pub async fn run(
             idle = false;
             driving = Some(tokio::spawn(worker.clone().drive(claim)));
         }
-        if let Ok(place) = running.clone().try_acquire_owned()
-            && let Some(task) = worker.queue.claim_task(&worker.me, worker.ttl).await?
-        {
-            idle = false;
-            let worker = worker.clone();
-            tokio::spawn(async move {
-                worker.work(task).await;
-                drop(place);
-            });
+        // Every free place is filled in one claim (one statement, one
+        // commit), not one claim a place.
+        let free = running.available_permits();
+        if free > 0 {
+            let tasks = worker
+                .queue
+                .claim_tasks(&worker.me, worker.ttl, free)
+                .await?;
+            for task in tasks {
+                idle = false;
+                // Only this loop takes places: each claimed task has one.
+                let place = running.clone().try_acquire_owned().ok();
+                let worker = worker.clone();
+                tokio::spawn(async move {
+                    worker.work(task).await;
+                    drop(place);
+                });
+            }
         }
         if idle {
             tokio::select! {

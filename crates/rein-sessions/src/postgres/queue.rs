@@ -187,36 +187,62 @@ impl WorkQueue {
         holder: &str,
         ttl: Duration,
     ) -> Result<Option<ClaimedTask>, AgentError> {
+        Ok(self.claim_tasks(holder, ttl, 1).await?.pop())
+    }
+
+    /// Claim up to `up_to` of the oldest task attempts waiting (or whose
+    /// worker's lease lapsed) for `ttl`, in one statement and one commit:
+    /// a worker with several free places fills them at once. Each claim
+    /// has a token of its own. Fewer (or none) when fewer are free.
+    pub async fn claim_tasks(
+        &self,
+        holder: &str,
+        ttl: Duration,
+        up_to: usize,
+    ) -> Result<Vec<ClaimedTask>, AgentError> {
+        if up_to == 0 {
+            return Ok(Vec::new());
+        }
         let now = now_ms();
-        let token = new_token();
-        let row = sqlx::query(
-            "UPDATE task_queue q SET state = 'running', holder = $1, token = $2, expires_ms = $3, \
-               claims = q.claims + 1 \
-             FROM (SELECT graph_session, task, attempt FROM task_queue \
-                   WHERE state = 'ready' OR (state = 'running' AND expires_ms < $4) \
-                   ORDER BY enqueued_ms FOR UPDATE SKIP LOCKED LIMIT 1) next \
+        let tokens: Vec<String> = (0..up_to).map(|_| new_token()).collect();
+        // Row locks cannot be taken under a window function: the rows are
+        // locked first, then numbered to give each its token.
+        let rows = sqlx::query(
+            "WITH locked AS (SELECT graph_session, task, attempt, enqueued_ms FROM task_queue \
+                 WHERE state = 'ready' OR (state = 'running' AND expires_ms < $4) \
+                 ORDER BY enqueued_ms FOR UPDATE SKIP LOCKED LIMIT $5), \
+               next AS (SELECT graph_session, task, attempt, \
+                 row_number() OVER (ORDER BY enqueued_ms, graph_session, task, attempt) AS n \
+                 FROM locked) \
+             UPDATE task_queue q SET state = 'running', holder = $1, token = ($2::text[])[next.n], \
+               expires_ms = $3, claims = q.claims + 1 \
+             FROM next \
              WHERE q.graph_session = next.graph_session AND q.task = next.task \
                AND q.attempt = next.attempt \
-             RETURNING q.graph_session, q.task, q.attempt, q.payload, q.claims",
+             RETURNING q.graph_session, q.task, q.attempt, q.payload, q.claims, q.token",
         )
         .bind(holder)
-        .bind(&token)
+        .bind(&tokens)
         .bind(now.saturating_add(ttl_ms(ttl)))
         .bind(now)
-        .fetch_optional(&self.pool)
+        .bind(i64::try_from(up_to).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(ClaimedTask {
-            claim: Claim {
-                graph: row.try_get("graph_session").map_err(db_error)?,
-                task: row.try_get("task").map_err(db_error)?,
-                attempt: row.try_get("attempt").map_err(db_error)?,
-                token,
-            },
-            payload: row.try_get("payload").map_err(db_error)?,
-            claims: row.try_get("claims").map_err(db_error)?,
-        }))
+        rows.iter()
+            .map(|row| {
+                Ok(ClaimedTask {
+                    claim: Claim {
+                        graph: row.try_get("graph_session").map_err(db_error)?,
+                        task: row.try_get("task").map_err(db_error)?,
+                        attempt: row.try_get("attempt").map_err(db_error)?,
+                        token: row.try_get("token").map_err(db_error)?,
+                    },
+                    payload: row.try_get("payload").map_err(db_error)?,
+                    claims: row.try_get("claims").map_err(db_error)?,
+                })
+            })
+            .collect()
     }
 
     /// Extend a task's claim; `false` when it was lost (lapsed and taken).
