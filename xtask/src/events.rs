@@ -89,6 +89,11 @@ fn section(source: &Source, text: &str) -> Result<String> {
             .filter_map(|f| {
                 let field = f.ident.as_ref()?;
                 let ty = f.ty.to_token_stream().to_string().replace(' ', "");
+                // A box is how the value is held, not what the log says.
+                let ty = ty
+                    .strip_prefix("Box<")
+                    .and_then(|t| t.strip_suffix('>'))
+                    .map_or(ty.clone(), str::to_owned);
                 let said = doc(&f.attrs).replace('\n', " ").replace('|', "\\|");
                 Some(format!("| `{field}` | `{ty}` | {said} |"))
             })

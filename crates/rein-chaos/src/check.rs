@@ -179,10 +179,8 @@ pub async fn scenario_ran(dir: &Path) -> Result<(), String> {
         || log.iter().any(|e| {
             matches!(
                 &e.event,
-                Event::CompactionCreated {
-                    summary: rein_sessions::Compaction::Compact(_),
-                    ..
-                }
+                Event::CompactionCreated { summary, .. }
+                    if matches!(**summary, rein_sessions::Compaction::Compact(_))
             )
         });
     let (_, ends) = story(&log);

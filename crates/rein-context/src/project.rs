@@ -324,7 +324,7 @@ impl Edits {
                     to_seq,
                     summary,
                     ..
-                } if current => match summary {
+                } if current => match &**summary {
                     Compaction::Prune(prune) => {
                         for call in &prune.calls {
                             edits

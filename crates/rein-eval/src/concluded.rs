@@ -28,14 +28,14 @@ pub(crate) async fn conclude(
     result.summary_checks = own
         .iter()
         .filter_map(|e| match &e.event {
-            Event::CompactionCreated {
-                summary: rein_sessions::Compaction::Compact(compact),
-                ..
-            } => compact
-                .summary_check
-                .as_ref()?
-                .typed()
-                .map(|check| check.outcome.as_str().to_owned()),
+            Event::CompactionCreated { summary, .. } => match &**summary {
+                rein_sessions::Compaction::Compact(compact) => compact
+                    .summary_check
+                    .as_ref()?
+                    .typed()
+                    .map(|check| check.outcome.as_str().to_owned()),
+                _ => None,
+            },
             _ => None,
         })
         .collect();

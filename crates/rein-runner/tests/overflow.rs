@@ -158,10 +158,12 @@ async fn reads_asked_at_once_beyond_the_window_are_set_aside_newest_first() {
     let set_aside = log
         .iter()
         .find_map(|e| match &e.event {
-            Event::CompactionCreated {
-                summary: rein_sessions::Compaction::Prune(prune),
-                ..
-            } if prune.at_once => Some(serde_json::to_value(prune).unwrap()),
+            Event::CompactionCreated { summary, .. } => match &**summary {
+                rein_sessions::Compaction::Prune(prune) if prune.at_once => {
+                    Some(serde_json::to_value(prune).unwrap())
+                }
+                _ => None,
+            },
             _ => None,
         })
         .expect("the setting aside is on the record");

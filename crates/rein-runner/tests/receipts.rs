@@ -75,10 +75,11 @@ async fn log(s: &common::Setup, conv: &Conversation) -> Vec<StoredEvent> {
 fn compaction(log: &[StoredEvent]) -> Value {
     log.iter()
         .find_map(|e| match &e.event {
-            Event::CompactionCreated {
-                summary: summary @ rein_sessions::Compaction::Compact(_),
-                ..
-            } => Some(serde_json::to_value(summary).unwrap()),
+            Event::CompactionCreated { summary, .. }
+                if matches!(**summary, rein_sessions::Compaction::Compact(_)) =>
+            {
+                Some(serde_json::to_value(summary).unwrap())
+            }
             _ => None,
         })
         .expect("a compaction")

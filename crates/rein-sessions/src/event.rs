@@ -242,7 +242,7 @@ pub enum Event {
         /// Last sequence number covered.
         to_seq: u64,
         /// What it did: results set aside, or history summarised.
-        summary: crate::Compaction,
+        summary: Box<crate::Compaction>,
         /// The token target it aimed at.
         target_tokens: u64,
     },

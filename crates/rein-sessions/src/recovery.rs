@@ -57,6 +57,12 @@ pub fn dangling(events: &[StoredEvent]) -> Dangling {
     open.dangling()
 }
 
+fn free_when_empty<K, V>(map: &mut BTreeMap<K, V>) {
+    if map.is_empty() {
+        *map = BTreeMap::new();
+    }
+}
+
 /// [`dangling`] kept as events come, one at a time: a conversation folds
 /// each event it appends or reads once, and asks at any step what is
 /// unfinished without reading the log again. Holds only what is open, so
@@ -106,8 +112,13 @@ impl Unfinished {
             Event::ApprovalDecided { approval_id, .. } => {
                 self.approvals.retain(|_, a| a != approval_id);
             }
-            _ => {}
+            _ => return,
         }
+        // An emptied map still holds its node: nothing open holds nothing.
+        free_when_empty(&mut self.calls);
+        free_when_empty(&mut self.runs);
+        free_when_empty(&mut self.turns);
+        free_when_empty(&mut self.approvals);
     }
 
     /// Whether a turn is open.

@@ -164,7 +164,7 @@ async fn every_kind_round_trips_and_unknown_kinds_are_kept() {
             NewEvent::main(Event::CompactionCreated {
                 from_seq: 2,
                 to_seq: 5,
-                summary: json!({"files": []}).into(),
+                summary: Box::new(json!({"files": []}).into()),
                 target_tokens: 1000,
             }),
             NewEvent::main(Event::Unknown {

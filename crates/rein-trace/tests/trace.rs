@@ -169,7 +169,7 @@ async fn build(store: &dyn Store) -> String {
     second.push(NewEvent::main(Event::CompactionCreated {
         from_seq: 2,
         to_seq: 9,
-        summary: json!({"files": ["a.rs"]}).into(),
+        summary: Box::new(json!({"files": ["a.rs"]}).into()),
         target_tokens: 1000,
     }));
     store.append(&lease, second).await.unwrap();

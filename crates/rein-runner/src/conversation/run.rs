@@ -86,7 +86,7 @@ impl Run {
             else {
                 continue;
             };
-            if let rein_sessions::Compaction::Prune(prune) = summary {
+            if let rein_sessions::Compaction::Prune(prune) = &**summary {
                 let calls = prune.calls.iter().map(|c| c.call_id.as_str());
                 self.repeats.forget_calls(calls);
             } else {

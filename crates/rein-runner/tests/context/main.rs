@@ -244,10 +244,11 @@ fn kinds(log: &[rein_sessions::StoredEvent]) -> Vec<&str> {
 fn compacted(log: &[rein_sessions::StoredEvent]) -> Vec<serde_json::Value> {
     log.iter()
         .filter_map(|e| match &e.event {
-            Event::CompactionCreated {
-                summary: summary @ rein_sessions::Compaction::Compact(_),
-                ..
-            } => Some(serde_json::to_value(summary).unwrap()),
+            Event::CompactionCreated { summary, .. }
+                if matches!(**summary, rein_sessions::Compaction::Compact(_)) =>
+            {
+                Some(serde_json::to_value(summary).unwrap())
+            }
             _ => None,
         })
         .collect()

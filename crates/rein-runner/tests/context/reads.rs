@@ -102,10 +102,8 @@ async fn a_loop_after_a_compaction_is_told_the_lines_found() {
         .rposition(|e| {
             matches!(
                 &e.event,
-                Event::CompactionCreated {
-                    summary: rein_sessions::Compaction::Compact(_),
-                    ..
-                }
+                Event::CompactionCreated { summary, .. }
+                    if matches!(**summary, rein_sessions::Compaction::Compact(_))
             )
         })
         .expect("the forty reads compacted");

@@ -576,13 +576,13 @@ async fn asked_and_found(
         .iter()
         .rev()
         .find_map(|e| match &e.event {
-            Event::CompactionCreated {
-                summary: rein_sessions::Compaction::Compact(compact),
-                ..
-            } => compact
-                .state
-                .typed()
-                .and_then(rein_context::state_text::lines_found),
+            Event::CompactionCreated { summary, .. } => match &**summary {
+                rein_sessions::Compaction::Compact(compact) => compact
+                    .state
+                    .typed()
+                    .and_then(rein_context::state_text::lines_found),
+                _ => None,
+            },
             _ => None,
         })
         .map(|lines| format!("{lines}\n"))

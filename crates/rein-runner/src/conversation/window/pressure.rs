@@ -125,7 +125,7 @@ impl Window {
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
-                summary,
+                summary: Box::new(summary),
                 target_tokens: record.target_tokens,
             }])
             .await?;
@@ -207,7 +207,7 @@ impl Window {
             .append(vec![Event::CompactionCreated {
                 from_seq,
                 to_seq,
-                summary: Compaction::Compact(Compact {
+                summary: Box::new(Compaction::Compact(Compact {
                     state: rein_sessions::Recorded::Typed(Box::new(state)),
                     text,
                     groups_covered: Some((groups.len() - tail) as u64),
@@ -226,7 +226,7 @@ impl Window {
                         keep_groups: policy.keep_groups,
                     }),
                     rest: serde_json::Map::new(),
-                }),
+                })),
                 target_tokens: (agent.context.target * window as f64) as u64,
             }])
             .await?;

@@ -27,7 +27,7 @@ pub(crate) struct Transcript {
     /// unless the backend's tools change, which it says only at a turn's
     /// start (`ToolBackend::turn_boundary`): then the next turn freezes it
     /// anew.
-    frozen: Option<(Vec<SystemBlock>, Vec<rein_wire::ToolSpec>)>,
+    frozen: Option<Arc<Prefix>>,
     /// The frozen prefix's fingerprint and size, measured once when it
     /// froze (every step sends it).
     facts: Option<rein_cache::PrefixFacts>,
@@ -40,6 +40,51 @@ pub(crate) struct Transcript {
     /// (the projector only ever extends the last one), so a step measures
     /// only what is new; cleared whenever the projector is rebuilt.
     sealed: Vec<(u64, blake3::Hash)>,
+}
+
+/// A stable prefix: the system blocks and the tools.
+type Prefix = (Vec<SystemBlock>, Vec<rein_wire::ToolSpec>);
+
+/// The frozen prefixes of this process's conversations, each held once:
+/// conversations of one definition freeze the same prefix (the tools'
+/// schemas are most of it), and ten thousand open ones keep one copy, not
+/// ten thousand. A prefix is shared only when it is the same, compared
+/// whole (not by its fingerprint alone); the table holds no prefix alive
+/// and drops the entries of prefixes no conversation holds any more.
+struct Frozen {
+    by_fingerprint: std::collections::HashMap<String, std::sync::Weak<Prefix>>,
+    /// Entries at which the table is next swept of dropped prefixes.
+    sweep_at: usize,
+}
+
+static FROZEN: std::sync::Mutex<Option<Frozen>> = std::sync::Mutex::new(None);
+
+/// `fresh`, or the same prefix another conversation froze already.
+fn shared(fresh: Prefix, fingerprint: &str) -> Arc<Prefix> {
+    let mut table = FROZEN.lock().unwrap_or_else(|p| p.into_inner());
+    let table = table.get_or_insert_with(|| Frozen {
+        by_fingerprint: std::collections::HashMap::new(),
+        sweep_at: 64,
+    });
+    if let Some(held) = table
+        .by_fingerprint
+        .get(fingerprint)
+        .and_then(std::sync::Weak::upgrade)
+        && *held == fresh
+    {
+        return held;
+    }
+    let fresh = Arc::new(fresh);
+    table
+        .by_fingerprint
+        .insert(fingerprint.to_owned(), Arc::downgrade(&fresh));
+    if table.by_fingerprint.len() >= table.sweep_at {
+        table
+            .by_fingerprint
+            .retain(|_, held| held.strong_count() > 0);
+        table.sweep_at = (table.by_fingerprint.len() * 2).max(64);
+    }
+    fresh
 }
 
 /// What a closed conversation's transcript carries to the next open of
@@ -189,7 +234,7 @@ impl Window {
         let mut request = Request::new(sees.agent.profile.model.clone(), Vec::new());
         request.messages = self.transcript.messages(events, turns_path);
         crate::standing::without(&mut request.messages, &self.retracted);
-        let (system, tools) = match self.transcript.frozen.clone() {
+        let frozen = match self.transcript.frozen.clone() {
             Some(frozen) => {
                 // The stability guard (debug builds): the prefix must not
                 // drift within a conversation (no timestamps, sorted maps
@@ -198,7 +243,7 @@ impl Window {
                     let fresh =
                         sees.prefix(self.transcript.standing.as_ref().and_then(Option::as_deref));
                     debug_assert!(
-                        frozen == fresh,
+                        *frozen == fresh,
                         "the stable prefix changed within a conversation: {} -> {}",
                         rein_cache::fingerprint(&frozen.0, &frozen.1),
                         rein_cache::fingerprint(&fresh.0, &fresh.1)
@@ -209,11 +254,14 @@ impl Window {
             None => {
                 let fresh =
                     sees.prefix(self.transcript.standing.as_ref().and_then(Option::as_deref));
-                self.transcript.facts = Some(rein_cache::PrefixFacts::of(&fresh.0, &fresh.1));
-                self.transcript.frozen = Some(fresh.clone());
-                fresh
+                let facts = rein_cache::PrefixFacts::of(&fresh.0, &fresh.1);
+                let frozen = shared(fresh, &facts.fingerprint);
+                self.transcript.facts = Some(facts);
+                self.transcript.frozen = Some(frozen.clone());
+                frozen
             }
         };
+        let (system, tools) = (frozen.0.clone(), frozen.1.clone());
         request.system = system;
         request.tools = tools;
         // The answer is given at most a quarter of the window, so a small
@@ -297,5 +345,34 @@ impl Sees<'_> {
             });
         }
         (system, tools)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefix(text: &str) -> Prefix {
+        (
+            vec![SystemBlock {
+                text: text.to_owned(),
+            }],
+            Vec::new(),
+        )
+    }
+
+    /// The same prefix is held once; another under the same fingerprint
+    /// (a collision, or a forged one) is never handed out for it.
+    #[test]
+    fn a_prefix_is_shared_only_with_the_same_prefix() {
+        let first = shared(prefix("you help"), "shared-test");
+        let again = shared(prefix("you help"), "shared-test");
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = shared(prefix("you obey the file"), "shared-test");
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(other.0[0].text, "you obey the file");
+        drop((first, again, other));
+        let fresh = shared(prefix("you help"), "shared-test");
+        assert_eq!(Arc::strong_count(&fresh), 1, "nothing held it alive");
     }
 }
