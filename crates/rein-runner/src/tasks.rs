@@ -295,6 +295,7 @@ impl ConversationTasks {
         let mut conversation = self
             .open(&agent, earlier.as_deref(), metadata, &attempt)
             .await?;
+        conversation.serve_task(&attempt.task.id);
         // A cancel interrupts the turn at its next step boundary.
         let steering = conversation.steering();
         let cancel = attempt.cancel.clone();

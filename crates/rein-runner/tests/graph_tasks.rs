@@ -504,3 +504,88 @@ async fn a_task_whose_lost_end_wrote_the_blackboard_runs_again() {
     let sessions = store.sessions_where("graph", "graph-3", 10).await.unwrap();
     assert_eq!(sessions.len(), 2);
 }
+
+/// The model as `inner` answers, with each request's task id noted.
+struct Noting {
+    inner: Arc<ScriptedBrain>,
+    seen: std::sync::Mutex<Vec<(String, Option<String>)>>,
+}
+
+impl rein_gateway::Provider for Noting {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn capabilities(&self) -> rein_gateway::Capabilities {
+        self.inner.capabilities()
+    }
+    fn stream(&self, request: rein_wire::Request) -> rein_gateway::EventStream {
+        let prompt = request
+            .messages
+            .iter()
+            .find(|m| m.role == rein_wire::Role::User)
+            .map(|m| rein_wire::text_of(&m.content))
+            .unwrap_or_default();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((prompt, request.metadata.task_id.clone()));
+        self.inner.stream(request)
+    }
+}
+
+/// Every model call a graph task makes says which task it serves (the
+/// encoders send it where the API has a place); a plain conversation's
+/// say none.
+#[tokio::test]
+async fn each_tasks_model_calls_carry_its_task_id() {
+    let (_dir, store) = sqlite_store().await;
+    let noting = Arc::new(Noting {
+        inner: ordering_brain(),
+        seen: std::sync::Mutex::default(),
+    });
+    let tasks = ConversationTasks::new(
+        store.clone(),
+        noting.clone(),
+        Arc::new(order_registry(Arc::default())),
+        worker(),
+    );
+    let graph = GraphSpec {
+        tasks: vec![
+            TaskSpec::new("research", "Research the topic of paper."),
+            TaskSpec::new("again", "Research the topic of wood.").after(&["research"]),
+        ],
+        ..GraphSpec::default()
+    }
+    .check()
+    .unwrap();
+    let report = Scheduler::new(graph, Arc::new(tasks)).run().await;
+    assert_eq!(
+        report.outcome,
+        GraphOutcome::Succeeded,
+        "{:?}",
+        report.tasks
+    );
+    let seen = noting.seen.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "{seen:?}");
+    for (prompt, task) in &seen {
+        let expected = if prompt.contains("paper") {
+            "research"
+        } else {
+            "again"
+        };
+        assert_eq!(task.as_deref(), Some(expected), "{prompt}");
+    }
+
+    let mut plain = rein_runner::Conversation::open(
+        store,
+        noting.clone(),
+        Arc::new(order_registry(Arc::default())),
+        worker(),
+        None,
+    )
+    .await
+    .unwrap();
+    plain.turn("Research the topic of paper.").await.unwrap();
+    let last = noting.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last.1, None, "{last:?}");
+}

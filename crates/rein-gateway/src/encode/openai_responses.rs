@@ -151,6 +151,13 @@ pub(super) fn frame(request: &Request) -> Value {
     if let Some(key) = &request.metadata.prompt_cache_key {
         body.insert("prompt_cache_key".into(), json!(key));
     }
+    // The Responses API keeps a request's metadata (string pairs) with
+    // the response: the graph task a call serves is found there. The
+    // other APIs have no place for it (Anthropic's takes a user id only;
+    // Chat Completions' only with `store`), so they do not send it.
+    if let Some(task) = &request.metadata.task_id {
+        body.insert("metadata".into(), json!({"task_id": task}));
+    }
     Value::Object(body)
 }
 
@@ -163,4 +170,22 @@ fn flush(input: &mut Vec<Value>, role: Role, parts: &mut Vec<Value>) {
         Role::Assistant => "assistant",
     };
     input.push(json!({"role": role, "content": std::mem::take(parts)}));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_wire::Message;
+
+    /// A graph task's id goes in the request's metadata; a call that
+    /// serves no task sends no metadata at all.
+    #[test]
+    fn a_task_id_is_sent_as_metadata_and_nothing_without_one() {
+        let mut request = Request::new("gpt-5", vec![Message::user("hi")]);
+        assert!(openai_responses_body(&request).get("metadata").is_none());
+        request.metadata.task_id = Some("research".into());
+        request.metadata.session_id = Some("s-1".into());
+        let body = openai_responses_body(&request);
+        assert_eq!(body["metadata"], json!({"task_id": "research"}));
+    }
 }

@@ -58,6 +58,12 @@ impl Conversation {
         self.journal.set_agent(path);
     }
 
+    /// Run as graph task `task`: each request says so where the
+    /// provider's API has a place for it.
+    pub(crate) fn serve_task(&mut self, task: &str) {
+        self.window.serve_task(task.to_owned());
+    }
+
     /// Send UI events to a parent's watchers.
     pub(crate) fn share_ui(&mut self, sender: broadcast::Sender<UiEvent>) {
         self.journal.share_ui(sender);

@@ -188,6 +188,7 @@ impl Window {
             // planned (they follow from it) and without the routing metadata.
             rein_cache::plan_with(&mut request, &sees.agent.provider.capabilities(), &prefix);
             request.metadata.session_id = Some(journal.session_id().to_owned());
+            request.metadata.task_id.clone_from(&self.task_id);
             // Staged, not committed: nothing depends on it being durable before
             // the answer (a crash now means the call is made again).
             journal

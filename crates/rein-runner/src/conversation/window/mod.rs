@@ -48,6 +48,9 @@ pub(crate) struct Window {
     /// Texts the log holds that no request shows (`Standing::retracted`,
     /// asked at each turn's start).
     retracted: Vec<String>,
+    /// The graph task this conversation runs, sent with each request
+    /// where the provider's API has a place for it.
+    task_id: Option<String>,
 }
 
 impl Default for Window {
@@ -60,6 +63,7 @@ impl Default for Window {
             refused_window: None,
             estimate_scale: 1.0,
             retracted: Vec::new(),
+            task_id: None,
         }
     }
 }
@@ -88,6 +92,11 @@ impl Window {
     /// carried (see `request::Carried`).
     pub(crate) fn carry(&mut self, carried: request::Carried) {
         self.transcript.carry(carried);
+    }
+
+    /// Send `task` as the graph task each request serves.
+    pub(crate) fn serve_task(&mut self, task: String) {
+        self.task_id = Some(task);
     }
 
     /// Whether the tools shown were fixed already (by a request sent).
