@@ -52,7 +52,9 @@ pub use log_cache::LogCache;
 pub use memory::MemoryStore;
 pub use open::{open_url, sqlite_path};
 #[cfg(feature = "postgres")]
-pub use postgres::{Claim, ClaimedTask, PgStore, TaskResult, WorkQueue, redact};
+pub use postgres::{
+    Claim, ClaimedTask, MAX_CLAIMED_AT_ONCE, PgStore, TaskResult, WorkQueue, redact,
+};
 pub use projection::{history, started_turn};
 pub use record::{Acted, Pressure, Refused};
 #[cfg(feature = "sqlite")]

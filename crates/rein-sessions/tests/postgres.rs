@@ -311,6 +311,15 @@ async fn claims_taken_in_batches_give_each_task_once_with_a_token_of_its_own() {
     assert_eq!(all.len(), 60);
     all.dedup();
     assert_eq!(all.len(), 60, "no task claimed twice");
+    // Asking for more than any worker has places is bounded, not an
+    // allocation of that many tokens.
+    queue.enqueue(&graph, "last", 1, "{}").await.unwrap();
+    let greedy = queue
+        .claim_tasks("greedy", Duration::from_secs(60), usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(greedy.len(), 1);
+    assert!(queue.complete(&greedy[0].claim, true, "ok").await.unwrap());
     let attempts = queue.attempts(&graph).await.unwrap();
     assert!(
         attempts

@@ -39,7 +39,7 @@ mod write;
 
 use batch::{Append, Writer};
 use live::Live;
-pub use queue::{Claim, ClaimedTask, TaskResult, WorkQueue};
+pub use queue::{Claim, ClaimedTask, MAX_CLAIMED_AT_ONCE, TaskResult, WorkQueue};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations-postgres");
 

@@ -69,6 +69,10 @@ pub enum TaskResult {
     },
 }
 
+/// Task attempts one claim takes at most (a worker with more free places
+/// claims again).
+pub const MAX_CLAIMED_AT_ONCE: usize = 256;
+
 fn new_token() -> String {
     rein_wire::ids::new_id()
 }
@@ -193,13 +197,15 @@ impl WorkQueue {
     /// Claim up to `up_to` of the oldest task attempts waiting (or whose
     /// worker's lease lapsed) for `ttl`, in one statement and one commit:
     /// a worker with several free places fills them at once. Each claim
-    /// has a token of its own. Fewer (or none) when fewer are free.
+    /// has a token of its own. Fewer (or none) when fewer are free; at
+    /// most [`MAX_CLAIMED_AT_ONCE`] whatever `up_to` says.
     pub async fn claim_tasks(
         &self,
         holder: &str,
         ttl: Duration,
         up_to: usize,
     ) -> Result<Vec<ClaimedTask>, AgentError> {
+        let up_to = up_to.min(MAX_CLAIMED_AT_ONCE);
         if up_to == 0 {
             return Ok(Vec::new());
         }
