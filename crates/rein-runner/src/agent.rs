@@ -325,6 +325,8 @@ pub(crate) struct Child {
     /// Its session, made when the call was recorded.
     pub(crate) session: String,
     pub(crate) task: String,
+    /// The graph task its parent runs: its model calls serve it too.
+    pub(crate) graph_task: Option<String>,
     /// Reattach after a restart: the child's turn is open, go on with it.
     pub(crate) reattach: bool,
     /// The parent's watchers (the child's UI events go there too).

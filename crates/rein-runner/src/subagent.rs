@@ -91,6 +91,9 @@ async fn drive(child: &Child, spent: &mut Spent) -> Result<TurnOutcome, AgentErr
         .open_session(child.store.clone(), Some(&child.session), Value::Null)
         .await?;
     conversation.set_agent_path(&child.agent_path);
+    if let Some(task) = &child.graph_task {
+        conversation.serve_task(task);
+    }
     if let Some(ui) = &child.ui {
         conversation.share_ui(ui.clone());
     }

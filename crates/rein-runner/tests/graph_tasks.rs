@@ -540,19 +540,25 @@ impl rein_gateway::Provider for Noting {
 async fn each_tasks_model_calls_carry_its_task_id() {
     let (_dir, store) = sqlite_store().await;
     let noting = Arc::new(Noting {
-        inner: ordering_brain(),
+        inner: Arc::new(ScriptedBrain::new(vec![
+            Rule::reply("delegate the check", "Asking a helper.")
+                .and_call("delegate", json!({"task": "research the topic of ink"})),
+            Rule::reply("research the topic", "It is made of something."),
+        ])),
         seen: std::sync::Mutex::default(),
     });
-    let tasks = ConversationTasks::new(
-        store.clone(),
+    let agent = rein_runner::Agent::new(
         noting.clone(),
         Arc::new(order_registry(Arc::default())),
         worker(),
-    );
+    )
+    .with_delegation(rein_runner::Delegation::default());
+    let tasks = ConversationTasks::of(store.clone(), agent);
     let graph = GraphSpec {
         tasks: vec![
             TaskSpec::new("research", "Research the topic of paper."),
             TaskSpec::new("again", "Research the topic of wood.").after(&["research"]),
+            TaskSpec::new("checker", "Delegate the check of ink."),
         ],
         ..GraphSpec::default()
     }
@@ -567,11 +573,19 @@ async fn each_tasks_model_calls_carry_its_task_id() {
     );
     let seen = noting.seen.lock().unwrap().clone();
     assert!(seen.len() >= 2, "{seen:?}");
+    // The checker's sub-agent serves the checker's task.
+    assert!(
+        seen.iter()
+            .any(|(prompt, _)| prompt.contains("research the topic of ink")),
+        "{seen:?}"
+    );
     for (prompt, task) in &seen {
         let expected = if prompt.contains("paper") {
             "research"
-        } else {
+        } else if prompt.contains("wood") {
             "again"
+        } else {
+            "checker"
         };
         assert_eq!(task.as_deref(), Some(expected), "{prompt}");
     }

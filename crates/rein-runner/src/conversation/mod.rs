@@ -243,6 +243,7 @@ impl Conversation {
                 journal: &mut self.journal,
                 inbox: &mut self.inbox,
                 spend: &mut self.spend,
+                task: self.window.task(),
             };
             let ran = self
                 .gate

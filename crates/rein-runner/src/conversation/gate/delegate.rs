@@ -202,6 +202,7 @@ impl Gate {
             agent_path: planned.path.clone(),
             session: planned.session.clone(),
             task: planned.task.clone(),
+            graph_task: cx.task.map(str::to_owned),
             reattach: planned.reattach,
             ui: cx.journal.ui_sender(),
             cancel: cancel.clone(),

@@ -69,6 +69,8 @@ pub(crate) struct Around<'a> {
     pub(crate) journal: &'a mut Journal,
     pub(crate) inbox: &'a mut Inbox,
     pub(crate) spend: &'a mut Spend,
+    /// The graph task the conversation runs (its sub-agents serve it too).
+    pub(crate) task: Option<&'a str>,
 }
 
 impl Spend {

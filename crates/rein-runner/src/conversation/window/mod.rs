@@ -99,6 +99,11 @@ impl Window {
         self.task_id = Some(task);
     }
 
+    /// The graph task each request serves, if any.
+    pub(crate) fn task(&self) -> Option<&str> {
+        self.task_id.as_deref()
+    }
+
     /// Whether the tools shown were fixed already (by a request sent).
     pub(crate) fn tools_frozen(&self) -> bool {
         self.transcript.is_frozen()
