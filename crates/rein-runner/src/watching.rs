@@ -41,8 +41,11 @@ pub async fn hand_on(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::{AgentPath, UiKind};
+    use tokio::sync::broadcast;
+    use tokio_util::sync::CancellationToken;
+
+    use super::hand_on;
+    use crate::{AgentPath, UiEvent, UiKind};
 
     fn said(text: &str) -> UiEvent {
         UiEvent {

@@ -350,7 +350,11 @@ impl Sees<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+
+    use rein_wire::SystemBlock;
+
+    use super::{Prefix, shared};
 
     fn prefix(text: &str) -> Prefix {
         (
