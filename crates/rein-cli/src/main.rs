@@ -478,7 +478,7 @@ async fn sessions(
     }
 }
 
-/// `rein agents run | attach | list`.
+/// `rein agents run | attach | sessions | list`.
 async fn agents(
     home: Option<PathBuf>,
     command: cli::agents::AgentsCommand,
@@ -511,6 +511,10 @@ async fn agents(
                 .or_else(|| std::env::var("USER").ok())
                 .unwrap_or_else(|| "viewer".to_owned());
             cli::agents_tui::attach(&home, &id, &name, &mut std::io::stderr()).await
+        }
+        cli::agents::AgentsCommand::Sessions { json } => {
+            let home = rein::sessions::home::resolve(home)?;
+            cli::agents::sessions(&home, json, stdout).await
         }
         cli::agents::AgentsCommand::List { limit } => {
             let dir = rein::sessions::home::resolve(home.clone())?;

@@ -171,12 +171,12 @@ mod watched {
             let host = host.clone();
             tokio::spawn(async move {
                 loop {
-                    if host.state("acp-1").is_some() {
+                    if host.listed("acp-1").is_some() {
                         let a = watch(&host, "acp-1", "alice");
                         let b = watch(&host, "acp-1", "bob");
                         let typed = (
                             host.take_over("acp-1", "alice", b"stop"),
-                            host.state("acp-1").unwrap().0,
+                            host.listed("acp-1").unwrap().holder,
                         );
                         return (a, b, typed);
                     }
@@ -212,7 +212,7 @@ mod watched {
         }
         assert_eq!(asked.lock().unwrap()[0].detail, "notes.txt");
         assert!(
-            host.state("acp-1").is_none(),
+            host.listed("acp-1").is_none(),
             "the session closes with the run"
         );
         assert!(work.path().join("notes.txt").exists());

@@ -51,6 +51,47 @@ fn wait_for(buf: &Buf, needle: &str) -> String {
     }
 }
 
+/// `rein agents sessions` lists the one session `id`, in its own terminal
+/// mode, watched by its owner and bob, held by bob.
+fn listed_as_held_by_bob(home: &std::path::Path, id: &str) {
+    let listed = live_sessions(home);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let session = &listed[0];
+    assert_eq!(session["session"], id);
+    assert_eq!(session["mode"], "native-tui");
+    assert_eq!(session["holder"], "person");
+    let holder = session["viewer"].as_str().unwrap();
+    assert!(holder.starts_with("bob#"), "{session}");
+    let mut viewers: Vec<&str> = session["viewers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    viewers.sort_unstable();
+    assert_eq!(viewers, [holder, "local"], "a lister is no viewer");
+    let opened = session["opened_at_ms"].as_i64().unwrap();
+    assert!(opened > 0 && opened <= rein::wire::clock::now_ms());
+}
+
+/// `rein agents sessions --json`, one object a live session.
+fn live_sessions(home: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = common::rein_at(home)
+        .args(["agents", "sessions", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 impl Proc {
     fn type_keys(&mut self, keys: &[u8]) {
         self.stdin.write_all(keys).unwrap();
@@ -101,6 +142,7 @@ async fn two_terminals_one_session_takeover_by_typing() {
     wait_for(&bob.err, "you took the session over");
     wait_for(&owner.out, "three-6");
     wait_for(&bob.out, "three-6");
+    listed_as_held_by_bob(home.path(), &id);
     owner.type_keys(b"echo four-$((4+4))\n");
     wait_for(&owner.err, "holds the session; your keys were not sent");
 
@@ -113,6 +155,10 @@ async fn two_terminals_one_session_takeover_by_typing() {
     );
     let _ = bob.child.wait();
     assert!(!text(&owner.out).contains("two-4") && !text(&owner.out).contains("four-8"));
+    assert!(
+        live_sessions(home.path()).is_empty(),
+        "an ended run is not live"
+    );
 
     let store = rein::sessions::SqliteStore::open_home(home.path())
         .await

@@ -703,6 +703,7 @@ const FRESH_HOME: &[&[&str]] = &[
         "no-such-program-here",
     ],
     &["agents", "attach", "0000"],
+    &["agents", "sessions"],
     &["agents", "list"],
     &["config", "show"],
     &["config", "check"],

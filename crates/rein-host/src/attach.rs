@@ -14,6 +14,10 @@
 //! `E` (the session ended). A viewer that cannot keep up is dropped, never
 //! waited for: the agent's output is never gated.
 //!
+//! A lister (`rein agents sessions`) sends `L` instead of a hello and is
+//! answered `I`: the session as a list shows it ([`Listed`], JSON), and
+//! the connection ends. It watches nothing and is no viewer.
+//!
 //! Not here: the session's rules (`session`), terminals' raw mode (the CLI).
 
 use std::path::Path;
@@ -25,7 +29,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{InputHolder, InputResult, SessionHost};
+use crate::session::{InputHolder, InputResult, Listed, SessionHost};
 
 /// The largest frame payload.
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -52,6 +56,68 @@ pub mod kind {
     pub const STATUS: u8 = b'S';
     /// Owner → viewer: the session ended.
     pub const END: u8 = b'E';
+    /// Lister → owner: what is the session now?
+    pub const LIST: u8 = b'L';
+    /// Owner → lister: the session as a list shows it (JSON).
+    pub const LISTED: u8 = b'I';
+}
+
+/// Sessions a list asks about, at most.
+pub const MAX_LISTED: usize = 256;
+
+/// Where a live session's socket is, under rein's home.
+pub fn socket_path(home: &Path, session: &str) -> std::path::PathBuf {
+    home.join("agents").join(format!("{session}.sock"))
+}
+
+/// The live sessions served under `home`, as their owners say, oldest
+/// first: every socket there is asked at once (at most [`MAX_LISTED`]).
+/// One whose owner is gone or does not answer is not live and is left out.
+pub async fn live_sessions(home: &Path) -> Vec<Listed> {
+    let Ok(dir) = std::fs::read_dir(home.join("agents")) else {
+        return Vec::new();
+    };
+    let mut asked = tokio::task::JoinSet::new();
+    let sockets = dir
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sock"));
+    for path in sockets.take(MAX_LISTED) {
+        asked.spawn(async move { ask(&path).await });
+    }
+    let mut live = Vec::new();
+    while let Some(answer) = asked.join_next().await {
+        if let Ok(Ok(listed)) = answer {
+            live.push(listed);
+        }
+    }
+    live.sort_by(|a, b| (a.opened_at_ms, &a.session).cmp(&(b.opened_at_ms, &b.session)));
+    live
+}
+
+/// How long a lister waits for a session's owner to answer.
+pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ask the session served on `socket` what it is now. An owner that does
+/// not answer within [`LIST_WAIT`] (stopped, or not rein's) is an error.
+pub async fn ask(socket: &Path) -> std::io::Result<Listed> {
+    let asked = async {
+        let stream = tokio::net::UnixStream::connect(socket).await?;
+        let (mut r, mut w) = stream.into_split();
+        write_frame(&mut w, kind::LIST, b"").await?;
+        match read_frame(&mut r).await? {
+            Some((kind::LISTED, payload)) => {
+                serde_json::from_slice(&payload).map_err(std::io::Error::other)
+            }
+            Some((kind::END, why)) => Err(std::io::Error::other(
+                String::from_utf8_lossy(&why).into_owned(),
+            )),
+            _ => Err(std::io::Error::other("the session's owner did not answer")),
+        }
+    };
+    tokio::time::timeout(LIST_WAIT, asked)
+        .await
+        .map_err(|_| std::io::Error::other("the session's owner did not answer in time"))?
 }
 
 /// Write one frame.
@@ -141,6 +207,27 @@ pub async fn serve(
     }
 }
 
+/// The first frame: a viewer's hello, whose name is given back, or a
+/// lister's question, answered here (`None`: nothing more is served).
+async fn greeted(
+    r: &mut (impl AsyncRead + Unpin),
+    w: &mut (impl AsyncWrite + Unpin),
+    host: &SessionHost,
+    session: &str,
+) -> Option<Vec<u8>> {
+    match read_frame(r).await {
+        Ok(Some((kind::HELLO, name))) => Some(name),
+        Ok(Some((kind::LIST, _))) => {
+            let _ = match host.listed(session).map(|l| serde_json::to_vec(&l)) {
+                Some(Ok(listed)) => write_frame(w, kind::LISTED, &listed).await,
+                _ => write_frame(w, kind::END, b"no such session").await,
+            };
+            None
+        }
+        _ => None,
+    }
+}
+
 async fn viewer(
     stream: tokio::net::UnixStream,
     host: SessionHost,
@@ -149,7 +236,7 @@ async fn viewer(
     ended: CancellationToken,
 ) {
     let (mut r, mut w) = stream.into_split();
-    let Ok(Some((kind::HELLO, name))) = read_frame(&mut r).await else {
+    let Some(name) = greeted(&mut r, &mut w, &host, &session).await else {
         return;
     };
     let name = crate::progress::clean(&String::from_utf8_lossy(&name), 40);
@@ -187,7 +274,9 @@ async fn viewer(
         let _ = tx.try_send((kind::STATUS, text.into_bytes()));
     };
     // A protocol session takes a line of words, not keystrokes.
-    let mut words = matches!(host.state(&session), Some((_, _, mode)) if mode != crate::session::RenderMode::NativeTui)
+    let mut words = host
+        .listed(&session)
+        .is_some_and(|listed| listed.mode != crate::session::RenderMode::NativeTui)
         .then(Line::default);
     status(if words.is_some() {
         format!("attached as {viewer}; type a line to say it to the agent, Ctrl-] d detaches")
@@ -209,23 +298,13 @@ async fn viewer(
             kind::KEYS if words.is_some() => {
                 if let Some(line) = words.as_mut() {
                     for said in line.typed(&payload, &tx) {
-                        status(match host.route_input(&session, &viewer, &said) {
-                            InputResult::Routed { .. } => {
-                                "said: the agent hears it at its next step".to_owned()
-                            }
-                            InputResult::Held { holder } => {
-                                format!("{holder} holds the session; your words were not sent")
-                            }
-                            InputResult::NotHeard | InputResult::NoSuchSession => {
-                                "this agent hears no words now; nothing was sent".to_owned()
-                            }
-                        });
+                        status(said_status(host.route_input(&session, &viewer, &said)));
                     }
                 }
             }
             kind::KEYS => {
-                let held = matches!(host.state(&session),
-                    Some((InputHolder::Person { viewer: holder, .. }, _, _)) if holder == viewer);
+                let held = matches!(host.listed(&session).map(|listed| listed.holder),
+                    Some(InputHolder::Person { viewer: holder, .. }) if holder == viewer);
                 match host.take_over(&session, &viewer, &payload) {
                     Ok(_) if !held => status(
                         "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),
@@ -251,6 +330,19 @@ async fn viewer(
     host.detach(&session, &viewer);
     drop(tx);
     writer.abort();
+}
+
+/// What a viewer is told of a line it said.
+fn said_status(result: InputResult) -> String {
+    match result {
+        InputResult::Routed { .. } => "said: the agent hears it at its next step".to_owned(),
+        InputResult::Held { holder } => {
+            format!("{holder} holds the session; your words were not sent")
+        }
+        InputResult::NotHeard | InputResult::NoSuchSession => {
+            "this agent hears no words now; nothing was sent".to_owned()
+        }
+    }
 }
 
 /// A line of words a viewer is typing into a protocol session: echoed to

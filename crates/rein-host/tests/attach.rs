@@ -76,7 +76,7 @@ async fn viewers_see_output_take_over_and_are_bounded() {
     assert!(said.starts_with("you took the session over"), "{said}");
     assert_eq!(typed.lock().unwrap().as_slice(), b"ls\n");
     assert!(
-        matches!(host.state("s").unwrap().0, InputHolder::Person { viewer, .. } if viewer.starts_with("ann#"))
+        matches!(host.listed("s").unwrap().holder, InputHolder::Person { viewer, .. } if viewer.starts_with("ann#"))
     );
 
     // Fill the rest of the places; the next one is turned away.
@@ -98,4 +98,47 @@ async fn viewers_see_output_take_over_and_are_bounded() {
     // The session's end reaches every viewer.
     ended.cancel();
     assert_eq!(next_of(&mut first, kind::END).await, b"the session ended");
+}
+
+#[tokio::test]
+async fn a_list_names_live_sessions_only_and_waits_on_no_silent_socket() {
+    let home = tempfile::tempdir().unwrap();
+    let host = SessionHost::new();
+    host.open(OpenRequest {
+        session: "live".into(),
+        supports: vec![RenderMode::NativeTui],
+        mode: RenderMode::NativeTui,
+        pty: Box::new(Typed(Arc::default())),
+        protocol: None,
+    })
+    .unwrap();
+    let ended = CancellationToken::new();
+    let listener = attach::listen(&attach::socket_path(home.path(), "live")).unwrap();
+    tokio::spawn(attach::serve(
+        listener,
+        host.clone(),
+        "live".into(),
+        ended.clone(),
+    ));
+    // A socket that takes the question and never answers, one whose owner
+    // is gone, and a plain file: none is a live session.
+    let silent = attach::listen(&attach::socket_path(home.path(), "silent")).unwrap();
+    let _dead = attach::listen(&attach::socket_path(home.path(), "dead")).map(drop);
+    std::fs::write(attach::socket_path(home.path(), "file"), b"not a socket").unwrap();
+    let held_open = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            kept.push(stream);
+        }
+    });
+
+    let live = attach::live_sessions(home.path()).await;
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0].session, "live");
+    assert_eq!(live[0].mode, RenderMode::NativeTui);
+    assert_eq!(live[0].holder, InputHolder::Agent);
+    assert!(live[0].viewers.is_empty(), "asking is not watching");
+
+    ended.cancel();
+    held_open.abort();
 }

@@ -312,7 +312,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
     let watcher = {
         let (host, screen) = (host.clone(), screen.clone());
         tokio::spawn(async move {
-            while host.state("run-1").is_none() {
+            while host.listed("run-1").is_none() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             let sink = screen.clone();
@@ -322,7 +322,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
             let typed = (
                 host.take_over("run-1", "w", b"hello?"),
                 host.route_input("run-1", "w", "hello?"),
-                host.state("run-1").unwrap().0,
+                host.listed("run-1").unwrap().holder,
             );
             while !String::from_utf8_lossy(&screen.lock().unwrap()).contains("done Bash") {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -365,7 +365,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
         "{seen}"
     );
     assert!(!seen.contains(SECRET) && !seen.contains("curl"), "{seen}");
-    assert!(host.state("run-1").is_none());
+    assert!(host.listed("run-1").is_none());
 }
 
 #[tokio::test]

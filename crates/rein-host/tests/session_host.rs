@@ -276,7 +276,7 @@ fn render_modes_are_exclusive_and_refusals_are_named() {
     );
     assert_eq!(words.try_recv().unwrap().text, "stop that");
     assert_eq!(
-        host.state("a").unwrap().0,
+        host.listed("a").unwrap().holder,
         rein_host::session::InputHolder::Agent
     );
     // Words pile up only so far: past the bound they are not heard.
@@ -294,4 +294,11 @@ fn render_modes_are_exclusive_and_refusals_are_named() {
         host.route_input("zzz", "p", "x"),
         InputResult::NoSuchSession
     );
+}
+
+#[test]
+fn a_modes_name_is_the_one_on_the_wire() {
+    for mode in [RenderMode::NativeTui, RenderMode::Acp, RenderMode::Stream] {
+        assert_eq!(serde_json::to_value(mode).unwrap(), mode.as_str());
+    }
 }

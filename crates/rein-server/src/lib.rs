@@ -26,6 +26,7 @@ mod auth;
 mod connections;
 mod events;
 mod history;
+mod hosted;
 mod links;
 mod live;
 mod memory;
@@ -45,6 +46,7 @@ pub use auth::Secrets;
 pub use connections::{
     Bounded as BoundedListener, Held as HeldConnection, Peer, trust_unless_unauthorized,
 };
+pub use hosted::HostedSessions;
 pub use routes::api_doc;
 
 /// What the server accepts, each bound finite.
@@ -106,6 +108,8 @@ pub(crate) struct Inner {
     /// The memory a person sees and edits here (`/api/memory`): one scope
     /// of a store.
     pub(crate) memory: Option<memory::Shown>,
+    /// What lists the hosted sessions live now (`/api/agents/sessions`).
+    pub(crate) hosted: Option<HostedSessions>,
     /// The logs shown (summaries, what waits), read again only from where
     /// the last read ended.
     pub(crate) shown: rein_sessions::LogCache,
@@ -201,6 +205,7 @@ impl Server {
                 cookie: auth::cookie_name(addr),
                 live: live::Live::default(),
                 memory: None,
+                hosted: None,
                 shown: rein_sessions::LogCache::new(SHOWN_EVENTS),
             }),
             limits: Limits::default(),
@@ -229,6 +234,21 @@ impl Server {
     ) -> Server {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.memory = Some(memory::Shown { store, scope });
+        }
+        self
+    }
+
+    /// The same server listing the hosted sessions `list` finds
+    /// (`GET /api/agents/sessions`, the page's list). Before it serves.
+    pub fn with_hosted(
+        mut self,
+        list: impl Fn() -> futures::future::BoxFuture<'static, Vec<rein_wire::hosted::Listed>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Server {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.hosted = Some(Arc::new(list));
         }
         self
     }
@@ -262,6 +282,7 @@ impl Server {
                 cookie: shared.cookie.clone(),
                 live: live::Live::default(),
                 memory: shared.memory.clone(),
+                hosted: shared.hosted.clone(),
                 shown: rein_sessions::LogCache::new(SHOWN_EVENTS),
             });
         }

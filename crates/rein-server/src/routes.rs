@@ -80,6 +80,7 @@ fn api_router() -> OpenApiRouter<Server> {
         .routes(routes!(crate::history::undo))
         .routes(routes!(compact))
         .routes(routes!(list_agents))
+        .routes(routes!(crate::hosted::list_hosted))
         .routes(routes!(report))
         .routes(routes!(
             crate::memory::list_memory,

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{UiStream, code, start};
+use crate::common::{self, UiStream, code, start};
 use futures::StreamExt;
 use rein_runner::Profile;
 use rein_server::Server;
@@ -469,6 +469,7 @@ async fn the_openapi_document_lists_every_route() {
         format!("POST {c}/compact"),
         format!("GET {c}/report"),
         "GET /api/agents".to_owned(),
+        "GET /api/agents/sessions".to_owned(),
         "GET /api/memory".to_owned(),
         "POST /api/memory".to_owned(),
         "DELETE /api/memory/{item}".to_owned(),
@@ -569,4 +570,36 @@ async fn the_live_events_read_back_as_rein_wires_own_type() {
         ),
         "{seen:?}"
     );
+}
+
+#[tokio::test]
+async fn the_hosted_sessions_live_are_listed_with_mode_viewers_and_holder() {
+    let none = common::start().await;
+    let (status, body) = none.json(none.get("/api/agents/sessions")).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({"sessions": []})),
+        "told of none"
+    );
+
+    let hosted = common::hosted("run-1", "ann#1");
+    let server = common::start_shaped(|server| hosted.listed_by(server)).await;
+    let (status, body) = server.json(server.get("/api/agents/sessions")).await;
+    assert_eq!(status, 200, "{body}");
+    let session = &body["sessions"][0];
+    assert_eq!(session["session"], "run-1", "{body}");
+    assert_eq!(session["mode"], "native-tui");
+    assert_eq!(session["holder"], "person");
+    assert_eq!(session["viewer"], "ann#1");
+    assert_eq!(session["viewers"], json!(["ann#1"]));
+    assert!(session["opened_at_ms"].as_i64().unwrap() > 0);
+
+    let (status, _) = server
+        .json(server.http.get(server.url("/api/agents/sessions")))
+        .await;
+    assert_eq!(status, 401, "a stranger is told nothing");
+
+    hosted.end("run-1");
+    let (_, body) = server.json(server.get("/api/agents/sessions")).await;
+    assert_eq!(body, json!({"sessions": []}), "an ended run is not live");
 }

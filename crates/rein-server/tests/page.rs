@@ -4,7 +4,8 @@
 //! logging in with the one-time link, a write approved from the page and
 //! one denied (each showing what it changes), a reload that rebuilds the
 //! conversation, a steer and an interrupt of a running turn, the memory
-//! panel (an item shown as text, one added, one forgotten). Screenshots
+//! panel (an item shown as text, one added, one forgotten), the hosted
+//! sessions live (a real session host on its socket). Screenshots
 //! go to `target/browser/`.
 //!
 //! The WebDriver calls are a dozen JSON requests over loopback, written
@@ -625,4 +626,43 @@ async fn the_memory_panel_shows_items_as_text_adds_and_forgets() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].text, "Ships on Tuesdays");
     assert!(!left[0].pinned);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosted_sessions_live_are_listed_as_text_and_leave_when_they_end() {
+    // A viewer whose name is markup and a BiDi override, as another
+    // process could send it.
+    let hostile = "<img src=x onerror=\"document.title='owned'\">eve\u{202e}";
+    let hosted = crate::common::hosted("run-1", hostile);
+    let (addr, login, _backend, _dir) = serve_shaped(|server| hosted.listed_by(server)).await;
+    let browser = Browser::start().await;
+    browser
+        .go(&format!("http://{addr}/api/login?token={login}"))
+        .await;
+    browser
+        .until(
+            "document.querySelectorAll('#hosted-items li').length === 1",
+            "the hosted sessions",
+        )
+        .await;
+    let text = browser
+        .script("return document.querySelector('#hosted-items li .text').innerText;")
+        .await;
+    let text = text.as_str().unwrap();
+    assert!(text.contains("run-1 · native-tui · 1 watching"), "{text:?}");
+    assert!(text.contains("held by <img src=x onerror="), "{text:?}");
+    assert!(text.contains("eve<U+202E>"), "{text:?}");
+    let images = browser
+        .script("return document.querySelectorAll('#hosted img').length + ':' + document.title;")
+        .await;
+    assert_eq!(images, "0:rein");
+    browser.screenshot("hosted").await;
+
+    hosted.end("run-1");
+    browser
+        .until(
+            "document.getElementById('hosted').hidden === true",
+            "the ended session gone from the list",
+        )
+        .await;
 }

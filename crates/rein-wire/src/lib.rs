@@ -17,6 +17,7 @@ pub mod env;
 pub mod error;
 mod event;
 pub mod hook;
+pub mod hosted;
 pub mod ids;
 mod io_reason;
 mod live;

@@ -21,6 +21,7 @@ use rein::sessions::Store;
 use rein::wire::{AgentError, error::codes};
 
 use crate::cli::output::output_error;
+use rein::wire::visible::visible;
 
 /// `rein agents`' subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -57,6 +58,13 @@ pub enum AgentsCommand {
         /// The name others see when you hold it.
         #[arg(long = "as", value_name = "NAME")]
         name: Option<String>,
+    },
+    /// The hosted sessions live on this machine now: mode, when opened,
+    /// who watches and who holds the input.
+    Sessions {
+        /// Print JSON lines, one a session.
+        #[arg(long)]
+        json: bool,
     },
     /// The configured agents, then hosted runs, newest first.
     List {
@@ -441,7 +449,52 @@ fn summary_line(kind: &str, driven: &Driven, session: &str) -> String {
 /// outright, it could not), and remove its watch socket.
 pub async fn close_dead(home: &std::path::Path, store: &dyn Store) -> Result<(), AgentError> {
     for session in rein::host::record::close_dead(store, 1_000).await? {
-        let _ = std::fs::remove_file(crate::cli::agents_tui::socket_path(home, &session));
+        let _ = std::fs::remove_file(rein::host::attach::socket_path(home, &session));
+    }
+    Ok(())
+}
+
+/// `rein agents sessions`: the live hosted sessions, oldest first, as
+/// their owners say (a dead run's socket answers nothing and is not shown).
+pub async fn sessions(
+    home: &std::path::Path,
+    as_json: bool,
+    out: &mut impl Write,
+) -> Result<(), AgentError> {
+    let live = rein::host::attach::live_sessions(home).await;
+    if as_json {
+        for listed in &live {
+            let line = serde_json::to_string(listed)
+                .map_err(|e| AgentError::new(codes::INTERNAL, e.to_string()))?;
+            writeln!(out, "{line}").map_err(output_error)?;
+        }
+        return Ok(());
+    }
+    if live.is_empty() {
+        return writeln!(
+            out,
+            "no hosted session is live (start one with `rein agents run`)"
+        )
+        .map_err(output_error);
+    }
+    let now = rein::wire::clock::now_ms();
+    for listed in live {
+        let holder = match &listed.holder {
+            rein::host::session::InputHolder::Agent => "the agent".into(),
+            rein::host::session::InputHolder::Person { viewer, .. } => visible(viewer),
+        };
+        // Viewers' names came from other processes: shown visibly.
+        writeln!(
+            out,
+            "{}  {:<10} opened {:<12} {} watching ({})  held by {}",
+            visible(&listed.session),
+            listed.mode.as_str(),
+            crate::cli::sessions_cmd::ago(now, listed.opened_at_ms),
+            listed.viewers.len(),
+            visible(&listed.viewers.join(", ")),
+            holder
+        )
+        .map_err(output_error)?;
     }
     Ok(())
 }

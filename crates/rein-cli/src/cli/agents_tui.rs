@@ -14,7 +14,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rein::host::attach::{self, kind};
+use rein::host::attach::{self, kind, socket_path};
 use rein::host::session::{OpenRequest, RenderMode, SessionHost};
 use rein::host::{HostSpec, Recorder, pty};
 use rein::sessions::Store;
@@ -124,11 +124,6 @@ fn stdin_keys() -> tokio::sync::mpsc::UnboundedReceiver<Key> {
         }
     });
     rx
-}
-
-/// Where a live session's socket is.
-pub fn socket_path(home: &Path, session: &str) -> PathBuf {
-    home.join("agents").join(format!("{session}.sock"))
 }
 
 fn refused(message: impl Into<String>) -> AgentError {

@@ -102,6 +102,12 @@ pub async fn run(
     if let Some(memory) = surface.memory {
         server = server.with_memory(memory.store, memory.scope);
     }
+    // The page and the API list the hosted runs served under this home.
+    let hosts = rein::sessions::home::resolve(options.home.clone())?;
+    server = server.with_hosted(move || {
+        let hosts = hosts.clone();
+        Box::pin(async move { rein::host::attach::live_sessions(&hosts).await })
+    });
     if let Ok(token) = std::env::var("REIN_SERVE_TOKEN") {
         if token.chars().count() < MIN_TOKEN_CHARS {
             return Err(AgentError::new(

@@ -99,7 +99,7 @@ async fn listed(
 }
 
 /// `then` as a person reads it from `now`: `just now`, `5 min ago`, …
-fn ago(now_ms: i64, then_ms: i64) -> String {
+pub(crate) fn ago(now_ms: i64, then_ms: i64) -> String {
     let s = (now_ms - then_ms).max(0) / 1000;
     match s {
         0..60 => "just now".to_owned(),

@@ -61,6 +61,7 @@ type Viewer = Box<dyn FnMut(&[u8]) + Send>;
 
 struct Session {
     mode: RenderMode,
+    opened_at_ms: i64,
     pty: Box<dyn SessionPty>,
     protocol: Option<Box<dyn ProtocolChannel>>,
     viewers: BTreeMap<String, Viewer>,
@@ -176,6 +177,7 @@ impl SessionHost {
             request.session.clone(),
             Session {
                 mode: request.mode,
+                opened_at_ms: rein_wire::clock::now_ms(),
                 pty: request.pty,
                 protocol: request.protocol,
                 viewers: BTreeMap::new(),
@@ -430,11 +432,18 @@ impl SessionHost {
         }
     }
 
-    /// Who holds the session and how many watch it.
-    pub fn state(&self, session: &str) -> Option<(InputHolder, Vec<String>, RenderMode)> {
+    /// The session as a list shows it: its mode, when it opened, who
+    /// watches and who holds it; `None` when it is not open here.
+    pub fn listed(&self, session: &str) -> Option<Listed> {
         let inner = self.lock();
         let s = inner.sessions.get(session)?;
-        Some((s.input.clone(), s.viewers.keys().cloned().collect(), s.mode))
+        Some(Listed {
+            session: session.to_owned(),
+            mode: s.mode,
+            opened_at_ms: s.opened_at_ms,
+            viewers: s.viewers.keys().cloned().collect(),
+            holder: s.input.clone(),
+        })
     }
 
     /// A viewer's terminal is `cols` × `rows`. The session's terminal

@@ -1,23 +1,13 @@
-//! The session host's vocabulary: the modes, the two channels' traits, who
-//! holds a session, where input went and why it was refused, and the
+//! The session host's vocabulary: the two channels' traits, the modes and who
+//! holds a session (`rein_wire::hosted`, shared with every surface), where
+//! input went and why it was refused, and the
 //! events and records a host gives out.
 //!
 //! Not here: the rules that use them (`session`).
 
 use serde::Serialize;
 
-/// What renders in a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RenderMode {
-    /// The agent's own terminal UI, in the PTY.
-    NativeTui,
-    /// The agent speaks ACP on its own channel; its messages are rendered.
-    Acp,
-    /// A CLI's JSON stream (`claude -p`, `codex exec --json`) on its own
-    /// channel; its progress and answer are rendered.
-    Stream,
-}
+pub use rein_wire::hosted::{InputHolder, Listed, RenderMode};
 
 /// The human half: a terminal rein owns both ends of.
 pub trait SessionPty: Send {
@@ -47,21 +37,6 @@ pub enum OpenRefusal {
     ProtocolChannelForbidden,
     /// A session with this id is open.
     SessionExists,
-}
-
-/// Who may write into the session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "holder", rename_all = "snake_case")]
-pub enum InputHolder {
-    /// The agent's driver (no person is typing).
-    Agent,
-    /// A person took it over.
-    Person {
-        /// The viewer who took it.
-        viewer: String,
-        /// Takeovers of this session so far.
-        interventions: u32,
-    },
 }
 
 /// Where keystrokes went.

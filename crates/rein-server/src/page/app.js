@@ -1,8 +1,8 @@
 // rein's page: the conversation list, the transcript built from the
 // conversation's event stream, the answer as it streams, tool calls,
 // approvals with what they change, cost, steering, interrupt, branching,
-// undo of a change, and the memory the agent remembers in (list, add,
-// forget).
+// undo of a change, the memory the agent remembers in (list, add,
+// forget), and the hosted sessions live now.
 //
 // Safety: nothing the model or a tool wrote is ever parsed as HTML. Text
 // goes in with textContent; the small Markdown subset below builds
@@ -371,6 +371,29 @@ async function refreshMemory() {
   }
 }
 
+// The hosted sessions live now, refreshed every few seconds; shown only
+// when there is one. Names come from other processes: text, never markup.
+const HOSTED_EVERY_MS = 5000;
+async function refreshHosted() {
+  let sessions = [];
+  try {
+    ({ sessions } = await api("GET", "/api/agents/sessions"));
+  } catch (err) {
+    sessions = [];
+  }
+  $("hosted").hidden = sessions.length === 0;
+  const items = $("hosted-items");
+  items.replaceChildren();
+  for (const s of sessions) {
+    const row = el("li");
+    row.dataset.session = s.session;
+    const holder = s.holder === "person" ? `held by ${s.viewer}` : "the agent holds it";
+    row.append(el("span", "text", `${s.session} · ${s.mode} · ${s.viewers.length} watching · ${holder}`));
+    row.title = visible(`opened ${new Date(s.opened_at_ms).toLocaleString()}; watching: ${s.viewers.join(", ") || "nobody"}`);
+    items.append(row);
+  }
+}
+
 async function remember(event) {
   event.preventDefault();
   const text = $("memory-text").value.trim();
@@ -458,6 +481,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   $("memory-add").addEventListener("submit", remember);
   refreshMemory();
+  refreshHosted();
+  setInterval(refreshHosted, HOSTED_EVERY_MS);
   const conversations = await refreshList();
   const wanted = location.hash.slice(1);
   if (wanted) open(wanted);

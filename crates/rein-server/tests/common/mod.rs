@@ -203,3 +203,69 @@ impl UiStream {
         }
     }
 }
+
+/// A terminal that takes what is typed and does nothing with it.
+struct Quiet;
+
+impl rein_host::session::SessionPty for Quiet {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn resize(&mut self, _: u16, _: u16) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn close(&mut self) {}
+}
+
+/// A hosted session on a real session host, served on its socket under a
+/// home of its own, as `rein agents run` serves one.
+pub struct Hosted {
+    pub home: tempfile::TempDir,
+    pub host: rein_host::session::SessionHost,
+    ended: tokio_util::sync::CancellationToken,
+}
+
+/// Host `session` (a terminal session) with `viewer` watching and holding it.
+pub fn hosted(session: &str, viewer: &str) -> Hosted {
+    use rein_host::session::{OpenRequest, RenderMode, SessionHost};
+    let home = tempfile::tempdir().unwrap();
+    let host = SessionHost::new();
+    host.open(OpenRequest {
+        session: session.into(),
+        supports: vec![RenderMode::NativeTui],
+        mode: RenderMode::NativeTui,
+        pty: Box::new(Quiet),
+        protocol: None,
+    })
+    .unwrap();
+    host.attach(session, viewer, |_| {});
+    host.take_over(session, viewer, b"x").unwrap();
+    let ended = tokio_util::sync::CancellationToken::new();
+    let socket = rein_host::attach::socket_path(home.path(), session);
+    let listener = rein_host::attach::listen(&socket).unwrap();
+    tokio::spawn(rein_host::attach::serve(
+        listener,
+        host.clone(),
+        session.into(),
+        ended.clone(),
+    ));
+    Hosted { home, host, ended }
+}
+
+impl Hosted {
+    /// The server listing what is served under this home, as `rein serve` does.
+    pub fn listed_by(&self, server: Server) -> Server {
+        let home = self.home.path().to_path_buf();
+        server.with_hosted(move || {
+            let home = home.clone();
+            Box::pin(async move { rein_host::attach::live_sessions(&home).await })
+        })
+    }
+
+    /// The run ends: its owner stops serving and removes its socket.
+    pub fn end(&self, session: &str) {
+        self.ended.cancel();
+        self.host.close(session);
+        let _ = std::fs::remove_file(rein_host::attach::socket_path(self.home.path(), session));
+    }
+}
