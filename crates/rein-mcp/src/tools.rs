@@ -13,11 +13,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use rein_tools::{Outcome, ProgressReport, ToolBackend, ToolContext, ToolSummary, async_trait};
 use rein_wire::permission::{PermissionClass, Policy};
 use rein_wire::{AgentError, Preview, PreviewKind, ToolSpec, error::codes};
-use rmcp::model::{CallToolRequestParams, ClientRequest, Request, ServerResult};
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request, ServerResult,
+};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
 
@@ -214,18 +216,31 @@ impl ToolBackend for McpTools {
             .progress
             .subscribe(handle.progress_token.clone())
             .await;
-        let progress = ctx.progress.clone();
-        let forward = tokio::spawn(async move {
-            while let Some(note) = reports.next().await {
-                progress.report(ProgressReport {
-                    done: note.progress,
-                    total: note.total,
-                    message: note.message,
-                });
+        let forward = |note: ProgressNotificationParam| {
+            ctx.progress.report(ProgressReport {
+                done: note.progress,
+                total: note.total,
+                message: note.message,
+            });
+        };
+        // Progress is passed on as it comes, in this task, until the answer;
+        // a note that came before the answer (the last step's, sent just
+        // before it) is passed on too, never cut off with it.
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let answered = loop {
+            tokio::select! {
+                biased;
+                note = reports.next() => match note {
+                    Some(note) => forward(note),
+                    None => break response.await,
+                },
+                answered = &mut response => break answered,
             }
-        });
-        let answered = handle.await_response().await;
-        forward.abort();
+        };
+        while let Some(Some(note)) = reports.next().now_or_never() {
+            forward(note);
+        }
         match answered {
             Ok(ServerResult::CallToolResult(result)) => match serde_json::to_value(&result) {
                 Ok(value) => outcome(&value),
