@@ -302,3 +302,32 @@ async fn a_store_killed_while_first_created_opens_again() {
                 == 0
     );
 }
+
+/// Two processes opening a store that does not exist yet (`rein serve`
+/// and `rein agents run` started together on a new home) both find no
+/// schema and both make it; neither may fail for the other's tables, and
+/// the schema is made once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_opened_at_once_on_a_new_file_all_open() {
+    for round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("rein.db");
+        let opening: Vec<_> = (0..6)
+            .map(|_| {
+                let db = db.clone();
+                tokio::spawn(async move { SqliteStore::open(&db).await })
+            })
+            .collect();
+        let mut stores = Vec::new();
+        for opened in opening {
+            match opened.await.unwrap() {
+                Ok(store) => stores.push(store),
+                Err(err) => panic!("round {round}: {err}"),
+            }
+        }
+        let made = stores[0].create_session(json!({})).await.unwrap();
+        for store in &stores {
+            assert_eq!(store.session(&made.id).await.unwrap().id, made.id);
+        }
+    }
+}

@@ -127,6 +127,7 @@ impl SqliteStore {
     ) -> Result<Self, AgentError> {
         let path = path.as_ref().to_path_buf();
         owner_only_file(&path)?;
+        let making = schema_lock(&path).await?;
         check_schema(&path).await?;
         let options = SqliteConnectOptions::new()
             .filename(&path)
@@ -149,6 +150,7 @@ impl SqliteStore {
                 format!("cannot prepare the store: {err}"),
             )
         })?;
+        drop(making);
         let writer = Writer::start(&path, durability)?;
         let channels = std::sync::Arc::new(Channels::default());
         let own_posts = inbox::OwnPosts::default();
@@ -224,6 +226,33 @@ fn owner_only_file(path: &Path) -> Result<(), AgentError> {
         }
     }
     Ok(())
+}
+
+/// Held while one opener checks the schema and brings it up to date, so
+/// that two processes opening a new store at once do not both make it
+/// (sqlx's migrator takes no lock on SQLite: the second would fail on the
+/// first's tables). An exclusive `flock` on the store's folder, not on the
+/// file: closing any descriptor of the database file would drop this
+/// process's SQLite locks on it (POSIX record locks are per process).
+async fn schema_lock(path: &Path) -> Result<std::fs::File, AgentError> {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let unavailable = |err: std::io::Error| {
+        AgentError::new(
+            codes::STORE_UNAVAILABLE,
+            format!(
+                "cannot lock {} to prepare the store: {err}",
+                folder.display()
+            ),
+        )
+    };
+    let held = std::fs::File::open(&folder).map_err(unavailable)?;
+    tokio::task::spawn_blocking(move || held.lock().map(|()| held))
+        .await
+        .map_err(|err| AgentError::new(codes::INTERNAL, err.to_string()))?
+        .map_err(unavailable)
 }
 
 /// A process killed mid-transaction while the rollback journal was in use
