@@ -162,6 +162,33 @@ impl Browser {
         }
     }
 
+    /// The text of the one item of the list `items` (a selector), once it
+    /// shows exactly one (`what` names it if it never does).
+    async fn only_item_text(&self, items: &str, what: &str) -> String {
+        self.until(
+            &format!("document.querySelectorAll('{items} li').length === 1"),
+            what,
+        )
+        .await;
+        let text = self
+            .script(&format!(
+                "return document.querySelector('{items} li .text').innerText;"
+            ))
+            .await;
+        text.as_str().unwrap().to_owned()
+    }
+
+    /// Markup in `section` was shown as text, never run: no image there and
+    /// the page's title as it was.
+    async fn ran_no_markup_in(&self, section: &str) {
+        let images = self
+            .script(&format!(
+                "return document.querySelectorAll('{section} img').length + ':' + document.title;"
+            ))
+            .await;
+        assert_eq!(images, "0:rein");
+    }
+
     async fn element(&self, css: &str) -> String {
         let found = self
             .call(
@@ -584,22 +611,12 @@ async fn the_memory_panel_shows_items_as_text_adds_and_forgets() {
     browser
         .go(&format!("http://{addr}/api/login?token={login}"))
         .await;
-    browser
-        .until(
-            "document.querySelectorAll('#memory-items li').length === 1",
-            "the memory panel",
-        )
-        .await;
     let text = browser
-        .script("return document.querySelector('#memory-items li .text').innerText;")
+        .only_item_text("#memory-items", "the memory panel")
         .await;
-    let text = text.as_str().unwrap();
     assert!(text.contains("<img src=x onerror="), "{text:?}");
     assert!(text.contains("likes tea<U+202E>"), "{text:?}");
-    let images = browser
-        .script("return document.querySelectorAll('#memory img').length + ':' + document.title;")
-        .await;
-    assert_eq!(images, "0:rein");
+    browser.ran_no_markup_in("#memory").await;
     browser.type_in("#memory-text", "Ships on Tuesdays").await;
     browser.click("#memory-add button").await;
     browser
@@ -639,23 +656,13 @@ async fn the_hosted_sessions_live_are_listed_as_text_and_leave_when_they_end() {
     browser
         .go(&format!("http://{addr}/api/login?token={login}"))
         .await;
-    browser
-        .until(
-            "document.querySelectorAll('#hosted-items li').length === 1",
-            "the hosted sessions",
-        )
-        .await;
     let text = browser
-        .script("return document.querySelector('#hosted-items li .text').innerText;")
+        .only_item_text("#hosted-items", "the hosted sessions")
         .await;
-    let text = text.as_str().unwrap();
     assert!(text.contains("run-1 · native-tui · 1 watching"), "{text:?}");
     assert!(text.contains("held by <img src=x onerror="), "{text:?}");
     assert!(text.contains("eve<U+202E>"), "{text:?}");
-    let images = browser
-        .script("return document.querySelectorAll('#hosted img').length + ':' + document.title;")
-        .await;
-    assert_eq!(images, "0:rein");
+    browser.ran_no_markup_in("#hosted").await;
     browser.screenshot("hosted").await;
 
     hosted.end("run-1");
