@@ -14,6 +14,7 @@
 
 pub mod catalog;
 pub mod config;
+mod progress;
 pub mod serve;
 mod server;
 mod tools;

@@ -16,7 +16,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient};
@@ -26,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{RemoteTool, tools_of};
 use crate::config::{ServerConfig, Transport};
+use crate::progress::{Heard, Notes};
 
 /// After this many failed starts in a row the server is left failed.
 const MAX_FAILED_STARTS: u32 = 6;
@@ -101,7 +101,8 @@ pub(crate) struct Shared {
     list_changed: Notify,
     restart: Notify,
     stop: CancellationToken,
-    pub(crate) progress: ProgressDispatcher,
+    /// Calls' progress notes, filed as the connection is read.
+    pub(crate) progress: Arc<Notes>,
 }
 
 /// A running server's handle; cheap to clone. Dropping every handle does
@@ -121,14 +122,6 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.shared.lock().snapshot.list_changes += 1;
         self.shared.list_changed.notify_one();
-    }
-
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.shared.progress.handle_notification(params).await;
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -173,7 +166,7 @@ impl ServerHandle {
             list_changed: Notify::new(),
             restart: Notify::new(),
             stop: CancellationToken::new(),
-            progress: ProgressDispatcher::new(),
+            progress: Arc::default(),
         });
         tokio::spawn(supervise(shared.clone()));
         ServerHandle { shared }
@@ -328,6 +321,7 @@ async fn connect(shared: &Arc<Shared>) -> Result<Service, String> {
             if let Some(stderr) = stderr {
                 tokio::spawn(keep_stderr(shared.clone(), stderr));
             }
+            let process = Heard::new(process, shared.progress.clone());
             handler
                 .serve_with_lifecycle(process, ClientLifecycleMode::Initialize)
                 .await
@@ -349,6 +343,7 @@ async fn connect(shared: &Arc<Shared>) -> Result<Service, String> {
                 .build()
                 .map_err(|err| format!("no HTTP client: {err}"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
+            let transport = Heard::new(transport, shared.progress.clone());
             handler
                 .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
                 .await

@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
 use rein_tools::{Outcome, ProgressReport, ToolBackend, ToolContext, ToolSummary, async_trait};
 use rein_wire::permission::{PermissionClass, Policy};
 use rein_wire::{AgentError, Preview, PreviewKind, ToolSpec, error::codes};
@@ -214,8 +213,7 @@ impl ToolBackend for McpTools {
         let mut reports = server
             .shared
             .progress
-            .subscribe(handle.progress_token.clone())
-            .await;
+            .subscribe(handle.progress_token.clone());
         let forward = |note: ProgressNotificationParam| {
             ctx.progress.report(ProgressReport {
                 done: note.progress,
@@ -223,9 +221,10 @@ impl ToolBackend for McpTools {
                 message: note.message,
             });
         };
-        // Progress is passed on as it comes, in this task, until the answer;
-        // a note that came before the answer (the last step's, sent just
-        // before it) is passed on too, never cut off with it.
+        // Progress is passed on as it comes, in this task, until the answer.
+        // Notes are filed as the connection is read, so every note the server
+        // sent before its answer is here by the time the answer is: those not
+        // passed on yet are, after it.
         let response = handle.await_response();
         tokio::pin!(response);
         let answered = loop {
@@ -238,7 +237,7 @@ impl ToolBackend for McpTools {
                 answered = &mut response => break answered,
             }
         };
-        while let Some(Some(note)) = reports.next().now_or_never() {
+        while let Some(note) = reports.ready() {
             forward(note);
         }
         match answered {
