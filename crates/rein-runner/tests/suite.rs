@@ -17,6 +17,7 @@ mod hooks;
 mod hostile_model;
 mod inheritance;
 mod kept;
+mod opening;
 mod over_http;
 mod overflow;
 mod provider_faults;

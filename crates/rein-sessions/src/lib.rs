@@ -58,7 +58,7 @@ pub use postgres::{
 pub use projection::{history, started_turn};
 pub use record::{Acted, Pressure, Refused};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{Durability, SqliteStore};
+pub use sqlite::{Durability, OPENING_AT_ONCE, SqliteStore};
 pub use store::{
     ArtifactRef, ControlRecord, PendingApproval, SessionInfo, SessionLock, Slice, Store, TurnInfo,
     open_turn_started, read_all, read_from, still_begins,

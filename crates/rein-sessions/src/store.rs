@@ -217,6 +217,16 @@ pub trait Store: Send + Sync {
         crate::Posted::never()
     }
 
+    /// The queue a conversation's open waits in on this store, if it keeps
+    /// one. A store whose reads run on the caller's thread (SQLite) bounds
+    /// how many conversations read their logs to open at once, so a burst
+    /// of opens (a server restarting with thousands of conversations) waits
+    /// its turn instead of queueing ahead of steps already running. Each
+    /// store keeps its own: one store's slow opens never hold another's.
+    fn opening(&self) -> Option<&tokio::sync::Semaphore> {
+        None
+    }
+
     /// The inbox items not yet taken, oldest first.
     async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError>;
 

@@ -95,6 +95,13 @@ impl Conversation {
         metadata: Value,
         kept: Option<KeptLog>,
     ) -> Result<Self, AgentError> {
+        // The store's queue for opens, if it keeps one (`Store::opening`);
+        // never closed (were it, opens would go on unqueued).
+        let queued = store.clone();
+        let _opening = match queued.opening() {
+            Some(queue) => queue.acquire().await.ok(),
+            None => None,
+        };
         let info = match existing {
             Some(id) => store.session(id).await?,
             None => store.create_session(metadata).await?,

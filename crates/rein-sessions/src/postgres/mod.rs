@@ -193,7 +193,7 @@ pub(super) async fn read_events(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    rows.iter().map(crate::rows::event).collect()
+    rows.iter().map(|row| crate::rows::event(row)).collect()
 }
 
 #[async_trait]
@@ -225,7 +225,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(crate::rows::session).collect()
+        rows.iter().map(|row| crate::rows::session(row)).collect()
     }
 
     async fn sessions_where(
@@ -246,7 +246,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(crate::rows::session).collect()
+        rows.iter().map(|row| crate::rows::session(row)).collect()
     }
 
     async fn append(
@@ -286,7 +286,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(crate::rows::turn).collect()
+        rows.iter().map(|row| crate::rows::turn(row)).collect()
     }
 
     async fn control(&self, session: &str) -> Result<ControlRecord, AgentError> {
@@ -340,7 +340,9 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        crate::rows::inbox(&rows)
+        rows.iter()
+            .filter_map(|row| crate::rows::inbox_entry(row).transpose())
+            .collect()
     }
 
     async fn take_inbox(
@@ -428,7 +430,7 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(crate::rows::artifact).collect()
+        rows.iter().map(|row| crate::rows::artifact(row)).collect()
     }
 
     async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError> {

@@ -24,20 +24,26 @@ pub(super) type OwnPosts = Arc<Mutex<HashSet<i64>>>;
 
 /// Start the watcher of posts: it tells `channels`' waiters of every row
 /// added after now that is not in `own`, and ends with the store.
-pub(super) async fn watch_posts(
-    pool: SqlitePool,
+pub(super) fn watch_posts(
+    reader: Arc<Reader>,
     channels: &Arc<Channels>,
     own: OwnPosts,
 ) -> Result<(), AgentError> {
-    let mark: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM inbox")
-        .fetch_one(&pool)
-        .await
-        .map_err(db_error)?;
-    tokio::spawn(watch(pool, Arc::downgrade(channels), own, mark));
+    let mark = reader
+        .one("SELECT COALESCE(MAX(id), 0) AS id FROM inbox", [], |row| {
+            row.int("id")
+        })?
+        .unwrap_or(0);
+    tokio::spawn(watch(reader, Arc::downgrade(channels), own, mark));
     Ok(())
 }
 
-async fn watch(pool: SqlitePool, channels: Weak<Channels>, own: OwnPosts, mut mark: i64) {
+/// A row posted: its id and its session.
+fn posted_row(row: &dyn Columns) -> Result<(i64, String), AgentError> {
+    Ok((row.int("id")?, row.text("session_id")?))
+}
+
+async fn watch(reader: Arc<Reader>, channels: Weak<Channels>, own: OwnPosts, mut mark: i64) {
     let mut tick = tokio::time::interval(WATCH);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -45,22 +51,16 @@ async fn watch(pool: SqlitePool, channels: Weak<Channels>, own: OwnPosts, mut ma
         let Some(channels) = channels.upgrade() else {
             return;
         };
-        let rows = sqlx::query("SELECT id, session_id FROM inbox WHERE id > ? ORDER BY id LIMIT ?")
-            .bind(mark)
-            .bind(WATCH_ROWS)
-            .fetch_all(&pool)
-            .await;
+        let rows = reader.all(
+            "SELECT id, session_id FROM inbox WHERE id > ? ORDER BY id LIMIT ?",
+            params![mark, WATCH_ROWS],
+            posted_row,
+        );
         // A store that cannot be read now is looked at again next tick;
         // its waiters hear of the posts then.
         let Ok(rows) = rows else { continue };
         let mut own = own.lock().unwrap_or_else(|p| p.into_inner());
-        for row in rows {
-            let (Ok(id), Ok(session)) = (
-                row.try_get::<i64, _>("id"),
-                row.try_get::<String, _>("session_id"),
-            ) else {
-                continue;
-            };
+        for (id, session) in rows {
             mark = mark.max(id);
             if !own.remove(&id) {
                 channels.notify_posted(&session);
@@ -111,14 +111,12 @@ impl SqliteStore {
     }
 
     pub(super) async fn open_items(&self, session: &str) -> Result<Vec<InboxEntry>, AgentError> {
-        let rows = sqlx::query(
+        let entries = self.reader.all(
             "SELECT id, at_ms, item FROM inbox WHERE session_id = ? AND taken = 0 ORDER BY id",
-        )
-        .bind(session)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        crate::rows::inbox(&rows)
+            params![session],
+            crate::rows::inbox_entry,
+        )?;
+        Ok(entries.into_iter().flatten().collect())
     }
 
     pub(super) async fn take_items(

@@ -18,14 +18,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rein_wire::{AgentError, error::codes};
 use serde_json::Value;
+use sqlx::Connection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Connection, Row};
 use tokio::sync::broadcast;
 
 use crate::artifact::{check_hash, hash_hex, slice_of};
 use crate::event::{NewEvent, StoredEvent};
+use crate::rows::Columns;
 use crate::store::{ArtifactRef, ControlRecord, SessionInfo, SessionLock, Slice, Store, TurnInfo};
 use crate::subscribe::Channels;
 use crate::validate::now_ms;
@@ -34,9 +35,12 @@ mod append;
 mod failed;
 mod inbox;
 mod leases;
+mod reader;
 mod writer;
 
 use append::Write;
+use reader::Reader;
+use rusqlite::params;
 use writer::Writer;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -56,11 +60,18 @@ pub enum Durability {
 /// The embedded SQLite [`Store`].
 pub struct SqliteStore {
     pool: SqlitePool,
+    reader: std::sync::Arc<Reader>,
     writer: Writer,
     path: PathBuf,
     channels: std::sync::Arc<Channels>,
     own_posts: inbox::OwnPosts,
+    /// Conversations opening at once, at most [`OPENING_AT_ONCE`].
+    opening: tokio::sync::Semaphore,
 }
+
+/// Conversations reading their logs to open on one store at once, at most
+/// ([`Store::opening`]): its reads run on the caller's thread.
+pub const OPENING_AT_ONCE: usize = 64;
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,16 +163,19 @@ impl SqliteStore {
         })?;
         drop(making);
         let writer = Writer::start(&path, durability)?;
+        let reader = std::sync::Arc::new(Reader::open(&path)?);
         let channels = std::sync::Arc::new(Channels::default());
         let own_posts = inbox::OwnPosts::default();
-        inbox::watch_posts(pool.clone(), &channels, own_posts.clone()).await?;
+        inbox::watch_posts(reader.clone(), &channels, own_posts.clone())?;
         tracing::debug!(path = %path.display(), "store open");
         Ok(SqliteStore {
             pool,
+            reader,
             writer,
             path,
             channels,
             own_posts,
+            opening: tokio::sync::Semaphore::new(OPENING_AT_ONCE),
         })
     }
 
@@ -340,26 +354,21 @@ impl Store for SqliteStore {
     }
 
     async fn session(&self, id: &str) -> Result<SessionInfo, AgentError> {
-        let row = sqlx::query(
-            "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions WHERE id = ?",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?
-        .ok_or_else(|| not_found(id))?;
-        crate::rows::session(&row)
+        self.reader
+            .one(
+                "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions WHERE id = ?",
+                params![id],
+                crate::rows::session,
+            )?
+            .ok_or_else(|| not_found(id))
     }
 
     async fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, AgentError> {
-        let rows = sqlx::query(
+        self.reader.all(
             "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions ORDER BY id DESC LIMIT ?",
+            params![to_i64(limit as u64)],
+            crate::rows::session,
         )
-        .bind(to_i64(limit as u64))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter().map(crate::rows::session).collect()
     }
 
     async fn sessions_where(
@@ -369,19 +378,13 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> Result<Vec<SessionInfo>, AgentError> {
         let path = format!("$.\"{}\"", crate::store::metadata_key(key)?);
-        let rows = sqlx::query(
+        self.reader.all(
             "SELECT id, created_ms, metadata, head_seq, head_turn FROM sessions \
-             WHERE json_extract(metadata, ?) = ? AND json_type(metadata, ?) = 'text' \
-             ORDER BY id DESC LIMIT ?",
+             WHERE json_extract(metadata, ?1) = ?2 AND json_type(metadata, ?1) = 'text' \
+             ORDER BY id DESC LIMIT ?3",
+            params![path, value, to_i64(limit as u64)],
+            crate::rows::session,
         )
-        .bind(&path)
-        .bind(value)
-        .bind(&path)
-        .bind(to_i64(limit as u64))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter().map(crate::rows::session).collect()
     }
 
     async fn append(
@@ -409,21 +412,17 @@ impl Store for SqliteStore {
         from: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, AgentError> {
-        let rows = sqlx::query(
+        let events = self.reader.all(
             "SELECT s.id AS session_id, l.seq, l.at_ms, l.agent_path, l.kind, l.version, l.data \
              FROM log l JOIN sessions s ON s.key = l.session \
              WHERE s.id = ? AND l.seq >= ? ORDER BY l.seq LIMIT ?",
-        )
-        .bind(session)
-        .bind(to_i64(from))
-        .bind(to_i64(limit as u64))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        if rows.is_empty() {
+            params![session, to_i64(from), to_i64(limit as u64)],
+            crate::rows::event,
+        )?;
+        if events.is_empty() {
             self.session(session).await?;
         }
-        rows.iter().map(crate::rows::event).collect()
+        Ok(events)
     }
 
     fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {
@@ -432,23 +431,22 @@ impl Store for SqliteStore {
 
     async fn turns(&self, session: &str) -> Result<Vec<TurnInfo>, AgentError> {
         self.session(session).await?;
-        let rows = sqlx::query(
+        self.reader.all(
             "SELECT id, parent, prompt, started_seq, finished_seq, outcome FROM turns \
              WHERE session_id = ? ORDER BY started_seq",
+            params![session],
+            crate::rows::turn,
         )
-        .bind(session)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter().map(crate::rows::turn).collect()
     }
 
     async fn control(&self, session: &str) -> Result<ControlRecord, AgentError> {
-        let text: String = sqlx::query_scalar("SELECT control FROM sessions WHERE id = ?")
-            .bind(session)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?
+        let text = self
+            .reader
+            .one(
+                "SELECT control FROM sessions WHERE id = ?",
+                params![session],
+                |row| row.text("control"),
+            )?
             .ok_or_else(|| not_found(session))?;
         Ok(serde_json::from_str(&text).unwrap_or_default())
     }
@@ -498,6 +496,10 @@ impl Store for SqliteStore {
         self.channels.posted(session)
     }
 
+    fn opening(&self) -> Option<&tokio::sync::Semaphore> {
+        Some(&self.opening)
+    }
+
     async fn inbox(&self, session: &str) -> Result<Vec<crate::InboxEntry>, AgentError> {
         self.open_items(session).await
     }
@@ -525,37 +527,37 @@ impl Store for SqliteStore {
             .execute(&self.pool)
             .await
             .map_err(db_error)?;
-        let row = sqlx::query("SELECT size, media_type FROM artifacts WHERE hash = ?")
-            .bind(&hash)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(ArtifactRef {
-            hash,
-            size: to_u64(row.try_get("size").map_err(db_error)?),
-            media_type: row.try_get("media_type").map_err(db_error)?,
-        })
+        self.reader
+            .one(
+                "SELECT hash, size, media_type FROM artifacts WHERE hash = ?",
+                params![hash],
+                crate::rows::artifact,
+            )?
+            .ok_or_else(|| {
+                AgentError::new(
+                    codes::STORE_UNAVAILABLE,
+                    format!("the artifact {hash} was put and is not there"),
+                )
+            })
     }
 
     async fn read_artifact(&self, hash: &str, slice: Slice) -> Result<Vec<u8>, AgentError> {
         check_hash(hash)?;
         let bytes: Option<Vec<u8>> = match slice {
             // Byte ranges are cut by SQLite, without loading the whole blob.
-            Slice::Bytes { offset, len } => {
-                sqlx::query_scalar("SELECT substr(bytes, ?, ?) FROM artifacts WHERE hash = ?")
-                    .bind(to_i64(offset.saturating_add(1)))
-                    .bind(to_i64(len))
-                    .bind(hash)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(db_error)?
-            }
-            _ => sqlx::query_scalar("SELECT bytes FROM artifacts WHERE hash = ?")
-                .bind(hash)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error)?
-                .map(|b: Vec<u8>| slice_of(&b, slice)),
+            Slice::Bytes { offset, len } => self.reader.one(
+                "SELECT substr(bytes, ?, ?) AS bytes FROM artifacts WHERE hash = ?",
+                params![to_i64(offset.saturating_add(1)), to_i64(len), hash],
+                reader::bytes,
+            )?,
+            _ => self
+                .reader
+                .one(
+                    "SELECT bytes FROM artifacts WHERE hash = ?",
+                    params![hash],
+                    reader::bytes,
+                )?
+                .map(|b| slice_of(&b, slice)),
         };
         bytes.ok_or_else(|| {
             AgentError::new(
@@ -570,15 +572,11 @@ impl Store for SqliteStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<ArtifactRef>, AgentError> {
-        let rows = sqlx::query(
+        self.reader.all(
             "SELECT hash, size, media_type FROM artifacts WHERE hash > ? ORDER BY hash LIMIT ?",
+            params![after.unwrap_or_default(), to_i64(limit as u64)],
+            crate::rows::artifact,
         )
-        .bind(after.unwrap_or_default())
-        .bind(to_i64(limit as u64))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter().map(crate::rows::artifact).collect()
     }
 
     async fn import(&self, info: &SessionInfo, events: Vec<StoredEvent>) -> Result<(), AgentError> {

@@ -17,7 +17,7 @@
 //! Leases are taken, renewed and given back here too, so no other
 //! transaction of this process waits for SQLite's write lock.
 //!
-//! Not here: reads, artifacts and inbox posts (the sqlx pool does them);
+//! Not here: reads (`reader`), artifacts put and inbox posts (the sqlx pool);
 //! what a write does (`append`, `leases`).
 
 use std::path::Path;
