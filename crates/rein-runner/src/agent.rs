@@ -155,9 +155,16 @@ impl Agent {
         self
     }
 
-    /// With the product's context handed to every tool call.
+    /// With the product's context handed to every tool call and hook.
     pub fn with_app_context(mut self, context: rein_tools::AppContext) -> Self {
         self.guards.app_context = context;
+        self
+    }
+
+    /// With the product's factory for each child's context, authority and
+    /// session record (see [`crate::ChildFactory`]).
+    pub fn with_child_factory(mut self, factory: Arc<dyn crate::ChildFactory>) -> Self {
+        self.guards.children = Some(factory);
         self
     }
 

@@ -43,6 +43,10 @@ pub struct Guards {
     /// Put the person's prompt on the turn's telemetry span (off: spans
     /// carry names, ids, counts and codes only).
     pub telemetry_content: bool,
+    /// The product's factory for each child's context, authority and
+    /// session record ([`crate::ChildFactory`]); none, a child gets the
+    /// parent's.
+    pub children: Option<Arc<dyn crate::ChildFactory>>,
 }
 
 impl std::fmt::Debug for Guards {
@@ -55,6 +59,7 @@ impl std::fmt::Debug for Guards {
             .field("secrets", &self.secrets.len())
             .field("authority", &self.authority)
             .field("telemetry_content", &self.telemetry_content)
+            .field("children", &self.children.is_some())
             .finish()
     }
 }
@@ -74,7 +79,10 @@ impl Guards {
     /// - **secrets**: both lists, so each is masked;
     /// - **authority**: the parent's, with the child's own beside it when
     ///   it has any other;
-    /// - **telemetry content**: only where both opt in.
+    /// - **telemetry content**: only where both opt in;
+    /// - **the child factory**: the parent's — it is the product's —
+    ///   unless the parent has none (it is asked after this rule,
+    ///   [`crate::ChildFactory`], and gives context, never a guard).
     pub fn for_child(&self, own: Option<&Guards>) -> Guards {
         let Some(own) = own else {
             return self.clone();
@@ -108,6 +116,7 @@ impl Guards {
             secrets,
             authority,
             telemetry_content: self.telemetry_content && own.telemetry_content,
+            children: self.children.clone().or_else(|| own.children.clone()),
         }
     }
 }
@@ -157,6 +166,7 @@ mod tests {
             secrets: vec!["sk-parent".into()],
             authority: json!({"root": "/p"}),
             telemetry_content: true,
+            children: None,
         };
         // No definition of its own: exactly the parent's.
         let plain = parent.for_child(None);
@@ -175,6 +185,7 @@ mod tests {
             secrets: vec!["sk-own".into()],
             authority: Value::Null,
             telemetry_content: false,
+            children: None,
         };
         let child = parent.for_child(Some(&own));
         assert_eq!(names(&child), ["deny-rm", "audit"]);

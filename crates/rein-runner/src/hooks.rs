@@ -39,7 +39,7 @@ pub enum HookEffect {
 }
 
 /// What a hook is told.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct HookInput {
     /// Where it runs.
     pub point: HookPoint,
@@ -51,6 +51,10 @@ pub struct HookInput {
     pub result: Option<Value>,
     /// How the turn ended (`turn_end`).
     pub outcome: Option<rein_wire::Ending>,
+    /// The product's context, as every tool call gets it: a product's
+    /// hook decides with it (a tenant's rules). Never sent to a command
+    /// hook.
+    pub app: rein_tools::AppContext,
 }
 
 impl HookInput {

@@ -14,6 +14,7 @@ mod agent;
 mod artifacts;
 mod board_tools;
 mod check_place;
+mod children;
 mod conversation;
 mod delegation;
 mod graph_record;
@@ -33,6 +34,7 @@ mod watching;
 pub use agent::{Agent, Delegation, ExternalAgent, ExternalAnswer, ExternalTask, Helper};
 pub use board_tools::{BLACKBOARD_READ, BLACKBOARD_WRITE};
 pub use check_place::{CheckCommand, CheckPlace, CheckRan};
+pub use children::{ChildContext, ChildFactory, ChildOf};
 pub use conversation::{
     ApprovalRequest, Budgets, Conversation, Heard, INBOX_POLL, KeptLog, Log, MAX_PROMPT_BYTES,
     MAX_SHOWN_ARGUMENTS, Profile, ToolLoading, TurnContract, TurnResult, Verification, Wording,

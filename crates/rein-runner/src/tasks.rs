@@ -45,6 +45,7 @@ use rein_wire::{AgentError, Ending, error::codes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::children::ChildOf;
 use crate::conversation::parse_answer;
 use crate::{Agent, ApprovalRequest, Conversation, Profile, TurnOutcome};
 
@@ -273,13 +274,24 @@ fn outputs_of(reply: &str, declared: &[String]) -> Outputs {
 impl ConversationTasks {
     async fn attempt(self, attempt: Attempt) -> Result<Outputs, AgentError> {
         let mut agent = self.agent_for(&attempt.task)?;
-        let metadata = json!({
+        let child = ChildOf {
+            graph_task: Some(&attempt.task.id),
+            agent: attempt.task.agent.as_deref(),
+            ..ChildOf::under(
+                &self.agent.guards,
+                self.graph.as_deref().unwrap_or_default(),
+                &attempt.brief,
+            )
+        };
+        agent.guards.given(&child);
+        let mut metadata = json!({
             "assistant": agent.profile.name,
             "model": agent.profile.model,
             "graph": self.graph,
             "graph_task": attempt.task.id,
             "attempt": attempt.attempt,
         });
+        self.agent.guards.child_session(&child, &mut metadata);
         if let Some(board) = &self.board {
             agent.tools = Arc::new(crate::board_tools::WithBlackboard {
                 product: agent.tools.clone(),

@@ -3,8 +3,10 @@
 //! runs under. A parent's deny hook blocks the same call in a sub-agent
 //! and in graph tasks (the graph's own and a named agent's); a parent's
 //! policy that forbids writes holds there too, even when the named agent
-//! asks for writes; the product's app context reaches a child's tool; a
-//! named agent's tools only narrow the graph's.
+//! asks for writes; the product's app context reaches a child's tool and
+//! every hook; a product's child factory gives each sub-agent and graph
+//! task its own context, authority and session record, and never a guard;
+//! a named agent's tools only narrow the graph's.
 
 #![expect(
     clippy::unwrap_used,
@@ -327,4 +329,212 @@ async fn a_named_agent_gets_no_tool_the_graph_lacks_and_no_looser_policy() {
     assert!(!child.guards.policy.writes_allowed, "policy only narrows");
     let value: Value = json!(child.profile.name);
     assert_eq!(value, json!("shop"), "its words are its own");
+}
+
+/// A hook that decides with the product's context: it records the
+/// customer it was told at each point, and denies every call of a
+/// customer the product has blocked.
+struct TenantRule(Arc<std::sync::Mutex<Vec<(HookPoint, String)>>>);
+
+impl Hook for TenantRule {
+    fn name(&self) -> &str {
+        "tenant-rule"
+    }
+    fn hears(&self, _: HookPoint) -> bool {
+        true
+    }
+    fn run<'a>(&'a self, input: &'a HookInput) -> HookFuture<'a> {
+        let customer = input.app.get::<Shop>().map_or("none", |s| s.customer);
+        self.0
+            .lock()
+            .unwrap()
+            .push((input.point, customer.to_owned()));
+        let blocked = customer == "blocked" && input.point == HookPoint::BeforeCall;
+        Box::pin(async move {
+            Ok(if blocked {
+                HookEffect::Deny("this customer may not use tools".into())
+            } else {
+                HookEffect::Continue
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_products_hook_decides_with_its_context() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let removed = Arc::new(AtomicUsize::new(0));
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut ada = agent(&removed)
+        .with_hook(Arc::new(TenantRule(told.clone())))
+        .with_app_context(AppContext::new(Shop { customer: "ada" }))
+        .open(store.clone())
+        .await
+        .unwrap();
+    turn(&mut ada, "whoami").await;
+    let points: Vec<HookPoint> = told.lock().unwrap().iter().map(|(p, _)| *p).collect();
+    for point in [
+        HookPoint::BeforeModelCall,
+        HookPoint::BeforeCall,
+        HookPoint::AfterCall,
+        HookPoint::TurnEnd,
+    ] {
+        assert!(points.contains(&point), "{point:?} heard: {points:?}");
+    }
+    assert!(
+        told.lock().unwrap().iter().all(|(_, c)| c == "ada"),
+        "every point was told the product's context: {told:?}"
+    );
+
+    let mut blocked = agent(&removed)
+        .with_hook(Arc::new(TenantRule(told.clone())))
+        .with_app_context(AppContext::new(Shop {
+            customer: "blocked",
+        }))
+        .open(store.clone())
+        .await
+        .unwrap();
+    turn(&mut blocked, "whoami").await;
+    let log = rein_sessions::read_all(store.as_ref(), blocked.session_id())
+        .await
+        .unwrap();
+    assert!(
+        log.iter().any(|e| matches!(&e.event, Event::HookRan { hook, effect, .. } if hook == "tenant-rule" && *effect == rein_wire::HookDid::Deny)),
+        "the blocked customer's call was denied by the hook"
+    );
+    assert!(
+        !log.iter().any(|e| matches!(&e.event, Event::ToolResult { content, .. } if content.to_string().contains("\"customer\""))),
+        "whoami never ran for the blocked customer"
+    );
+}
+
+/// The product's factory: each child is its customer's helper, with an
+/// authority naming what it was asked, and a session record that tries
+/// to rewrite rein's own keys.
+struct Helpers(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rein_runner::ChildFactory for Helpers {
+    fn context(&self, child: &rein_runner::ChildOf<'_>) -> rein_runner::ChildContext {
+        let parent = child
+            .app_context
+            .get::<Shop>()
+            .map_or("none", |s| s.customer);
+        self.0.lock().unwrap().push(format!(
+            "parent customer {parent}; path {:?}; task {:?}; graph task {:?}",
+            child.agent_path, child.task, child.graph_task
+        ));
+        rein_runner::ChildContext {
+            app_context: AppContext::new(Shop {
+                customer: "ada's helper",
+            }),
+            authority: json!({"scope": "helper", "asked": child.task}),
+        }
+    }
+
+    fn session(&self, child: &rein_runner::ChildOf<'_>) -> Value {
+        json!({"tenant": "ada", "parent_session": "forged", "of": child.parent})
+    }
+}
+
+/// The `run.started` authority of every run in `session`.
+async fn authorities(store: &dyn Store, session: &str) -> Vec<Value> {
+    rein_sessions::read_all(store, session)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::RunStarted { profile, .. } => Some(profile["authority"].clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_products_factory_gives_each_sub_agent_its_context_authority_and_record_never_a_guard() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let removed = Arc::new(AtomicUsize::new(0));
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut conversation = agent(&removed)
+        .with_hook(Arc::new(DenyRemove))
+        .with_app_context(AppContext::new(Shop { customer: "ada" }))
+        .with_child_factory(Arc::new(Helpers(told.clone())))
+        .with_delegation(Delegation::default())
+        .open(store.clone())
+        .await
+        .unwrap();
+    let parent = conversation.session_id().to_owned();
+    turn(&mut conversation, "hand off who").await;
+    turn(&mut conversation, "hand off the removal").await;
+
+    let told = told.lock().unwrap().clone();
+    assert_eq!(
+        told[..2],
+        [
+            "parent customer ada; path Some(\"main/agent-1\"); task \"whoami please\"; graph task None",
+            "parent customer ada; path Some(\"main/agent-1\"); task \"remove old.txt\"; graph task None",
+        ],
+        "the factory is told of each child"
+    );
+    let kids = children(store.as_ref(), &parent).await;
+    assert_eq!(kids.len(), 2, "{kids:?}");
+    let who = rein_sessions::read_all(store.as_ref(), &kids[0])
+        .await
+        .unwrap();
+    assert!(
+        who.iter().any(|e| matches!(&e.event, Event::ToolResult { content, .. } if content.to_string().contains("ada's helper"))),
+        "the child's tool got the factory's context"
+    );
+    assert_eq!(
+        authorities(store.as_ref(), &kids[0]).await[0]["product"],
+        json!({"scope": "helper", "asked": "whoami please"}),
+        "the child's run records the factory's authority"
+    );
+    let info = store.session(&kids[0]).await.unwrap();
+    assert_eq!(info.metadata["app"]["tenant"], json!("ada"));
+    assert_eq!(info.metadata["app"]["of"], json!(parent));
+    assert_eq!(
+        info.metadata["parent_session"],
+        json!(parent),
+        "rein's own keys stay rein's"
+    );
+    // Its guards are still the parent's: the removal is denied.
+    assert_eq!(denials(store.as_ref(), &kids[1]).await, 1);
+    assert_eq!(removed.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_products_factory_gives_each_graph_task_its_context_and_record() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let removed = Arc::new(AtomicUsize::new(0));
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let graph_agent = agent(&removed)
+        .with_app_context(AppContext::new(Shop { customer: "ada" }))
+        .with_child_factory(Arc::new(Helpers(told.clone())));
+    let tasks = ConversationTasks::of(store.clone(), graph_agent);
+    let mut who = TaskSpec::new("who", "whoami please");
+    who.retries = Some(0);
+    run_tasks(tasks, vec![who]).await;
+    let told = told.lock().unwrap().clone();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("parent customer ada") && told[0].contains("graph task Some(\"who\")"),
+        "{told:?}"
+    );
+    let sessions = store.list_sessions(10).await.unwrap();
+    let task = sessions
+        .iter()
+        .find(|s| s.metadata["graph_task"] == json!("who"))
+        .expect("the task's session");
+    assert_eq!(task.metadata["app"]["tenant"], json!("ada"));
+    let log = rein_sessions::read_all(store.as_ref(), &task.id)
+        .await
+        .unwrap();
+    assert!(
+        log.iter().any(|e| matches!(&e.event, Event::ToolResult { content, .. } if content.to_string().contains("ada's helper"))),
+        "the task's tool got the factory's context"
+    );
+    assert_eq!(
+        authorities(store.as_ref(), &task.id).await[0]["product"]["scope"],
+        json!("helper")
+    );
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::journal::Journal;
 use rein_wire::HookDid;
 
+use crate::guards::Guards;
 use crate::hooks::{Hook, HookEffect, HookInput, HookPoint, fits, recorded};
 use crate::outcome::TurnOutcome;
 
@@ -61,7 +62,7 @@ async fn ask(hooks: &Hooks, input: &HookInput) -> Vec<(String, Result<HookEffect
 /// The arguments a call runs with after the `before_call` hooks, or
 /// why they refused it. Read back from the log when already asked.
 pub(super) async fn before_call(
-    hooks: &Hooks,
+    guards: &Guards,
     journal: &mut Journal,
     events: &crate::Log,
     call_id: &str,
@@ -70,18 +71,23 @@ pub(super) async fn before_call(
 ) -> Result<Result<Value, String>, AgentError> {
     let earlier = events.hooks_before(call_id).to_vec();
     let answers: Vec<(String, Result<HookEffect, String>)> = if earlier.is_empty() {
-        if !hooks.iter().any(|h| h.hears(HookPoint::BeforeCall)) {
+        if !guards.hooks.iter().any(|h| h.hears(HookPoint::BeforeCall)) {
             return Ok(Ok(args));
         }
         let mut answers = Vec::new();
         // Each hook sees the arguments the hooks before it left.
-        for hook in hooks.iter().filter(|h| h.hears(HookPoint::BeforeCall)) {
+        for hook in guards
+            .hooks
+            .iter()
+            .filter(|h| h.hears(HookPoint::BeforeCall))
+        {
             let input = HookInput {
                 point: HookPoint::BeforeCall,
                 tool: Some(tool.to_owned()),
                 arguments: Some(args.clone()),
                 result: None,
                 outcome: None,
+                app: guards.app_context.clone(),
             };
             let effect = match hook.run(&input).await {
                 Ok(effect) if !fits(HookPoint::BeforeCall, &effect) => Err(format!(
@@ -139,13 +145,13 @@ pub(super) async fn before_call(
 
 /// The outcome after the `after_call` hooks, and their records.
 pub(super) async fn after_call(
-    hooks: &Hooks,
+    guards: &Guards,
     call_id: &str,
     tool: &str,
     args: &Value,
     mut outcome: Outcome,
 ) -> (Outcome, Vec<Event>) {
-    if !hooks.iter().any(|h| h.hears(HookPoint::AfterCall)) {
+    if !guards.hooks.iter().any(|h| h.hears(HookPoint::AfterCall)) {
         return (outcome, Vec::new());
     }
     let input = HookInput {
@@ -154,9 +160,10 @@ pub(super) async fn after_call(
         arguments: Some(args.clone()),
         result: serde_json::to_value(&outcome).ok(),
         outcome: None,
+        app: guards.app_context.clone(),
     };
     let mut records = Vec::new();
-    for (hook, effect) in ask(hooks, &input).await {
+    for (hook, effect) in ask(&guards.hooks, &input).await {
         if let Ok(HookEffect::Annotate(note)) = &effect {
             outcome = annotated(outcome, &hook, note);
         }
@@ -170,10 +177,14 @@ pub(super) async fn after_call(
 /// Why the `before_model_call` hooks refuse the next model call, if
 /// they do (recorded).
 pub(super) async fn before_model_call(
-    hooks: &Hooks,
+    guards: &Guards,
     journal: &mut Journal,
 ) -> Result<Option<String>, AgentError> {
-    if !hooks.iter().any(|h| h.hears(HookPoint::BeforeModelCall)) {
+    if !guards
+        .hooks
+        .iter()
+        .any(|h| h.hears(HookPoint::BeforeModelCall))
+    {
         return Ok(None);
     }
     let input = HookInput {
@@ -182,8 +193,9 @@ pub(super) async fn before_model_call(
         arguments: None,
         result: None,
         outcome: None,
+        app: guards.app_context.clone(),
     };
-    for (hook, effect) in ask(hooks, &input).await {
+    for (hook, effect) in ask(&guards.hooks, &input).await {
         let why = match &effect {
             Ok(HookEffect::Deny(reason)) => {
                 format!("hook `{hook}` denied the model call: {reason}")
@@ -203,15 +215,16 @@ pub(super) async fn before_model_call(
 
 /// Tell the `turn_end` hooks how the turn ended (their answers change
 /// nothing; a failure is logged).
-pub(super) async fn turn_end(hooks: &Hooks, outcome: &TurnOutcome) {
+pub(super) async fn turn_end(guards: &Guards, outcome: &TurnOutcome) {
     let input = HookInput {
         point: HookPoint::TurnEnd,
         tool: None,
         arguments: None,
         result: None,
         outcome: Some(outcome.name()),
+        app: guards.app_context.clone(),
     };
-    for (hook, effect) in ask(hooks, &input).await {
+    for (hook, effect) in ask(&guards.hooks, &input).await {
         if let Err(why) = effect {
             tracing::warn!(%hook, %why, "a turn_end hook failed");
         }

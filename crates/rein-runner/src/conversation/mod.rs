@@ -269,8 +269,8 @@ impl Conversation {
             return Ok(Step::Ends(TurnOutcome::Budget { which }));
         }
         self.spend.step();
-        let hooks = &self.agent.guards.hooks;
-        if let Some(why) = hooked::before_model_call(hooks, &mut self.journal).await? {
+        let guards = &self.agent.guards;
+        if let Some(why) = hooked::before_model_call(guards, &mut self.journal).await? {
             let error = AgentError::new(codes::HOOK_DENIED, why);
             return Ok(Step::Ends(TurnOutcome::Error { error }));
         }
@@ -369,7 +369,7 @@ impl Conversation {
             run_id,
         };
         self.journal.emit(ended);
-        hooked::turn_end(&self.agent.guards.hooks, &outcome).await;
+        hooked::turn_end(&self.agent.guards, &outcome).await;
         Ok(outcome)
     }
 

@@ -69,15 +69,16 @@ impl Gate {
         tool: &str,
         args: Value,
     ) -> Result<Checked, AgentError> {
-        let hooks = &cx.agent.guards.hooks;
-        let args = match hooked::before_call(hooks, cx.journal, events, call_id, tool, args.clone())
-            .await?
-        {
-            Ok(args) => args,
-            Err(why) => {
-                return Ok(Checked::refused(args, codes::HOOK_DENIED, why, false));
-            }
-        };
+        let guards = &cx.agent.guards;
+        let args =
+            match hooked::before_call(guards, cx.journal, events, call_id, tool, args.clone())
+                .await?
+            {
+                Ok(args) => args,
+                Err(why) => {
+                    return Ok(Checked::refused(args, codes::HOOK_DENIED, why, false));
+                }
+            };
         let args = match self.tools.prepare(tool, args.clone()) {
             Ok(args) => args,
             Err(err) => {
@@ -446,7 +447,7 @@ impl Gate {
             self.left.insert(left.clone());
         }
         let (outcome, mut records) =
-            hooked::after_call(&cx.agent.guards.hooks, &call_id, &tool, &args, outcome).await;
+            hooked::after_call(&cx.agent.guards, &call_id, &tool, &args, outcome).await;
         let event = self
             .result_event(cx, &call_id, outcome, ResultSource::Live, started.elapsed())
             .await?;

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::{Around, Gate};
 use crate::agent::{Child, Delegation, Helper, Spawn};
+use crate::children::ChildOf;
 use crate::conversation::folds::agent_of_call;
 use crate::delegation::{self, DELEGATE};
 use crate::settings::Budgets;
@@ -127,11 +128,21 @@ impl Gate {
             if let Some(name) = &named {
                 metadata["agent"] = json!(name);
             }
+            let task = delegation::task_of(args).unwrap_or_default().to_owned();
+            let guards = &cx.agent.guards;
+            guards.child_session(
+                &ChildOf {
+                    agent_path: Some(&path),
+                    agent: named.as_deref(),
+                    ..ChildOf::under(guards, cx.journal.session_id(), &task)
+                },
+                &mut metadata,
+            );
             let info = cx.journal.store().create_session(metadata).await?;
             plans.push(Delegate::Child(Planned {
                 path,
                 session: info.id,
-                task: delegation::task_of(args).unwrap_or_default().to_owned(),
+                task,
                 tools,
                 agent: named,
                 reattach: false,
@@ -189,6 +200,11 @@ impl Gate {
             _ => None,
         };
         let mut agent = cx.agent.child(own, planned.tools.clone());
+        agent.guards.given(&ChildOf {
+            agent_path: Some(&planned.path),
+            agent: planned.agent.as_deref(),
+            ..ChildOf::under(&cx.agent.guards, cx.journal.session_id(), &planned.task)
+        });
         agent.guards.policy.writes_allowed &= settings.writes;
         agent.budgets = budgets;
         if own.is_none() {

@@ -103,9 +103,10 @@ impl Gate {
             return Ok(None);
         };
         let read_id = format!("{call_id}.read");
-        let hooks = &cx.agent.guards.hooks;
+        let guards = &cx.agent.guards;
         let Ok(read_args) =
-            hooked::before_call(hooks, cx.journal, events, &read_id, &read_tool, read_args).await?
+            hooked::before_call(guards, cx.journal, events, &read_id, &read_tool, read_args)
+                .await?
         else {
             return Ok(None);
         };
@@ -135,7 +136,7 @@ impl Gate {
         };
         let outcome = self.tools.invoke(&read_tool, read_args.clone(), &ctx).await;
         let (outcome, records) =
-            hooked::after_call(hooks, &read_id, &read_tool, &read_args, outcome).await;
+            hooked::after_call(guards, &read_id, &read_tool, &read_args, outcome).await;
         if !records.is_empty() {
             cx.journal.append(records).await?;
         }

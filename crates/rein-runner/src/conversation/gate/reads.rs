@@ -241,7 +241,7 @@ impl Gate {
                 self.cache.put(tool, args, batch.revision, result.clone());
             }
             let (outcome, records) =
-                hooked::after_call(&cx.agent.guards.hooks, call_id, tool, args, outcome).await;
+                hooked::after_call(&cx.agent.guards, call_id, tool, args, outcome).await;
             results.extend(records);
             let event = self
                 .result_event(cx, call_id, outcome, source, took)
