@@ -15,12 +15,15 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use futures::Stream;
 use rein_sessions::StoredEvent;
 use rein_wire::{AgentError, error::codes};
+use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
+use utoipa::IntoParams;
 
 use crate::Inner;
 
@@ -118,4 +121,32 @@ pub(crate) async fn stream(
         }
     };
     Ok((stream, KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub(crate) struct After {
+    /// Send the log after this sequence number (as `Last-Event-ID`).
+    pub(crate) after: Option<u64>,
+}
+
+/// Where a stream starts: after `Last-Event-ID`, else `after`, else the
+/// start. A resume point that is no sequence number is refused, not taken
+/// as "from the start"; one past the head is the head (it never wraps).
+pub(crate) fn resume_point(headers: &HeaderMap, after: Option<u64>) -> Result<u64, AgentError> {
+    let last = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    AgentError::new(
+                        codes::INVALID_INPUT,
+                        "Last-Event-ID must be a sequence number this stream sent",
+                    )
+                })?,
+        ),
+    };
+    Ok(last.or(after).unwrap_or(0))
 }

@@ -25,6 +25,7 @@
 mod auth;
 mod connections;
 mod events;
+mod graphs;
 mod history;
 mod hosted;
 mod links;
@@ -33,6 +34,7 @@ mod memory;
 mod page;
 mod problem;
 mod routes;
+mod waiting;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,6 +48,7 @@ pub use auth::Secrets;
 pub use connections::{
     Bounded as BoundedListener, Held as HeldConnection, Peer, trust_unless_unauthorized,
 };
+pub use graphs::MAX_RUNNING as MAX_RUNNING_GRAPHS;
 pub use hosted::HostedSessions;
 pub use routes::api_doc;
 
@@ -110,6 +113,8 @@ pub(crate) struct Inner {
     pub(crate) memory: Option<memory::Shown>,
     /// What lists the hosted sessions live now (`/api/agents/sessions`).
     pub(crate) hosted: Option<HostedSessions>,
+    /// The task graphs running here (`/api/graphs`).
+    pub(crate) graphs: graphs::Running,
     /// The logs shown (summaries, what waits), read again only from where
     /// the last read ended.
     pub(crate) shown: rein_sessions::LogCache,
@@ -206,6 +211,7 @@ impl Server {
                 live: live::Live::default(),
                 memory: None,
                 hosted: None,
+                graphs: graphs::Running::default(),
                 shown: rein_sessions::LogCache::new(SHOWN_EVENTS),
             }),
             limits: Limits::default(),
@@ -283,6 +289,7 @@ impl Server {
                 live: live::Live::default(),
                 memory: shared.memory.clone(),
                 hosted: shared.hosted.clone(),
+                graphs: graphs::Running::default(),
                 shown: rein_sessions::LogCache::new(SHOWN_EVENTS),
             });
         }

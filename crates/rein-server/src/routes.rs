@@ -81,6 +81,13 @@ fn api_router() -> OpenApiRouter<Server> {
         .routes(routes!(compact))
         .routes(routes!(list_agents))
         .routes(routes!(crate::hosted::list_hosted))
+        .routes(routes!(
+            crate::graphs::list_graphs,
+            crate::graphs::post_graph
+        ))
+        .routes(routes!(crate::graphs::get_graph))
+        .routes(routes!(crate::graphs::graph_events))
+        .routes(routes!(crate::graphs::cancel_graph))
         .routes(routes!(report))
         .routes(routes!(
             crate::memory::list_memory,
@@ -247,7 +254,7 @@ async fn get_conversation(State(server): State<Server>, Path(id): Path<String>) 
     let family = rein_approvals::family_read_cached(store, &server.inner.shown, &id).await?;
     let mut conversation = summary_of(&server, &info, &family).await?;
     conversation["turns"] = json!(store.turns(&id).await?);
-    conversation["approvals"] = waiting_of(&server, &family).await?;
+    conversation["approvals"] = crate::waiting::waiting_of(&server, &family).await?;
     Ok(Json(conversation).into_response())
 }
 
@@ -323,76 +330,20 @@ async fn resume_turn(
     Ok((StatusCode::ACCEPTED, Json(json!({"running": true}))).into_response())
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-struct After {
-    /// Send the log after this sequence number (as `Last-Event-ID`).
-    after: Option<u64>,
-}
-
 /// The conversation's events (SSE): `log` events with their sequence
 /// number as id, resumable with `Last-Event-ID`; `ui` events live.
-#[utoipa::path(get, path = "/api/conversations/{id}/events", params(("id" = String, Path), After),
+#[utoipa::path(get, path = "/api/conversations/{id}/events", params(("id" = String, Path), crate::events::After),
     responses((status = 200, description = "text/event-stream"), (status = 503, description = "Too many watchers")))]
 async fn events(
     State(server): State<Server>,
     Path(id): Path<String>,
-    Query(after): Query<After>,
+    Query(after): Query<crate::events::After>,
     headers: HeaderMap,
 ) -> Answered {
-    // A resume point that is no sequence number is refused, not taken as
-    // "from the start"; one past the head is the head (it never wraps).
-    let last = match headers.get("last-event-id") {
-        None => None,
-        Some(value) => Some(
-            value
-                .to_str()
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .ok_or_else(|| {
-                    AgentError::new(
-                        codes::INVALID_INPUT,
-                        "Last-Event-ID must be a sequence number this stream sent",
-                    )
-                })?,
-        ),
-    };
-    let from = last.or(after.after).unwrap_or(0);
+    let from = crate::events::resume_point(&headers, after.after)?;
     let watchers = server.limits.watchers_per_conversation;
     let (stream, keep) = crate::events::stream(server.inner.clone(), id, from, watchers).await?;
     Ok(Sse::new(stream).keep_alive(keep).into_response())
-}
-
-async fn waiting_json(server: &Server, id: &str) -> Result<Value, AgentError> {
-    let store = server.inner.store.as_ref();
-    store.session(id).await?;
-    waiting_of(
-        server,
-        &rein_approvals::family_read_cached(store, &server.inner.shown, id).await?,
-    )
-    .await
-}
-
-/// What waits for a person in a family already read.
-async fn waiting_of(
-    server: &Server,
-    family: &[rein_approvals::Member],
-) -> Result<Value, AgentError> {
-    let waiting = rein_approvals::waiting_in(server.inner.store.as_ref(), family).await?;
-    let listed: Vec<Value> = waiting
-        .into_iter()
-        .map(|w| {
-            json!({
-                "approval_id": w.approval_id,
-                "session": w.session,
-                "agent_path": w.agent_path,
-                "tool": w.tool,
-                "permission": w.permission,
-                "arguments": w.arguments,
-                "preview": w.preview,
-            })
-        })
-        .collect();
-    Ok(json!(listed))
 }
 
 /// What waits for a person here and in the conversation's sub-agents,
@@ -400,7 +351,10 @@ async fn waiting_of(
 #[utoipa::path(get, path = "/api/conversations/{id}/approvals", params(("id" = String, Path)),
     responses((status = 200, description = "The pending approvals")))]
 async fn list_approvals(State(server): State<Server>, Path(id): Path<String>) -> Answered {
-    Ok(Json(json!({"approvals": waiting_json(&server, &id).await?})).into_response())
+    Ok(
+        Json(json!({"approvals": crate::waiting::waiting_json(&server, &id).await?}))
+            .into_response(),
+    )
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -4,13 +4,10 @@
 //! an approval decided through the API, and the event stream resumed
 //! after a disconnect with nothing lost or repeated.
 
-#![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{self, UiStream, code, start};
-use futures::StreamExt;
+use crate::common::{self, UiStream, code, read_events, start};
 use rein_runner::Profile;
 use rein_server::Server;
 use rein_testing::ScriptedBrain;
@@ -334,33 +331,6 @@ async fn an_interrupt_ends_a_turn_that_waits_for_a_person() {
     assert_eq!(server.backend.invocations("write_file"), 0);
 }
 
-/// Read SSE `log` events' sequence numbers until `until` is seen.
-async fn read_events(response: reqwest::Response, until: &str) -> Vec<(u64, String)> {
-    let mut seen = Vec::new();
-    let mut buffer = String::new();
-    let mut body = response.bytes_stream();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, body.next()).await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let data = block
-                .lines()
-                .find_map(|l| l.strip_prefix("data: "))
-                .unwrap_or_default();
-            if block.lines().any(|l| l == "event: log") {
-                let event: Value = serde_json::from_str(data).unwrap();
-                let kind = event["kind"].as_str().unwrap().to_owned();
-                seen.push((event["seq"].as_u64().unwrap(), kind.clone()));
-                if kind == until {
-                    return seen;
-                }
-            }
-        }
-    }
-    panic!("no `{until}` in {seen:?}");
-}
-
 #[tokio::test]
 async fn the_event_stream_resumes_after_a_disconnect_losing_and_repeating_nothing() {
     let server = start().await;
@@ -474,6 +444,11 @@ async fn the_openapi_document_lists_every_route() {
         "POST /api/memory".to_owned(),
         "DELETE /api/memory/{item}".to_owned(),
         "GET /api/memory/history".to_owned(),
+        "GET /api/graphs".to_owned(),
+        "POST /api/graphs".to_owned(),
+        "GET /api/graphs/{id}".to_owned(),
+        "GET /api/graphs/{id}/events".to_owned(),
+        "POST /api/graphs/{id}/cancel".to_owned(),
     ];
     expected.sort();
     assert_eq!(paths, expected);

@@ -48,7 +48,7 @@ fn free_port() -> u16 {
 }
 
 /// A ChromeDriver process and one headless browser session in it.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     http: reqwest::Client,
     base: String,
@@ -69,7 +69,7 @@ impl Browser {
             .await;
     }
 
-    async fn start() -> Browser {
+    pub(crate) async fn start() -> Browser {
         ensure_chromium();
         let port = free_port();
         let driver = Command::new("chromedriver")
@@ -134,11 +134,11 @@ impl Browser {
         answer["value"].clone()
     }
 
-    async fn go(&self, url: &str) {
+    pub(crate) async fn go(&self, url: &str) {
         self.call("POST", "/url", json!({"url": url})).await;
     }
 
-    async fn script(&self, script: &str) -> Value {
+    pub(crate) async fn script(&self, script: &str) -> Value {
         self.call(
             "POST",
             "/execute/sync",
@@ -148,7 +148,7 @@ impl Browser {
     }
 
     /// Wait until `condition` (a JS expression) is true.
-    async fn until(&self, condition: &str, what: &str) {
+    pub(crate) async fn until(&self, condition: &str, what: &str) {
         let until = Instant::now() + Duration::from_secs(30);
         loop {
             if self.script(&format!("return !!({condition});")).await == json!(true) {
@@ -164,7 +164,7 @@ impl Browser {
 
     /// The text of the one item of the list `items` (a selector), once it
     /// shows exactly one (`what` names it if it never does).
-    async fn only_item_text(&self, items: &str, what: &str) -> String {
+    pub(crate) async fn only_item_text(&self, items: &str, what: &str) -> String {
         self.until(
             &format!("document.querySelectorAll('{items} li').length === 1"),
             what,
@@ -180,7 +180,7 @@ impl Browser {
 
     /// Markup in `section` was shown as text, never run: no image there and
     /// the page's title as it was.
-    async fn ran_no_markup_in(&self, section: &str) {
+    pub(crate) async fn ran_no_markup_in(&self, section: &str) {
         let images = self
             .script(&format!(
                 "return document.querySelectorAll('{section} img').length + ':' + document.title;"
@@ -200,13 +200,13 @@ impl Browser {
         found[ELEMENT].as_str().unwrap().to_owned()
     }
 
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let id = self.element(css).await;
         self.call("POST", &format!("/element/{id}/click"), json!({}))
             .await;
     }
 
-    async fn type_in(&self, css: &str, text: &str) {
+    pub(crate) async fn type_in(&self, css: &str, text: &str) {
         let id = self.element(css).await;
         self.call(
             "POST",
@@ -216,7 +216,7 @@ impl Browser {
         .await;
     }
 
-    async fn screenshot(&self, name: &str) {
+    pub(crate) async fn screenshot(&self, name: &str) {
         let png = self.call("GET", "/screenshot", Value::Null).await;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(png.as_str().unwrap())
@@ -243,7 +243,7 @@ async fn serve() -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir
 }
 
 /// The page's server, made as `shape` says besides.
-async fn serve_shaped(
+pub(crate) async fn serve_shaped(
     shape: impl FnOnce(Server) -> Server,
 ) -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir) {
     let _ = rustls::crypto::ring::default_provider().install_default();

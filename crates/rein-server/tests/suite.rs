@@ -8,6 +8,8 @@ mod bounds;
 mod common;
 mod crowds;
 mod edges;
+mod graphs;
 mod memory;
 mod page;
+mod page_graphs;
 mod replays;

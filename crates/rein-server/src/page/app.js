@@ -2,7 +2,8 @@
 // conversation's event stream, the answer as it streams, tool calls,
 // approvals with what they change, cost, steering, interrupt, branching,
 // undo of a change, the memory the agent remembers in (list, add,
-// forget), and the hosted sessions live now.
+// forget), the hosted sessions live now, and the task graphs posted here
+// with what their tasks ask.
 //
 // Safety: nothing the model or a tool wrote is ever parsed as HTML. Text
 // goes in with textContent; the small Markdown subset below builds
@@ -394,6 +395,67 @@ async function refreshHosted() {
   }
 }
 
+// The task graphs posted here: each task's state and what it asks, shown
+// exactly (the tool and its whole arguments, as text) with yes and no;
+// refreshed every two seconds, shown only when there is one.
+const GRAPHS_EVERY_MS = 2000;
+async function refreshGraphs() {
+  let graphs = [];
+  try {
+    ({ graphs } = await api("GET", "/api/graphs"));
+  } catch (err) {
+    graphs = [];
+  }
+  $("graphs").hidden = graphs.length === 0;
+  const items = $("graph-items");
+  items.replaceChildren();
+  for (const g of graphs) {
+    const row = el("li");
+    row.dataset.graph = g.graph;
+    row.append(el("span", "text", `${g.graph} · ${g.running ? "running" : g.outcome || "not running"}`));
+    if (g.running) {
+      const cancel = el("button", "cancel", "Cancel");
+      const path = `/api/graphs/${encodeURIComponent(g.graph)}/cancel`;
+      cancel.addEventListener("click", () => graphAct(() => api("POST", path, {}), "Cancelling: running tasks stop at their next step."));
+      row.append(cancel);
+    }
+    const tasks = el("ul", "tasks");
+    for (const t of g.tasks) tasks.append(graphTask(t));
+    row.append(tasks);
+    items.append(row);
+  }
+}
+
+function graphTask(t) {
+  const task = el("li");
+  task.dataset.task = t.id;
+  task.append(el("span", "state", `${t.id} · ${t.state}`));
+  for (const q of t.approvals || []) {
+    const ask = el("div", "ask");
+    ask.append(el("span", "", `asks to run ${q.tool}`));
+    ask.append(el("code", "", JSON.stringify(q.arguments)));
+    const path = `/api/conversations/${encodeURIComponent(q.session)}/approvals/${encodeURIComponent(q.approval_id)}`;
+    for (const [label, decision] of [["Yes", "yes"], ["No", "no"]]) {
+      const button = el("button", decision === "yes" ? "primary" : "", label);
+      button.dataset.decision = decision;
+      button.addEventListener("click", () => graphAct(() => api("POST", path, { decision }), decision === "yes" ? "Allowed once." : "Refused."));
+      ask.append(button);
+    }
+    task.append(ask);
+  }
+  return task;
+}
+
+async function graphAct(call, said) {
+  try {
+    await call();
+    status(said);
+  } catch (err) {
+    status(err.message);
+  }
+  refreshGraphs();
+}
+
 async function remember(event) {
   event.preventDefault();
   const text = $("memory-text").value.trim();
@@ -483,6 +545,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   refreshMemory();
   refreshHosted();
   setInterval(refreshHosted, HOSTED_EVERY_MS);
+  refreshGraphs();
+  setInterval(refreshGraphs, GRAPHS_EVERY_MS);
   const conversations = await refreshList();
   const wanted = location.hash.slice(1);
   if (wanted) open(wanted);

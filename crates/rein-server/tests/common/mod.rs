@@ -269,3 +269,32 @@ impl Hosted {
         let _ = std::fs::remove_file(rein_host::attach::socket_path(self.home.path(), session));
     }
 }
+
+/// Read SSE `log` events' sequence numbers until `until` is seen.
+pub async fn read_events(response: reqwest::Response, until: &str) -> Vec<(u64, String)> {
+    let mut seen = Vec::new();
+    let mut buffer = String::new();
+    let mut body = response.bytes_stream();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(chunk)) =
+        tokio::time::timeout_at(deadline, futures::StreamExt::next(&mut body)).await
+    {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let data = block
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or_default();
+            if block.lines().any(|l| l == "event: log") {
+                let event: Value = serde_json::from_str(data).unwrap();
+                let kind = event["kind"].as_str().unwrap().to_owned();
+                seen.push((event["seq"].as_u64().unwrap(), kind.clone()));
+                if kind == until {
+                    return seen;
+                }
+            }
+        }
+    }
+    panic!("no `{until}` in {seen:?}");
+}
