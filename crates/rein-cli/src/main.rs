@@ -109,6 +109,11 @@ enum Command {
         #[command(subcommand)]
         command: cli::config_cmd::ConfigCommand,
     },
+    /// Plugins: servers, agents, hooks and instructions added as a unit.
+    Plugin {
+        #[command(subcommand)]
+        command: cli::plugin_cmd::PluginCommand,
+    },
     /// MCP: the configured servers, and rein served as one.
     Mcp {
         #[command(subcommand)]
@@ -338,6 +343,7 @@ async fn dispatch(cli: Cli) -> Result<(), AgentError> {
             }
         }
         Command::Config { command } => cli::config_cmd::run(command, cli.home, stdout),
+        Command::Plugin { command } => cli::plugin_cmd::run(command, cli.home, stdout),
         Command::Run(mut options) => {
             options.home = cli.home.clone();
             if let Some(graph) = &options.watch {

@@ -38,6 +38,7 @@ mod mcp_serve_sdks;
 mod memory;
 mod memory_chat;
 mod migration;
+mod plugins;
 mod product;
 mod provider_faults;
 mod reference;

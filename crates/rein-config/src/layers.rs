@@ -1,5 +1,6 @@
 //! Where a definition comes from, in layers with a stated order: rein's
-//! defaults < `REIN_HOME/config.toml` < the project's `.rein/config.toml`
+//! defaults < trusted plugins (`plugins`) < `REIN_HOME/config.toml` < the
+//! project's `.rein/config.toml`
 //! (only once a person trusted that folder: a cloned repository must not
 //! grant itself tools or hooks) < a named agent (`[agents.NAME]` over
 //! `[agent]`) < command-line flags. Each file is checked whole when it is
@@ -35,6 +36,8 @@ pub enum Source {
     User(PathBuf),
     /// A trusted project's config.
     Project(PathBuf),
+    /// A trusted plugin's manifest (its name).
+    Plugin(String),
     /// A file a program named (a product's own definition).
     File(PathBuf),
     /// A command-line flag.
@@ -47,6 +50,7 @@ impl fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::User(path) => write!(f, "{}", path.display()),
             Source::Project(path) => write!(f, "{} (project)", path.display()),
+            Source::Plugin(name) => write!(f, "plugin {name}"),
             Source::File(path) => write!(f, "{}", path.display()),
             Source::Flag(flag) => write!(f, "flag {flag}"),
         }
@@ -220,6 +224,7 @@ impl Loaded {
             home: Some(home.to_owned()),
             ..Loaded::default()
         };
+        loaded.plugins(home)?;
         let user = home.join(CONFIG_FILE);
         if let Some(table) = read(&user)? {
             loaded.apply(table, &Source::User(user.clone()));
@@ -229,6 +234,36 @@ impl Loaded {
             loaded.project(home, root)?;
         }
         Ok(loaded)
+    }
+
+    /// The trusted plugins, under the home's config; one not trusted as
+    /// it is now is left out, and that is said.
+    fn plugins(&mut self, home: &Path) -> Result<(), AgentError> {
+        for (plugin, table) in crate::plugins::installed_with_sections(home)? {
+            let why = match plugin.trust {
+                crate::plugins::Trust::Trusted => {
+                    self.apply(table, &Source::Plugin(plugin.name.clone()));
+                    self.files
+                        .push(plugin.folder.join(crate::plugins::MANIFEST));
+                    continue;
+                }
+                crate::plugins::Trust::Untrusted => "it is not trusted",
+                crate::plugins::Trust::Changed => "it changed since it was trusted",
+                crate::plugins::Trust::Unreadable => {
+                    self.notes.push(format!(
+                        "plugin {} is not applied: {}",
+                        plugin.name,
+                        plugin.problem.unwrap_or_default()
+                    ));
+                    continue;
+                }
+            };
+            self.notes.push(format!(
+                "plugin {} is not applied: {why} (see what it brings with rein plugin list, trust it with: rein plugin trust {})",
+                plugin.name, plugin.name
+            ));
+        }
+        Ok(())
     }
 
     /// The project's config over the home's — read once, and applied

@@ -6,9 +6,12 @@
 //!   (one file: the default `[agent]`, named `[agents.NAME]` — native, or
 //!   hosted programs — `[telemetry]`, and the sections other parts own);
 //!   [`schema`] is its JSON Schema;
-//! - `layers`: the files in their order (defaults < `REIN_HOME/config.toml`
-//!   < a trusted project's `.rein/config.toml` < a named agent < flags),
-//!   each checked whole, every value with its [`Source`];
+//! - `layers`: the files in their order (defaults < trusted plugins <
+//!   `REIN_HOME/config.toml` < a trusted project's `.rein/config.toml` < a
+//!   named agent < flags), each checked whole, every value with its
+//!   [`Source`];
+//! - `plugins`: bundles of servers, agents, hooks and instructions behind
+//!   one manifest, added, trusted and removed as a unit ([`plugins`]);
 //! - `trust`: a person's trust in a project folder, bound to what its
 //!   config says ([`trust`], [`standing`]);
 //! - `instructions`: the project's `AGENTS.md` files, bounded.
@@ -22,6 +25,7 @@
 
 mod instructions;
 mod layers;
+pub mod plugins;
 mod spec;
 mod trust;
 

@@ -380,6 +380,9 @@ registry! {
     MEMORY_OFF = "memory_off", 404, false,
         "This surface keeps no memory",
         "Turn memory on for the agent it serves: `[agent.memory] enabled = true` in the config.";
+    PLUGIN_NOT_FOUND = "plugin_not_found", 404, false,
+        "No plugin of that name is installed",
+        "List the installed plugins (`rein plugin list`); add one with `rein plugin add PATH|GIT-URL`.";
 }
 
 fn registry() -> &'static RwLock<BTreeMap<ErrorCode, CodeInfo>> {

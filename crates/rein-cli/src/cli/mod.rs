@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod mcp;
 pub mod memory_cmd;
 pub mod output;
+pub mod plugin_cmd;
 pub mod preview;
 pub mod provider;
 pub mod run_graph;
