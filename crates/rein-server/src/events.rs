@@ -7,7 +7,8 @@
 //! the log from `N + 1` on, then the live tail: it subscribes before it
 //! reads back, and skips what it has sent, so nothing is lost or repeated
 //! across the seam; a watcher that falls behind the live channel reads the
-//! gap back from the log.
+//! gap back from the log, a page at a time. A read of the log that fails is
+//! said (kind `failed`: its code and words) and ends the stream.
 //!
 //! Not here: routes and guards (`routes`, `auth`).
 
@@ -48,6 +49,13 @@ fn log_event(stored: &StoredEvent) -> Sse {
         .data(data.to_string())
 }
 
+/// A read of the log that failed, said to the watcher before the stream
+/// ends (its code and words; it may reconnect with `Last-Event-ID`).
+fn failed(err: &AgentError) -> Sse {
+    let data = json!({"code": err.code, "message": err.message});
+    Sse::default().event("failed").data(data.to_string())
+}
+
 /// The stream for `session` after sequence number `after`. Refused when
 /// the conversation has as many watchers as the limit (`too_many_clients`)
 /// or does not exist (`session_not_found`).
@@ -72,40 +80,49 @@ pub(crate) async fn stream(
     let mut live = ui.subscribe();
     let stream = async_stream::stream! {
         let mut sent = after;
-        loop {
-            let Ok(page) = inner.store.read(&session, sent + 1, PAGE).await else { return };
-            let full = page.len() == PAGE;
-            for stored in &page {
-                sent = stored.seq;
-                yield Ok(log_event(stored));
-            }
-            if !full {
-                break;
-            }
+        // The log read back in pages up to `until` (the head when none);
+        // a read that fails is said (`failed`) and ends the stream.
+        macro_rules! read_back {
+            ($until:expr) => {
+                loop {
+                    let until: Option<u64> = $until;
+                    let want = until.map_or(PAGE, |u| {
+                        usize::try_from(u.saturating_sub(sent)).unwrap_or(PAGE).min(PAGE)
+                    });
+                    if want == 0 {
+                        break;
+                    }
+                    let page = match inner.store.read(&session, sent + 1, want).await {
+                        Ok(page) => page,
+                        Err(err) => {
+                            yield Ok(failed(&err));
+                            return;
+                        }
+                    };
+                    let full = page.len() == want;
+                    for stored in page.iter().filter(|e| until.is_none_or(|u| e.seq <= u)) {
+                        sent = stored.seq;
+                        yield Ok(log_event(stored));
+                    }
+                    if !full {
+                        break;
+                    }
+                }
+            };
         }
+        read_back!(None);
         loop {
             tokio::select! {
                 event = durable.recv() => match event {
                     Ok(stored) if stored.seq > sent => {
                         // A gap (events appended between the read-back and
                         // the subscription's first) is read from the log.
-                        if stored.seq > sent + 1 {
-                            let Ok(gap) = inner.store.read(&session, sent + 1, usize::try_from(stored.seq - sent - 1).unwrap_or(PAGE)).await else { return };
-                            for missed in &gap {
-                                yield Ok(log_event(missed));
-                            }
-                        }
+                        read_back!(Some(stored.seq - 1));
                         sent = stored.seq;
                         yield Ok(log_event(&stored));
                     }
                     Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => {
-                        let Ok(page) = inner.store.read(&session, sent + 1, PAGE).await else { return };
-                        for stored in &page {
-                            sent = stored.seq;
-                            yield Ok(log_event(stored));
-                        }
-                    }
+                    Err(RecvError::Lagged(_)) => read_back!(None),
                     Err(RecvError::Closed) => return,
                 },
                 event = live.recv() => match event {

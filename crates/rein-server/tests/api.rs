@@ -578,3 +578,41 @@ async fn the_hosted_sessions_live_are_listed_with_mode_viewers_and_holder() {
     let (_, body) = server.json(server.get("/api/agents/sessions")).await;
     assert_eq!(body, json!({"sessions": []}), "an ended run is not live");
 }
+
+#[tokio::test]
+async fn a_log_read_that_fails_mid_stream_is_said_before_the_stream_ends() {
+    let server = start().await;
+    let id = server.new_conversation().await;
+    let (status, _) = server
+        .json(server.post(
+            &format!("/api/conversations/{id}/turns"),
+            json!({"text": "hello"}),
+        ))
+        .await;
+    assert_eq!(status, 202);
+    server.until_state(&id, "idle").await;
+    // The third event's data made a blob: the log cannot be read past it.
+    let db = rusqlite::Connection::open(server._dir.path().join("rein.db")).unwrap();
+    let spoiled = db
+        .execute(
+            "UPDATE log SET data = x'00ff' WHERE seq = 3 AND session = (SELECT key FROM sessions WHERE id = ?1)",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(spoiled, 1);
+    let response = server
+        .get(&format!("/api/conversations/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(30), response.text())
+        .await
+        .expect("the stream ended")
+        .unwrap();
+    assert!(body.contains("event: failed"), "{body}");
+    assert!(body.contains("\"code\":\"store_unavailable\""), "{body}");
+    assert!(
+        !body.contains("id: 3\n"),
+        "nothing past the spoiled event: {body}"
+    );
+}
