@@ -190,7 +190,7 @@ async fn summary_of(
 
 /// The conversations, newest first.
 #[utoipa::path(get, path = "/api/conversations",
-    responses((status = 200, description = "id, title, model, created and updated times, state, cost")))]
+    responses((status = 200, description = "id, title, model, created and updated times, state, cost; a conversation whose log cannot be read is `unreadable`, with the problem")))]
 async fn list_conversations(State(server): State<Server>) -> Answered {
     let sessions = server
         .inner
@@ -205,7 +205,22 @@ async fn list_conversations(State(server): State<Server>) -> Answered {
         {
             continue;
         }
-        listed.push(summary(&server, &session.id).await?);
+        // One log that cannot be read is listed as such, never the list's end.
+        listed.push(match summary(&server, &session.id).await {
+            Ok(shown) => shown,
+            Err(err) => json!({
+                "id": session.id,
+                "title": "",
+                "model": session.metadata["model"],
+                "created_ms": session.created_ms,
+                "updated_ms": session.created_ms,
+                "state": "unreadable",
+                "problem": {"code": err.code, "message": err.message},
+                "cost_micro_usd": Value::Null,
+                "pending_approvals": 0,
+                "head_seq": session.head_seq,
+            }),
+        });
     }
     Ok(Json(json!({"conversations": listed})).into_response())
 }

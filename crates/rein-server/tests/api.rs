@@ -580,7 +580,7 @@ async fn the_hosted_sessions_live_are_listed_with_mode_viewers_and_holder() {
 }
 
 #[tokio::test]
-async fn a_log_read_that_fails_mid_stream_is_said_before_the_stream_ends() {
+async fn a_log_read_that_fails_is_said_on_the_stream_and_in_the_list() {
     let server = start().await;
     let id = server.new_conversation().await;
     let (status, _) = server
@@ -611,6 +611,14 @@ async fn a_log_read_that_fails_mid_stream_is_said_before_the_stream_ends() {
         .unwrap();
     assert!(body.contains("event: failed"), "{body}");
     assert!(body.contains("\"code\":\"store_unavailable\""), "{body}");
+    // The list still answers, naming it as one that cannot be read.
+    let (status, listed) = server.json(server.get("/api/conversations")).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["conversations"][0]["state"], "unreadable");
+    assert_eq!(
+        listed["conversations"][0]["problem"]["code"],
+        "store_unavailable"
+    );
     assert!(
         !body.contains("id: 3\n"),
         "nothing past the spoiled event: {body}"

@@ -59,7 +59,7 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 impl Browser {
     /// Log in to the page at `addr` with `login` and start a conversation.
-    async fn new_conversation(&self, addr: SocketAddr, login: &str) {
+    pub(crate) async fn new_conversation(&self, addr: SocketAddr, login: &str) {
         self.go(&format!("http://{addr}/api/login?token={login}"))
             .await;
         self.until("document.querySelector('#new')", "the page")

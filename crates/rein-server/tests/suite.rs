@@ -11,5 +11,6 @@ mod edges;
 mod graphs;
 mod memory;
 mod page;
+mod page_faults;
 mod page_graphs;
 mod replays;

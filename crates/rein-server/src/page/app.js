@@ -307,7 +307,13 @@ async function open(id) {
   $("approvals").replaceChildren();
   history.replaceState(null, "", `#${id}`);
   for (const b of document.querySelectorAll("#list button")) b.setAttribute("aria-current", String(b.dataset.id === id));
-  const conversation = await api("GET", `/api/conversations/${id}`);
+  let conversation;
+  try {
+    conversation = await api("GET", `/api/conversations/${id}`);
+  } catch (err) {
+    status(`The conversation could not be opened: ${err.message}`);
+    return;
+  }
   $("title").textContent = visible(conversation.title || "New conversation");
   state.shownUpTo = conversation.head_seq || 0;
   setRunning(conversation.state === "running");
@@ -317,6 +323,17 @@ async function open(id) {
   state.source = new EventSource(`/api/conversations/${id}/events`);
   state.source.addEventListener("log", onLog);
   state.source.addEventListener("ui", onUi);
+  // The server could not read the log: said, and not asked again.
+  state.source.addEventListener("failed", (event) => {
+    let said = {};
+    try {
+      said = JSON.parse(event.data);
+    } catch (err) {
+      said = {};
+    }
+    status(`The conversation's log could not be read (${said.code || "error"}); reload to try again.`);
+    event.target.close();
+  });
   refreshApprovals();
   $("say").focus();
 }

@@ -1,0 +1,44 @@
+//! The page when the server cannot read a conversation's log (in
+//! Chromium): the list still shows it, as unreadable, and opening it says
+//! why.
+
+use crate::page::{Browser, serve_shaped};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_the_server_cannot_read_is_said_on_the_page() {
+    let (addr, login, _backend, dir) = serve_shaped(|server| server).await;
+    let browser = Browser::start().await;
+    browser.new_conversation(addr, &login).await;
+    browser.type_in("#say", "hello").await;
+    browser.click("#send").await;
+    browser
+        .until(
+            "document.getElementById('log').innerText.includes('answers from the page')",
+            "the answer",
+        )
+        .await;
+    let id = browser.script("return location.hash.slice(1);").await;
+    let id = id.as_str().unwrap().to_owned();
+    let db = rusqlite::Connection::open(dir.path().join("rein.db")).unwrap();
+    let spoiled = db
+        .execute(
+            "UPDATE log SET data = x'00ff' WHERE seq = 3 AND session = (SELECT key FROM sessions WHERE id = ?1)",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(spoiled, 1);
+    browser.script("location.reload(); return 1;").await;
+    // Listed as one that cannot be read, the others still listed.
+    browser
+        .until(
+            "document.getElementById('list').innerText.includes('unreadable')",
+            "the conversation listed as unreadable",
+        )
+        .await;
+    browser
+        .until(
+            "document.getElementById('status').innerText.includes('could not be opened: the store failed')",
+            "the failed read said",
+        )
+        .await;
+}
