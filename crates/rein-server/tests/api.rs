@@ -592,14 +592,7 @@ async fn a_log_read_that_fails_is_said_on_the_stream_and_in_the_list() {
     assert_eq!(status, 202);
     server.until_state(&id, "idle").await;
     // The third event's data made a blob: the log cannot be read past it.
-    let db = rusqlite::Connection::open(server._dir.path().join("rein.db")).unwrap();
-    let spoiled = db
-        .execute(
-            "UPDATE log SET data = x'00ff' WHERE seq = 3 AND session = (SELECT key FROM sessions WHERE id = ?1)",
-            [&id],
-        )
-        .unwrap();
-    assert_eq!(spoiled, 1);
+    crate::common::spoil_log_row(&server._dir.path().join("rein.db"), &id, 3);
     let response = server
         .get(&format!("/api/conversations/{id}/events"))
         .send()

@@ -19,14 +19,7 @@ async fn a_log_the_server_cannot_read_is_said_on_the_page() {
         .await;
     let id = browser.script("return location.hash.slice(1);").await;
     let id = id.as_str().unwrap().to_owned();
-    let db = rusqlite::Connection::open(dir.path().join("rein.db")).unwrap();
-    let spoiled = db
-        .execute(
-            "UPDATE log SET data = x'00ff' WHERE seq = 3 AND session = (SELECT key FROM sessions WHERE id = ?1)",
-            [&id],
-        )
-        .unwrap();
-    assert_eq!(spoiled, 1);
+    crate::common::spoil_log_row(&dir.path().join("rein.db"), &id, 3);
     browser.script("location.reload(); return 1;").await;
     // Listed as one that cannot be read, the others still listed.
     browser

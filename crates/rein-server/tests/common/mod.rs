@@ -298,3 +298,16 @@ pub async fn read_events(response: reqwest::Response, until: &str) -> Vec<(u64, 
     }
     panic!("no `{until}` in {seen:?}");
 }
+
+/// Spoil event `seq` of conversation `session` in the SQLite file `db` by
+/// hand (its data made a blob): the log cannot be read past it.
+pub fn spoil_log_row(db: &std::path::Path, session: &str, seq: i64) {
+    let db = rusqlite::Connection::open(db).unwrap();
+    let spoiled = db
+        .execute(
+            "UPDATE log SET data = x'00ff' WHERE seq = ?1 AND session = (SELECT key FROM sessions WHERE id = ?2)",
+            rusqlite::params![seq, session],
+        )
+        .unwrap();
+    assert_eq!(spoiled, 1, "one row spoiled");
+}
