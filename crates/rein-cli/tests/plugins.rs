@@ -14,7 +14,7 @@ use rein_testing::FakeServer;
 use serde_json::{Value, json};
 
 /// A plugin folder under `dir`: a hook that denies every `write_file`,
-/// its script beside the manifest, and a named agent.
+/// its script beside the manifest, a skill, and a named agent.
 fn guard_kit(dir: &Path) -> std::path::PathBuf {
     let folder = dir.join("guard-kit-src");
     write(
@@ -22,8 +22,12 @@ fn guard_kit(dir: &Path) -> std::path::PathBuf {
         "if grep -q '\"tool\":\"write_file\"'; then echo '{\"effect\":\"deny\",\"reason\":\"the plugin says no\"}'; else echo '{\"effect\":\"continue\"}'; fi\n",
     );
     write(
+        &folder.join("skills/notes.md"),
+        "---\nname: kit-notes\ntitle: Kit notes\nwhen: the person asks for the kit's notes\n---\nList them.\n",
+    );
+    write(
         &folder.join("rein-plugin.toml"),
-        "[plugin]\nname = \"guard-kit\"\ndescription = \"Denies writes\"\n\n[[agent.hooks]]\nname = \"deny-writes\"\ncommand = [\"sh\", \"${REIN_PLUGIN_ROOT}/deny-writes.sh\"]\npoints = [\"before_call\"]\n\n[agents.reviewer]\ninstructions = \"You review.\"\n",
+        "[plugin]\nname = \"guard-kit\"\ndescription = \"Denies writes\"\nskills = \"skills\"\n\n[[agent.hooks]]\nname = \"deny-writes\"\ncommand = [\"sh\", \"${REIN_PLUGIN_ROOT}/deny-writes.sh\"]\npoints = [\"before_call\"]\n\n[agents.reviewer]\ninstructions = \"You review.\"\n",
     );
     folder
 }
@@ -40,8 +44,9 @@ fn listed(home: &Path) -> Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
-/// A chat whose model asks to write a file, once; the file's path.
-async fn a_chat_that_writes(home: &Path) -> (std::process::Output, bool) {
+/// A chat whose model asks to write a file, once: its output, whether the
+/// file was written, and the first request the model was sent.
+async fn a_chat_that_writes(home: &Path) -> (std::process::Output, bool, String) {
     let root = tempfile::tempdir().unwrap();
     let server = FakeServer::start(vec![
         call(
@@ -54,7 +59,8 @@ async fn a_chat_that_writes(home: &Path) -> (std::process::Output, bool) {
     .await
     .unwrap();
     let out = chat(home, &server, root.path(), &[], "write a.txt").await;
-    (out, root.path().join("a.txt").exists())
+    let sent = server.requests()[0].json().to_string();
+    (out, root.path().join("a.txt").exists(), sent)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,8 +78,12 @@ async fn a_plugins_hook_runs_only_once_trusted_and_not_after_a_file_in_it_change
     assert_eq!(list[0]["trust"], "untrusted");
 
     // Not trusted: its hook does not run, and that is said.
-    let (out, _) = a_chat_that_writes(home.path()).await;
+    let (out, _, sent) = a_chat_that_writes(home.path()).await;
     assert_eq!(denied(home.path()).await, 0, "{}", stderr(&out));
+    assert!(
+        !sent.contains("kit-notes"),
+        "no skill of an untrusted plugin"
+    );
     assert!(
         stderr(&out).contains("plugin guard-kit is not applied: it is not trusted"),
         "{}",
@@ -83,8 +93,12 @@ async fn a_plugins_hook_runs_only_once_trusted_and_not_after_a_file_in_it_change
     // Trusted: its hook denies the write.
     let trusted = plugin(home.path(), &["trust", "guard-kit"]);
     assert!(trusted.status.success(), "{}", stderr(&trusted));
-    let (out, wrote) = a_chat_that_writes(home.path()).await;
+    let (out, wrote, sent) = a_chat_that_writes(home.path()).await;
     assert!(!wrote, "{}", stderr(&out));
+    assert!(
+        sent.contains("kit-notes: the person asks for the kit's notes"),
+        "its skill is offered: {sent}"
+    );
     assert_eq!(denied(home.path()).await, 1, "{}", stderr(&out));
     let show = rein_at(home.path())
         .args(["config", "show", "--agent", "reviewer"])
@@ -102,7 +116,7 @@ async fn a_plugins_hook_runs_only_once_trusted_and_not_after_a_file_in_it_change
         "echo '{\"effect\":\"continue\"}'\n",
     );
     assert_eq!(listed(home.path())[0]["trust"], "changed");
-    let (out, _) = a_chat_that_writes(home.path()).await;
+    let (out, _, _) = a_chat_that_writes(home.path()).await;
     assert!(
         stderr(&out).contains("it changed since it was trusted"),
         "{}",

@@ -70,6 +70,8 @@ pub struct Loaded {
     /// rein's home the files were read from (where its other files live:
     /// the session store, `memory.db`); `None` for a value built in code.
     pub home: Option<PathBuf>,
+    /// The trusted plugins' skills folders: they join every agent's own.
+    pub plugin_skills: Vec<PathBuf>,
 }
 
 /// The definition of one agent, with the source of each value set.
@@ -242,6 +244,7 @@ impl Loaded {
         for (plugin, table) in crate::plugins::installed_with_sections(home)? {
             let why = match plugin.trust {
                 crate::plugins::Trust::Trusted => {
+                    self.plugin_skills.extend(plugin.skills.clone());
                     self.apply(table, &Source::Plugin(plugin.name.clone()));
                     self.files
                         .push(plugin.folder.join(crate::plugins::MANIFEST));

@@ -13,8 +13,9 @@
 //! changed since (by a command, an update, a hostile model) is left out,
 //! said in one line, until it is trusted again. In the manifest,
 //! `${REIN_PLUGIN_ROOT}` is the plugin's folder (its server's script, its
-//! hook's command). Trusted plugins are a layer under rein's home config:
-//! the person's own file still has the last word.
+//! hook's command); `[plugin] skills = "FOLDER"` (inside the plugin) gives
+//! skills that join every agent's own. Trusted plugins are a layer under
+//! rein's home config: the person's own file still has the last word.
 //!
 //! Not here: the layers (`layers`), what a section means (`spec`).
 
@@ -68,6 +69,8 @@ pub struct Plugin {
     /// What it brings: the sections its manifest sets (`mcp.servers.docs`,
     /// `agents.reviewer`, `agent.hooks`, …).
     pub brings: Vec<String>,
+    /// Its skills folder, when it gives one (`[plugin] skills`).
+    pub skills: Option<PathBuf>,
     /// Why it cannot be used, when it cannot.
     pub problem: Option<String>,
 }
@@ -102,10 +105,7 @@ fn check_name(name: &str) -> Result<(), AgentError> {
 
 /// The manifest in `folder`: its name, description and config sections
 /// (checked as a config file, `${REIN_PLUGIN_ROOT}` as `root`).
-pub(crate) fn manifest(
-    folder: &Path,
-    root: &Path,
-) -> Result<(String, String, toml::Table), AgentError> {
+pub(crate) fn manifest(folder: &Path, root: &Path) -> Result<(About, toml::Table), AgentError> {
     let path = folder.join(MANIFEST);
     let text = crate::trust::read_text(&path)?
         .ok_or_else(|| invalid(format!("{}: no plugin manifest there", path.display())))?;
@@ -128,6 +128,16 @@ pub(crate) fn manifest(
         .and_then(toml::Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    let skills = match about.get("skills") {
+        None => None,
+        Some(toml::Value::String(dir)) => Some(skills_folder(folder, root, dir)?),
+        Some(_) => {
+            return Err(invalid(format!(
+                "{}: [plugin] skills is a folder's name, inside the plugin",
+                path.display()
+            )));
+        }
+    };
     if table.contains_key("store") {
         return Err(invalid(format!(
             "{}: a plugin may not say where sessions are kept ([store] is the home config's)",
@@ -138,7 +148,37 @@ pub(crate) fn manifest(
     let table = rooted(table, &root);
     <crate::spec::ConfigFile as serde::Deserialize>::deserialize(toml::Value::Table(table.clone()))
         .map_err(|e| invalid(format!("{}: {}", path.display(), e.message().trim())))?;
-    Ok((name, description, table))
+    Ok((
+        About {
+            name,
+            description,
+            skills,
+        },
+        table,
+    ))
+}
+
+/// What a manifest's `[plugin]` table says.
+pub(crate) struct About {
+    name: String,
+    description: String,
+    skills: Option<PathBuf>,
+}
+
+/// The skills folder `dir` of the plugin in `folder` (installed at
+/// `root`): a relative path that stays inside it, and a folder.
+fn skills_folder(folder: &Path, root: &Path, dir: &str) -> Result<PathBuf, AgentError> {
+    let relative = Path::new(dir);
+    let inside = relative
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !inside || !folder.join(relative).is_dir() {
+        return Err(invalid(format!(
+            "{}: [plugin] skills = {dir:?} is no folder inside the plugin",
+            folder.join(MANIFEST).display()
+        )));
+    }
+    Ok(root.join(relative))
 }
 
 /// `table` with `${REIN_PLUGIN_ROOT}` in every string as `root`.
@@ -257,7 +297,14 @@ fn write_trusted(home: &Path, list: &[(String, String)]) -> Result<(), AgentErro
 
 /// The plugin installed in `folder`, read now.
 fn read(home: &Path, folder: &Path) -> Result<(Plugin, toml::Table), AgentError> {
-    let (name, description, table) = manifest(folder, folder)?;
+    let (
+        About {
+            name,
+            description,
+            skills,
+        },
+        table,
+    ) = manifest(folder, folder)?;
     if folder.file_name() != Some(std::ffi::OsStr::new(&name)) {
         return Err(invalid(format!(
             "{}: its manifest names it `{name}`; a plugin's folder bears its name",
@@ -277,6 +324,7 @@ fn read(home: &Path, folder: &Path) -> Result<(Plugin, toml::Table), AgentError>
         folder: folder.to_owned(),
         hash,
         trust,
+        skills,
         problem: None,
     };
     Ok((plugin, table))
@@ -314,6 +362,7 @@ pub(crate) fn installed_with_sections(
                     hash: String::new(),
                     trust: Trust::Unreadable,
                     brings: Vec::new(),
+                    skills: None,
                     problem: Some(err.message),
                 };
                 (plugin, toml::Table::new())
@@ -351,7 +400,7 @@ fn staging(home: &Path) -> Result<PathBuf, AgentError> {
 }
 
 fn install(home: &Path, source: &Path) -> Result<Plugin, AgentError> {
-    let (name, _, _) = manifest(source, source)?;
+    let (About { name, .. }, _) = manifest(source, source)?;
     let target = home.join(PLUGINS_DIR).join(&name);
     if target.exists() {
         return Err(AgentError::new(
@@ -460,6 +509,19 @@ mod tests {
             "{:?}",
             loaded.notes
         );
+        // A skills folder outside the plugin: refused, nothing installed.
+        let outside = tempfile::tempdir().unwrap();
+        write(
+            &outside.path().join(MANIFEST),
+            "[plugin]\nname = \"outside\"\nskills = \"../\"\n",
+        );
+        let err = add(home.path(), outside.path()).unwrap_err();
+        assert!(
+            err.message.contains("no folder inside the plugin"),
+            "{}",
+            err.message
+        );
+        assert!(!home.path().join(PLUGINS_DIR).join("outside").exists());
         let installed_at =
             std::fs::canonicalize(home.path().join(PLUGINS_DIR).join("docs")).unwrap();
         let mcp = loaded.section_text("mcp");

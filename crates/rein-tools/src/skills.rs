@@ -110,6 +110,30 @@ impl Skills {
         Ok(Skills { skills })
     }
 
+    /// These skills and `other`'s (a plugin's folder beside the agent's
+    /// own); a name in both is refused, naming it (`skill_invalid`).
+    pub fn joined(mut self, other: Skills, from: &Path) -> Result<Skills, AgentError> {
+        for (name, skill) in other.skills {
+            if self.skills.contains_key(&name) {
+                return Err(invalid(
+                    from,
+                    format!("a skill named `{name}` is given twice (here and in another folder)"),
+                ));
+            }
+            self.skills.insert(name, skill);
+        }
+        if self.skills.len() > MAX_SKILLS {
+            return Err(invalid(
+                from,
+                format!(
+                    "{} skills in all; at most {MAX_SKILLS} are loaded",
+                    self.skills.len()
+                ),
+            ));
+        }
+        Ok(self)
+    }
+
     /// The index: name and when to use, sorted by name.
     pub fn index(&self) -> Vec<ToolSummary> {
         self.skills
@@ -285,6 +309,29 @@ mod tests {
         assert_eq!(skill.title, "Notes");
         assert_eq!(skill.when, "asked for notes");
         assert_eq!(skill.text, "Write them.\n");
+    }
+
+    #[test]
+    fn two_folders_join_and_a_name_in_both_is_refused() {
+        let one = |name: &str| Skill {
+            name: name.into(),
+            title: name.into(),
+            when: "asked".into(),
+            text: "Do it.".into(),
+        };
+        let own = Skills::from_skills([one("notes")]).expect("valid");
+        let plugin = Skills::from_skills([one("deploy")]).expect("valid");
+        let joined = own
+            .clone()
+            .joined(plugin, Path::new("kit"))
+            .expect("joined");
+        assert_eq!(joined.len(), 2);
+        let again = Skills::from_skills([one("notes")]).expect("valid");
+        let err = own
+            .joined(again, Path::new("kit"))
+            .expect_err("a name twice");
+        assert_eq!(err.code, codes::SKILL_INVALID);
+        assert!(err.message.contains("`notes`"), "{}", err.message);
     }
 
     #[test]

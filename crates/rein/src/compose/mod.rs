@@ -167,8 +167,16 @@ pub async fn compose(
     } else {
         crate::tools::Registry::new()
     };
-    if let Some(dir) = &tools.skills {
-        registry = registry.with_skills(crate::tools::Skills::load(Path::new(dir))?);
+    // The agent's own skills, and every trusted plugin's beside them.
+    let mut skills = match &tools.skills {
+        Some(dir) => crate::tools::Skills::load(Path::new(dir))?,
+        None => crate::tools::Skills::default(),
+    };
+    for dir in &loaded.plugin_skills {
+        skills = skills.joined(crate::tools::Skills::load(dir)?, dir)?;
+    }
+    if !skills.is_empty() {
+        registry = registry.with_skills(skills);
     }
     let mut commands = None;
     if tools.commands.unwrap_or(false) {
