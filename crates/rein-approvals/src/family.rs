@@ -123,10 +123,23 @@ pub async fn waiting_in(store: &dyn Store, family: &[Member]) -> Result<Vec<Wait
     let mut all = Vec::new();
     for member in family {
         let control = store.control(&member.session).await?;
+        // The log was read before the control record: a question asked
+        // between the two is read from the log's newer part, so what waits
+        // is never shown without what it would run.
+        let mut newer: Vec<rein_sessions::StoredEvent> = Vec::new();
         for pending in control.pending {
-            let asked =
-                rein_sessions::recovery::approval_request(&member.events, &pending.approval_id);
-            let (arguments, preview) = match asked.map(|e| &e.event) {
+            let mut asked =
+                rein_sessions::recovery::approval_request(&member.events, &pending.approval_id)
+                    .cloned();
+            if asked.is_none() {
+                if newer.is_empty() {
+                    let after = member.events.last().map_or(0, |e| e.seq);
+                    newer = rein_sessions::read_from(store, &member.session, after + 1).await?;
+                }
+                asked = rein_sessions::recovery::approval_request(&newer, &pending.approval_id)
+                    .cloned();
+            }
+            let (arguments, preview) = match asked.as_ref().map(|e| &e.event) {
                 Some(Event::ApprovalRequested {
                     arguments, preview, ..
                 }) => (arguments.clone(), preview.clone()),
@@ -157,4 +170,60 @@ pub(crate) async fn holder(
         .into_iter()
         .find(|w| w.approval_id == approval_id)
         .map(|w| w.session))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::time::Duration;
+
+    use rein_sessions::{Event, MemoryStore, NewEvent, Store};
+    use rein_wire::permission::PermissionClass;
+    use serde_json::{Value, json};
+
+    use super::{family_read, waiting_in};
+
+    #[tokio::test]
+    async fn a_question_asked_after_the_log_was_read_is_shown_with_what_it_runs() {
+        let store = MemoryStore::new();
+        let info = store.create_session(Value::Null).await.unwrap();
+        let lock = store
+            .acquire(&info.id, "test", Duration::from_secs(30))
+            .await
+            .unwrap();
+        store
+            .append(
+                &lock,
+                vec![NewEvent::main(Event::RunStarted {
+                    run_id: "r".into(),
+                    turn_id: "t".into(),
+                    budgets: Value::Null,
+                    profile: Value::Null,
+                })],
+            )
+            .await
+            .unwrap();
+        // The family's logs read, then the question asked before the
+        // control record is read (as a surface listing what waits can).
+        let family = family_read(&store, &info.id).await.unwrap();
+        store
+            .append(
+                &lock,
+                vec![NewEvent::main(Event::ApprovalRequested {
+                    approval_id: "a1".into(),
+                    call_id: "c1".into(),
+                    tool: "write_file".into(),
+                    arguments: json!({"path": "notes.md", "content": "x\n"}),
+                    permission: PermissionClass::SourceFileWrite,
+                    preview: None,
+                    bound_to: None,
+                })],
+            )
+            .await
+            .unwrap();
+        let waiting = waiting_in(&store, &family).await.unwrap();
+        assert_eq!(waiting.len(), 1, "{waiting:?}");
+        assert_eq!(waiting[0].arguments["path"], "notes.md");
+    }
 }
