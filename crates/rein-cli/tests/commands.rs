@@ -535,3 +535,75 @@ async fn a_missing_program_is_answered_with_the_ones_like_it_before_anyone_is_as
     assert!(sent.contains("program_not_found"), "{sent}");
     assert!(sent.contains("python3"), "{sent}");
 }
+
+/// `[sandbox] backend = "container"`: the model's command runs in a fresh
+/// container of the configured image (the test's BusyBox one, whose root
+/// has no `/usr`), the project bound in at its own path, the host's
+/// `PATH` not carried in; the result and the terminal say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_runs_a_command_in_a_container_of_the_configured_image() {
+    let Some(image) = rein_testing::containers::image() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[sandbox]\nbackend = \"container\"\nimage = \"{image}\"\n"),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
+    let call = |id: &str, command: &[&str]| {
+        Reply::sse(
+            ScriptedMessage::text(&[])
+                .with_call(ScriptedCall::to("run_command", json!({ "command": command })).id(id))
+                .openai_chat_sse(),
+        )
+    };
+    let server = FakeServer::start(vec![
+        call("c1", &["ls", "-la"]),
+        call("c2", &["ls", "/"]),
+        Reply::sse(ScriptedMessage::text(&["Listed."]).openai_chat_sse()),
+    ])
+    .await
+    .unwrap();
+    let url = format!("{}/v1", server.base_url());
+    let (dir, home_dir) = (root.path().to_owned(), home.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        common::rein_at(&home_dir)
+            .args([
+                "chat",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--allow-commands",
+            ])
+            .arg("--commands")
+            .arg(example_policy())
+            .arg("--root")
+            .arg(&dir)
+            .args(["-p", "what is here?"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "run_command: container: docker image {image}, no network"
+        )),
+        "{said}"
+    );
+    let requests = server.requests();
+    let listed = requests[1].json().to_string();
+    assert!(listed.contains("present.txt"), "{listed}");
+    let top = requests[2].json().to_string();
+    assert!(top.contains("proc") && top.contains("bin"), "{top}");
+    assert!(
+        !top.contains("usr"),
+        "the host's root, not the image's: {top}"
+    );
+}

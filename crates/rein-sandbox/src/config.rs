@@ -3,7 +3,10 @@
 //!
 //! ```toml
 //! [sandbox]
-//! backend = "linux"                   # or "host", which also needs:
+//! backend = "linux"                   # or "container", which also needs:
+//! # image = "rust:1.95"               # a local image (never pulled)
+//! # runtime = "docker"                # or "podman" (unset: whichever is installed)
+//! # or "host", which also needs:
 //! # unsafe_host_not_isolated = true   # "I accept commands run with all my rights"
 //! network = false
 //! # bubblewrap = true                # require it (unset: used when installed)
@@ -27,6 +30,7 @@ use std::sync::Arc;
 use rein_wire::{AgentError, error::codes};
 use serde::Deserialize;
 
+use crate::container::ContainerSandbox;
 use crate::policy::CommandPolicy;
 use crate::run::{HostSandbox, LinuxSandbox, Sandbox};
 
@@ -37,6 +41,9 @@ pub enum Backend {
     /// landlock + seccomp + rlimits (refuses to start without landlock).
     #[default]
     Linux,
+    /// A fresh container of a local image per command (Docker or
+    /// Podman); needs `image`.
+    Container,
     /// No isolation; needs `unsafe_host_not_isolated = true`.
     Host,
 }
@@ -54,6 +61,13 @@ pub struct SandboxConfig {
     /// Whether commands may open network sockets.
     #[serde(default)]
     pub network: bool,
+    /// The container backend's image (a local one: never pulled).
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The container backend's runtime (unset: Docker where installed,
+    /// else Podman).
+    #[serde(default)]
+    pub runtime: Option<crate::container::Runtime>,
     /// Bubblewrap around the Linux backend: unset uses it when installed,
     /// `true` requires it, `false` never uses it.
     #[serde(default)]
@@ -143,9 +157,15 @@ impl CommandsConfig {
     }
 
     /// The commands' environment: the literal values and the named ones.
+    /// The container backend copies no `PATH` from rein's environment:
+    /// the host's means nothing inside an image, whose own `PATH` holds
+    /// (a literal `env.PATH` is passed).
     pub fn env(&self) -> BTreeMap<String, String> {
         let mut env = self.sandbox.env.clone();
         for name in &self.sandbox.env_from {
+            if self.sandbox.backend == Backend::Container && name == "PATH" {
+                continue;
+            }
             if let Ok(value) = std::env::var(name) {
                 env.insert(name.clone(), value);
             }
@@ -163,6 +183,20 @@ impl CommandsConfig {
         helper: Option<PathBuf>,
     ) -> Result<Arc<dyn Sandbox>, AgentError> {
         match self.sandbox.backend {
+            Backend::Container => {
+                let image = self.sandbox.image.as_deref().ok_or_else(|| {
+                    AgentError::new(
+                        codes::SANDBOX_UNAVAILABLE,
+                        "`backend = \"container\"` needs `image = \"…\"` in `[sandbox]` (a local image)",
+                    )
+                })?;
+                let container =
+                    ContainerSandbox::new(self.sandbox.runtime, image, vec![root.to_path_buf()])?
+                        .protecting(self.protect.iter().cloned())
+                        .with_network(self.sandbox.network);
+                container.check().await?;
+                Ok(Arc::new(container))
+            }
             Backend::Host => Ok(Arc::new(HostSandbox::new(
                 self.sandbox.unsafe_host_not_isolated,
             )?)),
@@ -196,5 +230,48 @@ impl CommandsConfig {
                 Ok(Arc::new(linux))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_container_backend_carries_no_host_path_but_a_literal_one() {
+        let origin = Path::new("config.toml");
+        let host = CommandsConfig::parse("[sandbox]\nenv_from = ['PATH']\n", origin).expect("ok");
+        let container = CommandsConfig::parse(
+            "[sandbox]\nbackend = 'container'\nimage = 'x'\nenv_from = ['PATH']\n",
+            origin,
+        )
+        .expect("ok");
+        assert_eq!(container.sandbox.image.as_deref(), Some("x"));
+        if std::env::var_os("PATH").is_some() {
+            assert!(host.env().contains_key("PATH"));
+        }
+        assert!(!container.env().contains_key("PATH"));
+        let literal = CommandsConfig::parse(
+            "[sandbox]\nbackend = 'container'\nimage = 'x'\nenv = { PATH = '/opt/bin:/bin' }\n",
+            origin,
+        )
+        .expect("ok");
+        assert_eq!(
+            literal.env().get("PATH").map(String::as_str),
+            Some("/opt/bin:/bin")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_container_backend_without_an_image_says_what_is_missing() {
+        let config =
+            CommandsConfig::parse("[sandbox]\nbackend = 'container'\n", Path::new("c.toml"))
+                .expect("parsed");
+        let err = config
+            .sandbox(Path::new("/tmp"), true, None)
+            .await
+            .expect_err("no image");
+        assert_eq!(err.code, codes::SANDBOX_UNAVAILABLE);
+        assert!(err.message.contains("image"), "{}", err.message);
     }
 }

@@ -6,7 +6,9 @@
 //!   whole at the wall-clock limit, applied by the helper
 //!   `rein-sandbox-exec` just before it becomes the command) and
 //!   [`HostSandbox`] (no isolation; only with an explicit acknowledgement,
-//!   and every result says so).
+//!   and every result says so); and [`ContainerSandbox`], a fresh
+//!   container of a local image per command (Docker or Podman) under the
+//!   same contract.
 //!
 //! Not here: whether a command may run at all (the command policy and
 //! the person's approval).
@@ -15,6 +17,7 @@ pub mod bwrap;
 mod cgroup;
 pub mod config;
 pub mod confine;
+pub mod container;
 mod executed;
 mod executors;
 pub mod helper;
@@ -28,6 +31,7 @@ pub mod spec;
 mod tool;
 
 pub use cgroup::PidsCgroup;
+pub use container::ContainerSandbox;
 pub use live::kill_running;
 pub use run::{HostSandbox, LinuxSandbox, Output, Ran, Request, Sandbox};
 pub use spec::Limits;

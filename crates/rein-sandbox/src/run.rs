@@ -1,8 +1,8 @@
 //! Running one command under a [`Sandbox`]: the request, the bounded
 //! result, the Linux backend and the acknowledged host backend.
 //!
-//! Both backends start the command in a session of its own, read its
-//! output within bounds (the first bytes kept, the rest counted), and at
+//! Both backends (and the container backend's client, `container`) start
+//! the command in a session of its own, read its output within bounds (the first bytes kept, the rest counted), and at
 //! the wall-clock limit — and after it exits, for whatever it left behind
 //! — kill its whole process group.
 
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use async_trait_free::BoxFuture;
+pub(crate) use async_trait_free::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use rein_wire::{AgentError, error::codes};
@@ -377,7 +377,7 @@ impl Sandbox for HostSandbox {
     }
 }
 
-async fn spawn(
+pub(crate) async fn spawn(
     mut command: tokio::process::Command,
     request: &Request,
     isolation: String,

@@ -18,6 +18,7 @@
 //!   reads, reversible and source-file writes, destructive deletes).
 //!
 //! - [`clis`]: real agent CLIs (Claude Code) installed from npm, pinned.
+//! - [`containers`]: Docker and a BusyBox test image, made with no registry.
 //! - [`postgres`]: a throwaway PostgreSQL server from the machine's binaries.
 //! - [`debian`]: Debian packages a test needs, installed once at a time.
 //!
@@ -25,6 +26,7 @@
 
 pub mod clis;
 mod collector;
+pub mod containers;
 pub mod contract;
 pub mod debian;
 mod fake_h2;
