@@ -95,6 +95,13 @@ async fn a_plugins_hook_runs_only_once_trusted_and_not_after_a_file_in_it_change
     assert!(trusted.status.success(), "{}", stderr(&trusted));
     let (out, wrote, sent) = a_chat_that_writes(home.path()).await;
     assert!(!wrote, "{}", stderr(&out));
+    // What it sets that reaches past the conversation is said, as a
+    // trusted project's is.
+    assert!(
+        stderr(&out).contains("plugin guard-kit sets hooks"),
+        "{}",
+        stderr(&out)
+    );
     assert!(
         sent.contains("kit-notes: the person asks for the kit's notes"),
         "its skill is offered: {sent}"

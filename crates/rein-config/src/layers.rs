@@ -244,6 +244,14 @@ impl Loaded {
         for (plugin, table) in crate::plugins::installed_with_sections(home)? {
             let why = match plugin.trust {
                 crate::plugins::Trust::Trusted => {
+                    let reaching = crate::trust::reaching(&table);
+                    if !reaching.is_empty() {
+                        self.notes.push(format!(
+                            "plugin {} sets {}",
+                            plugin.name,
+                            reaching.join(", ")
+                        ));
+                    }
                     self.plugin_skills.extend(plugin.skills.clone());
                     self.apply(table, &Source::Plugin(plugin.name.clone()));
                     self.files
