@@ -322,8 +322,8 @@ registry! {
         "The run started with other authority (model, tools, policy, roots or sandbox)",
         "A person accepts the change (the terminal asks; `Conversation::accept_authority`), or start a new turn.";
     SANDBOX_UNAVAILABLE = "sandbox_unavailable", 503, false,
-        "The sandbox cannot confine commands on this machine (no landlock, or the helper is missing)",
-        "Use a kernel with landlock (5.13+, enabled), or the host backend with its acknowledgement.";
+        "The sandbox cannot confine commands on this machine (no landlock, the helper missing, or the container backend's runtime or image missing)",
+        "Do what the message says; else use a kernel with landlock (5.13+, enabled), a container runtime with a local image (`backend = \"container\"`), or the host backend with its acknowledgement.";
     HOST_UNACKNOWLEDGED = "host_unacknowledged", 400, false,
         "The host backend runs commands without isolation and was not acknowledged",
         "Set `unsafe_host_not_isolated = true` in the sandbox config only if you accept that.";
