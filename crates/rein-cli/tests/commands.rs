@@ -14,22 +14,22 @@ fn example_policy() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/commands.toml")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chat_runs_an_allowed_command_confined() {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
-    let call = ScriptedMessage::text(&[])
-        .with_call(ScriptedCall::to("run_command", json!({"command": ["ls", "-la"]})).id("c1"));
-    let server = FakeServer::start(vec![
-        Reply::sse(call.openai_chat_sse()),
-        Reply::sse(ScriptedMessage::text(&["Listed."]).openai_chat_sse()),
-    ])
-    .await
-    .unwrap();
+/// `rein chat --allow-commands [EXTRA] --root ROOT -p PROMPT` on the store
+/// in `home`, against a fake server answering `replies`: what it printed,
+/// and the server (its requests).
+async fn chat(
+    home: &std::path::Path,
+    root: &std::path::Path,
+    replies: Vec<Reply>,
+    extra: &[&std::ffi::OsStr],
+    prompt: &str,
+) -> (std::process::Output, FakeServer) {
+    let server = FakeServer::start(replies).await.unwrap();
     let url = format!("{}/v1", server.base_url());
-    let dir = root.path().to_owned();
+    let (home, root, prompt) = (home.to_owned(), root.to_owned(), prompt.to_owned());
+    let extra: Vec<std::ffi::OsString> = extra.iter().map(|e| (*e).to_owned()).collect();
     let out = tokio::task::spawn_blocking(move || {
-        common::rein()
+        common::rein_at(&home)
             .args([
                 "chat",
                 "--base-url",
@@ -37,17 +37,46 @@ async fn a_chat_runs_an_allowed_command_confined() {
                 "--model",
                 "m",
                 "--allow-commands",
-                "--commands",
             ])
-            .arg(example_policy())
+            .args(&extra)
             .arg("--root")
-            .arg(&dir)
-            .args(["-p", "what is here?"])
+            .arg(&root)
+            .args(["-p", &prompt])
             .output()
             .unwrap()
     })
     .await
     .unwrap();
+    (out, server)
+}
+
+/// The model's `run_command` of `command`, as call `id`.
+fn run_command(id: &str, command: serde_json::Value) -> Reply {
+    Reply::sse(
+        ScriptedMessage::text(&[])
+            .with_call(ScriptedCall::to("run_command", json!({ "command": command })).id(id))
+            .openai_chat_sse(),
+    )
+}
+
+/// The model's last word.
+fn said(text: &str) -> Reply {
+    Reply::sse(ScriptedMessage::text(&[text]).openai_chat_sse())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_runs_an_allowed_command_confined() {
+    let root = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
+    let (out, server) = chat(
+        home.path(),
+        root.path(),
+        vec![run_command("c1", json!(["ls", "-la"])), said("Listed.")],
+        &["--commands".as_ref(), example_policy().as_os_str()],
+        "what is here?",
+    )
+    .await;
     let said = String::from_utf8_lossy(&out.stderr);
     if said.contains("sandbox_unavailable") && std::env::var_os("REIN_REQUIRE_SANDBOX").is_none() {
         eprintln!("SKIPPED: the Linux sandbox cannot confine on this kernel: {said}");
@@ -177,34 +206,14 @@ async fn a_path_or_a_wrapper_is_no_way_past_the_policy() {
             "[commands]\ndefault = \"allow\"\n[[commands.rule]]\nprefix = [\"rm\"]\ndecision = \"forbid\"\nexamples = [\"rm -rf x\"]\n",
         )
         .unwrap();
-        let call = ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::to("run_command", json!({"command": command})).id("c1"));
-        let server = FakeServer::start(vec![
-            Reply::sse(call.openai_chat_sse()),
-            Reply::sse(ScriptedMessage::text(&["Refused."]).openai_chat_sse()),
-        ])
-        .await
-        .unwrap();
-        let url = format!("{}/v1", server.base_url());
-        let (home_path, root_path) = (home.path().to_owned(), root.path().to_owned());
-        let out = tokio::task::spawn_blocking(move || {
-            common::rein_at(&home_path)
-                .args([
-                    "chat",
-                    "--base-url",
-                    &url,
-                    "--model",
-                    "m",
-                    "--allow-commands",
-                ])
-                .arg("--root")
-                .arg(&root_path)
-                .args(["-p", "clean up"])
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
+        let (out, _server) = chat(
+            home.path(),
+            root.path(),
+            vec![run_command("c1", command.clone()), said("Refused.")],
+            &[],
+            "clean up",
+        )
+        .await;
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(
             root.path().join("keep.txt").exists(),
@@ -553,42 +562,18 @@ async fn a_chat_runs_a_command_in_a_container_of_the_configured_image() {
     .unwrap();
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
-    let call = |id: &str, command: &[&str]| {
-        Reply::sse(
-            ScriptedMessage::text(&[])
-                .with_call(ScriptedCall::to("run_command", json!({ "command": command })).id(id))
-                .openai_chat_sse(),
-        )
-    };
-    let server = FakeServer::start(vec![
-        call("c1", &["ls", "-la"]),
-        call("c2", &["ls", "/"]),
-        Reply::sse(ScriptedMessage::text(&["Listed."]).openai_chat_sse()),
-    ])
-    .await
-    .unwrap();
-    let url = format!("{}/v1", server.base_url());
-    let (dir, home_dir) = (root.path().to_owned(), home.path().to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        common::rein_at(&home_dir)
-            .args([
-                "chat",
-                "--base-url",
-                &url,
-                "--model",
-                "m",
-                "--allow-commands",
-            ])
-            .arg("--commands")
-            .arg(example_policy())
-            .arg("--root")
-            .arg(&dir)
-            .args(["-p", "what is here?"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let (out, server) = chat(
+        home.path(),
+        root.path(),
+        vec![
+            run_command("c1", json!(["ls", "-la"])),
+            run_command("c2", json!(["ls", "/"])),
+            said("Listed."),
+        ],
+        &["--commands".as_ref(), example_policy().as_os_str()],
+        "what is here?",
+    )
+    .await;
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(
