@@ -201,12 +201,8 @@ impl ContainerSandbox {
     /// The client with the variables it reads and nothing else.
     fn client_command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.client);
-        command.env_clear().stdin(Stdio::null());
-        for name in CLIENT_VARS {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
+        command.stdin(Stdio::null());
+        client_env(&mut command);
         command
     }
 
@@ -319,16 +315,11 @@ impl ContainerSandbox {
             .args(["-c", KEEPER, "rein-keeper"])
             .arg(&self.client)
             .arg(name)
-            .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0);
-        for name in CLIENT_VARS {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
+        client_env(&mut command);
         let mut child = command
             .spawn()
             .map_err(|e| unavailable(format!("the container's keeper could not start: {e}")))?;
@@ -365,16 +356,12 @@ impl Sandbox for ContainerSandbox {
                 bindable(path)?;
             }
             let (mut keeper_process, keeper) = self.keeper(&name)?;
-            let mut command = tokio::process::Command::new(&self.client);
-            command.args(self.args(request, &name, &protect));
-            command.env_clear();
-            for var in CLIENT_VARS {
-                if let Some(value) = std::env::var_os(var) {
-                    command.env(var, value);
-                }
-            }
-            // The request's values, for `--env NAME` to copy.
-            command.envs(&request.env).process_group(0);
+            let mut command = self.client_command();
+            command
+                .args(self.args(request, &name, &protect))
+                // The request's values, for `--env NAME` to copy.
+                .envs(&request.env)
+                .process_group(0);
             let ran = crate::run::spawn(command, request, self.isolation()).await;
             let gone = matches!(&ran, Ok(r) if !r.timed_out && r.code.is_some());
             if !gone {
@@ -413,6 +400,17 @@ impl Sandbox for ContainerSandbox {
                 ", no network"
             }
         )
+    }
+}
+
+/// `command`'s environment: only the variables the runtime's client
+/// reads, from rein's own.
+fn client_env(command: &mut tokio::process::Command) {
+    command.env_clear();
+    for name in CLIENT_VARS {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
     }
 }
 
