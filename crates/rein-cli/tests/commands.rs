@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use crate::common;
+use crate::common::definition::{call, say};
 
 use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
 use serde_json::json;
@@ -52,16 +53,7 @@ async fn chat(
 
 /// The model's `run_command` of `command`, as call `id`.
 fn run_command(id: &str, command: serde_json::Value) -> Reply {
-    Reply::sse(
-        ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::to("run_command", json!({ "command": command })).id(id))
-            .openai_chat_sse(),
-    )
-}
-
-/// The model's last word.
-fn said(text: &str) -> Reply {
-    Reply::sse(ScriptedMessage::text(&[text]).openai_chat_sse())
+    call(id, "run_command", json!({ "command": command }))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +64,7 @@ async fn a_chat_runs_an_allowed_command_confined() {
     let (out, server) = chat(
         home.path(),
         root.path(),
-        vec![run_command("c1", json!(["ls", "-la"])), said("Listed.")],
+        vec![run_command("c1", json!(["ls", "-la"])), say("Listed.")],
         &["--commands".as_ref(), example_policy().as_os_str()],
         "what is here?",
     )
@@ -209,7 +201,7 @@ async fn a_path_or_a_wrapper_is_no_way_past_the_policy() {
         let (out, _server) = chat(
             home.path(),
             root.path(),
-            vec![run_command("c1", command.clone()), said("Refused.")],
+            vec![run_command("c1", command.clone()), say("Refused.")],
             &[],
             "clean up",
         )
@@ -568,7 +560,7 @@ async fn a_chat_runs_a_command_in_a_container_of_the_configured_image() {
         vec![
             run_command("c1", json!(["ls", "-la"])),
             run_command("c2", json!(["ls", "/"])),
-            said("Listed."),
+            say("Listed."),
         ],
         &["--commands".as_ref(), example_policy().as_os_str()],
         "what is here?",

@@ -9,16 +9,9 @@
 
 use std::path::Path;
 
+use crate::common::definition::{call, say};
 use crate::common::{rein_at, run_with_stdin, stderr};
-use rein_testing::{FakeServer, Reply, ScriptedCall, ScriptedMessage};
-
-fn call(id: &str, tool: &str, args: serde_json::Value) -> Reply {
-    Reply::sse(
-        ScriptedMessage::text(&[])
-            .with_call(ScriptedCall::to(tool, args).id(id))
-            .openai_chat_sse(),
-    )
-}
+use rein_testing::{FakeServer, Reply};
 
 fn write(id: &str, path: &str) -> Reply {
     call(
@@ -29,7 +22,7 @@ fn write(id: &str, path: &str) -> Reply {
 }
 
 fn done() -> Reply {
-    Reply::sse(ScriptedMessage::text(&["Done."]).openai_chat_sse())
+    say("Done.")
 }
 
 /// A git project: `.git/config`, a hooks folder, rein's project config.
