@@ -100,6 +100,7 @@ pub async fn run(dir: &Path) -> anyhow::Result<()> {
         view: None,
         asks: Some(asks),
         hears,
+        stays: None,
     };
     let stop = tokio_util::sync::CancellationToken::new();
     let driven = rein_host::drive(

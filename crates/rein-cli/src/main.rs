@@ -496,6 +496,7 @@ async fn agents(
             prompt,
             env,
             timeout,
+            keep_open,
             cwd,
             command,
         } => {
@@ -505,6 +506,7 @@ async fn agents(
                 prompt,
                 env,
                 timeout: timeout.map(std::time::Duration::from_secs),
+                keep_open: keep_open.map(std::time::Duration::from_secs),
                 cwd,
                 command,
                 home,

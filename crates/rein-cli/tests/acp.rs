@@ -165,6 +165,7 @@ mod watched {
             prompt: "write notes.txt".into(),
             person: Arc::new(Says(Some(true), asked.clone())),
             view: Some((host.clone(), "acp-1".into())),
+            stays: None,
         };
         // The viewers attach as soon as the session opens.
         let watching = {
@@ -228,6 +229,7 @@ mod watched {
             prompt: "write late.txt".into(),
             person: Arc::new(Says(None, asked.clone())),
             view: Some((host.clone(), "acp-2".into())),
+            stays: None,
         };
         let closer = {
             let (host, asked) = (host.clone(), asked.clone());

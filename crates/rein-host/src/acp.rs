@@ -1,6 +1,8 @@
 //! Driving any ACP agent: the agent runs as a child speaking JSON-RPC on
-//! its stdio; rein is its client. One prompt per run: `initialize`,
-//! `session/new` in the working directory, `session/prompt`; the agent's
+//! its stdio; rein is its client. A run: `initialize`, `session/new` in
+//! the working directory, `session/prompt` (and, in a run that stays, a
+//! next `session/prompt` in the same session per turn: ACP has no
+//! steering, so words said while a prompt runs wait for it); the agent's
 //! `session/update`s feed [`AcpStream`] in the order they arrived, and its
 //! `session/request_permission` requests go to rein's approvals — recorded
 //! (`approval.requested`, `approval.decided`) and decided only by a person
@@ -45,6 +47,9 @@ pub struct AcpAsk {
     /// A session host to open the run's session in (`acp` mode), for
     /// viewers to watch; closing that session's channel stops the run.
     pub view: Option<(SessionHost, String)>,
+    /// The agent stays after its answer for the next prompt, started by a
+    /// person's words, at most this long idle (`Taking::stays`).
+    pub stays: Option<crate::driver::Stays>,
 }
 
 /// Run one prompt against the ACP agent `spec` starts.
@@ -60,6 +65,7 @@ pub async fn drive_acp(
         prompt,
         person,
         view,
+        stays,
     } = ask;
     let mut kind = Acp {
         reducer,
@@ -67,10 +73,12 @@ pub async fn drive_acp(
         prompt,
         exchange: None,
         answer: None,
+        session: Value::Null,
     };
     let taking = Taking {
         view,
         person: Some(person),
+        stays,
     };
     drive_with(&mut kind, spec, recorder, show, stop, taking).await
 }
@@ -80,10 +88,13 @@ struct Acp<'r> {
     reducer: &'r mut AcpStream,
     cwd: String,
     prompt: String,
-    /// The connection; the prompt's exchange its opening.
-    exchange: Option<Exchange<Result<Value, jsonrpc::RpcError>>>,
+    /// The connection; the prompt's exchange its opening (the agent's
+    /// session and the prompt's answer).
+    exchange: Option<Exchange<Result<(Value, Value), jsonrpc::RpcError>>>,
     /// The prompt's answer, fed once what arrived before it was.
     answer: Option<Value>,
+    /// The agent's session, once made: each next prompt goes to it.
+    session: Value,
 }
 
 impl Adapter for Acp<'_> {
@@ -115,7 +126,10 @@ impl Adapter for Acp<'_> {
             match exchange.next().await {
                 Heard::Opened(answered) => {
                     self.answer = Some(match answered {
-                        Ok(result) => json!({"result": result}),
+                        Ok((session, result)) => {
+                            self.session = session;
+                            json!({"result": result})
+                        }
                         Err(e) => json!({"error": {"message": e.to_string()}}),
                     });
                     // What arrived before the answer is read first.
@@ -149,15 +163,50 @@ impl Adapter for Acp<'_> {
                 );
                 Next::Fed { words: None }
             }
-            None => {
-                match self.answer.take() {
-                    Some(answer) => self.reducer.feed(answer.to_string().as_bytes()),
-                    // The agent closed its side before answering.
-                    None => self.reducer.stream_ended(),
+            None => match self.answer.take() {
+                Some(answer) => {
+                    self.reducer.feed(answer.to_string().as_bytes());
+                    if self.reducer.outcome().failure.is_some() {
+                        Next::Over
+                    } else {
+                        Next::TurnOver
+                    }
                 }
-                Next::Over
-            }
+                // The agent closed its side before answering.
+                None => {
+                    self.reducer.stream_ended();
+                    Next::Over
+                }
+            },
         }
+    }
+
+    /// Words never reach a prompt that runs (ACP has no steering): they
+    /// wait for its answer, and the next prompt carries them.
+    fn takes_turns(&self) -> bool {
+        true
+    }
+
+    async fn start_turn(
+        &mut self,
+        prompt: String,
+        _mouth: &mut Option<Mouth>,
+    ) -> Result<(), AgentError> {
+        let Some(exchange) = self.exchange.as_mut() else {
+            return Err(AgentError::new(
+                rein_wire::error::codes::HOSTED_AGENT_FAILED,
+                "the ACP agent is not connected",
+            ));
+        };
+        self.reducer.next_prompt();
+        let (peer, session) = (exchange.peer.clone(), self.session.clone());
+        exchange.reopen(async move {
+            let params =
+                json!({"sessionId": session, "prompt": [{"type": "text", "text": prompt}]});
+            let answer = peer.request("session/prompt", params).await?;
+            Ok((session, answer))
+        });
+        Ok(())
     }
 
     fn answer(&mut self, (id, params): Self::Ticket, verdict: Verdict) {
@@ -207,7 +256,7 @@ async fn prompted(
     peer: jsonrpc::Peer,
     cwd: String,
     prompt: String,
-) -> Result<Value, jsonrpc::RpcError> {
+) -> Result<(Value, Value), jsonrpc::RpcError> {
     peer.request(
         "initialize",
         json!({
@@ -223,11 +272,13 @@ async fn prompted(
         .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
         .await?;
     let id = session.get("sessionId").cloned().unwrap_or(Value::Null);
-    peer.request(
-        "session/prompt",
-        json!({"sessionId": id, "prompt": [{"type": "text", "text": prompt}]}),
-    )
-    .await
+    let answer = peer
+        .request(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": prompt}]}),
+        )
+        .await?;
+    Ok((id, answer))
 }
 
 /// The answer's words in a message ("" for any other message).

@@ -7,7 +7,7 @@
 //! `agent_thought_chunk`, `tool_call`, `tool_call_update`, `plan`, …), a
 //! `session/request_permission` request, or the response to the client's
 //! `session/prompt` (`result.stopReason`, or `error`). One prompt is one
-//! turn: the answer is the text of its message chunks; `end_turn` closes it
+//! turn (a session that stays takes more, each after [`AcpStream::next_prompt`]): the answer is the text of its message chunks; `end_turn` closes it
 //! well, any other stop reason (`max_tokens`, `max_turn_requests`,
 //! `refusal`, `cancelled`) or an error fails it; the stream ending first is
 //! a failure. Progress carries a tool's kind and, for file tools, the first
@@ -36,7 +36,7 @@ pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 /// Tool kinds whose first location is shown.
 const FILE_KINDS: &[&str] = &["read", "edit", "delete", "move"];
 
-/// One prompt to an ACP agent.
+/// An ACP agent's prompts, one turn each.
 pub struct AcpStream {
     cwd: String,
     core: Core,
@@ -60,6 +60,13 @@ impl AcpStream {
     /// The folder the prompt runs in.
     pub fn cwd(&self) -> &str {
         &self.cwd
+    }
+
+    /// The next prompt was sent in the same session: a new turn, whose
+    /// answer is its own message chunks (the turn before closed).
+    pub fn next_prompt(&mut self) {
+        self.finished = false;
+        self.answer.clear();
     }
 
     /// A reducer for a prompt run in `cwd`.

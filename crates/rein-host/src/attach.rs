@@ -29,7 +29,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{InputHolder, InputResult, Listed, SessionHost};
+use crate::session::{InputHolder, InputResult, Listed, Routing, SessionHost};
 
 /// The largest frame payload.
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -335,7 +335,12 @@ async fn viewer(
 /// What a viewer is told of a line it said.
 fn said_status(result: InputResult) -> String {
     match result {
-        InputResult::Routed { .. } => "said: the agent hears it at its next step".to_owned(),
+        InputResult::Routed { routing, .. } => match routing {
+            Routing::Steer => "said: the agent hears it at its next step",
+            Routing::Queued => "said: queued; it starts the agent's next turn when this one ends",
+            Routing::StartTurn => "said: it starts the agent's next turn",
+        }
+        .to_owned(),
         InputResult::Held { holder } => {
             format!("{holder} holds the session; your words were not sent")
         }

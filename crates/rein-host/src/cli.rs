@@ -40,6 +40,9 @@ pub struct Joined {
     /// this is the request. `None`: the request is in its arguments, and
     /// words said mid-run are recorded but not heard.
     pub hears: Option<String>,
+    /// The program stays after a turn for the next, started by a person's
+    /// words, at most this long idle (`Taking::stays`); it needs `hears`.
+    pub stays: Option<crate::driver::Stays>,
 }
 
 /// Run `spec`, feeding `reducer`, showing progress through `show` and
@@ -53,7 +56,12 @@ pub async fn drive(
     stop: CancellationToken,
     joined: Joined,
 ) -> Result<Driven, AgentError> {
-    let Joined { view, asks, hears } = joined;
+    let Joined {
+        view,
+        asks,
+        hears,
+        stays,
+    } = joined;
     let (questions, person) = match asks {
         Some(Asks { questions, person }) => (Some(questions), Some(person)),
         None => (None, None),
@@ -71,7 +79,11 @@ pub async fn drive(
         recorder,
         show,
         stop,
-        Taking { view, person },
+        Taking {
+            view,
+            person,
+            stays,
+        },
     )
     .await
 }
@@ -102,6 +114,25 @@ impl Adapter for Printed<'_> {
         true
     }
 
+    /// A program that takes its request on stdin takes the next one there.
+    fn takes_turns(&self) -> bool {
+        self.hears.is_some()
+    }
+
+    async fn start_turn(
+        &mut self,
+        prompt: String,
+        mouth: &mut Option<Mouth>,
+    ) -> Result<(), AgentError> {
+        match mouth {
+            Some(mouth) => mouth.ask(&prompt).await,
+            None => Err(AgentError::new(
+                rein_wire::error::codes::HOSTED_AGENT_FAILED,
+                "the program's input is closed: it takes no more turns",
+            )),
+        }
+    }
+
     async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, AgentError> {
         self.lines = Lines::new(child.stdout.take(), self.max_line);
         let Some(request) = &self.hears else {
@@ -111,7 +142,7 @@ impl Adapter for Printed<'_> {
             return Ok(None);
         };
         let mut mouth = Mouth::Stdin(stdin);
-        mouth.first(request).await?;
+        mouth.ask(request).await?;
         Ok(Some(mouth))
     }
 

@@ -9,10 +9,11 @@
 //! decidable from any surface (`rein approve`, the page), a stop winning —
 //! and its answer (`accept`, `decline`, `cancel` on a stop) goes back.
 //!
-//! One request per run: `initialize`, `initialized`, `thread/start` in the
-//! working directory with approval policy `untrusted` (every command Codex
-//! does not know to be safe is asked about) and the `workspace-write`
-//! sandbox, `turn/start`; the run ends at `turn/completed`. Words said
+//! A run: `initialize`, `initialized`, `thread/start` in the working
+//! directory with approval policy `untrusted` (every command Codex does
+//! not know to be safe is asked about) and the `workspace-write` sandbox,
+//! `turn/start`; the run ends at `turn/completed`, or — in a run that
+//! stays — each next turn is a `turn/start` in the same thread. Words said
 //! meanwhile (`rein say`, the page, a viewer's line) are recorded and
 //! steered into the open turn (`turn/steer`); a stop posted ends the run. Its
 //! notifications are read as the `codex exec --json` records they mirror
@@ -232,6 +233,7 @@ pub async fn drive_codex_app(
         prompt,
         person,
         view,
+        stays,
     } = ask;
     let mut kind = CodexApp {
         reducer,
@@ -239,10 +241,12 @@ pub async fn drive_codex_app(
         prompt,
         exchange: None,
         records: ExecRecords::default(),
+        thread: Value::Null,
     };
     let taking = Taking {
         view,
         person: Some(person),
+        stays,
     };
     drive_with(&mut kind, spec, recorder, show, stop, taking).await
 }
@@ -256,6 +260,8 @@ struct CodexApp<'r> {
     /// (the thread's id and the turn's).
     exchange: Option<Exchange<Result<(Value, Value), String>>>,
     records: ExecRecords,
+    /// The thread, once started: each next turn is started in it.
+    thread: Value,
 }
 
 impl Adapter for CodexApp<'_> {
@@ -285,6 +291,7 @@ impl Adapter for CodexApp<'_> {
         let next = match exchange.next().await {
             Heard::Opened(Ok((thread, turn))) => {
                 let peer = exchange.peer.clone();
+                self.thread = thread.clone();
                 return Next::Hears(Mouth::Steer { peer, thread, turn });
             }
             Heard::Opened(Err(e)) => {
@@ -300,8 +307,10 @@ impl Adapter for CodexApp<'_> {
                 if let Some(record) = self.records.record(&method, &params) {
                     self.reducer.feed(record.to_string().as_bytes());
                 }
-                if method == "turn/completed" || self.reducer.outcome().failure.is_some() {
+                if self.reducer.outcome().failure.is_some() {
                     Next::Over
+                } else if method == "turn/completed" {
+                    Next::TurnOver
                 } else {
                     Next::Fed { words: None }
                 }
@@ -325,6 +334,40 @@ impl Adapter for CodexApp<'_> {
                 Next::Over
             }
         }
+    }
+
+    /// The next turn: `turn/start` in the same thread; words steer it
+    /// once it is open (a new mouth names it).
+    fn takes_turns(&self) -> bool {
+        true
+    }
+
+    async fn start_turn(
+        &mut self,
+        prompt: String,
+        mouth: &mut Option<Mouth>,
+    ) -> Result<(), AgentError> {
+        let Some(exchange) = self.exchange.as_mut() else {
+            return Err(AgentError::new(
+                rein_wire::error::codes::HOSTED_AGENT_FAILED,
+                "codex app-server is not connected",
+            ));
+        };
+        // Words said before the new turn opens are queued for the next.
+        *mouth = None;
+        let (peer, thread) = (exchange.peer.clone(), self.thread.clone());
+        exchange.reopen(async move {
+            let params = json!({"threadId": thread, "input": [{"type": "text", "text": prompt}]});
+            let turn = peer
+                .request("turn/start", params)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok((
+                thread,
+                turn.pointer("/turn/id").cloned().unwrap_or(Value::Null),
+            ))
+        });
+        Ok(())
     }
 
     fn answer(&mut self, id: Self::Ticket, verdict: Verdict) {

@@ -5,158 +5,33 @@
 //! its reducer makes of what it says, end it at its time limit, a stop or
 //! a loop, and say how it ended. What differs between kinds — how the
 //! program is asked its request, how its messages are read, how it asks
-//! and is answered — is an [`Adapter`]: a new hosted kind is one new file
-//! with one adapter (see the trait's example).
+//! and is answered, how it takes a next turn — is an [`Adapter`]
+//! (`adapter.rs`); a run that stays for more turns moves them through its
+//! talk (`talk.rs`).
 //!
 //! Not here: the process rules (`child.rs`), what the lines mean (the
 //! reducers), the session log (`record.rs`), terminals (`session`).
 
-use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rein_wire::AgentError;
 use rein_wire::loops::Repeat;
-use tokio::process::Child;
+use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::adapter::{Adapter, Next};
 use crate::child::{Driven, Ended, HostSpec, Spawned, masked, secrets_of, spawn};
-use crate::heard::{Ears, Mouth};
-use crate::person::{Person, Question, Verdict};
+use crate::heard::Ears;
+use crate::person::Person;
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Reducer, Step};
-use crate::session::{RenderMode, SessionHost};
+use crate::session::SessionHost;
+use crate::talk::{Flow, Talk};
+use crate::turns::Turns;
 use crate::view::View;
-
-/// What a hosted program said next, as its adapter read it.
-pub enum Next<T> {
-    /// A message, fed to the reducer; `words` are the answer's words in
-    /// it, for a view that renders them as they come (`RenderMode::Acp`).
-    Fed {
-        /// The answer's words, when the view shows them as they come.
-        words: Option<String>,
-    },
-    /// It asks a person before a call runs; `ticket` is how the verdict
-    /// goes back ([`Adapter::answer`]).
-    Asks(Question, T),
-    /// From now on it hears words said mid-run through this mouth.
-    Hears(Mouth),
-    /// It is done: its answer (or its stream's end) was fed.
-    Over,
-}
-
-/// One kind of hosted program, as the one loop drives it.
-///
-/// The loop starts the program ([`Adapter::stdin`] says whether its stdin
-/// is piped), gives it to [`Adapter::start`], then reads
-/// [`Adapter::next`] until it is [`Next::Over`], a stop, the time limit or
-/// a loop; everything else (the session, the inbox, the person, the
-/// record, the end) is the loop's.
-///
-/// A kind whose program prints one JSON line per event that a reducer of
-/// rein's reads — here a stand-in that prints Claude Code's stream —
-/// is this much:
-///
-/// ```
-/// use rein_host::driver::{Adapter, Next, drive_with, Taking};
-/// use rein_host::heard::Mouth;
-/// use rein_host::person::{Question, Verdict};
-/// use rein_host::{ClaudeStream, Ended, HostSpec, Reducer};
-/// use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-/// use tokio::process::{Child, ChildStdout};
-///
-/// struct Printed {
-///     reducer: ClaudeStream,
-///     lines: Option<Lines<BufReader<ChildStdout>>>,
-/// }
-///
-/// impl Adapter for Printed {
-///     type Ticket = ();
-///     fn stdin(&self) -> bool {
-///         false
-///     }
-///     async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, rein_wire::AgentError> {
-///         self.lines = child.stdout.take().map(|out| BufReader::new(out).lines());
-///         Ok(None)
-///     }
-///     async fn next(&mut self) -> Next<()> {
-///         match self.lines.as_mut() {
-///             Some(lines) => match lines.next_line().await {
-///                 Ok(Some(line)) => {
-///                     self.reducer.feed(line.as_bytes());
-///                     Next::Fed { words: None }
-///                 }
-///                 _ => {
-///                     self.reducer.stream_ended();
-///                     Next::Over
-///                 }
-///             },
-///             None => Next::Over,
-///         }
-///     }
-///     fn answer(&mut self, (): (), _: Verdict) {}
-///     fn reducer(&mut self) -> &mut dyn Reducer {
-///         &mut self.reducer
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// let printed = r#"printf '%s\n' '{"type":"system","subtype":"init","session_id":"s","model":"m"}' '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","num_turns":1,"total_cost_usd":0,"usage":{}}'"#;
-/// let mut spec = HostSpec::new(vec!["sh".into(), "-c".into(), printed.into()], ".".into());
-/// spec = spec.env_from(["PATH"]);
-/// let mut kind = Printed { reducer: ClaudeStream::new(""), lines: None };
-/// let stop = tokio_util::sync::CancellationToken::new();
-/// let driven = drive_with(&mut kind, &spec, None, &mut |_| {}, stop, Taking::default())
-///     .await
-///     .unwrap();
-/// assert_eq!(driven.ended, Ended::Finished);
-/// assert_eq!(driven.outcome.text.as_deref(), Some("done"));
-/// # }
-/// ```
-pub trait Adapter: Send {
-    /// How a question's verdict finds its way back to the program.
-    type Ticket: Send;
-
-    /// How viewers see the run: its progress and answers as a stream of
-    /// lines (the default), or an agent's words as they come.
-    fn mode(&self) -> RenderMode {
-        RenderMode::Stream
-    }
-
-    /// Whether the program's stdin is piped to it (a protocol, or words
-    /// said mid-run); otherwise it reads nothing.
-    fn stdin(&self) -> bool;
-
-    /// Whether viewers' typed lines go to the program as words.
-    fn hears(&self) -> bool {
-        false
-    }
-
-    /// Whether the program ends on its own once done (a CLI); otherwise
-    /// (a server speaking a protocol) it is ended when its answer came.
-    fn exits_when_done(&self) -> bool {
-        false
-    }
-
-    /// The program is started: take its stdio, give it its request. A
-    /// mouth returned hears words said mid-run from the first.
-    fn start(
-        &mut self,
-        child: &mut Child,
-    ) -> impl Future<Output = Result<Option<Mouth>, AgentError>> + Send;
-
-    /// What the program says next. Cancel-safe: the loop selects on it
-    /// beside the inbox, the time limit and the stop.
-    fn next(&mut self) -> impl Future<Output = Next<Self::Ticket>> + Send;
-
-    /// Tell the program a person's verdict on its question.
-    fn answer(&mut self, ticket: Self::Ticket, verdict: Verdict);
-
-    /// The reducer its messages feed.
-    fn reducer(&mut self) -> &mut dyn Reducer;
-}
 
 /// Who, besides the program, takes part in a run.
 #[derive(Default)]
@@ -167,6 +42,21 @@ pub struct Taking {
     /// recorder, every person's surface). `None`: every question is
     /// refused.
     pub person: Option<Arc<dyn Person>>,
+    /// The program stays after its turn for the next one, started by a
+    /// person's words (`turns`); `None` (or a program that takes one
+    /// request): the run ends with its first turn.
+    pub stays: Option<Stays>,
+}
+
+/// How a run stays open for more turns.
+#[derive(Debug)]
+pub struct Stays {
+    /// The program waits at most this long for its next turn; then the
+    /// run ends as it finished.
+    pub idle: Duration,
+    /// Each turn's answer as it closes (secrets masked, not yet made
+    /// visible: the surface that shows it does that).
+    pub answers: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 /// Drive one run of `spec`'s program as `kind` reads it, showing progress
@@ -181,7 +71,11 @@ pub async fn drive_with<A: Adapter>(
     taking: Taking,
 ) -> Result<Driven, AgentError> {
     let started = Instant::now();
-    let Taking { view, person } = taking;
+    let Taking {
+        view,
+        person,
+        stays,
+    } = taking;
     let view = match view {
         Some((host, session)) => Some(View::open(host, session, kind.mode(), &stop)?),
         None => None,
@@ -192,71 +86,48 @@ pub async fn drive_with<A: Adapter>(
         stderr,
     } = spawn(spec, kind.stdin())?;
     let mouth = kind.start(&mut child).await?;
+    let (idle, answers) = match stays {
+        Some(Stays { idle, answers }) => (Some(idle), answers),
+        None => (None, None),
+    };
+    let turns = Turns::new(idle, kind.takes_turns());
     let viewers = view
         .as_ref()
-        .filter(|_| kind.hears())
+        .filter(|_| kind.hears() || turns.stays())
         .and_then(View::listen);
-    let mut ears = Ears::new(mouth, recorder.as_deref(), viewers);
+    let ears = Ears::new(mouth, recorder.as_deref(), viewers);
+    let mut talk = Talk::new(turns, ears, answers);
     let secrets = secrets_of(spec);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
-    let mut ended = None;
     let mut status = None;
-    loop {
-        let next = tokio::select! {
-            next = kind.next() => next,
+    let ended = loop {
+        if let Some(view) = &view {
+            view.turning(talk.turning());
+        }
+        let flow = tokio::select! {
+            next = kind.next() => {
+                let read = Read { view: view.as_ref(), person: person.clone(), secrets: &secrets, stop: &stop };
+                read.next(next, kind, &mut talk, deadline.as_mut(), recorder.as_deref_mut(), show).await?
+            }
             exited = child.wait(), if status.is_none() => {
                 status = Some(exited.ok());
                 // The program is gone; what it left in its group (holding
                 // its stdout open) goes too, and its stream ends once drained.
                 guard.kill();
-                continue;
+                Flow::Go
             }
-            () = &mut deadline => { ended = Some(Ended::Timeout); break; }
-            () = stop.cancelled() => { ended = Some(Ended::Stopped); break; }
-            heard = ears.wake() => {
-                if ears.take(heard, recorder.as_deref_mut(), show).await? {
-                    ended = Some(Ended::Stopped);
-                    break;
-                }
-                continue;
+            () = &mut deadline => Flow::End(Some(talk.timed_out())),
+            () = stop.cancelled(), if !talk.leaving() => talk.stop(kind, deadline.as_mut()),
+            () = talk.turns.idle() => talk.idled(kind, deadline.as_mut(), show),
+            heard = talk.ears.wake() => {
+                talk.heard(kind, heard, deadline.as_mut(), recorder.as_deref_mut(), show).await?
             }
         };
-        let mut words = None;
-        let mut over = false;
-        match next {
-            Next::Fed { words: said } => words = said,
-            Next::Hears(mouth) => ears.speak(mouth),
-            Next::Asks(question, ticket) => {
-                let mut said = Vec::new();
-                let (verdict, cut) = crate::asks::answer(
-                    question,
-                    person.clone(),
-                    recorder.as_deref_mut(),
-                    (deadline.as_mut(), &stop),
-                    &mut said,
-                )
-                .await?;
-                kind.answer(ticket, verdict);
-                ears.deliver(said, show).await;
-                ended = cut;
-            }
-            Next::Over => over = true,
+        if let Flow::End(how) = flow {
+            break how;
         }
-        let steps = masked(kind.reducer().drain(), &secrets);
-        if steps.iter().any(|s| matches!(s, Step::TurnClosed(_))) {
-            ears.turn_closed();
-        }
-        if let Some(view) = &view {
-            view.show(words.as_deref(), &steps);
-        }
-        if take_steps(steps, show, recorder.as_deref_mut()).await? {
-            ended = Some(Ended::LoopDetected);
-        }
-        if over || ended.is_some() {
-            break;
-        }
-    }
+    };
     // Viewers learn the run is over as soon as it is.
     drop(view);
     let exit_code = if ended.is_some() || !kind.exits_when_done() {
@@ -282,6 +153,71 @@ pub async fn drive_with<A: Adapter>(
         started,
     };
     conclude(spec, kind.reducer(), recorder, end).await
+}
+
+/// What reading the program's next message needs besides the talk.
+struct Read<'a> {
+    view: Option<&'a View>,
+    person: Option<Arc<dyn Person>>,
+    secrets: &'a [String],
+    stop: &'a CancellationToken,
+}
+
+impl Read<'_> {
+    /// Act on what the program said next: fed to the reducer, a question
+    /// put to a person, its mouth, its turn's or its run's end; the steps
+    /// shown and recorded.
+    async fn next<A: Adapter>(
+        self,
+        next: Next<A::Ticket>,
+        kind: &mut A,
+        talk: &mut Talk,
+        deadline: Pin<&mut Sleep>,
+        mut recorder: Option<&mut Recorder>,
+        show: &mut (dyn FnMut(&Progress) + Send),
+    ) -> Result<Flow, AgentError> {
+        let mut words = None;
+        let mut over = false;
+        let mut ended = None;
+        match next {
+            Next::Fed { words: said } => words = said,
+            Next::Hears(mouth) => talk.ears.speak(mouth),
+            Next::Asks(question, ticket) => {
+                let mut said = Vec::new();
+                let (verdict, cut) = crate::asks::answer(
+                    question,
+                    self.person,
+                    recorder.as_deref_mut(),
+                    (deadline, self.stop),
+                    &mut said,
+                )
+                .await?;
+                kind.answer(ticket, verdict);
+                talk.said(kind, said, recorder.as_deref_mut(), show).await?;
+                ended = cut;
+            }
+            Next::TurnOver => over = !talk.turns.stays(),
+            Next::Over => over = true,
+        }
+        let steps = masked(kind.reducer().drain(), self.secrets);
+        let reply = talk.before(&steps, recorder.as_deref_mut()).await?;
+        if let Some(view) = self.view {
+            view.show(words.as_deref(), &steps);
+        }
+        if take_steps(steps, show, recorder.as_deref_mut()).await? {
+            ended = Some(Ended::LoopDetected);
+        }
+        if let Some(reply) = reply
+            && ended.is_none()
+        {
+            talk.closed(kind, reply, recorder, show).await?;
+        }
+        Ok(if over || ended.is_some() {
+            Flow::End(ended)
+        } else {
+            Flow::Go
+        })
+    }
 }
 
 /// Act on a reducer's steps: progress shown, facts recorded, a loop's

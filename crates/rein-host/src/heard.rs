@@ -5,14 +5,14 @@
 //! page post them there from any process, and a line a viewer types into
 //! this process's session (`SessionHost::route_input`) is posted there by
 //! `Ears` — one bounded path. They are taken from the inbox into the log
-//! (`steer.said`) before the program hears them. A program that takes
-//! messages on its stdin (Claude Code with `--input-format stream-json`)
-//! hears them at its next step; its stdin closes when a turn ends, so that
-//! it finishes. Codex's app server hears them as `turn/steer` into its open
-//! turn (`Mouth`), and they are shown as heard only once it accepted them
-//! (its refusal is shown with its reason). Words after that, or to a program that hears none (one
-//! given its request in its arguments), are recorded and shown as unheard.
-//! A stop posted meanwhile ends the run.
+//! (`steer.said`) before the program hears them; where they go then —
+//! the running turn, the next one, or nowhere — is the run's turns'
+//! rule (`turns`). A program that takes messages on its stdin (Claude
+//! Code with `--input-format stream-json`) hears them at its next step;
+//! its stdin closes when its last turn ends, so that it finishes. Codex's
+//! app server hears them as `turn/steer` into its open turn (`Mouth`), and
+//! they are shown as heard only once it accepted them (its refusal is
+//! shown with its reason). A stop posted meanwhile ends the run.
 //!
 //! Not here: permission questions (`asks`), which take their decision from
 //! the same inbox with `take`.
@@ -110,6 +110,14 @@ pub(crate) async fn take(
     Ok(taken)
 }
 
+/// What a run took from its inbox when woken.
+pub(crate) enum Woke {
+    /// A stop: the run ends.
+    Stop,
+    /// Words said, oldest first, recorded and not yet delivered.
+    Words(Vec<String>),
+}
+
 /// Why the run looks at its inbox now.
 pub(crate) enum Heard {
     /// Something may have been posted (or the fallback interval passed).
@@ -148,8 +156,9 @@ pub enum Mouth {
 }
 
 impl Mouth {
-    /// Send the program its request as its first message.
-    pub(crate) async fn first(&mut self, prompt: &str) -> Result<(), AgentError> {
+    /// Send the program a request as a message of its own: its first, or
+    /// the one that starts its next turn.
+    pub(crate) async fn ask(&mut self, prompt: &str) -> Result<(), AgentError> {
         let Mouth::Stdin(stdin) = self else {
             return Ok(());
         };
@@ -280,14 +289,14 @@ impl Ears {
     }
 
     /// Act on what woke the run: a viewer's line is posted to the inbox
-    /// (bounded like every surface's words); the inbox is taken; words are
-    /// delivered. `true` when a stop was taken.
+    /// (bounded like every surface's words); the inbox is taken. What was
+    /// taken: a stop, or the words said (recorded, not yet delivered).
     pub(crate) async fn take(
         &mut self,
         heard: Heard,
         recorder: Option<&mut Recorder>,
         show: &mut (dyn FnMut(&Progress) + Send),
-    ) -> Result<bool, AgentError> {
+    ) -> Result<Woke, AgentError> {
         if let Heard::Answered(answer) = heard {
             show(&Progress::detail(
                 ProgressKind::Said,
@@ -296,14 +305,14 @@ impl Ears {
                     Err(why) => format!("recorded; the program did not take it: {why}"),
                 },
             ));
-            return Ok(false);
+            return Ok(Woke::Words(Vec::new()));
         }
         let Some(recorder) = recorder else {
-            // Nowhere to record them: a viewer's words are heard as said.
-            if let Heard::Viewer(said) = heard {
-                self.deliver(vec![said.text], show).await;
-            }
-            return Ok(false);
+            // Nowhere to record them: a viewer's words are taken as said.
+            return Ok(Woke::Words(match heard {
+                Heard::Viewer(said) => vec![said.text],
+                _ => Vec::new(),
+            }));
         };
         if let Heard::Viewer(said) = heard {
             let surface = Surface::product("attach", &said.viewer);
@@ -323,8 +332,21 @@ impl Ears {
         }
         self.looked = Instant::now();
         let taken = take(recorder, None).await?;
-        self.deliver(taken.words, show).await;
-        Ok(taken.stopped)
+        Ok(if taken.stopped {
+            Woke::Stop
+        } else {
+            Woke::Words(taken.words)
+        })
+    }
+
+    /// Whether the program hears words in its running turn now.
+    pub(crate) fn steers(&self) -> bool {
+        self.mouth.is_some()
+    }
+
+    /// How words reach the program now, for starting its next turn.
+    pub(crate) fn mouth(&mut self) -> &mut Option<Mouth> {
+        &mut self.mouth
     }
 
     /// Words recorded: the program hears them at its next step, or they

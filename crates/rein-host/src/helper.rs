@@ -94,6 +94,8 @@ impl ExternalAgent for HostedHelper {
                     prompt: task.task.clone(),
                     person,
                     view: None,
+                    // A helper answers its one task.
+                    stays: None,
                 };
                 let mut stream = crate::CodexStream::new(&cwd_text);
                 let stop = task.cancel.clone();
@@ -115,6 +117,7 @@ impl ExternalAgent for HostedHelper {
                     view: None,
                     asks,
                     hears,
+                    stays: None,
                 };
                 let stop = task.cancel.clone();
                 drive(

@@ -232,6 +232,15 @@ impl<T> Exchange<T> {
         })
     }
 
+    /// Begin another exchange on the peer (a next turn's request), heard
+    /// as the opening was: its end is [`Heard::Opened`].
+    pub(crate) fn reopen(
+        &mut self,
+        opening: impl std::future::Future<Output = T> + Send + 'static,
+    ) {
+        self.opening = Some(Box::pin(opening));
+    }
+
     /// The opening's end or the next message, whichever comes first.
     /// Cancel-safe.
     pub(crate) async fn next(&mut self) -> Heard<T> {

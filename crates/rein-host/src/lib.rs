@@ -11,7 +11,8 @@
 //!   JSON-RPC both sides speak.
 //! - [`progress`]: what a person is shown — redacted by construction.
 //! - [`driver`]: the one loop every hosted run goes through (its session,
-//!   inbox, questions, record, end) over a per-kind [`Adapter`]: [`cli`]
+//!   inbox, questions, record, end; in a run that stays, its next turns:
+//!   `turns`, `talk`) over a per-kind [`Adapter`]: [`cli`]
 //!   (a CLI's JSON lines: Claude Code, `codex exec`), [`codex_app`],
 //!   [`acp`]; [`child`]: the program as a child process (its environment,
 //!   its process group killed when the run is over, its stderr's tail);
@@ -31,6 +32,7 @@
 pub mod acp;
 pub mod acp_serve;
 pub mod acp_stream;
+mod adapter;
 pub mod asks;
 pub mod attach;
 pub mod child;
@@ -53,13 +55,15 @@ pub mod record;
 pub mod reducer;
 pub mod session;
 pub mod shown;
+mod talk;
+mod turns;
 mod view;
 
 pub use child::{Driven, Ended, HostSpec};
 pub use claude::ClaudeStream;
 pub use cli::{Joined, drive};
 pub use codex::CodexStream;
-pub use driver::{Adapter, Next, Taking, drive_with};
+pub use driver::{Adapter, Next, Stays, Taking, drive_with};
 pub use lifetime::kill_running;
 pub use progress::{Progress, ProgressKind};
 pub use record::Recorder;

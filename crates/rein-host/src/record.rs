@@ -10,7 +10,10 @@
 //! the hosted tool's output stays the hosted agent's). A call still open
 //! when the run ends gets an `interrupted` result, so every call has
 //! exactly one. The run ends with `turn.finished` and `run.finished`
-//! (outcome, the reducer's summary, the refused requests).
+//! (outcome, the reducer's summary, the refused requests). In a session
+//! that stays for more turns, each turn a person's words start is a
+//! `turn.started` (those words its prompt, the turn before its parent)
+//! with its own run; the turn before finishes with its reply.
 //!
 //! The metadata also carries the driver's process mark: a run whose driver
 //! was killed outright (and so could not close it) is closed `failed` by
@@ -54,6 +57,9 @@ pub struct Recorder {
     run_id: String,
     open: BTreeSet<String>,
     ttl: Duration,
+    /// The run's profile (`{"hosted": kind, "program": program}`), for
+    /// each turn's run.
+    profile: serde_json::Value,
 }
 
 impl Recorder {
@@ -96,6 +102,7 @@ impl Recorder {
             run_id: run_id.clone(),
             open: BTreeSet::new(),
             ttl: LOCK_TTL,
+            profile: json!({"hosted": kind, "program": program}),
         };
         recorder
             .append(vec![
@@ -108,7 +115,7 @@ impl Recorder {
                     run_id,
                     turn_id,
                     budgets: json!({}),
-                    profile: json!({"hosted": kind, "program": program}),
+                    profile: recorder.profile.clone(),
                 },
             ])
             .await?;
@@ -219,6 +226,49 @@ impl Recorder {
             }
             Step::Progress(_) | Step::Loop(_) => Ok(()),
         }
+    }
+
+    /// A person's words start the program's next turn in a session that
+    /// stays open: the turn done so far finishes with its `reply`, and a
+    /// new turn (its child in the tree) and run begin with `prompt`.
+    pub async fn next_turn(
+        &mut self,
+        prompt: &str,
+        reply: Option<String>,
+    ) -> Result<(), AgentError> {
+        let mut events: Vec<Event> = std::mem::take(&mut self.open)
+            .into_iter()
+            .map(|id| result(&id, false, ResultSource::Interrupted))
+            .collect();
+        let finished = rein_wire::Ending::Finished;
+        let turn_id = rein_wire::ids::new_prefixed("turn");
+        let run_id = rein_wire::ids::new_prefixed("run");
+        let parent = std::mem::replace(&mut self.turn_id, turn_id.clone());
+        let done = std::mem::replace(&mut self.run_id, run_id.clone());
+        events.extend([
+            Event::TurnFinished {
+                turn_id: parent.clone(),
+                outcome: finished,
+                reply,
+            },
+            Event::RunFinished {
+                run_id: done,
+                outcome: finished,
+                totals: json!({"next_turn": turn_id}),
+            },
+            Event::TurnStarted {
+                turn_id: turn_id.clone(),
+                parent: Some(parent),
+                prompt: prompt.to_owned(),
+            },
+            Event::RunStarted {
+                run_id,
+                turn_id,
+                budgets: json!({}),
+                profile: self.profile.clone(),
+            },
+        ]);
+        self.append(events).await
     }
 
     /// Close the run: open calls interrupted, the turn and run finished.

@@ -81,6 +81,12 @@ impl View {
         self.host.listen(&self.session)
     }
 
+    /// Tell the session where the program is in its turns (what a
+    /// viewer's line does now).
+    pub(crate) fn turning(&self, turning: crate::session::Turning) {
+        self.host.turning(&self.session, turning);
+    }
+
     /// Render the answer's `words` (if any) and the steps' progress; a
     /// stream's answer arrives whole with its turn's result.
     pub(crate) fn show(&self, words: Option<&str>, steps: &[Step]) {

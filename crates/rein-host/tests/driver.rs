@@ -343,6 +343,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
             view: Some((host.clone(), "run-1".into())),
             asks: None,
             hears: None,
+            stays: None,
         },
     )
     .await

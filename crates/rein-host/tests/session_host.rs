@@ -296,6 +296,55 @@ fn render_modes_are_exclusive_and_refusals_are_named() {
     );
 }
 
+/// A line said to a protocol session is routed by where its program is in
+/// its turns, as its driver says: it steers a turn that hears words, is
+/// queued by one that hears none, starts the next turn when none runs, and
+/// is not heard (nothing sent) by a program that takes no more words. The
+/// live feed says how each was routed.
+#[test]
+fn a_line_is_routed_by_where_the_program_is_in_its_turns() {
+    use rein_host::session::{Routing, Turning};
+    let host = SessionHost::new();
+    let routed: Arc<Mutex<Vec<Routing>>> = Arc::default();
+    let feed = routed.clone();
+    host.on_event(move |event| {
+        if let SessionEvent::Input { routing, .. } = event {
+            feed.lock().unwrap().push(routing);
+        }
+    });
+    host.open(OpenRequest {
+        session: "t".into(),
+        supports: vec![RenderMode::Stream],
+        mode: RenderMode::Stream,
+        pty: Box::new(NoPty),
+        protocol: Some(Box::new(Channel)),
+    })
+    .unwrap();
+    let mut words = host.listen("t").unwrap();
+    let routed_as = |routing| InputResult::Routed {
+        routing,
+        delivery: Delivery::Protocol,
+    };
+    for (turning, said, result) in [
+        (Turning::Steers, "steer", routed_as(Routing::Steer)),
+        (Turning::Queues, "queue", routed_as(Routing::Queued)),
+        (Turning::Waits, "start", routed_as(Routing::StartTurn)),
+        (Turning::Deaf, "unheard", InputResult::NotHeard),
+    ] {
+        host.turning("t", turning);
+        assert_eq!(host.route_input("t", "p", said), result, "{turning:?}");
+    }
+    let mut heard = Vec::new();
+    while let Ok(said) = words.try_recv() {
+        heard.push(said.text);
+    }
+    assert_eq!(heard, ["steer", "queue", "start"]);
+    assert_eq!(
+        *routed.lock().unwrap(),
+        [Routing::Steer, Routing::Queued, Routing::StartTurn]
+    );
+}
+
 #[test]
 fn a_modes_name_is_the_one_on_the_wire() {
     for mode in [RenderMode::NativeTui, RenderMode::Acp, RenderMode::Stream] {

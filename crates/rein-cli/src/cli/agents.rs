@@ -43,6 +43,12 @@ pub enum AgentsCommand {
         /// an hour).
         #[arg(long)]
         timeout: Option<u64>,
+        /// After its answer the agent stays for the next turn — a line said
+        /// with `rein say`, typed when attached, or on the page starts it —
+        /// until it waits this many seconds for one (default 600) or is
+        /// stopped. Claude Code (stream-json), Codex's app server, ACP.
+        #[arg(long, value_name = "IDLE_SECS", num_args = 0..=1, default_missing_value = "600")]
+        keep_open: Option<u64>,
         /// The working directory (default: the current one).
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
@@ -84,6 +90,8 @@ pub struct RunArgs {
     pub env: Vec<String>,
     /// The limit, over the entry's.
     pub timeout: Option<Duration>,
+    /// The agent stays after a turn for the next, at most this long idle.
+    pub keep_open: Option<Duration>,
     /// The working directory.
     pub cwd: Option<PathBuf>,
     /// The command.
@@ -131,6 +139,12 @@ pub async fn run(
     // (`rein say`, a viewer's line) reach it too.
     let (mut spec, hears) = entry.run_spec(&cwd, in_argv, &args.env);
     let prompt_last = in_argv.is_some() && hears.is_none();
+    if args.keep_open.is_some() && !acp && hears.is_none() {
+        return Err(AgentError::new(
+            codes::INVALID_INPUT,
+            "this agent takes one request (its arguments): --keep-open needs Claude Code with stream-json output and --prompt, Codex's app server, or an ACP agent",
+        ));
+    }
     spec.timeout = args.timeout.unwrap_or(entry.timeout);
     let program = entry.program();
     let cwd_text = cwd.display().to_string();
@@ -153,18 +167,7 @@ pub async fn run(
     // Other terminals can watch the run while it lasts.
     let host = rein::host::session::SessionHost::new();
     let viewers = crate::cli::agents_tui::Viewers::serve(&home, &host, &session)?;
-    writeln!(
-        err,
-        "[rein] watch from another terminal with `rein agents attach {session}`"
-    )
-    .map_err(output_error)?;
-    if hears.is_some() {
-        writeln!(
-            err,
-            "[rein] say something to it mid-run with `rein say {session} WORDS` or a line typed when attached"
-        )
-        .map_err(output_error)?;
-    }
+    told(&session, args.keep_open.is_some(), hears.is_some(), err)?;
     let view = Some((host, session.clone()));
     // Claude Code's permission questions come to this terminal (and
     // any surface), for the run's length.
@@ -178,8 +181,27 @@ pub async fn run(
             shown_err = writeln!(err, ".. {p}");
         }
     };
-    let joined = rein::host::Joined { view, asks, hears };
-    let driven = drive_run(how, &spec, &mut recorder, &mut show, stop, joined, prompt).await;
+    // A run that stays prints each turn's answer as it closes.
+    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let stays = args.keep_open.map(|idle| rein::host::Stays {
+        idle,
+        answers: Some(answers),
+    });
+    let streamed = stays.is_some();
+    let joined = rein::host::Joined {
+        view,
+        asks,
+        hears,
+        stays,
+    };
+    let driving = drive_run(how, &spec, &mut recorder, &mut show, stop, joined, prompt);
+    let printing = async {
+        while let Some(text) = answered.recv().await {
+            writeln!(out, "{}", visible(&text)).map_err(output_error)?;
+        }
+        Ok::<(), AgentError>(())
+    };
+    let (driven, printed) = tokio::join!(driving, printing);
     drop(viewers);
     let driven = match driven {
         Ok(driven) => driven,
@@ -189,7 +211,37 @@ pub async fn run(
         }
     };
     shown_err.map_err(output_error)?;
-    said(kind, &driven, &session, out, err)
+    printed?;
+    said(kind, &driven, &session, !streamed, out, err)
+}
+
+/// What the person at the terminal is told a run takes: watching from
+/// elsewhere, and the words it hears (mid-run, or as its next turn).
+fn told(
+    session: &str,
+    keep_open: bool,
+    hears: bool,
+    err: &mut impl Write,
+) -> Result<(), AgentError> {
+    writeln!(
+        err,
+        "[rein] watch from another terminal with `rein agents attach {session}`"
+    )
+    .map_err(output_error)?;
+    if keep_open {
+        writeln!(
+            err,
+            "[rein] it stays for your next turn: `rein say {session} WORDS` or a line typed when attached starts it (`rein stop {session}` ends it)"
+        )
+        .map_err(output_error)?;
+    } else if hears {
+        writeln!(
+            err,
+            "[rein] say something to it mid-run with `rein say {session} WORDS` or a line typed when attached"
+        )
+        .map_err(output_error)?;
+    }
+    Ok(())
 }
 
 /// How a hosted run is driven.
@@ -214,10 +266,11 @@ async fn drive_run(
     prompt: String,
 ) -> Result<rein::host::Driven, AgentError> {
     let cwd = spec.cwd.display().to_string();
-    let ask = |view| rein::host::acp::AcpAsk {
+    let ask = |joined: rein::host::Joined| rein::host::acp::AcpAsk {
         prompt,
         person: Arc::new(crate::cli::acp::TerminalPerson),
-        view,
+        view: joined.view,
+        stays: joined.stays,
     };
     match how {
         Driving::Lines(mut reducer) => {
@@ -225,7 +278,7 @@ async fn drive_run(
         }
         Driving::AppServer => {
             let mut stream = CodexStream::new(&cwd);
-            let ask = ask(joined.view);
+            let ask = ask(joined);
             rein::host::codex_app::drive_codex_app(
                 spec,
                 ask,
@@ -238,7 +291,7 @@ async fn drive_run(
         }
         Driving::Acp => {
             let mut stream = rein::host::acp_stream::AcpStream::new(&cwd);
-            let ask = ask(joined.view);
+            let ask = ask(joined);
             rein::host::acp::drive_acp(spec, ask, &mut stream, Some(recorder), show, stop).await
         }
     }
@@ -275,16 +328,18 @@ async fn asked_here(
     Ok((Some(asks), Some(server)))
 }
 
-/// What a finished run says: its answer (made visible) on stdout, its
-/// summary on stderr; a run that did not finish is `hosted_agent_failed`.
+/// What a finished run says: its answer (made visible) on stdout unless
+/// each turn's was printed as it closed, its summary on stderr; a run that
+/// did not finish is `hosted_agent_failed`.
 fn said(
     kind: AgentKind,
     driven: &Driven,
     session: &str,
+    answer: bool,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> Result<(), AgentError> {
-    if let Some(text) = &driven.outcome.text {
+    if let Some(text) = driven.outcome.text.as_ref().filter(|_| answer) {
         writeln!(out, "{}", rein::wire::visible::visible(text)).map_err(output_error)?;
     }
     writeln!(err, "{}", summary_line(kind.as_str(), driven, session)).map_err(output_error)?;

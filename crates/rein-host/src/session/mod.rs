@@ -71,6 +71,8 @@ struct Session {
     interventions: u32,
     /// Where viewers' words go (a protocol session whose driver listens).
     ears: Option<tokio::sync::mpsc::Sender<Said>>,
+    /// Where its program is in its turns (what a line does now).
+    turning: Turning,
     /// Each viewer's terminal size (cols, rows).
     sizes: BTreeMap<String, (u16, u16)>,
 }
@@ -186,6 +188,7 @@ impl SessionHost {
                 input: InputHolder::Agent,
                 interventions: 0,
                 ears: None,
+                turning: Turning::default(),
                 sizes: BTreeMap::new(),
             },
         );
@@ -274,10 +277,20 @@ impl SessionHost {
         Some(words)
     }
 
+    /// The session's driver says where its program is in its turns; a
+    /// line said from now on is routed by it ([`Turning::routing`]).
+    pub fn turning(&self, session: &str, turning: Turning) {
+        if let Some(s) = self.lock().sessions.get_mut(session) {
+            s.turning = turning;
+        }
+    }
+
     /// A surface's line of words for a protocol session's agent: sent to its
-    /// driver, which records and delivers it at the agent's next step. It
-    /// never takes the input; while a person holds the session only they
-    /// may speak, and with no driver listening nothing is sent.
+    /// driver, which records it and, by where the program is in its turns,
+    /// steers the running turn with it, queues it for the next turn or
+    /// starts a turn with it. It never takes the input; while a person
+    /// holds the session only they may speak, and with no driver listening
+    /// (or a program that takes no more words) nothing is sent.
     pub fn route_input(&self, session: &str, viewer: &str, text: &str) -> InputResult {
         let mut inner = self.lock();
         let Some(s) = inner.sessions.get(session) else {
@@ -290,6 +303,9 @@ impl SessionHost {
                 holder: holder.clone(),
             };
         }
+        let Some(routing) = s.turning.routing() else {
+            return InputResult::NotHeard;
+        };
         let said = Said {
             viewer: viewer.to_owned(),
             text: text.to_owned(),
@@ -303,10 +319,10 @@ impl SessionHost {
         }
         inner.emit(SessionEvent::Input {
             session: session.to_owned(),
-            routing: Routing::Steer,
+            routing,
         });
         InputResult::Routed {
-            routing: Routing::Steer,
+            routing,
             delivery: Delivery::Protocol,
         }
     }

@@ -61,6 +61,37 @@ pub enum Routing {
     Queued,
 }
 
+/// Where a protocol session's program is in its turns, as its driver
+/// says ([`SessionHost::turning`](super::SessionHost::turning)): what a
+/// line said to it now does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Turning {
+    /// A turn runs and hears words at its next step: a line steers it.
+    #[default]
+    Steers,
+    /// A turn runs and hears no words: a line waits for its end and
+    /// starts the next turn.
+    Queues,
+    /// No turn runs and the program stays for the next: a line starts it.
+    Waits,
+    /// It hears no words now (it takes one request, or its last turn is
+    /// done): a line is recorded, not heard.
+    Deaf,
+}
+
+impl Turning {
+    /// How a line said now is routed; `None`: it is not heard.
+    pub fn routing(self) -> Option<Routing> {
+        match self {
+            Turning::Steers => Some(Routing::Steer),
+            Turning::Queues => Some(Routing::Queued),
+            Turning::Waits => Some(Routing::StartTurn),
+            Turning::Deaf => None,
+        }
+    }
+}
+
 /// The result of a surface's input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
