@@ -100,6 +100,13 @@ pub async fn drive_with<A: Adapter>(
     let secrets = secrets_of(spec);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
+    // The session stays this run's own while its program is quiet.
+    let mut holding = tokio::time::interval(
+        recorder
+            .as_deref()
+            .map_or(Duration::from_secs(3600), Recorder::hold_every),
+    );
+    holding.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut status = None;
     let ended = loop {
         if let Some(view) = &view {
@@ -118,6 +125,12 @@ pub async fn drive_with<A: Adapter>(
                 Flow::Go
             }
             () = &mut deadline => Flow::End(Some(talk.timed_out())),
+            _ = holding.tick(), if recorder.is_some() => {
+                if let Some(recorder) = recorder.as_deref_mut() {
+                    recorder.hold().await?;
+                }
+                Flow::Go
+            }
             () = stop.cancelled(), if !talk.leaving() => talk.stop(kind, deadline.as_mut()),
             () = talk.turns.idle() => talk.idled(kind, deadline.as_mut(), show),
             heard = talk.ears.wake() => {

@@ -167,6 +167,18 @@ impl Recorder {
         Ok(())
     }
 
+    /// How often a run renews its hold while the program is quiet, so
+    /// that the session stays its own (no other writer takes it) however
+    /// long a turn thinks or the program waits for its next turn.
+    pub(crate) fn hold_every(&self) -> Duration {
+        self.ttl / 3
+    }
+
+    /// Keep the hold on the session (renewed once half of it has run).
+    pub(crate) async fn hold(&mut self) -> Result<(), AgentError> {
+        self.renewed().await
+    }
+
     async fn renewed(&mut self) -> Result<(), AgentError> {
         // Renew once half the lock has run; a hosted agent can be quiet
         // for longer than the lock (thinking), so one that lapsed is taken

@@ -370,7 +370,7 @@ async fn a_stream_run_is_watched_as_a_session_and_closing_it_stops_the_run() {
 }
 
 #[tokio::test]
-async fn an_agent_quiet_for_longer_than_its_lock_is_still_recorded() {
+async fn an_agent_quiet_for_longer_than_its_lock_keeps_its_session_and_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path()).await;
     let mut recorder = Recorder::start(store.clone(), "claude", "claude", "p")
@@ -394,6 +394,22 @@ async fn an_agent_quiet_for_longer_than_its_lock_is_still_recorded() {
     let tail = format!("sleep 1.5\ncat '{}'", data.display());
     let argv = script(dir.path(), &all[..2], &tail);
     let mut reducer = ClaudeStream::new("");
+    // Meanwhile another writer tries to take the session, again and again.
+    let other = {
+        let (store, session) = (store.clone(), session.clone());
+        tokio::spawn(async move {
+            for _ in 0..12 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let taken = store
+                    .acquire(&session, "another", Duration::from_secs(5))
+                    .await;
+                if taken.is_ok() {
+                    return true;
+                }
+            }
+            false
+        })
+    };
     let driven = drive(
         &spec(argv, dir.path()),
         &mut reducer,
@@ -405,6 +421,10 @@ async fn an_agent_quiet_for_longer_than_its_lock_is_still_recorded() {
     .await
     .unwrap();
     assert_eq!(driven.ended, Ended::Finished, "{:?}", driven.outcome);
+    assert!(
+        !other.await.unwrap(),
+        "another writer took the session while its agent was quiet"
+    );
     let events = read_all(store.as_ref(), &session).await.unwrap();
     assert!(
         events.iter().any(
