@@ -19,189 +19,14 @@
 
 use crate::common;
 
-use std::io::{BufRead, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
-use common::hosted::{Buf, capture, text};
-use rein_testing::{FakeServer, RecordedRequest, Reply, ScriptedMessage};
-use serde_json::{Value, json};
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The person's last words in a request: the last text of its last
-/// message that is not a harness's own context (`<…>`).
-fn last_words(items: Option<&Vec<Value>>) -> String {
-    let Some(last) = items.and_then(|m| m.iter().rev().find(|m| m["role"] == "user")) else {
-        return String::new();
-    };
-    let texts: Vec<&str> = match &last["content"] {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
-        _ => Vec::new(),
-    };
-    texts
-        .into_iter()
-        .rev()
-        .find(|t| !t.trim_start().starts_with('<'))
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// A Messages API stand-in answering each main request "Noted: WORDS";
-/// the first main request's answer held until `gate` opens, when given.
-async fn noting_messages(gate: Option<Arc<tokio::sync::Notify>>) -> FakeServer {
-    let server = FakeServer::start(Vec::new()).await.unwrap();
-    let held = Arc::new(AtomicBool::new(false));
-    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
-            return Reply::status(200, json!({"input_tokens": 10}).to_string());
-        }
-        let main = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-        let said = format!("Noted: {}", last_words(body["messages"].as_array()));
-        if body["stream"] != true {
-            return Reply::status(
-                200,
-                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": said}], "stop_reason": "end_turn",
-                    "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
-                .to_string(),
-            );
-        }
-        let reply = Reply::sse(ScriptedMessage::text(&[said.as_str()]).anthropic_sse());
-        match &gate {
-            Some(gate) if main && !held.swap(true, Ordering::SeqCst) => {
-                reply.held_until(0, gate.clone())
-            }
-            _ => reply,
-        }
-    }));
-    server
-}
-
-/// A Responses API stand-in answering each request "Noted: WORDS".
-async fn noting_responses() -> FakeServer {
-    let server = FakeServer::start(Vec::new()).await.unwrap();
-    server.respond_with(Arc::new(move |request: &RecordedRequest, _| {
-        if request.method != "POST" {
-            return Reply::status(200, json!({"models": [], "data": []}).to_string());
-        }
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let said = format!("Noted: {}", last_words(body["input"].as_array()));
-        Reply::sse(ScriptedMessage::text(&[said.as_str()]).openai_responses_sse())
-    }));
-    server
-}
-
-/// A `rein agents run` that stays: its output gathered as it comes, the
-/// session it names.
-struct Kept {
-    child: Child,
-    out: Buf,
-    err: Buf,
-    session: String,
-}
-
-impl Kept {
-    /// Start `cmd` (its terminal silent) until it names its session.
-    fn start(mut cmd: Command) -> Kept {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = capture(child.stdout.take().unwrap());
-        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let session = loop {
-            let line = lines.next().unwrap().unwrap();
-            seen.push_str(&line);
-            seen.push('\n');
-            if line.contains("rein agents attach ") {
-                break common::hosted::attach_id(&line);
-            }
-        };
-        let err: Buf = Arc::new(std::sync::Mutex::new(seen.into_bytes()));
-        let sink = err.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let mut sink = sink.lock().unwrap();
-                sink.extend_from_slice(line.as_bytes());
-                sink.push(b'\n');
-            }
-        });
-        Kept {
-            child,
-            out,
-            err,
-            session,
-        }
-    }
-
-    /// Wait until its stdout has `words`.
-    fn answered(&self, words: &str) {
-        wait_until(&format!("the answer {words:?}"), || {
-            text(&self.out).contains(words)
-        });
-    }
-
-    /// Wait for it to end: its status, stdout and stderr.
-    async fn end(mut self) -> (bool, String, String) {
-        let status = tokio::task::spawn_blocking(move || {
-            let status = self.child.wait().unwrap();
-            (status, self.out, self.err)
-        })
-        .await
-        .unwrap();
-        // The gathering threads drain what is left.
-        std::thread::sleep(Duration::from_millis(200));
-        (status.0.success(), text(&status.1), text(&status.2))
-    }
-}
-
-/// `rein say SESSION WORDS` from another process.
-fn say(home: &Path, session: &str, words: &str) {
-    let said = common::rein_at(home)
-        .args(["say", session, words])
-        .output()
-        .unwrap();
-    assert!(said.status.success(), "{}", common::stderr(&said));
-}
-
-/// A viewer attached from another process as `name`, its status gathered.
-fn attach(home: &Path, session: &str, name: &str) -> (Child, Buf) {
-    let mut viewer = common::rein_at(home)
-        .args(["agents", "attach", session, "--as", name])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = capture(viewer.stderr.take().unwrap());
-    let _out = capture(viewer.stdout.take().unwrap());
-    wait_until("the viewer attached", || {
-        text(&status).contains(&format!("attached as {name}#"))
-    });
-    (viewer, status)
-}
-
-/// Type `line` and Enter into an attached viewer.
-fn type_line(viewer: &mut Child, line: &str) {
-    let keys = viewer.stdin.as_mut().unwrap();
-    keys.write_all(format!("{line}\r").as_bytes()).unwrap();
-    keys.flush().unwrap();
-}
+use common::hosted::text;
+use common::kept::{
+    Kept, asked_with, attach, noting_messages, noting_responses, say, type_line, wait_until,
+};
+use serde_json::json;
 
 /// The session's turns as recorded: (prompt, has a parent, reply).
 async fn turns(home: &Path, session: &str) -> Vec<(String, bool, Option<String>)> {
@@ -227,16 +52,6 @@ fn turn(prompt: &str, child: bool) -> (String, bool, Option<String>) {
     (prompt.to_owned(), child, Some(format!("Noted: {prompt}")))
 }
 
-/// The bodies of the stand-in's requests that carry `words`.
-fn asked_with(server: &FakeServer, words: &str) -> Vec<String> {
-    server
-        .requests()
-        .iter()
-        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
-        .filter(|b| b.contains(words))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_kept_open_takes_a_turn_from_an_attached_line_and_from_rein_say() {
     let home = tempfile::tempdir().unwrap();
@@ -258,7 +73,7 @@ async fn claude_code_kept_open_takes_a_turn_from_an_attached_line_and_from_rein_
     run.answered("Noted: first question");
 
     // Between turns, a viewer's line starts the next one.
-    let (mut viewer, status) = attach(home_path, &session, "bob");
+    let (mut viewer, status, _) = attach(home_path, &session, "bob");
     type_line(&mut viewer, "second question");
     wait_until("the viewer was told it starts a turn", || {
         text(&status).contains("said: it starts the agent's next turn")
@@ -393,7 +208,7 @@ async fn an_acp_agent_hears_words_said_mid_prompt_as_its_next_prompt() {
     wait_until("the model was asked", || {
         !asked_with(&server, "first question").is_empty()
     });
-    let (mut viewer, status) = attach(home_path, &session, "bob");
+    let (mut viewer, status, _) = attach(home_path, &session, "bob");
     type_line(&mut viewer, "from the viewer");
     wait_until("the viewer was told it is queued", || {
         text(&status).contains("said: queued; it starts the agent's next turn")

@@ -26,6 +26,7 @@ mod hosted_claude;
 mod hosted_codex;
 mod hosted_crash;
 mod hosted_steer;
+mod hosted_switch;
 mod hosted_turns;
 mod hostile_sockets;
 mod hostile_store;

@@ -29,7 +29,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{InputHolder, InputResult, Listed, Routing, SessionHost};
+use crate::session::{InputHolder, InputResult, Listed, Routing, SessionHost, SwitchResult};
 
 /// The largest frame payload.
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -50,6 +50,8 @@ pub mod kind {
     pub const RELEASE: u8 = b'R';
     /// Viewer → owner: resize (cols, rows).
     pub const RESIZE: u8 = b'Z';
+    /// Viewer → owner: switch the session to its other mode.
+    pub const MODE: u8 = b'M';
     /// Owner → viewer: terminal output.
     pub const OUTPUT: u8 = b'O';
     /// Owner → viewer: a status line.
@@ -273,16 +275,14 @@ async fn viewer(
     let status = |text: String| {
         let _ = tx.try_send((kind::STATUS, text.into_bytes()));
     };
-    // A protocol session takes a line of words, not keystrokes.
-    let mut words = host
-        .listed(&session)
-        .is_some_and(|listed| listed.mode != crate::session::RenderMode::NativeTui)
-        .then(Line::default);
-    status(if words.is_some() {
-        format!("attached as {viewer}; type a line to say it to the agent, Ctrl-] d detaches")
-    } else {
-        format!("attached as {viewer}; type to take over, Ctrl-] r releases, Ctrl-] d detaches")
-    });
+    // A protocol session takes a line of words, not keystrokes (asked
+    // at each keystroke: a session may switch its mode meanwhile).
+    let speaks = || {
+        host.listed(&session)
+            .is_some_and(|listed| listed.mode != crate::session::RenderMode::NativeTui)
+    };
+    let mut line = Line::default();
+    status(greeting(&host, &session, &viewer));
     loop {
         let frame = tokio::select! {
             frame = read_frame(&mut r) => frame,
@@ -295,13 +295,12 @@ async fn viewer(
         };
         let Ok(Some((k, payload))) = frame else { break };
         match k {
-            kind::KEYS if words.is_some() => {
-                if let Some(line) = words.as_mut() {
-                    for said in line.typed(&payload, &tx) {
-                        status(said_status(host.route_input(&session, &viewer, &said)));
-                    }
+            kind::KEYS if speaks() => {
+                for said in line.typed(&payload, &tx) {
+                    status(said_status(host.route_input(&session, &viewer, &said)));
                 }
             }
+            kind::MODE => status(switch_status(host.ask_switch(&session, &viewer))),
             kind::KEYS => {
                 let held = matches!(host.listed(&session).map(|listed| listed.holder),
                     Some(InputHolder::Person { viewer: holder, .. }) if holder == viewer);
@@ -330,6 +329,37 @@ async fn viewer(
     host.detach(&session, &viewer);
     drop(tx);
     writer.abort();
+}
+
+/// What a viewer is told on attaching: how it takes part in the session
+/// as it is now.
+fn greeting(host: &SessionHost, session: &str, viewer: &str) -> String {
+    let listed = host.listed(session);
+    let switch = if listed.as_ref().is_some_and(|l| l.switchable) {
+        ", Ctrl-] m switches its mode"
+    } else {
+        ""
+    };
+    if listed.is_some_and(|l| l.mode != crate::session::RenderMode::NativeTui) {
+        format!(
+            "attached as {viewer}; type a line to say it to the agent{switch}, Ctrl-] d detaches"
+        )
+    } else {
+        format!(
+            "attached as {viewer}; type to take over, Ctrl-] r releases{switch}, Ctrl-] d detaches"
+        )
+    }
+}
+
+/// What a viewer is told of its request to switch the session's mode.
+fn switch_status(result: SwitchResult) -> String {
+    match result {
+        SwitchResult::Asked { to } => format!("switching to {}", to.as_str()),
+        SwitchResult::NotSwitchable => "this session has one mode".to_owned(),
+        SwitchResult::TurnRunning => "a turn is running: it switches only between turns".to_owned(),
+        SwitchResult::Held { holder } => format!("{holder} holds the session; nothing switched"),
+        SwitchResult::NoSuchSession => "the session ended".to_owned(),
+    }
 }
 
 /// What a viewer is told of a line it said.

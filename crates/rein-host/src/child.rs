@@ -119,6 +119,9 @@ pub struct Driven {
     pub stderr_tail: Vec<String>,
     /// Wall time.
     pub duration_ms: u64,
+    /// It ended to switch its session to the program's own terminal UI
+    /// (`Stays::switchable`): the session goes on, its record unfinished.
+    pub switched: bool,
 }
 
 /// Kills the child's whole process group when dropped, whatever else

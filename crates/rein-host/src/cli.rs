@@ -37,8 +37,9 @@ pub struct Joined {
     pub asks: Option<Asks>,
     /// The program takes its request, and words said mid-run, as messages
     /// on its stdin (Claude Code's `--input-format stream-json`, `heard`):
-    /// this is the request. `None`: the request is in its arguments, and
-    /// words said mid-run are recorded but not heard.
+    /// this is the request (empty: none yet, a resumed conversation that
+    /// waits for its first turn). `None`: the request is in its arguments,
+    /// and words said mid-run are recorded but not heard.
     pub hears: Option<String>,
     /// The program stays after a turn for the next, started by a person's
     /// words, at most this long idle (`Taking::stays`); it needs `hears`.
@@ -142,7 +143,10 @@ impl Adapter for Printed<'_> {
             return Ok(None);
         };
         let mut mouth = Mouth::Stdin(stdin);
-        mouth.ask(request).await?;
+        // An empty request: a conversation resumed waits for its first turn.
+        if !request.is_empty() {
+            mouth.ask(request).await?;
+        }
         Ok(Some(mouth))
     }
 

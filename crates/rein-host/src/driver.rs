@@ -23,13 +23,13 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::adapter::{Adapter, Next};
 use crate::child::{Driven, Ended, HostSpec, Spawned, masked, secrets_of, spawn};
-use crate::heard::Ears;
+use crate::heard::{Ears, Mouth};
 use crate::person::Person;
 use crate::progress::{MAX_REASON_CHARS, Progress, ProgressKind, clean};
 use crate::record::Recorder;
 use crate::reducer::{Reducer, Step};
 use crate::session::SessionHost;
-use crate::talk::{Flow, Talk};
+use crate::talk::{Flow, Talk, asked};
 use crate::turns::Turns;
 use crate::view::View;
 
@@ -57,6 +57,14 @@ pub struct Stays {
     /// Each turn's answer as it closes (secrets masked, not yet made
     /// visible: the surface that shows it does that).
     pub answers: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    /// Its session can be switched to the program's own terminal UI
+    /// between turns (a viewer asks, `SessionHost::ask_switch`): the run's
+    /// stream then ends without finishing its record ([`Driven::switched`])
+    /// and the session stays open for its owner to switch.
+    pub switchable: bool,
+    /// The program was resumed with no request: it waits for its first
+    /// turn from the start.
+    pub resumed: bool,
 }
 
 /// Drive one run of `spec`'s program as `kind` reads it, showing progress
@@ -76,8 +84,9 @@ pub async fn drive_with<A: Adapter>(
         person,
         stays,
     } = taking;
+    let switchable = stays.as_ref().is_some_and(|s| s.switchable);
     let view = match view {
-        Some((host, session)) => Some(View::open(host, session, kind.mode(), &stop)?),
+        Some((host, session)) => Some(View::open(host, session, kind.mode(), &stop, switchable)?),
         None => None,
     };
     let Spawned {
@@ -86,17 +95,7 @@ pub async fn drive_with<A: Adapter>(
         stderr,
     } = spawn(spec, kind.stdin())?;
     let mouth = kind.start(&mut child).await?;
-    let (idle, answers) = match stays {
-        Some(Stays { idle, answers }) => (Some(idle), answers),
-        None => (None, None),
-    };
-    let turns = Turns::new(idle, kind.takes_turns());
-    let viewers = view
-        .as_ref()
-        .filter(|_| kind.hears() || turns.stays())
-        .and_then(View::listen);
-    let ears = Ears::new(mouth, recorder.as_deref(), viewers);
-    let mut talk = Talk::new(turns, ears, answers);
+    let mut talk = talk_for(kind, stays, mouth, view.as_ref(), recorder.as_deref());
     let secrets = secrets_of(spec);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
@@ -133,6 +132,7 @@ pub async fn drive_with<A: Adapter>(
             }
             () = stop.cancelled(), if !talk.leaving() => talk.stop(kind, deadline.as_mut()),
             () = talk.turns.idle() => talk.idled(kind, deadline.as_mut(), show),
+            () = asked(&mut talk.switches) => talk.switch(kind, deadline.as_mut(), show),
             heard = talk.ears.wake() => {
                 talk.heard(kind, heard, deadline.as_mut(), recorder.as_deref_mut(), show).await?
             }
@@ -164,8 +164,42 @@ pub async fn drive_with<A: Adapter>(
         exit_code,
         stderr,
         started,
+        switched: talk.switched(),
     };
     conclude(spec, kind.reducer(), recorder, end).await
+}
+
+/// A run's talk with its program: its turns (staying or not; a resumed
+/// program waits for its first), its ears (its mouth, the session's
+/// viewers' lines when it hears words), where answers go, and viewers'
+/// requests to switch a switchable session.
+fn talk_for<A: Adapter>(
+    kind: &A,
+    stays: Option<Stays>,
+    mouth: Option<Mouth>,
+    view: Option<&View>,
+    recorder: Option<&Recorder>,
+) -> Talk {
+    let (idle, answers, resumed, switchable) = match stays {
+        Some(Stays {
+            idle,
+            answers,
+            resumed,
+            switchable,
+        }) => (Some(idle), answers, resumed, switchable),
+        None => (None, None, false, false),
+    };
+    let mut turns = Turns::new(idle, kind.takes_turns());
+    if resumed && turns.stays() {
+        // No request yet: it waits for its first turn.
+        turns.closed(None);
+    }
+    let viewers = view
+        .filter(|_| kind.hears() || turns.stays())
+        .and_then(View::listen);
+    let ears = Ears::new(mouth, recorder, viewers);
+    let switches = view.filter(|_| switchable).and_then(View::switches);
+    Talk::new(turns, ears, answers, switches)
 }
 
 /// What reading the program's next message needs besides the talk.
@@ -261,6 +295,9 @@ struct End {
     exit_code: Option<i32>,
     stderr: tokio::task::JoinHandle<Vec<String>>,
     started: Instant,
+    /// It ended to switch its session to the program's own UI: the
+    /// session goes on, its record is not finished.
+    switched: bool,
 }
 
 /// The run's end: the outcome said for how it ended, recorded.
@@ -275,6 +312,7 @@ async fn conclude(
         exit_code,
         stderr,
         started,
+        switched,
     } = end;
     let stderr_tail = match tokio::time::timeout(Duration::from_secs(2), stderr).await {
         Ok(Ok(tail)) => tail,
@@ -316,8 +354,9 @@ async fn conclude(
         exit_code,
         stderr_tail,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        switched,
     };
-    if let Some(r) = recorder {
+    if let Some(r) = recorder.filter(|_| !switched) {
         r.finish(&driven).await?;
     }
     Ok(driven)

@@ -55,6 +55,7 @@ pub mod record;
 pub mod reducer;
 pub mod session;
 pub mod shown;
+pub mod switch;
 mod talk;
 mod turns;
 mod view;

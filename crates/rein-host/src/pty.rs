@@ -43,6 +43,21 @@ impl PtyProcess {
     pub fn pid(&self) -> Option<u32> {
         self.child.process_id()
     }
+
+    /// What ends the program from elsewhere while [`PtyProcess::wait`] waits.
+    pub fn killer(&self) -> PtyKiller {
+        PtyKiller(self.child.clone_killer())
+    }
+}
+
+/// Ends a program in a PTY.
+pub struct PtyKiller(Box<dyn ChildKiller + Send + Sync>);
+
+impl PtyKiller {
+    /// End it (nothing, when it ended already).
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+    }
 }
 
 /// Start `argv` in `cwd` with exactly `env`, in a `cols`×`rows` terminal

@@ -19,7 +19,7 @@ use crate::heard::{Ears, Heard, Woke};
 use crate::progress::{Progress, ProgressKind};
 use crate::record::Recorder;
 use crate::reducer::Step;
-use crate::session::Turning;
+use crate::session::{RenderMode, Turning};
 use crate::turns::{Route, Turns};
 
 /// How long a CLI whose session ended between turns has to finish.
@@ -45,18 +45,60 @@ pub(crate) struct Talk {
     leaving: bool,
     /// Its last turn is done and no other follows.
     last: bool,
+    /// Viewers' requests to switch the session to the program's own UI
+    /// (heard with [`asked`]).
+    pub(crate) switches: Option<tokio::sync::mpsc::Receiver<RenderMode>>,
+    /// The run ends to switch its session.
+    switched: bool,
 }
 
 impl Talk {
     /// A run's talk: its turns, its ears, where answers go.
-    pub(crate) fn new(turns: Turns, ears: Ears, answers: Option<UnboundedSender<String>>) -> Talk {
+    pub(crate) fn new(
+        turns: Turns,
+        ears: Ears,
+        answers: Option<UnboundedSender<String>>,
+        switches: Option<tokio::sync::mpsc::Receiver<RenderMode>>,
+    ) -> Talk {
         Talk {
             turns,
             ears,
             answers,
             leaving: false,
             last: false,
+            switches,
+            switched: false,
         }
+    }
+
+    /// Whether the run ended to switch its session to the program's own UI.
+    pub(crate) fn switched(&self) -> bool {
+        self.switched
+    }
+
+    /// Switch the session to the program's own UI: between turns only (a
+    /// turn is never cut short; the host refused one asked meanwhile, and
+    /// one that raced a turn's start is refused here); the stream ends as
+    /// the session does between turns, its record left open.
+    pub(crate) fn switch<A: Adapter>(
+        &mut self,
+        kind: &A,
+        deadline: Pin<&mut Sleep>,
+        show: &mut (dyn FnMut(&Progress) + Send),
+    ) -> Flow {
+        if !self.turns.waiting() || self.leaving {
+            show(&Progress::detail(
+                ProgressKind::Said,
+                "not switched: a turn is running",
+            ));
+            return Flow::Go;
+        }
+        show(&Progress::detail(
+            ProgressKind::Said,
+            "switching to the program's own terminal UI",
+        ));
+        self.switched = true;
+        self.leave(kind, deadline)
     }
 
     /// What a line said now does, for the session host.
@@ -239,5 +281,17 @@ impl Talk {
         self.turns.end();
         self.ears.turn_closed();
         Ok(())
+    }
+}
+
+/// A viewer asked to switch the session (never, when it cannot).
+pub(crate) async fn asked(switches: &mut Option<tokio::sync::mpsc::Receiver<RenderMode>>) {
+    let asked = match switches.as_mut() {
+        Some(switches) => switches.recv().await,
+        None => None,
+    };
+    if asked.is_none() {
+        *switches = None;
+        std::future::pending::<()>().await;
     }
 }

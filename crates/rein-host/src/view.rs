@@ -41,29 +41,47 @@ impl ProtocolChannel for RunChannel {
     }
 }
 
-/// A run's open session; closed when dropped.
+/// A run's open session; closed when dropped, unless it is a switchable
+/// session's (its owner closes it).
 pub(crate) struct View {
     host: SessionHost,
     session: String,
     mode: RenderMode,
+    /// The session outlives this run (a switchable session's stream).
+    kept: bool,
 }
 
 impl View {
-    /// Open `session` in `mode` (`acp` or `stream`); closing it cancels `stop`.
+    /// Open `session` in `mode` (`acp` or `stream`); closing it cancels
+    /// `stop`. A `switchable` session also supports the program's own
+    /// terminal UI, and one open already (a switch back) is switched to
+    /// `mode` rather than opened.
     pub(crate) fn open(
         host: SessionHost,
         session: String,
         mode: RenderMode,
         stop: &CancellationToken,
+        switchable: bool,
     ) -> Result<View, AgentError> {
-        host.open(OpenRequest {
-            session: session.clone(),
-            supports: vec![mode],
-            mode,
-            pty: Box::new(RenderedTerminal),
-            protocol: Some(Box::new(RunChannel(stop.clone()))),
-        })
-        .map_err(|why| {
+        let pty = Box::new(RenderedTerminal);
+        let protocol = Some(Box::new(RunChannel(stop.clone())) as Box<dyn ProtocolChannel>);
+        let opened = if switchable && host.listed(&session).is_some() {
+            host.switch(&session, mode, pty, protocol)
+        } else {
+            let supports = if switchable {
+                vec![mode, RenderMode::NativeTui]
+            } else {
+                vec![mode]
+            };
+            host.open(OpenRequest {
+                session: session.clone(),
+                supports,
+                mode,
+                pty,
+                protocol,
+            })
+        };
+        opened.map_err(|why| {
             AgentError::new(
                 rein_wire::error::codes::SESSION_REFUSED,
                 format!("the session cannot be opened: {why:?}"),
@@ -73,7 +91,13 @@ impl View {
             host,
             session,
             mode,
+            kept: switchable,
         })
+    }
+
+    /// Hear viewers' requests to switch the session's mode.
+    pub(crate) fn switches(&self) -> Option<tokio::sync::mpsc::Receiver<RenderMode>> {
+        self.host.on_switch(&self.session)
     }
 
     /// Hear the lines viewers say to the agent (`SessionHost::listen`).
@@ -118,6 +142,8 @@ impl View {
 
 impl Drop for View {
     fn drop(&mut self) {
-        self.host.close(&self.session);
+        if !self.kept {
+            self.host.close(&self.session);
+        }
     }
 }

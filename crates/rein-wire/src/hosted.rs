@@ -53,6 +53,10 @@ pub struct Listed {
     pub session: String,
     /// What renders.
     pub mode: RenderMode,
+    /// Whether it can be switched to its other mode (a protocol stream to
+    /// the program's own terminal UI and back; never both at once).
+    #[serde(default)]
+    pub switchable: bool,
     /// When it was opened, in milliseconds since the Unix epoch.
     pub opened_at_ms: i64,
     /// The viewers watching it now, by name.

@@ -183,6 +183,8 @@ words! {
         Refused = "refused",
         /// The person handed it back.
         Released = "released",
+        /// A person switched its mode (with the mode it switched to).
+        Switched = "switched",
     }
 }
 

@@ -1,6 +1,6 @@
 //! `rein acp`: rein served as an ACP agent on stdio (an editor starts it),
-//! and the terminal's person for `rein agents run acp` (asked before a
-//! hosted ACP agent's call runs).
+//! and the terminal's person for `rein agents run` (asked before a hosted
+//! ACP agent's or Claude Code's call runs).
 //!
 //! Each ACP session is a conversation with the file tools in the session's
 //! working directory, recorded like a chat. Calls that change files are
@@ -137,4 +137,29 @@ fn read_answer(question: &Question) -> Option<Answer> {
         allow: rein::approvals::Answer::is_yes(&line),
         surface: rein::approvals::Surface::product(by, "person"),
     })
+}
+
+/// A Claude run's questions, when rein asks them, and the permission
+/// server that hears them for the run's length.
+pub(crate) type Asking = (
+    Option<rein::host::asks::Asks>,
+    Option<rein::host::claude::permission::PermissionServer>,
+);
+
+/// A Claude run whose questions rein asks: a permission server for the
+/// run's length, named in its arguments, its questions put to this
+/// terminal (and decided from any surface).
+pub(crate) async fn asking_here(
+    entry: &rein::host::config::AgentEntry,
+    cwd: &str,
+    spec: &mut rein::host::HostSpec,
+    prompt_last: bool,
+) -> Result<Asking, AgentError> {
+    if !entry.asks_rein() {
+        return Ok((None, None));
+    }
+    let person = Arc::new(TerminalPerson);
+    let (asks, server) =
+        rein::host::claude::permission::asking(person, cwd, &mut spec.argv, prompt_last).await?;
+    Ok((Some(asks), Some(server)))
 }

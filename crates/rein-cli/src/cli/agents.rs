@@ -151,16 +151,14 @@ pub async fn run(
     let prompt = args
         .prompt
         .unwrap_or_else(|| "(the request is in the command line)".to_owned());
-    // The CLIs' line reducers; an ACP agent and Codex's app server are
-    // driven over their protocols.
-    let how = match kind {
-        AgentKind::Claude => Driving::Lines(Box::new(ClaudeStream::new(&cwd_text))),
-        AgentKind::Codex if entry.speaks_app_server() => Driving::AppServer,
-        AgentKind::Codex => Driving::Lines(Box::new(CodexStream::new(&cwd_text))),
-        AgentKind::Acp => Driving::Acp,
-        AgentKind::Tui => {
-            return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
-        }
+    let plan = crate::cli::agents_switch::Plan {
+        entry: entry.clone(),
+        cwd: cwd.clone(),
+        env: args.env.clone(),
+        timeout: spec.timeout,
+    };
+    let Some(how) = Driving::of(kind, plan, args.keep_open.is_some()) else {
+        return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
     };
     let mut recorder = Recorder::start(store, kind.as_str(), &program, &prompt).await?;
     let session = recorder.session().to_owned();
@@ -183,9 +181,12 @@ pub async fn run(
     };
     // A run that stays prints each turn's answer as it closes.
     let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let switchable = matches!(how, Driving::Switchable(_));
     let stays = args.keep_open.map(|idle| rein::host::Stays {
         idle,
         answers: Some(answers),
+        switchable,
+        resumed: false,
     });
     let streamed = stays.is_some();
     let joined = rein::host::Joined {
@@ -246,12 +247,33 @@ fn told(
 
 /// How a hosted run is driven.
 enum Driving {
+    /// Claude Code kept open: its stream, switched to its own terminal UI
+    /// and back as a person asks.
+    Switchable(Box<crate::cli::agents_switch::Plan>),
     /// A CLI's JSON lines on stdout, read by this reducer.
     Lines(Box<dyn Reducer>),
     /// Codex's app server (JSON-RPC on stdio).
     AppServer,
     /// An ACP agent (JSON-RPC on stdio).
     Acp,
+}
+
+impl Driving {
+    /// How `plan`'s agent of `kind` is driven (`None`: in its own terminal
+    /// UI, a `tui` run): the CLIs' line reducers, Claude Code kept open as
+    /// a switchable session, an ACP agent and Codex's app server over
+    /// their protocols.
+    fn of(kind: AgentKind, plan: crate::cli::agents_switch::Plan, kept: bool) -> Option<Driving> {
+        let cwd = plan.cwd.display().to_string();
+        Some(match kind {
+            AgentKind::Claude if kept => Driving::Switchable(Box::new(plan)),
+            AgentKind::Claude => Driving::Lines(Box::new(ClaudeStream::new(&cwd))),
+            AgentKind::Codex if plan.entry.speaks_app_server() => Driving::AppServer,
+            AgentKind::Codex => Driving::Lines(Box::new(CodexStream::new(&cwd))),
+            AgentKind::Acp => Driving::Acp,
+            AgentKind::Tui => return None,
+        })
+    }
 }
 
 /// Drive the run as `how` says, asked `prompt`, a person taking part as
@@ -273,6 +295,9 @@ async fn drive_run(
         stays: joined.stays,
     };
     match how {
+        Driving::Switchable(plan) => {
+            crate::cli::agents_switch::drive(*plan, recorder, show, stop, joined).await
+        }
         Driving::Lines(mut reducer) => {
             drive(spec, reducer.as_mut(), Some(recorder), show, stop, joined).await
         }
@@ -297,9 +322,7 @@ async fn drive_run(
     }
 }
 
-/// A Claude run whose questions rein asks: a permission server for the
-/// run's length, named in its arguments, its questions put to this
-/// terminal (and decided from any surface).
+/// [`asking_here`](crate::cli::acp::asking_here), and the person told so.
 async fn asked_here(
     entry: &rein::host::config::AgentEntry,
     cwd: &str,
@@ -307,25 +330,17 @@ async fn asked_here(
     prompt_last: bool,
     session: &str,
     err: &mut impl Write,
-) -> Result<
-    (
-        Option<rein::host::asks::Asks>,
-        Option<rein::host::claude::permission::PermissionServer>,
-    ),
-    AgentError,
-> {
-    if !entry.asks_rein() {
-        return Ok((None, None));
+) -> Result<crate::cli::acp::Asking, AgentError> {
+    let (asks, server) = crate::cli::acp::asking_here(entry, cwd, spec, prompt_last).await?;
+    if asks.is_none() {
+        return Ok((None, server));
     }
-    let person = Arc::new(crate::cli::acp::TerminalPerson);
-    let (asks, server) =
-        rein::host::claude::permission::asking(person, cwd, &mut spec.argv, prompt_last).await?;
     writeln!(
         err,
         "[rein] its permission questions are asked here (or decide them with `rein approve {session}`)"
     )
     .map_err(output_error)?;
-    Ok((Some(asks), Some(server)))
+    Ok((asks, server))
 }
 
 /// What a finished run says: its answer (made visible) on stdout unless

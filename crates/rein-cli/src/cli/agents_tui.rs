@@ -31,10 +31,12 @@ enum Key {
     Bytes(Vec<u8>),
     Release,
     Detach,
+    /// Switch the session's mode (a stream to the program's own UI, back).
+    Mode,
 }
 
 /// Splits keystrokes at the escape: Ctrl-] r releases, Ctrl-] d detaches,
-/// Ctrl-] Ctrl-] sends one Ctrl-].
+/// Ctrl-] m switches the mode, Ctrl-] Ctrl-] sends one Ctrl-].
 #[derive(Default)]
 struct Keys {
     escaped: bool,
@@ -50,6 +52,7 @@ impl Keys {
                 match b {
                     b'r' => out.push(Key::Release),
                     b'd' => out.push(Key::Detach),
+                    b'm' => out.push(Key::Mode),
                     ESCAPE => bytes.push(ESCAPE),
                     _ => {}
                 }
@@ -249,7 +252,7 @@ pub async fn run(
                     }
                 }
                 Some(Key::Release) => { host.release(&id, "local"); }
-                Some(Key::Detach) | None => {}
+                Some(Key::Detach | Key::Mode) | None => {}
             },
             _ = resized.recv() => {
                 if let Some((cols, rows)) = screen_size() {
@@ -322,6 +325,7 @@ pub async fn attach(
             key = keys.recv(), if stdin_open => match key {
                 Some(Key::Bytes(bytes)) => attach::write_frame(&mut w, kind::KEYS, &bytes).await.map_err(output_error)?,
                 Some(Key::Release) => attach::write_frame(&mut w, kind::RELEASE, &[]).await.map_err(output_error)?,
+                Some(Key::Mode) => attach::write_frame(&mut w, kind::MODE, &[]).await.map_err(output_error)?,
                 Some(Key::Detach) => break,
                 // Piped input ran out: keep watching until the session ends.
                 None => stdin_open = false,

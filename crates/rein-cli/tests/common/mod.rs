@@ -7,6 +7,7 @@
 pub mod acp;
 pub mod definition;
 pub mod hosted;
+pub mod kept;
 pub mod mcp;
 pub mod python;
 pub mod serve;

@@ -101,12 +101,32 @@ pub struct ClaudeStream {
     tool_errors: u64,
     retries: u64,
     last: Map<String, Value>,
+    /// Claude Code's own id of the conversation, as its `init` said it.
+    session_id: Option<String>,
 }
 
 impl ClaudeStream {
+    /// A reducer for a conversation resumed with no request yet (`claude
+    /// --resume ID` waiting on its input): no turn is open until the
+    /// program opens one.
+    pub fn resumed(cwd: &str) -> Self {
+        let mut stream = Self::new(cwd);
+        stream.turns = 0;
+        stream
+    }
+
+    /// Claude Code's own id of the conversation (its `init`'s
+    /// `session_id`), when it said one that can be handed back as an
+    /// argument (`--resume ID`): 1 to 64 letters, digits, `-` and `_`,
+    /// not starting with `-`.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
     /// A reducer for a run in `cwd` (paths shown relative to it).
     pub fn new(cwd: &str) -> Self {
         ClaudeStream {
+            session_id: None,
             cwd: cwd.to_owned(),
             core: Core::default(),
             turns: 1,
@@ -166,6 +186,15 @@ impl ClaudeStream {
     fn system(&mut self, record: &Value) {
         match record.get("subtype").and_then(Value::as_str) {
             Some("init") => {
+                if let Some(id) = record.get("session_id").and_then(Value::as_str)
+                    && (1..=64).contains(&id.len())
+                    && !id.starts_with('-')
+                    && id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                {
+                    self.session_id = Some(id.to_owned());
+                }
                 let model = clean_value(record.get("model"), MAX_VALUE_CHARS);
                 let at = self.turns.saturating_sub(1);
                 let room = self.models.len() < MAX_OPEN_TOOLS;

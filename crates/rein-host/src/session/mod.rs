@@ -61,6 +61,10 @@ type Viewer = Box<dyn FnMut(&[u8]) + Send>;
 
 struct Session {
     mode: RenderMode,
+    /// The modes its program supports (more than one: switchable).
+    supports: Vec<RenderMode>,
+    /// Where a viewer's request to switch goes (its owner switches it).
+    switches: Option<tokio::sync::mpsc::Sender<RenderMode>>,
     opened_at_ms: i64,
     pty: Box<dyn SessionPty>,
     protocol: Option<Box<dyn ProtocolChannel>>,
@@ -179,6 +183,8 @@ impl SessionHost {
             request.session.clone(),
             Session {
                 mode: request.mode,
+                supports: request.supports,
+                switches: None,
                 opened_at_ms: rein_wire::clock::now_ms(),
                 pty: request.pty,
                 protocol: request.protocol,
@@ -456,6 +462,7 @@ impl SessionHost {
         Some(Listed {
             session: session.to_owned(),
             mode: s.mode,
+            switchable: s.supports.len() > 1 && s.switches.is_some(),
             opened_at_ms: s.opened_at_ms,
             viewers: s.viewers.keys().cloned().collect(),
             holder: s.input.clone(),
@@ -479,6 +486,121 @@ impl SessionHost {
             InputHolder::Person { viewer: holder, .. } => holder == viewer,
         };
         applies && s.pty.resize(cols, rows).is_ok()
+    }
+
+    /// The session's owner hears viewers' requests to switch its mode from
+    /// now on (at most one waiting); `None` for a session of one mode or
+    /// no such session. Dropping the receiver stops hearing them.
+    pub fn on_switch(&self, session: &str) -> Option<tokio::sync::mpsc::Receiver<RenderMode>> {
+        let mut inner = self.lock();
+        let s = inner.sessions.get_mut(session)?;
+        if s.supports.len() < 2 {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        s.switches = Some(tx);
+        Some(rx)
+    }
+
+    /// A viewer asks that the session switch to its other mode: from a
+    /// protocol stream only between turns (never both at once, never a
+    /// turn cut short), from the program's terminal UI at any time (it is
+    /// ended, and its conversation resumed in the stream). Only the holder,
+    /// if someone holds it, may ask.
+    pub fn ask_switch(&self, session: &str, viewer: &str) -> SwitchResult {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get(session) else {
+            return SwitchResult::NoSuchSession;
+        };
+        if let InputHolder::Person { viewer: holder, .. } = &s.input
+            && holder != viewer
+        {
+            return SwitchResult::Held {
+                holder: holder.clone(),
+            };
+        }
+        let Some(to) = s.supports.iter().copied().find(|m| *m != s.mode) else {
+            return SwitchResult::NotSwitchable;
+        };
+        if s.delivery() == Delivery::Protocol && s.turning != Turning::Waits {
+            return SwitchResult::TurnRunning;
+        }
+        let asked = s.switches.as_ref().is_some_and(|tx| {
+            !matches!(
+                tx.try_send(to),
+                Err(tokio::sync::mpsc::error::TrySendError::Closed(_))
+            )
+        });
+        if !asked {
+            return SwitchResult::NotSwitchable;
+        }
+        inner.record(Intervention {
+            session: session.to_owned(),
+            viewer: viewer.to_owned(),
+            kind: InterventionKind::Switched,
+            holder: None,
+            data: Some(to.as_str().to_owned()),
+        });
+        SwitchResult::Asked { to }
+    }
+
+    /// The owner switches the session to `mode`, with the terminal and
+    /// channel of the program now running in it (the old ones are dropped
+    /// unclosed: their program has ended). The mode's rules hold as at
+    /// open; viewers stay attached and are told; a person holding the old
+    /// mode's input is released (recorded).
+    pub fn switch(
+        &self,
+        session: &str,
+        mode: RenderMode,
+        pty: Box<dyn SessionPty>,
+        protocol: Option<Box<dyn ProtocolChannel>>,
+    ) -> Result<(), OpenRefusal> {
+        let mut inner = self.lock();
+        let Some(s) = inner.sessions.get_mut(session) else {
+            return Err(OpenRefusal::NoSuchSession);
+        };
+        if !s.supports.contains(&mode) {
+            return Err(OpenRefusal::ModeUnavailable);
+        }
+        match (mode, protocol.is_some()) {
+            (RenderMode::Acp | RenderMode::Stream, false) => {
+                return Err(OpenRefusal::ProtocolChannelRequired);
+            }
+            (RenderMode::NativeTui, true) => return Err(OpenRefusal::ProtocolChannelForbidden),
+            _ => {}
+        }
+        s.mode = mode;
+        s.pty = pty;
+        s.protocol = protocol;
+        s.turning = Turning::default();
+        let note = format!("\r\n[rein] now in {}\r\n", mode.as_str());
+        s.retain(note.as_bytes());
+        for viewer in s.viewers.values_mut() {
+            viewer(note.as_bytes());
+        }
+        let released = match std::mem::replace(&mut s.input, InputHolder::Agent) {
+            InputHolder::Person { viewer, .. } => Some(viewer),
+            InputHolder::Agent => None,
+        };
+        if let Some(viewer) = released {
+            inner.emit(SessionEvent::Released {
+                session: session.to_owned(),
+                viewer: viewer.clone(),
+            });
+            inner.record(Intervention {
+                session: session.to_owned(),
+                viewer,
+                kind: InterventionKind::Released,
+                holder: None,
+                data: None,
+            });
+        }
+        inner.emit(SessionEvent::Switched {
+            session: session.to_owned(),
+            mode,
+        });
+        Ok(())
     }
 
     /// Close a session: its terminal and channel closed, viewers dropped.

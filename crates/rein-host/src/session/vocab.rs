@@ -37,6 +37,8 @@ pub enum OpenRefusal {
     ProtocolChannelForbidden,
     /// A session with this id is open.
     SessionExists,
+    /// (A switch) no session with this id is open.
+    NoSuchSession,
 }
 
 /// Where keystrokes went.
@@ -47,6 +49,28 @@ pub enum Delivery {
     Pty,
     /// To be sent as a protocol message (a turn or a steer) by its owner.
     Protocol,
+}
+
+/// What asking a session to switch its mode did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum SwitchResult {
+    /// Its owner was asked to switch it to `to`.
+    Asked {
+        /// The mode it switches to.
+        to: RenderMode,
+    },
+    /// It has one mode (its program has no other, or nobody owns a switch).
+    NotSwitchable,
+    /// A turn runs: it switches only between turns.
+    TurnRunning,
+    /// Someone else holds the session.
+    Held {
+        /// The holder.
+        holder: String,
+    },
+    /// No such session.
+    NoSuchSession,
 }
 
 /// How a surface's input was routed.
@@ -174,6 +198,8 @@ pub enum SessionEvent {
     },
     /// The person handed it back.
     Released { session: String, viewer: String },
+    /// It was switched to another mode (its program restarted in it).
+    Switched { session: String, mode: RenderMode },
     /// Closed.
     Closed { session: String },
 }

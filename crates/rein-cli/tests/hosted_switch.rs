@@ -1,0 +1,235 @@
+//! A kept-open Claude Code session switched to Claude Code's own terminal
+//! UI and back, on the real CLI (npm, pinned: `rein_testing::clis`) against
+//! a loopback Messages API stand-in this test owns: after the stream's
+//! first answer, an attached viewer's Ctrl-] m ends the stream and starts
+//! `claude --resume ID` in a PTY the session shows; the viewer types a
+//! turn into the UI (a takeover); a second Ctrl-] m ends the UI and
+//! resumes the stream on the same conversation, whose next turn (`rein
+//! say`) carries the turn typed in the UI. Only one program runs at a
+//! time; the switches and the takeover are in the record.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
+
+use crate::common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::hosted::{Buf, text};
+use common::kept::{Kept, asked_with, attach, keys, noting_messages, say, wait_until};
+use rein_testing::FakeServer;
+use serde_json::json;
+use std::process::Child;
+
+/// A home for Claude Code whose UI opens straight onto the conversation:
+/// onboarding done, `work` trusted, the test's key approved.
+fn claude_home(work: &Path, key: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let config = json!({
+        "hasCompletedOnboarding": true,
+        "theme": "dark",
+        "projects": {work.display().to_string(): {"hasTrustDialogAccepted": true}},
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+    });
+    std::fs::write(home.path().join(".claude.json"), config.to_string()).unwrap();
+    home
+}
+
+/// A terminal's bytes as the words it shows: escape sequences (cursor
+/// moves stand for spaces) and runs of blanks made one space.
+fn shown(screen: &Buf) -> String {
+    let raw = text(screen);
+    let mut words = String::new();
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            match chars.next() {
+                Some('[') => {
+                    while let Some(&n) = chars.peek() {
+                        chars.next();
+                        if n.is_ascii_alphabetic() || n == '~' {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    for n in chars.by_ref() {
+                        if n == '\x07' || n == '\x1b' {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            words.push(' ');
+        } else if c.is_whitespace() || c.is_control() {
+            words.push(' ');
+        } else {
+            words.push(c);
+        }
+    }
+    words.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Claude Code's processes working in `work` now: (in its stream, in its
+/// own UI) — by their arguments.
+fn claudes_in(work: &Path) -> (usize, usize) {
+    let mut found = (0, 0);
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = entry.path();
+        if std::fs::read_link(dir.join("cwd")).ok().as_deref() != Some(work) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        // The program itself (not rein, nor its keeper, naming it).
+        if !args.first().is_some_and(|a| a.ends_with("/claude")) {
+            continue;
+        }
+        if args.iter().any(|a| a == "stream-json") {
+            found.0 += 1;
+        } else if args.iter().any(|a| a == "--resume") {
+            found.1 += 1;
+        }
+    }
+    found
+}
+
+/// The session's interventions as recorded: (kind, data).
+async fn interventions(home: &Path, session: &str) -> Vec<(String, Option<String>)> {
+    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+        .await
+        .unwrap();
+    rein::sessions::read_all(&store, session)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            rein::sessions::Event::HostIntervened {
+                intervention, data, ..
+            } => Some((intervention.to_string(), data)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// In the UI the session switched to: once its prompt is drawn (the
+/// stream's program gone), the viewer types a turn (taking it over); the
+/// model is asked and the UI shows its answer.
+fn turn_in_the_ui(viewer: &mut Child, screen: &Buf, server: &FakeServer, work: &Path) {
+    // Typing into the UI takes it over and runs a turn there.
+    // Its prompt drawn: the status line under it names its agents key.
+    let ui = || {
+        let all = shown(screen);
+        all.split("now in native-tui")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let ready = Instant::now() + Duration::from_secs(60);
+    while !ui().contains("for agents") {
+        assert!(
+            Instant::now() < ready,
+            "the UI never waited for input: {}",
+            ui()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Never both at once: the stream's program is gone.
+    let (streams, uis) = claudes_in(work);
+    assert!(streams == 0 && uis >= 1, "{streams} streams, {uis} UIs");
+    keys(viewer, b"second question");
+    wait_until("the UI echoed the words", || {
+        ui().contains("second question")
+    });
+    keys(viewer, b"\r");
+    wait_until("the UI's turn reached the model", || {
+        !asked_with(server, "second question").is_empty()
+    });
+    wait_until("the UI showed its answer", || {
+        ui().contains("Noted: second question")
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let key = "sk-ant-test-NOT-A-KEY-0123456789";
+    let claude_home = claude_home(work.path(), key);
+    let server = noting_messages(None).await;
+    let mut cmd = common::rein_at(home.path());
+    cmd.current_dir(work.path())
+        .env("HOME", claude_home.path())
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", key)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args(["agents", "run", "claude", "--prompt", "first question"])
+        .args(["--keep-open", "120", "--timeout", "300"])
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(rein_testing::clis::claude_code())
+        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    let run = Kept::start(cmd);
+    let session = run.session.clone();
+    run.answered("Noted: first question");
+
+    let (mut viewer, status, screen) = attach(home.path(), &session, "bob");
+    wait_until("the viewer attached", || {
+        text(&status).contains("Ctrl-] m switches its mode")
+    });
+    // Ctrl-] m: the stream ends, Claude Code's own UI resumes the conversation.
+    keys(&mut viewer, b"\x1dm");
+    wait_until("the switch was asked", || {
+        text(&status).contains("switching to native-tui")
+    });
+    wait_until("the UI shows the conversation so far", || {
+        shown(&screen).contains("first question") && text(&run.err).contains("own terminal UI")
+    });
+    turn_in_the_ui(&mut viewer, &screen, &server, work.path());
+    // Ctrl-] m again: the UI ends, the stream resumes the same conversation.
+    keys(&mut viewer, b"\x1dm");
+    wait_until("back in the stream", || {
+        text(&run.err).contains("back in the stream")
+    });
+    wait_until("only the stream runs", || {
+        let (streams, uis) = claudes_in(work.path());
+        streams >= 1 && uis == 0
+    });
+    say(home.path(), &session, "third question");
+    run.answered("Noted: third question");
+    let third = asked_with(&server, "third question");
+    assert!(
+        third.iter().any(|b| b.contains("second question")),
+        "the stream resumed the conversation the UI went on: {third:?}"
+    );
+
+    let stopped = common::rein_at(home.path())
+        .args(["stop", &session])
+        .output()
+        .unwrap();
+    assert!(stopped.status.success(), "{}", common::stderr(&stopped));
+    let (ok, stdout, stderr) = run.end().await;
+    let _ = viewer.kill();
+    let _ = viewer.wait();
+    assert!(ok, "{stderr}");
+    let recorded = interventions(home.path(), &session).await;
+    let kinds: Vec<&str> = recorded.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"switched"), "{recorded:?}");
+    assert!(kinds.contains(&"takeover"), "{recorded:?}");
+    assert_eq!(
+        recorded
+            .iter()
+            .filter(|(k, _)| k == "switched")
+            .map(|(_, d)| d.clone().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        ["native-tui", "stream"],
+        "{recorded:?}"
+    );
+    assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));
+}
