@@ -523,3 +523,40 @@ mod property {
         }
     }
 }
+
+/// The conversation's id is kept only when it can be handed back as an
+/// argument (`--resume ID`): never an option, a path or anything long.
+#[test]
+fn the_conversation_id_is_kept_only_when_it_is_safe_to_resume_by() {
+    for (id, kept) in [
+        ("74d71a5f-2a99-4209-9000-474bad412048", true),
+        ("--dangerously-skip-permissions", false),
+        ("../../etc", false),
+        ("a b", false),
+        ("", false),
+    ] {
+        let mut first = init("m");
+        first["session_id"] = json!(id);
+        let (r, _) = run(&[first, text("hi"), result("hi", 0.0)]);
+        assert_eq!(r.session_id(), kept.then_some(id), "{id:?}");
+    }
+    let mut long = init("m");
+    long["session_id"] = json!("a".repeat(65));
+    assert_eq!(run(&[long, result("x", 0.0)]).0.session_id(), None);
+}
+
+/// A conversation resumed with no request opens no turn: its input closing
+/// before one is no failure, and its first record opens the first turn.
+#[test]
+fn a_resumed_conversation_opens_no_turn_until_the_program_does() {
+    let mut idle = ClaudeStream::resumed(CWD);
+    idle.stream_ended();
+    assert_eq!(idle.outcome().failure, None);
+    let mut r = ClaudeStream::resumed(CWD);
+    for line in [init("m"), text("again"), result("again", 0.001)] {
+        r.feed(line.to_string().as_bytes());
+    }
+    r.stream_ended();
+    assert_eq!(turns(&r.drain()).len(), 1);
+    assert_eq!(r.outcome().text.as_deref(), Some("again"));
+}

@@ -345,6 +345,132 @@ fn a_line_is_routed_by_where_the_program_is_in_its_turns() {
     );
 }
 
+/// Switching a session's mode: only a session whose program has two, only
+/// when its owner hears requests, from a stream only between turns, and
+/// only by the holder when someone holds it; the switch keeps the mode's
+/// rules (a terminal UI has no protocol channel), keeps the viewers
+/// (told), releases a holder (recorded) and is a live event.
+#[tokio::test]
+async fn a_session_switches_its_mode_only_between_turns_and_by_its_holder() {
+    use rein_host::session::{SwitchResult, Turning};
+    let host = SessionHost::new();
+    let events: Arc<Mutex<Vec<SessionEvent>>> = Arc::default();
+    let feed = events.clone();
+    host.on_event(move |e| feed.lock().unwrap().push(e));
+    let records: Arc<Mutex<Vec<Intervention>>> = Arc::default();
+    let sink = records.clone();
+    host.on_intervention(move |x| sink.lock().unwrap().push(x));
+    let open = |id: &str, supports: Vec<RenderMode>| {
+        host.open(OpenRequest {
+            session: id.into(),
+            supports,
+            mode: RenderMode::Stream,
+            pty: Box::new(NoPty),
+            protocol: Some(Box::new(Channel)),
+        })
+    };
+    open("one", vec![RenderMode::Stream]).unwrap();
+    assert!(host.on_switch("one").is_none());
+    assert_eq!(host.ask_switch("one", "p"), SwitchResult::NotSwitchable);
+    open("two", vec![RenderMode::Stream, RenderMode::NativeTui]).unwrap();
+    // Nobody hears requests yet: nothing switches.
+    host.turning("two", Turning::Waits);
+    assert_eq!(host.ask_switch("two", "p"), SwitchResult::NotSwitchable);
+    assert!(!host.listed("two").unwrap().switchable);
+    let mut asked = host.on_switch("two").unwrap();
+    assert!(host.listed("two").unwrap().switchable);
+    for turning in [Turning::Steers, Turning::Queues] {
+        host.turning("two", turning);
+        assert_eq!(host.ask_switch("two", "p"), SwitchResult::TurnRunning);
+    }
+    host.turning("two", Turning::Waits);
+    assert_eq!(
+        host.ask_switch("two", "p"),
+        SwitchResult::Asked {
+            to: RenderMode::NativeTui
+        }
+    );
+    assert_eq!(asked.try_recv().unwrap(), RenderMode::NativeTui);
+    // The owner switches: a terminal UI takes no protocol channel.
+    let screen = viewer(&host, "two", "v");
+    assert_eq!(
+        host.switch(
+            "two",
+            RenderMode::NativeTui,
+            Box::new(NoPty),
+            Some(Box::new(Channel))
+        ),
+        Err(OpenRefusal::ProtocolChannelForbidden)
+    );
+    assert_eq!(
+        host.switch("one", RenderMode::NativeTui, Box::new(NoPty), None),
+        Err(OpenRefusal::ModeUnavailable)
+    );
+    host.switch("two", RenderMode::NativeTui, Box::new(NoPty), None)
+        .unwrap();
+    assert!(seen(&screen, "now in native-tui"));
+    assert_eq!(host.listed("two").unwrap().mode, RenderMode::NativeTui);
+    // In the UI a keystroke takes it over; only the holder may switch back.
+    host.take_over("two", "p", b"x").unwrap();
+    assert_eq!(
+        host.ask_switch("two", "q"),
+        SwitchResult::Held { holder: "p".into() }
+    );
+    assert_eq!(
+        host.ask_switch("two", "p"),
+        SwitchResult::Asked {
+            to: RenderMode::Stream
+        }
+    );
+    assert_eq!(
+        host.switch("two", RenderMode::Stream, Box::new(NoPty), None),
+        Err(OpenRefusal::ProtocolChannelRequired)
+    );
+    host.switch(
+        "two",
+        RenderMode::Stream,
+        Box::new(NoPty),
+        Some(Box::new(Channel)),
+    )
+    .unwrap();
+    assert_eq!(host.listed("two").unwrap().holder, InputHolder::Agent);
+    assert!(seen(&screen, "now in stream"));
+    let kinds: Vec<(InterventionKind, Option<String>)> = records
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|x| (x.kind, x.data.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (InterventionKind::Switched, Some("native-tui".into())),
+            (InterventionKind::Takeover, Some("x".into())),
+            (InterventionKind::Switched, Some("stream".into())),
+            (InterventionKind::Released, None),
+        ]
+    );
+    let switched: Vec<RenderMode> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::Switched { mode, .. } => Some(*mode),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(switched, [RenderMode::NativeTui, RenderMode::Stream]);
+    assert_eq!(
+        host.switch(
+            "gone",
+            RenderMode::Stream,
+            Box::new(NoPty),
+            Some(Box::new(Channel))
+        ),
+        Err(OpenRefusal::NoSuchSession)
+    );
+}
+
 #[test]
 fn a_modes_name_is_the_one_on_the_wire() {
     for mode in [RenderMode::NativeTui, RenderMode::Acp, RenderMode::Stream] {

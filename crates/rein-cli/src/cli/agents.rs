@@ -556,13 +556,18 @@ pub async fn sessions(
         // Viewers' names came from other processes: shown visibly.
         writeln!(
             out,
-            "{}  {:<10} opened {:<12} {} watching ({})  held by {}",
+            "{}  {:<10} opened {:<12} {} watching ({})  held by {}{}",
             visible(&listed.session),
             listed.mode.as_str(),
             crate::cli::sessions_cmd::ago(now, listed.opened_at_ms),
             listed.viewers.len(),
             visible(&listed.viewers.join(", ")),
-            holder
+            holder,
+            if listed.switchable {
+                "  (switchable: Ctrl-] m when attached)"
+            } else {
+                ""
+            }
         )
         .map_err(output_error)?;
     }
