@@ -345,6 +345,43 @@ fn a_line_is_routed_by_where_the_program_is_in_its_turns() {
     );
 }
 
+/// A host whose live events and interventions are kept.
+type Kept<T> = Arc<Mutex<Vec<T>>>;
+
+fn watched() -> (SessionHost, Kept<SessionEvent>, Kept<Intervention>) {
+    let host = SessionHost::new();
+    let events: Kept<SessionEvent> = Arc::default();
+    let feed = events.clone();
+    host.on_event(move |e| feed.lock().unwrap().push(e));
+    let records: Kept<Intervention> = Arc::default();
+    let sink = records.clone();
+    host.on_intervention(move |x| sink.lock().unwrap().push(x));
+    (host, events, records)
+}
+
+/// The interventions recorded: (kind, data).
+fn kinds(records: &Mutex<Vec<Intervention>>) -> Vec<(InterventionKind, Option<String>)> {
+    records
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|x| (x.kind, x.data.clone()))
+        .collect()
+}
+
+/// The modes the live feed said a session switched to.
+fn switched(events: &Mutex<Vec<SessionEvent>>) -> Vec<RenderMode> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::Switched { mode, .. } => Some(*mode),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Switching a session's mode: only a session whose program has two, only
 /// when its owner hears requests, from a stream only between turns, and
 /// only by the holder when someone holds it; the switch keeps the mode's
@@ -353,13 +390,7 @@ fn a_line_is_routed_by_where_the_program_is_in_its_turns() {
 #[tokio::test]
 async fn a_session_switches_its_mode_only_between_turns_and_by_its_holder() {
     use rein_host::session::{SwitchResult, Turning};
-    let host = SessionHost::new();
-    let events: Arc<Mutex<Vec<SessionEvent>>> = Arc::default();
-    let feed = events.clone();
-    host.on_event(move |e| feed.lock().unwrap().push(e));
-    let records: Arc<Mutex<Vec<Intervention>>> = Arc::default();
-    let sink = records.clone();
-    host.on_intervention(move |x| sink.lock().unwrap().push(x));
+    let (host, events, records) = watched();
     let open = |id: &str, supports: Vec<RenderMode>| {
         host.open(OpenRequest {
             session: id.into(),
@@ -435,14 +466,8 @@ async fn a_session_switches_its_mode_only_between_turns_and_by_its_holder() {
     .unwrap();
     assert_eq!(host.listed("two").unwrap().holder, InputHolder::Agent);
     assert!(seen(&screen, "now in stream"));
-    let kinds: Vec<(InterventionKind, Option<String>)> = records
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|x| (x.kind, x.data.clone()))
-        .collect();
     assert_eq!(
-        kinds,
+        kinds(&records),
         [
             (InterventionKind::Switched, Some("native-tui".into())),
             (InterventionKind::Takeover, Some("x".into())),
@@ -450,16 +475,10 @@ async fn a_session_switches_its_mode_only_between_turns_and_by_its_holder() {
             (InterventionKind::Released, None),
         ]
     );
-    let switched: Vec<RenderMode> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            SessionEvent::Switched { mode, .. } => Some(*mode),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(switched, [RenderMode::NativeTui, RenderMode::Stream]);
+    assert_eq!(
+        switched(&events),
+        [RenderMode::NativeTui, RenderMode::Stream]
+    );
     assert_eq!(
         host.switch(
             "gone",
