@@ -45,9 +45,12 @@ pub enum AgentsCommand {
         timeout: Option<u64>,
         /// After its answer the agent stays for the next turn — a line said
         /// with `rein say`, typed when attached, or on the page starts it —
-        /// until it waits this many seconds for one (default 600) or is
-        /// stopped. Claude Code (stream-json), Codex's app server, ACP.
-        #[arg(long, value_name = "IDLE_SECS", num_args = 0..=1, default_missing_value = "600")]
+        /// until it waits this many seconds for one (default 600, at most a
+        /// day) or is stopped. Claude Code (stream-json; attached, Ctrl-] m
+        /// switches it to its own terminal UI and back), Codex's app server,
+        /// ACP.
+        #[arg(long, value_name = "IDLE_SECS", num_args = 0..=1, default_missing_value = "600",
+            value_parser = clap::value_parser!(u64).range(1..=86_400))]
         keep_open: Option<u64>,
         /// The working directory (default: the current one).
         #[arg(long, value_name = "DIR")]
