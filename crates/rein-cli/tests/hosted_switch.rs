@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::hosted::{Buf, text};
-use common::kept::{Kept, asked_with, attach, keys, noting_messages, say, wait_until};
+use common::kept::{Kept, asked_with, attach, claude, keys, noting_messages, say, wait_until};
 use rein_testing::FakeServer;
 use serde_json::json;
 use std::process::Child;
@@ -160,21 +160,17 @@ fn turn_in_the_ui(viewer: &mut Child, screen: &Buf, server: &FakeServer, work: &
 async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let key = "sk-ant-test-NOT-A-KEY-0123456789";
-    let claude_home = claude_home(work.path(), key);
+    let claude_home = claude_home(work.path(), "sk-ant-test-NOT-A-KEY");
     let server = noting_messages(None).await;
-    let mut cmd = common::rein_at(home.path());
-    cmd.current_dir(work.path())
-        .env("HOME", claude_home.path())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", key)
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args(["agents", "run", "claude", "--prompt", "first question"])
-        .args(["--keep-open", "120", "--timeout", "300"])
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(rein_testing::clis::claude_code())
-        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    let options = ["--keep-open", "120", "--timeout", "300"];
+    let mut cmd = claude(
+        home.path(),
+        work.path(),
+        &server,
+        "first question",
+        &options,
+    );
+    cmd.env("HOME", claude_home.path());
     let run = Kept::start(cmd);
     let session = run.session.clone();
     run.answered("Noted: first question");

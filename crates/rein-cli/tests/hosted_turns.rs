@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use common::hosted::text;
 use common::kept::{
-    Kept, asked_with, attach, noting_messages, noting_responses, say, type_line, wait_until,
+    Kept, asked_with, attach, claude, noting_messages, noting_responses, say, type_line, wait_until,
 };
 use serde_json::json;
 
@@ -57,17 +57,14 @@ async fn claude_code_kept_open_takes_a_turn_from_an_attached_line_and_from_rein_
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let server = noting_messages(None).await;
-    let mut cmd = common::rein_at(home.path());
-    cmd.current_dir(work.path())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args(["agents", "run", "claude", "--prompt", "first question"])
-        .args(["--keep-open", "120", "--timeout", "300"])
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(rein_testing::clis::claude_code())
-        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    let options = ["--keep-open", "120", "--timeout", "300"];
+    let cmd = claude(
+        home.path(),
+        work.path(),
+        &server,
+        "first question",
+        &options,
+    );
     let run = Kept::start(cmd);
     let (home_path, session) = (home.path(), run.session.clone());
     run.answered("Noted: first question");

@@ -192,12 +192,7 @@ impl Adapter for Acp<'_> {
         prompt: String,
         _mouth: &mut Option<Mouth>,
     ) -> Result<(), AgentError> {
-        let Some(exchange) = self.exchange.as_mut() else {
-            return Err(AgentError::new(
-                rein_wire::error::codes::HOSTED_AGENT_FAILED,
-                "the ACP agent is not connected",
-            ));
-        };
+        let exchange = Exchange::connected(&mut self.exchange, "the ACP agent")?;
         self.reducer.next_prompt();
         let (peer, session) = (exchange.peer.clone(), self.session.clone());
         exchange.reopen(async move {

@@ -347,12 +347,7 @@ impl Adapter for CodexApp<'_> {
         prompt: String,
         mouth: &mut Option<Mouth>,
     ) -> Result<(), AgentError> {
-        let Some(exchange) = self.exchange.as_mut() else {
-            return Err(AgentError::new(
-                rein_wire::error::codes::HOSTED_AGENT_FAILED,
-                "codex app-server is not connected",
-            ));
-        };
+        let exchange = Exchange::connected(&mut self.exchange, "codex app-server")?;
         // Words said before the new turn opens are queued for the next.
         *mouth = None;
         let (peer, thread) = (exchange.peer.clone(), self.thread.clone());

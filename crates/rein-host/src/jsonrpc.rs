@@ -232,6 +232,20 @@ impl<T> Exchange<T> {
         })
     }
 
+    /// The connection `exchange` holds, to begin a next turn on; a
+    /// `hosted_agent_failed` naming `program` when it never connected.
+    pub(crate) fn connected<'e>(
+        exchange: &'e mut Option<Exchange<T>>,
+        program: &str,
+    ) -> Result<&'e mut Exchange<T>, rein_wire::AgentError> {
+        exchange.as_mut().ok_or_else(|| {
+            rein_wire::AgentError::new(
+                rein_wire::error::codes::HOSTED_AGENT_FAILED,
+                format!("{program} is not connected"),
+            )
+        })
+    }
+
     /// Begin another exchange on the peer (a next turn's request), heard
     /// as the opening was: its end is [`Heard::Opened`].
     pub(crate) fn reopen(

@@ -3,7 +3,7 @@
 //! `rein agents run` whose output is gathered as it comes, and words said
 //! and typed to its session from other processes.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -99,29 +99,21 @@ pub struct Kept {
     pub err: Buf,
     /// The session it named.
     pub session: String,
+    /// Its terminal's input, open and silent while it runs.
+    _stdin: Option<std::process::ChildStdin>,
 }
 
 impl Kept {
     /// Start `cmd` (its terminal silent) until it names its session.
-    pub fn start(mut cmd: Command) -> Kept {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+    pub fn start(cmd: Command) -> Kept {
+        let super::hosted::Silent {
+            mut child,
+            stdin,
+            lines,
+            session,
+        } = super::hosted::silent(cmd);
         let out = capture(child.stdout.take().unwrap());
-        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let session = loop {
-            let line = lines.next().unwrap().unwrap();
-            seen.push_str(&line);
-            seen.push('\n');
-            if line.contains("rein agents attach ") {
-                break super::hosted::attach_id(&line);
-            }
-        };
-        let err: Buf = Arc::new(std::sync::Mutex::new(seen.into_bytes()));
+        let err: Buf = Arc::default();
         let sink = err.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
@@ -132,6 +124,7 @@ impl Kept {
         });
         Kept {
             child,
+            _stdin: stdin,
             out,
             err,
             session,
@@ -166,6 +159,30 @@ pub fn say(home: &Path, session: &str, words: &str) {
         .output()
         .unwrap();
     assert!(said.status.success(), "{}", super::stderr(&said));
+}
+
+/// `rein agents run claude --prompt PROMPT` on the real CLI in `work`
+/// with `options` (before its command), against `server` (its address and
+/// a test key handed over by name).
+pub fn claude(
+    home: &Path,
+    work: &Path,
+    server: &FakeServer,
+    prompt: &str,
+    options: &[&str],
+) -> Command {
+    let mut cmd = super::rein_at(home);
+    cmd.current_dir(work)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args(["agents", "run", "claude", "--prompt", prompt])
+        .args(options)
+        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
+        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
+        .arg(rein_testing::clis::claude_code())
+        .args(["-p", "--output-format", "stream-json", "--verbose"]);
+    cmd
 }
 
 /// A viewer attached from another process as `name`: the process, its
