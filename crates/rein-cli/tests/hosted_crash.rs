@@ -17,7 +17,13 @@ async fn a_question_of_a_hosted_run_whose_rein_was_killed_runs_nothing_when_answ
     let target = work.path().join("out.txt");
     let input = json!({"file_path": target.display().to_string(), "content": "hello\n"});
     let server = common::hosted::messages_stand_in("Write", input, None).await;
-    let cmd = common::hosted::claude(home.path(), work.path(), &server, "write hello to out.txt");
+    let cmd = common::hosted::claude(
+        home.path(),
+        work.path(),
+        &server,
+        "write hello to out.txt",
+        &[],
+    );
     // Its stderr is kept open: a closed pipe would end it early.
     let common::hosted::Silent {
         mut child,

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::hosted::{Buf, text};
-use common::kept::{Kept, asked_with, attach, claude, keys, noting_messages, say, wait_until};
+use common::kept::{Kept, asked_with, attach, keys, noting_messages, say, wait_until};
 use rein_testing::FakeServer;
 use serde_json::json;
 use std::process::Child;
@@ -163,7 +163,7 @@ async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
     let claude_home = claude_home(work.path(), "sk-ant-test-NOT-A-KEY");
     let server = noting_messages(None).await;
     let options = ["--keep-open", "120", "--timeout", "300"];
-    let mut cmd = claude(
+    let mut cmd = common::hosted::claude(
         home.path(),
         work.path(),
         &server,
@@ -205,12 +205,7 @@ async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
         "the stream resumed the conversation the UI went on: {third:?}"
     );
 
-    let stopped = common::rein_at(home.path())
-        .args(["stop", &session])
-        .output()
-        .unwrap();
-    assert!(stopped.status.success(), "{}", common::stderr(&stopped));
-    let (ok, stdout, stderr) = run.end().await;
+    let (ok, stdout, stderr) = run.stop_between_turns(home.path()).await;
     let _ = viewer.kill();
     let _ = viewer.wait();
     assert!(ok, "{stderr}");

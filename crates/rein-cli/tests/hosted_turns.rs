@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use common::hosted::text;
 use common::kept::{
-    Kept, asked_with, attach, claude, noting_messages, noting_responses, say, type_line, wait_until,
+    Kept, asked_with, attach, noting_messages, noting_responses, say, type_line, wait_until,
 };
 use serde_json::json;
 
@@ -58,7 +58,7 @@ async fn claude_code_kept_open_takes_a_turn_from_an_attached_line_and_from_rein_
     let work = tempfile::tempdir().unwrap();
     let server = noting_messages(None).await;
     let options = ["--keep-open", "120", "--timeout", "300"];
-    let cmd = claude(
+    let cmd = common::hosted::claude(
         home.path(),
         work.path(),
         &server,
@@ -81,12 +81,7 @@ async fn claude_code_kept_open_takes_a_turn_from_an_attached_line_and_from_rein_
     run.answered("Noted: third question");
 
     // A stop between turns cuts nothing short: the session ends finished.
-    let stopped = common::rein_at(home_path)
-        .args(["stop", &session])
-        .output()
-        .unwrap();
-    assert!(stopped.status.success(), "{}", common::stderr(&stopped));
-    let (ok, stdout, stderr) = run.end().await;
+    let (ok, stdout, stderr) = run.stop_between_turns(home_path).await;
     let _ = viewer.kill();
     let _ = viewer.wait();
     assert!(ok, "{stderr}");

@@ -148,10 +148,17 @@ pub fn text(buf: &Buf) -> String {
     String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
 }
 
-/// `rein agents run claude` on the real CLI in `work` with `prompt`, its
-/// key and the stand-in's address handed over by name.
+/// `rein agents run claude` on the real CLI in `work` with `prompt` and
+/// `options` (before its command), its key and the stand-in's address
+/// handed over by name.
 #[allow(dead_code, reason = "not every test file hosts Claude Code")]
-pub fn claude(home: &Path, work: &Path, server: &FakeServer, prompt: &str) -> Command {
+pub fn claude(
+    home: &Path,
+    work: &Path,
+    server: &FakeServer,
+    prompt: &str,
+    options: &[&str],
+) -> Command {
     let claude = rein_testing::clis::claude_code();
     let mut cmd = super::rein_at(home);
     cmd.current_dir(work)
@@ -159,6 +166,7 @@ pub fn claude(home: &Path, work: &Path, server: &FakeServer, prompt: &str) -> Co
         .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .args(["agents", "run", "claude", "--prompt", prompt])
+        .args(options)
         .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
         .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
         .arg(claude)

@@ -138,6 +138,17 @@ impl Kept {
         });
     }
 
+    /// `rein stop` between turns (from `home`): the session ends as it
+    /// finished; its status, stdout and stderr.
+    pub async fn stop_between_turns(self, home: &Path) -> (bool, String, String) {
+        let stopped = super::rein_at(home)
+            .args(["stop", &self.session])
+            .output()
+            .unwrap();
+        assert!(stopped.status.success(), "{}", super::stderr(&stopped));
+        self.end().await
+    }
+
     /// Wait for it to end: its status, stdout and stderr.
     pub async fn end(mut self) -> (bool, String, String) {
         let status = tokio::task::spawn_blocking(move || {
@@ -159,30 +170,6 @@ pub fn say(home: &Path, session: &str, words: &str) {
         .output()
         .unwrap();
     assert!(said.status.success(), "{}", super::stderr(&said));
-}
-
-/// `rein agents run claude --prompt PROMPT` on the real CLI in `work`
-/// with `options` (before its command), against `server` (its address and
-/// a test key handed over by name).
-pub fn claude(
-    home: &Path,
-    work: &Path,
-    server: &FakeServer,
-    prompt: &str,
-    options: &[&str],
-) -> Command {
-    let mut cmd = super::rein_at(home);
-    cmd.current_dir(work)
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-NOT-A-KEY")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args(["agents", "run", "claude", "--prompt", prompt])
-        .args(options)
-        .args(["--env", "ANTHROPIC_BASE_URL", "--env", "ANTHROPIC_API_KEY"])
-        .args(["--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--"])
-        .arg(rein_testing::clis::claude_code())
-        .args(["-p", "--output-format", "stream-json", "--verbose"]);
-    cmd
 }
 
 /// A viewer attached from another process as `name`: the process, its
