@@ -55,19 +55,6 @@ async fn reading_run(
     (server, cmd)
 }
 
-/// The session's events, by their wire names, with their text.
-async fn recorded(home: &Path, session: &str) -> Vec<rein::sessions::Event> {
-    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
-        .await
-        .unwrap();
-    rein::sessions::read_all(&store, session)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.event)
-        .collect()
-}
-
 fn said_in(events: &[rein::sessions::Event]) -> Vec<String> {
     events
         .iter()
@@ -144,7 +131,7 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
 
     // Both are in the log before the model answers.
     let events = loop {
-        let events = recorded(home.path(), &session).await;
+        let events = common::hosted::recorded(home.path(), &session).await;
         if said_in(&events).len() == 2 {
             break events;
         }
@@ -176,7 +163,7 @@ async fn words_said_mid_run_by_rein_say_and_an_attached_line_reach_the_models_ne
         "{next}"
     );
     // A line said is not a takeover: the agent kept its session.
-    let events = recorded(home.path(), &session).await;
+    let events = common::hosted::recorded(home.path(), &session).await;
     assert!(
         !events
             .iter()
@@ -220,7 +207,7 @@ async fn rein_stop_ends_a_hosted_run_mid_answer() {
         .unwrap();
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(!status.success(), "{}", rest.join("\n"));
-    let events = recorded(home.path(), &session).await;
+    let events = common::hosted::recorded(home.path(), &session).await;
     assert!(
         events
             .iter()

@@ -102,14 +102,10 @@ fn claudes_in(work: &Path) -> (usize, usize) {
 
 /// The session's interventions as recorded: (kind, data).
 async fn interventions(home: &Path, session: &str) -> Vec<(String, Option<String>)> {
-    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+    common::hosted::recorded(home, session)
         .await
-        .unwrap();
-    rein::sessions::read_all(&store, session)
-        .await
-        .unwrap()
         .into_iter()
-        .filter_map(|e| match e.event {
+        .filter_map(|e| match e {
             rein::sessions::Event::HostIntervened {
                 intervention, data, ..
             } => Some((intervention.to_string(), data)),

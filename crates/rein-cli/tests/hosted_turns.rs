@@ -30,12 +30,9 @@ use serde_json::json;
 
 /// The session's turns as recorded: (prompt, has a parent, reply).
 async fn turns(home: &Path, session: &str) -> Vec<(String, bool, Option<String>)> {
-    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
-        .await
-        .unwrap();
     let mut turns: Vec<(String, bool, Option<String>)> = Vec::new();
-    for e in rein::sessions::read_all(&store, session).await.unwrap() {
-        match e.event {
+    for e in common::hosted::recorded(home, session).await {
+        match e {
             rein::sessions::Event::TurnStarted { prompt, parent, .. } => {
                 turns.push((prompt, parent.is_some(), None));
             }

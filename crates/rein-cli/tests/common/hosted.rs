@@ -210,3 +210,17 @@ pub fn silent(mut cmd: Command) -> Silent {
         session,
     }
 }
+
+/// The events a session recorded, in order (its home's embedded store).
+#[allow(dead_code, reason = "not every test file reads a hosted record")]
+pub async fn recorded(home: &Path, session: &str) -> Vec<rein::sessions::Event> {
+    let store = rein::sessions::SqliteStore::open(home.join("rein.db"))
+        .await
+        .unwrap();
+    rein::sessions::read_all(&store, session)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
