@@ -74,7 +74,23 @@ fn shown(screen: &Buf) -> String {
 /// Claude Code's processes working in `work` now: (in its stream, in its
 /// own UI) — by their arguments.
 fn claudes_in(work: &Path) -> (usize, usize) {
-    let mut found = (0, 0);
+    let streams = claude_args_in(work)
+        .iter()
+        .filter(|args| args.iter().any(|a| a == "stream-json"))
+        .count();
+    let uis = claude_args_in(work)
+        .iter()
+        .filter(|args| {
+            !args.iter().any(|a| a == "stream-json") && args.iter().any(|a| a == "--resume")
+        })
+        .count();
+    (streams, uis)
+}
+
+/// The arguments of each Claude Code process working in `work` now (the
+/// program itself: not rein, nor its keeper, naming it).
+fn claude_args_in(work: &Path) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let dir = entry.path();
         if std::fs::read_link(dir.join("cwd")).ok().as_deref() != Some(work) {
@@ -87,17 +103,25 @@ fn claudes_in(work: &Path) -> (usize, usize) {
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        // The program itself (not rein, nor its keeper, naming it).
-        if !args.first().is_some_and(|a| a.ends_with("/claude")) {
-            continue;
-        }
-        if args.iter().any(|a| a == "stream-json") {
-            found.0 += 1;
-        } else if args.iter().any(|a| a == "--resume") {
-            found.1 += 1;
+        if args.first().is_some_and(|a| a.ends_with("/claude")) {
+            found.push(args);
         }
     }
     found
+}
+
+/// Every Claude Code stream in `work` puts its permission questions to
+/// rein's person (`--permission-prompt-tool`), the resumed one too.
+fn streams_ask_rein(work: &Path, resumed: bool) -> bool {
+    let streams: Vec<Vec<String>> = claude_args_in(work)
+        .into_iter()
+        .filter(|args| args.iter().any(|a| a == "stream-json"))
+        .collect();
+    !streams.is_empty()
+        && streams.iter().all(|args| {
+            args.iter().any(|a| a == "--permission-prompt-tool")
+                && args.iter().any(|a| a == "--resume") == resumed
+        })
 }
 
 /// The session's interventions as recorded: (kind, data).
@@ -171,6 +195,11 @@ async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
     let session = run.session.clone();
     run.answered("Noted: first question");
 
+    assert!(
+        streams_ask_rein(work.path(), false),
+        "{:?}",
+        claude_args_in(work.path())
+    );
     let (mut viewer, status, screen) = attach(home.path(), &session, "bob");
     wait_until("the viewer attached", || {
         text(&status).contains("Ctrl-] m switches its mode")
@@ -193,6 +222,11 @@ async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
         let (streams, uis) = claudes_in(work.path());
         streams >= 1 && uis == 0
     });
+    assert!(
+        streams_ask_rein(work.path(), true),
+        "{:?}",
+        claude_args_in(work.path())
+    );
     say(home.path(), &session, "third question");
     run.answered("Noted: third question");
     let third = asked_with(&server, "third question");

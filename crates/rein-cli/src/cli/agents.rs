@@ -299,7 +299,7 @@ async fn drive_run(
     };
     match how {
         Driving::Switchable(plan) => {
-            crate::cli::agents_switch::drive(*plan, recorder, show, stop, joined).await
+            crate::cli::agents_switch::drive(*plan, spec, recorder, show, stop, joined).await
         }
         Driving::Lines(mut reducer) => {
             drive(spec, reducer.as_mut(), Some(recorder), show, stop, joined).await

@@ -32,11 +32,14 @@ pub(crate) struct Plan {
     pub(crate) timeout: Duration,
 }
 
-/// Drive the session: its stream (the first asked `joined`'s request),
-/// then as a person switches, its own UI and the stream again, until a
-/// stream ends without a switch or a stop ends the UI.
+/// Drive the session: its stream (`first`, asked `joined`'s request, its
+/// permission questions already routed to rein), then as a person
+/// switches, its own UI and the stream again (each with its own
+/// permission server), until a stream ends without a switch or a stop
+/// ends the UI.
 pub(crate) async fn drive(
     plan: Plan,
+    first: &HostSpec,
     recorder: &mut Recorder,
     show: &mut (dyn FnMut(&Progress) + Send),
     stop: CancellationToken,
@@ -63,9 +66,7 @@ pub(crate) async fn drive(
     host.on_intervention(move |x| {
         let _ = record.send(x);
     });
-    let mut spec = plan.entry.run_spec(&plan.cwd, Some(""), &plan.env).0;
-    // The first stream was prepared by the caller (its request, its
-    // permission server): `joined` as given.
+    let mut spec = first.clone();
     let mut stream = ClaudeStream::new(&cwd_text);
     // Each later stream's permission server, for its length.
     let mut _permissions = None;
