@@ -213,15 +213,25 @@ async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
         shown(&screen).contains("first question") && text(&run.err).contains("own terminal UI")
     });
     turn_in_the_ui(&mut viewer, &screen, &server, work.path());
-    // Ctrl-] m again: the UI ends, the stream resumes the same conversation.
-    keys(&mut viewer, b"\x1dm");
-    wait_until("back in the stream", || {
-        text(&run.err).contains("back in the stream")
-    });
-    wait_until("only the stream runs", || {
-        let (streams, uis) = claudes_in(work.path());
-        streams >= 1 && uis == 0
-    });
+    // Ctrl-] m again: the UI ends, the stream resumes the same conversation;
+    // and once more both ways before any turn there (nothing named anew).
+    for round in 1..=2 {
+        if round == 2 {
+            keys(&mut viewer, b"\x1dm");
+            wait_until("the UI again", || {
+                text(&status).matches("switching to native-tui").count() == 2
+                    && matches!(claudes_in(work.path()), (0, uis) if uis >= 1)
+            });
+        }
+        keys(&mut viewer, b"\x1dm");
+        wait_until("back in the stream", || {
+            text(&run.err).matches("back in the stream").count() == round
+        });
+        wait_until("only the stream runs", || {
+            let (streams, uis) = claudes_in(work.path());
+            streams >= 1 && uis == 0
+        });
+    }
     assert!(
         streams_ask_rein(work.path(), true),
         "{:?}",
@@ -249,7 +259,7 @@ async fn a_kept_open_claude_code_session_switches_to_its_own_ui_and_back() {
             .filter(|(k, _)| k == "switched")
             .map(|(_, d)| d.clone().unwrap_or_default())
             .collect::<Vec<_>>(),
-        ["native-tui", "stream"],
+        ["native-tui", "stream", "native-tui", "stream"],
         "{recorded:?}"
     );
     assert!(!stderr.contains("NOT-A-KEY") && !stdout.contains("NOT-A-KEY"));

@@ -35,14 +35,17 @@ pub enum UiEnded {
     Back,
     /// A stop: the session ends.
     Stopped,
+    /// Its time limit (the session's time left): the session ends.
+    TimedOut,
 }
 
 /// The terminal size the UI starts at (the holder's, once one types).
 const SIZE: (u16, u16) = (120, 40);
 
 /// Run the program's own UI (`spec`, resuming the conversation) in
-/// `session` of `host`, until a viewer switches back, it exits, or a stop;
-/// interventions (takeovers, releases, switches) recorded as they come.
+/// `session` of `host`, until a viewer switches back, it exits, a stop or
+/// `spec`'s time limit; interventions (takeovers, releases, switches)
+/// recorded as they come.
 pub async fn own_ui(
     spec: &HostSpec,
     (host, session): (&SessionHost, &str),
@@ -75,8 +78,11 @@ pub async fn own_ui(
     let mut ears = Ears::new(None, Some(recorder), None);
     let mut waiting = tokio::task::spawn_blocking(move || process.wait());
     let mut exited = false;
+    let limit = tokio::time::sleep(spec.timeout);
+    tokio::pin!(limit);
     let ended = loop {
         tokio::select! {
+            () = &mut limit => break UiEnded::TimedOut,
             _ = &mut waiting => {
                 exited = true;
                 break UiEnded::Back;

@@ -70,6 +70,9 @@ pub(crate) async fn drive(
     let mut stream = ClaudeStream::new(&cwd_text);
     // Each later stream's permission server, for its length.
     let mut _permissions = None;
+    // The conversation, once Claude Code named it (a stream switched back
+    // before its first turn names none, and resumes the same).
+    let mut conversation: Option<String> = None;
     loop {
         spec.timeout = left(plan.timeout, started);
         let driven = rein::host::drive(
@@ -84,7 +87,8 @@ pub(crate) async fn drive(
         if !driven.switched {
             return Ok(driven);
         }
-        let Some(id) = stream.session_id().map(str::to_owned) else {
+        conversation = stream.session_id().map(str::to_owned).or(conversation);
+        let Some(id) = conversation.clone() else {
             return Err(AgentError::new(
                 codes::HOSTED_AGENT_FAILED,
                 "Claude Code named no conversation to resume in its own terminal UI",
@@ -104,9 +108,13 @@ pub(crate) async fn drive(
             show,
         )
         .await?;
-        if ended == UiEnded::Stopped {
+        if ended != UiEnded::Back {
             let driven = Driven {
-                ended: Ended::Stopped,
+                ended: if ended == UiEnded::TimedOut {
+                    Ended::Timeout
+                } else {
+                    Ended::Stopped
+                },
                 outcome: stream.outcome(),
                 summary: stream.summary(),
                 exit_code: None,
