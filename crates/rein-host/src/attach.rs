@@ -304,8 +304,8 @@ async fn viewer(
             kind::KEYS => {
                 let held = matches!(host.listed(&session).map(|listed| listed.holder),
                     Some(InputHolder::Person { viewer: holder, .. }) if holder == viewer);
-                match host.take_over(&session, &viewer, &payload) {
-                    Ok(_) if !held => status(
+                match host.typed(&session, &viewer, &payload) {
+                    Ok(Some(_)) if !held => status(
                         "you took the session over; the agent's input waits until you release (Ctrl-] r)".to_owned(),
                     ),
                     Ok(_) => {}

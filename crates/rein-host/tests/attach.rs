@@ -142,3 +142,86 @@ async fn a_list_names_live_sessions_only_and_waits_on_no_silent_socket() {
     ended.cancel();
     held_open.abort();
 }
+
+/// A viewer's terminal answering the program's question about it (here
+/// where its cursor is) is not the viewer's person typing: the answer
+/// reaches the program while nobody holds the session, takes nothing, and
+/// is dropped while someone else holds it; a key typed with it still takes
+/// the session over, without the answer.
+#[tokio::test]
+async fn a_viewers_terminal_answering_the_program_takes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = SessionHost::new();
+    let typed: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let taken: Arc<Mutex<u32>> = Arc::default();
+    let count = taken.clone();
+    host.on_intervention(move |_| *count.lock().unwrap() += 1);
+    host.open(OpenRequest {
+        session: "s".into(),
+        supports: vec![RenderMode::NativeTui],
+        mode: RenderMode::NativeTui,
+        pty: Box::new(Typed(typed.clone())),
+        protocol: None,
+    })
+    .unwrap();
+    let socket = dir.path().join("agents").join("s.sock");
+    let listener = attach::listen(&socket).unwrap();
+    tokio::spawn(attach::serve(
+        listener,
+        host.clone(),
+        "s".into(),
+        CancellationToken::new(),
+    ));
+    let mut ann = UnixStream::connect(&socket).await.unwrap();
+    attach::write_frame(&mut ann, kind::HELLO, b"ann")
+        .await
+        .unwrap();
+    next_of(&mut ann, kind::OUTPUT).await;
+    let answer = b"\x1b[12;40R\x1b]11;rgb:0000/0000/0000\x1b\\";
+    attach::write_frame(&mut ann, kind::KEYS, answer)
+        .await
+        .unwrap();
+    let wait_for = |want: &'static [u8]| {
+        let typed = typed.clone();
+        async move {
+            for _ in 0..200 {
+                if typed.lock().unwrap().ends_with(want) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("never written: {want:?}");
+        }
+    };
+    wait_for(answer).await;
+    assert_eq!(host.listed("s").unwrap().holder, InputHolder::Agent);
+    assert_eq!(*taken.lock().unwrap(), 0);
+    // Bob takes it by typing; Ann's terminal answering now reaches nothing
+    // and says nothing to her; her key with an answer is refused, naming Bob.
+    host.take_over("s", "bob", b"b").unwrap();
+    attach::write_frame(&mut ann, kind::KEYS, b"\x1b[3;1R")
+        .await
+        .unwrap();
+    attach::write_frame(&mut ann, kind::KEYS, b"x\x1b[3;1R")
+        .await
+        .unwrap();
+    let said = String::from_utf8(next_of(&mut ann, kind::STATUS).await).unwrap();
+    let said = if said.starts_with("attached") {
+        String::from_utf8(next_of(&mut ann, kind::STATUS).await).unwrap()
+    } else {
+        said
+    };
+    assert_eq!(said, "bob holds the session; your keys were not sent");
+    assert_eq!(
+        typed.lock().unwrap().as_slice(),
+        [&answer[..], b"b"].concat()
+    );
+    host.release("s", "bob");
+    // Her key and an answer together: the key takes it, the answer comes too.
+    attach::write_frame(&mut ann, kind::KEYS, b"y\x1b[4;2R")
+        .await
+        .unwrap();
+    wait_for(b"y").await;
+    assert!(matches!(host.listed("s").unwrap().holder,
+        InputHolder::Person { viewer, .. } if viewer.starts_with("ann#")));
+}

@@ -247,7 +247,7 @@ pub async fn run(
             Some(x) = record_rx.recv() => recorder.intervention(&x).await?,
             key = keys.recv() => match key {
                 Some(Key::Bytes(bytes)) => {
-                    if let Err(rein::host::session::InputResult::Held { holder }) = host.take_over(&id, "local", &bytes) {
+                    if let Err(rein::host::session::InputResult::Held { holder }) = host.typed(&id, "local", &bytes) {
                         eprint!("\r\n[rein] {holder} holds the session; your keys were not sent\r\n");
                     }
                 }

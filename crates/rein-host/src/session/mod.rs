@@ -27,7 +27,9 @@
 //! - **Takeover by typing** (a terminal session): a person's keystroke takes
 //!   the input at once (no request and wait); a second person's is
 //!   refused, naming the holder, and the refusal is recorded. A keystroke
-//!   into a protocol session is not heard and takes nothing.
+//!   into a protocol session is not heard and takes nothing; a viewer's
+//!   terminal answering the program by itself ([`replies`]) takes nothing
+//!   either ([`SessionHost::typed`]).
 //! - Each viewer's terminal size is kept; the holder's is the terminal's,
 //!   and with nobody holding it, the latest one sent. While a person holds it, the
 //!   agent's side may not write input ([`SessionHost::agent_input`]); the
@@ -41,6 +43,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub mod replies;
 mod vocab;
 
 pub use vocab::*;
@@ -401,6 +404,37 @@ impl SessionHost {
             });
         }
         Ok((input, delivery))
+    }
+
+    /// A viewer's keystrokes into a terminal session, its terminal's own
+    /// answers among them ([`replies`]): the answers reach the program
+    /// while nobody holds the session or this viewer does (dropped while
+    /// another holds it) and never take it over; what was typed is a
+    /// [`SessionHost::take_over`]. `Ok(None)`: only answers, nothing taken.
+    pub fn typed(
+        &self,
+        session: &str,
+        viewer: &str,
+        data: &[u8],
+    ) -> Result<Option<(InputHolder, Delivery)>, InputResult> {
+        let (answers, typed) = replies::split(data);
+        if !answers.is_empty() {
+            let mut inner = self.lock();
+            let Some(s) = inner.sessions.get_mut(session) else {
+                return Err(InputResult::NoSuchSession);
+            };
+            let heard = match &s.input {
+                InputHolder::Agent => true,
+                InputHolder::Person { viewer: holder, .. } => holder == viewer,
+            };
+            if heard && s.delivery() == Delivery::Pty {
+                let _ = s.pty.write(&answers);
+            }
+        }
+        if typed.is_empty() {
+            return Ok(None);
+        }
+        self.take_over(session, viewer, &typed).map(Some)
     }
 
     /// The person hands the session back. Only the holder may.
