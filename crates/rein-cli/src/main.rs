@@ -522,12 +522,12 @@ async fn agents(
         }
         cli::agents::AgentsCommand::Sessions { json } => {
             let home = rein::sessions::home::resolve(home)?;
-            cli::agents::sessions(&home, json, stdout).await
+            cli::agents_list::sessions(&home, json, stdout).await
         }
         cli::agents::AgentsCommand::List { limit } => {
             let dir = rein::sessions::home::resolve(home.clone())?;
             let store = cli::stores::open(home).await?;
-            cli::agents::list(&dir, store.as_ref(), limit, stdout).await
+            cli::agents_list::list(&dir, store.as_ref(), limit, stdout).await
         }
     }
 }

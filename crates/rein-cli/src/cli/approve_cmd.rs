@@ -21,7 +21,7 @@ pub async fn approve(
 ) -> Result<(), AgentError> {
     let dir = rein::sessions::home::resolve(home.clone())?;
     let store = crate::cli::stores::open(home).await?;
-    crate::cli::agents::close_dead(&dir, store.as_ref()).await?;
+    crate::cli::agents_list::close_dead(&dir, store.as_ref()).await?;
     let (approval, decision) = match (approval, decision) {
         (Some(approval), Some(decision)) => (approval, decision),
         (None, None) => {

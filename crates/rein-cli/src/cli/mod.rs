@@ -5,6 +5,7 @@
 
 pub mod acp;
 pub mod agents;
+pub mod agents_list;
 pub mod agents_switch;
 pub mod agents_tui;
 pub mod approve_cmd;

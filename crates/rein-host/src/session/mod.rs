@@ -40,11 +40,14 @@
 //!
 //! Not here: spawning the process (`pty.rs`), the protocol itself (ACP).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub mod replies;
+mod state;
 mod vocab;
+
+use state::Session;
 
 pub use vocab::*;
 
@@ -59,48 +62,6 @@ const MAX_SIZES: usize = 64;
 
 /// What a takeover records of the keystrokes that made it, at most.
 pub const MAX_RECORDED_INPUT: usize = 4096;
-
-type Viewer = Box<dyn FnMut(&[u8]) + Send>;
-
-struct Session {
-    mode: RenderMode,
-    /// The modes its program supports (more than one: switchable).
-    supports: Vec<RenderMode>,
-    /// Where a viewer's request to switch goes (its owner switches it).
-    switches: Option<tokio::sync::mpsc::Sender<RenderMode>>,
-    opened_at_ms: i64,
-    pty: Box<dyn SessionPty>,
-    protocol: Option<Box<dyn ProtocolChannel>>,
-    viewers: BTreeMap<String, Viewer>,
-    retained: VecDeque<u8>,
-    truncated: bool,
-    input: InputHolder,
-    interventions: u32,
-    /// Where viewers' words go (a protocol session whose driver listens).
-    ears: Option<tokio::sync::mpsc::Sender<Said>>,
-    /// Where its program is in its turns (what a line does now).
-    turning: Turning,
-    /// Each viewer's terminal size (cols, rows).
-    sizes: BTreeMap<String, (u16, u16)>,
-}
-
-impl Session {
-    fn retain(&mut self, chunk: &[u8]) {
-        self.retained.extend(chunk);
-        let over = self.retained.len().saturating_sub(SNAPSHOT_BYTES);
-        if over > 0 {
-            self.retained.drain(..over);
-            self.truncated = true;
-        }
-    }
-
-    fn delivery(&self) -> Delivery {
-        match self.mode {
-            RenderMode::NativeTui => Delivery::Pty,
-            RenderMode::Acp | RenderMode::Stream => Delivery::Protocol,
-        }
-    }
-}
 
 /// The sessions of a host. Cheap to clone; all clones share them.
 #[derive(Clone, Default)]
@@ -172,39 +133,9 @@ impl SessionHost {
         if inner.sessions.contains_key(&request.session) {
             return Err(OpenRefusal::SessionExists);
         }
-        if !request.supports.contains(&request.mode) {
-            return Err(OpenRefusal::ModeUnavailable);
-        }
-        match (request.mode, request.protocol.is_some()) {
-            (RenderMode::Acp | RenderMode::Stream, false) => {
-                return Err(OpenRefusal::ProtocolChannelRequired);
-            }
-            (RenderMode::NativeTui, true) => return Err(OpenRefusal::ProtocolChannelForbidden),
-            _ => {}
-        }
-        inner.sessions.insert(
-            request.session.clone(),
-            Session {
-                mode: request.mode,
-                supports: request.supports,
-                switches: None,
-                opened_at_ms: rein_wire::clock::now_ms(),
-                pty: request.pty,
-                protocol: request.protocol,
-                viewers: BTreeMap::new(),
-                retained: VecDeque::new(),
-                truncated: false,
-                input: InputHolder::Agent,
-                interventions: 0,
-                ears: None,
-                turning: Turning::default(),
-                sizes: BTreeMap::new(),
-            },
-        );
-        inner.emit(SessionEvent::Opened {
-            session: request.session,
-            mode: request.mode,
-        });
+        let (id, mode) = (request.session.clone(), request.mode);
+        inner.sessions.insert(id.clone(), Session::open(request)?);
+        inner.emit(SessionEvent::Opened { session: id, mode });
         Ok(())
     }
 
@@ -546,28 +477,10 @@ impl SessionHost {
         let Some(s) = inner.sessions.get(session) else {
             return SwitchResult::NoSuchSession;
         };
-        if let InputHolder::Person { viewer: holder, .. } = &s.input
-            && holder != viewer
-        {
-            return SwitchResult::Held {
-                holder: holder.clone(),
-            };
-        }
-        let Some(to) = s.supports.iter().copied().find(|m| *m != s.mode) else {
-            return SwitchResult::NotSwitchable;
+        let to = match s.ask_switch(viewer) {
+            Ok(to) => to,
+            Err(refused) => return refused,
         };
-        if s.delivery() == Delivery::Protocol && s.turning != Turning::Waits {
-            return SwitchResult::TurnRunning;
-        }
-        let asked = s.switches.as_ref().is_some_and(|tx| {
-            !matches!(
-                tx.try_send(to),
-                Err(tokio::sync::mpsc::error::TrySendError::Closed(_))
-            )
-        });
-        if !asked {
-            return SwitchResult::NotSwitchable;
-        }
         inner.record(Intervention {
             session: session.to_owned(),
             viewer: viewer.to_owned(),
@@ -594,30 +507,7 @@ impl SessionHost {
         let Some(s) = inner.sessions.get_mut(session) else {
             return Err(OpenRefusal::NoSuchSession);
         };
-        if !s.supports.contains(&mode) {
-            return Err(OpenRefusal::ModeUnavailable);
-        }
-        match (mode, protocol.is_some()) {
-            (RenderMode::Acp | RenderMode::Stream, false) => {
-                return Err(OpenRefusal::ProtocolChannelRequired);
-            }
-            (RenderMode::NativeTui, true) => return Err(OpenRefusal::ProtocolChannelForbidden),
-            _ => {}
-        }
-        s.mode = mode;
-        s.pty = pty;
-        s.protocol = protocol;
-        s.turning = Turning::default();
-        let note = format!("\r\n[rein] now in {}\r\n", mode.as_str());
-        s.retain(note.as_bytes());
-        for viewer in s.viewers.values_mut() {
-            viewer(note.as_bytes());
-        }
-        let released = match std::mem::replace(&mut s.input, InputHolder::Agent) {
-            InputHolder::Person { viewer, .. } => Some(viewer),
-            InputHolder::Agent => None,
-        };
-        if let Some(viewer) = released {
+        if let Some(viewer) = s.switch(mode, pty, protocol)? {
             inner.emit(SessionEvent::Released {
                 session: session.to_owned(),
                 viewer: viewer.clone(),
