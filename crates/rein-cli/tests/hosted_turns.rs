@@ -116,20 +116,12 @@ async fn codex_kept_open_takes_a_turn_in_the_same_thread_and_ends_at_its_idle_li
     let server = noting_responses().await;
     // Not under the system's temporary folder (Codex refuses its helper there).
     let codex_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let provider = format!(
-        "model_providers.standin={{name=\"standin\",base_url=\"{}/v1\",env_key=\"STANDIN_KEY\",wire_api=\"responses\"}}",
-        server.base_url()
+    let cmd = common::hosted::codex_app(
+        (home.path(), work.path(), codex_dir.path()),
+        &server,
+        "first question",
+        &["--keep-open", "3", "--timeout", "300"],
     );
-    let mut cmd = common::rein_at(home.path());
-    cmd.current_dir(work.path())
-        .env("CODEX_HOME", codex_dir.path())
-        .env("STANDIN_KEY", "sk-test-NOT-A-KEY")
-        .args(["agents", "run", "codex", "--prompt", "first question"])
-        .args(["--keep-open", "3", "--timeout", "300"])
-        .args(["--env", "CODEX_HOME", "--env", "STANDIN_KEY", "--"])
-        .arg(rein_testing::clis::codex())
-        .args(["app-server", "-c", "model_provider=\"standin\""])
-        .args(["-c", "model=\"gpt-5\"", "-c", &provider]);
     let run = Kept::start(cmd);
     let session = run.session.clone();
     run.answered("Noted: first question");

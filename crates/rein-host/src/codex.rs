@@ -61,9 +61,18 @@ pub struct CodexStream {
     tool_calls: u64,
     tool_errors: u64,
     retries: u64,
+    /// Codex's id of the thread, as `thread.started` said it.
+    thread_id: Option<String>,
 }
 
 impl CodexStream {
+    /// Codex's id of the thread (its `thread.started`'s `thread_id`), when
+    /// it said one that can be handed back as an argument (`codex resume
+    /// ID`, [`crate::reducer::resumable`]).
+    pub fn thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
     /// A reducer for a run in `cwd` (paths shown relative to it).
     pub fn new(cwd: &str) -> Self {
         CodexStream {
@@ -83,6 +92,7 @@ impl CodexStream {
             tool_calls: 0,
             tool_errors: 0,
             retries: 0,
+            thread_id: None,
         }
     }
 
@@ -304,7 +314,14 @@ impl Reducer for CodexStream {
             return;
         };
         match kind {
-            "thread.started" => self.core.send(Progress::of(ProgressKind::Activity)),
+            "thread.started" => {
+                if let Some(id) = record.get("thread_id").and_then(Value::as_str)
+                    && crate::reducer::resumable(id)
+                {
+                    self.thread_id = Some(id.to_owned());
+                }
+                self.core.send(Progress::of(ProgressKind::Activity));
+            }
             "turn.started" => {
                 if self.in_turn {
                     self.protocol("a turn started inside another");

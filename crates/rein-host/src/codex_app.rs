@@ -15,7 +15,9 @@
 //! `turn/start`; the run ends at `turn/completed`, or — in a run that
 //! stays — each next turn is a `turn/start` in the same thread. Words said
 //! meanwhile (`rein say`, the page, a viewer's line) are recorded and
-//! steered into the open turn (`turn/steer`); a stop posted ends the run. Its
+//! steered into the open turn (`turn/steer`); a stop posted ends the run. A
+//! thread a person went on in Codex's own UI is taken back with
+//! `thread/resume` (same policy and sandbox), waiting for its next turn. Its
 //! notifications are read as the `codex exec --json` records they mirror
 //! ([`ExecRecords`]) by the same reducer ([`CodexStream`]), so progress,
 //! the record, refusals and loop detection are one code for both.
@@ -220,10 +222,66 @@ async fn started(
     Ok((id, turn.pointer("/turn/id").cloned().unwrap_or(Value::Null)))
 }
 
+/// The exchange that resumes thread `id` (as [`started`]'s thread, with
+/// the same approval policy and sandbox) and waits: no turn yet.
+async fn resumed(peer: jsonrpc::Peer, cwd: String, id: String) -> Result<(Value, Value), String> {
+    let fail = |e: jsonrpc::RpcError| e.to_string();
+    peer.request(
+        "initialize",
+        json!({"clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")}}),
+    )
+    .await
+    .map_err(fail)?;
+    peer.notify("initialized", json!({}));
+    let thread = peer
+        .request(
+            "thread/resume",
+            json!({
+                "threadId": id, "cwd": cwd, "approvalPolicy": "untrusted",
+                "sandbox": "workspace-write", "excludeTurns": true,
+            }),
+        )
+        .await
+        .map_err(fail)?;
+    Ok((
+        thread.pointer("/thread/id").cloned().unwrap_or(json!(id)),
+        Value::Null,
+    ))
+}
+
 /// Run one request against `codex app-server` as `spec` starts it.
 pub async fn drive_codex_app(
     spec: &HostSpec,
     ask: AcpAsk,
+    reducer: &mut CodexStream,
+    recorder: Option<&mut Recorder>,
+    show: &mut (dyn FnMut(&Progress) + Send),
+    stop: CancellationToken,
+) -> Result<Driven, AgentError> {
+    run(spec, ask, None, reducer, recorder, show, stop).await
+}
+
+/// Resume `thread` in `codex app-server` as `spec` starts it, waiting for
+/// its first turn (`ask`'s prompt is not asked: the run stays, and a
+/// person's words start each turn).
+pub async fn resume_codex_app(
+    spec: &HostSpec,
+    thread: &str,
+    ask: AcpAsk,
+    reducer: &mut CodexStream,
+    recorder: Option<&mut Recorder>,
+    show: &mut (dyn FnMut(&Progress) + Send),
+    stop: CancellationToken,
+) -> Result<Driven, AgentError> {
+    let thread = Some(thread.to_owned());
+    run(spec, ask, thread, reducer, recorder, show, stop).await
+}
+
+/// Start (or resume) a thread and drive its turns.
+async fn run(
+    spec: &HostSpec,
+    ask: AcpAsk,
+    resume: Option<String>,
     reducer: &mut CodexStream,
     recorder: Option<&mut Recorder>,
     show: &mut (dyn FnMut(&Progress) + Send),
@@ -239,6 +297,7 @@ pub async fn drive_codex_app(
         reducer,
         cwd: spec.cwd.display().to_string(),
         prompt,
+        resume,
         exchange: None,
         records: ExecRecords::default(),
         thread: Value::Null,
@@ -256,6 +315,8 @@ struct CodexApp<'r> {
     reducer: &'r mut CodexStream,
     cwd: String,
     prompt: String,
+    /// The thread to resume instead of starting one with `prompt`.
+    resume: Option<String>,
     /// The connection; the handshake and the turn's start its opening
     /// (the thread's id and the turn's).
     exchange: Option<Exchange<Result<(Value, Value), String>>>,
@@ -279,7 +340,10 @@ impl Adapter for CodexApp<'_> {
 
     async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, AgentError> {
         let (cwd, prompt) = (self.cwd.clone(), std::mem::take(&mut self.prompt));
-        self.exchange = Some(Exchange::start(child, |peer| started(peer, cwd, prompt))?);
+        self.exchange = Some(match self.resume.take() {
+            Some(thread) => Exchange::start(child, |peer| resumed(peer, cwd, thread))?,
+            None => Exchange::start(child, |peer| started(peer, cwd, prompt))?,
+        });
         Ok(None)
     }
 
@@ -289,6 +353,11 @@ impl Adapter for CodexApp<'_> {
             return Next::Over;
         };
         let next = match exchange.next().await {
+            Heard::Opened(Ok((thread, Value::Null))) => {
+                // Resumed: no turn open until a person's words start one.
+                self.thread = thread;
+                return Next::Fed { words: None };
+            }
             Heard::Opened(Ok((thread, turn))) => {
                 let peer = exchange.peer.clone();
                 self.thread = thread.clone();
@@ -351,7 +420,13 @@ impl Adapter for CodexApp<'_> {
         // Words said before the new turn opens are queued for the next.
         *mouth = None;
         let (peer, thread) = (exchange.peer.clone(), self.thread.clone());
+        // A thread still resuming is resumed first: its turn follows.
+        let resuming = exchange.opening();
         exchange.reopen(async move {
+            let thread = match resuming {
+                Some(resuming) => resuming.await?.0,
+                None => thread,
+            };
             let params = json!({"threadId": thread, "input": [{"type": "text", "text": prompt}]});
             let turn = peer
                 .request("turn/start", params)

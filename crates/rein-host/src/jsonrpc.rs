@@ -196,8 +196,11 @@ pub(crate) struct Exchange<T> {
     /// Its side of the connection.
     pub(crate) peer: Peer,
     incoming: mpsc::Receiver<Incoming>,
-    opening: Option<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>>,
+    opening: Option<Opening<T>>,
 }
+
+/// An exchange's opening under way: the handshake and a request.
+pub(crate) type Opening<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
 /// What an [`Exchange`] heard next.
 pub(crate) enum Heard<T> {
@@ -253,6 +256,12 @@ impl<T> Exchange<T> {
         opening: impl std::future::Future<Output = T> + Send + 'static,
     ) {
         self.opening = Some(Box::pin(opening));
+    }
+
+    /// The opening still under way, taken (to be awaited before a next
+    /// one that depends on it).
+    pub(crate) fn opening(&mut self) -> Option<Opening<T>> {
+        self.opening.take()
     }
 
     /// The opening's end or the next message, whichever comes first.

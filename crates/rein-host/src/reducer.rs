@@ -291,6 +291,18 @@ pub trait Reducer: Send {
     fn summary(&self) -> serde_json::Value;
 }
 
+/// A program's own id of its conversation, when it can be handed back as
+/// an argument to resume it (`claude --resume ID`, `codex resume ID`): 1
+/// to 64 letters, digits, `-` and `_`, not starting with `-` (never an
+/// option, a path or anything a shell or the program reads otherwise).
+pub fn resumable(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && !id.starts_with('-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// The digest of a JSON value (its canonical form).
 pub fn digest(value: &serde_json::Value) -> String {
     let text = rein_wire::canonical::to_string(value).unwrap_or_default();

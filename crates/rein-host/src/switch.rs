@@ -22,6 +22,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::child::HostSpec;
+use crate::config::{AgentEntry, AgentKind};
 use crate::heard::{Ears, Woke};
 use crate::progress::{Progress, ProgressKind};
 use crate::record::Recorder;
@@ -112,4 +113,130 @@ pub async fn own_ui(
         recorder.intervention(&x).await?;
     }
     Ok(ended)
+}
+
+/// The program's own terminal UI on conversation `id` (its own id, as
+/// [`crate::reducer::resumable`] accepts it), from the entry the session's
+/// stream ran; `None` for a program with no UI to switch to.
+///
+/// - Claude Code: the entry's command without its options (`claude -p …`
+///   → `claude`), `--resume ID`.
+/// - Codex's app server: the entry's command with `app-server` made
+///   `resume`, keeping what configures Codex (`-c`/`--config`,
+///   `--enable`, `--disable`: the model provider among them) and dropping
+///   the app server's own options; its sandbox as the stream's
+///   (`workspace-write`), approvals asked in the UI (`on-request`: the
+///   UI takes no `untrusted`), no shared background server (nothing it
+///   starts outlives it), `-- ID`.
+pub fn ui_argv(entry: &AgentEntry, id: &str) -> Option<Vec<String>> {
+    if !crate::reducer::resumable(id) {
+        return None;
+    }
+    let argv = &entry.argv;
+    let mut ui: Vec<String> = match entry.kind {
+        AgentKind::Claude => {
+            let mut ui: Vec<String> = argv
+                .iter()
+                .take_while(|a| !a.starts_with('-'))
+                .cloned()
+                .collect();
+            ui.push("--resume".to_owned());
+            ui
+        }
+        AgentKind::Codex if entry.speaks_app_server() => {
+            let at = argv.iter().position(|a| a == "app-server")?;
+            let mut ui = argv[..at].to_vec();
+            ui.push("resume".to_owned());
+            ui.extend(configuring(&argv[at + 1..]));
+            ui.extend(
+                [
+                    "-s",
+                    "workspace-write",
+                    "-a",
+                    "on-request",
+                    "--no-daemon",
+                    "--",
+                ]
+                .map(str::to_owned),
+            );
+            ui
+        }
+        _ => return None,
+    };
+    ui.push(id.to_owned());
+    Some(ui)
+}
+
+/// Of Codex's app-server arguments, those that configure Codex itself,
+/// with their values.
+fn configuring(args: &[String]) -> Vec<String> {
+    const TAKING: [&str; 4] = ["-c", "--config", "--enable", "--disable"];
+    let mut kept = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if TAKING.contains(&arg.as_str()) {
+            if let Some(value) = args.next() {
+                kept.extend([arg.clone(), value.clone()]);
+            }
+        } else if TAKING
+            .iter()
+            .any(|t| t.starts_with("--") && arg.starts_with(&format!("{t}=")))
+        {
+            kept.push(arg.clone());
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: AgentKind, argv: &[&str]) -> AgentEntry {
+        AgentEntry {
+            kind,
+            argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+            env: std::collections::BTreeMap::new(),
+            env_from: Vec::new(),
+            timeout: crate::child::DEFAULT_TIMEOUT,
+            max_line: crate::child::DEFAULT_MAX_LINE,
+        }
+    }
+
+    #[test]
+    fn claude_codes_ui_is_its_command_resuming_the_conversation() {
+        let claude = entry(AgentKind::Claude, &["/bin/claude", "-p", "--verbose"]);
+        assert_eq!(
+            ui_argv(&claude, "abc-123").unwrap(),
+            ["/bin/claude", "--resume", "abc-123"]
+        );
+    }
+
+    #[test]
+    fn codexs_ui_keeps_what_configures_codex_and_drops_the_servers_options() {
+        let server = "codex -c a=1 app-server --listen stdio:// -c model_provider=\"standin\" \
+                      --enable=x --disable y --print-startup-config";
+        let codex = entry(
+            AgentKind::Codex,
+            &server.split_whitespace().collect::<Vec<_>>(),
+        );
+        let ui = "codex -c a=1 resume -c model_provider=\"standin\" --enable=x --disable y \
+                  -s workspace-write -a on-request --no-daemon -- 0b1c";
+        assert_eq!(
+            ui_argv(&codex, "0b1c").unwrap(),
+            ui.split_whitespace().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn no_ui_for_an_unsafe_id_or_a_program_without_one() {
+        let claude = entry(AgentKind::Claude, &["claude"]);
+        for id in ["", "-rf", "../x", "a b", "a;b", &"a".repeat(65)] {
+            assert_eq!(ui_argv(&claude, id), None, "{id:?}");
+        }
+        let exec = entry(AgentKind::Codex, &["codex", "exec", "--json"]);
+        assert_eq!(ui_argv(&exec, "abc"), None);
+        let acp = entry(AgentKind::Acp, &["agent"]);
+        assert_eq!(ui_argv(&acp, "abc"), None);
+    }
 }

@@ -46,9 +46,9 @@ pub enum AgentsCommand {
         /// After its answer the agent stays for the next turn — a line said
         /// with `rein say`, typed when attached, or on the page starts it —
         /// until it waits this many seconds for one (default 600, at most a
-        /// day) or is stopped. Claude Code (stream-json; attached, Ctrl-] m
-        /// switches it to its own terminal UI and back), Codex's app server,
-        /// ACP.
+        /// day) or is stopped. Claude Code (stream-json), Codex's app server
+        /// (attached, Ctrl-] m switches either to its own terminal UI and
+        /// back), ACP.
         #[arg(long, value_name = "IDLE_SECS", num_args = 0..=1, default_missing_value = "600",
             value_parser = clap::value_parser!(u64).range(1..=86_400))]
         keep_open: Option<u64>,
@@ -159,6 +159,7 @@ pub async fn run(
         cwd: cwd.clone(),
         env: args.env.clone(),
         timeout: spec.timeout,
+        prompt: prompt.clone(),
     };
     let Some(how) = Driving::of(kind, plan, args.keep_open.is_some()) else {
         return crate::cli::agents_tui::run(spec, &prompt, &home, store, err).await;
@@ -250,8 +251,8 @@ fn told(
 
 /// How a hosted run is driven.
 enum Driving {
-    /// Claude Code kept open: its stream, switched to its own terminal UI
-    /// and back as a person asks.
+    /// Claude Code or Codex's app server kept open: its stream, switched
+    /// to its own terminal UI and back as a person asks.
     Switchable(Box<crate::cli::agents_switch::Plan>),
     /// A CLI's JSON lines on stdout, read by this reducer.
     Lines(Box<dyn Reducer>),
@@ -263,13 +264,17 @@ enum Driving {
 
 impl Driving {
     /// How `plan`'s agent of `kind` is driven (`None`: in its own terminal
-    /// UI, a `tui` run): the CLIs' line reducers, Claude Code kept open as
-    /// a switchable session, an ACP agent and Codex's app server over
-    /// their protocols.
+    /// UI, a `tui` run): the CLIs' line reducers, Claude Code and Codex's
+    /// app server kept open as switchable sessions, an ACP agent and
+    /// Codex's app server over their protocols.
     fn of(kind: AgentKind, plan: crate::cli::agents_switch::Plan, kept: bool) -> Option<Driving> {
         let cwd = plan.cwd.display().to_string();
         Some(match kind {
-            AgentKind::Claude if kept => Driving::Switchable(Box::new(plan)),
+            AgentKind::Claude | AgentKind::Codex
+                if kept && crate::cli::agents_switch::Plan::switchable(&plan.entry) =>
+            {
+                Driving::Switchable(Box::new(plan))
+            }
             AgentKind::Claude => Driving::Lines(Box::new(ClaudeStream::new(&cwd))),
             AgentKind::Codex if plan.entry.speaks_app_server() => Driving::AppServer,
             AgentKind::Codex => Driving::Lines(Box::new(CodexStream::new(&cwd))),

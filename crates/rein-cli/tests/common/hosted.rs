@@ -174,6 +174,33 @@ pub fn claude(
     cmd
 }
 
+/// `rein agents run codex` on the real Codex's app server in `work` with
+/// `prompt` and `options` (before its command), its home `codex_home` and
+/// its model provider the stand-in (the test's key handed over by name).
+#[allow(dead_code, reason = "not every test file hosts Codex")]
+pub fn codex_app(
+    (home, work, codex_home): (&Path, &Path, &Path),
+    server: &FakeServer,
+    prompt: &str,
+    options: &[&str],
+) -> Command {
+    let provider = format!(
+        "model_providers.standin={{name=\"standin\",base_url=\"{}/v1\",env_key=\"STANDIN_KEY\",wire_api=\"responses\"}}",
+        server.base_url()
+    );
+    let mut cmd = super::rein_at(home);
+    cmd.current_dir(work)
+        .env("CODEX_HOME", codex_home)
+        .env("STANDIN_KEY", "sk-test-NOT-A-KEY")
+        .args(["agents", "run", "codex", "--prompt", prompt])
+        .args(options)
+        .args(["--env", "CODEX_HOME", "--env", "STANDIN_KEY", "--"])
+        .arg(rein_testing::clis::codex())
+        .args(["app-server", "-c", "model_provider=\"standin\""])
+        .args(["-c", "model=\"gpt-5\"", "-c", &provider]);
+    cmd
+}
+
 /// A hosted run nobody answers at its terminal: its stdin is kept open and
 /// silent.
 pub struct Silent {

@@ -117,8 +117,7 @@ impl ClaudeStream {
 
     /// Claude Code's own id of the conversation (its `init`'s
     /// `session_id`), when it said one that can be handed back as an
-    /// argument (`--resume ID`): 1 to 64 letters, digits, `-` and `_`,
-    /// not starting with `-`.
+    /// argument (`--resume ID`, [`crate::reducer::resumable`]).
     pub fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()
     }
@@ -187,11 +186,7 @@ impl ClaudeStream {
         match record.get("subtype").and_then(Value::as_str) {
             Some("init") => {
                 if let Some(id) = record.get("session_id").and_then(Value::as_str)
-                    && (1..=64).contains(&id.len())
-                    && !id.starts_with('-')
-                    && id
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                    && crate::reducer::resumable(id)
                 {
                     self.session_id = Some(id.to_owned());
                 }
