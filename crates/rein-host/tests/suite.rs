@@ -6,6 +6,7 @@
 mod acp_stream;
 mod attach;
 mod claude_stream;
+mod codex_app;
 mod codex_stream;
 mod driver;
 mod permission;
