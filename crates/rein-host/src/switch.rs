@@ -121,13 +121,16 @@ pub async fn own_ui(
 ///
 /// - Claude Code: the entry's command without its options (`claude -p …`
 ///   → `claude`), `--resume ID`.
-/// - Codex's app server: the entry's command with `app-server` made
-///   `resume`, keeping what configures Codex (`-c`/`--config`,
-///   `--enable`, `--disable`: the model provider among them) and dropping
-///   the app server's own options; its sandbox as the stream's
-///   (`workspace-write`), approvals asked in the UI (`on-request`: the
-///   UI takes no `untrusted`), no shared background server (nothing it
-///   starts outlives it), `-- ID`.
+/// - Codex's app server: the entry's program, `resume`, and of its
+///   arguments (before `app-server` and after) only what configures Codex
+///   (`-c`/`--config`, `--enable`, `--disable`: the model provider among
+///   them) — never a sandbox, approval or bypass option; then its sandbox
+///   as the stream's (`workspace-write`), approvals asked in the UI
+///   (`on-request`: the UI takes no `untrusted`) — these flags win over
+///   any `-c` setting of the same (tried on Codex 0.169: `/status` says
+///   "Workspace (Ask for approval)" under `-c sandbox_mode=
+///   "danger-full-access" -c approval_policy="never"`) — no shared
+///   background server (nothing it starts outlives it), `-- ID`.
 pub fn ui_argv(entry: &AgentEntry, id: &str) -> Option<Vec<String>> {
     if !crate::reducer::resumable(id) {
         return None;
@@ -145,7 +148,8 @@ pub fn ui_argv(entry: &AgentEntry, id: &str) -> Option<Vec<String>> {
         }
         AgentKind::Codex if entry.speaks_app_server() => {
             let at = argv.iter().position(|a| a == "app-server")?;
-            let mut ui = argv[..at].to_vec();
+            let mut ui = argv[..1].to_vec();
+            ui.extend(configuring(&argv[1..at]));
             ui.push("resume".to_owned());
             ui.extend(configuring(&argv[at + 1..]));
             ui.extend(
@@ -214,7 +218,8 @@ mod tests {
 
     #[test]
     fn codexs_ui_keeps_what_configures_codex_and_drops_the_servers_options() {
-        let server = "codex -c a=1 app-server --listen stdio:// -c model_provider=\"standin\" \
+        let server = "codex -c a=1 --dangerously-bypass-approvals-and-sandbox -s danger-full-access \
+                      app-server --listen stdio:// -c model_provider=\"standin\" \
                       --enable=x --disable y --print-startup-config";
         let codex = entry(
             AgentKind::Codex,
