@@ -136,7 +136,7 @@ async fn a_definition_that_asks_keeps_nothing_a_person_refused() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     let listed = common::rein_at(home.path())
         .current_dir(root.path())
-        .args(["memory", "list"])
+        .args(["memory", "list", "--json"])
         .output()
         .unwrap();
     assert!(listed.status.success(), "{}", common::stderr(&listed));

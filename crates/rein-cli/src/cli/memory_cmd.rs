@@ -109,7 +109,13 @@ pub async fn run(args: MemoryArgs, home: &Path, out: &mut impl Write) -> Result<
     let mut say = |text: String| writeln!(out, "{text}").map_err(output_error);
     match args.command {
         MemoryCommand::List { limit, json } => {
-            for item in memory.list(&scope, limit).await? {
+            let items = memory.list(&scope, limit).await?;
+            if items.is_empty() && !json {
+                say(format!(
+                    "nothing remembered in {scope} yet (add: rein memory add TEXT)"
+                ))?;
+            }
+            for item in items {
                 say(if json { json_of(&item) } else { line(&item) })?;
             }
         }
@@ -118,7 +124,11 @@ pub async fn run(args: MemoryArgs, home: &Path, out: &mut impl Write) -> Result<
             say(visible(&serde_json::to_string_pretty(&item).unwrap_or_default()).into_owned())?;
         }
         MemoryCommand::Search { query, limit } => {
-            for found in memory.search(&scope, &query, limit).await? {
+            let found = memory.search(&scope, &query, limit).await?;
+            if found.is_empty() {
+                say(format!("nothing in {scope} matches"))?;
+            }
+            for found in found {
                 say(line(&found.item))?;
             }
         }
@@ -142,7 +152,11 @@ pub async fn run(args: MemoryArgs, home: &Path, out: &mut impl Write) -> Result<
             }
         }
         MemoryCommand::History { limit } => {
-            for change in memory.history(&scope, limit).await? {
+            let changes = memory.history(&scope, limit).await?;
+            if changes.is_empty() {
+                say(format!("nothing remembered or forgotten in {scope} yet"))?;
+            }
+            for change in changes {
                 say(visible(&serde_json::to_string(&change).unwrap_or_default()).into_owned())?;
             }
         }
