@@ -57,14 +57,18 @@ fn run_command(id: &str, command: serde_json::Value) -> Reply {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_chat_runs_an_allowed_command_confined() {
+async fn a_chat_runs_an_allowed_command_confined_and_shows_how_it_exited() {
     let root = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("present.txt"), "here\n").unwrap();
     let (out, server) = chat(
         home.path(),
         root.path(),
-        vec![run_command("c1", json!(["ls", "-la"])), say("Listed.")],
+        vec![
+            run_command("c1", json!(["ls", "-la"])),
+            run_command("c2", json!(["ls", "no-such-file"])),
+            say("Listed."),
+        ],
         &["--commands".as_ref(), example_policy().as_os_str()],
         "what is here?",
     )
@@ -81,6 +85,9 @@ async fn a_chat_runs_an_allowed_command_confined() {
         "{said}"
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Listed."));
+    // A command that ran and failed is shown by its exit status, not as ok.
+    assert!(said.contains("<- ok [live]"), "{said}");
+    assert!(said.contains("<- exit 2 [live]"), "{said}");
     let sent = server.requests()[1].json().to_string();
     assert!(sent.contains("present.txt"), "{sent}");
     assert!(

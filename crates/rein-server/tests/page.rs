@@ -25,6 +25,7 @@ use rein_runner::{Profile, ToolLoading};
 use rein_server::Server;
 use rein_sessions::{SqliteStore, Store};
 use rein_testing::{FakeToolBackend, Rule, ScriptedBrain};
+use rein_tools::{Joined, ToolBackend};
 use serde_json::{Value, json};
 
 /// Debian's Chromium and its driver, installed when missing.
@@ -246,6 +247,15 @@ async fn serve() -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir
 pub(crate) async fn serve_shaped(
     shape: impl FnOnce(Server) -> Server,
 ) -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir) {
+    serve_beside(None, shape).await
+}
+
+/// The page's server, `beside`'s tools offered beside the fake project's,
+/// made as `shape` says besides.
+pub(crate) async fn serve_beside(
+    beside: Option<Arc<dyn ToolBackend>>,
+    shape: impl FnOnce(Server) -> Server,
+) -> (SocketAddr, String, Arc<FakeToolBackend>, tempfile::TempDir) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
@@ -262,7 +272,12 @@ pub(crate) async fn serve_shaped(
         Rule::reply("hello", "Hello! **rein** answers from the page."),
         Rule::reply("note ", "Noted.")
             .and_call("set_note", json!({"key": "plan", "value": "draft"})),
+        Rule::reply("run the tests", "Running them.").and_call("run_tests", json!({})),
     ]));
+    let tools: Arc<dyn ToolBackend> = match beside {
+        Some(beside) => Arc::new(Joined::new(vec![backend.clone(), beside])),
+        None => backend.clone(),
+    };
     let profile = Profile {
         tools: ToolLoading::Native,
         max_output_tokens: 256,
@@ -272,12 +287,10 @@ pub(crate) async fn serve_shaped(
     let addr = listener.local_addr().unwrap();
     // The long turn runs until it is interrupted.
     let server = shape(
-        Server::new(store, brain, backend.clone(), profile, addr).with_budgets(
-            rein_runner::Budgets {
-                max_steps: 1_000_000,
-                ..rein_runner::Budgets::default()
-            },
-        ),
+        Server::new(store, brain, tools, profile, addr).with_budgets(rein_runner::Budgets {
+            max_steps: 1_000_000,
+            ..rein_runner::Budgets::default()
+        }),
     );
     let login = server.secrets().login_token().unwrap();
     tokio::spawn(server.serve(listener));

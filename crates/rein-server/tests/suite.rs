@@ -11,6 +11,7 @@ mod edges;
 mod graphs;
 mod memory;
 mod page;
+mod page_exits;
 mod page_faults;
 mod page_graphs;
 mod replays;

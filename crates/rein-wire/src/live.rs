@@ -182,6 +182,11 @@ pub enum UiKind {
         error: Option<(ErrorCode, String)>,
         /// How long it ran (0 for a call refused before it ran).
         duration_ms: u64,
+        /// The exit status its result reports (`exit_code`: a command's),
+        /// so that a surface says a command that ran and failed failed —
+        /// its call succeeded (`ok`), its command did not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i64>,
     },
     /// A running call reported how far it got (live only; not in the log).
     ToolProgress {
@@ -279,6 +284,7 @@ mod tests {
                 undo: None,
                 error: Some((ErrorCode::new("not_found"), "no such file".into())),
                 duration_ms: 3,
+                exit_code: None,
             },
         };
         let sent = serde_json::to_value(&event).unwrap();

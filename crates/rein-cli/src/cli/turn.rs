@@ -85,6 +85,7 @@ fn print_event(
             undo,
             error,
             duration_ms,
+            exit_code,
             ..
         } => {
             // A sub-agent's change is undone in its own session.
@@ -100,11 +101,14 @@ fn print_event(
                     format!(" {code}: {short}")
                 })
                 .unwrap_or_default();
+            // A command that ran and failed is not shown as ok.
+            let how = match (ok, exit_code) {
+                (true, Some(code)) if *code != 0 => format!("exit {code}"),
+                (true, _) => "ok".to_owned(),
+                (false, _) => "error".to_owned(),
+            };
             line(
-                format!(
-                    "  {who}<- {} [{source}] {duration_ms} ms{undo}{why}",
-                    if *ok { "ok" } else { "error" }
-                ),
+                format!("  {who}<- {how} [{source}] {duration_ms} ms{undo}{why}"),
                 midline,
             )?;
         }

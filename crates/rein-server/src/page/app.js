@@ -145,7 +145,10 @@ function toolResult(callId, data) {
   const details = state.calls.get(callId);
   if (!details) return;
   details.classList.remove("running");
-  details.classList.add(data.status === "ok" ? "ok" : "error");
+  // A command that ran and failed is not shown as ok: its exit status says so.
+  const exit = data.content && typeof data.content.exit_code === "number" ? data.content.exit_code : 0;
+  details.classList.add(data.status !== "ok" ? "error" : exit !== 0 ? "exited" : "ok");
+  if (data.status === "ok" && exit !== 0) details.querySelector("summary").append(` · exit ${exit}`);
   const content = typeof data.content === "string" ? data.content : JSON.stringify(data.content, null, 2);
   details.append(el("pre", "", content.slice(0, 20000)));
   if (data.undo && data.operation_id) details.after(undoButton(data.operation_id));

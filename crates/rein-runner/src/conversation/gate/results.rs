@@ -37,6 +37,7 @@ impl Gate {
                 seen,
                 ..
             } => {
+                let exit_code = result.get("exit_code").and_then(serde_json::Value::as_i64);
                 // A key rein holds never enters the log (nor the model's
                 // next request), whatever file the tool read it from.
                 rein_wire::secrets::mask_named_json(&mut result, &cx.agent.guards.secrets);
@@ -58,6 +59,7 @@ impl Gate {
                     undo: if undo { operation_id.clone() } else { None },
                     error: None,
                     duration_ms,
+                    exit_code,
                 });
                 Event::ToolResult {
                     call_id: call_id.to_owned(),
@@ -88,6 +90,7 @@ impl Gate {
                     undo: None,
                     error: Some((code.clone(), message.clone())),
                     duration_ms,
+                    exit_code: None,
                 });
                 Event::ToolResult {
                     call_id: call_id.to_owned(),
@@ -134,5 +137,6 @@ pub(super) fn shown_refused(journal: &Journal, call_id: &str, code: &ErrorCode, 
         undo: None,
         error: Some((code.clone(), message.to_owned())),
         duration_ms: 0,
+        exit_code: None,
     });
 }
