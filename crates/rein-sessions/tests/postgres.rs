@@ -90,13 +90,12 @@ async fn racing_writers_on_many_stores_number_one_session_without_gaps() {
     assert_eq!(stores[2].session(&session).await.unwrap().head_seq, 81);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_connection() {
-    let Some(server) = rein_testing::postgres::server() else {
-        return;
-    };
-    // The watcher connects as a role that can be kept out for a while (the
-    // server's own role, the writer's, is a superuser: nothing keeps it out).
+/// A watcher's store connecting as a role that can be kept out for a
+/// while (the server's own role, the writer's, is a superuser: nothing
+/// keeps it out), and the writer's: (admin pool, watcher, writer).
+async fn watcher_and_writer(
+    server: &rein_testing::postgres::Server,
+) -> (sqlx::PgPool, PgStore, PgStore) {
     let admin_url = server.database();
     let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
     let database = admin_url.rsplit('/').next().unwrap().to_owned();
@@ -113,61 +112,130 @@ async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_co
     let url = admin_url.replacen("rein@", "app@", 1);
     let watcher = PgStore::open(&url).await.unwrap();
     let writer = PgStore::open(&admin_url).await.unwrap();
-    let session = writer.create_session(json!({})).await.unwrap().id;
-    let lease = writer
-        .acquire(&session, "writer", Duration::from_secs(60))
-        .await
-        .unwrap();
-    let mut heard = watcher.subscribe(&session);
-    writer.append(&lease, vec![note(1), note(2)]).await.unwrap();
-    // The watcher's listening connection is cut and cannot come back while
-    // the writer appends: those notifications are lost, and only a
-    // catch-up by sequence delivers the events.
+    (admin, watcher, writer)
+}
+
+/// The watcher's listening connections as the server lists them.
+async fn listening(admin: &sqlx::PgPool) -> Vec<String> {
+    sqlx::query_scalar::<_, String>(
+        "SELECT state || ': ' || query FROM pg_stat_activity \
+         WHERE usename = 'app' AND query ILIKE 'LISTEN%'",
+    )
+    .fetch_all(admin)
+    .await
+    .unwrap()
+}
+
+/// Wait (ten seconds at most) until the watcher listens (`true`) or no
+/// longer does.
+async fn until_listening(admin: &sqlx::PgPool, wanted: bool) {
+    for _ in 0..1_000 {
+        if listening(admin).await.is_empty() != wanted {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "the watcher's listening is not {wanted}: {:?}",
+        listening(admin).await
+    );
+}
+
+/// The watcher's listening connection is cut and cannot come back until
+/// [`let_in`]: notifications sent meanwhile are lost.
+async fn keep_out(admin: &sqlx::PgPool) {
     sqlx::query("ALTER ROLE app NOLOGIN")
-        .execute(&admin)
+        .execute(admin)
         .await
         .unwrap();
     let cut: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE usename = 'app' AND query ILIKE 'LISTEN%'",
     )
-    .fetch_all(&admin)
+    .fetch_all(admin)
     .await
     .unwrap();
     assert!(!cut.is_empty(), "a listening connection was cut");
     // Gone before the writer appends, or it might still hear them.
-    let mut left = Vec::new();
-    for _ in 0..1_000 {
-        left = sqlx::query_scalar::<_, String>(
-            "SELECT state || ': ' || query FROM pg_stat_activity \
-             WHERE usename = 'app' AND query ILIKE 'LISTEN%'",
-        )
-        .fetch_all(&admin)
-        .await
-        .unwrap();
-        if left.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(left.is_empty(), "still listening: {left:?}");
-    for n in 3..=5 {
-        writer.append(&lease, vec![note(n)]).await.unwrap();
-    }
+    until_listening(admin, false).await;
+}
+
+async fn let_in(admin: &sqlx::PgPool) {
     sqlx::query("ALTER ROLE app LOGIN")
-        .execute(&admin)
+        .execute(admin)
         .await
         .unwrap();
+}
+
+/// What `heard` hears until sequence number `last`, in its order.
+async fn heard_until(
+    heard: &mut tokio::sync::broadcast::Receiver<rein_sessions::StoredEvent>,
+    last: u64,
+) -> Vec<u64> {
     let mut seqs = Vec::new();
-    while seqs.last() != Some(&6) {
+    while seqs.last() != Some(&last) {
         let event = tokio::time::timeout(Duration::from_secs(20), heard.recv())
             .await
             .expect("the watcher hears every event")
             .unwrap();
         seqs.push(event.seq);
     }
+    seqs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_connection() {
+    let Some(server) = rein_testing::postgres::server() else {
+        return;
+    };
+    let (admin, watcher, writer) = watcher_and_writer(server).await;
+    let session = writer.create_session(json!({})).await.unwrap().id;
+    let lease = writer
+        .acquire(&session, "writer", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut heard = watcher.subscribe(&session);
+    until_listening(&admin, true).await;
+    writer.append(&lease, vec![note(1), note(2)]).await.unwrap();
+    // Only a catch-up by sequence delivers what is appended meanwhile.
+    keep_out(&admin).await;
+    for n in 3..=5 {
+        writer.append(&lease, vec![note(n)]).await.unwrap();
+    }
+    let_in(&admin).await;
+    let seqs = heard_until(&mut heard, 6).await;
     // The session's creation may be heard too: its notification can reach
     // the watcher after it subscribed (seen once in CI).
+    assert!(seqs[0] <= 2, "{seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order, none twice, none missing: {seqs:?}"
+    );
+}
+
+/// Nothing of the session was delivered before its notifications were
+/// lost: it is read from when it is watched, not left until the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_hears_appends_whose_every_notification_was_lost() {
+    let Some(server) = rein_testing::postgres::server() else {
+        return;
+    };
+    let (admin, watcher, writer) = watcher_and_writer(server).await;
+    let session = writer.create_session(json!({})).await.unwrap().id;
+    let lease = writer
+        .acquire(&session, "writer", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut heard = watcher.subscribe(&session);
+    until_listening(&admin, true).await;
+    keep_out(&admin).await;
+    writer
+        .append(&lease, vec![note(1), note(2), note(3)])
+        .await
+        .unwrap();
+    let_in(&admin).await;
+    let seqs = heard_until(&mut heard, 4).await;
+    // Its creation (just before it was watched) may be heard too.
     assert!(seqs[0] <= 2, "{seqs:?}");
     assert!(
         seqs.windows(2).all(|w| w[1] == w[0] + 1),

@@ -8,7 +8,11 @@
 //! session someone here watches, the feed reads the log from the last
 //! event it delivered, so a notification that never arrived (the listener
 //! reconnecting, say) is caught up by sequence number at the next one,
-//! and at once after a reconnect. Events this process committed are
+//! and at once after a reconnect. A session watched before anything of it
+//! was delivered is read from what was committed since it is watched (by
+//! the events' own times, less [`SINCE_SLACK_MS`] for writers' clocks), so
+//! a notification lost before the first one is caught up too. Events this
+//! process committed are
 //! delivered straight away when they follow what was delivered; anything
 //! out of order waits for the read. One lock over "delivered up to" keeps
 //! every session's events in order and never twice. A subscriber may
@@ -43,6 +47,12 @@ const PAGE: usize = 1_000;
 /// How long the listener waits before connecting again after a failure.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// A session watched before anything of it was delivered is read from the
+/// events committed since it is watched, less this much (another writer's
+/// clock may be behind): its subscriber may hear events committed up to
+/// this long before it subscribed.
+pub(super) const SINCE_SLACK_MS: i64 = 5_000;
+
 /// The store's feed: channels, what each watched session was delivered up
 /// to, and the listening task (stopped when the store is dropped).
 pub(super) struct Live {
@@ -59,8 +69,25 @@ impl Drop for Live {
 #[derive(Default)]
 struct Feed {
     channels: Channels,
-    /// The last sequence number delivered, per watched session.
-    delivered: Mutex<HashMap<String, u64>>,
+    /// Where each watched session is: delivered up to, or watched since.
+    delivered: Mutex<HashMap<String, Mark>>,
+}
+
+/// Where a watched session's delivery stands.
+#[derive(Debug, Clone, Copy)]
+enum Mark {
+    /// Nothing delivered yet; watched since this time (ms, less the slack).
+    Since(i64),
+    /// Delivered up to this sequence number.
+    Upto(u64),
+}
+
+/// Where a read for a watched session starts.
+enum Start {
+    /// At this sequence number.
+    Seq(u64),
+    /// At the first event committed at or after this time (ms).
+    Since(i64),
 }
 
 impl Live {
@@ -78,7 +105,15 @@ impl Live {
     }
 
     pub(super) fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {
-        self.feed.channels.subscribe(session)
+        let receiver = self.feed.channels.subscribe(session);
+        let since = rein_wire::clock::now_ms().saturating_sub(SINCE_SLACK_MS);
+        self.feed
+            .delivered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(session.to_owned())
+            .or_insert(Mark::Since(since));
+        receiver
     }
 
     /// Events this process just committed.
@@ -109,9 +144,10 @@ impl Feed {
         let Some(first) = events.first() else {
             return;
         };
-        let last = *delivered
-            .entry(session.to_owned())
-            .or_insert_with(|| base.unwrap_or(first.seq).saturating_sub(1));
+        let last = match delivered.get(session) {
+            Some(Mark::Upto(last)) => *last,
+            _ => base.unwrap_or(first.seq).saturating_sub(1),
+        };
         let next: Vec<StoredEvent> = events.iter().filter(|e| e.seq > last).cloned().collect();
         // Only what follows on without a gap: a gap is filled by a read.
         let contiguous = next
@@ -121,25 +157,40 @@ impl Feed {
             .count();
         if contiguous > 0 {
             self.channels.publish(session, &next[..contiguous]);
-            delivered.insert(session.to_owned(), last + contiguous as u64);
+            delivered.insert(session.to_owned(), Mark::Upto(last + contiguous as u64));
         }
     }
 
-    /// Where a read for `session` starts, if it is watched.
-    fn read_from(&self, session: &str, first: u64) -> Option<u64> {
+    /// Where a read for `session` starts, if it is watched: after what
+    /// was delivered, since it is watched, else at `first`.
+    fn read_from(&self, session: &str, first: u64) -> Option<Start> {
         let delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
         if !self.channels.watched(session) {
             return None;
         }
-        Some(delivered.get(session).map_or(first, |d| d + 1))
+        Some(match delivered.get(session) {
+            Some(Mark::Upto(last)) => Start::Seq(last + 1),
+            Some(Mark::Since(ms)) => Start::Since(*ms),
+            None => Start::Seq(first),
+        })
     }
 
-    /// Read `session`'s log from what was delivered (or `first`) up to
-    /// `last` and deliver it.
+    /// Read `session`'s log from what was delivered (or since it is
+    /// watched, or `first`) up to `last` and deliver it.
     async fn catch_up(&self, pool: &PgPool, session: &str, first: u64, last: Option<u64>) {
         loop {
-            let Some(from) = self.read_from(session, first) else {
-                return;
+            let from = match self.read_from(session, first) {
+                None => return,
+                Some(Start::Seq(from)) => from,
+                Some(Start::Since(ms)) => match first_since(pool, session, ms).await {
+                    Ok(Some(from)) => from,
+                    // Nothing committed since it is watched.
+                    Ok(None) => return,
+                    Err(err) => {
+                        tracing::warn!(session, %err, "could not find where to deliver from; the next notification tries again");
+                        return;
+                    }
+                },
             };
             if last.is_some_and(|last| from > last) {
                 return;
@@ -147,7 +198,7 @@ impl Feed {
             match super::read_events(pool, session, from, PAGE).await {
                 Ok(events) => {
                     let full = events.len() == PAGE;
-                    self.deliver(session, &events, Some(first));
+                    self.deliver(session, &events, Some(from));
                     if !full {
                         return;
                     }
@@ -162,14 +213,29 @@ impl Feed {
 
     /// Every watched session read again from what it was delivered.
     async fn catch_up_all(&self, pool: &PgPool) {
-        let sessions: Vec<(String, u64)> = {
-            let delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
-            delivered.iter().map(|(s, d)| (s.clone(), d + 1)).collect()
+        let sessions: Vec<String> = {
+            let mut delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
+            delivered.retain(|session, _| self.channels.watched(session));
+            delivered.keys().cloned().collect()
         };
-        for (session, from) in sessions {
-            self.catch_up(pool, &session, from, None).await;
+        for session in sessions {
+            // Each is read from its mark (`first` is not used).
+            self.catch_up(pool, &session, 1, None).await;
         }
     }
+}
+
+/// The sequence number of `session`'s first event committed at or after
+/// `ms`, if any.
+async fn first_since(pool: &PgPool, session: &str, ms: i64) -> Result<Option<u64>, sqlx::Error> {
+    let seq: Option<i64> = sqlx::query_scalar(
+        "SELECT seq FROM events WHERE session_id = $1 AND at_ms >= $2 ORDER BY seq LIMIT 1",
+    )
+    .bind(session)
+    .bind(ms)
+    .fetch_optional(pool)
+    .await?;
+    Ok(seq.map(super::to_u64))
 }
 
 /// `SESSION FIRST LAST`.
