@@ -189,42 +189,20 @@ fn exec_item(item: &Value) -> Option<Value> {
     }))
 }
 
-/// The exchange that asks `prompt`: the handshake, a thread in `cwd`, one
-/// turn; the thread's id and the turn's.
-async fn started(
-    peer: jsonrpc::Peer,
-    cwd: String,
-    prompt: String,
-) -> Result<(Value, Value), String> {
-    let fail = |e: jsonrpc::RpcError| e.to_string();
-    peer.request(
-        "initialize",
-        json!({"clientInfo": {"name": "rein", "version": env!("CARGO_PKG_VERSION")}}),
-    )
-    .await
-    .map_err(fail)?;
-    peer.notify("initialized", json!({}));
-    let thread = peer
-        .request(
-            "thread/start",
-            json!({"cwd": cwd, "approvalPolicy": "untrusted", "sandbox": "workspace-write"}),
-        )
-        .await
-        .map_err(fail)?;
-    let id = thread.pointer("/thread/id").cloned().unwrap_or(Value::Null);
-    let turn = peer
-        .request(
-            "turn/start",
-            json!({"threadId": id, "input": [{"type": "text", "text": prompt}]}),
-        )
-        .await
-        .map_err(fail)?;
-    Ok((id, turn.pointer("/turn/id").cloned().unwrap_or(Value::Null)))
+/// How a run's thread opens.
+enum Opens {
+    /// A new thread, asked its first turn.
+    New(String),
+    /// A thread a person went on elsewhere (Codex's own UI), resumed with
+    /// no turn yet.
+    Resumed(String),
 }
 
-/// The exchange that resumes thread `id` (as [`started`]'s thread, with
-/// the same approval policy and sandbox) and waits: no turn yet.
-async fn resumed(peer: jsonrpc::Peer, cwd: String, id: String) -> Result<(Value, Value), String> {
+/// The exchange that opens the run's thread in `cwd` — the handshake, then
+/// a new thread and its first turn, or the thread resumed — with approval
+/// policy `untrusted` and the `workspace-write` sandbox either way; the
+/// thread's id and the turn's (`null`: none yet).
+async fn opened(peer: jsonrpc::Peer, cwd: String, opens: Opens) -> Result<(Value, Value), String> {
     let fail = |e: jsonrpc::RpcError| e.to_string();
     peer.request(
         "initialize",
@@ -233,19 +211,37 @@ async fn resumed(peer: jsonrpc::Peer, cwd: String, id: String) -> Result<(Value,
     .await
     .map_err(fail)?;
     peer.notify("initialized", json!({}));
-    let thread = peer
-        .request(
-            "thread/resume",
-            json!({
-                "threadId": id, "cwd": cwd, "approvalPolicy": "untrusted",
-                "sandbox": "workspace-write", "excludeTurns": true,
-            }),
-        )
+    let mut params =
+        json!({"cwd": cwd, "approvalPolicy": "untrusted", "sandbox": "workspace-write"});
+    let prompt = match opens {
+        Opens::Resumed(id) => {
+            params["threadId"] = json!(id);
+            params["excludeTurns"] = json!(true);
+            let thread = peer.request("thread/resume", params).await.map_err(fail)?;
+            let id = thread.pointer("/thread/id").cloned().unwrap_or(json!(id));
+            return Ok((id, Value::Null));
+        }
+        Opens::New(prompt) => prompt,
+    };
+    let thread = peer.request("thread/start", params).await.map_err(fail)?;
+    let id = thread.pointer("/thread/id").cloned().unwrap_or(Value::Null);
+    turn_started(&peer, id, prompt).await
+}
+
+/// A turn asked `prompt` in `thread`: the thread's id and the turn's.
+async fn turn_started(
+    peer: &jsonrpc::Peer,
+    thread: Value,
+    prompt: String,
+) -> Result<(Value, Value), String> {
+    let params = json!({"threadId": thread, "input": [{"type": "text", "text": prompt}]});
+    let turn = peer
+        .request("turn/start", params)
         .await
-        .map_err(fail)?;
+        .map_err(|e| e.to_string())?;
     Ok((
-        thread.pointer("/thread/id").cloned().unwrap_or(json!(id)),
-        Value::Null,
+        thread,
+        turn.pointer("/turn/id").cloned().unwrap_or(Value::Null),
     ))
 }
 
@@ -340,10 +336,11 @@ impl Adapter for CodexApp<'_> {
 
     async fn start(&mut self, child: &mut Child) -> Result<Option<Mouth>, AgentError> {
         let (cwd, prompt) = (self.cwd.clone(), std::mem::take(&mut self.prompt));
-        self.exchange = Some(match self.resume.take() {
-            Some(thread) => Exchange::start(child, |peer| resumed(peer, cwd, thread))?,
-            None => Exchange::start(child, |peer| started(peer, cwd, prompt))?,
-        });
+        let opens = match self.resume.take() {
+            Some(thread) => Opens::Resumed(thread),
+            None => Opens::New(prompt),
+        };
+        self.exchange = Some(Exchange::start(child, |peer| opened(peer, cwd, opens))?);
         Ok(None)
     }
 
@@ -427,15 +424,7 @@ impl Adapter for CodexApp<'_> {
                 Some(resuming) => resuming.await?.0,
                 None => thread,
             };
-            let params = json!({"threadId": thread, "input": [{"type": "text", "text": prompt}]});
-            let turn = peer
-                .request("turn/start", params)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok((
-                thread,
-                turn.pointer("/turn/id").cloned().unwrap_or(Value::Null),
-            ))
+            turn_started(&peer, thread, prompt).await
         });
         Ok(())
     }

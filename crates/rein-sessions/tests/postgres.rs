@@ -167,11 +167,42 @@ async fn let_in(admin: &sqlx::PgPool) {
         .unwrap();
 }
 
-/// What `heard` hears until sequence number `last`, in its order.
-async fn heard_until(
+/// A session the writer holds and the watcher watches, the watcher
+/// listening.
+struct Watched {
+    admin: sqlx::PgPool,
+    /// Kept open for the test's length.
+    _watcher: PgStore,
+    writer: PgStore,
+    lease: rein_sessions::SessionLock,
+    heard: tokio::sync::broadcast::Receiver<rein_sessions::StoredEvent>,
+}
+
+async fn watched(server: &rein_testing::postgres::Server) -> Watched {
+    let (admin, watcher, writer) = watcher_and_writer(server).await;
+    let session = writer.create_session(json!({})).await.unwrap().id;
+    let lease = writer
+        .acquire(&session, "writer", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let heard = watcher.subscribe(&session);
+    until_listening(&admin, true).await;
+    Watched {
+        admin,
+        _watcher: watcher,
+        writer,
+        lease,
+        heard,
+    }
+}
+
+/// `heard` hears every event up to sequence number `last`, in order, none
+/// twice; the session's creation (committed just before it was watched)
+/// may be heard too.
+async fn heard_all(
     heard: &mut tokio::sync::broadcast::Receiver<rein_sessions::StoredEvent>,
     last: u64,
-) -> Vec<u64> {
+) {
     let mut seqs = Vec::new();
     while seqs.last() != Some(&last) {
         let event = tokio::time::timeout(Duration::from_secs(20), heard.recv())
@@ -180,7 +211,11 @@ async fn heard_until(
             .unwrap();
         seqs.push(event.seq);
     }
-    seqs
+    assert!(seqs[0] <= 2, "{seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order, none twice, none missing: {seqs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,14 +223,13 @@ async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_co
     let Some(server) = rein_testing::postgres::server() else {
         return;
     };
-    let (admin, watcher, writer) = watcher_and_writer(server).await;
-    let session = writer.create_session(json!({})).await.unwrap().id;
-    let lease = writer
-        .acquire(&session, "writer", Duration::from_secs(60))
-        .await
-        .unwrap();
-    let mut heard = watcher.subscribe(&session);
-    until_listening(&admin, true).await;
+    let Watched {
+        admin,
+        _watcher,
+        writer,
+        lease,
+        mut heard,
+    } = watched(server).await;
     writer.append(&lease, vec![note(1), note(2)]).await.unwrap();
     // Only a catch-up by sequence delivers what is appended meanwhile.
     keep_out(&admin).await;
@@ -203,14 +237,7 @@ async fn a_subscriber_hears_another_stores_appends_in_order_even_after_a_lost_co
         writer.append(&lease, vec![note(n)]).await.unwrap();
     }
     let_in(&admin).await;
-    let seqs = heard_until(&mut heard, 6).await;
-    // The session's creation may be heard too: its notification can reach
-    // the watcher after it subscribed (seen once in CI).
-    assert!(seqs[0] <= 2, "{seqs:?}");
-    assert!(
-        seqs.windows(2).all(|w| w[1] == w[0] + 1),
-        "in order, none twice, none missing: {seqs:?}"
-    );
+    heard_all(&mut heard, 6).await;
 }
 
 /// Nothing of the session was delivered before its notifications were
@@ -220,27 +247,20 @@ async fn a_subscriber_hears_appends_whose_every_notification_was_lost() {
     let Some(server) = rein_testing::postgres::server() else {
         return;
     };
-    let (admin, watcher, writer) = watcher_and_writer(server).await;
-    let session = writer.create_session(json!({})).await.unwrap().id;
-    let lease = writer
-        .acquire(&session, "writer", Duration::from_secs(60))
-        .await
-        .unwrap();
-    let mut heard = watcher.subscribe(&session);
-    until_listening(&admin, true).await;
+    let Watched {
+        admin,
+        _watcher,
+        writer,
+        lease,
+        mut heard,
+    } = watched(server).await;
     keep_out(&admin).await;
     writer
         .append(&lease, vec![note(1), note(2), note(3)])
         .await
         .unwrap();
     let_in(&admin).await;
-    let seqs = heard_until(&mut heard, 4).await;
-    // Its creation (just before it was watched) may be heard too.
-    assert!(seqs[0] <= 2, "{seqs:?}");
-    assert!(
-        seqs.windows(2).all(|w| w[1] == w[0] + 1),
-        "in order, none twice, none missing: {seqs:?}"
-    );
+    heard_all(&mut heard, 4).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
