@@ -15,6 +15,7 @@
 #![expect(clippy::unwrap_used, reason = "tests fail loudly on purpose")]
 
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -73,10 +74,13 @@ impl Browser {
     pub(crate) async fn start() -> Browser {
         ensure_chromium();
         let port = free_port();
+        // Its own process group, which the browser it starts joins: both
+        // end together ([`Drop`]), nothing left running after a test.
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .unwrap();
         let http = reqwest::Client::new();
@@ -230,6 +234,9 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        // The driver's whole group: the browser and its helpers too.
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
