@@ -53,6 +53,10 @@ const RETRY: Duration = Duration::from_secs(1);
 /// this long before it subscribed.
 pub(super) const SINCE_SLACK_MS: i64 = 5_000;
 
+/// Past this many sessions marked, the marks of sessions nobody watches
+/// are dropped each time their number doubles.
+const PRUNE_FROM: usize = 1_024;
+
 /// The store's feed: channels, what each watched session was delivered up
 /// to, and the listening task (stopped when the store is dropped).
 pub(super) struct Live {
@@ -107,12 +111,20 @@ impl Live {
     pub(super) fn subscribe(&self, session: &str) -> broadcast::Receiver<StoredEvent> {
         let receiver = self.feed.channels.subscribe(session);
         let since = rein_wire::clock::now_ms().saturating_sub(SINCE_SLACK_MS);
-        self.feed
+        let mut delivered = self
+            .feed
             .delivered
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(session.to_owned())
-            .or_insert(Mark::Since(since));
+            .unwrap_or_else(|p| p.into_inner());
+        if !delivered.contains_key(session) {
+            delivered.insert(session.to_owned(), Mark::Since(since));
+            // Sessions nobody watches any more are forgotten as the map
+            // doubles (a subscriber may leave before anything was delivered).
+            if delivered.len() >= PRUNE_FROM && delivered.len().is_power_of_two() {
+                delivered.retain(|session, _| self.feed.channels.watched(session));
+            }
+        }
+        drop(delivered);
         receiver
     }
 
