@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::page::{Browser, serve_beside};
+use crate::browser::Browser;
+use crate::page::serve_beside;
 use rein_tools::{Outcome, PermissionClass, Registry, Tool, ToolContext};
 use serde_json::json;
 

@@ -2,7 +2,8 @@
 //! Chromium): the list still shows it, as unreadable, and opening it says
 //! why.
 
-use crate::page::{Browser, serve_shaped};
+use crate::browser::Browser;
+use crate::page::serve_shaped;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_the_server_cannot_read_is_said_on_the_page() {

@@ -4,7 +4,8 @@
 
 use serde_json::json;
 
-use crate::page::{Browser, serve_shaped};
+use crate::browser::Browser;
+use crate::page::serve_shaped;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_graph_shows_its_tasks_and_a_question_decided_on_the_page() {

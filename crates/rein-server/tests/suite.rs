@@ -5,6 +5,7 @@
 
 mod api;
 mod bounds;
+mod browser;
 mod common;
 mod crowds;
 mod edges;
